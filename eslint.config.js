@@ -1,0 +1,26 @@
+import js from "@eslint/js";
+import globals from "globals";
+import tseslint from "typescript-eslint";
+
+export default tseslint.config(
+  { ignores: ["dist/", "coverage/", "node_modules/"] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: globals.node },
+    rules: {
+      "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
+      "@typescript-eslint/consistent-type-imports": "error",
+      "no-console": "off",
+      eqeqeq: ["error", "always", { null: "ignore" }],
+      "no-restricted-properties": [
+        "error",
+        { object: "process", property: "exit", message: "Throw ExitError; src/cli/main.ts is the one exit point." },
+      ],
+    },
+  },
+  {
+    files: ["src/cli/main.ts", "test/**", "bench/**", "scripts/**"],
+    rules: { "no-restricted-properties": "off" },
+  },
+);
