@@ -1,0 +1,81 @@
+import { basename, dirname, join, resolve } from "node:path";
+import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, baseDirFor, loadConfig } from "../../config/load.js";
+import type { LoadedConfig } from "../../config/load.js";
+import { configJsonSchema, configJsonSchemaText } from "../../config/json-schema.js";
+import { redactSecrets, secretPaths } from "../../config/redact.js";
+import { STATE_GITIGNORE, projectNameFor, starterConfigText } from "../../config/starter.js";
+import { EXIT_FAILURE, ExitError } from "../../errors.js";
+import { createFileExclusive } from "../../state/atomic.js";
+import { displayPath, printConfigWarnings } from "../context.js";
+import type { GlobalOptions } from "../context.js";
+import { stdout } from "../output.js";
+
+const ORIGIN_TEXT = {
+  flag: "named by --config",
+  env: `named by $${CONFIG_ENV}`,
+  project: "found in the project",
+  home: "found in the home directory",
+  none: "no config file; defaults apply",
+} as const;
+
+function sourceLine(loaded: LoadedConfig): string {
+  return loaded.source.path
+    ? `${displayPath(loaded.source.path)} (${ORIGIN_TEXT[loaded.source.origin]})`
+    : `${ORIGIN_TEXT.none} (looked for ./${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME} and ~/${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME})`;
+}
+
+export async function runInit(globals: GlobalOptions): Promise<void> {
+  const target = resolve(globals.config ?? process.env[CONFIG_ENV] ?? join(CONFIG_DIR_NAME, CONFIG_FILE_NAME));
+  const project = projectNameFor(basename(baseDirFor({ path: target, origin: "flag" }, process.cwd())));
+  const written = await createFileExclusive(target, starterConfigText(project));
+  if (!written) {
+    throw new ExitError(
+      `${displayPath(target)} already exists; the-loop init never overwrites a config. Edit it, or move it aside and run init again.`,
+      EXIT_FAILURE,
+      "conflict",
+    );
+  }
+  const folder = dirname(target);
+  const extras: string[] = [];
+  if (await createFileExclusive(join(folder, "cli-config.schema.json"), configJsonSchemaText())) {
+    extras.push("cli-config.schema.json (editor completion and checks)");
+  }
+  if (basename(folder) === CONFIG_DIR_NAME && (await createFileExclusive(join(folder, ".gitignore"), STATE_GITIGNORE))) {
+    extras.push(".gitignore (keeps generated state out of git)");
+  }
+  stdout.line(`wrote ${displayPath(target)}`);
+  for (const extra of extras) stdout.line(`wrote ${join(displayPath(folder), extra)}`);
+  stdout.line("");
+  stdout.line("next:");
+  stdout.line("  the-loop config validate");
+  stdout.line(`  the-loop item new "my first work item"     # creates local:${project}#1`);
+  stdout.line("  the-loop events");
+}
+
+export async function runConfigValidate(globals: GlobalOptions, options: { json: boolean }): Promise<void> {
+  const loaded = await loadConfig({ explicitPath: globals.config });
+  printConfigWarnings(loaded);
+  if (options.json) {
+    stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, warnings: loaded.warnings });
+    return;
+  }
+  stdout.line(`${stdout.paint("green", "config OK:")} ${sourceLine(loaded)}`);
+  if (loaded.warnings.length > 0) stdout.line(`${loaded.warnings.length} warning(s) on stderr`);
+}
+
+export async function runConfigShow(globals: GlobalOptions, options: { json: boolean }): Promise<void> {
+  const loaded = await loadConfig({ explicitPath: globals.config });
+  printConfigWarnings(loaded);
+  const config = redactSecrets(loaded.config, secretPaths(configJsonSchema()));
+  if (options.json) {
+    stdout.json({ source: loaded.source, baseDir: loaded.baseDir, config, paths: loaded.paths, warnings: loaded.warnings });
+    return;
+  }
+  const { stringify } = await import("yaml");
+  stdout.line(`# config: ${sourceLine(loaded)}`);
+  stdout.line(`# relative paths resolve against: ${loaded.baseDir}`);
+  stdout.line(stringify(config).trimEnd());
+  stdout.line("");
+  stdout.line("# derived paths (where each file the-loop generates lives)");
+  stdout.line(stringify({ paths: loaded.paths }).trimEnd());
+}

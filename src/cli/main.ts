@@ -1,0 +1,46 @@
+import * as nodeModule from "node:module";
+import { CommanderError } from "commander";
+import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
+import { stderr, stdout } from "./output.js";
+import { buildProgram } from "./program.js";
+
+/**
+ * The one exit point of the CLI. Everything below throws (ExitError for expected failures);
+ * this catches, prints, and sets the exit code: 0 ok, 1 runtime failure, 2 usage or config error.
+ */
+
+// Node 22 can cache compiled code between runs, which shortens every cold start after the first.
+const cache = nodeModule as { enableCompileCache?: () => unknown };
+cache.enableCompileCache?.();
+
+function wantsJson(argv: readonly string[]): boolean {
+  return argv.includes("--json") || argv.some((arg, i) => (arg === "--format" && argv[i + 1] === "json") || arg === "--format=json");
+}
+
+function report(error: unknown, json: boolean): number {
+  if (error instanceof CommanderError) {
+    // Commander has already printed help, the version or the usage error itself.
+    return error.exitCode === 0 ? 0 : EXIT_USAGE;
+  }
+  if (error instanceof ExitError) {
+    if (json) stdout.json({ error: { code: error.code, message: error.message, details: error.details } });
+    stderr.error(error.message);
+    for (const detail of error.details) stderr.line(`  ${detail}`);
+    return error.exitCode;
+  }
+  const message = error instanceof Error ? (error.stack ?? error.message) : String(error);
+  if (json) stdout.json({ error: { code: "internal", message: error instanceof Error ? error.message : String(error) } });
+  stderr.error(`unexpected failure — this is a bug in the-loop; please report it with the lines below:\n${message}`);
+  return EXIT_FAILURE;
+}
+
+async function main(argv: readonly string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync([...argv]);
+    return 0;
+  } catch (error) {
+    return report(error, wantsJson(argv));
+  }
+}
+
+process.exitCode = await main(process.argv);

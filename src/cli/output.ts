@@ -1,0 +1,57 @@
+import { styleText } from "node:util";
+
+type Style = "red" | "yellow" | "green" | "cyan" | "dim" | "bold";
+
+/**
+ * Colour only for a terminal, and never under NO_COLOR (any non-empty value); FORCE_COLOR
+ * turns it on for pipes. Decided per stream, so `cmd | less` keeps stderr coloured.
+ */
+export function colorEnabled(stream: NodeJS.WriteStream): boolean {
+  const env = process.env;
+  if (env.NO_COLOR) return false;
+  if (env.FORCE_COLOR && env.FORCE_COLOR !== "0") return true;
+  return Boolean(stream.isTTY) && env.TERM !== "dumb";
+}
+
+export function paint(stream: NodeJS.WriteStream, style: Style, text: string): string {
+  return colorEnabled(stream) ? styleText(style, text) : text;
+}
+
+export const stdout = {
+  line(text = ""): void {
+    process.stdout.write(`${text}\n`);
+  },
+  /** The whole of stdout for a --json command: one JSON document. */
+  json(value: unknown): void {
+    process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  },
+  paint(style: Style, text: string): string {
+    return paint(process.stdout, style, text);
+  },
+};
+
+export const stderr = {
+  line(text = ""): void {
+    process.stderr.write(`${text}\n`);
+  },
+  warn(text: string): void {
+    process.stderr.write(`${paint(process.stderr, "yellow", "warning:")} ${text}\n`);
+  },
+  error(text: string): void {
+    process.stderr.write(`${paint(process.stderr, "red", "error:")} ${text}\n`);
+  },
+  paint(style: Style, text: string): string {
+    return paint(process.stderr, style, text);
+  },
+};
+
+/** Pads cells to column widths; the last column is never padded. */
+export function formatTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const render = (cells: readonly string[]): string =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join("  ")
+      .trimEnd();
+  return [render(header), ...rows.map(render)].join("\n");
+}

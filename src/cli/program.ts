@@ -1,0 +1,176 @@
+import { readFileSync } from "node:fs";
+import { Command, InvalidArgumentError, Option } from "commander";
+import type { GlobalOptions } from "./context.js";
+import type { DemoOptions } from "./commands/demo.js";
+import type { EventsOptions } from "./commands/events.js";
+import type {
+  ItemActOptions,
+  ItemLabelOptions,
+  ItemListOptions,
+  ItemNewOptions,
+  ItemShowOptions,
+} from "./commands/item.js";
+
+/**
+ * The whole command surface, declared in one place so help is generated from the same
+ * declarations the parser uses. Only commander is loaded here: each action imports its command
+ * module when it runs, so `--help` and `--version` never pay for config, YAML or the trackers.
+ */
+
+function packageVersion(): string {
+  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
+  return (JSON.parse(text) as { version: string }).version;
+}
+
+export function parseCount(value: string): number {
+  if (!/^[0-9]+$/.test(value)) throw new InvalidArgumentError("expected a whole number (0 or more)");
+  return Number(value);
+}
+
+function collect(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+function globalsOf(command: Command): GlobalOptions {
+  const options = command.optsWithGlobals<{ config?: string }>();
+  return { config: options.config };
+}
+
+export function buildProgram(): Command {
+  const program = new Command("the-loop")
+    .description(
+      "Turns issue and pull-request activity into AI coding-agent sessions, with an authorized human in control of every run.",
+    )
+    .version(packageVersion(), "-V, --version", "print the version")
+    .option("--config <path>", "config file (default: $THE_LOOP_CLI_CONFIG, ./.the-loop/cli-config.yaml, ~/.the-loop/cli-config.yaml)")
+    .helpOption("-h, --help", "show help")
+    .helpCommand("help [command]", "show help for a command")
+    .showSuggestionAfterError()
+    .exitOverride();
+
+  program
+    .command("demo")
+    .description("run the local-tracker flow end to end in a temporary state root and narrate it (no credentials needed)")
+    .option("--keep", "keep the temporary state root afterwards and print where it is", false)
+    .action(async (options: DemoOptions, command: Command) => {
+      await (await import("./commands/demo.js")).runDemo(globalsOf(command), options);
+    });
+
+  program
+    .command("init")
+    .description("write a commented starter config (.the-loop/cli-config.yaml, or --config) that uses the local tracker")
+    .action(async (_options: unknown, command: Command) => {
+      await (await import("./commands/config.js")).runInit(globalsOf(command));
+    });
+
+  const config = program.command("config").description("check and inspect the configuration");
+  config
+    .command("validate")
+    .description("load the config and report every problem with its key path and line; exit 2 when invalid")
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: { json: boolean }, command: Command) => {
+      await (await import("./commands/config.js")).runConfigValidate(globalsOf(command), options);
+    });
+  config
+    .command("show")
+    .description("print the effective config with defaults and every derived path (secrets redacted)")
+    .option("--json", "print as JSON", false)
+    .action(async (options: { json: boolean }, command: Command) => {
+      await (await import("./commands/config.js")).runConfigShow(globalsOf(command), options);
+    });
+
+  program
+    .command("events")
+    .description("read the event log: filter, format, follow")
+    .option("--type <glob>", "event type glob, e.g. 'item.*' (repeatable; any may match)", collect, [])
+    .option("--work-item <ref>", "only events about this work item")
+    .addOption(new Option("--source <source>", "only events written by this part of the-loop"))
+    .addOption(new Option("--level <level>", "minimum level").choices(["debug", "info", "warning", "error"]))
+    .option("--since <when>", "only events since a duration ago (30s, 15m, 2h, 1d) or an ISO time")
+    .option("--limit <n>", "at most the last N matching events (0 = all)", parseCount, 50)
+    .addOption(new Option("--format <format>", "output format").choices(["table", "json", "jsonl"]).default("table"))
+    .option("--json", "same as --format json", false)
+    .option("--follow", "keep printing new events as they are written (Ctrl-C to stop)", false)
+    .option("--types", "list the event catalog instead of events", false)
+    .option("--file <path>", "read this log file instead of the configured one")
+    .action(async (options: EventsOptions, command: Command) => {
+      await (await import("./commands/events.js")).runEvents(globalsOf(command), options);
+    });
+
+  const item = program
+    .command("item")
+    .description("work items on the embedded local tracker (refs: local:project#7, or #7 in the default project)");
+  const asOption = (): Option =>
+    new Option("--as <login>", "act as this login instead of the OS user (a local-testing aid)");
+  item
+    .command("new")
+    .description("create a work item")
+    .argument("<title>", "the title")
+    .option("--body <text>", "the description")
+    .option("--label <label>", "add a label (repeatable)", collect, [])
+    .option("--project <name>", "local project (default: integrations.local.project)")
+    .addOption(asOption())
+    .option("--json", "print the new item as JSON", false)
+    .action(async (title: string, options: ItemNewOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemNew(globalsOf(command), title, options);
+    });
+  item
+    .command("comment")
+    .description("add a comment to a work item ('-' reads the text from stdin)")
+    .argument("<ref>", "the work item")
+    .argument("<text>", "the comment")
+    .addOption(asOption())
+    .option("--json", "print the new comment as JSON", false)
+    .action(async (ref: string, text: string, options: ItemActOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemComment(globalsOf(command), ref, text, options);
+    });
+  item
+    .command("label")
+    .description("add or remove labels")
+    .argument("<ref>", "the work item")
+    .option("--add <label>", "add a label (repeatable)", collect, [])
+    .option("--remove <label>", "remove a label (repeatable)", collect, [])
+    .addOption(asOption())
+    .option("--json", "print the item as JSON", false)
+    .action(async (ref: string, options: ItemLabelOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemLabel(globalsOf(command), ref, options);
+    });
+  item
+    .command("close")
+    .description("close a work item")
+    .argument("<ref>", "the work item")
+    .addOption(asOption())
+    .option("--json", "print the item as JSON", false)
+    .action(async (ref: string, options: ItemActOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemSetState(globalsOf(command), ref, "closed", options);
+    });
+  item
+    .command("reopen")
+    .description("reopen a closed work item")
+    .argument("<ref>", "the work item")
+    .addOption(asOption())
+    .option("--json", "print the item as JSON", false)
+    .action(async (ref: string, options: ItemActOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemSetState(globalsOf(command), ref, "open", options);
+    });
+  item
+    .command("list")
+    .description("list work items")
+    .addOption(new Option("--state <state>", "which items").choices(["open", "closed", "all"]).default("open"))
+    .option("--label <label>", "only items carrying this label (repeatable; all must match)", collect, [])
+    .option("--project <name>", "only this local project (default: every project)")
+    .option("--json", "print as JSON", false)
+    .action(async (options: ItemListOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemList(globalsOf(command), options);
+    });
+  item
+    .command("show")
+    .description("show a work item with its labels and comments")
+    .argument("<ref>", "the work item")
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string, options: ItemShowOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemShow(globalsOf(command), ref, options);
+    });
+
+  return program;
+}

@@ -1,0 +1,86 @@
+import type { JsonSchemaNode } from "./json-schema.js";
+
+/**
+ * The reference table of docs/config.md, rendered from the JSON Schema so the documentation can
+ * never list a key the loader rejects or miss one it accepts (a test compares the two).
+ */
+
+export const REFERENCE_BEGIN = "<!-- BEGIN GENERATED: config reference (npm run generate) -->";
+export const REFERENCE_END = "<!-- END GENERATED: config reference -->";
+
+export interface ReferenceRow {
+  readonly key: string;
+  readonly type: string;
+  readonly defaultValue: string;
+  readonly description: string;
+}
+
+function typeOf(node: JsonSchemaNode): string {
+  if (node.const !== undefined) return JSON.stringify(node.const);
+  if (node.enum) return node.enum.map((value) => JSON.stringify(value)).join(" \\| ");
+  const variants = node.anyOf ?? node.oneOf;
+  if (variants) return variants.map(typeOf).join(" \\| ");
+  if (node.type === "array") return `${node.items ? typeOf(node.items) : "value"}[]`;
+  if (node.type === "object" && typeof node.additionalProperties === "object") {
+    return `map of ${typeOf(node.additionalProperties)}`;
+  }
+  if (Array.isArray(node.type)) return node.type.join(" \\| ");
+  return typeof node.type === "string" ? node.type : "value";
+}
+
+function defaultOf(node: JsonSchemaNode): string {
+  if (node["x-derivedDefault"]) return `\`${node["x-derivedDefault"]}\``;
+  if (node.default === undefined) return "—";
+  if (typeof node.default === "object" && node.default !== null && Object.keys(node.default).length === 0) return "—";
+  return `\`${JSON.stringify(node.default)}\``;
+}
+
+function cell(text: string): string {
+  return text.replace(/\|/g, "\\|").replace(/\n/g, " ");
+}
+
+export function referenceRows(root: JsonSchemaNode): ReferenceRow[] {
+  const rows: ReferenceRow[] = [];
+  const visit = (node: JsonSchemaNode, prefix: string): void => {
+    for (const [name, child] of Object.entries(node.properties ?? {})) {
+      const key = prefix ? `${prefix}.${name}` : name;
+      const deprecated = child.deprecated ? "**Deprecated.** " : "";
+      rows.push({
+        key,
+        type: child.properties ? "object" : typeOf(child),
+        defaultValue: defaultOf(child),
+        description: `${deprecated}${child.description ?? ""}`,
+      });
+      if (child.properties) visit(child, key);
+      if (child.type === "array" && child.items?.properties) visit(child.items, `${key}[]`);
+    }
+  };
+  visit(root, "");
+  return rows;
+}
+
+export function renderReferenceTable(root: JsonSchemaNode): string {
+  const lines = ["| key | type | default | description |", "| --- | --- | --- | --- |"];
+  for (const row of referenceRows(root)) {
+    lines.push(`| \`${row.key}\` | ${cell(row.type)} | ${cell(row.defaultValue)} | ${cell(row.description)} |`);
+  }
+  return lines.join("\n");
+}
+
+/** Replaces the generated section of a markdown document, keeping the prose around it. */
+export function spliceReference(document: string, table: string): string {
+  const begin = document.indexOf(REFERENCE_BEGIN);
+  const end = document.indexOf(REFERENCE_END);
+  if (begin < 0 || end < begin) {
+    throw new Error(`the document has no "${REFERENCE_BEGIN}" … "${REFERENCE_END}" section`);
+  }
+  return `${document.slice(0, begin + REFERENCE_BEGIN.length)}\n${table}\n${document.slice(end)}`;
+}
+
+/** The generated section as it stands in a document, for comparison with a fresh rendering. */
+export function extractReference(document: string): string | undefined {
+  const begin = document.indexOf(REFERENCE_BEGIN);
+  const end = document.indexOf(REFERENCE_END);
+  if (begin < 0 || end < begin) return undefined;
+  return document.slice(begin + REFERENCE_BEGIN.length, end).trim();
+}

@@ -1,0 +1,107 @@
+import { appendFileSync, mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { errnoOf, messageOf } from "../errors.js";
+import { EVENT_CATALOG } from "./catalog.js";
+import type { EventFields, EventSource, EventType } from "./catalog.js";
+
+/** Where code records events. Tests and one-shot tools may pass a sink that keeps them in memory. */
+export interface EventSink {
+  emit<T extends EventType>(type: T, fields: EventFields<T>): void;
+}
+
+export interface EventLogOptions {
+  /** The JSONL file; null when the event log is disabled. */
+  readonly path: string | null;
+  readonly source: EventSource;
+  /** Told once, on the first write that fails (default: a line on stderr). */
+  readonly onWriteError?: (message: string) => void;
+  readonly now?: () => Date;
+}
+
+const MAX_STRING = 4_000;
+const MAX_LIST = 200;
+// Tokens must never reach the log, even when a caller passes text that quotes one.
+const SECRET_PATTERNS = [
+  /\bgh[pousr]_[A-Za-z0-9]{20,}\b/g,
+  /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
+  /\b(Bearer|token)\s+[A-Za-z0-9._~+/=-]{16,}/gi,
+];
+
+export function scrubSecrets(text: string): string {
+  return SECRET_PATTERNS.reduce((current, pattern) => current.replace(pattern, "[redacted]"), text);
+}
+
+function boundedValue(value: unknown): unknown {
+  if (typeof value === "string") {
+    const scrubbed = scrubSecrets(value);
+    return scrubbed.length > MAX_STRING ? `${scrubbed.slice(0, MAX_STRING)}…[truncated]` : scrubbed;
+  }
+  if (Array.isArray(value)) return value.slice(0, MAX_LIST).map(boundedValue);
+  return value;
+}
+
+/**
+ * Appends events to the JSONL log. Each event is one `write` of one whole line to a file opened
+ * with O_APPEND, so lines from concurrent processes never interleave; the file is opened per
+ * event, so an external logrotate needs no signal. Recording an event never throws into the
+ * caller: a failed write is reported once and the operation carries on.
+ */
+export class EventLog implements EventSink {
+  private warned = false;
+  private directoryReady = false;
+
+  constructor(private readonly options: EventLogOptions) {}
+
+  get path(): string | null {
+    return this.options.path;
+  }
+
+  emit<T extends EventType>(type: T, fields: EventFields<T>): void {
+    const path = this.options.path;
+    if (!path) return;
+    try {
+      const record: Record<string, unknown> = {
+        ts: (this.options.now?.() ?? new Date()).toISOString(),
+        source: this.options.source,
+        event: type,
+        level: EVENT_CATALOG[type].level,
+        pid: process.pid,
+      };
+      for (const [key, value] of Object.entries(fields)) {
+        if (value !== undefined && !(key in record)) record[key] = boundedValue(value);
+      }
+      this.append(path, `${JSON.stringify(record)}\n`);
+    } catch (error) {
+      this.reportOnce(`cannot write the event log ${path}: ${messageOf(error)}; events are not being recorded`);
+    }
+  }
+
+  private append(path: string, line: string): void {
+    if (!this.directoryReady) {
+      mkdirSync(dirname(path), { recursive: true });
+      this.directoryReady = true;
+    }
+    try {
+      appendFileSync(path, line, { encoding: "utf8", mode: 0o644 });
+    } catch (error) {
+      if (errnoOf(error) !== "ENOENT") throw error;
+      // The directory went away under us (a wiped state root): recreate it once and retry.
+      mkdirSync(dirname(path), { recursive: true });
+      appendFileSync(path, line, { encoding: "utf8", mode: 0o644 });
+    }
+  }
+
+  private reportOnce(message: string): void {
+    if (this.warned) return;
+    this.warned = true;
+    (this.options.onWriteError ?? ((text: string) => process.stderr.write(`warning: ${text}\n`)))(message);
+  }
+}
+
+/** An event sink that keeps events in memory, for tests and dry runs. */
+export class MemoryEventSink implements EventSink {
+  readonly events: { type: EventType; fields: Record<string, unknown> }[] = [];
+  emit<T extends EventType>(type: T, fields: EventFields<T>): void {
+    this.events.push({ type, fields: { ...fields } });
+  }
+}

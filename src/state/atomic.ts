@@ -1,0 +1,117 @@
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import { basename, dirname, join } from "node:path";
+import { errnoOf } from "../errors.js";
+
+/**
+ * Crash-safe file writes. A reader, or a process started after a `kill -9` at any instant, sees
+ * either the old complete file or the new complete file — never a torn one: the data goes to a
+ * temporary sibling, is fsync'd, then renamed over the target, and the directory is fsync'd so
+ * the rename itself survives a power loss.
+ */
+
+export interface WriteOptions {
+  /** File mode for a newly created file (default 0o644; 0o600 for anything private). */
+  readonly mode?: number;
+}
+
+/** Temporary siblings start with a dot and end in `.tmp`, so directory listings can skip them. */
+export function isTemporaryName(name: string): boolean {
+  return name.startsWith(".") && name.endsWith(".tmp");
+}
+
+function temporarySibling(path: string): string {
+  return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
+}
+
+async function fsyncDirectory(dir: string): Promise<void> {
+  let handle: fs.FileHandle | undefined;
+  try {
+    handle = await fs.open(dir, "r");
+    await handle.sync();
+  } catch (error) {
+    // Some filesystems refuse to fsync a directory; the rename is still atomic there.
+    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(errnoOf(error) ?? "")) throw error;
+  } finally {
+    await handle?.close();
+  }
+}
+
+async function writeTemporary(path: string, data: string | Uint8Array, mode: number): Promise<string> {
+  await fs.mkdir(dirname(path), { recursive: true });
+  const temporary = temporarySibling(path);
+  const handle = await fs.open(temporary, "wx", mode);
+  try {
+    await handle.writeFile(data);
+    await handle.sync();
+  } catch (error) {
+    await handle.close();
+    await fs.rm(temporary, { force: true });
+    throw error;
+  }
+  await handle.close();
+  return temporary;
+}
+
+export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
+  const temporary = await writeTemporary(path, data, options.mode ?? 0o644);
+  try {
+    await fs.rename(temporary, path);
+  } catch (error) {
+    await fs.rm(temporary, { force: true });
+    throw error;
+  }
+  await fsyncDirectory(dirname(path));
+}
+
+/**
+ * Creates `path` with `data` only if nothing exists there yet, atomically: of any number of
+ * processes racing, exactly one returns true. (A hard link fails with EEXIST rather than replace.)
+ */
+export async function createFileExclusive(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<boolean> {
+  const temporary = await writeTemporary(path, data, options.mode ?? 0o644);
+  try {
+    await fs.link(temporary, path);
+  } catch (error) {
+    if (errnoOf(error) === "EEXIST") return false;
+    throw error;
+  } finally {
+    await fs.rm(temporary, { force: true });
+  }
+  await fsyncDirectory(dirname(path));
+  return true;
+}
+
+export function toJsonText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+export async function writeJsonAtomic(path: string, value: unknown, options: WriteOptions = {}): Promise<void> {
+  await writeFileAtomic(path, toJsonText(value), options);
+}
+
+export class CorruptFileError extends Error {
+  override readonly name: string = "CorruptFileError";
+  constructor(
+    readonly path: string,
+    cause: unknown,
+  ) {
+    super(`${path} is not valid JSON (${cause instanceof Error ? cause.message : String(cause)}); move it aside to start afresh`);
+  }
+}
+
+/** Reads a JSON file; `undefined` when it does not exist. */
+export async function readJsonFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await fs.readFile(path, "utf8");
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return undefined;
+    throw error;
+  }
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CorruptFileError(path, error);
+  }
+}

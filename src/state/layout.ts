@@ -1,0 +1,52 @@
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import type { CliConfig } from "../config/schema.js";
+
+/**
+ * Every file the-loop generates, derived from one root (`state.root`). A path the config sets
+ * explicitly is used as written — it is not moved under the root — so an existing config keeps
+ * working when the root changes.
+ *
+ *   <root>/sessions/<slug>.json            session records (routing.registryDir)
+ *   <root>/sessions/control/<slug>.json    the last control command per work item
+ *   <root>/sessions/poll-state.json        poller cursors (polling.stateFile)
+ *   <root>/logs/events.jsonl               the event log (eventLog.path)
+ *   <root>/gh-webhook.pid                  webhook receiver pidfile (webhooks.ghWebhook.pidfile)
+ *   <root>/tracker/                        the local tracker's items
+ *   <root>/workspaces/                     checkouts
+ */
+export interface StatePaths {
+  readonly root: string;
+  readonly registryDir: string;
+  readonly controlDir: string;
+  readonly pollStateFile: string;
+  readonly eventLog: string;
+  readonly ghWebhookPidfile: string;
+  readonly trackerDir: string;
+  readonly workspacesDir: string;
+}
+
+/** Expands `~` and resolves a relative path against the documented base directory. */
+export function resolveConfiguredPath(path: string, baseDir: string, home: string = homedir()): string {
+  if (path === "~") return home;
+  if (path.startsWith("~/")) return join(home, path.slice(2));
+  return isAbsolute(path) ? resolve(path) : resolve(baseDir, path);
+}
+
+export function deriveStatePaths(config: CliConfig, baseDir: string, home: string = homedir()): StatePaths {
+  const at = (path: string): string => resolveConfiguredPath(path, baseDir, home);
+  const root = at(config.state.root);
+  const sessions = join(root, "sessions");
+  return {
+    root,
+    registryDir: config.routing.registryDir ? at(config.routing.registryDir) : sessions,
+    controlDir: join(sessions, "control"),
+    pollStateFile: config.polling.stateFile ? at(config.polling.stateFile) : join(sessions, "poll-state.json"),
+    eventLog: config.eventLog.path ? at(config.eventLog.path) : join(root, "logs", "events.jsonl"),
+    ghWebhookPidfile: config.webhooks.ghWebhook.pidfile
+      ? at(config.webhooks.ghWebhook.pidfile)
+      : join(root, "gh-webhook.pid"),
+    trackerDir: join(root, "tracker"),
+    workspacesDir: join(root, "workspaces"),
+  };
+}

@@ -1,0 +1,93 @@
+import { NotFoundError } from "../errors.js";
+import type { TrackerKind, WorkItem, WorkItemRef } from "../workitem/index.js";
+
+/**
+ * The seam between the-loop and an issue tracker. The embedded local tracker implements it now;
+ * GitHub implements the same interface, so the poller, the router and the dispatcher never know
+ * which one they talk to. Everything here is data; nothing carries a credential.
+ */
+
+export type ItemState = "open" | "closed";
+
+export interface TrackerComment {
+  /** Unique within the tracker (across repositories / projects). */
+  readonly id: string;
+  readonly author: string | null;
+  readonly body: string;
+  readonly createdAt: string;
+  readonly url: string;
+  /** Conversation comment, pull-request review body, or inline review comment. */
+  readonly kind: "comment" | "review" | "review_comment";
+}
+
+/** A work item as the tracker sees it now. */
+export interface WorkItemState {
+  readonly item: WorkItem;
+  readonly title: string;
+  readonly body: string;
+  /** The login that opened it; null for a deleted account. */
+  readonly author: string | null;
+  readonly state: ItemState;
+  readonly labels: readonly string[];
+  readonly createdAt: string;
+  readonly updatedAt: string;
+  readonly closedAt: string | null;
+}
+
+export type TrackerChangeKind = "opened" | "commented" | "labeled" | "unlabeled" | "closed" | "reopened";
+
+/** One thing that happened on a tracker, as the change feed reports it. */
+export interface TrackerChange {
+  /** Stable and unique across the tracker: the poller derives its delivery ids from it. */
+  readonly id: string;
+  readonly kind: TrackerChangeKind;
+  readonly item: WorkItem;
+  /** Who did it; null when the tracker does not say (a deleted account). */
+  readonly actor: string | null;
+  readonly at: string;
+  /** The item's labels and state right after this change. */
+  readonly labels: readonly string[];
+  readonly state: ItemState;
+  /** For `commented`. */
+  readonly comment?: TrackerComment;
+  /** For `labeled` and `unlabeled`. */
+  readonly label?: string;
+  /** For `opened`. */
+  readonly title?: string;
+  readonly body?: string;
+}
+
+/** Which part of a tracker to read: repositories (`owner/repo`) or local projects; all when omitted. */
+export interface TrackerScope {
+  readonly repositories?: readonly string[];
+}
+
+export interface ChangeBatch {
+  readonly changes: readonly TrackerChange[];
+  /** Opaque; pass it back to read what happens next. Persist it only once the changes are handled. */
+  readonly cursor: string;
+}
+
+export interface Tracker {
+  readonly kind: TrackerKind;
+  /** Open items in scope that carry `label` (the arming label). */
+  listArmedItems(scope: TrackerScope, label: string): Promise<WorkItemState[]>;
+  /**
+   * What happened after `cursor`, oldest first. Without a cursor this is first sight: no
+   * history is replayed, and the returned cursor marks "now".
+   */
+  changesSince(scope: TrackerScope, cursor: string | undefined): Promise<ChangeBatch>;
+  /** Throws WorkItemNotFoundError when there is no such item. */
+  getItem(ref: WorkItemRef): Promise<WorkItemState>;
+  /** Posts a comment as the-loop itself. The caller marks the body (loop prevention). */
+  postComment(ref: WorkItemRef, body: string): Promise<TrackerComment>;
+  addLabel(ref: WorkItemRef, label: string): Promise<void>;
+  removeLabel(ref: WorkItemRef, label: string): Promise<void>;
+}
+
+export class WorkItemNotFoundError extends NotFoundError {
+  override readonly name: string = "WorkItemNotFoundError";
+  constructor(readonly ref: string, hint = "") {
+    super(`no work item ${ref}${hint ? `; ${hint}` : ""}`);
+  }
+}
