@@ -8,6 +8,8 @@ export const EXIT_OK = 0;
 export const EXIT_FAILURE = 1;
 /** A usage or configuration error: the command or the config must change before a retry helps. */
 export const EXIT_USAGE = 2;
+/** A foreground command stopped by Ctrl-C (128 + SIGINT). */
+export const EXIT_INTERRUPTED = 130;
 
 export type ErrorCode =
   | "failure"
@@ -15,7 +17,8 @@ export type ErrorCode =
   | "config"
   | "not-found"
   | "conflict"
-  | "lock-timeout";
+  | "lock-timeout"
+  | "interrupted";
 
 export class ExitError extends Error {
   override readonly name: string = "ExitError";

@@ -24,7 +24,8 @@ function report(error: unknown, json: boolean): number {
   }
   if (error instanceof ExitError) {
     if (json) stdout.json({ error: { code: error.code, message: error.message, details: error.details } });
-    stderr.error(error.message);
+    // An empty message means there is nothing to say (an interrupted --follow, say).
+    if (error.message) stderr.error(error.message);
     for (const detail of error.details) stderr.line(`  ${detail}`);
     return error.exitCode;
   }

@@ -5,8 +5,8 @@ import type { JsonSchemaNode } from "./json-schema.js";
  * never list a key the loader rejects or miss one it accepts (a test compares the two).
  */
 
-export const REFERENCE_BEGIN = "<!-- BEGIN GENERATED: config reference (npm run generate) -->";
-export const REFERENCE_END = "<!-- END GENERATED: config reference -->";
+/** The name of the generated section in docs/config.md (see src/docs/sections.ts). */
+export const CONFIG_REFERENCE_SECTION = "config reference";
 
 export interface ReferenceRow {
   readonly key: string;
@@ -65,22 +65,4 @@ export function renderReferenceTable(root: JsonSchemaNode): string {
     lines.push(`| \`${row.key}\` | ${cell(row.type)} | ${cell(row.defaultValue)} | ${cell(row.description)} |`);
   }
   return lines.join("\n");
-}
-
-/** Replaces the generated section of a markdown document, keeping the prose around it. */
-export function spliceReference(document: string, table: string): string {
-  const begin = document.indexOf(REFERENCE_BEGIN);
-  const end = document.indexOf(REFERENCE_END);
-  if (begin < 0 || end < begin) {
-    throw new Error(`the document has no "${REFERENCE_BEGIN}" … "${REFERENCE_END}" section`);
-  }
-  return `${document.slice(0, begin + REFERENCE_BEGIN.length)}\n${table}\n${document.slice(end)}`;
-}
-
-/** The generated section as it stands in a document, for comparison with a fresh rendering. */
-export function extractReference(document: string): string | undefined {
-  const begin = document.indexOf(REFERENCE_BEGIN);
-  const end = document.indexOf(REFERENCE_END);
-  if (begin < 0 || end < begin) return undefined;
-  return document.slice(begin + REFERENCE_BEGIN.length, end).trim();
 }
