@@ -51,7 +51,8 @@ export function referenceRows(root: JsonSchemaNode): ReferenceRow[] {
         defaultValue: defaultOf(child),
         description: `${deprecated}${child.description ?? ""}`,
       });
-      if (child.properties) visit(child, key);
+      // A deprecated block repeats a current one; its keys are documented there.
+      if (child.properties && !child.deprecated) visit(child, key);
       if (child.type === "array" && child.items?.properties) visit(child.items, `${key}[]`);
     }
   };

@@ -1,0 +1,43 @@
+import { readFile } from "node:fs/promises";
+import { describe, expect, it } from "vitest";
+import { REPO_ROOT, runCli } from "../support/cli.js";
+import { tempDir } from "../support/temp.js";
+
+const ANSI = /\u001b\[/;
+
+describe("the CLI's exit codes and output streams", () => {
+  it("prints the package version", async () => {
+    const { version } = JSON.parse(await readFile(`${REPO_ROOT}/package.json`, "utf8")) as { version: string };
+    const result = await runCli(["--version"], { cwd: await tempDir() });
+    expect(result).toEqual({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("prints help and exits 0", async () => {
+    const result = await runCli(["--help"], { cwd: await tempDir() });
+    expect(result.code).toBe(0);
+    for (const command of ["init", "config", "events", "item", "demo"]) expect(result.stdout).toContain(`  ${command}`);
+  });
+
+  it.each([
+    ["an unknown command", ["frobnicate"]],
+    ["an unknown option", ["events", "--frobnicate"]],
+    ["a missing argument", ["item", "show"]],
+    ["a bad option value", ["events", "--limit", "many"]],
+    ["a bad choice", ["events", "--format", "xml"]],
+    ["no command at all", []],
+  ])("exits 2 on %s", async (_name, args) => {
+    const result = await runCli(args, { cwd: await tempDir() });
+    expect(result.code).toBe(2);
+    expect(result.stdout).toBe("");
+    expect(result.stderr).not.toBe("");
+  });
+
+  it("writes no colour under NO_COLOR, even when FORCE_COLOR asks for it", async () => {
+    const cwd = await tempDir();
+    const forced = await runCli(["config", "validate"], { cwd, env: { NO_COLOR: undefined, FORCE_COLOR: "1" } });
+    expect(forced.stdout).toMatch(ANSI);
+    const plain = await runCli(["config", "validate"], { cwd, env: { NO_COLOR: "1", FORCE_COLOR: "1" } });
+    expect(plain.code).toBe(0);
+    expect(plain.stdout).not.toMatch(ANSI);
+  });
+});
