@@ -1,8 +1,7 @@
 import * as nodeModule from "node:module";
-import { CommanderError } from "commander";
 import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
 import { stderr, stdout } from "./output.js";
-import { buildProgram } from "./program.js";
+import { packageVersion } from "./version.js";
 
 /**
  * The one exit point of the CLI. Everything below throws (ExitError for expected failures);
@@ -17,8 +16,9 @@ function wantsJson(argv: readonly string[]): boolean {
   return argv.includes("--json") || argv.some((arg, i) => (arg === "--format" && argv[i + 1] === "json") || arg === "--format=json");
 }
 
-function report(error: unknown, json: boolean): number {
-  if (error instanceof CommanderError) {
+async function report(error: unknown, json: boolean): Promise<number> {
+  const { commander } = await import("./commander.js");
+  if (error instanceof commander.CommanderError) {
     // Commander has already printed help, the version or the usage error itself.
     return error.exitCode === 0 ? 0 : EXIT_USAGE;
   }
@@ -36,7 +36,16 @@ function report(error: unknown, json: boolean): number {
 }
 
 async function main(argv: readonly string[]): Promise<number> {
+  // `--version` alone is answered before commander and the command table load: scripts call it
+  // to probe for the-loop, and it should cost no more than starting Node. (The program declares
+  // the same flag, with the same version, for its help text.)
+  const args = argv.slice(2);
+  if (args.length === 1 && (args[0] === "--version" || args[0] === "-V")) {
+    stdout.line(packageVersion());
+    return 0;
+  }
   try {
+    const { buildProgram } = await import("./program.js");
     await buildProgram().parseAsync([...argv]);
     return 0;
   } catch (error) {

@@ -1,6 +1,7 @@
-import { readFileSync } from "node:fs";
-import { Command, InvalidArgumentError, Option } from "commander";
+import type { Command } from "commander";
+import { commander } from "./commander.js";
 import type { GlobalOptions } from "./context.js";
+import { packageVersion } from "./version.js";
 import type { DemoOptions } from "./commands/demo.js";
 import type { EventsOptions } from "./commands/events.js";
 import type {
@@ -17,10 +18,8 @@ import type {
  * module when it runs, so `--help` and `--version` never pay for config, YAML or the trackers.
  */
 
-function packageVersion(): string {
-  const text = readFileSync(new URL("../../package.json", import.meta.url), "utf8");
-  return (JSON.parse(text) as { version: string }).version;
-}
+const { Command: CommandClass, InvalidArgumentError, Option } = commander;
+type Option = InstanceType<typeof Option>;
 
 export function parseCount(value: string): number {
   if (!/^[0-9]+$/.test(value)) throw new InvalidArgumentError("expected a whole number (0 or more)");
@@ -37,7 +36,7 @@ function globalsOf(command: Command): GlobalOptions {
 }
 
 export function buildProgram(): Command {
-  const program = new Command("the-loop")
+  const program = new CommandClass("the-loop")
     .description(
       "Turns issue and pull-request activity into AI coding-agent sessions, with an authorized human in control of every run.",
     )
