@@ -11,7 +11,10 @@ import { errnoOf } from "../errors.js";
  */
 
 export interface WriteOptions {
-  /** File mode for a newly created file (default 0o644; 0o600 for anything private). */
+  /**
+   * File mode (0o600 for anything private). Without it a rewrite keeps the mode the file already
+   * has, so a private file never widens by being rewritten; a new file gets 0o644.
+   */
   readonly mode?: number;
 }
 
@@ -53,8 +56,17 @@ async function writeTemporary(path: string, data: string | Uint8Array, mode: num
   return temporary;
 }
 
+async function existingMode(path: string): Promise<number | undefined> {
+  try {
+    return (await fs.stat(path)).mode & 0o777;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
-  const temporary = await writeTemporary(path, data, options.mode ?? 0o644);
+  const mode = options.mode ?? (await existingMode(path)) ?? 0o644;
+  const temporary = await writeTemporary(path, data, mode);
   try {
     await fs.rename(temporary, path);
   } catch (error) {

@@ -15,11 +15,16 @@ export interface LockOptions {
   readonly staleMs?: number;
 }
 
+/** `250ms`, `10s`: a sub-second wait must not read as "0s". */
+function formatWait(ms: number): string {
+  return ms < 1000 ? `${ms}ms` : `${Math.round(ms / 1000)}s`;
+}
+
 export class LockTimeoutError extends ExitError {
   override readonly name: string = "LockTimeoutError";
   constructor(target: string, timeoutMs: number) {
     super(
-      `timed out after ${Math.round(timeoutMs / 1000)}s waiting for the lock on ${target}: another the-loop process holds it ` +
+      `timed out after ${formatWait(timeoutMs)} waiting for the lock on ${target}: another the-loop process holds it ` +
         `(if none is running, the lock goes stale by itself within seconds; or remove ${target}.lock)`,
       EXIT_FAILURE,
       "lock-timeout",

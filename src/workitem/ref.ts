@@ -39,7 +39,9 @@ export class RefError extends Error {
 
 const MAX_NUMBER = 2_147_483_647;
 const HOST_LABEL = "[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?";
-const HOST_RE = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*(?::\\d{1,5})?$`);
+// A port has no leading zero, so each host:port is written one way only (one ref, one slug).
+const HOST_RE = new RegExp(`^${HOST_LABEL}(?:\\.${HOST_LABEL})*(?::([1-9]\\d{0,4}))?$`);
+const MAX_PORT = 65_535;
 // GitHub logins are letters, digits and hyphens; Enterprise managed users add `_`.
 const OWNER_RE = /^[a-z0-9][a-z0-9_.-]{0,99}$/;
 const REPO_RE = /^[a-z0-9._-]{1,100}$/;
@@ -55,9 +57,14 @@ function parseNumber(text: string, whole: string): number {
 
 function checkHost(host: string, whole: string): string {
   const lower = host.toLowerCase();
+  const match = HOST_RE.exec(lower);
   // A bare name like "localhost" only counts as a host with a port; otherwise it is an owner.
-  if (!HOST_RE.test(lower) || !(lower.includes(".") || lower.includes(":"))) {
+  if (!match || !(lower.includes(".") || lower.includes(":"))) {
     throw new RefError(`invalid host "${host}" in "${whole}"`);
+  }
+  const port = match[1];
+  if (port !== undefined && Number(port) > MAX_PORT) {
+    throw new RefError(`invalid port ${port} in "${whole}": expected 1 to ${MAX_PORT}`);
   }
   return lower;
 }
