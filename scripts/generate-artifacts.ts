@@ -7,6 +7,7 @@ import { fileURLToPath } from "node:url";
 import { CONFIG_SCHEMA_FILE, configJsonSchema, configJsonSchemaText } from "../src/config/json-schema.js";
 import { CONFIG_REFERENCE_SECTION, renderReferenceTable } from "../src/config/reference.js";
 import { spliceSection } from "../src/docs/sections.js";
+import { EVENT_CATALOG_SECTION, renderEventCatalogTable } from "../src/events/reference.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -23,3 +24,4 @@ async function updateSection(file: string, section: string, content: string): Pr
 await writeFile(at(CONFIG_SCHEMA_FILE), configJsonSchemaText());
 console.log(`wrote ${CONFIG_SCHEMA_FILE}`);
 await updateSection("docs/config.md", CONFIG_REFERENCE_SECTION, renderReferenceTable(configJsonSchema()));
+await updateSection("docs/events.md", EVENT_CATALOG_SECTION, renderEventCatalogTable());

@@ -11,3 +11,13 @@ export {
 export type { EventFields, EventLevel, EventSource, EventSpec, EventType, FieldSpec } from "./catalog.js";
 export { EventLog, MemoryEventSink, scrubSecrets } from "./log.js";
 export type { EventLogOptions, EventSink } from "./log.js";
+export { eventMatcher, parseEventLine, readEvents, RingBuffer } from "./reader.js";
+export type { EventFilter, EventPredicate, EventRecord, ReadEventsOptions, ReadEventsResult } from "./reader.js";
+export { DEFAULT_FOLLOW_INTERVAL_MS, describeFollowNotice, followEvents } from "./follow.js";
+export type { FollowNotice, FollowOptions } from "./follow.js";
+export { LogCursor } from "./cursor.js";
+export type { CursorChange } from "./cursor.js";
+export { globToRegExp, matchesGlob } from "./glob.js";
+export { parseSince, SINCE_FORMS, SinceFormatError } from "./since.js";
+export { catalogEntries, EVENT_CATALOG_SECTION, fieldNames, renderEventCatalogTable } from "./reference.js";
+export type { CatalogEntry } from "./reference.js";
