@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import { REPO_ROOT, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
-const ANSI = /\u001b\[/;
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[`);
 
 describe("the CLI's exit codes and output streams", () => {
   it("prints the package version", async () => {

@@ -1,6 +1,14 @@
-import { ExitError } from "../../errors.js";
+import { userInfo } from "node:os";
+import { UsageError } from "../../errors.js";
 import type { ItemState } from "../../trackers/index.js";
+import { LOCAL_LIMITS, LOGIN_PATTERN, LocalTracker, checkActor } from "../../trackers/local/index.js";
+import type { LocalItem } from "../../trackers/local/index.js";
+import type { TrackerComment } from "../../trackers/tracker.js";
+import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
+import type { LocalRef } from "../../workitem/index.js";
+import { openProject } from "../context.js";
 import type { GlobalOptions } from "../context.js";
+import { formatTable, stderr, stdout } from "../output.js";
 
 export interface ItemActOptions {
   readonly as?: string;
@@ -25,25 +33,234 @@ export interface ItemShowOptions {
   readonly json: boolean;
 }
 
-const pending = (): never => {
-  throw new ExitError("the item commands are being built");
-};
+interface ItemCommandContext {
+  readonly tracker: LocalTracker;
+  /** What `#7` and `7` refer to: integrations.local.project. */
+  readonly defaultProject: string;
+}
 
-export async function runItemNew(_g: GlobalOptions, _title: string, _o: ItemNewOptions): Promise<void> {
-  pending();
+async function openLocalTracker(globals: GlobalOptions): Promise<ItemCommandContext> {
+  const project = await openProject(globals);
+  return {
+    tracker: new LocalTracker({ trackerDir: project.paths.trackerDir, events: project.events }),
+    defaultProject: project.config.integrations.local.project,
+  };
 }
-export async function runItemComment(_g: GlobalOptions, _ref: string, _text: string, _o: ItemActOptions): Promise<void> {
-  pending();
+
+function parseLocalRef(text: string, defaultProject: string): LocalRef {
+  let ref;
+  try {
+    ref = parseRefInput(text, { defaultLocalProject: defaultProject }).ref;
+  } catch (error) {
+    if (error instanceof RefError) throw new UsageError(error.message);
+    throw error;
+  }
+  if (ref.tracker !== "local") {
+    throw new UsageError(
+      `${formatWorkItemRef(ref)} is a GitHub work item; the item commands act on the local tracker (local:project#N, or #N in "${defaultProject}")`,
+    );
+  }
+  return ref;
 }
-export async function runItemLabel(_g: GlobalOptions, _ref: string, _o: ItemLabelOptions): Promise<void> {
-  pending();
+
+function osUserName(): string | undefined {
+  try {
+    const name = userInfo().username;
+    if (name) return name;
+  } catch {
+    // No passwd entry for this uid (common in containers): fall back to the environment.
+  }
+  return process.env.USER || undefined;
 }
-export async function runItemSetState(_g: GlobalOptions, _ref: string, _state: ItemState, _o: ItemActOptions): Promise<void> {
-  pending();
+
+/** Who acts: `--as` when given (a local-testing aid), otherwise the OS user. */
+function actorOf(as: string | undefined): string {
+  if (as !== undefined) return checkActor(as);
+  const name = osUserName();
+  if (name === undefined) throw new UsageError("cannot tell who you are (no OS user name and no $USER); pass --as LOGIN");
+  if (!LOGIN_PATTERN.test(name)) {
+    throw new UsageError(`your user name "${name}" cannot be used as a login; pass --as LOGIN`);
+  }
+  return name;
 }
-export async function runItemList(_g: GlobalOptions, _o: ItemListOptions): Promise<void> {
-  pending();
+
+const STDIN_BYTE_LIMIT = LOCAL_LIMITS.bodyMax * 4;
+
+async function readStdinText(): Promise<string> {
+  if (process.stdin.isTTY) stderr.line("reading the comment from stdin; end it with Ctrl-D");
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of process.stdin) {
+    const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : (chunk as Buffer);
+    size += bytes.length;
+    if (size > STDIN_BYTE_LIMIT) {
+      throw new UsageError(`the comment on stdin is too long; at most ${LOCAL_LIMITS.bodyMax} characters are allowed`);
+    }
+    chunks.push(bytes);
+  }
+  // The newline that `echo` or a heredoc ends the text with is not part of the comment.
+  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
 }
-export async function runItemShow(_g: GlobalOptions, _ref: string, _o: ItemShowOptions): Promise<void> {
-  pending();
+
+// ---- output shapes -------------------------------------------------------------------------
+
+function commentJson(comment: TrackerComment): Record<string, unknown> {
+  return { id: comment.id, author: comment.author, body: comment.body, createdAt: comment.createdAt, url: comment.url };
+}
+
+function itemSummaryJson(item: LocalItem): Record<string, unknown> {
+  return {
+    ref: item.item.ref,
+    project: item.item.repository,
+    number: item.item.number,
+    kind: item.item.kind,
+    id: item.item.id,
+    url: item.item.url,
+    title: item.title,
+    body: item.body,
+    author: item.author,
+    state: item.state,
+    labels: item.labels,
+    createdAt: item.createdAt,
+    updatedAt: item.updatedAt,
+    closedAt: item.closedAt,
+    commentCount: item.comments.length,
+  };
+}
+
+function itemJson(item: LocalItem): Record<string, unknown> {
+  return { ...itemSummaryJson(item), comments: item.comments.map(commentJson) };
+}
+
+/** `2025-03-01T10:04:05.123Z` → `2025-03-01 10:04` (UTC), for tables. */
+function shortTime(iso: string): string {
+  return iso.slice(0, 16).replace("T", " ");
+}
+
+function wholeSeconds(iso: string): string {
+  return iso.replace(/\.\d+Z$/, "Z");
+}
+
+function stateText(state: ItemState): string {
+  return stdout.paint(state === "open" ? "green" : "red", state);
+}
+
+function indent(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => (line ? `    ${line}` : ""))
+    .join("\n");
+}
+
+function printItem(item: LocalItem): void {
+  stdout.line(`${stdout.paint("bold", item.item.ref)}  ${item.title}`);
+  const rows: [string, string][] = [
+    ["state", stateText(item.state)],
+    ["author", item.author ?? "(unknown)"],
+    ["labels", item.labels.length > 0 ? item.labels.join(", ") : "(none)"],
+    ["created", wholeSeconds(item.createdAt)],
+    ["updated", wholeSeconds(item.updatedAt)],
+  ];
+  if (item.closedAt) rows.push(["closed", wholeSeconds(item.closedAt)]);
+  rows.push(["url", item.item.url]);
+  for (const [name, value] of rows) stdout.line(`  ${`${name}:`.padEnd(9)}${value}`);
+  stdout.line();
+  stdout.line(item.body.trim() ? indent(item.body.trimEnd()) : stdout.paint("dim", "    (no description)"));
+  stdout.line();
+  if (item.comments.length === 0) {
+    stdout.line(stdout.paint("dim", "no comments"));
+    return;
+  }
+  stdout.line(`${item.comments.length} comment${item.comments.length === 1 ? "" : "s"}:`);
+  for (const comment of item.comments) {
+    stdout.line();
+    stdout.line(`  ${stdout.paint("bold", comment.author ?? "(unknown)")}  ${wholeSeconds(comment.createdAt)}  ${stdout.paint("dim", comment.id)}`);
+    stdout.line(indent(comment.body.trimEnd()));
+  }
+}
+
+// ---- commands ------------------------------------------------------------------------------
+
+export async function runItemNew(globals: GlobalOptions, title: string, options: ItemNewOptions): Promise<void> {
+  const actor = actorOf(options.as);
+  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const item = await tracker.openItem({
+    project: options.project ?? defaultProject,
+    title,
+    body: options.body,
+    labels: options.label,
+    actor,
+  });
+  if (options.json) stdout.json(itemJson(item));
+  else stdout.line(`created ${item.item.ref}: ${item.title}`);
+}
+
+export async function runItemComment(globals: GlobalOptions, refText: string, text: string, options: ItemActOptions): Promise<void> {
+  const actor = actorOf(options.as);
+  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const ref = parseLocalRef(refText, defaultProject);
+  const body = text === "-" ? await readStdinText() : text;
+  const comment = await tracker.addComment(ref, body, actor);
+  if (options.json) stdout.json({ workItem: formatWorkItemRef(ref), ...commentJson(comment) });
+  else stdout.line(`commented on ${formatWorkItemRef(ref)} (${comment.id})`);
+}
+
+export async function runItemLabel(globals: GlobalOptions, refText: string, options: ItemLabelOptions): Promise<void> {
+  if (options.add.length === 0 && options.remove.length === 0) {
+    throw new UsageError("say which labels to change: --add LABEL and/or --remove LABEL");
+  }
+  const actor = actorOf(options.as);
+  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const ref = parseLocalRef(refText, defaultProject);
+  const result = await tracker.changeLabels(ref, { add: options.add, remove: options.remove }, actor);
+  const name = formatWorkItemRef(ref);
+  for (const label of result.alreadyPresent) stderr.line(`${name} already has the label "${label}"; nothing to add`);
+  for (const label of result.absent) stderr.line(`${name} does not have the label "${label}"; nothing to remove`);
+  if (options.json) {
+    stdout.json(itemJson(result.item));
+    return;
+  }
+  for (const label of result.removed) stdout.line(`removed the label "${label}" from ${name}`);
+  for (const label of result.added) stdout.line(`added the label "${label}" to ${name}`);
+}
+
+export async function runItemSetState(globals: GlobalOptions, refText: string, state: ItemState, options: ItemActOptions): Promise<void> {
+  const actor = actorOf(options.as);
+  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const ref = parseLocalRef(refText, defaultProject);
+  const result = await tracker.setState(ref, state, actor);
+  const name = formatWorkItemRef(ref);
+  if (!result.changed) stderr.line(`${name} is already ${state === "closed" ? "closed" : "open"}; nothing changed`);
+  if (options.json) stdout.json(itemJson(result.item));
+  else if (result.changed) stdout.line(`${state === "closed" ? "closed" : "reopened"} ${name}`);
+}
+
+export async function runItemList(globals: GlobalOptions, options: ItemListOptions): Promise<void> {
+  const { tracker } = await openLocalTracker(globals);
+  const items = await tracker.listItems({ project: options.project, state: options.state, labels: options.label });
+  if (options.json) {
+    stdout.json(items.map(itemSummaryJson));
+    return;
+  }
+  if (items.length === 0) {
+    const which = options.state === "all" ? "" : `${options.state} `;
+    stdout.line(`no ${which}items${options.label.length > 0 || options.project ? " match" : ""}`);
+    return;
+  }
+  const rows = items.map((item) => [
+    item.item.ref,
+    item.state,
+    item.labels.join(", "),
+    String(item.comments.length),
+    shortTime(item.updatedAt),
+    item.title,
+  ]);
+  stdout.line(formatTable(["REF", "STATE", "LABELS", "COMMENTS", "UPDATED", "TITLE"], rows));
+}
+
+export async function runItemShow(globals: GlobalOptions, refText: string, options: ItemShowOptions): Promise<void> {
+  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const item = await tracker.getItemWithComments(parseLocalRef(refText, defaultProject));
+  if (options.json) stdout.json(itemJson(item));
+  else printItem(item);
 }

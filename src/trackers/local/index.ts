@@ -1,0 +1,12 @@
+export { LocalTracker } from "./tracker.js";
+export type {
+  LabelChange,
+  LabelChangeResult,
+  ListItemsFilter,
+  LocalItem,
+  LocalTrackerOptions,
+  OpenItemInput,
+  StateChangeResult,
+} from "./tracker.js";
+export { CorruptTrackerFileError, InvalidCursorError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
+export { LOCAL_LIMITS, LOGIN_PATTERN, SELF_LOGIN, checkActor } from "./limits.js";

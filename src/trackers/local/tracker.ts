@@ -1,0 +1,716 @@
+import { randomUUID } from "node:crypto";
+import { promises as fs } from "node:fs";
+import type { Dirent } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { errnoOf } from "../../errors.js";
+import type { EventSink } from "../../events/index.js";
+import { isSelfAuthored } from "../../routing/marker.js";
+import { CorruptFileError, isTemporaryName, readJsonFile, withLock, writeJsonAtomic } from "../../state/index.js";
+import type { LockOptions } from "../../state/index.js";
+import { RefError, checkLocalProject, formatWorkItemRef, workItemOf } from "../../workitem/index.js";
+import type { LocalRef, WorkItem, WorkItemRef } from "../../workitem/index.js";
+import { WorkItemNotFoundError } from "../tracker.js";
+import type {
+  ChangeBatch,
+  ItemState,
+  Tracker,
+  TrackerChange,
+  TrackerComment,
+  TrackerScope,
+  WorkItemState,
+} from "../tracker.js";
+import { decodeCursor, encodeCursor } from "./cursor.js";
+import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
+import { appendJournalLine, readJournal, readJournalTail, syncDirectory, truncateJournal } from "./journal.js";
+import {
+  SELF_LOGIN,
+  checkActor,
+  checkBody,
+  checkCommentBody,
+  checkLabelCount,
+  checkLabels,
+  checkTitle,
+  hasLabel,
+  labelKey,
+} from "./limits.js";
+import { JournalMismatchError, applyLine, itemSnapshotSchema, projectMetaSchema, schemaProblem } from "./records.js";
+import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
+
+export interface LocalTrackerOptions {
+  /** `<state root>/tracker`: one folder per project below it. */
+  readonly trackerDir: string;
+  /** Where each change is recorded as an `item.*` event; the sink decides the event source. */
+  readonly events: EventSink;
+  readonly now?: () => Date;
+  /** How long a writer waits for the project lock (default: withLock's). */
+  readonly lock?: LockOptions;
+}
+
+/** A local work item with its conversation. */
+export interface LocalItem extends WorkItemState {
+  readonly comments: readonly TrackerComment[];
+}
+
+export interface OpenItemInput {
+  readonly project: string;
+  readonly title: string;
+  readonly body?: string;
+  readonly labels?: readonly string[];
+  readonly actor: string;
+}
+
+export interface LabelChange {
+  readonly add?: readonly string[];
+  readonly remove?: readonly string[];
+}
+
+export interface LabelChangeResult {
+  readonly item: LocalItem;
+  /** As stored: a removed label is named in the item's own spelling. */
+  readonly added: readonly string[];
+  readonly removed: readonly string[];
+  /** No-ops, which wrote nothing. */
+  readonly alreadyPresent: readonly string[];
+  readonly absent: readonly string[];
+}
+
+export interface StateChangeResult {
+  readonly item: LocalItem;
+  /** False when the item already was in that state: nothing was written. */
+  readonly changed: boolean;
+}
+
+export interface ListItemsFilter {
+  /** One project; every project when omitted. */
+  readonly project?: string;
+  readonly state?: ItemState | "all";
+  /** Items carrying every one of these labels (case-insensitively). */
+  readonly labels?: readonly string[];
+}
+
+interface ProjectFiles {
+  readonly dir: string;
+  readonly journal: string;
+  readonly itemsDir: string;
+  readonly meta: string;
+}
+
+/** Where a project's journal stands, as a writer under the lock sees it. */
+interface Head {
+  lastSeq: number;
+  lastNumber: number;
+  lastTs: string | undefined;
+}
+
+type LineDraft = (seq: number, ts: string) => JournalLine;
+
+const ITEM_FILE = /^([1-9][0-9]{0,9})\.json$/;
+
+/**
+ * The embedded tracker: work items as files under `<trackerDir>/<project>/`, no network, no
+ * credentials. Each project's append-only journal is the source of truth and the change feed;
+ * item snapshots and meta.json are derived from it and may lag it by at most the last line (a
+ * crash between the append and their rewrite), which the next writer applies and every reader
+ * applies in memory. See docs/local-tracker.md for the crash-safety argument.
+ */
+export class LocalTracker implements Tracker {
+  readonly kind = "local" as const;
+  private readonly trackerDir: string;
+  private readonly events: EventSink;
+  private readonly now: () => Date;
+  private readonly lockOptions: LockOptions | undefined;
+
+  constructor(options: LocalTrackerOptions) {
+    this.trackerDir = options.trackerDir;
+    this.events = options.events;
+    this.now = options.now ?? (() => new Date());
+    this.lockOptions = options.lock;
+  }
+
+  // ---- the Tracker interface -------------------------------------------------------------
+
+  async listArmedItems(scope: TrackerScope, label: string): Promise<WorkItemState[]> {
+    const projects = await this.projectsInScope(scope);
+    const armed: WorkItemState[] = [];
+    for (const project of projects) {
+      for (const snapshot of await this.readProjectItems(project)) {
+        if (snapshot.state === "open" && hasLabel(snapshot.labels, label)) armed.push(this.stateOf(project, snapshot));
+      }
+    }
+    return armed;
+  }
+
+  async changesSince(scope: TrackerScope, cursor: string | undefined): Promise<ChangeBatch> {
+    const projects = await this.projectsInScope(scope);
+    if (cursor === undefined) {
+      // First sight: what is already there is history, not news.
+      const positions = new Map<string, number>();
+      for (const project of projects) {
+        const tail = await readJournalTail(this.files(project).journal);
+        if (tail.last) positions.set(project, tail.last.seq);
+      }
+      return { changes: [], cursor: encodeCursor(positions) };
+    }
+    const positions = decodeCursor(cursor);
+    const pending: { project: string; line: JournalLine }[] = [];
+    for (const project of projects) {
+      const lines = await readJournal(this.files(project).journal);
+      const lastSeq = lines.at(-1)?.seq ?? 0;
+      let after = positions.get(project) ?? 0;
+      // A journal shorter than the cursor was started afresh (its folder wiped): all of it is new.
+      if (lastSeq < after) after = 0;
+      for (const line of lines) if (line.seq > after) pending.push({ project, line });
+      if (lastSeq > 0) positions.set(project, lastSeq);
+      else positions.delete(project);
+    }
+    // Timestamps never go backwards within a project (see commit), so this keeps each project's
+    // seq order while interleaving projects in the order things happened.
+    pending.sort(
+      (a, b) =>
+        (a.line.ts < b.line.ts ? -1 : a.line.ts > b.line.ts ? 1 : 0) ||
+        (a.project < b.project ? -1 : a.project > b.project ? 1 : 0) ||
+        a.line.seq - b.line.seq,
+    );
+    return { changes: pending.map(({ project, line }) => this.changeOf(project, line)), cursor: encodeCursor(positions) };
+  }
+
+  async getItem(ref: WorkItemRef): Promise<WorkItemState> {
+    const local = this.localRef(ref);
+    return this.stateOf(local.project, await this.readCurrentItem(local));
+  }
+
+  async postComment(ref: WorkItemRef, body: string): Promise<TrackerComment> {
+    return this.addComment(ref, body, SELF_LOGIN);
+  }
+
+  async addLabel(ref: WorkItemRef, label: string): Promise<void> {
+    await this.changeLabels(ref, { add: [label] }, SELF_LOGIN);
+  }
+
+  async removeLabel(ref: WorkItemRef, label: string): Promise<void> {
+    await this.changeLabels(ref, { remove: [label] }, SELF_LOGIN);
+  }
+
+  // ---- local-only operations -------------------------------------------------------------
+
+  async openItem(input: OpenItemInput): Promise<LocalItem> {
+    const project = this.checkProject(input.project);
+    const title = checkTitle(input.title);
+    const body = checkBody(input.body ?? "");
+    const labels = checkLabels(input.labels ?? []);
+    checkLabelCount(labels.length);
+    const actor = checkActor(input.actor);
+    const itemId = randomUUID();
+    return this.mutate(project, async (files, head) => {
+      const number = head.lastNumber + 1;
+      if (await this.readSnapshot(project, number)) {
+        throw new CorruptTrackerFileError(files.meta, `it hands out #${number} next, but items/${number}.json already exists`);
+      }
+      const snapshot = await this.commit(project, head, undefined, (seq, ts) => ({
+        seq,
+        ts,
+        kind: "opened",
+        number,
+        itemId,
+        actor,
+        labels,
+        state: "open",
+        title,
+        body,
+      }));
+      return this.localItemOf(project, snapshot);
+    });
+  }
+
+  async addComment(ref: WorkItemRef, body: string, actor: string): Promise<TrackerComment> {
+    const local = this.localRef(ref);
+    checkCommentBody(body);
+    checkActor(actor);
+    await this.requireProject(local);
+    return this.mutate(local.project, async (_files, head) => {
+      const snapshot = await this.requireSnapshot(local);
+      const next = await this.commit(local.project, head, snapshot, (seq, ts) => ({
+        seq,
+        ts,
+        kind: "commented",
+        number: local.number,
+        itemId: snapshot.id,
+        actor,
+        labels: snapshot.labels,
+        state: snapshot.state,
+        comment: { id: `${local.project}:c${seq}`, body },
+      }));
+      const stored = next.comments.at(-1);
+      if (!stored) throw new Error("a committed comment is missing from its item");
+      return this.commentOf(this.workItemOf(local.project, next), stored);
+    });
+  }
+
+  /**
+   * Removes, then adds, each label as its own change (one journal line, one event). Labels the
+   * item already has, or lacks, are reported back and write nothing.
+   */
+  async changeLabels(ref: WorkItemRef, change: LabelChange, actor: string): Promise<LabelChangeResult> {
+    const local = this.localRef(ref);
+    const add = checkLabels(change.add ?? []);
+    const remove = checkLabels(change.remove ?? []);
+    const both = add.filter((label) => hasLabel(remove, label));
+    if (both.length > 0) throw new LocalTrackerInputError(`cannot both add and remove the label "${both[0]}"`);
+    checkActor(actor);
+    await this.requireProject(local);
+    return this.mutate(local.project, async (_files, head) => {
+      let snapshot = await this.requireSnapshot(local);
+      const toRemove: string[] = [];
+      const absent: string[] = [];
+      for (const label of remove) {
+        const stored = snapshot.labels.find((existing) => labelKey(existing) === labelKey(label));
+        if (stored === undefined) absent.push(label);
+        else toRemove.push(stored);
+      }
+      const toAdd: string[] = [];
+      const alreadyPresent: string[] = [];
+      for (const label of add) (hasLabel(snapshot.labels, label) ? alreadyPresent : toAdd).push(label);
+      checkLabelCount(snapshot.labels.length - toRemove.length + toAdd.length);
+
+      const step = async (kind: "labeled" | "unlabeled", label: string, labels: string[]): Promise<void> => {
+        const current = snapshot;
+        snapshot = await this.commit(local.project, head, current, (seq, ts) => ({
+          seq,
+          ts,
+          kind,
+          number: local.number,
+          itemId: current.id,
+          actor,
+          labels,
+          state: current.state,
+          label,
+        }));
+      };
+      for (const label of toRemove) {
+        await step("unlabeled", label, snapshot.labels.filter((existing) => existing !== label));
+      }
+      for (const label of toAdd) await step("labeled", label, [...snapshot.labels, label]);
+      return { item: this.localItemOf(local.project, snapshot), added: toAdd, removed: toRemove, alreadyPresent, absent };
+    });
+  }
+
+  async addLabels(ref: WorkItemRef, labels: readonly string[], actor: string): Promise<LabelChangeResult> {
+    return this.changeLabels(ref, { add: labels }, actor);
+  }
+
+  async removeLabels(ref: WorkItemRef, labels: readonly string[], actor: string): Promise<LabelChangeResult> {
+    return this.changeLabels(ref, { remove: labels }, actor);
+  }
+
+  async setState(ref: WorkItemRef, state: ItemState, actor: string): Promise<StateChangeResult> {
+    const local = this.localRef(ref);
+    checkActor(actor);
+    await this.requireProject(local);
+    return this.mutate(local.project, async (_files, head) => {
+      const snapshot = await this.requireSnapshot(local);
+      if (snapshot.state === state) return { item: this.localItemOf(local.project, snapshot), changed: false };
+      const next = await this.commit(local.project, head, snapshot, (seq, ts) => ({
+        seq,
+        ts,
+        kind: state === "closed" ? "closed" : "reopened",
+        number: local.number,
+        itemId: snapshot.id,
+        actor,
+        labels: snapshot.labels,
+        state,
+      }));
+      return { item: this.localItemOf(local.project, next), changed: true };
+    });
+  }
+
+  async listItems(filter: ListItemsFilter = {}): Promise<LocalItem[]> {
+    const projects = filter.project === undefined ? await this.listProjects() : [this.checkProject(filter.project)];
+    const state = filter.state ?? "open";
+    const labels = checkLabels(filter.labels ?? []);
+    const items: LocalItem[] = [];
+    for (const project of projects) {
+      for (const snapshot of await this.readProjectItems(project)) {
+        if (state !== "all" && snapshot.state !== state) continue;
+        if (!labels.every((label) => hasLabel(snapshot.labels, label))) continue;
+        items.push(this.localItemOf(project, snapshot));
+      }
+    }
+    return items;
+  }
+
+  async getItemWithComments(ref: WorkItemRef): Promise<LocalItem> {
+    const local = this.localRef(ref);
+    return this.localItemOf(local.project, await this.readCurrentItem(local));
+  }
+
+  /** The projects that have a journal, sorted. */
+  async listProjects(): Promise<string[]> {
+    let entries: Dirent[];
+    try {
+      entries = await fs.readdir(this.trackerDir, { withFileTypes: true });
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return [];
+      throw error;
+    }
+    const projects: string[] = [];
+    for (const entry of entries) {
+      if (!entry.isDirectory() || !isProjectName(entry.name)) continue;
+      if (await exists(this.files(entry.name).journal)) projects.push(entry.name);
+    }
+    return projects.sort();
+  }
+
+  // ---- writing ---------------------------------------------------------------------------
+
+  /**
+   * Runs a write under the project's cross-process lock, after repairing what a crashed writer
+   * may have left: a torn last line, or a committed last line not yet applied.
+   */
+  private async mutate<T>(project: string, operation: (files: ProjectFiles, head: Head) => Promise<T>): Promise<T> {
+    const files = this.files(project);
+    return withLock(
+      files.journal,
+      async () => {
+        const head = await this.recover(project, files);
+        return operation(files, head);
+      },
+      this.lockOptions,
+    );
+  }
+
+  private async recover(project: string, files: ProjectFiles): Promise<Head> {
+    const tail = await readJournalTail(files.journal);
+    if (tail.size > tail.completeLength) await truncateJournal(files.journal, tail.completeLength);
+    const meta = await this.readMeta(files);
+    const last = tail.last;
+    if (!last) {
+      if (meta && meta.lastSeq > 0) {
+        throw new CorruptTrackerFileError(files.journal, `it holds no change, but meta.json records ${meta.lastSeq}`);
+      }
+      return { lastSeq: 0, lastNumber: meta?.lastNumber ?? 0, lastTs: undefined };
+    }
+    if (meta) {
+      if (last.seq < meta.lastSeq) {
+        throw new CorruptTrackerFileError(files.journal, `it ends at change ${last.seq}, but meta.json records ${meta.lastSeq}`);
+      }
+      if (last.seq === meta.lastSeq) return { lastSeq: meta.lastSeq, lastNumber: meta.lastNumber, lastTs: last.ts };
+      if (last.seq > meta.lastSeq + 1) {
+        throw new CorruptTrackerFileError(
+          files.meta,
+          `it records change ${meta.lastSeq}, but the journal ends at ${last.seq} (only the last change can be unapplied)`,
+        );
+      }
+    }
+    // The last change was committed, then the writer stopped before applying it (or meta.json
+    // is gone): apply it now, before anything new is appended.
+    const snapshot = await this.readSnapshot(project, last.number);
+    if (snapshot && snapshot.seq > last.seq) {
+      throw new CorruptTrackerFileError(this.itemPath(project, last.number), `it is at change ${snapshot.seq}, beyond the journal's last (${last.seq})`);
+    }
+    if (!snapshot || snapshot.seq < last.seq) {
+      await writeJsonAtomic(this.itemPath(project, last.number), this.applyPending(files.journal, snapshot, last));
+    }
+    const lastNumber = Math.max(meta ? meta.lastNumber : await this.highestItemNumber(files), last.number);
+    await writeJsonAtomic(files.meta, { lastSeq: last.seq, lastNumber } satisfies ProjectMeta);
+    return { lastSeq: last.seq, lastNumber, lastTs: last.ts };
+  }
+
+  /**
+   * Commits one change: append the line (the commit point), then bring the item snapshot and
+   * meta.json up to it, then record the event. Called only under the project lock.
+   */
+  private async commit(project: string, head: Head, snapshot: ItemSnapshot | undefined, draft: LineDraft): Promise<ItemSnapshot> {
+    const files = this.files(project);
+    const seq = head.lastSeq + 1;
+    const now = this.now().toISOString();
+    // A clock stepped back must not reorder the feed: timestamps never decrease within a project.
+    const ts = head.lastTs !== undefined && head.lastTs > now ? head.lastTs : now;
+    const line = draft(seq, ts);
+    const next = applyLine(snapshot, line);
+    await appendJournalLine(files.journal, line);
+    if (seq === 1) await syncDirectory(files.dir);
+    await writeJsonAtomic(this.itemPath(project, line.number), next);
+    head.lastSeq = seq;
+    head.lastNumber = Math.max(head.lastNumber, line.number);
+    head.lastTs = ts;
+    await writeJsonAtomic(files.meta, { lastSeq: head.lastSeq, lastNumber: head.lastNumber } satisfies ProjectMeta);
+    this.record(project, line);
+    return next;
+  }
+
+  private record(project: string, line: JournalLine): void {
+    const work_item = formatWorkItemRef({ tracker: "local", project, number: line.number });
+    const actor = line.actor;
+    switch (line.kind) {
+      case "opened":
+        this.events.emit("item.opened", { work_item, actor, title: line.title, labels: line.labels });
+        return;
+      case "commented":
+        this.events.emit("item.commented", {
+          work_item,
+          actor,
+          comment_id: line.comment.id,
+          marked: isSelfAuthored(line.comment.body),
+        });
+        return;
+      case "labeled":
+        this.events.emit("item.labeled", { work_item, actor, label: line.label });
+        return;
+      case "unlabeled":
+        this.events.emit("item.unlabeled", { work_item, actor, label: line.label });
+        return;
+      case "closed":
+        this.events.emit("item.closed", { work_item, actor });
+        return;
+      case "reopened":
+        this.events.emit("item.reopened", { work_item, actor });
+        return;
+    }
+  }
+
+  // ---- reading ---------------------------------------------------------------------------
+
+  private files(project: string): ProjectFiles {
+    const dir = join(this.trackerDir, project);
+    return { dir, journal: join(dir, "journal.jsonl"), itemsDir: join(dir, "items"), meta: join(dir, "meta.json") };
+  }
+
+  private itemPath(project: string, number: number): string {
+    return join(this.files(project).itemsDir, `${number}.json`);
+  }
+
+  private async readMeta(files: ProjectFiles): Promise<ProjectMeta | undefined> {
+    const value = await readTrackerJson(files.meta);
+    if (value === undefined) return undefined;
+    const result = projectMetaSchema.safeParse(value);
+    if (!result.success) throw new CorruptTrackerFileError(files.meta, schemaProblem(result.error));
+    return result.data;
+  }
+
+  private async readSnapshot(project: string, number: number): Promise<ItemSnapshot | undefined> {
+    const path = this.itemPath(project, number);
+    const value = await readTrackerJson(path);
+    if (value === undefined) return undefined;
+    const result = itemSnapshotSchema.safeParse(value);
+    if (!result.success) throw new CorruptTrackerFileError(path, schemaProblem(result.error));
+    if (result.data.number !== number) throw new CorruptTrackerFileError(path, `it holds item #${result.data.number}`);
+    return result.data;
+  }
+
+  /**
+   * The item as of now, without the lock. The journal tail is read before the snapshot: if the
+   * tail's change is newer than the snapshot then, the snapshot is exactly the state before it,
+   * because every earlier change was applied before the tail's line was appended.
+   */
+  private async readCurrentItem(local: LocalRef): Promise<ItemSnapshot> {
+    const tail = await readJournalTail(this.files(local.project).journal);
+    const snapshot = await this.readSnapshot(local.project, local.number);
+    const current = this.withPending(local.project, snapshot, tail.last, local.number);
+    if (!current) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
+    return current;
+  }
+
+  private async missingItemHint(local: LocalRef): Promise<string> {
+    const files = this.files(local.project);
+    if (!(await exists(files.journal))) return `the local project "${local.project}" has no items`;
+    const lastNumber = (await this.readMeta(files))?.lastNumber ?? 0;
+    return lastNumber > 0 ? `the items of "${local.project}" are #1 to #${lastNumber}` : "";
+  }
+
+  /** Every item of a project, current, by number (same tail-first rule as readCurrentItem). */
+  private async readProjectItems(project: string): Promise<ItemSnapshot[]> {
+    const files = this.files(project);
+    const tail = await readJournalTail(files.journal);
+    const numbers = await this.itemNumbers(files);
+    const pending = tail.last;
+    if (pending?.kind === "opened" && !numbers.includes(pending.number)) numbers.push(pending.number);
+    numbers.sort((a, b) => a - b);
+    const items: ItemSnapshot[] = [];
+    for (const number of numbers) {
+      const current = this.withPending(project, await this.readSnapshot(project, number), pending, number);
+      if (current) items.push(current);
+    }
+    return items;
+  }
+
+  private withPending(
+    project: string,
+    snapshot: ItemSnapshot | undefined,
+    last: JournalLine | undefined,
+    number: number,
+  ): ItemSnapshot | undefined {
+    if (!last || last.number !== number) return snapshot;
+    if (snapshot && snapshot.seq >= last.seq) return snapshot;
+    return this.applyPending(this.files(project).journal, snapshot, last);
+  }
+
+  private applyPending(journal: string, snapshot: ItemSnapshot | undefined, line: JournalLine): ItemSnapshot {
+    try {
+      return applyLine(snapshot, line);
+    } catch (error) {
+      if (error instanceof JournalMismatchError) throw new CorruptTrackerFileError(journal, `its last line does not fit: ${error.message}`);
+      throw error;
+    }
+  }
+
+  private async itemNumbers(files: ProjectFiles): Promise<number[]> {
+    let names: string[];
+    try {
+      names = await fs.readdir(files.itemsDir);
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return [];
+      throw error;
+    }
+    const numbers: number[] = [];
+    for (const name of names) {
+      if (isTemporaryName(name)) continue;
+      const match = ITEM_FILE.exec(name);
+      if (match) numbers.push(Number(match[1]));
+    }
+    return numbers;
+  }
+
+  private async highestItemNumber(files: ProjectFiles): Promise<number> {
+    return Math.max(0, ...(await this.itemNumbers(files)));
+  }
+
+  private async requireProject(local: LocalRef): Promise<void> {
+    // Checked before taking the lock, which would otherwise create the project's folder.
+    if (!(await exists(this.files(local.project).journal))) {
+      throw new WorkItemNotFoundError(formatWorkItemRef(local), `the local project "${local.project}" has no items`);
+    }
+  }
+
+  private async requireSnapshot(local: LocalRef): Promise<ItemSnapshot> {
+    const snapshot = await this.readSnapshot(local.project, local.number);
+    if (!snapshot) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
+    return snapshot;
+  }
+
+  private async projectsInScope(scope: TrackerScope): Promise<string[]> {
+    if (scope.repositories === undefined) return this.listProjects();
+    return [...new Set(scope.repositories.map((name) => this.checkProject(name)))].sort();
+  }
+
+  // ---- shapes ----------------------------------------------------------------------------
+
+  private checkProject(name: string): string {
+    try {
+      return checkLocalProject(name);
+    } catch (error) {
+      if (error instanceof RefError) throw new LocalTrackerInputError(error.message);
+      throw error;
+    }
+  }
+
+  private localRef(ref: WorkItemRef): LocalRef {
+    if (ref.tracker !== "local") throw new NotLocalRefError(formatWorkItemRef(ref));
+    const project = this.checkProject(ref.project);
+    if (!Number.isSafeInteger(ref.number) || ref.number < 1) {
+      throw new LocalTrackerInputError(`invalid work item number ${ref.number}`);
+    }
+    return { tracker: "local", project, number: ref.number };
+  }
+
+  private workItemOf(project: string, snapshot: { number: number; id: string }): WorkItem {
+    return workItemOf(
+      { tracker: "local", project, number: snapshot.number },
+      { kind: "issue", url: pathToFileURL(this.itemPath(project, snapshot.number)).href, id: snapshot.id },
+    );
+  }
+
+  private commentOf(
+    item: WorkItem,
+    comment: { id: string; seq: number; author: string; body: string; createdAt: string },
+  ): TrackerComment {
+    return {
+      id: comment.id,
+      author: comment.author,
+      body: comment.body,
+      createdAt: comment.createdAt,
+      url: `${item.url}#c${comment.seq}`,
+      kind: "comment",
+    };
+  }
+
+  private stateOf(project: string, snapshot: ItemSnapshot): WorkItemState {
+    return {
+      item: this.workItemOf(project, snapshot),
+      title: snapshot.title,
+      body: snapshot.body,
+      author: snapshot.author,
+      state: snapshot.state,
+      labels: [...snapshot.labels],
+      createdAt: snapshot.createdAt,
+      updatedAt: snapshot.updatedAt,
+      closedAt: snapshot.closedAt,
+    };
+  }
+
+  private localItemOf(project: string, snapshot: ItemSnapshot): LocalItem {
+    const state = this.stateOf(project, snapshot);
+    return { ...state, comments: snapshot.comments.map((comment) => this.commentOf(state.item, comment)) };
+  }
+
+  private changeOf(project: string, line: JournalLine): TrackerChange {
+    const item = this.workItemOf(project, { number: line.number, id: line.itemId });
+    const base = {
+      id: `${project}:${line.seq}`,
+      kind: line.kind,
+      item,
+      actor: line.actor,
+      at: line.ts,
+      labels: [...line.labels],
+      state: line.state,
+    };
+    switch (line.kind) {
+      case "opened":
+        return { ...base, title: line.title, body: line.body };
+      case "commented":
+        return {
+          ...base,
+          comment: this.commentOf(item, {
+            id: line.comment.id,
+            seq: line.seq,
+            author: line.actor,
+            body: line.comment.body,
+            createdAt: line.ts,
+          }),
+        };
+      case "labeled":
+      case "unlabeled":
+        return { ...base, label: line.label };
+      case "closed":
+      case "reopened":
+        return base;
+    }
+  }
+}
+
+function isProjectName(name: string): boolean {
+  try {
+    return checkLocalProject(name) === name;
+  } catch {
+    return false;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await fs.stat(path);
+    return true;
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return false;
+    throw error;
+  }
+}
+
+async function readTrackerJson(path: string): Promise<unknown> {
+  try {
+    return await readJsonFile(path);
+  } catch (error) {
+    if (error instanceof CorruptFileError) throw new CorruptTrackerFileError(path, "it is not valid JSON");
+    throw error;
+  }
+}
