@@ -129,9 +129,14 @@ async function printOnce(path: string, filter: EventFilter, limit: number, forma
     stderr.line("no matching events");
     return;
   }
-  const table = new EventTable(measuredWidths(result.events));
+  printEventTable(result.events);
+}
+
+/** The table view of events, columns fitted to these rows. */
+export function printEventTable(records: readonly EventRecord[]): void {
+  const table = new EventTable(measuredWidths(records));
   stdout.line(table.header());
-  for (const record of result.events) stdout.line(table.row(record));
+  for (const record of records) stdout.line(table.row(record));
 }
 
 function malformedMessage(count: number, shown: string): string {

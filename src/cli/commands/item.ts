@@ -152,7 +152,8 @@ function indent(text: string): string {
     .join("\n");
 }
 
-function printItem(item: LocalItem): void {
+/** The human view of one item, as `item show` prints it. */
+export function printItem(item: LocalItem): void {
   stdout.line(`${stdout.paint("bold", item.item.ref)}  ${item.title}`);
   const rows: [string, string][] = [
     ["state", stateText(item.state)],
