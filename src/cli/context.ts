@@ -1,5 +1,6 @@
 import { relative } from "node:path";
-import { formatProblem, loadConfig } from "../config/load.js";
+import { loadConfig } from "../config/load.js";
+import { formatProblem } from "../config/problem.js";
 import type { LoadedConfig } from "../config/load.js";
 import type { CliConfig } from "../config/schema.js";
 import { EventLog } from "../events/log.js";

@@ -5,11 +5,12 @@ export {
   ConfigError,
   baseDirFor,
   discoverConfig,
-  formatPath,
-  formatProblem,
   loadConfig,
-  parseConfigText,
 } from "./load.js";
-export type { ConfigOrigin, ConfigProblem, ConfigSource, LoadOptions, LoadedConfig, ParseOutcome } from "./load.js";
+export type { ConfigOrigin, ConfigSource, LoadOptions, LoadedConfig } from "./load.js";
+export { formatPath, parseConfigText } from "./parse.js";
+export type { ParseOutcome } from "./parse.js";
+export { formatProblem } from "./problem.js";
+export type { ConfigProblem } from "./problem.js";
 export { configSchema } from "./schema.js";
 export type { CliConfig, CliConfigInput } from "./schema.js";

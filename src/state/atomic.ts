@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { promises as fs, readFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { errnoOf } from "../errors.js";
 
@@ -112,18 +112,41 @@ export class CorruptFileError extends Error {
   }
 }
 
+function parseJson(path: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    throw new CorruptFileError(path, error);
+  }
+}
+
+function absentOr(error: unknown): undefined {
+  if (errnoOf(error) === "ENOENT") return undefined;
+  throw error;
+}
+
 /** Reads a JSON file; `undefined` when it does not exist. */
 export async function readJsonFile(path: string): Promise<unknown> {
   let text: string;
   try {
     text = await fs.readFile(path, "utf8");
   } catch (error) {
-    if (errnoOf(error) === "ENOENT") return undefined;
-    throw error;
+    return absentOr(error);
   }
+  return parseJson(path, text);
+}
+
+/**
+ * The synchronous twin of readJsonFile, for reading many small files in a row: a sync read is
+ * one system-call sequence, where the promise API makes four thread-pool round trips per file
+ * (about six times slower for a thousand item snapshots).
+ */
+export function readJsonFileSync(path: string): unknown {
+  let text: string;
   try {
-    return JSON.parse(text) as unknown;
+    text = readFileSync(path, "utf8");
   } catch (error) {
-    throw new CorruptFileError(path, error);
+    return absentOr(error);
   }
+  return parseJson(path, text);
 }

@@ -3,6 +3,7 @@ export {
   createFileExclusive,
   isTemporaryName,
   readJsonFile,
+  readJsonFileSync,
   toJsonText,
   writeFileAtomic,
   writeJsonAtomic,

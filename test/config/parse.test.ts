@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatProblem, parseConfigText } from "../../src/config/load.js";
+import { parseConfigText } from "../../src/config/parse.js";
+import { formatProblem } from "../../src/config/problem.js";
 import { starterConfigText } from "../../src/config/starter.js";
 
 function problemsOf(text: string): string[] {

@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import type { Dirent } from "node:fs";
-import { join } from "node:path";
+import { join, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import { errnoOf } from "../../errors.js";
 import type { EventSink } from "../../events/index.js";
 import { isSelfAuthored } from "../../routing/marker.js";
-import { CorruptFileError, isTemporaryName, readJsonFile, withLock, writeJsonAtomic } from "../../state/index.js";
+import { CorruptFileError, isTemporaryName, readJsonFile, readJsonFileSync, withLock, writeJsonAtomic } from "../../state/index.js";
 import type { LockOptions } from "../../state/index.js";
 import { RefError, checkLocalProject, formatWorkItemRef, workItemOf } from "../../workitem/index.js";
 import type { LocalRef, WorkItem, WorkItemRef } from "../../workitem/index.js";
@@ -94,6 +94,8 @@ interface ProjectFiles {
   readonly journal: string;
   readonly itemsDir: string;
   readonly meta: string;
+  /** `file://` URL of itemsDir, the base of every item's URL. */
+  readonly itemsUrl: string;
 }
 
 /** Where a project's journal stands, as a writer under the lock sees it. */
@@ -120,6 +122,7 @@ export class LocalTracker implements Tracker {
   private readonly events: EventSink;
   private readonly now: () => Date;
   private readonly lockOptions: LockOptions | undefined;
+  private readonly projectFiles = new Map<string, ProjectFiles>();
 
   constructor(options: LocalTrackerOptions) {
     this.trackerDir = options.trackerDir;
@@ -471,13 +474,26 @@ export class LocalTracker implements Tracker {
 
   // ---- reading ---------------------------------------------------------------------------
 
+  // Paths and URLs are computed once per project: a listing asks for them a thousand times.
   private files(project: string): ProjectFiles {
-    const dir = join(this.trackerDir, project);
-    return { dir, journal: join(dir, "journal.jsonl"), itemsDir: join(dir, "items"), meta: join(dir, "meta.json") };
+    let files = this.projectFiles.get(project);
+    if (!files) {
+      const dir = join(this.trackerDir, project);
+      const itemsDir = join(dir, "items");
+      files = {
+        dir,
+        journal: join(dir, "journal.jsonl"),
+        itemsDir,
+        meta: join(dir, "meta.json"),
+        itemsUrl: pathToFileURL(itemsDir).href,
+      };
+      this.projectFiles.set(project, files);
+    }
+    return files;
   }
 
   private itemPath(project: string, number: number): string {
-    return join(this.files(project).itemsDir, `${number}.json`);
+    return `${this.files(project).itemsDir}${sep}${number}.json`;
   }
 
   private async readMeta(files: ProjectFiles): Promise<ProjectMeta | undefined> {
@@ -489,8 +505,15 @@ export class LocalTracker implements Tracker {
   }
 
   private async readSnapshot(project: string, number: number): Promise<ItemSnapshot | undefined> {
+    return this.snapshotOf(project, number, await readTrackerJson(this.itemPath(project, number)));
+  }
+
+  private readSnapshotSync(project: string, number: number): ItemSnapshot | undefined {
+    return this.snapshotOf(project, number, readTrackerJsonSync(this.itemPath(project, number)));
+  }
+
+  private snapshotOf(project: string, number: number, value: unknown): ItemSnapshot | undefined {
     const path = this.itemPath(project, number);
-    const value = await readTrackerJson(path);
     if (value === undefined) return undefined;
     const result = itemSnapshotSchema.safeParse(value);
     if (!result.success) throw new CorruptTrackerFileError(path, schemaProblem(result.error));
@@ -526,12 +549,9 @@ export class LocalTracker implements Tracker {
     const pending = tail.last;
     if (pending?.kind === "opened" && !numbers.includes(pending.number)) numbers.push(pending.number);
     numbers.sort((a, b) => a - b);
-    const items: ItemSnapshot[] = [];
-    for (const number of numbers) {
-      const current = this.withPending(project, await this.readSnapshot(project, number), pending, number);
-      if (current) items.push(current);
-    }
-    return items;
+    // Read synchronously: for many small files that is far cheaper than one promise round trip
+    // per file (see readJsonFileSync), and a listing is short either way.
+    return numbers.flatMap((number) => this.withPending(project, this.readSnapshotSync(project, number), pending, number) ?? []);
   }
 
   private withPending(
@@ -616,7 +636,7 @@ export class LocalTracker implements Tracker {
   private workItemOf(project: string, snapshot: { number: number; id: string }): WorkItem {
     return workItemOf(
       { tracker: "local", project, number: snapshot.number },
-      { kind: "issue", url: pathToFileURL(this.itemPath(project, snapshot.number)).href, id: snapshot.id },
+      { kind: "issue", url: `${this.files(project).itemsUrl}/${snapshot.number}.json`, id: snapshot.id },
     );
   }
 
@@ -706,11 +726,22 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
+function trackerReadError(path: string, error: unknown): unknown {
+  return error instanceof CorruptFileError ? new CorruptTrackerFileError(path, "it is not valid JSON") : error;
+}
+
 async function readTrackerJson(path: string): Promise<unknown> {
   try {
     return await readJsonFile(path);
   } catch (error) {
-    if (error instanceof CorruptFileError) throw new CorruptTrackerFileError(path, "it is not valid JSON");
-    throw error;
+    throw trackerReadError(path, error);
+  }
+}
+
+function readTrackerJsonSync(path: string): unknown {
+  try {
+    return readJsonFileSync(path);
+  } catch (error) {
+    throw trackerReadError(path, error);
   }
 }

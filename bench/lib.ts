@@ -1,0 +1,79 @@
+import { spawnSync } from "node:child_process";
+import type { SpawnSyncOptions } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+/**
+ * Shared by the figure scripts: timing, medians, and one line format for every figure, so the
+ * output of `npm run bench` reads as a table.
+ */
+
+export const REPO_ROOT = fileURLToPath(new URL("..", import.meta.url));
+export const BIN = fileURLToPath(new URL("../bin/the-loop.js", import.meta.url));
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[middle] ?? NaN) : ((sorted[middle - 1] ?? NaN) + (sorted[middle] ?? NaN)) / 2;
+}
+
+export function percentile(values: readonly number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+/** Wall-clock milliseconds of one run of a process, failing loudly when it does not exit 0. */
+export function timeProcess(command: string, args: readonly string[], options: SpawnSyncOptions = {}): number {
+  const started = performance.now();
+  const result = spawnSync(command, [...args], { stdio: ["ignore", "ignore", "pipe"], ...options });
+  const elapsed = performance.now() - started;
+  if (result.status !== 0) {
+    throw new Error(`${command} ${args.join(" ")} exited ${result.status}: ${String(result.stderr ?? "")}`);
+  }
+  return elapsed;
+}
+
+/** The median of `runs` timed runs after one untimed warm-up (which fills the OS file cache). */
+export function medianRuns(runs: number, once: () => number): { median: number; p90: number; runs: number } {
+  once();
+  const times = Array.from({ length: runs }, once);
+  return { median: median(times), p90: percentile(times, 90), runs };
+}
+
+/**
+ * The environment for measured processes. NODE_EXTRA_CA_CERTS makes Node parse a CA bundle at
+ * every start (about 40 ms on a small machine) before running a line of anyone's code; it is
+ * removed so figures compare with the budgets, unless BENCH_KEEP_ENV=1.
+ */
+export function benchEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env, ...extra };
+  if (process.env.BENCH_KEEP_ENV !== "1") delete env.NODE_EXTRA_CA_CERTS;
+  return env;
+}
+
+export function runsFromEnv(fallback: number): number {
+  const value = Number(process.env.BENCH_RUNS);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+}
+
+export interface FigureLine {
+  readonly label: string;
+  readonly value: number;
+  readonly unit: string;
+  /** The same figure for the baseline, when one exists: printed as a ratio. */
+  readonly baseline?: number;
+  readonly budget?: number;
+  readonly note?: string;
+}
+
+export function printFigure(line: FigureLine): void {
+  const digits = line.value >= 100 ? 0 : line.value >= 10 ? 1 : 2;
+  const parts = [`  ${line.label.padEnd(44)} ${line.value.toFixed(digits).padStart(9)} ${line.unit.padEnd(6)}`];
+  if (line.baseline !== undefined) parts.push(`${(line.value / line.baseline).toFixed(2)}× baseline`);
+  if (line.budget !== undefined) parts.push(`budget ${line.budget} ${line.unit}${line.value > line.budget ? " (OVER)" : ""}`);
+  if (line.note) parts.push(line.note);
+  console.log(parts.join("   "));
+}
+
+export function printHeading(title: string): void {
+  console.log(`\n${title}`);
+}
