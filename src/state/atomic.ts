@@ -27,7 +27,8 @@ function temporarySibling(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`);
 }
 
-async function fsyncDirectory(dir: string): Promise<void> {
+/** Makes the directory entries in `dir` (a rename, a new file) durable. */
+export async function fsyncDirectory(dir: string): Promise<void> {
   let handle: fs.FileHandle | undefined;
   try {
     handle = await fs.open(dir, "r");

@@ -1,6 +1,7 @@
 export {
   CorruptFileError,
   createFileExclusive,
+  fsyncDirectory,
   isTemporaryName,
   readJsonFile,
   readJsonFileSync,

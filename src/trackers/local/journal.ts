@@ -134,16 +134,3 @@ export async function truncateJournal(path: string, length: number): Promise<voi
     await handle.close();
   }
 }
-
-/** Makes a newly created journal's directory entry durable (some filesystems refuse: fine). */
-export async function syncDirectory(dir: string): Promise<void> {
-  let handle: fs.FileHandle | undefined;
-  try {
-    handle = await fs.open(dir, "r");
-    await handle.sync();
-  } catch (error) {
-    if (!["EISDIR", "EINVAL", "EPERM", "EBADF"].includes(errnoOf(error) ?? "")) throw error;
-  } finally {
-    await handle?.close();
-  }
-}

@@ -6,7 +6,15 @@ import { pathToFileURL } from "node:url";
 import { errnoOf } from "../../errors.js";
 import type { EventSink } from "../../events/index.js";
 import { isSelfAuthored } from "../../routing/marker.js";
-import { CorruptFileError, isTemporaryName, readJsonFile, readJsonFileSync, withLock, writeJsonAtomic } from "../../state/index.js";
+import {
+  CorruptFileError,
+  fsyncDirectory,
+  isTemporaryName,
+  readJsonFile,
+  readJsonFileSync,
+  withLock,
+  writeJsonAtomic,
+} from "../../state/index.js";
 import type { LockOptions } from "../../state/index.js";
 import { RefError, checkLocalProject, formatWorkItemRef, workItemOf } from "../../workitem/index.js";
 import type { LocalRef, WorkItem, WorkItemRef } from "../../workitem/index.js";
@@ -22,7 +30,7 @@ import type {
 } from "../tracker.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
-import { appendJournalLine, readJournal, readJournalTail, syncDirectory, truncateJournal } from "./journal.js";
+import { appendJournalLine, readJournal, readJournalTail, truncateJournal } from "./journal.js";
 import {
   SELF_LOGIN,
   checkActor,
@@ -432,7 +440,7 @@ export class LocalTracker implements Tracker {
     const line = draft(seq, ts);
     const next = applyLine(snapshot, line);
     await appendJournalLine(files.journal, line);
-    if (seq === 1) await syncDirectory(files.dir);
+    if (seq === 1) await fsyncDirectory(files.dir);
     await writeJsonAtomic(this.itemPath(project, line.number), next);
     head.lastSeq = seq;
     head.lastNumber = Math.max(head.lastNumber, line.number);
