@@ -81,6 +81,7 @@ export interface Tracker {
   getItem(ref: WorkItemRef): Promise<WorkItemState>;
   /** Posts a comment as the-loop itself. The caller marks the body (loop prevention). */
   postComment(ref: WorkItemRef, body: string): Promise<TrackerComment>;
+  /** Adding a label the item has, or removing one it lacks, is not an error (GitHub: a 404 on remove). */
   addLabel(ref: WorkItemRef, label: string): Promise<void>;
   removeLabel(ref: WorkItemRef, label: string): Promise<void>;
 }
