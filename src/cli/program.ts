@@ -134,24 +134,20 @@ export function buildProgram(): Command {
     .action(async (ref: string, options: ItemLabelOptions, command: Command) => {
       await (await import("./commands/item.js")).runItemLabel(globalsOf(command), ref, options);
     });
-  item
-    .command("close")
-    .description("close a work item")
-    .argument("<ref>", "the work item")
-    .addOption(asOption())
-    .option("--json", "print the item as JSON", false)
-    .action(async (ref: string, options: ItemActOptions, command: Command) => {
-      await (await import("./commands/item.js")).runItemSetState(globalsOf(command), ref, "closed", options);
-    });
-  item
-    .command("reopen")
-    .description("reopen a closed work item")
-    .argument("<ref>", "the work item")
-    .addOption(asOption())
-    .option("--json", "print the item as JSON", false)
-    .action(async (ref: string, options: ItemActOptions, command: Command) => {
-      await (await import("./commands/item.js")).runItemSetState(globalsOf(command), ref, "open", options);
-    });
+  for (const [name, state, description] of [
+    ["close", "closed", "close a work item"],
+    ["reopen", "open", "reopen a closed work item"],
+  ] as const) {
+    item
+      .command(name)
+      .description(description)
+      .argument("<ref>", "the work item")
+      .addOption(asOption())
+      .option("--json", "print the item as JSON", false)
+      .action(async (ref: string, options: ItemActOptions, command: Command) => {
+        await (await import("./commands/item.js")).runItemSetState(globalsOf(command), ref, state, options);
+      });
+  }
   item
     .command("list")
     .description("list work items")
