@@ -2,7 +2,8 @@ import { z } from "zod";
 
 /**
  * The three kinds of record the local tracker keeps per project, and how a journal line moves an
- * item snapshot forward. Everything here is data and pure functions; reading and writing the files is tracker.ts and journal.ts.
+ * item snapshot forward. Everything here is data and pure functions; the files are read and
+ * written by tracker.ts and journal.ts.
  *
  *   journal.jsonl    one JournalLine per change: the source of truth and the change feed
  *   items/<n>.json   ItemSnapshot: item n after the journal up to its `seq`
