@@ -12,6 +12,8 @@ import { z } from "zod";
 const pathSetting = (description: string, derivedDefault: string) =>
   z.string().min(1).optional().meta({ description, "x-derivedDefault": derivedDefault });
 
+export const LOCAL_PROJECT_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$";
+
 export const stateSchema = z
   .strictObject({
     root: z
@@ -24,21 +26,194 @@ export const stateSchema = z
   })
   .describe("Where generated state lives.");
 
+export const BUILTIN_HARNESSES = ["claude", "cursor"] as const;
+export const SPAWN_POLICIES = ["never", "always", "labeled"] as const;
+export type SpawnPolicy = (typeof SPAWN_POLICIES)[number];
+export const DEFAULT_AUTO_EXECUTE_LABEL = "the-loop: auto-execute";
+
+const argvSchema = z.array(z.string().min(1)).min(1);
+
+export const harnessSchema = z
+  .strictObject({
+    command: argvSchema
+      .optional()
+      .describe(
+        "The program and its arguments, as an argv list (never a shell string). For `claude` and `cursor` it replaces the binary; any other harness name is a command harness and needs it: `{prompt}`, `{session_id}` and `{work_item}` in an element are replaced at launch.",
+      ),
+    resumeCommand: argvSchema
+      .optional()
+      .describe(
+        "Command harnesses only: the argv that resumes a conversation after a dead pane (same placeholders). Without it a respawn starts afresh with the new event as its prompt.",
+      ),
+    args: z
+      .array(z.string())
+      .default([])
+      .describe("Extra arguments for `claude` / `cursor`, inserted before the prompt. the-loop never adds permissions of its own."),
+  })
+  .describe("One agent harness.");
+
+export const tmuxSchema = z
+  .strictObject({
+    socketName: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, '.', '_' and '-'")
+      .optional()
+      .describe("Run sessions on a separate tmux server (`tmux -L <name>`); the default server when unset."),
+    remainOnExit: z.boolean().default(true).describe("Keep a pane readable after its harness exits."),
+    resumeOnRespawn: z
+      .boolean()
+      .default(true)
+      .describe("When a session's pane has died, resume the same conversation where the harness supports it."),
+    keepSessionOnClose: z
+      .boolean()
+      .default(true)
+      .describe("Keep the tmux session when its work item closes, so the transcript stays readable."),
+    killHarnessOnClose: z
+      .boolean()
+      .default(true)
+      .describe("Terminate the harness (SIGTERM, then SIGKILL after the grace period) when its work item closes."),
+    harnessKillGraceSeconds: z
+      .number()
+      .min(0)
+      .max(300)
+      .default(5)
+      .describe("Seconds between SIGTERM and SIGKILL when terminating a harness."),
+  })
+  .describe("The tmux runner that hosts every session.");
+
 export const routingSchema = z
   .strictObject({
     registryDir: pathSetting(
       "Folder of session records, one JSON file per work item. Used verbatim when set.",
       "<state.root>/sessions",
     ),
+    authorizedUsers: z
+      .array(z.string().min(1))
+      .default([])
+      .describe(
+        "Logins whose comments and actions the-loop acts on (exact match). Empty means nothing a person does is acted on (fail closed).",
+      ),
+    spawnOnUnmatched: z
+      .enum(SPAWN_POLICIES)
+      .default("labeled")
+      .describe(
+        "When an event on a work item with no live session starts one: never, always, or when the item carries `autoExecuteLabel`.",
+      ),
+    autoExecuteLabel: z
+      .string()
+      .min(1)
+      .default(DEFAULT_AUTO_EXECUTE_LABEL)
+      .describe("The label that arms a work item for a session (compared case-insensitively)."),
+    defaultHarness: z
+      .string()
+      .min(1)
+      .default("claude")
+      .describe("The harness new sessions run: `claude`, `cursor`, or a name under `harnesses`."),
+    harnesses: z
+      .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), harnessSchema)
+      .default({})
+      .describe("Harness settings by name. `claude` and `cursor` are built in; any other name is a command harness."),
+    spawnWorkdir: z
+      .string()
+      .min(1)
+      .default(".")
+      .describe("Working directory of a new session. Relative to the project directory."),
+    spawnPromptTemplate: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("File whose text replaces the built-in boot prompt ({{placeholders}}: see docs/sessions.md)."),
+    promptTemplate: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("File whose text replaces the built-in prompt for events delivered into a live session."),
+    maxConcurrentDispatches: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .default(4)
+      .describe("Heavy work (spawns, closes) that may run at once; deliveries to live sessions never wait for it."),
+    dedupCacheSize: z
+      .number()
+      .int()
+      .min(16)
+      .max(1_000_000)
+      .default(1024)
+      .describe("Delivery ids remembered in memory to drop a duplicate delivery."),
+    tmux: tmuxSchema.prefault({}),
+    announce: z
+      .strictObject({
+        enabled: z.boolean().default(true).describe("Post a (marked) comment on the work item when its session starts."),
+      })
+      .prefault({})
+      .describe("The session announcement."),
+  })
+  .superRefine((routing, context) => {
+    const builtin = (name: string): boolean => (BUILTIN_HARNESSES as readonly string[]).includes(name);
+    for (const [name, harness] of Object.entries(routing.harnesses)) {
+      if (!builtin(name) && !harness.command) {
+        context.addIssue({
+          code: "custom",
+          path: ["harnesses", name, "command"],
+          message: `"${name}" is not a built-in harness (claude, cursor), so it needs a command: an argv list such as ["my-agent", "{prompt}"]`,
+        });
+      }
+      if (builtin(name) && harness.resumeCommand) {
+        context.addIssue({
+          code: "custom",
+          path: ["harnesses", name, "resumeCommand"],
+          message: `"${name}" resumes by itself; resumeCommand is for command harnesses only`,
+        });
+      }
+    }
+    if (!builtin(routing.defaultHarness) && !Object.hasOwn(routing.harnesses, routing.defaultHarness)) {
+      const known = [...BUILTIN_HARNESSES, ...Object.keys(routing.harnesses)].join(", ");
+      context.addIssue({
+        code: "custom",
+        path: ["defaultHarness"],
+        message: `unknown harness "${routing.defaultHarness}"; known: ${known} (declare it under routing.harnesses)`,
+      });
+    }
   })
   .describe("Policy shared by every ingress (webhook, poller, CLI): which events reach which session.");
 
+export const localPollSourceSchema = z
+  .strictObject({
+    provider: z.literal("local").describe("The embedded local tracker."),
+    projects: z
+      .array(z.string().regex(new RegExp(LOCAL_PROJECT_PATTERN)))
+      .optional()
+      .describe("Local projects to watch; every project when omitted."),
+  })
+  .describe("A local tracker source.");
+
+export const pollSourceSchema = z.discriminatedUnion("provider", [localPollSourceSchema]);
+
 export const pollingSchema = z
   .strictObject({
+    enabled: z.boolean().default(false).describe("Run the poller in the daemon (`the-loop start`)."),
+    intervalSeconds: z
+      .number()
+      .min(0.1)
+      .max(86_400)
+      .default(60)
+      .describe("Pause between the end of one poll cycle and the start of the next."),
+    sources: z.array(pollSourceSchema).default([]).describe("What to poll. Empty with `enabled: true` is a config error."),
     stateFile: pathSetting(
       "File holding the poller's cursors, ETags and seen ids. Used verbatim when set.",
       "<state.root>/sessions/poll-state.json",
     ),
+  })
+  .superRefine((polling, context) => {
+    if (polling.enabled && polling.sources.length === 0) {
+      context.addIssue({
+        code: "custom",
+        path: ["sources"],
+        message: "polling is enabled but has no sources; add one, e.g. sources: [{provider: local}]",
+      });
+    }
   })
   .describe("The poller: pull ingress from the trackers.");
 
@@ -70,8 +245,6 @@ export const webhooksSchema = z
     ghWebhook: ghWebhookSchema.prefault({}),
   })
   .describe("Push ingress.");
-
-export const LOCAL_PROJECT_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$";
 
 export const localTrackerSchema = z
   .strictObject({
@@ -110,3 +283,7 @@ export const configSchema = z
 export type CliConfig = z.output<typeof configSchema>;
 /** The config as a person writes it: every key optional. */
 export type CliConfigInput = z.input<typeof configSchema>;
+
+export type RoutingConfig = CliConfig["routing"];
+export type HarnessConfig = z.output<typeof harnessSchema>;
+export type PollSource = z.output<typeof pollSourceSchema>;

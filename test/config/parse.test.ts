@@ -11,10 +11,18 @@ describe("parseConfigText", () => {
   it("gives the defaults for an empty document", () => {
     const outcome = parseConfigText("");
     expect(outcome.problems).toEqual([]);
-    expect(outcome.config).toEqual({
+    expect(outcome.config).toMatchObject({
       state: { root: ".the-loop" },
-      routing: {},
-      polling: {},
+      routing: {
+        authorizedUsers: [],
+        spawnOnUnmatched: "labeled",
+        autoExecuteLabel: "the-loop: auto-execute",
+        defaultHarness: "claude",
+        harnesses: {},
+        announce: { enabled: true },
+        tmux: { keepSessionOnClose: true, killHarnessOnClose: true, harnessKillGraceSeconds: 5 },
+      },
+      polling: { enabled: false, intervalSeconds: 60, sources: [] },
       eventLog: { enabled: true },
       webhooks: { ghWebhook: {} },
       integrations: { local: { project: "default" } },
@@ -47,10 +55,26 @@ describe("parseConfigText", () => {
     ]);
   });
 
+  it.each([
+    ["an unknown default harness", "routing:\n  defaultHarness: gpt\n", /routing\.defaultHarness: unknown harness "gpt"; known: claude, cursor/],
+    ["a command harness without a command", "routing:\n  harnesses:\n    mine:\n      args: []\n", /routing\.harnesses\.mine\.command: "mine" is not a built-in harness/],
+    ["resumeCommand on claude", "routing:\n  harnesses:\n    claude:\n      resumeCommand: [x]\n", /routing\.harnesses\.claude\.resumeCommand: "claude" resumes by itself/],
+    ["polling enabled with no sources", "polling:\n  enabled: true\n", /polling\.sources: polling is enabled but has no sources/],
+    ["an unknown spawn policy", "routing:\n  spawnOnUnmatched: sometimes\n", /routing\.spawnOnUnmatched: /],
+  ])("rejects %s", (_name, text, expected) => {
+    expect(problemsOf(text)).toEqual([expect.stringMatching(expected)]);
+  });
+
+  it("accepts a command harness as the default harness", () => {
+    const outcome = parseConfigText('routing:\n  defaultHarness: fake\n  harnesses:\n    fake:\n      command: [node, fake.mjs, "{prompt}"]\n');
+    expect(outcome.problems).toEqual([]);
+    expect(outcome.config?.routing.harnesses.fake).toEqual({ command: ["node", "fake.mjs", "{prompt}"], args: [] });
+  });
+
   it("reads routing under webhooks.ghWebhook as top-level routing, with a warning", () => {
     const outcome = parseConfigText("webhooks:\n  ghWebhook:\n    pidfile: /run/r.pid\n    routing:\n      registryDir: /srv/sessions\n");
     expect(outcome.problems).toEqual([]);
-    expect(outcome.config?.routing).toEqual({ registryDir: "/srv/sessions" });
+    expect(outcome.config?.routing).toMatchObject({ registryDir: "/srv/sessions", spawnOnUnmatched: "labeled" });
     expect(outcome.config?.webhooks.ghWebhook).toEqual({ pidfile: "/run/r.pid" });
     expect(outcome.warnings.map((warning) => formatProblem(warning, "c.yaml"))).toEqual([
       expect.stringMatching(/^c\.yaml:4:5: webhooks\.ghWebhook\.routing: this is the older spelling/),

@@ -1,0 +1,57 @@
+/**
+ * The seam between sessions and the terminal multiplexer that hosts them. The tmux runner is the
+ * production implementation; everything above it (dispatcher, CLI) talks to this interface.
+ */
+
+export type PaneState = "live" | "dead" | "absent";
+
+export interface SpawnRequest {
+  /** `loop-<slug>`. */
+  readonly target: string;
+  readonly cwd: string;
+  /** The harness argv: program first. Never a shell string. */
+  readonly argv: readonly string[];
+  /** Extra environment for the harness (THE_LOOP_WORK_ITEM, THE_LOOP_CLI_CONFIG, …). */
+  readonly env: Readonly<Record<string, string>>;
+}
+
+export interface TerminateOptions {
+  /** SIGTERM the harness, then SIGKILL after graceMs. */
+  readonly killHarness: boolean;
+  readonly graceMs: number;
+  /** Kill the tmux session itself; otherwise it stays for its transcript. */
+  readonly killSession: boolean;
+}
+
+export interface TerminateResult {
+  /** The last signal the harness needed: "SIGTERM", "SIGKILL", or "none" when it was not running. */
+  readonly signal: "SIGTERM" | "SIGKILL" | "none";
+  readonly keptSession: boolean;
+}
+
+export interface SessionRunner {
+  /** Starts the harness detached. Throws TargetLiveError when a live pane already holds the target. */
+  spawn(request: SpawnRequest): Promise<void>;
+  /** Pastes text (bracketed) and submits it. Throws SessionMissingError when no live pane holds the target. */
+  deliver(target: string, text: string): Promise<void>;
+  probe(target: string): Promise<PaneState>;
+  terminate(target: string, options: TerminateOptions): Promise<TerminateResult>;
+}
+
+export class TargetLiveError extends Error {
+  override readonly name: string = "TargetLiveError";
+  constructor(readonly target: string) {
+    super(`tmux session ${target} is already running; the-loop never spawns over a live session`);
+  }
+}
+
+export class SessionMissingError extends Error {
+  override readonly name: string = "SessionMissingError";
+  constructor(readonly target: string, readonly state: PaneState) {
+    super(`no live pane in tmux session ${target} (${state})`);
+  }
+}
+
+export class RunnerError extends Error {
+  override readonly name: string = "RunnerError";
+}

@@ -1,0 +1,83 @@
+import type { ItemState } from "../trackers/tracker.js";
+import type { WorkItem } from "../workitem/index.js";
+
+/**
+ * The one shape every ingress (poller, webhook receiver, CLI) turns what it saw into. Ingresses
+ * only normalize; every policy decision is the router's, so both paths behave the same.
+ */
+
+export type InboundSource = "poll" | "gh-webhook" | "cli";
+
+/** What happened, independent of the tracker's own vocabulary. */
+export type InboundKind =
+  | "opened"
+  | "commented"
+  | "reviewed"
+  | "review_commented"
+  | "labeled"
+  | "unlabeled"
+  | "closed"
+  | "reopened"
+  | "updated";
+
+export const INBOUND_KINDS: readonly InboundKind[] = [
+  "opened",
+  "commented",
+  "reviewed",
+  "review_commented",
+  "labeled",
+  "unlabeled",
+  "closed",
+  "reopened",
+  "updated",
+];
+
+/** Kinds whose body is a person's comment: the only text that can carry instructions. */
+export const COMMENT_KINDS: ReadonlySet<InboundKind> = new Set(["commented", "reviewed", "review_commented"]);
+
+/** Free text kept for prompts and logs is bounded: per field and in total. */
+export const EXCERPT_FIELD_MAX = 3_500;
+export const EXCERPT_TOTAL_MAX = 4_000;
+
+export interface InboundEvent {
+  readonly source: InboundSource;
+  /** Unique per delivery: a GitHub delivery id, `poll-<change id>`, `cli-<uuid>`. */
+  readonly deliveryId: string;
+  readonly kind: InboundKind;
+  /** The tracker's own name for it, for logs (`issue_comment`, `local:commented`). */
+  readonly trackerEvent: string;
+  /** Work items the event concerns, most authoritative first. Empty: nothing to route. */
+  readonly workItems: readonly WorkItem[];
+  /** Who did it; null for status events and deleted accounts. */
+  readonly actor: string | null;
+  /** The comment or review text; null when the event carries none. */
+  readonly body: string | null;
+  /** The item's labels right after the event. */
+  readonly labels: readonly string[];
+  /** The label added or removed (`labeled` / `unlabeled`). */
+  readonly label?: string;
+  /** The item's state right after the event. */
+  readonly itemState: ItemState;
+  readonly title?: string;
+  readonly commentId?: string;
+  readonly commentUrl?: string;
+  readonly occurredAt: string;
+  /** A bounded excerpt of the payload for prompts (see boundExcerpt). */
+  readonly excerpt: Readonly<Record<string, string>>;
+}
+
+/** Keeps each field under EXCERPT_FIELD_MAX and the whole under EXCERPT_TOTAL_MAX characters. */
+export function boundExcerpt(fields: Readonly<Record<string, string | null | undefined>>): Record<string, string> {
+  const excerpt: Record<string, string> = {};
+  let total = 0;
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === null || value === undefined || value === "") continue;
+    const room = EXCERPT_TOTAL_MAX - total;
+    if (room <= 0) break;
+    const limit = Math.min(EXCERPT_FIELD_MAX, room);
+    const text = value.length > limit ? `${value.slice(0, limit)}…` : value;
+    excerpt[key] = text;
+    total += text.length;
+  }
+  return excerpt;
+}
