@@ -12,6 +12,10 @@ import type { CliConfig } from "../config/schema.js";
  *   <root>/sessions/poll-state.json        poller cursors (polling.stateFile)
  *   <root>/logs/events.jsonl               the event log (eventLog.path)
  *   <root>/gh-webhook.pid                  webhook receiver pidfile (webhooks.ghWebhook.pidfile)
+ *   <root>/poll.pid                        poller pidfile (its single-instance lock)
+ *   <root>/poll-status.json                the poller's heartbeat: when it last ran a cycle
+ *   <root>/logs/daemon.out                 stdout and stderr of a daemon started with `the-loop start`
+ *   <root>/bin/the-loop                    link to this CLI, put first on the PATH of every session
  *   <root>/tracker/                        the local tracker's items
  *   <root>/workspaces/                     checkouts
  */
@@ -22,6 +26,10 @@ export interface StatePaths {
   readonly pollStateFile: string;
   readonly eventLog: string;
   readonly ghWebhookPidfile: string;
+  readonly pollPidfile: string;
+  readonly pollStatusFile: string;
+  readonly daemonLog: string;
+  readonly binDir: string;
   readonly trackerDir: string;
   readonly workspacesDir: string;
 }
@@ -46,6 +54,10 @@ export function deriveStatePaths(config: CliConfig, baseDir: string, home: strin
     ghWebhookPidfile: config.webhooks.ghWebhook.pidfile
       ? at(config.webhooks.ghWebhook.pidfile)
       : join(root, "gh-webhook.pid"),
+    pollPidfile: join(root, "poll.pid"),
+    pollStatusFile: join(root, "poll-status.json"),
+    daemonLog: join(root, "logs", "daemon.out"),
+    binDir: join(root, "bin"),
     trackerDir: join(root, "tracker"),
     workspacesDir: join(root, "workspaces"),
   };

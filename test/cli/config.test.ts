@@ -113,6 +113,10 @@ describe("the-loop config show", () => {
       pollStateFile: join(root, "sessions", "poll-state.json"),
       eventLog: logPath,
       ghWebhookPidfile: join(root, "gh-webhook.pid"),
+      pollPidfile: join(root, "poll.pid"),
+      pollStatusFile: join(root, "poll-status.json"),
+      daemonLog: join(root, "logs", "daemon.out"),
+      binDir: join(root, "bin"),
       trackerDir: join(root, "tracker"),
       workspacesDir: join(root, "workspaces"),
     });

@@ -19,6 +19,10 @@ function underRoot(root: string): StatePaths {
     pollStateFile: `${root}/sessions/poll-state.json`,
     eventLog: `${root}/logs/events.jsonl`,
     ghWebhookPidfile: `${root}/gh-webhook.pid`,
+    pollPidfile: `${root}/poll.pid`,
+    pollStatusFile: `${root}/poll-status.json`,
+    daemonLog: `${root}/logs/daemon.out`,
+    binDir: `${root}/bin`,
     trackerDir: `${root}/tracker`,
     workspacesDir: `${root}/workspaces`,
   };
