@@ -1,0 +1,289 @@
+import { describe, expect, it } from "vitest";
+import type { SpawnPolicy } from "../../src/config/schema.js";
+import { SELF_COMMENT_MARKER, markSelfAuthored } from "../../src/routing/marker.js";
+import { INBOUND_KINDS } from "../../src/routing/inbound.js";
+import type { InboundEvent, InboundKind } from "../../src/routing/inbound.js";
+import { isArmed, policyOf, route } from "../../src/routing/router.js";
+import type { Decision, DeliveryMemory, RegistryView, RoutingPolicy, SessionView } from "../../src/routing/router.js";
+import type { SessionStatus } from "../../src/sessions/record.js";
+import type { WorkItem } from "../../src/workitem/index.js";
+
+const LABEL = "the-loop: auto-execute";
+
+const item = (n: number): WorkItem => ({
+  ref: `local:demo#${n}`,
+  tracker: "local",
+  host: "local",
+  repository: "demo",
+  number: n,
+  kind: "issue",
+  url: `file:///tracker/demo/${n}.json`,
+  id: `demo-${n}`,
+});
+const A = item(1);
+const B = item(2);
+
+function event(overrides: Partial<InboundEvent> = {}): InboundEvent {
+  return {
+    source: "poll",
+    deliveryId: "d-1",
+    kind: "commented",
+    trackerEvent: "local:commented",
+    workItems: [A],
+    actor: "alice",
+    body: "please look at this",
+    labels: [],
+    itemState: "open",
+    occurredAt: "2025-01-01T00:00:00.000Z",
+    excerpt: {},
+    ...overrides,
+  };
+}
+
+function policy(overrides: { users?: string[]; spawn?: SpawnPolicy; label?: string; kinds?: InboundKind[] | null } = {}): RoutingPolicy {
+  return policyOf(
+    { authorizedUsers: overrides.users ?? ["alice"], spawnOnUnmatched: overrides.spawn ?? "labeled", autoExecuteLabel: overrides.label ?? LABEL },
+    overrides.kinds ?? null,
+  );
+}
+
+const session = (status: SessionStatus, recentDeliveries: string[] = []): SessionView => ({ status, recentDeliveries });
+
+function registry(sessions: Record<string, SessionView> = {}): RegistryView {
+  return { sessionFor: (ref) => sessions[ref] };
+}
+
+function memory(ids: string[] = []): DeliveryMemory {
+  const seen = new Set(ids);
+  return { has: (id) => seen.has(id) };
+}
+
+interface Case {
+  readonly name: string;
+  readonly event?: Partial<InboundEvent>;
+  readonly policy?: Parameters<typeof policy>[0];
+  readonly sessions?: Record<string, SessionView>;
+  readonly seen?: string[];
+  readonly expected: Decision;
+}
+
+const dropped = (reason: Extract<Decision, { action: "drop" }>["reason"], workItem?: WorkItem): Decision =>
+  workItem === undefined ? { action: "drop", reason } : { action: "drop", reason, workItem };
+
+const cases: Case[] = [
+  // 1. event filter
+  { name: "a kind outside acceptedKinds is dropped", event: { kind: "labeled" }, policy: { kinds: ["commented"] }, expected: dropped("disabled-event") },
+  { name: "an accepted kind passes the filter", policy: { kinds: ["commented"] }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "an empty acceptedKinds list accepts nothing", policy: { kinds: [] }, sessions: { [A.ref]: session("active") }, expected: dropped("disabled-event") },
+  { name: "a disabled event that is also a duplicate: disabled-event wins", policy: { kinds: ["opened"] }, seen: ["d-1"], expected: dropped("disabled-event") },
+
+  // 2. delivery dedupe (memory)
+  { name: "a delivery id in memory is a duplicate", seen: ["d-1"], sessions: { [A.ref]: session("active") }, expected: dropped("duplicate-delivery") },
+  { name: "a duplicate with no work item: duplicate-delivery wins", event: { workItems: [] }, seen: ["d-1"], expected: dropped("duplicate-delivery") },
+  { name: "a duplicate carrying the marker: duplicate-delivery wins", event: { body: markSelfAuthored("done") }, seen: ["d-1"], expected: dropped("duplicate-delivery") },
+  { name: "another id in memory is no duplicate", seen: ["d-0"], sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+
+  // 3. work item
+  { name: "an event naming no work item is dropped", event: { workItems: [] }, expected: dropped("no-work-item") },
+  { name: "no work item and an unauthorized actor: no-work-item wins", event: { workItems: [], actor: "mallory" }, expected: dropped("no-work-item") },
+  { name: "no work item and a marked body: no-work-item wins", event: { workItems: [], body: markSelfAuthored("x") }, expected: dropped("no-work-item") },
+
+  // 4. self-authored
+  { name: "a marked body is dropped", event: { body: markSelfAuthored("Session started.") }, sessions: { [A.ref]: session("active") }, expected: dropped("self-authored", A) },
+  { name: "a marked body from an unauthorized user is self-authored, not unauthorized", event: { actor: "mallory", body: markSelfAuthored("x") }, expected: dropped("self-authored", A) },
+  { name: "the marker anywhere in the body counts", event: { body: `quoted: ${SELF_COMMENT_MARKER} and more` }, expected: dropped("self-authored", A) },
+  { name: "a marked close is self-authored, even with a live session", event: { kind: "closed", body: markSelfAuthored("closing") }, sessions: { [A.ref]: session("active") }, expected: dropped("self-authored", A) },
+  { name: "a null body is not self-authored", event: { body: null }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+
+  // 5. authorization
+  { name: "an actor outside the allowlist is dropped", event: { actor: "mallory" }, sessions: { [A.ref]: session("active") }, expected: dropped("unauthorized-actor", A) },
+  { name: "logins match case-sensitively", event: { actor: "Alice" }, sessions: { [A.ref]: session("active") }, expected: dropped("unauthorized-actor", A) },
+  { name: "a login is not trimmed", event: { actor: "alice " }, sessions: { [A.ref]: session("active") }, expected: dropped("unauthorized-actor", A) },
+  { name: "an empty allowlist denies every named actor", event: { actor: "alice" }, policy: { users: [] }, sessions: { [A.ref]: session("active") }, expected: dropped("unauthorized-actor", A) },
+  { name: "an empty allowlist still lets an actor-less event through", event: { actor: null, kind: "labeled", labels: [LABEL] }, policy: { users: [] }, expected: { action: "spawn", workItem: A } },
+  { name: "an actor-less event on a live session is delivered", event: { actor: null, kind: "updated" }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "an unauthorized actor and an armed item: unauthorized wins over spawn", event: { actor: "mallory", kind: "opened", labels: [LABEL] }, policy: { spawn: "always" }, expected: dropped("unauthorized-actor", A) },
+  { name: "an unauthorized actor on a closed item: unauthorized wins over item-closed", event: { actor: "mallory", itemState: "closed" }, expected: dropped("unauthorized-actor", A) },
+  { name: "an unauthorized actor and a record duplicate: unauthorized wins", event: { actor: "mallory" }, sessions: { [A.ref]: session("active", ["d-1"]) }, expected: dropped("unauthorized-actor", A) },
+  { name: "an unauthorized actor on a second item's session is dropped with the first item", event: { actor: "mallory", workItems: [A, B] }, sessions: { [B.ref]: session("active") }, expected: dropped("unauthorized-actor", A) },
+
+  // 5. a close bypasses authorization, but can only end a session
+  { name: "closed by an unauthorized actor on a live session closes it", event: { kind: "closed", actor: "mallory", itemState: "closed" }, sessions: { [A.ref]: session("active") }, expected: { action: "close", workItem: A } },
+  { name: "closed under an empty allowlist on a paused session closes it", event: { kind: "closed", actor: "alice", itemState: "closed" }, policy: { users: [] }, sessions: { [A.ref]: session("paused") }, expected: { action: "close", workItem: A } },
+  { name: "closed with no session is dropped, never spawned", event: { kind: "closed", itemState: "closed", labels: [LABEL] }, policy: { spawn: "always" }, expected: dropped("no-session", A) },
+  { name: "closed by an unauthorized actor with no session", event: { kind: "closed", actor: "mallory", itemState: "closed" }, policy: { spawn: "always" }, expected: dropped("no-session", A) },
+  { name: "closed while the record is already closed", event: { kind: "closed", itemState: "closed" }, sessions: { [A.ref]: session("closed") }, expected: dropped("no-session", A) },
+  { name: "closed with the state still open (an early poll) and no session", event: { kind: "closed", itemState: "open" }, policy: { spawn: "always" }, expected: dropped("no-session", A) },
+  { name: "a redelivered close on a live session is a duplicate", event: { kind: "closed", itemState: "closed" }, sessions: { [A.ref]: session("active", ["d-1"]) }, expected: dropped("duplicate-delivery", A) },
+  { name: "a close matches the first live item in order", event: { kind: "closed", workItems: [A, B] }, sessions: { [B.ref]: session("active") }, expected: { action: "close", workItem: B } },
+
+  // 7. session match
+  { name: "a comment on a live session is delivered", sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "a paused session is delivered to, with its status", sessions: { [A.ref]: session("paused") }, expected: { action: "deliver", workItem: A, status: "paused" } },
+  { name: "a closed record is not a match", sessions: { [A.ref]: session("closed") }, policy: { spawn: "always" }, expected: { action: "spawn", workItem: A } },
+  { name: "a closed record and policy never", sessions: { [A.ref]: session("closed") }, policy: { spawn: "never" }, expected: dropped("spawn-policy", A) },
+  { name: "the first live item in order is the match", event: { workItems: [A, B] }, sessions: { [A.ref]: session("paused"), [B.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "paused" } },
+  { name: "a closed first item falls through to a live second", event: { workItems: [A, B] }, sessions: { [A.ref]: session("closed"), [B.ref]: session("active") }, expected: { action: "deliver", workItem: B, status: "active" } },
+  { name: "a delivery id on the matched record is a duplicate", sessions: { [A.ref]: session("active", ["d-0", "d-1"]) }, expected: dropped("duplicate-delivery", A) },
+  { name: "a delivery id on an unmatched (closed) record is no duplicate", sessions: { [A.ref]: session("closed", ["d-1"]) }, policy: { spawn: "always" }, expected: { action: "spawn", workItem: A } },
+  { name: "a duplicate on the matched second item carries that item", event: { workItems: [A, B] }, sessions: { [B.ref]: session("active", ["d-1"]) }, expected: dropped("duplicate-delivery", B) },
+  { name: "a live session is delivered to even when the item is closed", event: { kind: "commented", itemState: "closed" }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "a live session is delivered to whatever the spawn policy", policy: { spawn: "never" }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "removing the arming label is delivered to a live session", event: { kind: "unlabeled", label: LABEL, labels: [] }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+
+  // 8. spawn policy, no live session
+  { name: "a comment on a closed item with no session", event: { itemState: "closed" }, policy: { spawn: "always" }, expected: dropped("item-closed", A) },
+  { name: "an armed but closed item", event: { itemState: "closed", labels: [LABEL] }, policy: { spawn: "labeled" }, expected: dropped("item-closed", A) },
+  { name: "a spawn starts the first item, not a later one", event: { workItems: [A, B] }, policy: { spawn: "always" }, expected: { action: "spawn", workItem: A } },
+];
+
+// Every spawn policy against every kind that can start a session, armed or not.
+const spawnKinds = INBOUND_KINDS.filter((kind) => kind !== "closed");
+for (const spawn of ["never", "always", "labeled"] as const) {
+  for (const kind of spawnKinds) {
+    for (const armed of [false, true]) {
+      const labels = armed ? ["bug", LABEL] : ["bug"];
+      const spawns = spawn === "always" || (spawn === "labeled" && armed);
+      cases.push({
+        name: `${kind}, ${armed ? "armed" : "unarmed"}, policy ${spawn}, no session`,
+        event: { kind, labels, ...(kind === "labeled" || kind === "unlabeled" ? { label: LABEL } : {}) },
+        policy: { spawn },
+        expected: spawns ? { action: "spawn", workItem: A } : dropped("spawn-policy", A),
+      });
+    }
+  }
+}
+
+// The arming label, as the item carries it after the event.
+for (const [labels, armed] of [
+  [[LABEL], true],
+  [["The-Loop: Auto-Execute"], true],
+  [["  the-loop: auto-execute  "], true],
+  [["THE-LOOP: AUTO-EXECUTE", "bug"], true],
+  [["the-loop:auto-execute"], false],
+  [["the-loop: auto-execute-later"], false],
+  [[], false],
+] as const) {
+  cases.push({
+    name: `labels ${JSON.stringify(labels)} ${armed ? "arm" : "do not arm"} the item`,
+    event: { kind: "labeled", label: labels[0] ?? LABEL, labels: [...labels] },
+    expected: armed ? { action: "spawn", workItem: A } : dropped("spawn-policy", A),
+  });
+}
+
+describe("route", () => {
+  it.each(cases)("$name", ({ event: overrides, policy: policyOverrides, sessions, seen, expected }) => {
+    expect(route(event(overrides), policy(policyOverrides), registry(sessions), memory(seen))).toEqual(expected);
+  });
+
+  it("decides the same way every time and does not touch its inputs", () => {
+    const input = event({ workItems: [A, B], labels: [LABEL] });
+    const frozen = Object.freeze({ ...input, workItems: Object.freeze([...input.workItems]), labels: Object.freeze([...input.labels]) });
+    const sessions = { [B.ref]: session("active", ["d-0"]) };
+    const first = route(frozen, policy(), registry(sessions), memory());
+    expect(route(frozen, policy(), registry(sessions), memory())).toEqual(first);
+    expect(sessions[B.ref]).toEqual(session("active", ["d-0"]));
+  });
+
+  it("asks the registry only until the first live match", () => {
+    const asked: string[] = [];
+    const view: RegistryView = {
+      sessionFor: (ref) => {
+        asked.push(ref);
+        return ref === A.ref ? session("active") : undefined;
+      },
+    };
+    route(event({ workItems: [A, B] }), policy(), view, memory());
+    expect(asked).toEqual([A.ref]);
+  });
+
+  it("consults neither memory nor registry for a disabled event", () => {
+    const fail = () => {
+      throw new Error("consulted");
+    };
+    expect(route(event(), policy({ kinds: ["opened"] }), { sessionFor: fail }, { has: fail })).toEqual(dropped("disabled-event"));
+  });
+});
+
+/**
+ * The order, pairwise: for every two guards that both fail on one event, the earlier one decides.
+ * Each guard is a change to a passing baseline (an authorized comment on a live session).
+ */
+describe("guard order", () => {
+  interface Failure {
+    readonly guard: string;
+    readonly event?: Partial<InboundEvent>;
+    readonly policy?: Parameters<typeof policy>[0];
+    readonly sessions?: Record<string, SessionView>;
+    readonly seen?: string[];
+    readonly reason: Extract<Decision, { action: "drop" }>["reason"];
+  }
+  const live = { [A.ref]: session("active") };
+  const failures: Failure[] = [
+    { guard: "event filter", policy: { kinds: ["opened"] }, reason: "disabled-event" },
+    { guard: "memory dedupe", seen: ["d-1"], reason: "duplicate-delivery" },
+    { guard: "work item", event: { workItems: [] }, reason: "no-work-item" },
+    { guard: "self-authored", event: { body: markSelfAuthored("x") }, reason: "self-authored" },
+    { guard: "authorization", event: { actor: "mallory" }, reason: "unauthorized-actor" },
+    { guard: "record dedupe", sessions: { [A.ref]: session("active", ["d-1"]) }, reason: "duplicate-delivery" },
+  ];
+  const pairs = failures.flatMap((earlier, i) => failures.slice(i + 1).map((later) => [earlier, later] as const));
+
+  it.each(pairs.map(([earlier, later]) => ({ name: `${earlier.guard} before ${later.guard}`, earlier, later })))("$name", ({ earlier, later }) => {
+    const combined = route(
+      event({ ...later.event, ...earlier.event }),
+      policy({ ...later.policy, ...earlier.policy }),
+      registry(earlier.sessions ?? later.sessions ?? live),
+      memory([...(earlier.seen ?? []), ...(later.seen ?? [])]),
+    );
+    expect(combined).toMatchObject({ action: "drop", reason: earlier.reason });
+  });
+
+  it.each(failures)("$guard alone drops with $reason", (failure) => {
+    const decision = route(event(failure.event), policy(failure.policy), registry(failure.sessions ?? live), memory(failure.seen));
+    expect(decision).toMatchObject({ action: "drop", reason: failure.reason });
+  });
+
+  it("the baseline passes every guard", () => {
+    expect(route(event(), policy(), registry(live), memory())).toEqual({ action: "deliver", workItem: A, status: "active" });
+  });
+});
+
+describe("isArmed", () => {
+  it.each([
+    [[LABEL], LABEL, true],
+    [["The-Loop: Auto-Execute"], LABEL, true],
+    [[` ${LABEL}\t`], LABEL, true],
+    [[LABEL], `  ${LABEL.toUpperCase()} `, true],
+    [["bug", "go"], "GO", true],
+    [["bug"], LABEL, false],
+    [[], LABEL, false],
+    [["the-loop: auto"], LABEL, false],
+    [[""], "   ", false],
+  ] as const)("%j with %j → %s", (labels, label, expected) => {
+    expect(isArmed(labels, label)).toBe(expected);
+  });
+});
+
+describe("policyOf", () => {
+  it("builds sets from the config", () => {
+    const built = policyOf({ authorizedUsers: ["a", "b", "a"], spawnOnUnmatched: "always", autoExecuteLabel: "go" }, ["commented", "closed"]);
+    expect(built).toEqual({
+      authorizedUsers: new Set(["a", "b"]),
+      spawnOnUnmatched: "always",
+      autoExecuteLabel: "go",
+      acceptedKinds: new Set(["commented", "closed"]),
+    });
+  });
+
+  it.each([[undefined], [null]])("accepts every kind when acceptedKinds is %s", (kinds) => {
+    expect(policyOf({ authorizedUsers: [], spawnOnUnmatched: "never", autoExecuteLabel: "go" }, kinds).acceptedKinds).toBeNull();
+  });
+
+  it("does not alias the config's list", () => {
+    const users = ["a"];
+    const built = policyOf({ authorizedUsers: users, spawnOnUnmatched: "never", autoExecuteLabel: "go" });
+    users.push("b");
+    expect(built.authorizedUsers.has("b")).toBe(false);
+  });
+});
