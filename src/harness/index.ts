@@ -1,0 +1,19 @@
+export {
+  HarnessConfigError,
+  harnessAdapter,
+  isResumableSessionId,
+  newHarnessSessionId,
+  type HarnessAdapter,
+  type HarnessLaunchInput,
+} from "./adapters.js";
+export {
+  RunnerError,
+  SessionMissingError,
+  TargetLiveError,
+  type PaneState,
+  type SessionRunner,
+  type SpawnRequest,
+  type TerminateOptions,
+  type TerminateResult,
+} from "./runner.js";
+export { TmuxRunner, type TmuxRunnerOptions } from "./tmux.js";

@@ -1,0 +1,381 @@
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { accessSync, constants } from "node:fs";
+import { lstat, rm, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { delimiter, join, resolve } from "node:path";
+import {
+  RunnerError,
+  SessionMissingError,
+  TargetLiveError,
+  type PaneState,
+  type SessionRunner,
+  type SpawnRequest,
+  type TerminateOptions,
+  type TerminateResult,
+} from "./runner.js";
+
+export interface TmuxRunnerOptions {
+  /** `tmux -L <name>`: a separate server; the default server when unset. */
+  readonly socketName?: string;
+  /** Keep a pane (and its transcript) after the harness exits. */
+  readonly remainOnExit: boolean;
+  /** Default "tmux". */
+  readonly binary?: string;
+  /** Bound on each tmux invocation; default 10000. */
+  readonly timeoutMs?: number;
+  /** Where paste files are written; default os.tmpdir(). */
+  readonly tempDir?: string;
+}
+
+const TARGET_PATTERN = /^loop-[A-Za-z0-9_-]+$/;
+const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/**
+ * What tmux says when there is no server. "server exited unexpectedly" is the client's view of a
+ * server that shut down mid-call because its last session just ended: no server either.
+ */
+const NO_SERVER_PATTERN =
+  /no server running|error connecting to .*\((No such file or directory|Connection refused)\)|server exited unexpectedly/;
+/** What tmux says when the session, or the whole server, is not there. */
+const ABSENT_PATTERN = new RegExp(`can't find session|${NO_SERVER_PATTERN.source}`);
+const POLL_MS = 100;
+/** After SIGKILL the pane should die at once; bounded so a wedged process cannot hang a close. */
+const KILL_SETTLE_MS = 2_000;
+
+/** A failed tmux call, carrying tmux's stderr so callers can tell "not there" from real trouble. */
+class TmuxCallError extends RunnerError {
+  constructor(message: string, readonly stderr: string) {
+    super(message);
+  }
+}
+
+/**
+ * Hosts every session in tmux. Targets are always addressed exactly (`=name`): a bare `-t loop-abc`
+ * prefix-matches `loop-abcdef`, and acting on a neighbour's session is the one mistake a runner
+ * must never make. Window and pane targets are `=name:` because tmux resolves a colon-less window
+ * target against the current session first.
+ */
+export class TmuxRunner implements SessionRunner {
+  private readonly binary: string;
+  private readonly timeoutMs: number;
+  private readonly tempDir: string;
+  /** Deliveries to one pane run one after another, so two events' pastes never interleave. */
+  private readonly deliveries = new Map<string, Promise<void>>();
+
+  constructor(private readonly options: TmuxRunnerOptions) {
+    this.binary = options.binary ?? "tmux";
+    this.timeoutMs = options.timeoutMs ?? 10_000;
+    this.tempDir = resolve(options.tempDir ?? tmpdir());
+  }
+
+  async probe(target: string): Promise<PaneState> {
+    checkTarget(target);
+    let output: string;
+    try {
+      output = await this.tmux(["list-panes", "-s", "-t", windowOf(target), "-F", "#{pane_dead}"]);
+    } catch (error) {
+      if (isAbsent(error)) return "absent";
+      throw error;
+    }
+    const panes = output.split("\n").filter((line) => line !== "");
+    if (panes.length === 0) return "absent";
+    return panes.every((dead) => dead === "1") ? "dead" : "live";
+  }
+
+  async spawn(request: SpawnRequest): Promise<void> {
+    const { target, argv, env } = request;
+    checkTarget(target);
+    const cwd = resolve(request.cwd);
+    // tmux quietly starts a pane elsewhere when -c names no directory; an agent must not run there.
+    if (!(await stat(cwd).catch(() => undefined))?.isDirectory()) {
+      throw new RunnerError(`cannot spawn ${target}: the working directory ${cwd} does not exist`);
+    }
+    if (argv.length === 0) throw new RunnerError(`cannot spawn ${target}: the harness argv is empty`);
+    for (const name of Object.keys(env)) {
+      if (!ENV_NAME_PATTERN.test(name)) {
+        throw new RunnerError(`cannot spawn ${target}: invalid environment variable name ${JSON.stringify(name)}`);
+      }
+    }
+
+    const state = await this.probe(target);
+    if (state === "live") throw new TargetLiveError(target);
+    if (state === "dead") await this.killSession(target);
+
+    // The session starts on an inert placeholder so remain-on-exit is in force before the harness
+    // runs: a harness that exits at once would otherwise take the session (and its last words)
+    // with it. Two or more argv elements make tmux exec the command instead of `sh -c` it.
+    const newSession = [
+      ...["new-session", "-d", "-s", target, "-c", cwd, "-x", "220", "-y", "50"],
+      ...["--", "tail", "-f", "/dev/null"],
+    ];
+    try {
+      await this.tmux(newSession).catch((error: unknown) => {
+        // The server was shutting down as its last session ended; a second try starts a new one.
+        if (!(error instanceof TmuxCallError && /server exited unexpectedly/.test(error.stderr))) throw error;
+        return this.tmux(newSession);
+      });
+    } catch (error) {
+      if (error instanceof TmuxCallError && /duplicate session/.test(error.stderr)) {
+        if ((await this.probe(target)) === "live") throw new TargetLiveError(target);
+      }
+      throw error;
+    }
+
+    try {
+      if (this.options.remainOnExit) await this.tmux(["set-option", "-w", "-t", windowOf(target), "remain-on-exit", "on"]);
+      const environment = Object.entries(env).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
+      // A single-element command would go through `sh -c`, which would interpret the program name.
+      const command = argv.length === 1 ? ["env", ...argv] : [...argv];
+      // tmux gives a new pane the PATH of the client that asked for it, over any -e PATH=…, so a
+      // PATH of the request's own travels as this client's environment instead.
+      const client = env.PATH === undefined ? undefined : { ...process.env, PATH: env.PATH };
+      await this.tmux(["respawn-pane", "-k", "-t", windowOf(target), "-c", cwd, ...environment, "--", ...command], client);
+    } catch (error) {
+      // Never leave the placeholder behind: it would probe as a live harness forever.
+      await this.killSession(target).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async deliver(target: string, text: string): Promise<void> {
+    checkTarget(target);
+    // tmux makes no buffer of an empty file, so there would be nothing to paste but a bare Enter.
+    if (text === "") throw new RunnerError(`nothing to deliver to ${target}: the text is empty`);
+    const previous = this.deliveries.get(target) ?? Promise.resolve();
+    const current = previous.catch(() => undefined).then(() => this.deliverNow(target, text));
+    this.deliveries.set(target, current);
+    const forget = (): void => {
+      if (this.deliveries.get(target) === current) this.deliveries.delete(target);
+    };
+    current.then(forget, forget);
+    return current;
+  }
+
+  private async deliverNow(target: string, text: string): Promise<void> {
+    const state = await this.probe(target);
+    if (state !== "live") throw new SessionMissingError(target, state);
+    const nonce = randomBytes(8).toString("hex");
+    const textFile = join(this.tempDir, `the-loop-paste-${nonce}.txt`);
+    const submitFile = join(this.tempDir, `the-loop-submit-${nonce}.txt`);
+    const eventBuffer = `the-loop-evt-${nonce}`;
+    const submitBuffer = `the-loop-submit-${nonce}`;
+    try {
+      await writeFile(textFile, text, { mode: 0o600, flag: "wx" });
+      await writeFile(submitFile, "\r", { mode: 0o600, flag: "wx" });
+      const pane = windowOf(target);
+      // One invocation, so the paste and its Enter reach the pane back to back. The text travels
+      // through a file, never through argv, so the ";" separators below are the only ones tmux sees.
+      // paste-buffer, not send-keys: tmux refuses send-keys while a read-only client is attached.
+      await this.tmux([
+        "load-buffer", "-b", eventBuffer, formatLiteral(textFile), ";",
+        "paste-buffer", "-p", "-d", "-b", eventBuffer, "-t", pane, ";",
+        "load-buffer", "-b", submitBuffer, formatLiteral(submitFile), ";",
+        "paste-buffer", "-d", "-b", submitBuffer, "-t", pane,
+      ]);
+    } finally {
+      await Promise.all([rm(textFile, { force: true }), rm(submitFile, { force: true })]);
+    }
+  }
+
+  async terminate(target: string, options: TerminateOptions): Promise<TerminateResult> {
+    checkTarget(target);
+    const gone: TerminateResult = { signal: "none", keptSession: false };
+    if ((await this.probe(target)) === "absent") return gone;
+    // A harness killed below must leave a dead pane, not a vanished session: the transcript is
+    // kept when asked, and a dead pane is how the wait below sees the exit.
+    try {
+      await this.tmux(["set-option", "-w", "-t", windowOf(target), "remain-on-exit", "on"]);
+    } catch (error) {
+      // The harness ended on its own, taking the session, since the probe.
+      if (isAbsent(error)) return gone;
+      throw error;
+    }
+
+    let signal: TerminateResult["signal"] = "none";
+    if (options.killHarness) {
+      const live = (await this.panes(target)).filter((pane) => !pane.dead).map((pane) => pane.pid);
+      if (live.length > 0) {
+        signal = "SIGTERM";
+        for (const pid of live) signalGroup(pid, "SIGTERM");
+        const survivors = await this.waitForExit(target, live, options.graceMs);
+        if (survivors.length > 0) {
+          signal = "SIGKILL";
+          for (const pid of survivors) signalGroup(pid, "SIGKILL");
+          await this.waitForExit(target, survivors, KILL_SETTLE_MS);
+        }
+      }
+    }
+
+    if (options.killSession) {
+      await this.killSession(target);
+      return { signal, keptSession: false };
+    }
+    return { signal, keptSession: true };
+  }
+
+  /** The pane's text, scrollback included, with wrapped lines joined. */
+  async capture(target: string): Promise<string> {
+    checkTarget(target);
+    try {
+      return await this.tmux(["capture-pane", "-p", "-J", "-S", "-", "-t", windowOf(target)]);
+    } catch (error) {
+      if (isAbsent(error)) throw new SessionMissingError(target, "absent");
+      throw error;
+    }
+  }
+
+  /** The argv (binary first) that attaches a terminal to the session. */
+  attachArgv(target: string, readOnly: boolean): string[] {
+    checkTarget(target);
+    return [this.binary, ...this.socketArgs(), "attach-session", ...(readOnly ? ["-r"] : []), "-t", `=${target}`];
+  }
+
+  /**
+   * Stops the whole server and removes its socket. Only on a named socket: the default server
+   * hosts the user's own sessions too.
+   */
+  async killServer(): Promise<void> {
+    const { socketName } = this.options;
+    if (socketName === undefined) {
+      throw new RunnerError("refusing to kill the default tmux server; killServer needs a socketName");
+    }
+    try {
+      await this.tmux(["kill-server"]);
+    } catch (error) {
+      if (!(error instanceof TmuxCallError && NO_SERVER_PATTERN.test(error.stderr))) throw error;
+    }
+    // tmux leaves its socket file behind; a test suite would otherwise litter /tmp/tmux-<uid>/.
+    const uid = process.getuid?.();
+    if (uid === undefined) return;
+    const socket = join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${uid}`, socketName);
+    const found = await lstat(socket).catch(() => undefined);
+    if (found?.isSocket()) await rm(socket, { force: true });
+  }
+
+  private async panes(target: string): Promise<{ pid: number; dead: boolean }[]> {
+    let output: string;
+    try {
+      output = await this.tmux(["list-panes", "-s", "-t", windowOf(target), "-F", "#{pane_pid} #{pane_dead}"]);
+    } catch (error) {
+      if (isAbsent(error)) return [];
+      throw error;
+    }
+    return output
+      .split("\n")
+      .filter((line) => line !== "")
+      .map((line) => {
+        const [pid, dead] = line.split(" ");
+        return { pid: Number(pid), dead: dead === "1" };
+      })
+      .filter((pane) => Number.isInteger(pane.pid) && pane.pid > 0);
+  }
+
+  /** Polls until every pid has exited (or its pane is dead); returns those still running at the bound. */
+  private async waitForExit(target: string, pids: readonly number[], boundMs: number): Promise<number[]> {
+    const deadline = Date.now() + boundMs;
+    for (;;) {
+      const deadPanes = new Set((await this.panes(target)).filter((pane) => pane.dead).map((pane) => pane.pid));
+      const running = pids.filter((pid) => !deadPanes.has(pid) && isRunning(pid));
+      if (running.length === 0 || Date.now() >= deadline) return running;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
+    }
+  }
+
+  private async killSession(target: string): Promise<void> {
+    try {
+      await this.tmux(["kill-session", "-t", `=${target}`]);
+    } catch (error) {
+      if (!isAbsent(error)) throw error;
+    }
+  }
+
+  private socketArgs(): string[] {
+    return this.options.socketName === undefined ? [] : ["-L", this.options.socketName];
+  }
+
+  /** Runs one tmux client; `clientEnv` replaces its environment (the binary is then found on ours). */
+  private tmux(args: readonly string[], clientEnv?: NodeJS.ProcessEnv): Promise<string> {
+    const argv = [...this.socketArgs(), ...args];
+    // execFile looks a bare name up on the child's PATH, which clientEnv may not share.
+    const binary = clientEnv === undefined ? this.binary : onPath(this.binary);
+    return new Promise((resolve, reject) => {
+      execFile(
+        binary,
+        argv,
+        { timeout: this.timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: "utf8", env: clientEnv ?? process.env },
+        (error, stdout, stderr) => {
+          if (error === null) {
+            resolve(stdout);
+            return;
+          }
+          // execFile kills the client only when it ran past the timeout.
+          const detail = error.killed === true ? `timed out after ${this.timeoutMs} ms` : stderr.trim() || error.message;
+          reject(new TmuxCallError(`tmux ${args[0] ?? ""} failed: ${detail}`, stderr));
+        },
+      );
+    });
+  }
+}
+
+/** A bare program name resolved against this process's PATH; anything else as given. */
+function onPath(program: string): string {
+  if (program.includes("/")) return program;
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, program);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // Not here; keep looking.
+    }
+  }
+  return program;
+}
+
+function checkTarget(target: string): void {
+  if (!TARGET_PATTERN.test(target)) {
+    throw new RunnerError(
+      `invalid tmux target ${JSON.stringify(target)}: expected loop- followed by letters, digits, '_' or '-'`,
+    );
+  }
+}
+
+/** The session's current window (and so its one pane), matched exactly. */
+function windowOf(target: string): string {
+  return `=${target}:`;
+}
+
+function isAbsent(error: unknown): boolean {
+  return error instanceof TmuxCallError && ABSENT_PATTERN.test(error.stderr);
+}
+
+/** load-buffer expands formats in its path; `##` is a literal `#`. */
+function formatLiteral(path: string): string {
+  return path.replaceAll("#", "##");
+}
+
+/**
+ * tmux starts each pane's process as a session (and process group) leader, so the group takes
+ * the harness's children with it; a plain pid is the fallback when the group is already gone.
+ */
+function signalGroup(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already exited: nothing left to signal.
+    }
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
