@@ -1,0 +1,114 @@
+import { z } from "zod";
+import { EXIT_FAILURE, ExitError } from "../errors.js";
+import { CorruptFileError, readJsonFile, writeJsonAtomic } from "../state/index.js";
+
+/**
+ * The poller's durable memory: per source, the cursor up to which every change is settled, plus
+ * the changes after it that are settled already (`handled`) or have failed (`attempts`). The
+ * cursor only moves once its whole batch is settled, so a crash never skips a change, and the
+ * ids in `handled` keep a restart from handing out a settled one again.
+ */
+
+export const POLL_STATE_VERSION = 1;
+
+/**
+ * `handled` only holds ids after the cursor, which moves as soon as a batch is fully settled, so
+ * it is small in practice; the cap only stops a pathological backlog from growing it unbounded.
+ */
+export const MAX_HANDLED_IDS = 10_000;
+
+export interface PollSourceState {
+  /** Opaque tracker cursor: every change up to it is settled. */
+  cursor: string;
+  /** Ids of changes after the cursor that are settled (handled, or given up), oldest first. */
+  handled: string[];
+  /** Failed attempts of changes after the cursor that are not settled yet. */
+  attempts: Record<string, number>;
+  updatedAt: string;
+}
+
+export interface PollState {
+  version: typeof POLL_STATE_VERSION;
+  /** Keyed by source key (`local:*`, `local:demo,other`). */
+  sources: Record<string, PollSourceState>;
+}
+
+const sourceStateSchema = z.object({
+  cursor: z.string(),
+  handled: z.array(z.string()),
+  attempts: z.record(z.string(), z.number().int().nonnegative()),
+  updatedAt: z.string(),
+});
+
+const pollStateSchema = z.object({
+  version: z.literal(POLL_STATE_VERSION),
+  sources: z.record(z.string(), sourceStateSchema),
+});
+
+/** A poll state file that is not what the poller writes. Exit 1. */
+export class PollStateError extends ExitError {
+  override readonly name: string = "PollStateError";
+  constructor(
+    readonly path: string,
+    reason: string,
+  ) {
+    super(
+      `${path} is not valid poll state (${reason}); move it aside to start from now (history is then taken as read)`,
+      EXIT_FAILURE,
+    );
+  }
+}
+
+export function emptyPollState(): PollState {
+  return { version: POLL_STATE_VERSION, sources: {} };
+}
+
+/** Keeps the newest ids: older ones are the likeliest to be behind a cursor already. */
+export function capHandled(handled: readonly string[]): string[] {
+  return handled.length > MAX_HANDLED_IDS ? handled.slice(-MAX_HANDLED_IDS) : [...handled];
+}
+
+/** The state in `path`; empty when there is no such file. Throws PollStateError when it is not poll state. */
+export async function loadPollState(path: string): Promise<PollState> {
+  let value: unknown;
+  try {
+    value = await readJsonFile(path);
+  } catch (error) {
+    if (error instanceof CorruptFileError) throw new PollStateError(path, "it is not JSON");
+    throw error;
+  }
+  if (value === undefined) return emptyPollState();
+  const result = pollStateSchema.safeParse(value);
+  if (!result.success) throw new PollStateError(path, problemOf(result.error));
+  return { version: POLL_STATE_VERSION, sources: copySources(result.data.sources) };
+}
+
+/** Replaces `path` atomically: a crash at any instant leaves the old or the new state, whole. */
+export async function savePollState(path: string, state: PollState): Promise<void> {
+  await writeJsonAtomic(path, { version: POLL_STATE_VERSION, sources: copySources(state.sources) } satisfies PollState);
+}
+
+/**
+ * A deep copy, so a write in flight never sees the caller's later mutations. fromEntries defines
+ * own properties, so even a key like `__proto__` in a hand-edited file stays plain data.
+ */
+function copySources(sources: Readonly<Record<string, PollSourceState>>): Record<string, PollSourceState> {
+  return Object.fromEntries(
+    Object.entries(sources).map(([key, source]) => [
+      key,
+      {
+        cursor: source.cursor,
+        handled: capHandled(source.handled),
+        attempts: Object.fromEntries(Object.entries(source.attempts)),
+        updatedAt: source.updatedAt,
+      },
+    ]),
+  );
+}
+
+function problemOf(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return "unexpected content";
+  const where = issue.path.length > 0 ? `at ${issue.path.map(String).join(".")}: ` : "";
+  return `${where}${issue.message}`;
+}
