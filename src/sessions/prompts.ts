@@ -1,0 +1,165 @@
+import { readFile } from "node:fs/promises";
+import { EXIT_USAGE, ExitError, errnoOf, messageOf } from "../errors.js";
+import { boundExcerpt } from "../routing/inbound.js";
+import type { InboundEvent } from "../routing/inbound.js";
+import type { WorkItem } from "../workitem/index.js";
+
+/**
+ * What a session's agent is told: once when it starts (the boot prompt) and with every event
+ * delivered afterwards. Both are `{{placeholder}}` templates a project may replace with its own
+ * files (docs/prompts.md). They hold only what the event already showed on the work item, never
+ * configuration or credentials.
+ */
+
+export interface PromptInput {
+  readonly workItem: WorkItem;
+  readonly event: InboundEvent;
+  /** The work item's title when the caller knows it better than the event does. */
+  readonly title?: string;
+  /** The full command line an agent runs to ask a person, e.g. `the-loop ask --work-item local:demo#1 "your question"`. */
+  readonly askCommand: string;
+  /** The question the agent is waiting on: the event is likely its answer. */
+  readonly awaitingQuestion?: string;
+}
+
+export interface PromptTemplates {
+  readonly boot: string;
+  readonly event: string;
+}
+
+export const BUILTIN_BOOT_TEMPLATE = `You were started by the-loop to work on {{work_item}}: {{title}}
+{{url}}
+
+The event that started this session ({{kind}} by {{actor}}):
+{{excerpt}}
+
+Read the work item (its description and comments) and do the work it asks for.
+
+Later comments and reviews on {{work_item}} by authorized people arrive in this session as new input.
+
+To ask a person something, run:
+  {{ask_command}}
+and then stop and wait: the answer arrives here as new input.
+`;
+
+export const BUILTIN_EVENT_TEMPLATE = `New event on {{work_item}} ({{kind}} by {{actor}}):
+{{excerpt}}
+
+{{answer_note}}
+Continue the work with this in mind. To ask a person something, run \`{{ask_command}}\`, then stop and wait for the answer.
+`;
+
+export const BUILTIN_TEMPLATES: PromptTemplates = { boot: BUILTIN_BOOT_TEMPLATE, event: BUILTIN_EVENT_TEMPLATE };
+
+/** Every placeholder promptValues produces; docs/prompts.md lists exactly these (a test keeps them equal). */
+export const PROMPT_PLACEHOLDERS: readonly { readonly name: string; readonly meaning: string }[] = [
+  { name: "work_item", meaning: "The work item's reference, e.g. `github:octo/repo#15` or `local:demo#1`." },
+  { name: "title", meaning: "The work item's title; `(untitled)` when unknown." },
+  { name: "url", meaning: "Where a person can look at the work item." },
+  { name: "kind", meaning: "What happened: `opened`, `commented`, `reviewed`, `review_commented`, `labeled`, `unlabeled`, `closed`, `reopened` or `updated`." },
+  { name: "actor", meaning: "The login of whoever caused the event; `(unknown)` for status events and deleted accounts." },
+  { name: "delivery_id", meaning: "The event's unique delivery id." },
+  { name: "body", meaning: "The comment or review text, bounded in length; empty when the event carries none." },
+  { name: "excerpt", meaning: "A bounded excerpt of the event, one `key: value` per line." },
+  { name: "ask_command", meaning: "The command the agent runs to ask a person a question on the work item." },
+  { name: "answer_note", meaning: "When the agent is waiting on a question it asked: a sentence saying this event may answer it, quoting the question; otherwise empty." },
+];
+
+const PLACEHOLDER = /\{\{[ \t]*([A-Za-z0-9_]+)[ \t]*\}\}/g;
+
+/**
+ * Replaces each `{{name}}` (spaces inside the braces allowed) in one pass over the template: a
+ * value is never scanned again, so a comment quoting `{{work_item}}` reaches the agent as typed
+ * and cannot pull other values in. An unknown name stays as written, so a typo shows in the
+ * prompt instead of silently vanishing.
+ */
+export function renderTemplate(template: string, values: Readonly<Record<string, string>>): string {
+  // A replacer function, not a replacement string, so `$&` and friends in a value stay literal.
+  return template.replace(PLACEHOLDER, (written: string, name: string) => (Object.hasOwn(values, name) ? (values[name] ?? written) : written));
+}
+
+/** The `{{names}}` a template uses that promptValues does not produce: for warning about typos. */
+export function unknownPlaceholders(template: string): string[] {
+  const known = new Set(PROMPT_PLACEHOLDERS.map((placeholder) => placeholder.name));
+  const unknown = new Set<string>();
+  for (const match of template.matchAll(PLACEHOLDER)) {
+    const name = match[1];
+    if (name !== undefined && !known.has(name)) unknown.add(name);
+  }
+  return [...unknown];
+}
+
+export function promptValues(input: PromptInput): Record<string, string> {
+  const { event, workItem } = input;
+  const title = input.title ?? event.title;
+  return {
+    work_item: workItem.ref,
+    title: title === undefined || title.trim() === "" ? "(untitled)" : title,
+    url: workItem.url,
+    kind: event.kind,
+    actor: event.actor ?? "(unknown)",
+    delivery_id: event.deliveryId,
+    body: bounded(event.body),
+    excerpt: Object.entries(event.excerpt)
+      .map(([key, value]) => `${key}: ${value}`)
+      .join("\n"),
+    ask_command: input.askCommand,
+    answer_note:
+      input.awaitingQuestion === undefined || input.awaitingQuestion.trim() === ""
+        ? ""
+        : `This event may answer the question you asked: "${bounded(input.awaitingQuestion)}"`,
+  };
+}
+
+export function renderBootPrompt(templates: PromptTemplates, input: PromptInput): string {
+  return renderTemplate(templates.boot, promptValues(input));
+}
+
+export function renderEventPrompt(templates: PromptTemplates, input: PromptInput): string {
+  return renderTemplate(templates.event, promptValues(input));
+}
+
+/** A configured template file that cannot be used: a configuration error (exit 2). */
+export class PromptTemplateError extends ExitError {
+  override readonly name: string = "PromptTemplateError";
+  constructor(
+    message: string,
+    readonly file: string,
+    readonly configKey: PromptTemplateKey,
+  ) {
+    super(message, EXIT_USAGE, "config");
+  }
+}
+
+export type PromptTemplateKey = "routing.spawnPromptTemplate" | "routing.promptTemplate";
+
+/**
+ * Reads the configured template files (absolute paths, resolved by the caller against the project
+ * directory); an unset one keeps the built-in. Read once at start-up so a bad path fails there,
+ * not at the first spawn.
+ */
+export async function loadPromptTemplates(options: { readonly bootFile?: string; readonly eventFile?: string }): Promise<PromptTemplates> {
+  const [boot, event] = await Promise.all([
+    options.bootFile === undefined ? BUILTIN_BOOT_TEMPLATE : readTemplate(options.bootFile, "routing.spawnPromptTemplate"),
+    options.eventFile === undefined ? BUILTIN_EVENT_TEMPLATE : readTemplate(options.eventFile, "routing.promptTemplate"),
+  ]);
+  return { boot, event };
+}
+
+async function readTemplate(file: string, configKey: PromptTemplateKey): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    const why = errnoOf(error) === "ENOENT" ? "does not exist" : `cannot be read (${messageOf(error)})`;
+    throw new PromptTemplateError(`${configKey}: the prompt template ${file} ${why}`, file, configKey);
+  }
+  // An empty prompt would start an agent with no instructions at all.
+  if (text.trim() === "") throw new PromptTemplateError(`${configKey}: the prompt template ${file} is empty`, file, configKey);
+  return text;
+}
+
+/** Bounded as an excerpt field is, so a prompt never carries more of one text than a log line does. */
+function bounded(text: string | null): string {
+  return boundExcerpt({ text }).text ?? "";
+}

@@ -1,0 +1,297 @@
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import type { Dirent } from "node:fs";
+import { join, sep } from "node:path";
+import type { z } from "zod";
+import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
+import { isTemporaryName, writeJsonAtomic } from "../state/atomic.js";
+import { withLock } from "../state/lock.js";
+import type { LockOptions } from "../state/lock.js";
+import { formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
+import type { WorkItem } from "../workitem/index.js";
+import { RECENT_DELIVERIES_MAX, SESSION_STATUSES, isLive, sessionRecordSchema } from "./record.js";
+import type { SessionRecord, SessionStatus } from "./record.js";
+
+/**
+ * The session registry: one JSON file per work item, `<dir>/<slug>.json`. The file is the one
+ * truth every process shares, so each change is a read-modify-write under the record's
+ * cross-process lock, and each write replaces the whole file atomically. Reads take no lock: an
+ * atomic rename means a reader sees the old record or the new one, never a mix.
+ */
+
+/** The poller keeps its cursors beside the records by default; it is not a session. */
+const POLL_STATE_FILE = "poll-state.json";
+
+const STATUS_SET: ReadonlySet<string> = new Set(SESSION_STATUSES);
+
+/** A record file that does not hold a session record. Stopping beats guessing what it meant. */
+export class RegistryRecordError extends ExitError {
+  override readonly name: string = "RegistryRecordError";
+  constructor(
+    readonly path: string,
+    readonly reason: string,
+  ) {
+    super(
+      `session record ${path} is damaged: ${reason}; inspect it and repair it, or move it aside to forget that session`,
+      EXIT_FAILURE,
+    );
+  }
+}
+
+export interface RegistryProblem {
+  /** The record file's path. */
+  readonly file: string;
+  /** Why it was left out of the listing. */
+  readonly message: string;
+}
+
+export interface RegistryListing {
+  readonly records: SessionRecord[];
+  readonly problems: RegistryProblem[];
+}
+
+export type ClaimResult =
+  | { readonly claimed: true; readonly record: SessionRecord }
+  | { readonly claimed: false; readonly record: SessionRecord };
+
+function schemaProblem(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return "unexpected content";
+  const path = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+  return `${path}${issue.message}`;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * The fields a listing shows, checked by hand: `sessions list` over ten thousand records has a
+ * budget of 300 ms with process start, the file reads alone take most of it on a small machine,
+ * and a full schema parse would add about 5% more (bench/sessions-list.ts prints both). Whatever
+ * acts on one record reads it through get(), which parses in full.
+ */
+function listingProblem(value: unknown): string | undefined {
+  if (!isObject(value)) return "not a JSON object";
+  if (value.version !== 1) return `unknown version ${JSON.stringify(value.version)}`;
+  const workItem = value.workItem;
+  if (!isObject(workItem) || typeof workItem.ref !== "string" || workItem.ref === "") return "workItem.ref: missing";
+  if (typeof value.status !== "string" || !STATUS_SET.has(value.status)) return `status: unknown ${JSON.stringify(value.status)}`;
+  for (const key of ["createdAt", "lastEventAt", "harness", "harnessSessionId", "tmuxTarget", "cwd", "url"] as const) {
+    if (typeof value[key] !== "string") return `${key}: missing`;
+  }
+  if (!Array.isArray(value.recentDeliveries)) return "recentDeliveries: missing";
+  return undefined;
+}
+
+/** Session records are about a kilobyte; one bigger than this is read the ordinary way. */
+const LISTING_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * readFileSync, minus what ten thousand small files make expensive: it fstat()s each file and
+ * allocates a buffer per file, where one reused buffer does (about a third faster at 10,000).
+ */
+function readSmallFileSync(path: string, buffer: Buffer): string {
+  const fd = openSync(path, "r");
+  let length: number;
+  try {
+    length = readSync(fd, buffer, 0, buffer.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return length < buffer.length ? buffer.toString("utf8", 0, length) : readFileSync(path, "utf8");
+}
+
+function compareRecords(a: SessionRecord, b: SessionRecord): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
+  if (a.workItem.ref !== b.workItem.ref) return a.workItem.ref < b.workItem.ref ? -1 : 1;
+  return 0;
+}
+
+export class SessionRegistry {
+  readonly dir: string;
+  private readonly lock: LockOptions;
+
+  constructor(options: { dir: string; lock?: LockOptions }) {
+    this.dir = options.dir;
+    this.lock = options.lock ?? {};
+  }
+
+  /** Throws RefError for a ref that is not canonical-parseable. */
+  pathFor(ref: string): string {
+    return join(this.dir, `${workItemSlug(parseWorkItemRef(ref))}.json`);
+  }
+
+  /** The record of one work item: one file read, no listing. */
+  get(ref: string): SessionRecord | undefined {
+    const canonical = formatWorkItemRef(parseWorkItemRef(ref));
+    return this.readRecord(canonical, this.pathFor(canonical));
+  }
+
+  /** The router's view of the registry. */
+  sessionFor(ref: string): SessionRecord | undefined {
+    return this.get(ref);
+  }
+
+  /**
+   * Every record, oldest first. Never throws over one bad file — a listing is how an operator
+   * finds it — so a file that is not a record goes in `problems` instead.
+   */
+  list(options: { status?: SessionStatus | "live" } = {}): RegistryListing {
+    const records: SessionRecord[] = [];
+    const problems: RegistryProblem[] = [];
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(this.dir, { withFileTypes: true });
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return { records, problems };
+      throw error;
+    }
+    const wanted = options.status;
+    const prefix = join(this.dir, sep);
+    const buffer = Buffer.allocUnsafe(LISTING_BUFFER_BYTES);
+    for (const entry of entries) {
+      const name = entry.name;
+      if (!name.endsWith(".json") || isTemporaryName(name) || name === POLL_STATE_FILE || entry.isDirectory()) continue;
+      const file = prefix + name;
+      let value: unknown;
+      try {
+        value = JSON.parse(readSmallFileSync(file, buffer)) as unknown;
+      } catch (error) {
+        // Closed records may be moved aside while we list; that is not a problem with the registry.
+        if (errnoOf(error) === "ENOENT") continue;
+        problems.push({ file, message: error instanceof SyntaxError ? `not valid JSON (${error.message})` : messageOf(error) });
+        continue;
+      }
+      const problem = listingProblem(value);
+      if (problem !== undefined) {
+        problems.push({ file, message: problem });
+        continue;
+      }
+      const record = value as SessionRecord;
+      if (wanted === "live" ? !isLive(record) : wanted !== undefined && record.status !== wanted) continue;
+      records.push(record);
+    }
+    records.sort(compareRecords);
+    return { records, problems };
+  }
+
+  /**
+   * Starts a session unless one is live: the check and the write happen under the record's lock,
+   * so of any number of processes claiming one work item at once, exactly one gets `claimed`.
+   * `build` sees the closed record it replaces, if any.
+   */
+  async claim(workItem: WorkItem, build: (previous: SessionRecord | undefined) => SessionRecord): Promise<ClaimResult> {
+    const ref = formatWorkItemRef(parseWorkItemRef(workItem.ref));
+    const path = this.pathFor(ref);
+    return withLock(
+      path,
+      async (): Promise<ClaimResult> => {
+        const previous = this.readRecord(ref, path);
+        if (previous !== undefined && isLive(previous)) return { claimed: false, record: previous };
+        const record = this.validated(ref, build(previous));
+        await writeJsonAtomic(path, record);
+        return { claimed: true, record };
+      },
+      this.lock,
+    );
+  }
+
+  /**
+   * Read-modify-write of one record under its lock. `mutate` sees the record as it is now, not as
+   * the caller last read it; returning undefined leaves the file alone.
+   */
+  async update(ref: string, mutate: (record: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined> {
+    const outcome = await this.mutateLocked(ref, mutate);
+    return outcome?.record;
+  }
+
+  /** Notes an event delivered to the session; a delivery id seen before is not added twice. */
+  async touch(ref: string, deliveryId: string | undefined, at: Date): Promise<SessionRecord | undefined> {
+    return this.update(ref, (record) => {
+      let recentDeliveries = record.recentDeliveries;
+      if (deliveryId !== undefined && !recentDeliveries.includes(deliveryId)) {
+        recentDeliveries = [...recentDeliveries, deliveryId].slice(-RECENT_DELIVERIES_MAX);
+      }
+      return { ...record, lastEventAt: at.toISOString(), recentDeliveries };
+    });
+  }
+
+  /** Closes a live session; undefined (and no write) when there is none to close. */
+  async close(ref: string, reason: string, at: Date): Promise<SessionRecord | undefined> {
+    const outcome = await this.mutateLocked(ref, (record) => {
+      if (!isLive(record)) return undefined;
+      // A closed session awaits nothing: a question left open would read as pending in listings.
+      const { awaitingInput: _answered, ...rest } = record;
+      return { ...rest, status: "closed", closedAt: at.toISOString(), closeReason: reason };
+    });
+    return outcome?.written ? outcome.record : undefined;
+  }
+
+  /**
+   * Moves the record to `to` if its status is one of `from` (a compare-and-set, so a pause and a
+   * close racing each other cannot both apply). Undefined when there is no record or the status
+   * did not match. Reaching `closed` stamps closedAt; leaving it clears closedAt and closeReason.
+   */
+  async setStatus(ref: string, from: readonly SessionStatus[], to: SessionStatus, at: Date): Promise<SessionRecord | undefined> {
+    const outcome = await this.mutateLocked(ref, (record) => {
+      if (!from.includes(record.status)) return undefined;
+      const stamp = at.toISOString();
+      if (to === "closed") return { ...record, status: to, lastEventAt: stamp, closedAt: record.closedAt ?? stamp };
+      const { closedAt: _closedAt, closeReason: _closeReason, ...rest } = record;
+      return { ...rest, status: to, lastEventAt: stamp };
+    });
+    return outcome?.written ? outcome.record : undefined;
+  }
+
+  private async mutateLocked(
+    ref: string,
+    mutate: (record: SessionRecord) => SessionRecord | undefined,
+  ): Promise<{ record: SessionRecord; written: boolean } | undefined> {
+    const canonical = formatWorkItemRef(parseWorkItemRef(ref));
+    const path = this.pathFor(canonical);
+    return withLock(
+      path,
+      async () => {
+        const current = this.readRecord(canonical, path);
+        if (current === undefined) return undefined;
+        const next = mutate(current);
+        if (next === undefined) return { record: current, written: false };
+        const record = this.validated(canonical, next);
+        await writeJsonAtomic(path, record);
+        return { record, written: true };
+      },
+      this.lock,
+    );
+  }
+
+  private readRecord(ref: string, path: string): SessionRecord | undefined {
+    let text: string;
+    try {
+      text = readFileSync(path, "utf8");
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return undefined;
+      throw error;
+    }
+    let value: unknown;
+    try {
+      value = JSON.parse(text) as unknown;
+    } catch (error) {
+      throw new RegistryRecordError(path, `not valid JSON (${messageOf(error)})`);
+    }
+    const result = sessionRecordSchema.safeParse(value);
+    if (!result.success) throw new RegistryRecordError(path, `not a session record (${schemaProblem(result.error)})`);
+    if (result.data.workItem.ref !== ref) {
+      throw new RegistryRecordError(path, `it holds ${result.data.workItem.ref}, not ${ref}`);
+    }
+    return result.data;
+  }
+
+  /** A record about to be written: a bad one is a bug in the caller, caught before it is on disk. */
+  private validated(ref: string, record: SessionRecord): SessionRecord {
+    const result = sessionRecordSchema.safeParse(record);
+    if (!result.success) throw new Error(`refusing to write an invalid session record for ${ref}: ${schemaProblem(result.error)}`);
+    if (result.data.workItem.ref !== ref) {
+      throw new Error(`refusing to write a record for ${result.data.workItem.ref} as the session of ${ref}`);
+    }
+    return result.data;
+  }
+}
