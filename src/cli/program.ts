@@ -2,7 +2,10 @@ import type { Command } from "commander";
 import { commander } from "./commander.js";
 import type { GlobalOptions } from "./context.js";
 import { packageVersion } from "./version.js";
+import type { AskOptions } from "./commands/ask.js";
+import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
+import type { SessionsAttachOptions, SessionsCloseOptions, SessionsListOptions } from "./commands/sessions.js";
 import type { EventsOptions } from "./commands/events.js";
 import type {
   ItemActOptions,
@@ -165,6 +168,78 @@ export function buildProgram(): Command {
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: ItemShowOptions, command: Command) => {
       await (await import("./commands/item.js")).runItemShow(globalsOf(command), ref, options);
+    });
+
+  program
+    .command("start")
+    .description("start the daemon in the background with every enabled service; returns once each holds its lock")
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: JsonOption, command: Command) => {
+      await (await import("./commands/daemon.js")).runStart(globalsOf(command), options);
+    });
+  program
+    .command("status")
+    .description("show each service and the poller's last cycle; exit 0 only when every enabled service runs")
+    .option("--json", "print as JSON", false)
+    .action(async (options: JsonOption, command: Command) => {
+      await (await import("./commands/daemon.js")).runStatus(globalsOf(command), options);
+    });
+  program
+    .command("stop")
+    .description("stop the daemon: SIGTERM, let it drain queued work, wait for its locks to be released")
+    .option("--timeout <seconds>", "how long to wait", parseCount, 30)
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: StopOptions, command: Command) => {
+      await (await import("./commands/daemon.js")).runStop(globalsOf(command), options);
+    });
+  program
+    .command("serve")
+    .description("run the daemon in the foreground (for systemd and containers); SIGTERM or Ctrl-C drains and stops")
+    .action(async (_options: unknown, command: Command) => {
+      await (await import("./commands/daemon.js")).runServe(globalsOf(command));
+    });
+
+  program
+    .command("ask")
+    .description("for an agent in a session: post a question on its work item; the next authorized comment is the answer")
+    .argument("<question>", "the question")
+    .option("--work-item <ref>", "the work item (default: $THE_LOOP_WORK_ITEM, set in every session)")
+    .option("--json", "print the result as JSON", false)
+    .action(async (question: string, options: AskOptions, command: Command) => {
+      await (await import("./commands/ask.js")).runAsk(globalsOf(command), question, options);
+    });
+
+  const sessions = program.command("sessions").description("agent sessions: one per work item");
+  sessions
+    .command("list")
+    .description("list sessions")
+    .addOption(
+      new Option("--status <status>", "only sessions in this state (live = active or paused)").choices([
+        "active",
+        "paused",
+        "closed",
+        "live",
+      ]),
+    )
+    .option("--json", "print as JSON", false)
+    .action(async (options: SessionsListOptions, command: Command) => {
+      await (await import("./commands/sessions.js")).runSessionsList(globalsOf(command), options);
+    });
+  sessions
+    .command("attach")
+    .description("attach this terminal to a session's tmux session")
+    .requiredOption("--work-item <ref>", "the work item")
+    .option("--read-only", "watch without being able to type", false)
+    .action(async (options: SessionsAttachOptions, command: Command) => {
+      await (await import("./commands/sessions.js")).runSessionsAttach(globalsOf(command), options);
+    });
+  sessions
+    .command("close")
+    .description("close a work item's session: end its harness, keep or kill its tmux session as configured")
+    .requiredOption("--work-item <ref>", "the work item")
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: SessionsCloseOptions, command: Command) => {
+      await (await import("./commands/sessions.js")).runSessionsClose(globalsOf(command), options);
     });
 
   return program;

@@ -1,0 +1,100 @@
+import { EXIT_FAILURE, ExitError } from "../../errors.js";
+import { daemonStatus, startDaemon, stopDaemon } from "../../daemon/control.js";
+import type { ServiceStatus } from "../../daemon/control.js";
+import { serveDaemon } from "../../daemon/serve.js";
+import { displayPath, openProject } from "../context.js";
+import type { GlobalOptions } from "../context.js";
+import { formatTable, stderr, stdout } from "../output.js";
+
+export interface JsonOption {
+  readonly json: boolean;
+}
+export interface StopOptions extends JsonOption {
+  readonly timeout: number;
+}
+
+export async function runStart(globals: GlobalOptions, options: JsonOption): Promise<void> {
+  const project = await openProject(globals, "daemon");
+  const result = await startDaemon(project.config, project.paths, {
+    configFile: project.loaded.source.path ?? undefined,
+    cwd: process.cwd(),
+  });
+  if (options.json) {
+    stdout.json({ started: true, pid: result.pid, services: result.services, log: result.log });
+    return;
+  }
+  stdout.line(`the-loop started (pid ${result.pid}): ${result.services.join(", ")}`);
+  stdout.line(`  log: ${displayPath(result.log)}   status: the-loop status   stop: the-loop stop`);
+}
+
+export async function runStop(globals: GlobalOptions, options: StopOptions): Promise<void> {
+  const project = await openProject(globals, "daemon");
+  const result = await stopDaemon(project.config, project.paths, options.timeout * 1000);
+  if (options.json) {
+    stdout.json({ stopped: result.stopped.map((holder) => ({ service: holder.service, pid: holder.pid })) });
+    return;
+  }
+  if (result.stopped.length === 0) stdout.line("the-loop is not running");
+  for (const holder of result.stopped) stdout.line(`stopped ${holder.service} (pid ${holder.pid})`);
+}
+
+function describe(service: ServiceStatus): string {
+  if (service.running) return `running (pid ${service.pid} since ${service.since})`;
+  return service.enabled ? "stopped" : "disabled";
+}
+
+function lastCycleOf(service: ServiceStatus): string {
+  const heartbeat = service.heartbeat;
+  if (!heartbeat?.lastCycleAt) return "";
+  const cycle = heartbeat.lastCycle ?? {};
+  return `last cycle ${heartbeat.lastCycleAt}: ${String(cycle.changes ?? 0)} changes, ${String(cycle.errors ?? 0)} errors`;
+}
+
+export async function runStatus(globals: GlobalOptions, options: JsonOption): Promise<void> {
+  const project = await openProject(globals, "daemon");
+  const services = daemonStatus(project.config, project.paths);
+  const healthy = services.every((service) => !service.enabled || service.running);
+  if (options.json) {
+    stdout.json({ healthy, services });
+  } else {
+    stdout.line(formatTable(["service", "state", "detail"], services.map((s) => [s.name, describe(s), lastCycleOf(s)])));
+  }
+  if (!healthy) {
+    const down = services.filter((service) => service.enabled && !service.running).map((service) => service.name);
+    // The table (or JSON) is the answer; the exit code is what a script checks.
+    throw new ExitError(`not running: ${down.join(", ")} (start with \`the-loop start\`)`, EXIT_FAILURE, "failure", [], );
+  }
+}
+
+export async function runServe(globals: GlobalOptions): Promise<void> {
+  const project = await openProject(globals, "daemon");
+  const controller = new AbortController();
+  const stopOn = (signal: NodeJS.Signals): void => {
+    if (controller.signal.aborted) return;
+    stderr.line(`${signal}: draining and stopping`);
+    controller.abort();
+  };
+  // `on`, not `once`: proper-lockfile's exit hook re-raises a signal nobody else listens to, which
+  // would kill the daemon mid-drain.
+  process.on("SIGTERM", stopOn);
+  process.on("SIGINT", stopOn);
+  try {
+    await serveDaemon(
+      {
+        config: project.config,
+        paths: project.paths,
+        baseDir: project.loaded.baseDir,
+        configFile: project.loaded.source.path ?? undefined,
+        events: project.events,
+      },
+      {
+        signal: controller.signal,
+        warn: (message) => stderr.warn(message),
+        onReady: (services) => stderr.line(`the-loop serving (pid ${process.pid}): ${services.join(", ")}`),
+      },
+    );
+  } finally {
+    process.off("SIGTERM", stopOn);
+    process.off("SIGINT", stopOn);
+  }
+}

@@ -1,0 +1,149 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, openSync, closeSync, readFileSync, statSync } from "node:fs";
+import { dirname } from "node:path";
+import { EXIT_FAILURE, ExitError } from "../errors.js";
+import type { CliConfig } from "../config/schema.js";
+import type { StatePaths } from "../state/layout.js";
+import { CLI_ENTRY } from "../sessions/session-env.js";
+import { readLiveHolder } from "./pidfile.js";
+import type { PidfileHolder } from "./pidfile.js";
+import { NOTHING_TO_RUN, servicesOf } from "./services.js";
+import { readHeartbeat } from "./serve.js";
+import type { PollHeartbeat } from "./serve.js";
+
+/**
+ * `start`, `stop` and `status`: a daemon is a detached `the-loop serve`, and what it runs is
+ * read from the pidfile locks its services hold, never from a process table.
+ */
+
+export interface ServiceStatus {
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly running: boolean;
+  readonly pid?: number;
+  readonly since?: string;
+  readonly pidfile: string;
+  readonly heartbeat?: PollHeartbeat;
+}
+
+export function daemonStatus(config: CliConfig, paths: StatePaths): ServiceStatus[] {
+  return servicesOf(config, paths).map((service) => {
+    const holder = readLiveHolder(service.pidfile);
+    return {
+      name: service.name,
+      enabled: service.enabled,
+      running: holder !== undefined,
+      pid: holder?.pid,
+      since: holder?.startedAt,
+      pidfile: service.pidfile,
+      heartbeat: service.name === "poller" ? readHeartbeat(paths.pollStatusFile) : undefined,
+    };
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+function tailOf(path: string, from: number, maxBytes = 4_000): string {
+  try {
+    const text = readFileSync(path, "utf8").slice(from);
+    return text.length > maxBytes ? text.slice(-maxBytes) : text;
+  } catch {
+    return "";
+  }
+}
+
+export interface StartOptions {
+  readonly configFile?: string;
+  readonly cwd: string;
+  /** How long to wait for every service's lock (default 10 s). */
+  readonly timeoutMs?: number;
+}
+
+export interface StartResult {
+  readonly pid: number;
+  readonly services: readonly string[];
+  readonly log: string;
+}
+
+/** Starts `the-loop serve` detached and returns once every enabled service holds its lock. */
+export async function startDaemon(config: CliConfig, paths: StatePaths, options: StartOptions): Promise<StartResult> {
+  const services = servicesOf(config, paths).filter((service) => service.enabled);
+  if (services.length === 0) throw new ExitError(NOTHING_TO_RUN, 2, "config");
+  for (const service of services) {
+    const holder = readLiveHolder(service.pidfile);
+    if (holder) {
+      throw new ExitError(
+        `the-loop is already running on this state root: ${service.name} is held by pid ${holder.pid} since ${holder.startedAt} (pidfile ${service.pidfile}); stop it with \`the-loop stop\``,
+        EXIT_FAILURE,
+        "conflict",
+      );
+    }
+  }
+  mkdirSync(dirname(paths.daemonLog), { recursive: true });
+  let logStart: number;
+  try {
+    logStart = statSync(paths.daemonLog).size;
+  } catch {
+    logStart = 0;
+  }
+  const log = openSync(paths.daemonLog, "a");
+  const argv = [CLI_ENTRY, ...(options.configFile ? ["--config", options.configFile] : []), "serve"];
+  const child = spawn(process.execPath, argv, { cwd: options.cwd, detached: true, stdio: ["ignore", log, log] });
+  closeSync(log);
+  let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  child.once("exit", (code, signal) => (exited = { code, signal }));
+  child.unref();
+  const pid = child.pid ?? -1;
+  const deadline = Date.now() + (options.timeoutMs ?? 10_000);
+  for (;;) {
+    const held = services.every((service) => readLiveHolder(service.pidfile)?.pid === pid);
+    if (held) return { pid, services: services.map((service) => service.name), log: paths.daemonLog };
+    if (exited) {
+      const output = tailOf(paths.daemonLog, logStart).trim();
+      throw new ExitError(
+        `the daemon exited (${exited.code ?? exited.signal}) before it started${output ? `:\n${output}` : ""}`,
+        EXIT_FAILURE,
+      );
+    }
+    if (Date.now() > deadline) {
+      throw new ExitError(
+        `the daemon (pid ${pid}) did not take its locks within ${Math.round((options.timeoutMs ?? 10_000) / 1000)}s; see ${paths.daemonLog}`,
+        EXIT_FAILURE,
+      );
+    }
+    await sleep(25);
+  }
+}
+
+export interface StopResult {
+  readonly stopped: readonly PidfileHolder[];
+}
+
+/** SIGTERMs whatever holds a service lock (enabled or not), then waits until every lock is free. */
+export async function stopDaemon(config: CliConfig, paths: StatePaths, timeoutMs = 30_000): Promise<StopResult> {
+  const services = servicesOf(config, paths);
+  const holders = services
+    .map((service) => readLiveHolder(service.pidfile))
+    .filter((holder): holder is PidfileHolder => holder !== undefined);
+  const pids = [...new Set(holders.map((holder) => holder.pid))];
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGTERM");
+    } catch {
+      // Gone already: its lock reads as free below.
+    }
+  }
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const remaining = services.map((service) => readLiveHolder(service.pidfile)).filter((holder) => holder !== undefined);
+    if (remaining.length === 0) return { stopped: holders };
+    if (Date.now() > deadline) {
+      const still = [...new Set(remaining.map((holder) => holder.pid))].join(", ");
+      throw new ExitError(
+        `the daemon did not stop within ${Math.round(timeoutMs / 1000)}s (pid ${still} still running); it may be finishing a slow spawn — wait, or end it with \`kill -9 ${still}\``,
+        EXIT_FAILURE,
+      );
+    }
+    await sleep(50);
+  }
+}

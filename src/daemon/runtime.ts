@@ -1,0 +1,77 @@
+import { dirname } from "node:path";
+import type { CliConfig } from "../config/schema.js";
+import { resolveConfiguredPath } from "../state/layout.js";
+import type { StatePaths } from "../state/layout.js";
+import type { EventSink } from "../events/log.js";
+import { TmuxRunner } from "../harness/tmux.js";
+import { policyOf } from "../routing/router.js";
+import { openTrackers } from "../trackers/resolve.js";
+import type { TrackerSet } from "../trackers/resolve.js";
+import { Dispatcher } from "../sessions/dispatcher.js";
+import { loadPromptTemplates } from "../sessions/prompts.js";
+import { SessionRegistry } from "../sessions/registry.js";
+import { ensureSessionBin, sessionEnvironment } from "../sessions/session-env.js";
+import type { CloseOptions } from "../sessions/close.js";
+
+/** What a command or the daemon needs to know about where it runs. */
+export interface RuntimeInput {
+  readonly config: CliConfig;
+  readonly paths: StatePaths;
+  /** The project directory relative paths resolve against. */
+  readonly baseDir: string;
+  /** The config file in use, if any: sessions inherit it so `the-loop ask` finds the same state. */
+  readonly configFile?: string;
+  readonly events: EventSink;
+}
+
+/** The session machinery, composed once per process from the config. */
+export interface Runtime {
+  readonly registry: SessionRegistry;
+  readonly runner: TmuxRunner;
+  readonly trackers: TrackerSet;
+  readonly closeOptions: CloseOptions;
+  /** Builds the dispatcher (loads prompt templates: a missing template file fails here, at start). */
+  dispatcher(): Promise<Dispatcher>;
+}
+
+export function tmuxRunnerFor(config: CliConfig): TmuxRunner {
+  return new TmuxRunner({ socketName: config.routing.tmux.socketName, remainOnExit: config.routing.tmux.remainOnExit });
+}
+
+export function composeRuntime(input: RuntimeInput): Runtime {
+  const { config, paths, events } = input;
+  const routing = config.routing;
+  const registry = new SessionRegistry({ dir: paths.registryDir });
+  const runner = tmuxRunnerFor(config);
+  const trackers = openTrackers(paths, events);
+  const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
+  const closeOptions: CloseOptions = { registry, runner, tmux: routing.tmux, events, now: () => new Date() };
+  return {
+    registry,
+    runner,
+    trackers,
+    closeOptions,
+    async dispatcher(): Promise<Dispatcher> {
+      const templates = await loadPromptTemplates({
+        bootFile: routing.spawnPromptTemplate ? at(routing.spawnPromptTemplate) : undefined,
+        eventFile: routing.promptTemplate ? at(routing.promptTemplate) : undefined,
+      });
+      const binDir = ensureSessionBin(paths.binDir);
+      return new Dispatcher({
+        routing,
+        policy: policyOf(routing),
+        registry,
+        runner,
+        trackers,
+        events,
+        templates,
+        spawnCwd: at(routing.spawnWorkdir),
+        sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile }),
+      });
+    },
+  };
+}
+
+export function configDirOf(configFile: string | undefined): string | undefined {
+  return configFile ? dirname(configFile) : undefined;
+}

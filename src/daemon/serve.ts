@@ -1,0 +1,81 @@
+import { readFileSync } from "node:fs";
+import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
+import { failClosedWarning } from "../routing/authz.js";
+import { Poller, localPollSources } from "../ingress/poller.js";
+import { acquirePidfile } from "./pidfile.js";
+import type { PidfileLock } from "./pidfile.js";
+import { composeRuntime } from "./runtime.js";
+import type { RuntimeInput } from "./runtime.js";
+import { NOTHING_TO_RUN, servicesOf } from "./services.js";
+
+export interface ServeOptions {
+  readonly signal: AbortSignal;
+  /** Told about problems worth a person's attention (stderr in the CLI). */
+  readonly warn: (message: string) => void;
+  /** Called once every service runs. */
+  readonly onReady?: (services: readonly string[]) => void;
+}
+
+/**
+ * Runs the daemon in the foreground until the signal aborts: takes each enabled service's
+ * pidfile lock (refusing when another daemon holds one), runs the services, then drains —
+ * queued events are carried out before the locks are released.
+ */
+export async function serveDaemon(input: RuntimeInput, options: ServeOptions): Promise<void> {
+  const { config, paths, events } = input;
+  const enabled = servicesOf(config, paths).filter((service) => service.enabled);
+  if (enabled.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
+  const runtime = composeRuntime(input);
+  // Built (templates read, poll state checked) before any lock is taken: a daemon that cannot
+  // run must never hold a lock.
+  const dispatcher = await runtime.dispatcher();
+  const poller = new Poller({
+    sources: localPollSources(config.polling.sources, runtime.trackers.local),
+    stateFile: paths.pollStateFile,
+    statusFile: paths.pollStatusFile,
+    handler: dispatcher,
+    events,
+    intervalMs: Math.round(config.polling.intervalSeconds * 1000),
+  });
+  await poller.load();
+
+  const locks: PidfileLock[] = [];
+  try {
+    for (const service of enabled) locks.push(await acquirePidfile(service.pidfile, service.name));
+    const warning = failClosedWarning(config.routing);
+    if (warning) {
+      options.warn(warning);
+      events.emit("routing.fail_closed", { hint: warning });
+    }
+    const names = enabled.map((service) => service.name);
+    events.emit("daemon.started", { services: names, config: input.configFile });
+    options.onReady?.(names);
+    await poller.run(options.signal);
+    const abandoned = await dispatcher.drain();
+    events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
+  } finally {
+    for (const lock of locks.reverse()) {
+      try {
+        await lock.release();
+      } catch (error) {
+        options.warn(`could not release ${lock.holder.service}'s pidfile: ${messageOf(error)}`);
+      }
+    }
+  }
+}
+
+export interface PollHeartbeat {
+  readonly startedAt?: string;
+  readonly lastCycleAt?: string;
+  readonly intervalSeconds?: number;
+  readonly lastCycle?: Record<string, unknown>;
+}
+
+export function readHeartbeat(path: string): PollHeartbeat | undefined {
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as PollHeartbeat;
+  } catch {
+    return undefined;
+  }
+}
+

@@ -1,0 +1,102 @@
+import { execFile } from "node:child_process";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { stringify } from "yaml";
+import { parseEventLine } from "../../src/events/reader.js";
+import type { EventRecord } from "../../src/events/reader.js";
+import { runCli } from "./cli.js";
+import type { CliResult } from "./cli.js";
+import { tempDir } from "./temp.js";
+import { waitFor } from "./wait.js";
+
+export const FAKE_HARNESS = fileURLToPath(new URL("./fake-harness.mjs", import.meta.url));
+
+export interface TranscriptEntry {
+  readonly type: "boot" | "input";
+  readonly argv?: string[];
+  readonly text?: string;
+  readonly env?: Record<string, string | null>;
+}
+
+/**
+ * A throwaway project wired for integration tests: the local tracker, `alice` authorized, the fake
+ * harness (which writes everything it receives to a transcript), and a tmux server of its own so
+ * tests never touch a person's sessions.
+ */
+export interface TestProject {
+  readonly dir: string;
+  readonly root: string;
+  readonly socketName: string;
+  readonly transcriptFile: string;
+  cli(args: readonly string[], env?: Record<string, string | undefined>): Promise<CliResult>;
+  events(): Promise<EventRecord[]>;
+  waitForEvent(what: string, match: (record: EventRecord) => boolean, timeoutMs?: number): Promise<EventRecord>;
+  transcript(): Promise<TranscriptEntry[]>;
+  /** Stops any daemon and the project's tmux server. */
+  cleanup(): Promise<void>;
+}
+
+const run = promisify(execFile);
+
+export async function testProject(overrides: { routing?: Record<string, unknown>; polling?: Record<string, unknown> } = {}): Promise<TestProject> {
+  const dir = await tempDir();
+  const root = join(dir, ".the-loop");
+  const socketName = `loop-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const transcriptFile = join(dir, "transcript.jsonl");
+  await mkdir(root, { recursive: true });
+  const config = {
+    version: 1,
+    integrations: { local: { project: "demo" } },
+    routing: {
+      authorizedUsers: ["alice"],
+      defaultHarness: "fake",
+      harnesses: { fake: { command: [process.execPath, FAKE_HARNESS, transcriptFile, "{prompt}"] } },
+      tmux: { socketName, harnessKillGraceSeconds: 1 },
+      ...overrides.routing,
+    },
+    polling: { enabled: true, intervalSeconds: 0.1, sources: [{ provider: "local" }], ...overrides.polling },
+  };
+  await writeFile(join(root, "cli-config.yaml"), stringify(config));
+  const eventLog = join(root, "logs", "events.jsonl");
+
+  const events = async (): Promise<EventRecord[]> => {
+    const text = await readFile(eventLog, "utf8").catch(() => "");
+    return text
+      .split("\n")
+      .map((line) => parseEventLine(line))
+      .filter((record): record is EventRecord => record !== undefined);
+  };
+  const project: TestProject = {
+    dir,
+    root,
+    socketName,
+    transcriptFile,
+    cli: (args, env) => runCli(args, { cwd: dir, env }),
+    events,
+    async waitForEvent(what, match, timeoutMs = 20_000) {
+      try {
+        return await waitFor(what, async () => (await events()).find(match), { timeoutMs, intervalMs: 50 });
+      } catch (error) {
+        const recent = (await events()).slice(-15).map((record) => JSON.stringify(record));
+        const daemon = await readFile(join(root, "logs", "daemon.out"), "utf8").catch(() => "");
+        throw new Error(`${(error as Error).message}\nlast events:\n${recent.join("\n")}\ndaemon output:\n${daemon}`, {
+          cause: error,
+        });
+      }
+    },
+    async transcript() {
+      const text = await readFile(transcriptFile, "utf8").catch(() => "");
+      return text
+        .split("\n")
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as TranscriptEntry);
+    },
+    async cleanup() {
+      await runCli(["stop"], { cwd: dir });
+      await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
+    },
+  };
+  return project;
+}
