@@ -122,7 +122,7 @@ export const routingSchema = z
       .string()
       .min(1)
       .optional()
-      .describe("File whose text replaces the built-in boot prompt ({{placeholders}}: see docs/sessions.md)."),
+      .describe("File whose text replaces the built-in boot prompt ({{placeholders}}: see docs/prompts.md)."),
     promptTemplate: z
       .string()
       .min(1)

@@ -1,10 +1,13 @@
+import { execFile } from "node:child_process";
 import { access, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
 const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const run = promisify(execFile);
 
 function stateRootOf(output: string): string {
   const root = /^state root: (\S+)/m.exec(output)?.[1];
@@ -12,39 +15,52 @@ function stateRootOf(output: string): string {
   return root;
 }
 
+function socketOf(output: string): string {
+  const socket = /tmux server -L (\S+)/.exec(output)?.[1];
+  if (!socket) throw new Error(`the demo did not name its tmux server:\n${output}`);
+  return socket;
+}
+
+async function tmuxServerRuns(socket: string): Promise<boolean> {
+  return run("tmux", ["-L", socket, "list-sessions"]).then(
+    () => true,
+    () => false,
+  );
+}
+
 describe("the-loop demo", () => {
-  it("runs the local tracker flow end to end and cleans up after itself", async () => {
+  it("runs the daemon path end to end — spawn, ask, answer, drop, close — and cleans up", async () => {
     const cwd = await tempDir();
     const result = await runCli(["demo"], { cwd });
-    expect(result.code, result.stderr).toBe(0);
-    for (let step = 1; step <= 7; step++) expect(result.stdout).toContain(`[${step}/7]`);
-    expect(result.stdout).toMatch(/demo:2\s+labeled\s+alice\s+"the-loop: auto-execute"/);
-    expect(result.stdout).toMatch(/demo:4\s+commented\s+the-loop\s+comment \(marked: never read back as input\)/);
-    expect(result.stdout).toMatch(/demo:5\s+closed\s+alice/);
-    for (const event of ["item.opened", "item.labeled", "item.commented", "item.closed"]) expect(result.stdout).toContain(event);
-    expect(result.stdout).toContain("Done: 5 events recorded");
-    expect(await exists(stateRootOf(result.stdout))).toBe(false);
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    for (let step = 1; step <= 9; step++) expect(result.stdout).toContain(`[${step}/9]`);
+    expect(result.stdout).toContain("the-loop spawns a session");
+    expect(result.stdout).toContain("✅ got it");
+    expect(result.stdout).toMatch(/routing\.dropped\s+local:demo#1\s+reason=unauthorized-actor/);
+    expect(result.stdout).toMatch(/session\.closed\s+local:demo#1\s+reason=item-closed/);
+    expect(result.stdout).toMatch(/local:demo#1\s+closed\s+demo-agent\s+loop-local-demo-1-/);
+    expect(result.stdout).toContain("<!-- the-loop:agent-comment -->");
+    expect(await exists(dirname(stateRootOf(result.stdout)))).toBe(false);
+    expect(await tmuxServerRuns(socketOf(result.stdout))).toBe(false);
     expect(await exists(join(cwd, ".the-loop"))).toBe(false);
   });
 
-  it("keeps the state root with --keep, with the journal and the event log in it", async () => {
+  it("keeps the project with --keep: its config, the session record and the event log", async () => {
     const cwd = await tempDir();
     const result = await runCli(["demo", "--keep"], { cwd });
-    expect(result.code, result.stderr).toBe(0);
+    expect(result.code, result.stderr + result.stdout).toBe(0);
     const root = stateRootOf(result.stdout);
     try {
       const log = (await readFile(join(root, "logs", "events.jsonl"), "utf8")).trim().split("\n");
-      expect(log.map((line) => (JSON.parse(line) as { event: string; source: string }).event)).toEqual([
-        "item.opened",
-        "item.labeled",
-        "item.commented",
-        "item.commented",
-        "item.closed",
-      ]);
-      expect(await exists(join(root, "tracker", "demo", "journal.jsonl"))).toBe(true);
-      expect(result.stdout).toContain(`the-loop events --file ${join(root, "logs", "events.jsonl")}`);
+      const types = log.map((line) => (JSON.parse(line) as { event: string }).event);
+      for (const type of ["daemon.started", "session.spawned", "session.awaiting_input", "dispatch.succeeded", "session.closed", "daemon.stopped"]) {
+        expect(types).toContain(type);
+      }
+      expect(types.filter((type) => type === "session.spawned")).toHaveLength(1);
+      expect(await exists(join(root, "cli-config.yaml"))).toBe(true);
+      expect(result.stdout).toContain(`The project is kept at ${dirname(root)}`);
     } finally {
-      await rm(root, { recursive: true, force: true });
+      await rm(dirname(root), { recursive: true, force: true });
     }
   });
 });
