@@ -64,6 +64,14 @@ export const tmuxSchema = z
       .boolean()
       .default(true)
       .describe("When a session's pane has died, resume the same conversation where the harness supports it."),
+    startupGraceSeconds: z
+      .number()
+      .min(0)
+      .max(120)
+      .default(3)
+      .describe(
+        "Seconds a newly started harness is given to come up before the first event is pasted into it (a paste that arrives before it reads input can be split into lines or lost).",
+      ),
     keepSessionOnClose: z
       .boolean()
       .default(true)

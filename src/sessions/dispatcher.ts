@@ -58,6 +58,8 @@ export class Dispatcher implements EventHandler {
   private readonly heavy: Semaphore;
   private readonly memory: DeliveryLru;
   private readonly now: () => Date;
+  /** When each freshly (re)started harness may first receive input, by tmux target. */
+  private readonly readyAt = new Map<string, number>();
   private accepting = true;
 
   constructor(private readonly options: DispatcherOptions) {
@@ -255,6 +257,7 @@ export class Dispatcher implements EventHandler {
     if (record.status === "paused") return this.settle(workItem, event, "session-paused");
     if (record.recentDeliveries.includes(event.deliveryId)) return this.settle(workItem, event, "already-processed");
     const text = renderEventPrompt(this.options.templates, await this.promptInput(workItem, event, record));
+    await this.startupGrace(record);
     try {
       await this.options.runner.deliver(record.tmuxTarget, text);
     } catch (error) {
@@ -274,12 +277,30 @@ export class Dispatcher implements EventHandler {
     return SETTLED;
   }
 
+  /**
+   * A harness that has just started may not read its terminal yet (a TUI sets up bracketed paste
+   * first); input pasted before that can be split into lines or lost. Only this work item waits.
+   */
+  private async startupGrace(record: SessionRecord): Promise<void> {
+    const graceMs = this.options.routing.tmux.startupGraceSeconds * 1000;
+    const readyAt = Math.max(Date.parse(record.createdAt) + graceMs, this.readyAt.get(record.tmuxTarget) ?? 0);
+    const wait = readyAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(wait, graceMs)));
+    if (readyAt <= Date.now()) this.readyAt.delete(record.tmuxTarget);
+  }
+
+  private markStarted(target: string): void {
+    this.readyAt.set(target, Date.now() + this.options.routing.tmux.startupGraceSeconds * 1000);
+  }
+
   /** The pane died: start the harness again, resuming its conversation when it can; the event is the prompt. */
   private async respawn(record: SessionRecord, prompt: string): Promise<void> {
     const ref = record.workItem.ref;
     const adapter = this.adapter(record.harness);
-    const spawnWith = (argv: string[]): Promise<void> =>
-      this.options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: this.options.sessionEnv(ref) });
+    const spawnWith = async (argv: string[]): Promise<void> => {
+      await this.options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: this.options.sessionEnv(ref) });
+      this.markStarted(record.tmuxTarget);
+    };
     const canResume =
       this.options.routing.tmux.resumeOnRespawn && adapter.resume && isResumableSessionId(record.harnessSessionId);
     if (canResume && adapter.resume) {

@@ -40,7 +40,13 @@ export interface TestProject {
 
 const run = promisify(execFile);
 
-export async function testProject(overrides: { routing?: Record<string, unknown>; polling?: Record<string, unknown> } = {}): Promise<TestProject> {
+export interface ProjectOverrides {
+  /** Merged over the routing block; a function receives the transcript path the fake harness should write. */
+  readonly routing?: Record<string, unknown> | ((transcriptFile: string) => Record<string, unknown>);
+  readonly polling?: Record<string, unknown>;
+}
+
+export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
   const dir = await tempDir();
   const root = join(dir, ".the-loop");
   const socketName = `loop-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -53,8 +59,8 @@ export async function testProject(overrides: { routing?: Record<string, unknown>
       authorizedUsers: ["alice"],
       defaultHarness: "fake",
       harnesses: { fake: { command: [process.execPath, FAKE_HARNESS, transcriptFile, "{prompt}"] } },
-      tmux: { socketName, harnessKillGraceSeconds: 1 },
-      ...overrides.routing,
+      tmux: { socketName, harnessKillGraceSeconds: 1, startupGraceSeconds: 0.3 },
+      ...(typeof overrides.routing === "function" ? overrides.routing(transcriptFile) : overrides.routing),
     },
     polling: { enabled: true, intervalSeconds: 0.1, sources: [{ provider: "local" }], ...overrides.polling },
   };

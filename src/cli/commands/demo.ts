@@ -62,7 +62,7 @@ function demoConfigInput(socketName: string): Record<string, unknown> {
       autoExecuteLabel: ARMING_LABEL,
       defaultHarness: "demo-agent",
       harnesses: { "demo-agent": { command: [process.execPath, DEMO_AGENT, "{prompt}"] } },
-      tmux: { socketName, harnessKillGraceSeconds: 2 },
+      tmux: { socketName, harnessKillGraceSeconds: 2, startupGraceSeconds: 0.5 },
     },
     polling: { enabled: true, intervalSeconds: 0.25, sources: [{ provider: "local" }] },
   };
