@@ -8,7 +8,7 @@
  * by hand.
  */
 import { spawnSync } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SessionRecord } from "../src/sessions/record.js";
@@ -16,7 +16,7 @@ import { sessionRecordSchema, tmuxTargetFor } from "../src/sessions/record.js";
 import { SessionRegistry } from "../src/sessions/registry.js";
 import { toJsonText } from "../src/state/atomic.js";
 import { workItemSlug } from "../src/workitem/index.js";
-import { REPO_ROOT, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, timeProcess } from "./lib.js";
+import { BIN, REPO_ROOT, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, timeProcess } from "./lib.js";
 
 const RECORDS = 10_000;
 const BUDGET_MS = 300;
@@ -123,6 +123,17 @@ try {
     budget: BUDGET_MS,
     note: `p90 ${cold.p90.toFixed(1)} ms; the budget is for \`sessions list\` with process start`,
   });
+  // The command itself, end to end: process start, config, listing, the table on stdout.
+  const project = join(scratch, "project");
+  await mkdir(join(project, ".the-loop"), { recursive: true });
+  await writeFile(join(project, ".the-loop", "cli-config.yaml"), `routing:\n  registryDir: ${JSON.stringify(dir)}\n`);
+  for (const [label, args] of [
+    ["the-loop sessions list", ["sessions", "list"]],
+    ["the-loop sessions list --json", ["sessions", "list", "--json"]],
+  ] as const) {
+    const command = medianRuns(runs, () => timeProcess(process.execPath, [BIN, ...args], { cwd: project, env: benchEnv() }));
+    printFigure({ label, value: command.median, unit: "ms", budget: BUDGET_MS, baseline: baseline.median, note: `p90 ${command.p90.toFixed(1)} ms` });
+  }
   const live = medianRuns(runs, timed(() => registry.list({ status: "live" })));
   printFigure({ label: `registry.list({ status: "live" }), warm`, value: live.median, unit: "ms", note: `p90 ${live.p90.toFixed(1)} ms` });
   const strict = medianRuns(

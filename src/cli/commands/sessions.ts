@@ -1,9 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { ExitError, NotFoundError, UsageError } from "../../errors.js";
-import { composeRuntime } from "../../daemon/runtime.js";
 import type { Runtime } from "../../daemon/runtime.js";
-import { closeSession } from "../../sessions/close.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
+import { SessionRegistry } from "../../sessions/registry.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
@@ -22,7 +21,9 @@ export interface SessionsCloseOptions {
   readonly json: boolean;
 }
 
-function runtimeOf(project: Project): Runtime {
+/** Loaded only by the commands that act on sessions: listing must not pay for the dispatcher. */
+async function runtimeOf(project: Project): Promise<Runtime> {
+  const { composeRuntime } = await import("../../daemon/runtime.js");
   return composeRuntime({
     config: project.config,
     paths: project.paths,
@@ -44,7 +45,7 @@ export function canonicalRef(text: string, project: Project): string {
 
 export async function runSessionsList(globals: GlobalOptions, options: SessionsListOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const { records, problems } = runtimeOf(project).registry.list({ status: options.status });
+  const { records, problems } = new SessionRegistry({ dir: project.paths.registryDir }).list({ status: options.status });
   for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
   if (options.json) {
     stdout.json({ sessions: records, problems });
@@ -76,7 +77,7 @@ function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
 
 export async function runSessionsAttach(globals: GlobalOptions, options: SessionsAttachOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const runtime = runtimeOf(project);
+  const runtime = await runtimeOf(project);
   const ref = canonicalRef(options.workItem, project);
   const record = recordOrFail(runtime, ref);
   if ((await runtime.runner.probe(record.tmuxTarget)) === "absent") {
@@ -91,8 +92,9 @@ export async function runSessionsAttach(globals: GlobalOptions, options: Session
 
 export async function runSessionsClose(globals: GlobalOptions, options: SessionsCloseOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const runtime = runtimeOf(project);
+  const runtime = await runtimeOf(project);
   const ref = canonicalRef(options.workItem, project);
+  const { closeSession } = await import("../../sessions/close.js");
   const closed = await closeSession(runtime.closeOptions, ref, "cli");
   if (!closed) throw new NotFoundError(`${ref} has no live session; see \`the-loop sessions list\``);
   if (options.json) {
