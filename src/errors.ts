@@ -49,6 +49,17 @@ export class NotFoundError extends ExitError {
   }
 }
 
+/**
+ * The command has printed its whole answer (a status table, a JSON document) and only the exit
+ * status is left to set: nothing more is printed, not even a JSON error.
+ */
+export class AnswerGivenExit extends ExitError {
+  override readonly name: string = "AnswerGivenExit";
+  constructor(exitCode: number = EXIT_FAILURE) {
+    super("", exitCode, "failure");
+  }
+}
+
 /** The message of any thrown value, for wrapping causes into our own errors. */
 export function messageOf(error: unknown): string {
   if (error instanceof Error) return error.message;

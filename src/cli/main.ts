@@ -1,5 +1,5 @@
 import * as nodeModule from "node:module";
-import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
+import { AnswerGivenExit, EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
 import { stderr, stdout } from "./output.js";
 import { packageVersion } from "./version.js";
 
@@ -22,6 +22,7 @@ async function report(error: unknown, json: boolean): Promise<number> {
     // Commander has already printed help, the version or the usage error itself.
     return error.exitCode === 0 ? 0 : EXIT_USAGE;
   }
+  if (error instanceof AnswerGivenExit) return error.exitCode;
   if (error instanceof ExitError) {
     if (json) stdout.json({ error: { code: error.code, message: error.message, details: error.details } });
     // An empty message means there is nothing to say (an interrupted --follow, say).

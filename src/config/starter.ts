@@ -3,7 +3,8 @@
  * using the embedded local tracker so nothing needs a network or a credential. A test loads it
  * through the real loader, so it can never drift into something invalid.
  */
-export function starterConfigText(project: string): string {
+export function starterConfigText(project: string, login?: string): string {
+  const authorized = login && /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(login) ? `[${JSON.stringify(login)}]` : "[]";
   return `# yaml-language-server: $schema=./cli-config.schema.json
 #
 # the-loop configuration. Every key is optional; what is left out takes its default.
@@ -24,6 +25,29 @@ integrations:
     # and no credentials. \`the-loop item new "title"\` creates local:${project}#1; a bare #1 on
     # the command line means local:${project}#1.
     project: ${project}
+
+routing:
+  # Logins whose comments and labels the-loop acts on (exact match). Empty means nothing a
+  # person does is acted on. On the local tracker your login is your OS user name; on GitHub,
+  # list GitHub logins.
+  authorizedUsers: ${authorized}
+  # When an event on a work item without a session starts one: never | always | labeled
+  # (labeled = the item carries autoExecuteLabel).
+  spawnOnUnmatched: labeled
+  autoExecuteLabel: "the-loop: auto-execute"
+  # The agent every session runs: claude, cursor, or a harness declared below.
+  defaultHarness: claude
+  # harnesses:
+  #   claude: {args: [--model, sonnet]}
+  #   my-agent: {command: [my-agent, --task, "{prompt}"]}   # any agent CLI, argv form
+
+polling:
+  # \`the-loop start\` runs the poller: it reads the local tracker's change feed and turns each
+  # change into an event for the router. See docs/sessions.md.
+  enabled: true
+  intervalSeconds: 10
+  sources:
+    - provider: local
 
 eventLog:
   # Every observable step is one JSON line in <state.root>/logs/events.jsonl;

@@ -1,4 +1,5 @@
 import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { userInfo } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { configJsonSchemaText } from "../../src/config/json-schema.js";
@@ -27,6 +28,13 @@ describe("the-loop init", () => {
     const validate = await runCli(["config", "validate"], { cwd });
     expect(validate.code, validate.stderr).toBe(0);
     expect(validate.stdout).toContain("config OK: .the-loop/cli-config.yaml (found in the project)");
+
+    // Ready for `the-loop start` on the local tracker, with the person who ran init authorized.
+    const shown = jsonOf<{ config: { routing: { authorizedUsers: string[] }; polling: { enabled: boolean } } }>(
+      await runCli(["config", "show", "--json"], { cwd }),
+    );
+    expect(shown.config.routing.authorizedUsers).toEqual([userInfo().username]);
+    expect(shown.config.polling.enabled).toBe(true);
   });
 
   it("refuses to overwrite an existing config and leaves it untouched", async () => {

@@ -1,3 +1,4 @@
+import { userInfo } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
 import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, baseDirFor, loadConfig } from "../../config/load.js";
 import type { LoadedConfig } from "../../config/load.js";
@@ -24,10 +25,19 @@ function sourceLine(loaded: LoadedConfig): string {
     : `${ORIGIN_TEXT.none} (looked for ./${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME} and ~/${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME})`;
 }
 
+/** The OS user: on the local tracker, the login a person acts as. */
+function currentLogin(): string | undefined {
+  try {
+    return userInfo().username || process.env.USER || undefined;
+  } catch {
+    return process.env.USER || undefined;
+  }
+}
+
 export async function runInit(globals: GlobalOptions): Promise<void> {
   const target = resolve(globals.config ?? process.env[CONFIG_ENV] ?? join(CONFIG_DIR_NAME, CONFIG_FILE_NAME));
   const project = projectNameFor(basename(baseDirFor({ path: target, origin: "flag" }, process.cwd())));
-  const written = await createFileExclusive(target, starterConfigText(project));
+  const written = await createFileExclusive(target, starterConfigText(project, currentLogin()));
   if (!written) {
     throw new ExitError(
       `${displayPath(target)} already exists; the-loop init never overwrites a config. Edit it, or move it aside and run init again.`,

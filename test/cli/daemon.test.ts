@@ -1,0 +1,64 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { BIN, cliEnv, jsonOf, runCli } from "../support/cli.js";
+import { waitFor } from "../support/wait.js";
+import { tempDir } from "../support/temp.js";
+
+async function projectWith(config: string): Promise<string> {
+  const cwd = await tempDir();
+  await mkdir(join(cwd, ".the-loop"));
+  await writeFile(join(cwd, ".the-loop", "cli-config.yaml"), config);
+  return cwd;
+}
+
+const POLLING = "polling:\n  enabled: true\n  intervalSeconds: 0.2\n  sources: [{provider: local}]\n";
+
+describe("daemon lifecycle failures", () => {
+  it("refuses to start with no service enabled, saying what to enable", async () => {
+    const cwd = await projectWith("routing:\n  authorizedUsers: [alice]\n");
+    const start = await runCli(["start"], { cwd });
+    expect(start.code).toBe(2);
+    expect(start.stderr).toContain("no service is enabled");
+    expect(start.stderr).toContain("polling: {enabled: true, sources: [{provider: local}]}");
+  });
+
+  it("reports a daemon that dies before it starts, with its own words", async () => {
+    const cwd = await projectWith(`${POLLING}routing:\n  authorizedUsers: [alice]\n  spawnPromptTemplate: prompts/missing.md\n`);
+    const start = await runCli(["start"], { cwd });
+    expect(start.code).toBe(1);
+    expect(start.stderr).toContain("the daemon exited");
+    expect(start.stderr).toContain("missing.md");
+    expect(start.stderr).toContain("routing.spawnPromptTemplate");
+    // A daemon that could not run never held its lock.
+    const status = await runCli(["status", "--json"], { cwd });
+    expect(status.code).toBe(1);
+    expect(jsonOf<{ healthy: boolean }>(status).healthy).toBe(false);
+  });
+
+  it("warns at every start when nobody is authorized, and still runs", async () => {
+    const cwd = await projectWith(POLLING);
+    const serve = spawn(process.execPath, [BIN, "serve"], { cwd, env: cliEnv({ cwd }) });
+    let errors = "";
+    serve.stderr.setEncoding("utf8").on("data", (chunk: string) => (errors += chunk));
+    const exited = new Promise<number | null>((resolve) => serve.on("close", resolve));
+    await waitFor("the daemon to serve", () => (errors.includes("serving") ? true : undefined));
+    expect(errors).toContain("routing.authorizedUsers");
+    expect((await runCli(["status"], { cwd })).code).toBe(0);
+    expect((await runCli(["stop"], { cwd })).code).toBe(0);
+    expect(await exited).toBe(0);
+  });
+
+  it("says so when stopping a daemon that is not running, and status exits 0 when nothing is enabled", async () => {
+    const cwd = await projectWith("routing:\n  authorizedUsers: [alice]\n");
+    const stop = await runCli(["stop"], { cwd });
+    expect(stop.code).toBe(0);
+    expect(stop.stdout).toContain("the-loop is not running");
+    const status = await runCli(["status", "--json"], { cwd });
+    expect(status.code).toBe(0);
+    expect(jsonOf<{ services: { name: string; enabled: boolean; running: boolean }[] }>(status).services).toEqual([
+      expect.objectContaining({ name: "poller", enabled: false, running: false }),
+    ]);
+  });
+});
