@@ -8,7 +8,7 @@ import type { HarnessAdapter } from "../harness/adapters.js";
 import type { EventHandler, HandleResult } from "../ingress/poller.js";
 import { DeliveryLru } from "../routing/dedupe.js";
 import { route } from "../routing/router.js";
-import type { Decision, RoutingPolicy } from "../routing/router.js";
+import type { Decision, DeliveryMemory, RoutingPolicy } from "../routing/router.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import type { WorkItem } from "../workitem/index.js";
@@ -48,7 +48,15 @@ export interface DispatcherOptions {
   readonly resumeProbeMs?: number;
 }
 
-type JobAction = "spawn" | "deliver" | "close";
+/** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
+const EVENT_GUARDS: ReadonlySet<string> = new Set([
+  "disabled-event",
+  "duplicate-delivery",
+  "no-work-item",
+  "self-authored",
+  "unauthorized-actor",
+]);
+const NOTHING_SEEN: DeliveryMemory = { has: () => false };
 
 const SETTLED: HandleResult = { settled: true };
 const RETRY: HandleResult = { settled: false };
@@ -68,46 +76,23 @@ export class Dispatcher implements EventHandler {
     this.now = options.now ?? (() => new Date());
   }
 
-  /** Routes the event and queues what it decides; resolves once that has been carried out. */
+  /**
+   * Routes the event and queues it on its work item; resolves once it has been carried out. The
+   * guards that depend only on the event (filter, dedupe, marker, authorization) drop it here, at
+   * once. What depends on the item's session (spawn, deliver, close, or a spawn-policy drop) is
+   * decided again when the event's turn comes: an event queued behind a spawn or a close must see
+   * the session as that earlier event left it, not as it was when both arrived.
+   */
   handle(event: InboundEvent): Promise<HandleResult> {
     if (!this.accepting) return Promise.resolve(RETRY);
-    let decision: Decision;
-    try {
-      decision = route(event, this.options.policy, this.options.registry, this.memory);
-    } catch (error) {
-      // A registry record that cannot be read: nothing can be decided for this item until a person looks.
-      this.options.events.emit("dispatch.failed", {
-        work_item: event.workItems[0]?.ref ?? "",
-        delivery_id: event.deliveryId,
-        action: "route",
-        error: messageOf(error),
-        will_retry: true,
-      });
-      return Promise.resolve(RETRY);
-    }
-    if (decision.action === "drop") {
-      this.options.events.emit("routing.dropped", {
-        reason: decision.reason,
-        delivery_id: event.deliveryId,
-        kind: event.kind,
-        work_item: decision.workItem?.ref,
-        actor: event.actor ?? undefined,
-      });
-      return Promise.resolve(SETTLED);
-    }
-    const ref = decision.workItem.ref;
-    this.options.events.emit("routing.routed", {
-      work_item: ref,
-      delivery_id: event.deliveryId,
-      kind: event.kind,
-      decision: decision.action,
-      actor: event.actor ?? undefined,
-    });
+    const arrival = this.decide(event, this.memory);
+    if (arrival === undefined) return Promise.resolve(RETRY);
+    if (arrival.action === "drop" && EVENT_GUARDS.has(arrival.reason)) return Promise.resolve(this.dropped(event, arrival));
+    // Past the work-item guard, so there is a first work item: the event's queue.
+    const key = event.workItems[0]?.ref ?? "";
     this.memory.add(event.deliveryId);
-    this.options.events.emit("dispatch.queued", { work_item: ref, delivery_id: event.deliveryId, action: decision.action });
-    const workItem = decision.workItem;
-    const action = decision.action;
-    return this.queue.run(ref, () => this.perform(action, workItem, event));
+    this.options.events.emit("dispatch.queued", { work_item: key, delivery_id: event.deliveryId, action: arrival.action });
+    return this.queue.run(key, () => this.perform(event));
   }
 
   /** Stops taking events and waits for the queued ones; returns how many were still queued. */
@@ -118,13 +103,57 @@ export class Dispatcher implements EventHandler {
     return queued;
   }
 
-  private async perform(action: JobAction, workItem: WorkItem, event: InboundEvent): Promise<HandleResult> {
+  /** The router's decision, or undefined (reported) when a registry record cannot be read. */
+  private decide(event: InboundEvent, memory: DeliveryMemory): Decision | undefined {
     try {
-      // Re-read under this item's serialization: an earlier event may have spawned or closed it.
-      const current = this.options.registry.get(workItem.ref);
+      return route(event, this.options.policy, this.options.registry, memory);
+    } catch (error) {
+      // A damaged record: nothing can be decided for this item until a person looks at it.
+      this.options.events.emit("dispatch.failed", {
+        work_item: event.workItems[0]?.ref ?? "",
+        delivery_id: event.deliveryId,
+        action: "route",
+        error: messageOf(error),
+        will_retry: true,
+      });
+      return undefined;
+    }
+  }
+
+  private dropped(event: InboundEvent, decision: Decision & { action: "drop" }): HandleResult {
+    this.options.events.emit("routing.dropped", {
+      reason: decision.reason,
+      delivery_id: event.deliveryId,
+      kind: event.kind,
+      work_item: decision.workItem?.ref,
+      actor: event.actor ?? undefined,
+    });
+    return SETTLED;
+  }
+
+  private async perform(event: InboundEvent): Promise<HandleResult> {
+    // This delivery id is in the in-memory LRU since it was queued; only the record's memory counts now.
+    const decision = this.decide(event, NOTHING_SEEN);
+    if (decision === undefined) {
+      this.memory.delete(event.deliveryId);
+      return RETRY;
+    }
+    if (decision.action === "drop") return this.dropped(event, decision);
+    const { workItem, action } = decision;
+    this.options.events.emit("routing.routed", {
+      work_item: workItem.ref,
+      delivery_id: event.deliveryId,
+      kind: event.kind,
+      decision: action,
+      actor: event.actor ?? undefined,
+    });
+    try {
       if (action === "close") return await this.heavy.use(() => this.close(workItem, event));
-      if (isLive(current) && current) return await this.deliver(current, event);
-      if (action === "deliver") return this.settle(workItem, event, "session-vanished");
+      if (action === "deliver") {
+        const current = this.options.registry.get(workItem.ref);
+        if (!current || !isLive(current)) return this.settle(workItem, event, "session-vanished");
+        return await this.deliver(current, event);
+      }
       const outcome = await this.heavy.use(() => this.spawn(workItem, event));
       // Someone else (the CLI, another process) started it first: this event is input for that session.
       return "occupant" in outcome ? await this.deliver(outcome.occupant, event) : outcome;
@@ -284,13 +313,13 @@ export class Dispatcher implements EventHandler {
   private async startupGrace(record: SessionRecord): Promise<void> {
     const graceMs = this.options.routing.tmux.startupGraceSeconds * 1000;
     const readyAt = Math.max(Date.parse(record.createdAt) + graceMs, this.readyAt.get(record.tmuxTarget) ?? 0);
-    const wait = readyAt - Date.now();
+    const wait = readyAt - this.now().getTime();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(wait, graceMs)));
-    if (readyAt <= Date.now()) this.readyAt.delete(record.tmuxTarget);
+    this.readyAt.delete(record.tmuxTarget);
   }
 
   private markStarted(target: string): void {
-    this.readyAt.set(target, Date.now() + this.options.routing.tmux.startupGraceSeconds * 1000);
+    this.readyAt.set(target, this.now().getTime() + this.options.routing.tmux.startupGraceSeconds * 1000);
   }
 
   /** The pane died: start the harness again, resuming its conversation when it can; the event is the prompt. */

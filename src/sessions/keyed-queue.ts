@@ -12,7 +12,15 @@ export class KeyedQueue {
   run<T>(key: string, job: () => Promise<T>): Promise<T> {
     const previous = this.tails.get(key) ?? Promise.resolve();
     this.pending += 1;
-    const result = previous.then(job, job);
+    // Counted down inside the job, so a caller that saw the job settle also sees it gone.
+    const counted = async (): Promise<T> => {
+      try {
+        return await job();
+      } finally {
+        this.settled();
+      }
+    };
+    const result = previous.then(counted, counted);
     const tail = result.then(
       () => undefined,
       () => undefined,
@@ -20,14 +28,16 @@ export class KeyedQueue {
     this.tails.set(key, tail);
     void tail.then(() => {
       if (this.tails.get(key) === tail) this.tails.delete(key);
-      this.pending -= 1;
-      if (this.pending === 0) {
-        const waiters = this.idleWaiters;
-        this.idleWaiters = [];
-        for (const wake of waiters) wake();
-      }
     });
     return result;
+  }
+
+  private settled(): void {
+    this.pending -= 1;
+    if (this.pending > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
   }
 
   /** Jobs queued or running. */
