@@ -1,3 +1,4 @@
+import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import type { CliConfig } from "../config/schema.js";
 import { resolveConfiguredPath } from "../state/layout.js";
@@ -34,15 +35,21 @@ export interface Runtime {
   dispatcher(): Promise<Dispatcher>;
 }
 
-export function tmuxRunnerFor(config: CliConfig): TmuxRunner {
-  return new TmuxRunner({ socketName: config.routing.tmux.socketName, remainOnExit: config.routing.tmux.remainOnExit });
+/** Text on its way into a session is written under the state root, never a shared /tmp. */
+export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner {
+  mkdirSync(paths.tmpDir, { recursive: true, mode: 0o700 });
+  return new TmuxRunner({
+    socketName: config.routing.tmux.socketName,
+    remainOnExit: config.routing.tmux.remainOnExit,
+    tempDir: paths.tmpDir,
+  });
 }
 
 export function composeRuntime(input: RuntimeInput): Runtime {
   const { config, paths, events } = input;
   const routing = config.routing;
   const registry = new SessionRegistry({ dir: paths.registryDir });
-  const runner = tmuxRunnerFor(config);
+  const runner = tmuxRunnerFor(config, paths);
   const trackers = openTrackers(paths, events);
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
   const closeOptions: CloseOptions = { registry, runner, tmux: routing.tmux, events, now: () => new Date() };

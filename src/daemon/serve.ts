@@ -1,4 +1,7 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { sweepStaleTemporaries } from "../state/atomic.js";
+import type { StatePaths } from "../state/layout.js";
 import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { failClosedWarning } from "../routing/authz.js";
 import { Poller, localPollSources } from "../ingress/poller.js";
@@ -42,6 +45,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const locks: PidfileLock[] = [];
   try {
     for (const service of enabled) locks.push(await acquirePidfile(service.pidfile, service.name));
+    sweepLeftovers(paths);
     const warning = failClosedWarning(config.routing);
     if (warning) {
       options.warn(warning);
@@ -60,6 +64,32 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       } catch (error) {
         options.warn(`could not release ${lock.holder.service}'s pidfile: ${messageOf(error)}`);
       }
+    }
+  }
+}
+
+/**
+ * What a killed process may have left: temporary siblings of atomic writes (their writer's pid is
+ * in the name) and text files on their way into a session. Swept once the locks are held, so no
+ * other daemon is using them; nothing depends on this succeeding.
+ */
+function sweepLeftovers(paths: StatePaths): void {
+  for (const dir of new Set([paths.root, paths.registryDir, paths.controlDir, dirname(paths.pollStateFile)])) {
+    sweepStaleTemporaries(dir);
+  }
+  const cutoff = Date.now() - 60_000;
+  let names: string[];
+  try {
+    names = readdirSync(paths.tmpDir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    const file = join(paths.tmpDir, name);
+    try {
+      if (name.startsWith("the-loop-") && statSync(file).mtimeMs < cutoff) unlinkSync(file);
+    } catch {
+      // Gone already.
     }
   }
 }

@@ -106,13 +106,20 @@ function compareRecords(a: SessionRecord, b: SessionRecord): number {
   return 0;
 }
 
+/**
+ * Record locks are held for one read-modify-write (milliseconds), so a lock that has not been
+ * refreshed for 3 s belongs to a killed process: taking it over then bounds the stall a
+ * `kill -9` can cause. The wait outlasts the stale period, so a waiter always gets the lock.
+ */
+const RECORD_LOCK: LockOptions = { staleMs: 3_000, timeoutMs: 15_000 };
+
 export class SessionRegistry {
   readonly dir: string;
   private readonly lock: LockOptions;
 
   constructor(options: { dir: string; lock?: LockOptions }) {
     this.dir = options.dir;
-    this.lock = options.lock ?? {};
+    this.lock = options.lock ?? RECORD_LOCK;
   }
 
   /** Throws RefError for a ref that is not canonical-parseable. */

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { promises as fs, readFileSync } from "node:fs";
+import { promises as fs, readFileSync, readdirSync, unlinkSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { errnoOf } from "../errors.js";
 
@@ -150,4 +150,40 @@ export function readJsonFileSync(path: string): unknown {
     return absentOr(error);
   }
   return parseJson(path, text);
+}
+
+const TEMPORARY_PID = /\.(\d+)\.[0-9a-f]+\.tmp$/;
+
+function processGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return errnoOf(error) === "ESRCH";
+  }
+}
+
+/**
+ * Removes the temporary siblings a killed writer left in `dir` (its pid is in the name and no
+ * longer runs). Best-effort: a daemon calls it at start, and nothing depends on its success.
+ */
+export function sweepStaleTemporaries(dir: string): number {
+  let removed = 0;
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return 0;
+  }
+  for (const name of names) {
+    const pid = isTemporaryName(name) ? TEMPORARY_PID.exec(name)?.[1] : undefined;
+    if (pid === undefined || Number(pid) === process.pid || !processGone(Number(pid))) continue;
+    try {
+      unlinkSync(join(dir, name));
+      removed += 1;
+    } catch {
+      // Someone else swept it first.
+    }
+  }
+  return removed;
 }

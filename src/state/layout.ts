@@ -16,6 +16,7 @@ import type { CliConfig } from "../config/schema.js";
  *   <root>/poll-status.json                the poller's heartbeat: when it last ran a cycle
  *   <root>/logs/daemon.out                 stdout and stderr of a daemon started with `the-loop start`
  *   <root>/bin/the-loop                    link to this CLI, put first on the PATH of every session
+ *   <root>/tmp/                            short-lived files (text on its way into a session)
  *   <root>/tracker/                        the local tracker's items
  *   <root>/workspaces/                     checkouts
  */
@@ -30,6 +31,7 @@ export interface StatePaths {
   readonly pollStatusFile: string;
   readonly daemonLog: string;
   readonly binDir: string;
+  readonly tmpDir: string;
   readonly trackerDir: string;
   readonly workspacesDir: string;
 }
@@ -58,6 +60,7 @@ export function deriveStatePaths(config: CliConfig, baseDir: string, home: strin
     pollStatusFile: join(root, "poll-status.json"),
     daemonLog: join(root, "logs", "daemon.out"),
     binDir: join(root, "bin"),
+    tmpDir: join(root, "tmp"),
     trackerDir: join(root, "tracker"),
     workspacesDir: join(root, "workspaces"),
   };

@@ -125,6 +125,7 @@ describe("the-loop config show", () => {
       pollStatusFile: join(root, "poll-status.json"),
       daemonLog: join(root, "logs", "daemon.out"),
       binDir: join(root, "bin"),
+      tmpDir: join(root, "tmp"),
       trackerDir: join(root, "tracker"),
       workspacesDir: join(root, "workspaces"),
     });

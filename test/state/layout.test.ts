@@ -23,6 +23,7 @@ function underRoot(root: string): StatePaths {
     pollStatusFile: `${root}/poll-status.json`,
     daemonLog: `${root}/logs/daemon.out`,
     binDir: `${root}/bin`,
+    tmpDir: `${root}/tmp`,
     trackerDir: `${root}/tracker`,
     workspacesDir: `${root}/workspaces`,
   };

@@ -8,6 +8,7 @@ import { loadConfig } from "../../config/load.js";
 import { startDaemon, stopDaemon } from "../../daemon/control.js";
 import { tmuxRunnerFor } from "../../daemon/runtime.js";
 import { EventLog } from "../../events/log.js";
+import { deriveStatePaths } from "../../state/layout.js";
 import { readEvents } from "../../events/reader.js";
 import type { EventRecord } from "../../events/reader.js";
 import { SessionRegistry } from "../../sessions/registry.js";
@@ -42,7 +43,8 @@ export async function runDemo(globals: GlobalOptions, options: DemoOptions): Pro
   try {
     await narrate(projectDir, socketName);
   } finally {
-    await tmuxRunnerFor(await demoConfig(projectDir, socketName)).killServer().catch(() => undefined);
+    const config = await demoConfig(projectDir, socketName);
+    await tmuxRunnerFor(config, deriveStatePaths(config, projectDir)).killServer().catch(() => undefined);
     if (options.keep) {
       stdout.line(`\nThe project is kept at ${projectDir}; look around, then remove it when done.`);
       stdout.line(`  cd ${projectDir} && the-loop events && the-loop sessions list`);
@@ -126,7 +128,7 @@ async function narrate(projectDir: string, socketName: string): Promise<void> {
     await tracker.addComment(ref, "Plain JSON is fine; keep it dependency-free.", "alice");
     await waitFor("the answer to reach the session", (record) => record.event === "dispatch.succeeded" && record.work_item === itemRef);
     say("alice answers with a comment: the-loop delivers it into the session");
-    const runner = tmuxRunnerFor(config);
+    const runner = tmuxRunnerFor(config, paths);
     const transcript = await waitForText(() => runner.capture(String(spawned.tmux_target)), "got it");
     for (const line of lastLines(transcript, 4)) detail(`│ ${line}`);
 
