@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -102,6 +102,8 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
     async cleanup() {
       await runCli(["stop"], { cwd: dir });
       await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
+      // tmux leaves its socket file behind.
+      await rm(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socketName), { force: true });
     },
   };
   return project;
