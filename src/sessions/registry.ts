@@ -1,6 +1,6 @@
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
 import type { Dirent } from "node:fs";
-import { join, sep } from "node:path";
+import { dirname, join, sep } from "node:path";
 import type { z } from "zod";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
 import { isTemporaryName, writeJsonAtomic } from "../state/atomic.js";
@@ -100,6 +100,42 @@ function readSmallFileSync(path: string, buffer: Buffer): string {
   return length < buffer.length ? buffer.toString("utf8", 0, length) : readFileSync(path, "utf8");
 }
 
+interface ListingCache {
+  readonly dir: string;
+  readonly stamp: string;
+  readonly records: SessionRecord[];
+}
+
+function directoryStamp(dir: string): string | undefined {
+  try {
+    const stat = statSync(dir, { bigint: true });
+    return `${stat.ino}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function readListingCache(path: string, dir: string, stamp: string): SessionRecord[] | undefined {
+  try {
+    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<ListingCache>;
+    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.records) ? cache.records : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A cache only: written without fsync, and a failure to write it changes nothing. */
+function writeListingCache(path: string, cache: ListingCache): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(temporary, JSON.stringify(cache));
+    renameSync(temporary, path);
+  } catch {
+    // The next listing scans again.
+  }
+}
+
 function compareRecords(a: SessionRecord, b: SessionRecord): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
   if (a.workItem.ref !== b.workItem.ref) return a.workItem.ref < b.workItem.ref ? -1 : 1;
@@ -117,8 +153,15 @@ export class SessionRegistry {
   readonly dir: string;
   private readonly lock: LockOptions;
 
-  constructor(options: { dir: string; lock?: LockOptions }) {
+  private readonly listingCache: string | undefined;
+
+  /**
+   * `listingCache`: a file (outside `dir`) where list() keeps what it read, reused while the
+   * directory is unchanged — see list().
+   */
+  constructor(options: { dir: string; lock?: LockOptions; listingCache?: string }) {
     this.dir = options.dir;
+    this.listingCache = options.listingCache;
     this.lock = options.lock ?? RECORD_LOCK;
   }
 
@@ -143,6 +186,24 @@ export class SessionRegistry {
    * finds it — so a file that is not a record goes in `problems` instead.
    */
   list(options: { status?: SessionStatus | "live" } = {}): RegistryListing {
+    const wanted = options.status;
+    const keep = (record: SessionRecord): boolean =>
+      wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted;
+    if (this.listingCache === undefined) return this.scan(keep);
+    // Every record write renames a file into the directory, which changes its mtime: an unchanged
+    // stamp means an unchanged registry, and one file read replaces thousands. The stamp is taken
+    // before the scan, so a write during the scan makes the next listing scan again.
+    const stamp = directoryStamp(this.dir);
+    const cached = stamp === undefined ? undefined : readListingCache(this.listingCache, this.dir, stamp);
+    if (cached) return { records: cached.filter(keep), problems: [] };
+    const everything = this.scan(() => true);
+    if (stamp !== undefined && everything.problems.length === 0) {
+      writeListingCache(this.listingCache, { dir: this.dir, stamp, records: everything.records });
+    }
+    return { records: everything.records.filter(keep), problems: everything.problems };
+  }
+
+  private scan(keep: (record: SessionRecord) => boolean): RegistryListing {
     const records: SessionRecord[] = [];
     const problems: RegistryProblem[] = [];
     let entries: Dirent[];
@@ -152,7 +213,6 @@ export class SessionRegistry {
       if (errnoOf(error) === "ENOENT") return { records, problems };
       throw error;
     }
-    const wanted = options.status;
     const prefix = join(this.dir, sep);
     const buffer = Buffer.allocUnsafe(LISTING_BUFFER_BYTES);
     for (const entry of entries) {
@@ -174,8 +234,7 @@ export class SessionRegistry {
         continue;
       }
       const record = value as SessionRecord;
-      if (wanted === "live" ? !isLive(record) : wanted !== undefined && record.status !== wanted) continue;
-      records.push(record);
+      if (keep(record)) records.push(record);
     }
     records.sort(compareRecords);
     return { records, problems };

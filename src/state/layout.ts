@@ -17,6 +17,7 @@ import type { CliConfig } from "../config/schema.js";
  *   <root>/logs/daemon.out                 stdout and stderr of a daemon started with `the-loop start`
  *   <root>/bin/the-loop                    link to this CLI, put first on the PATH of every session
  *   <root>/tmp/                            short-lived files (text on its way into a session)
+ *   <root>/cache/                          caches safe to delete (what `sessions list` last read)
  *   <root>/tracker/                        the local tracker's items
  *   <root>/workspaces/                     checkouts
  */

@@ -408,3 +408,42 @@ describe("SessionRegistry.list", () => {
     for (const record of registry.list().records) expect(sessionRecordSchema.parse(record)).toEqual(record);
   });
 });
+
+describe("SessionRegistry.list with a listing cache", () => {
+  const first = recordOf(itemOf("local:demo#1"), { createdAt: at(1).toISOString() });
+  const second = recordOf(itemOf("local:demo#2"), { createdAt: at(2).toISOString() });
+
+  async function cached(): Promise<{ registry: SessionRegistry; cache: string }> {
+    const plain = await registryWith(first, second);
+    const cache = join(await tempDir(), "cache", "sessions-list.json");
+    return { registry: new SessionRegistry({ dir: plain.dir, listingCache: cache, lock: { timeoutMs: 2_000 } }), cache };
+  }
+
+  it("answers from the cache while the folder is unchanged, reading no record", async () => {
+    const { registry, cache } = await cached();
+    expect(registry.list().records).toEqual([first, second]);
+    expect(JSON.parse(await readFile(cache, "utf8"))).toMatchObject({ dir: registry.dir, records: [first, second] });
+    // A record edited in place, without the rename every registry write makes, is not seen: the cache answered.
+    await writeFile(registry.pathFor(first.workItem.ref), "not json");
+    expect(registry.list().records).toEqual([first, second]);
+    expect(registry.list({ status: "closed" }).records).toEqual([]);
+  });
+
+  it("sees every registry write, because each one changes the folder", async () => {
+    const { registry } = await cached();
+    registry.list();
+    await registry.close(first.workItem.ref, "done", at(5));
+    expect(registry.list({ status: "closed" }).records.map((record) => record.workItem.ref)).toEqual([first.workItem.ref]);
+    const third = itemOf("local:demo#3");
+    await registry.claim(third, () => recordOf(third, { createdAt: at(3).toISOString() }));
+    expect(registry.list().records.map((record) => record.workItem.ref)).toEqual(["local:demo#1", "local:demo#2", "local:demo#3"]);
+  });
+
+  it("never caches a listing with problems, so they are reported every time", async () => {
+    const { registry, cache } = await cached();
+    await writeFile(join(registry.dir, "broken.json"), "{");
+    expect(registry.list().problems).toHaveLength(1);
+    expect(registry.list().problems).toHaveLength(1);
+    await expect(readFile(cache, "utf8")).rejects.toThrow();
+  });
+});

@@ -1,4 +1,5 @@
 import { spawnSync } from "node:child_process";
+import { join } from "node:path";
 import { ExitError, NotFoundError, UsageError } from "../../errors.js";
 import type { Runtime } from "../../daemon/runtime.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
@@ -45,7 +46,8 @@ export function canonicalRef(text: string, project: Project): string {
 
 export async function runSessionsList(globals: GlobalOptions, options: SessionsListOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const { records, problems } = new SessionRegistry({ dir: project.paths.registryDir }).list({ status: options.status });
+  const registry = new SessionRegistry({ dir: project.paths.registryDir, listingCache: join(project.paths.root, "cache", "sessions-list.json") });
+  const { records, problems } = registry.list({ status: options.status });
   for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
   if (options.json) {
     stdout.json({ sessions: records, problems });
