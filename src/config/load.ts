@@ -7,8 +7,8 @@ import type { StatePaths } from "../state/layout.js";
 import type { ParseOutcome } from "./parse.js";
 import { formatProblem } from "./problem.js";
 import type { ConfigProblem } from "./problem.js";
-import { configSchema } from "./schema.js";
 import type { CliConfig } from "./schema.js";
+import { cacheFileFor, cacheKey, readCachedConfig, writeCachedConfig } from "./cache.js";
 
 export const CONFIG_ENV = "THE_LOOP_CLI_CONFIG";
 export const CONFIG_DIR_NAME = ".the-loop";
@@ -117,20 +117,32 @@ export async function loadConfig(options: LoadOptions = {}): Promise<LoadedConfi
   const homeDir = options.homeDir ?? homedir();
   const source = await discoverConfig({ ...options, cwd, homeDir });
   const baseDir = baseDirFor(source, cwd);
-  let outcome: ParseOutcome = { config: configSchema.parse({}), problems: [], warnings: [] };
-  if (source.path) {
-    const text = await readConfigText({ ...source, path: source.path });
-    const { parseConfigText } = await import("./parse.js");
-    outcome = parseConfigText(text);
-    const file = displayPath(source.path, cwd);
-    if (outcome.problems.length > 0 || !outcome.config) {
-      const lines = outcome.problems.map((problem) => formatProblem(problem, file));
-      const only = lines.length === 1 ? lines[0] : undefined;
-      throw only
-        ? new ConfigError(`invalid config: ${only}`)
-        : new ConfigError(`invalid config ${file}: ${lines.length} problems`, lines);
-    }
+  const derive = (config: CliConfig, warnings: readonly ConfigProblem[]): LoadedConfig => ({
+    config,
+    source,
+    baseDir,
+    paths: deriveStatePaths(config, baseDir, homeDir),
+    warnings,
+  });
+  if (!source.path) {
+    const { configSchema } = await import("./schema.js");
+    return derive(configSchema.parse({}), []);
   }
-  const config = outcome.config ?? configSchema.parse({});
-  return { config, source, baseDir, paths: deriveStatePaths(config, baseDir, homeDir), warnings: outcome.warnings };
+  const text = await readConfigText({ ...source, path: source.path });
+  const cacheFile = cacheFileFor(source.path, options.env ?? process.env, homeDir);
+  const key = cacheKey(source.path, text);
+  const cached = readCachedConfig(cacheFile, key);
+  if (cached) return derive(cached.config, cached.warnings);
+  const { parseConfigText } = await import("./parse.js");
+  const outcome: ParseOutcome = parseConfigText(text);
+  if (outcome.problems.length > 0 || !outcome.config) {
+    const file = displayPath(source.path, cwd);
+    const lines = outcome.problems.map((problem) => formatProblem(problem, file));
+    const only = lines.length === 1 ? lines[0] : undefined;
+    throw only
+      ? new ConfigError(`invalid config: ${only}`)
+      : new ConfigError(`invalid config ${file}: ${lines.length} problems`, lines);
+  }
+  writeCachedConfig(cacheFile, key, { config: outcome.config, warnings: outcome.warnings });
+  return derive(outcome.config, outcome.warnings);
 }

@@ -1,5 +1,3 @@
-import { z } from "zod";
-
 /**
  * A session record: one JSON file per work item, `<registryDir>/<slug>.json`. `active` and
  * `paused` are live; a work item never has two live sessions. The file is the durable truth the
@@ -13,36 +11,34 @@ export const LIVE_STATUSES: ReadonlySet<SessionStatus> = new Set(["active", "pau
 /** Delivery ids kept on a record, newest last: what makes a redelivery after a restart a no-op. */
 export const RECENT_DELIVERIES_MAX = 50;
 
-export const workItemSchema = z.object({
-  ref: z.string().min(1),
-  tracker: z.enum(["github", "local"]),
-  host: z.string(),
-  repository: z.string(),
-  number: z.number().int().positive(),
-  kind: z.enum(["issue", "pull_request"]),
-  url: z.string(),
-  id: z.string(),
-});
+export interface SessionWorkItem {
+  readonly ref: string;
+  readonly tracker: "github" | "local";
+  readonly host: string;
+  readonly repository: string;
+  readonly number: number;
+  readonly kind: "issue" | "pull_request";
+  readonly url: string;
+  readonly id: string;
+}
 
-export const sessionRecordSchema = z.object({
-  version: z.literal(1),
-  workItem: workItemSchema,
-  harness: z.string().min(1),
-  harnessSessionId: z.string().min(1),
-  cwd: z.string().min(1),
-  status: z.enum(SESSION_STATUSES),
-  createdAt: z.string(),
-  lastEventAt: z.string(),
-  tmuxTarget: z.string().min(1),
-  recentDeliveries: z.array(z.string()),
-  url: z.string(),
-  closedAt: z.string().optional(),
-  closeReason: z.string().optional(),
+export interface SessionRecord {
+  version: 1;
+  workItem: SessionWorkItem;
+  harness: string;
+  harnessSessionId: string;
+  cwd: string;
+  status: SessionStatus;
+  createdAt: string;
+  lastEventAt: string;
+  tmuxTarget: string;
+  recentDeliveries: string[];
+  url: string;
+  closedAt?: string | undefined;
+  closeReason?: string | undefined;
   /** The question an agent asked with `the-loop ask`, until the next event answers it. */
-  awaitingInput: z.object({ question: z.string(), askedAt: z.string() }).optional(),
-});
-
-export type SessionRecord = z.output<typeof sessionRecordSchema>;
+  awaitingInput?: { question: string; askedAt: string } | undefined;
+}
 
 export function isLive(record: Pick<SessionRecord, "status"> | undefined): boolean {
   return record !== undefined && LIVE_STATUSES.has(record.status);

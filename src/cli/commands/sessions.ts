@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { ExitError, NotFoundError, UsageError } from "../../errors.js";
 import type { Runtime } from "../../daemon/runtime.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
-import { SessionRegistry } from "../../sessions/registry.js";
+import { listSessionRecords } from "../../sessions/listing.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
@@ -46,8 +46,10 @@ export function canonicalRef(text: string, project: Project): string {
 
 export async function runSessionsList(globals: GlobalOptions, options: SessionsListOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const registry = new SessionRegistry({ dir: project.paths.registryDir, listingCache: join(project.paths.root, "cache", "sessions-list.json") });
-  const { records, problems } = registry.list({ status: options.status });
+  const { records, problems } = listSessionRecords(project.paths.registryDir, {
+    status: options.status,
+    cache: join(project.paths.root, "cache", "sessions-list.json"),
+  });
   for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
   if (options.json) {
     stdout.json({ sessions: records, problems });

@@ -1,0 +1,76 @@
+import { createHash } from "node:crypto";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { ConfigProblem } from "./problem.js";
+import type { CliConfig } from "./schema.js";
+
+/**
+ * A cache of validated configs, so a command whose config file has not changed skips YAML
+ * parsing and schema validation — most of a short command's start-up. An entry is used only
+ * when its key matches: the file's path and exact text, and the schema build that validated it
+ * (a new the-loop, or a rebuilt one, never trusts an older entry). Only valid configs are
+ * cached; a broken one is parsed, and its problems reported, every time. Entries live in the
+ * user's cache folder, one per config file, and are safe to delete.
+ */
+
+const FORMAT = 1;
+
+interface CacheEntry {
+  readonly format: number;
+  readonly key: string;
+  readonly config: CliConfig;
+  readonly warnings: readonly ConfigProblem[];
+}
+
+export interface CachedConfig {
+  readonly config: CliConfig;
+  readonly warnings: readonly ConfigProblem[];
+}
+
+/** Size and mtime of the schema module this process runs: changes whenever the schema can. */
+function schemaFingerprint(): string {
+  for (const name of ["./schema.js", "./schema.ts"]) {
+    try {
+      const stat = statSync(fileURLToPath(new URL(name, import.meta.url)));
+      return `${stat.size}:${stat.mtimeMs}`;
+    } catch {
+      // Not this one (compiled or run from source).
+    }
+  }
+  return "unknown";
+}
+
+export function cacheKey(path: string, text: string): string {
+  return createHash("sha256").update(JSON.stringify([FORMAT, schemaFingerprint(), path, text])).digest("hex");
+}
+
+export function cacheFileFor(path: string, env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+  const root = env.XDG_CACHE_HOME || join(home, ".cache");
+  const name = createHash("sha256").update(path).digest("hex").slice(0, 24);
+  return join(root, "the-loop", "config", `${name}.json`);
+}
+
+export function readCachedConfig(file: string, key: string): CachedConfig | undefined {
+  try {
+    const entry = JSON.parse(readFileSync(file, "utf8")) as Partial<CacheEntry>;
+    if (entry.format !== FORMAT || entry.key !== key || typeof entry.config !== "object" || entry.config === null) return undefined;
+    return { config: entry.config, warnings: Array.isArray(entry.warnings) ? entry.warnings : [] };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Best-effort: a cache that cannot be written only means the next command parses again. */
+export function writeCachedConfig(file: string, key: string, value: CachedConfig): void {
+  const entry: CacheEntry = { format: FORMAT, key, config: value.config, warnings: value.warnings };
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    mkdirSync(join(file, ".."), { recursive: true, mode: 0o700 });
+    writeFileSync(temporary, JSON.stringify(entry), { mode: 0o600 });
+    renameSync(temporary, file);
+  } catch {
+    // Read-only home, full disk: carry on without the cache.
+  }
+}

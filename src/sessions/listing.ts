@@ -1,0 +1,176 @@
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
+import type { Dirent } from "node:fs";
+import { dirname, join, sep } from "node:path";
+import { errnoOf, messageOf } from "../errors.js";
+import { isTemporaryName } from "../state/atomic.js";
+import { SESSION_STATUSES, isLive } from "./record.js";
+import type { SessionRecord, SessionStatus } from "./record.js";
+
+/**
+ * Listing the session registry: what `the-loop sessions list` runs. Kept apart from the
+ * registry's writers so that a listing loads no schema library and takes no lock.
+ */
+
+/** The poller keeps its cursors beside the records by default; it is not a session. */
+const POLL_STATE_FILE = "poll-state.json";
+
+const STATUS_SET: ReadonlySet<string> = new Set(SESSION_STATUSES);
+
+export interface RegistryProblem {
+  /** The record file's path. */
+  readonly file: string;
+  /** Why it was left out of the listing. */
+  readonly message: string;
+}
+
+export interface RegistryListing {
+  readonly records: SessionRecord[];
+  readonly problems: RegistryProblem[];
+}
+
+export interface ListOptions {
+  readonly status?: SessionStatus | "live";
+  /** A file (outside the registry folder) where the listing is kept while the folder is unchanged. */
+  readonly cache?: string;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * The fields a listing shows, checked by hand: `sessions list` over ten thousand records has a
+ * budget of 300 ms with process start, the file reads alone take most of it on a small machine,
+ * and a full schema parse would add about 5% more (bench/sessions-list.ts prints both). Whatever
+ * acts on one record reads it through get(), which parses in full.
+ */
+function listingProblem(value: unknown): string | undefined {
+  if (!isObject(value)) return "not a JSON object";
+  if (value.version !== 1) return `unknown version ${JSON.stringify(value.version)}`;
+  const workItem = value.workItem;
+  if (!isObject(workItem) || typeof workItem.ref !== "string" || workItem.ref === "") return "workItem.ref: missing";
+  if (typeof value.status !== "string" || !STATUS_SET.has(value.status)) return `status: unknown ${JSON.stringify(value.status)}`;
+  for (const key of ["createdAt", "lastEventAt", "harness", "harnessSessionId", "tmuxTarget", "cwd", "url"] as const) {
+    if (typeof value[key] !== "string") return `${key}: missing`;
+  }
+  if (!Array.isArray(value.recentDeliveries)) return "recentDeliveries: missing";
+  return undefined;
+}
+
+/** Session records are about a kilobyte; one bigger than this is read the ordinary way. */
+const LISTING_BUFFER_BYTES = 64 * 1024;
+
+/**
+ * readFileSync, minus what ten thousand small files make expensive: it fstat()s each file and
+ * allocates a buffer per file, where one reused buffer does (about a third faster at 10,000).
+ */
+function readSmallFileSync(path: string, buffer: Buffer): string {
+  const fd = openSync(path, "r");
+  let length: number;
+  try {
+    length = readSync(fd, buffer, 0, buffer.length, 0);
+  } finally {
+    closeSync(fd);
+  }
+  return length < buffer.length ? buffer.toString("utf8", 0, length) : readFileSync(path, "utf8");
+}
+
+interface ListingCache {
+  readonly dir: string;
+  readonly stamp: string;
+  readonly records: SessionRecord[];
+}
+
+function directoryStamp(dir: string): string | undefined {
+  try {
+    const stat = statSync(dir, { bigint: true });
+    return `${stat.ino}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function readListingCache(path: string, dir: string, stamp: string): SessionRecord[] | undefined {
+  try {
+    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<ListingCache>;
+    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.records) ? cache.records : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A cache only: written without fsync, and a failure to write it changes nothing. */
+function writeListingCache(path: string, cache: ListingCache): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(temporary, JSON.stringify(cache));
+    renameSync(temporary, path);
+  } catch {
+    // The next listing scans again.
+  }
+}
+
+function compareRecords(a: SessionRecord, b: SessionRecord): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
+  if (a.workItem.ref !== b.workItem.ref) return a.workItem.ref < b.workItem.ref ? -1 : 1;
+  return 0;
+}
+
+
+/**
+ * Every record in `dir`, oldest first; a file that is not a record goes in `problems`. With a
+ * cache: every record write renames a file into the directory, which changes its mtime, so an
+ * unchanged stamp means an unchanged registry and one file read replaces thousands. The stamp is
+ * taken before the scan, so a write during the scan makes the next listing scan again.
+ */
+export function listSessionRecords(dir: string, options: ListOptions = {}): RegistryListing {
+  const wanted = options.status;
+  const keep = (record: SessionRecord): boolean =>
+    wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted;
+  if (options.cache === undefined) return scan(dir, keep);
+  const stamp = directoryStamp(dir);
+  const cached = stamp === undefined ? undefined : readListingCache(options.cache, dir, stamp);
+  if (cached) return { records: cached.filter(keep), problems: [] };
+  const everything = scan(dir, () => true);
+  if (stamp !== undefined && everything.problems.length === 0) {
+    writeListingCache(options.cache, { dir, stamp, records: everything.records });
+  }
+  return { records: everything.records.filter(keep), problems: everything.problems };
+}
+
+function scan(dir: string, keep: (record: SessionRecord) => boolean): RegistryListing {
+  const records: SessionRecord[] = [];
+  const problems: RegistryProblem[] = [];
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(dir, { withFileTypes: true });
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return { records, problems };
+    throw error;
+  }
+  const prefix = join(dir, sep);
+  const buffer = Buffer.allocUnsafe(LISTING_BUFFER_BYTES);
+  for (const entry of entries) {
+    const name = entry.name;
+    if (!name.endsWith(".json") || isTemporaryName(name) || name === POLL_STATE_FILE || entry.isDirectory()) continue;
+    const file = prefix + name;
+    let value: unknown;
+    try {
+      value = JSON.parse(readSmallFileSync(file, buffer)) as unknown;
+    } catch (error) {
+      // Closed records may be moved aside while we list; that is not a problem with the registry.
+      if (errnoOf(error) === "ENOENT") continue;
+      problems.push({ file, message: error instanceof SyntaxError ? `not valid JSON (${error.message})` : messageOf(error) });
+      continue;
+    }
+    const problem = listingProblem(value);
+    if (problem !== undefined) {
+      problems.push({ file, message: problem });
+      continue;
+    }
+    const record = value as SessionRecord;
+    if (keep(record)) records.push(record);
+  }
+  records.sort(compareRecords);
+  return { records, problems };
+}
