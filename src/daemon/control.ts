@@ -8,8 +8,8 @@ import { CLI_ENTRY } from "../sessions/session-env.js";
 import { readLiveHolder } from "./pidfile.js";
 import type { PidfileHolder } from "./pidfile.js";
 import { NOTHING_TO_RUN, servicesOf } from "./services.js";
-import { readHeartbeat } from "./serve.js";
-import type { PollHeartbeat } from "./serve.js";
+import { readHeartbeat } from "./heartbeat.js";
+import type { PollHeartbeat } from "./heartbeat.js";
 
 /**
  * `start`, `stop` and `status`: a daemon is a detached `the-loop serve`, and what it runs is

@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync, statSync, unlinkSync } from "node:fs";
+import { readdirSync, statSync, unlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { sweepStaleTemporaries } from "../state/atomic.js";
 import type { StatePaths } from "../state/layout.js";
@@ -93,19 +93,3 @@ function sweepLeftovers(paths: StatePaths): void {
     }
   }
 }
-
-export interface PollHeartbeat {
-  readonly startedAt?: string;
-  readonly lastCycleAt?: string;
-  readonly intervalSeconds?: number;
-  readonly lastCycle?: Record<string, unknown>;
-}
-
-export function readHeartbeat(path: string): PollHeartbeat | undefined {
-  try {
-    return JSON.parse(readFileSync(path, "utf8")) as PollHeartbeat;
-  } catch {
-    return undefined;
-  }
-}
-

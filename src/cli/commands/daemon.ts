@@ -1,7 +1,6 @@
 import { AnswerGivenExit, EXIT_FAILURE } from "../../errors.js";
 import { daemonStatus, startDaemon, stopDaemon } from "../../daemon/control.js";
 import type { ServiceStatus } from "../../daemon/control.js";
-import { serveDaemon } from "../../daemon/serve.js";
 import { displayPath, openProject } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
@@ -78,6 +77,8 @@ export async function runServe(globals: GlobalOptions): Promise<void> {
   // would kill the daemon mid-drain.
   process.on("SIGTERM", stopOn);
   process.on("SIGINT", stopOn);
+  // Loaded here only: start, stop and status must not pay for the whole session machinery.
+  const { serveDaemon } = await import("../../daemon/serve.js");
   try {
     await serveDaemon(
       {
