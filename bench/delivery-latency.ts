@@ -19,11 +19,10 @@ import { setTimeout as delay } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { configSchema } from "../src/config/schema.js";
-import { composeRuntime } from "../src/daemon/runtime.js";
+import { composeRuntime, pollerFor } from "../src/daemon/runtime.js";
 import type { Runtime } from "../src/daemon/runtime.js";
 import { EventLog } from "../src/events/index.js";
 import type { EventFields, EventSink, EventType } from "../src/events/index.js";
-import { Poller, localPollSources } from "../src/ingress/poller.js";
 import type { Dispatcher } from "../src/sessions/dispatcher.js";
 import { isLive } from "../src/sessions/record.js";
 import { deriveStatePaths } from "../src/state/layout.js";
@@ -154,14 +153,7 @@ try {
 
   runtime = composeRuntime({ config, paths, baseDir: dir, events });
   dispatcher = await runtime.dispatcher();
-  const poller = new Poller({
-    sources: localPollSources(config.polling.sources, runtime.trackers.local),
-    stateFile: paths.pollStateFile,
-    statusFile: paths.pollStatusFile,
-    handler: dispatcher,
-    events,
-    intervalMs,
-  });
+  const poller = pollerFor({ config, paths, baseDir: dir, events }, runtime, dispatcher);
   await poller.load();
   polling = poller.run(abort.signal);
   // The first cycle takes what is there as history: the item must come after it to be news.

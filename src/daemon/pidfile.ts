@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { readFile, unlink } from "node:fs/promises";
 import { EXIT_FAILURE, ExitError, errnoOf } from "../errors.js";
-import { writeJsonAtomic } from "../state/atomic.js";
+import { readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
 import { withLock } from "../state/lock.js";
 
 /**
@@ -124,13 +124,8 @@ async function readPidfile(path: string): Promise<PidfileHolder | undefined> {
 
 /** The holder of the pidfile while it is alive; undefined for an absent, stale or garbage file. */
 export function readLiveHolder(path: string): PidfileHolder | undefined {
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    if (errnoOf(error) === "ENOENT") return undefined;
-    throw error;
-  }
+  const text = readTextIfPresent(path);
+  if (text === undefined) return undefined;
   const holder = parseHolder(text);
   return isAliveHolder(holder) ? holder : undefined;
 }

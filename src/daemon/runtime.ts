@@ -5,6 +5,7 @@ import { resolveConfiguredPath } from "../state/layout.js";
 import type { StatePaths } from "../state/layout.js";
 import type { EventSink } from "../events/log.js";
 import { TmuxRunner } from "../harness/tmux.js";
+import { Poller, localPollSources } from "../ingress/poller.js";
 import { policyOf } from "../routing/router.js";
 import { openTrackers } from "../trackers/resolve.js";
 import type { TrackerSet } from "../trackers/resolve.js";
@@ -77,6 +78,19 @@ export function composeRuntime(input: RuntimeInput): Runtime {
       });
     },
   };
+}
+
+/** The poller over the configured sources, feeding the dispatcher. */
+export function pollerFor(input: RuntimeInput, runtime: Runtime, dispatcher: Dispatcher): Poller {
+  const { config, paths, events } = input;
+  return new Poller({
+    sources: localPollSources(config.polling.sources, runtime.trackers.local),
+    stateFile: paths.pollStateFile,
+    statusFile: paths.pollStatusFile,
+    handler: dispatcher,
+    events,
+    intervalMs: Math.round(config.polling.intervalSeconds * 1000),
+  });
 }
 
 export function configDirOf(configFile: string | undefined): string | undefined {

@@ -4,10 +4,9 @@ import { sweepStaleTemporaries } from "../state/atomic.js";
 import type { StatePaths } from "../state/layout.js";
 import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { failClosedWarning } from "../routing/authz.js";
-import { Poller, localPollSources } from "../ingress/poller.js";
 import { acquirePidfile } from "./pidfile.js";
 import type { PidfileLock } from "./pidfile.js";
-import { composeRuntime } from "./runtime.js";
+import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { NOTHING_TO_RUN, servicesOf } from "./services.js";
 
@@ -32,14 +31,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   // Built (templates read, poll state checked) before any lock is taken: a daemon that cannot
   // run must never hold a lock.
   const dispatcher = await runtime.dispatcher();
-  const poller = new Poller({
-    sources: localPollSources(config.polling.sources, runtime.trackers.local),
-    stateFile: paths.pollStateFile,
-    statusFile: paths.pollStatusFile,
-    handler: dispatcher,
-    events,
-    intervalMs: Math.round(config.polling.intervalSeconds * 1000),
-  });
+  const poller = pollerFor(input, runtime, dispatcher);
   await poller.load();
 
   const locks: PidfileLock[] = [];

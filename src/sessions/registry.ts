@@ -1,8 +1,7 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { z } from "zod";
-import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
-import { writeJsonAtomic } from "../state/atomic.js";
+import { EXIT_FAILURE, ExitError, messageOf } from "../errors.js";
+import { readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
 import { withLock } from "../state/lock.js";
 import type { LockOptions } from "../state/lock.js";
 import { formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
@@ -184,13 +183,8 @@ export class SessionRegistry {
   }
 
   private readRecord(ref: string, path: string): SessionRecord | undefined {
-    let text: string;
-    try {
-      text = readFileSync(path, "utf8");
-    } catch (error) {
-      if (errnoOf(error) === "ENOENT") return undefined;
-      throw error;
-    }
+    const text = readTextIfPresent(path);
+    if (text === undefined) return undefined;
     let value: unknown;
     try {
       value = JSON.parse(text) as unknown;

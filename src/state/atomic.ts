@@ -152,6 +152,16 @@ export function readJsonFileSync(path: string): unknown {
   return parseJson(path, text);
 }
 
+/** A file's text, or undefined when there is no such file; any other failure is thrown. */
+export function readTextIfPresent(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return undefined;
+    throw error;
+  }
+}
+
 const TEMPORARY_PID = /\.(\d+)\.[0-9a-f]+\.tmp$/;
 
 function processGone(pid: number): boolean {
