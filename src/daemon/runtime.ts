@@ -1,5 +1,4 @@
 import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
 import type { CliConfig } from "../config/schema.js";
 import { resolveConfiguredPath } from "../state/layout.js";
 import type { StatePaths } from "../state/layout.js";
@@ -10,7 +9,7 @@ import { policyOf } from "../routing/router.js";
 import { openTrackers } from "../trackers/resolve.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import { Dispatcher } from "../sessions/dispatcher.js";
-import { loadPromptTemplates } from "../sessions/prompts.js";
+import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js";
 import { SessionRegistry } from "../sessions/registry.js";
 import { ensureSessionBin, sessionEnvironment } from "../sessions/session-env.js";
 import type { CloseOptions } from "../sessions/close.js";
@@ -32,8 +31,11 @@ export interface Runtime {
   readonly runner: TmuxRunner;
   readonly trackers: TrackerSet;
   readonly closeOptions: CloseOptions;
-  /** Builds the dispatcher (loads prompt templates: a missing template file fails here, at start). */
-  dispatcher(): Promise<Dispatcher>;
+  /**
+   * Builds the dispatcher. Prompt templates are read here, so a missing template file fails at
+   * start; `warn` hears of placeholders a custom template names that do not exist.
+   */
+  dispatcher(warn?: (message: string) => void): Promise<Dispatcher>;
 }
 
 /** Text on its way into a session is written under the state root, never a shared /tmp. */
@@ -59,11 +61,20 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     runner,
     trackers,
     closeOptions,
-    async dispatcher(): Promise<Dispatcher> {
+    async dispatcher(warn?: (message: string) => void): Promise<Dispatcher> {
       const templates = await loadPromptTemplates({
         bootFile: routing.spawnPromptTemplate ? at(routing.spawnPromptTemplate) : undefined,
         eventFile: routing.promptTemplate ? at(routing.promptTemplate) : undefined,
       });
+      for (const [key, file, text] of [
+        ["routing.spawnPromptTemplate", routing.spawnPromptTemplate, templates.boot],
+        ["routing.promptTemplate", routing.promptTemplate, templates.event],
+      ] as const) {
+        const unknown = file ? unknownPlaceholders(text) : [];
+        if (unknown.length > 0) {
+          warn?.(`${key} (${file}): unknown placeholder ${unknown.map((name) => `{{${name}}}`).join(", ")} is left as written; see docs/prompts.md`);
+        }
+      }
       const binDir = ensureSessionBin(paths.binDir);
       return new Dispatcher({
         routing,
@@ -91,8 +102,4 @@ export function pollerFor(input: RuntimeInput, runtime: Runtime, dispatcher: Dis
     events,
     intervalMs: Math.round(config.polling.intervalSeconds * 1000),
   });
-}
-
-export function configDirOf(configFile: string | undefined): string | undefined {
-  return configFile ? dirname(configFile) : undefined;
 }

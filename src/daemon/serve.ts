@@ -30,7 +30,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const runtime = composeRuntime(input);
   // Built (templates read, poll state checked) before any lock is taken: a daemon that cannot
   // run must never hold a lock.
-  const dispatcher = await runtime.dispatcher();
+  const dispatcher = await runtime.dispatcher(options.warn);
   const poller = pollerFor(input, runtime, dispatcher);
   await poller.load();
 

@@ -37,14 +37,16 @@ describe("daemon lifecycle failures", () => {
     expect(jsonOf<{ healthy: boolean }>(status).healthy).toBe(false);
   });
 
-  it("warns at every start when nobody is authorized, and still runs", async () => {
-    const cwd = await projectWith(POLLING);
+  it("warns at every start when nobody is authorized or a template names an unknown placeholder, and still runs", async () => {
+    const cwd = await projectWith(`${POLLING}routing:\n  spawnPromptTemplate: boot.md\n`);
+    await writeFile(join(cwd, "boot.md"), "Work on {{work_item}}; see {{wrok_item}}.\n");
     const serve = spawn(process.execPath, [BIN, "serve"], { cwd, env: cliEnv({ cwd }) });
     let errors = "";
     serve.stderr.setEncoding("utf8").on("data", (chunk: string) => (errors += chunk));
     const exited = new Promise<number | null>((resolve) => serve.on("close", resolve));
     await waitFor("the daemon to serve", () => (errors.includes("serving") ? true : undefined));
     expect(errors).toContain("routing.authorizedUsers");
+    expect(errors).toContain("routing.spawnPromptTemplate (boot.md): unknown placeholder {{wrok_item}}");
     expect((await runCli(["status"], { cwd })).code).toBe(0);
     expect((await runCli(["stop"], { cwd })).code).toBe(0);
     expect(await exited).toBe(0);
