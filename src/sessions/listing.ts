@@ -99,7 +99,7 @@ function readListingCache(path: string, dir: string, stamp: string): SessionReco
 }
 
 /** A cache only: written without fsync, and a failure to write it changes nothing. */
-function writeListingCache(path: string, cache: ListingCache): void {
+function writeCacheFile(path: string, cache: unknown): void {
   const temporary = `${path}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(path), { recursive: true });
@@ -133,7 +133,8 @@ export function listSessionRecords(dir: string, options: ListOptions = {}): Regi
   if (cached) return { records: cached.filter(keep), problems: [] };
   const everything = scan(dir, () => true);
   if (stamp !== undefined && everything.problems.length === 0) {
-    writeListingCache(options.cache, { dir, stamp, records: everything.records });
+    const cache: ListingCache = { dir, stamp, records: everything.records };
+    writeCacheFile(options.cache, cache);
   }
   return { records: everything.records.filter(keep), problems: everything.problems };
 }
@@ -173,4 +174,56 @@ function scan(dir: string, keep: (record: SessionRecord) => boolean): RegistryLi
   }
   records.sort(compareRecords);
   return { records, problems };
+}
+/** What the `sessions list` table shows of a record. */
+export interface SessionSummary {
+  readonly ref: string;
+  readonly status: SessionStatus;
+  readonly harness: string;
+  readonly tmuxTarget: string;
+  readonly lastEventAt: string;
+}
+
+type SummaryRow = [string, SessionStatus, string, string, string];
+
+/**
+ * The table's view of the registry, for a listing that prints no whole records. With a cache, its
+ * compact rows are kept beside the full listing (`<cache>.rows`), a fraction of its size, so a
+ * large registry's table costs one small read.
+ */
+export function listSessionSummaries(dir: string, options: ListOptions = {}): { summaries: SessionSummary[]; problems: RegistryProblem[] } {
+  const wanted = options.status;
+  const keep = (status: SessionStatus): boolean =>
+    wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted;
+  const rowsCache = options.cache === undefined ? undefined : `${options.cache}.rows`;
+  const stamp = rowsCache === undefined ? undefined : directoryStamp(dir);
+  if (rowsCache !== undefined && stamp !== undefined) {
+    const rows = readRowsCache(rowsCache, dir, stamp);
+    if (rows) return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: [] };
+  }
+  const listing = listSessionRecords(dir, { cache: options.cache });
+  const rows = listing.records.map((record): SummaryRow => [
+    record.workItem.ref,
+    record.status,
+    record.harness,
+    record.tmuxTarget,
+    record.lastEventAt,
+  ]);
+  if (rowsCache !== undefined && stamp !== undefined && listing.problems.length === 0) {
+    writeCacheFile(rowsCache, { dir, stamp, rows });
+  }
+  return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: listing.problems };
+}
+
+function summaryOf([ref, status, harness, tmuxTarget, lastEventAt]: SummaryRow): SessionSummary {
+  return { ref, status, harness, tmuxTarget, lastEventAt };
+}
+
+function readRowsCache(path: string, dir: string, stamp: string): SummaryRow[] | undefined {
+  try {
+    const cache = JSON.parse(readFileSync(path, "utf8")) as { dir?: unknown; stamp?: unknown; rows?: unknown };
+    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.rows) ? (cache.rows as SummaryRow[]) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -7,6 +7,7 @@ import { ExitError } from "../../src/errors.js";
 import { RECENT_DELIVERIES_MAX, tmuxTargetFor } from "../../src/sessions/record.js";
 import { sessionRecordSchema } from "../../src/sessions/record-schema.js";
 import type { SessionRecord, SessionStatus } from "../../src/sessions/record.js";
+import { listSessionSummaries } from "../../src/sessions/listing.js";
 import { RegistryRecordError, SessionRegistry } from "../../src/sessions/registry.js";
 import { RefError, parseWorkItemRef, workItemOf, workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
@@ -446,5 +447,24 @@ describe("SessionRegistry.list with a listing cache", () => {
     expect(registry.list().problems).toHaveLength(1);
     expect(registry.list().problems).toHaveLength(1);
     await expect(readFile(cache, "utf8")).rejects.toThrow();
+  });
+});
+
+describe("listSessionSummaries", () => {
+  it("gives the table's columns, filtered, from a compact cache that follows every write", async () => {
+    const one = recordOf(itemOf("local:demo#1"), { createdAt: at(1).toISOString() });
+    const two = recordOf(itemOf("local:demo#2"), { createdAt: at(2).toISOString(), status: "paused" });
+    const registry = await registryWith(one, two);
+    const cache = join(await tempDir(), "cache", "sessions-list.json");
+    const summaries = () => listSessionSummaries(registry.dir, { cache }).summaries;
+    expect(summaries()).toEqual([
+      { ref: "local:demo#1", status: "active", harness: "claude", tmuxTarget: one.tmuxTarget, lastEventAt: one.lastEventAt },
+      { ref: "local:demo#2", status: "paused", harness: "claude", tmuxTarget: two.tmuxTarget, lastEventAt: two.lastEventAt },
+    ]);
+    expect(JSON.parse(await readFile(`${cache}.rows`, "utf8"))).toMatchObject({ rows: [["local:demo#1", "active"], ["local:demo#2", "paused"]].map((row) => expect.arrayContaining(row)) });
+    expect(listSessionSummaries(registry.dir, { cache, status: "paused" }).summaries.map((s) => s.ref)).toEqual(["local:demo#2"]);
+    await registry.close(one.workItem.ref, "done", at(5));
+    expect(summaries().map((s) => s.status)).toEqual(["closed", "paused"]);
+    expect(listSessionSummaries(registry.dir, { cache, status: "live" }).summaries.map((s) => s.ref)).toEqual(["local:demo#2"]);
   });
 });

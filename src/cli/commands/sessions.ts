@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { ExitError, NotFoundError, UsageError } from "../../errors.js";
 import type { Runtime } from "../../daemon/runtime.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
-import { listSessionRecords } from "../../sessions/listing.js";
+import { listSessionRecords, listSessionSummaries } from "../../sessions/listing.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
@@ -46,29 +46,23 @@ export function canonicalRef(text: string, project: Project): string {
 
 export async function runSessionsList(globals: GlobalOptions, options: SessionsListOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const { records, problems } = listSessionRecords(project.paths.registryDir, {
-    status: options.status,
-    cache: join(project.paths.root, "cache", "sessions-list.json"),
-  });
-  for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
+  const listing = { status: options.status, cache: join(project.paths.root, "cache", "sessions-list.json") };
   if (options.json) {
+    const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
+    for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
     stdout.json({ sessions: records, problems });
     return;
   }
-  if (records.length === 0) {
+  const { summaries, problems } = listSessionSummaries(project.paths.registryDir, listing);
+  for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
+  if (summaries.length === 0) {
     stdout.line(options.status ? `no ${options.status} sessions` : "no sessions yet");
     return;
   }
   stdout.line(
     formatTable(
       ["work item", "status", "harness", "tmux", "last event"],
-      records.map((record: SessionRecord) => [
-        record.workItem.ref,
-        record.status,
-        record.harness,
-        record.tmuxTarget,
-        record.lastEventAt,
-      ]),
+      summaries.map((summary) => [summary.ref, summary.status, summary.harness, summary.tmuxTarget, summary.lastEventAt]),
     ),
   );
 }
