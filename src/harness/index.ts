@@ -7,6 +7,7 @@ export {
   type HarnessLaunchInput,
 } from "./adapters.js";
 export {
+  ProgramNotFoundError,
   RunnerError,
   SessionMissingError,
   TargetLiveError,
@@ -17,3 +18,4 @@ export {
   type TerminateResult,
 } from "./runner.js";
 export { TmuxRunner, type TmuxRunnerOptions } from "./tmux.js";
+export { findExecutable } from "./preflight.js";

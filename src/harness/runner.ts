@@ -55,3 +55,11 @@ export class SessionMissingError extends Error {
 export class RunnerError extends Error {
   override readonly name: string = "RunnerError";
 }
+
+/** The harness program is not an executable where the session would look for it. */
+export class ProgramNotFoundError extends Error {
+  override readonly name: string = "ProgramNotFoundError";
+  constructor(readonly program: string) {
+    super(`"${program}" is not an executable on the session's PATH`);
+  }
+}

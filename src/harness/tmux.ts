@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { accessSync, constants } from "node:fs";
 import { lstat, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { delimiter, join, resolve } from "node:path";
+import { join, resolve } from "node:path";
 import {
+  ProgramNotFoundError,
   RunnerError,
   SessionMissingError,
   TargetLiveError,
@@ -14,6 +14,7 @@ import {
   type TerminateOptions,
   type TerminateResult,
 } from "./runner.js";
+import { findExecutable } from "./preflight.js";
 
 export interface TmuxRunnerOptions {
   /** `tmux -L <name>`: a separate server; the default server when unset. */
@@ -91,6 +92,8 @@ export class TmuxRunner implements SessionRunner {
       throw new RunnerError(`cannot spawn ${target}: the working directory ${cwd} does not exist`);
     }
     if (argv.length === 0) throw new RunnerError(`cannot spawn ${target}: the harness argv is empty`);
+    const program = argv[0] ?? "";
+    if (!findExecutable(program, env.PATH ?? process.env.PATH ?? "", cwd)) throw new ProgramNotFoundError(program);
     for (const name of Object.keys(env)) {
       if (!ENV_NAME_PATTERN.test(name)) {
         throw new RunnerError(`cannot spawn ${target}: invalid environment variable name ${JSON.stringify(name)}`);
@@ -319,18 +322,7 @@ export class TmuxRunner implements SessionRunner {
 
 /** A bare program name resolved against this process's PATH; anything else as given. */
 function onPath(program: string): string {
-  if (program.includes("/")) return program;
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join(dir, program);
-    try {
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // Not here; keep looking.
-    }
-  }
-  return program;
+  return findExecutable(program, process.env.PATH ?? "", process.cwd()) ?? program;
 }
 
 function checkTarget(target: string): void {

@@ -1,7 +1,7 @@
 import { messageOf } from "../errors.js";
 import type { RoutingConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
-import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
+import { ProgramNotFoundError, SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import type { SessionRunner } from "../harness/runner.js";
 import { harnessAdapter, isResumableSessionId, newHarnessSessionId } from "../harness/adapters.js";
 import type { HarnessAdapter } from "../harness/adapters.js";
@@ -241,7 +241,9 @@ export class Dispatcher implements EventHandler {
     } catch (error) {
       await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
       const remedy =
-        error instanceof TargetLiveError
+        error instanceof ProgramNotFoundError
+          ? `; install it, or point routing.harnesses.${harnessName}.command at it (or choose another routing.defaultHarness)`
+          : error instanceof TargetLiveError
           ? ` (a live tmux session of that name has no session record; end it with \`tmux${
               routing.tmux.socketName ? ` -L ${routing.tmux.socketName}` : ""
             } kill-session -t ${target}\`)`
@@ -253,7 +255,8 @@ export class Dispatcher implements EventHandler {
         delivery_id: event.deliveryId,
       });
       this.memory.delete(event.deliveryId);
-      return error instanceof TargetLiveError ? SETTLED : RETRY;
+      // Neither comes right by trying again at once; the next event for the item tries afresh.
+      return error instanceof TargetLiveError || error instanceof ProgramNotFoundError ? SETTLED : RETRY;
     }
     this.options.events.emit("session.spawned", {
       work_item: workItem.ref,

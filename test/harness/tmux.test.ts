@@ -3,7 +3,7 @@ import { chmod, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { RunnerError, SessionMissingError, TargetLiveError, TmuxRunner, type SpawnRequest } from "../../src/harness/index.js";
+import { ProgramNotFoundError, RunnerError, SessionMissingError, TargetLiveError, TmuxRunner, type SpawnRequest } from "../../src/harness/index.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
@@ -288,7 +288,7 @@ describe("TmuxRunner", () => {
     },
   );
 
-  it("rejects an empty argv, invalid environment names and a missing cwd before touching tmux", async () => {
+  it("rejects an empty argv, invalid environment names, a missing cwd and a missing program before touching tmux", async () => {
     const tmux = runner();
     const dir = await tempDir();
     await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: [], env: {} })).rejects.toThrow(/argv is empty/);
@@ -298,6 +298,13 @@ describe("TmuxRunner", () => {
     await expect(tmux.spawn({ target: "loop-bad", cwd: join(dir, "missing"), argv: ["true", "x"], env: {} })).rejects.toThrow(
       /working directory .*missing does not exist/,
     );
+    // A harness that is not installed would leave only a dead pane: refused up front instead.
+    await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["no-such-agent-cli", "x"], env: {} })).rejects.toThrow(
+      ProgramNotFoundError,
+    );
+    await expect(
+      tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["true", "x"], env: { PATH: join(dir, "empty-bin") } }),
+    ).rejects.toThrow('"true" is not an executable on the session\'s PATH');
     expect(await tmux.probe("loop-bad")).toBe("absent");
   });
 

@@ -12,6 +12,7 @@ import { policyOf } from "../../src/routing/router.js";
 import { Dispatcher } from "../../src/sessions/dispatcher.js";
 import type { DispatcherOptions } from "../../src/sessions/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderBootPrompt, renderEventPrompt } from "../../src/sessions/prompts.js";
+import { ProgramNotFoundError } from "../../src/harness/runner.js";
 import { tmuxTargetFor } from "../../src/sessions/record.js";
 import type { SessionRecord } from "../../src/sessions/record.js";
 import { SessionRegistry } from "../../src/sessions/registry.js";
@@ -222,6 +223,20 @@ describe("Dispatcher: spawn", () => {
     expect(t.runner.spawnsOf(target)).toHaveLength(2);
     expect(t.runner.stateOf(target)).toBe("live");
     expect(t.emitted("session.spawned")).toMatchObject([{ harness_session_id: record.harnessSessionId }]);
+  });
+
+  it("settles a spawn whose harness is not installed, naming what to install or configure", async () => {
+    const t = await setup();
+    const d = t.dispatcher();
+    const { ref, target } = await t.open("No agent here");
+    t.runner.failSpawn(target, new ProgramNotFoundError("fake"));
+
+    expect(await d.handle(await t.only())).toEqual({ settled: true });
+    expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "spawn-failed" });
+    const [failure] = t.emitted("session.spawn_failed");
+    expect(failure?.error).toBe(
+      '"fake" is not an executable on the session\'s PATH; install it, or point routing.harnesses.fake.command at it (or choose another routing.defaultHarness)',
+    );
   });
 
   it("settles a spawn over a live tmux session it does not own, naming the kill-session remedy", async () => {
