@@ -19,7 +19,7 @@ import type { CloseOptions } from "./close.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { renderBootPrompt, renderEventPrompt } from "./prompts.js";
 import type { PromptInput, PromptTemplates } from "./prompts.js";
-import { isLive, tmuxTargetFor } from "./record.js";
+import { RECENT_DELIVERIES_MAX, isLive, tmuxTargetFor } from "./record.js";
 import type { SessionRecord } from "./record.js";
 import type { SessionRegistry } from "./registry.js";
 
@@ -299,7 +299,7 @@ export class Dispatcher implements EventHandler {
     await this.options.registry.update(workItem.ref, (current) => {
       const { awaitingInput: _answered, ...rest } = current;
       const recent = [...rest.recentDeliveries.filter((id) => id !== event.deliveryId), event.deliveryId];
-      return { ...rest, lastEventAt: this.now().toISOString(), recentDeliveries: recent.slice(-50) };
+      return { ...rest, lastEventAt: this.now().toISOString(), recentDeliveries: recent.slice(-RECENT_DELIVERIES_MAX) };
     });
     this.options.events.emit("dispatch.succeeded", {
       work_item: workItem.ref,
