@@ -89,6 +89,58 @@ export const tmuxSchema = z
   })
   .describe("The tmux runner that hosts every session.");
 
+export const WORKSPACE_STRATEGIES = ["worktree", "clone"] as const;
+export type WorkspaceStrategy = (typeof WORKSPACE_STRATEGIES)[number];
+
+export const workspaceSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Give each GitHub work item's session its own checkout of the repository. Off: sessions start in `spawnWorkdir`. Local work items never get one.",
+      ),
+    root: pathSetting(
+      "Folder of the shared clones and per-item checkouts. Used verbatim when set.",
+      "<state.root>/workspaces",
+    ),
+    strategy: z
+      .enum(WORKSPACE_STRATEGIES)
+      .default("worktree")
+      .describe(
+        "`worktree`: one shared clone per repository and a git worktree per work item (cheap). `clone`: a full clone per work item.",
+      ),
+    keepCheckoutOnClose: z
+      .boolean()
+      .default(false)
+      .describe("Keep a work item's checkout when its session closes (the shared clone is always kept)."),
+    gitTimeoutSeconds: z
+      .number()
+      .min(1)
+      .max(7_200)
+      .default(600)
+      .describe("Longest any one git command (clone, fetch, worktree) may run before it is stopped and the spawn fails."),
+  })
+  .describe("Checkouts the sessions of GitHub work items run in.");
+
+export const REACTION_CONTENTS = ["+1", "-1", "laugh", "confused", "heart", "hooray", "rocket", "eyes"] as const;
+export type ReactionContent = (typeof REACTION_CONTENTS)[number];
+
+const reactionSetting = (fallback: ReactionContent, when: string) =>
+  z.enum([...REACTION_CONTENTS, ""]).default(fallback).describe(`Reaction added ${when}; "" adds none.`);
+
+export const reactionsSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe("React on GitHub to the comment (or the item) an event came from, so its author sees it was picked up. Best-effort."),
+    started: reactionSetting("eyes", "when the-loop takes the event"),
+    completed: reactionSetting("hooray", "when the event reached the session"),
+    failed: reactionSetting("confused", "when carrying the event out failed"),
+  })
+  .describe("Reactions on the GitHub comments that reach a session.");
+
 export const routingSchema = z
   .strictObject({
     registryDir: pathSetting(
@@ -157,6 +209,8 @@ export const routingSchema = z
       })
       .prefault({})
       .describe("The session announcement."),
+    workspace: workspaceSchema.prefault({}),
+    reactions: reactionsSchema.prefault({}),
   })
   .superRefine((routing, context) => {
     const builtin = (name: string): boolean => (BUILTIN_HARNESSES as readonly string[]).includes(name);
@@ -197,7 +251,27 @@ export const localPollSourceSchema = z
   })
   .describe("A local tracker source.");
 
-export const pollSourceSchema = z.discriminatedUnion("provider", [localPollSourceSchema]);
+/** `owner/repo`, or `host/owner/repo` for GitHub Enterprise. */
+export const GITHUB_REPOSITORY_PATTERN = "^(?:[A-Za-z0-9.-]+(?::[0-9]{1,5})?/)?[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9._-]{1,100}$";
+
+export const githubPollSourceSchema = z
+  .strictObject({
+    provider: z.literal("github").describe("GitHub (or GitHub Enterprise, through integrations.github.apiUrl)."),
+    repos: z
+      .array(z.string().regex(new RegExp(GITHUB_REPOSITORY_PATTERN), "owner/repo, or host/owner/repo for GitHub Enterprise"))
+      .min(1)
+      .describe("Repositories to watch, as `owner/repo`."),
+    label: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "Only items carrying this label (or with a live session) are watched; `routing.autoExecuteLabel` when omitted.",
+      ),
+  })
+  .describe("A GitHub source: every repository is read with a few conditional, `since`-bounded listings per cycle.");
+
+export const pollSourceSchema = z.discriminatedUnion("provider", [localPollSourceSchema, githubPollSourceSchema]);
 
 export const pollingSchema = z
   .strictObject({
@@ -232,8 +306,54 @@ export const eventLogSchema = z
   })
   .describe("The event log read by `the-loop events`.");
 
+export const GITHUB_WEBHOOK_EVENTS = [
+  "issues",
+  "issue_comment",
+  "pull_request",
+  "pull_request_review",
+  "pull_request_review_comment",
+] as const;
+export type GitHubWebhookEvent = (typeof GITHUB_WEBHOOK_EVENTS)[number];
+
 export const ghWebhookSchema = z
   .strictObject({
+    enabled: z.boolean().default(false).describe("Run the webhook receiver in the daemon (`the-loop start`)."),
+    host: z
+      .string()
+      .min(1)
+      .default("127.0.0.1")
+      .describe("Address the receiver listens on. Expose it through a tunnel or a reverse proxy rather than on 0.0.0.0."),
+    port: z.number().int().min(0).max(65_535).default(8787).describe("Port the receiver listens on (0: any free port)."),
+    path: z
+      .string()
+      .regex(/^\/[A-Za-z0-9._~\/-]*$/, "an absolute URL path such as /gh-webhook")
+      .default("/gh-webhook")
+      .describe("URL path GitHub posts deliveries to; `GET /healthz` answers on the same port."),
+    secretEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")
+      .default("THE_LOOP_GH_WEBHOOK_SECRET")
+      .describe(
+        "Environment variable holding the webhook secret (never the secret itself). The receiver refuses to start when it is unset.",
+      ),
+    insecureAllowUnsigned: z
+      .boolean()
+      .default(false)
+      .describe(
+        "Accept deliveries without a signature when the secret variable is unset. Anyone who can reach the port can then drive sessions; the daemon warns at every start.",
+      ),
+    events: z
+      .array(z.enum(GITHUB_WEBHOOK_EVENTS))
+      .min(1)
+      .default([...GITHUB_WEBHOOK_EVENTS])
+      .describe("GitHub events acted on; other events are acknowledged and ignored."),
+    maxBodyBytes: z
+      .number()
+      .int()
+      .min(1_024)
+      .max(100 * 1024 * 1024)
+      .default(25 * 1024 * 1024)
+      .describe("Largest delivery body accepted; a larger one is refused with 413 (GitHub caps payloads at 25 MB)."),
     pidfile: pathSetting(
       "Pidfile of the webhook receiver; holding its lock is what makes the receiver the single instance. Used verbatim when set.",
       "<state.root>/gh-webhook.pid",
@@ -266,9 +386,35 @@ export const localTrackerSchema = z
   })
   .describe("The embedded local tracker: work items kept under `<state.root>/tracker/`, no network, no credentials.");
 
+export const DEFAULT_GITHUB_API_URL = "https://api.github.com";
+
+export const githubIntegrationSchema = z
+  .strictObject({
+    tokenEnv: z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name"))
+      .min(1)
+      .default(["GH_TOKEN", "GITHUB_TOKEN"])
+      .describe(
+        "Environment variables tried in order for the GitHub token (never the token itself); when none is set, `gh auth token` is asked if `gh` is installed.",
+      ),
+    apiUrl: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .describe(
+        "REST API base: `https://HOST/api/v3` for GitHub Enterprise. Default: $GITHUB_API_URL, else https://api.github.com.",
+      ),
+    ghBinary: z
+      .string()
+      .min(1)
+      .default("gh")
+      .describe("The `gh` program asked for a token when no token variable is set."),
+  })
+  .describe("GitHub: the token and the API the tracker, the poller and the reactions use.");
+
 export const integrationsSchema = z
   .strictObject({
     local: localTrackerSchema.prefault({}),
+    github: githubIntegrationSchema.prefault({}),
   })
   .describe("Trackers the-loop talks to.");
 
@@ -295,3 +441,8 @@ export type CliConfigInput = z.input<typeof configSchema>;
 export type RoutingConfig = CliConfig["routing"];
 export type HarnessConfig = z.output<typeof harnessSchema>;
 export type PollSource = z.output<typeof pollSourceSchema>;
+export type GitHubPollSource = z.output<typeof githubPollSourceSchema>;
+export type GhWebhookConfig = CliConfig["webhooks"]["ghWebhook"];
+export type GitHubIntegrationConfig = CliConfig["integrations"]["github"];
+export type WorkspaceConfig = RoutingConfig["workspace"];
+export type ReactionsConfig = RoutingConfig["reactions"];

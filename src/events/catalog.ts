@@ -11,7 +11,7 @@ export const EVENT_LEVELS = ["debug", "info", "warning", "error"] as const;
 export type EventLevel = (typeof EVENT_LEVELS)[number];
 
 /** Which part of the-loop wrote the event: the envelope's `source`. */
-export const EVENT_SOURCES = ["cli", "demo", "daemon", "poll", "gh-webhook", "sessions", "ask"] as const;
+export const EVENT_SOURCES = ["cli", "demo", "daemon", "poll", "gh-webhook", "sessions", "ask", "receive"] as const;
 export type EventSource = (typeof EVENT_SOURCES)[number];
 
 /** Keys of the envelope; no event may declare a field with one of these names. */
@@ -185,6 +185,103 @@ export const EVENT_CATALOG = {
     level: "warning",
     summary: "Reading a source failed; it is retried next cycle.",
     fields: { poll_source: "string", error: "string" },
+  },
+  "poll.rate_limited": {
+    family: "poll",
+    level: "warning",
+    summary: "GitHub asked the poller to slow down (rate limit, secondary limit or X-Poll-Interval); the source is read again after `resume_at`.",
+    fields: { poll_source: "string", resume_at: "string", reason: "string" },
+  },
+  "poll.legacy_state": {
+    family: "poll",
+    level: "warning",
+    summary: "The poll state is read from the pre-state-root file because the new default does not exist yet; move it to the new location.",
+    fields: { legacy_file: "string", new_file: "string" },
+  },
+  "webhook.listening": {
+    family: "webhook",
+    level: "info",
+    summary: "The webhook receiver accepts deliveries (`verified`: signatures are checked).",
+    fields: { host: "string", port: "integer", path: "string", verified: "boolean" },
+  },
+  "webhook.insecure": {
+    family: "webhook",
+    level: "warning",
+    summary: "The webhook receiver accepts unsigned deliveries (`insecureAllowUnsigned`); anyone who reaches the port can drive sessions.",
+    fields: { secret_env: "string" },
+  },
+  "webhook.received": {
+    family: "webhook",
+    level: "info",
+    summary: "A delivery was verified, acknowledged with 202 and queued for the router.",
+    fields: { delivery_id: "string", event: "string", action: "string?", bytes: "integer", verified: "boolean" },
+  },
+  "webhook.ignored": {
+    family: "webhook",
+    level: "debug",
+    summary: "A verified delivery of an event the-loop does not act on (ping, an event not in `webhooks.ghWebhook.events`).",
+    fields: { delivery_id: "string", event: "string", reason: "string" },
+  },
+  "webhook.rejected": {
+    family: "webhook",
+    level: "warning",
+    summary:
+      "A delivery was refused. Reasons: missing-signature, invalid-signature, body-too-large, invalid-payload, duplicate-delivery, not-found, method-not-allowed.",
+    fields: { reason: "string", status: "integer", delivery_id: "string?", event: "string?" },
+  },
+  "reaction.added": {
+    family: "reaction",
+    level: "debug",
+    summary: "A reaction was added on GitHub to the comment or item an event came from.",
+    fields: { work_item: "string", content: "string", target: "string", delivery_id: "string?" },
+  },
+  "reaction.failed": {
+    family: "reaction",
+    level: "warning",
+    summary: "Adding a reaction failed; nothing else depends on it.",
+    fields: { work_item: "string", content: "string", target: "string", error: "string", delivery_id: "string?" },
+  },
+  "workspace.prepared": {
+    family: "workspace",
+    level: "info",
+    summary: "A checkout was made ready for a work item's session (`branch`: the PR head it tracks, absent for the default branch).",
+    fields: { work_item: "string", checkout: "string", strategy: "string", branch: "string?", reused: "boolean" },
+  },
+  "workspace.failed": {
+    family: "workspace",
+    level: "error",
+    summary: "A checkout could not be prepared, so the session was not started; the next event tries again.",
+    fields: { work_item: "string", error: "string" },
+  },
+  "workspace.cleaned": {
+    family: "workspace",
+    level: "info",
+    summary: "A closed session's checkout was removed (the shared clone is kept).",
+    fields: { work_item: "string", checkout: "string" },
+  },
+  "workspace.kept": {
+    family: "workspace",
+    level: "info",
+    summary: "A closed session's checkout was kept (`routing.workspace.keepCheckoutOnClose`).",
+    fields: { work_item: "string", checkout: "string" },
+  },
+  "workspace.clean_failed": {
+    family: "workspace",
+    level: "warning",
+    summary: "A closed session's checkout could not be removed; remove it by hand.",
+    fields: { work_item: "string", checkout: "string", error: "string" },
+  },
+  "session.pr_linked": {
+    family: "session",
+    level: "info",
+    summary: "A pull request was bound to a work item, so its events reach that item's session (`source`: explicit, closing-reference, branch).",
+    fields: { work_item: "string", pull_request: "string", source: "string" },
+  },
+  "routing.linkage_dropped": {
+    family: "routing",
+    level: "info",
+    summary: "A work item inferred from a pull request's branch name does not exist, so the PR is not linked to it.",
+    fields: { pull_request: "string", work_item: "string", reason: "string" },
   },
   "daemon.started": {
     family: "daemon",

@@ -8,6 +8,23 @@ import type { WorkItem } from "../workitem/index.js";
 
 export type InboundSource = "poll" | "gh-webhook" | "cli";
 
+/**
+ * How a work item other than the event's own entity came to be named by it: a pull request's
+ * closing reference (`Fixes #12`), its head branch (`issue-12`, existence-checked before use),
+ * or an explicit binding (`the-loop sessions link-pr`), which wins over both inferences.
+ */
+export type LinkSource = "closing-reference" | "branch" | "explicit";
+
+/** The pull request an event is about, when it is about one. */
+export interface InboundPullRequest {
+  /** Canonical ref of the PR; also among the event's work items. */
+  readonly ref: string;
+  /** Its head branch, when known: a workspace checks it out. */
+  readonly headBranch?: string;
+  /** Whether the head lives in the same repository (a fork's branch is not in the shared clone). */
+  readonly headInRepository?: boolean;
+}
+
 /** What happened, independent of the tracker's own vocabulary. */
 export type InboundKind =
   | "opened"
@@ -59,8 +76,14 @@ export interface InboundEvent {
   /** The item's state right after the event. */
   readonly itemState: ItemState;
   readonly title?: string;
+  /** The tracker's id of the comment, review or review comment the event carries. */
   readonly commentId?: string;
+  /** Which kind of text `commentId` names (reactions go to different places for each). */
+  readonly commentKind?: "comment" | "review" | "review_comment";
   readonly commentUrl?: string;
+  readonly pullRequest?: InboundPullRequest;
+  /** Work items named through a pull request, by ref, with how they were found; absent for the event's own entity. */
+  readonly linkedBy?: Readonly<Record<string, LinkSource>>;
   readonly occurredAt: string;
   /** A bounded excerpt of the payload for prompts (see boundExcerpt). */
   readonly excerpt: Readonly<Record<string, string>>;

@@ -34,6 +34,18 @@ export const sessionRecordSchema = z.object({
   closeReason: z.string().optional(),
   /** The question an agent asked with `the-loop ask`, until the next event answers it. */
   awaitingInput: z.object({ question: z.string(), askedAt: z.string() }).optional(),
+  workspace: z
+    .object({ checkout: z.string().min(1), strategy: z.enum(["worktree", "clone"]), branch: z.string().optional() })
+    .optional(),
+  pullRequests: z
+    .array(
+      z.object({
+        ref: z.string().min(1),
+        source: z.enum(["closing-reference", "branch", "explicit"]),
+        linkedAt: z.string(),
+      }),
+    )
+    .optional(),
 });
 
 // The schema and the hand-written type must describe the same record.

@@ -38,6 +38,23 @@ export interface SessionRecord {
   closeReason?: string | undefined;
   /** The question an agent asked with `the-loop ask`, until the next event answers it. */
   awaitingInput?: { question: string; askedAt: string } | undefined;
+  /** The checkout the session runs in, when it has its own (removed on close unless kept). */
+  workspace?: SessionWorkspace | undefined;
+  /** Pull requests whose events reach this session, with how each was bound. */
+  pullRequests?: SessionPullRequest[] | undefined;
+}
+
+export interface SessionWorkspace {
+  checkout: string;
+  strategy: "worktree" | "clone";
+  /** The PR head branch checked out; absent when the default branch was. */
+  branch?: string | undefined;
+}
+
+export interface SessionPullRequest {
+  ref: string;
+  source: "closing-reference" | "branch" | "explicit";
+  linkedAt: string;
 }
 
 export function isLive(record: Pick<SessionRecord, "status"> | undefined): boolean {

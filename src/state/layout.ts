@@ -9,6 +9,7 @@ import type { CliConfig } from "../config/schema.js";
  *
  *   <root>/sessions/<slug>.json            session records (routing.registryDir)
  *   <root>/sessions/control/<slug>.json    the last control command per work item
+ *   <root>/sessions/links/<slug>.json      pull request → work item bindings
  *   <root>/sessions/poll-state.json        poller cursors (polling.stateFile)
  *   <root>/logs/events.jsonl               the event log (eventLog.path)
  *   <root>/gh-webhook.pid                  webhook receiver pidfile (webhooks.ghWebhook.pidfile)
@@ -19,13 +20,19 @@ import type { CliConfig } from "../config/schema.js";
  *   <root>/tmp/                            short-lived files (text on its way into a session)
  *   <root>/cache/                          caches safe to delete (what `sessions list` last read)
  *   <root>/tracker/                        the local tracker's items
- *   <root>/workspaces/                     checkouts
+ *   <root>/workspaces/                     checkouts (routing.workspace.root)
+ *
+ * `legacyPollStateFile` is where poll state lived before the state root existed
+ * (`<project>/.the-loop/poll-state.json`); it is only consulted when `polling.stateFile` is unset.
  */
 export interface StatePaths {
   readonly root: string;
   readonly registryDir: string;
   readonly controlDir: string;
+  readonly linksDir: string;
   readonly pollStateFile: string;
+  /** null when polling.stateFile is configured: an explicit path is never second-guessed. */
+  readonly legacyPollStateFile: string | null;
   readonly eventLog: string;
   readonly ghWebhookPidfile: string;
   readonly pollPidfile: string;
@@ -48,11 +55,14 @@ export function deriveStatePaths(config: CliConfig, baseDir: string, home: strin
   const at = (path: string): string => resolveConfiguredPath(path, baseDir, home);
   const root = at(config.state.root);
   const sessions = join(root, "sessions");
+  const registryDir = config.routing.registryDir ? at(config.routing.registryDir) : sessions;
   return {
     root,
-    registryDir: config.routing.registryDir ? at(config.routing.registryDir) : sessions,
+    registryDir,
     controlDir: join(sessions, "control"),
+    linksDir: join(sessions, "links"),
     pollStateFile: config.polling.stateFile ? at(config.polling.stateFile) : join(sessions, "poll-state.json"),
+    legacyPollStateFile: config.polling.stateFile ? null : join(baseDir, ".the-loop", "poll-state.json"),
     eventLog: config.eventLog.path ? at(config.eventLog.path) : join(root, "logs", "events.jsonl"),
     ghWebhookPidfile: config.webhooks.ghWebhook.pidfile
       ? at(config.webhooks.ghWebhook.pidfile)
@@ -63,6 +73,6 @@ export function deriveStatePaths(config: CliConfig, baseDir: string, home: strin
     binDir: join(root, "bin"),
     tmpDir: join(root, "tmp"),
     trackerDir: join(root, "tracker"),
-    workspacesDir: join(root, "workspaces"),
+    workspacesDir: config.routing.workspace.root ? at(config.routing.workspace.root) : join(root, "workspaces"),
   };
 }

@@ -68,6 +68,20 @@ export interface ChangeBatch {
   readonly cursor: string;
 }
 
+/** What a reaction is put on: a comment of the item, or the item itself. */
+export interface ReactionTarget {
+  readonly workItem: WorkItemRef;
+  /** The tracker's comment id; the item itself when absent. */
+  readonly commentId?: string;
+  readonly commentKind?: "comment" | "review" | "review_comment";
+}
+
+/** Where a repository's code is fetched from. */
+export interface RepositoryInfo {
+  readonly cloneUrl: string;
+  readonly defaultBranch: string;
+}
+
 export interface Tracker {
   readonly kind: TrackerKind;
   /** Open items in scope that carry `label` (the arming label). */
@@ -84,6 +98,10 @@ export interface Tracker {
   /** Adding a label the item has, or removing one it lacks, is not an error (GitHub: a 404 on remove). */
   addLabel(ref: WorkItemRef, label: string): Promise<void>;
   removeLabel(ref: WorkItemRef, label: string): Promise<void>;
+  /** Best-effort acknowledgement on the tracker (GitHub reactions); absent where there is none. */
+  react?(target: ReactionTarget, content: string): Promise<void>;
+  /** The repository behind a work item, for checkouts; absent for trackers without code. */
+  repository?(ref: WorkItemRef): Promise<RepositoryInfo>;
 }
 
 export class WorkItemNotFoundError extends NotFoundError {

@@ -16,7 +16,9 @@ function underRoot(root: string): StatePaths {
     root,
     registryDir: `${root}/sessions`,
     controlDir: `${root}/sessions/control`,
+    linksDir: `${root}/sessions/links`,
     pollStateFile: `${root}/sessions/poll-state.json`,
+    legacyPollStateFile: `${BASE}/.the-loop/poll-state.json`,
     eventLog: `${root}/logs/events.jsonl`,
     ghWebhookPidfile: `${root}/gh-webhook.pid`,
     pollPidfile: `${root}/poll.pid`,
@@ -43,14 +45,23 @@ describe("deriveStatePaths", () => {
 
   const root = `${BASE}/custom-root`;
   it.each<[string, CliConfigInput, Partial<StatePaths>]>([
-    ["routing.registryDir (absolute)", { routing: { registryDir: "/srv/registry" } }, { registryDir: "/srv/registry" }],
+    [
+      "routing.registryDir (absolute)",
+      { routing: { registryDir: "/srv/registry" } },
+      { registryDir: "/srv/registry" },
+    ],
+    ["routing.workspace.root", { routing: { workspace: { root: "/srv/checkouts" } } }, { workspacesDir: "/srv/checkouts" }],
     ["routing.registryDir (relative)", { routing: { registryDir: "records" } }, { registryDir: `${BASE}/records` }],
     ["routing.registryDir (~)", { routing: { registryDir: "~/records" } }, { registryDir: `${HOME}/records` }],
-    ["polling.stateFile (absolute)", { polling: { stateFile: "/srv/poll.json" } }, { pollStateFile: "/srv/poll.json" }],
+    [
+      "polling.stateFile (absolute), which also turns the legacy file off",
+      { polling: { stateFile: "/srv/poll.json" } },
+      { pollStateFile: "/srv/poll.json", legacyPollStateFile: null },
+    ],
     [
       "polling.stateFile (relative, the pre-#106 default)",
       { polling: { stateFile: ".the-loop/poll-state.json" } },
-      { pollStateFile: `${BASE}/.the-loop/poll-state.json` },
+      { pollStateFile: `${BASE}/.the-loop/poll-state.json`, legacyPollStateFile: null },
     ],
     ["eventLog.path (absolute)", { eventLog: { path: "/var/log/loop.jsonl" } }, { eventLog: "/var/log/loop.jsonl" }],
     ["eventLog.path (relative)", { eventLog: { path: "logs/loop.jsonl" } }, { eventLog: `${BASE}/logs/loop.jsonl` }],
@@ -86,6 +97,7 @@ describe("deriveStatePaths", () => {
       ...underRoot("/srv/root"),
       registryDir: "/a/registry",
       pollStateFile: "/b/poll.json",
+      legacyPollStateFile: null,
       eventLog: "/c/events.jsonl",
       ghWebhookPidfile: "/d/hook.pid",
     });
