@@ -27,6 +27,11 @@ export interface TmuxRunnerOptions {
   readonly timeoutMs?: number;
   /** Where paste files are written; default os.tmpdir(). */
   readonly tempDir?: string;
+  /**
+   * Variables a harness must never see, whatever environment the tmux server holds (the webhook
+   * secret): the pane's command is run through `env -u NAME …`.
+   */
+  readonly withheldEnv?: readonly string[];
 }
 
 const TARGET_PATTERN = /^loop-[A-Za-z0-9_-]+$/;
@@ -127,8 +132,11 @@ export class TmuxRunner implements SessionRunner {
     try {
       if (this.options.remainOnExit) await this.tmux(["set-option", "-w", "-t", windowOf(target), "remain-on-exit", "on"]);
       const environment = Object.entries(env).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
-      // A single-element command would go through `sh -c`, which would interpret the program name.
-      const command = argv.length === 1 ? ["env", ...argv] : [...argv];
+      // A single-element command would go through `sh -c`, which would interpret the program name;
+      // `env` in front also withholds variables the server may have inherited.
+      const withheld = (this.options.withheldEnv ?? []).filter((name) => ENV_NAME_PATTERN.test(name));
+      const command =
+        argv.length === 1 || withheld.length > 0 ? ["env", ...withheld.flatMap((name) => ["-u", name]), ...argv] : [...argv];
       // tmux gives a new pane the PATH of the client that asked for it, over any -e PATH=…, so a
       // PATH of the request's own travels as this client's environment instead.
       const client = env.PATH === undefined ? undefined : { ...process.env, PATH: env.PATH };

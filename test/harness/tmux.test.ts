@@ -352,3 +352,31 @@ describe("TmuxRunner", () => {
     await expect(new TmuxRunner({ remainOnExit: true }).killServer()).rejects.toBeInstanceOf(RunnerError);
   });
 });
+
+describe("TmuxRunner withheld environment", () => {
+  const name = "THE_LOOP_TEST_WITHHELD_SECRET";
+  afterEach(() => {
+    delete process.env[name];
+  });
+
+  /** The tmux server is started by this process, so it inherits the variable: the harness must still not see it. */
+  async function seenByHarness(withheldEnv: string[]): Promise<string> {
+    process.env[name] = "s3cr3t-value";
+    const socketName = `loop-test-withheld-${process.pid}-${randomBytes(4).toString("hex")}`;
+    const tmux = new TmuxRunner({ socketName, remainOnExit: true, timeoutMs: 5_000, withheldEnv });
+    const dir = await tempDir();
+    const out = join(dir, "seen.json");
+    const script = `require("fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env.${name} ?? null)); setInterval(() => {}, 1000);`;
+    try {
+      await tmux.spawn({ target: "loop-withheld", cwd: dir, argv: [process.execPath, "-e", script], env: {} });
+      return await waitFor("the harness to report its environment", async () => readFile(out, "utf8").catch(() => undefined));
+    } finally {
+      await tmux.killServer();
+    }
+  }
+
+  it("keeps a withheld variable from the harness even when the tmux server holds it", async () => {
+    expect(await seenByHarness([])).toBe('"s3cr3t-value"');
+    expect(await seenByHarness([name])).toBe("null");
+  });
+});
