@@ -25,6 +25,9 @@ integrations:
     # and no credentials. \`the-loop item new "title"\` creates local:${project}#1; a bare #1 on
     # the command line means local:${project}#1.
     project: ${project}
+  # GitHub (docs/github.md): the token comes from $GH_TOKEN or $GITHUB_TOKEN (or \`gh auth token\`).
+  # github:
+  #   apiUrl: https://ghe.example.com/api/v3   # GitHub Enterprise only
 
 routing:
   # Logins whose comments and labels the-loop acts on (exact match). Empty means nothing a
@@ -48,6 +51,14 @@ polling:
   intervalSeconds: 10
   sources:
     - provider: local
+    # - provider: github          # three conditional listings per repository and cycle
+    #   repos: [owner/repo]
+
+# webhooks:
+#   ghWebhook:                    # GitHub pushes deliveries here; see docs/github.md
+#     enabled: true
+#     port: 8787
+#     secretEnv: THE_LOOP_GH_WEBHOOK_SECRET   # the variable holding the secret, never the secret
 
 eventLog:
   # Every observable step is one JSON line in <state.root>/logs/events.jsonl;

@@ -44,6 +44,9 @@ export interface ProjectOverrides {
   /** Merged over the routing block; a function receives the transcript path the fake harness should write. */
   readonly routing?: Record<string, unknown> | ((transcriptFile: string) => Record<string, unknown>);
   readonly polling?: Record<string, unknown>;
+  /** Top-level blocks set as given (`webhooks`, `integrations.github`, …); `integrations.local` stays. */
+  readonly webhooks?: Record<string, unknown>;
+  readonly github?: Record<string, unknown>;
 }
 
 export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
@@ -54,7 +57,8 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
   await mkdir(root, { recursive: true });
   const config = {
     version: 1,
-    integrations: { local: { project: "demo" } },
+    integrations: { local: { project: "demo" }, ...(overrides.github ? { github: overrides.github } : {}) },
+    ...(overrides.webhooks ? { webhooks: overrides.webhooks } : {}),
     routing: {
       authorizedUsers: ["alice"],
       defaultHarness: "fake",
