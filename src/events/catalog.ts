@@ -214,20 +214,20 @@ export const EVENT_CATALOG = {
     family: "webhook",
     level: "info",
     summary: "A delivery was verified, acknowledged with 202 and queued for the router.",
-    fields: { delivery_id: "string", event: "string", action: "string?", bytes: "integer", verified: "boolean" },
+    fields: { delivery_id: "string", github_event: "string", action: "string?", bytes: "integer", verified: "boolean" },
   },
   "webhook.ignored": {
     family: "webhook",
     level: "debug",
     summary: "A verified delivery of an event the-loop does not act on (ping, an event not in `webhooks.ghWebhook.events`).",
-    fields: { delivery_id: "string", event: "string", reason: "string" },
+    fields: { delivery_id: "string", github_event: "string", reason: "string" },
   },
   "webhook.rejected": {
     family: "webhook",
     level: "warning",
     summary:
       "A delivery was refused. Reasons: missing-signature, invalid-signature, body-too-large, invalid-payload, duplicate-delivery, not-found, method-not-allowed.",
-    fields: { reason: "string", status: "integer", delivery_id: "string?", event: "string?" },
+    fields: { reason: "string", status: "integer", delivery_id: "string?", github_event: "string?" },
   },
   "reaction.added": {
     family: "reaction",
@@ -274,8 +274,8 @@ export const EVENT_CATALOG = {
   "session.pr_linked": {
     family: "session",
     level: "info",
-    summary: "A pull request was bound to a work item, so its events reach that item's session (`source`: explicit, closing-reference, branch).",
-    fields: { work_item: "string", pull_request: "string", source: "string" },
+    summary: "A pull request was bound to a work item, so its events reach that item's session (`linked_by`: explicit, closing-reference, branch).",
+    fields: { work_item: "string", pull_request: "string", linked_by: "string" },
   },
   "routing.linkage_dropped": {
     family: "routing",
