@@ -2,6 +2,8 @@ export { WorkItemNotFoundError } from "./tracker.js";
 export type {
   ChangeBatch,
   ItemState,
+  ReactionTarget,
+  RepositoryInfo,
   Tracker,
   TrackerChange,
   TrackerChangeKind,
@@ -27,3 +29,26 @@ export type {
   OpenItemInput,
   StateChangeResult,
 } from "./local/index.js";
+export { UnsupportedTrackerError, openTrackers } from "./resolve.js";
+export type { OpenTrackersOptions, OpenedTrackers, TrackerSet } from "./resolve.js";
+export {
+  GitHubAuthError,
+  GitHubClient,
+  GitHubError,
+  GitHubNotFoundError,
+  GitHubRateLimitError,
+  GitHubTracker,
+  UnsupportedGitHubHostError,
+  githubApiUrl,
+  githubTokenSource,
+  refHostForApiUrl,
+  workItemStateOf,
+} from "./github/index.js";
+export type {
+  GetResult,
+  GitHubClientOptions,
+  GitHubIssueJson,
+  ListResult,
+  PullRequestInfo,
+  TokenSource,
+} from "./github/index.js";

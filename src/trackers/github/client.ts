@@ -1,0 +1,299 @@
+import { retry } from "@octokit/plugin-retry";
+import { throttling } from "@octokit/plugin-throttling";
+import type { ThrottlingOptions } from "@octokit/plugin-throttling";
+import { Octokit } from "@octokit/rest";
+import { DEFAULT_GITHUB_API_URL } from "../../config/schema.js";
+import { EXIT_USAGE } from "../../errors.js";
+import type { GitHubIntegrationConfig } from "../../config/schema.js";
+import { DEFAULT_GITHUB_HOST } from "../../workitem/index.js";
+import { GitHubError, githubErrorFrom, headerOf, isHttpError } from "./errors.js";
+import type { TokenSource } from "./token.js";
+
+/**
+ * The one octokit class the-loop uses: pagination, Enterprise base URLs, rate-limit waits and
+ * retries of transient failures come from octokit; what is ours is the policy (how long to wait,
+ * what to retry), conditional requests, and turning every failure into a typed error. It is typed
+ * as the plain REST client: the plugins add behaviour, not methods the-loop calls.
+ */
+const LoopOctokit: typeof Octokit = Octokit.plugin(throttling, retry);
+export type LoopOctokitInstance = Octokit;
+
+const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 30;
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const DEFAULT_MAX_PAGES = 10;
+
+// Retrying a client error repeats the same mistake, except a 429, which says "later" and is
+// retried unless the throttling policy has already declined to wait (see onLimit).
+const DO_NOT_RETRY = Array.from({ length: 100 }, (_, i) => 400 + i).filter((status) => status !== 429);
+
+/** The REST API base: the setting, else $GITHUB_API_URL, else api.github.com; no trailing slash. */
+export function githubApiUrl(
+  config: Pick<GitHubIntegrationConfig, "apiUrl"> | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
+  const fromEnv = env.GITHUB_API_URL?.trim();
+  const url = config?.apiUrl ?? (fromEnv ? fromEnv : DEFAULT_GITHUB_API_URL);
+  return url.replace(/\/+$/, "");
+}
+
+/** The host refs carry for items served by `apiUrl`: github.com for the public API. */
+export function refHostForApiUrl(apiUrl: string): string {
+  const url = new URL(apiUrl);
+  const host = url.host.toLowerCase();
+  return host === "api.github.com" ? DEFAULT_GITHUB_HOST : host;
+}
+
+export type ListResult<T> =
+  | { readonly notModified: true; readonly etag: string; readonly pollIntervalSeconds?: number }
+  | {
+      readonly notModified: false;
+      readonly items: T[];
+      readonly etag?: string;
+      readonly pollIntervalSeconds?: number;
+      /** More pages were left unread (maxPages reached). */
+      readonly truncated: boolean;
+    };
+
+export type GetResult<T> =
+  | { readonly notModified: true; readonly etag: string; readonly pollIntervalSeconds?: number }
+  | { readonly notModified: false; readonly data: T; readonly etag?: string; readonly pollIntervalSeconds?: number };
+
+export type RequestParams = Readonly<Record<string, string | number>>;
+
+export interface GitHubClientOptions {
+  /** REST API base, e.g. https://api.github.com or https://ghe.example.com/api/v3. */
+  readonly apiUrl: string;
+  readonly tokens: TokenSource;
+  readonly userAgent?: string;
+  readonly fetch?: typeof fetch;
+  /** Longest rate-limit wait sat out inside a request (once); longer ones fail with GitHubRateLimitError. */
+  readonly rateLimitWaitSeconds?: number;
+  /** Longest a single attempt may take before it is abandoned (and retried as a transient failure). */
+  readonly requestTimeoutMs?: number;
+  /** Retries of a transient failure (5xx, no answer, 429); default 3, one, four and nine seconds apart. */
+  readonly retries?: number;
+  /**
+   * Space writes one second apart, and comment creation three (GitHub's advice against secondary
+   * limits). On by default; tests against a local server turn it off.
+   */
+  readonly spaceWrites?: boolean;
+}
+
+const quietLog = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
+
+type ThrottleGroup = NonNullable<Extract<ThrottlingOptions, { onRateLimit: unknown }>["write"]>;
+
+// A limiter group that runs every job at once, for callers that do not want writes spaced.
+const unspaced = {
+  key: () => ({ schedule: (...args: unknown[]) => (args.at(-1) as () => Promise<unknown>)() }),
+} as unknown as ThrottleGroup;
+
+export class GitHubClient {
+  readonly apiUrl: string;
+  /** The host GitHub refs carry for this API (github.com, or the Enterprise host). */
+  readonly host: string;
+  readonly octokit: LoopOctokitInstance;
+  private readonly tokens: TokenSource;
+  private readonly origin: string;
+  private readonly basePath: string;
+  // Tokens handed out so far, scrubbed from every message should anything ever echo one.
+  private readonly secrets = new Set<string>();
+
+  constructor(options: GitHubClientOptions) {
+    const apiUrl = options.apiUrl.replace(/\/+$/, "");
+    const parsed = URL.canParse(apiUrl) ? new URL(apiUrl) : undefined;
+    if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+      throw new GitHubError(
+        `invalid GitHub API URL "${apiUrl}": set integrations.github.apiUrl (or GITHUB_API_URL) to an http(s) URL such as https://ghe.example.com/api/v3`,
+        { exitCode: EXIT_USAGE, code: "config" },
+      );
+    }
+    if (parsed.username || parsed.password) {
+      throw new GitHubError(
+        "integrations.github.apiUrl must not carry credentials; the token comes from integrations.github.tokenEnv",
+        { exitCode: EXIT_USAGE, code: "config" },
+      );
+    }
+    this.apiUrl = apiUrl;
+    this.host = refHostForApiUrl(apiUrl);
+    this.origin = parsed.origin;
+    this.basePath = parsed.pathname.replace(/\/+$/, "");
+    this.tokens = options.tokens;
+    const waitSeconds = options.rateLimitWaitSeconds ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS;
+    const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const baseFetch = options.fetch ?? globalThis.fetch;
+    const timedFetch: typeof fetch = (input, init) => {
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+      return baseFetch(input, { ...init, signal });
+    };
+    // Wait once, and only briefly: a poller or a dispatcher stuck for an hour on a quota is worse
+    // than one that fails now with the reset time and comes back then.
+    const onLimit = (
+      retryAfter: number,
+      requestOptions: { request?: Record<string, unknown> },
+      _octokit: unknown,
+      retryCount: number,
+    ): boolean => {
+      const wait = retryCount < 1 && retryAfter <= waitSeconds;
+      // Declined: keep the retry plugin from trying a 429 again regardless.
+      if (!wait && requestOptions.request) requestOptions.request.retries = 0;
+      return wait;
+    };
+    const spaced = options.spaceWrites ?? true;
+    this.octokit = new LoopOctokit({
+      baseUrl: apiUrl,
+      userAgent: options.userAgent ?? "the-loop",
+      log: quietLog,
+      request: { fetch: timedFetch },
+      retry: { doNotRetry: DO_NOT_RETRY, ...(options.retries === undefined ? {} : { retries: options.retries }) },
+      throttle: {
+        id: `the-loop:${this.host}`,
+        onRateLimit: onLimit,
+        onSecondaryRateLimit: onLimit,
+        ...(spaced ? {} : { write: unspaced, notifications: unspaced }),
+      },
+    });
+    this.octokit.hook.before("request", async (request) => {
+      // Only the configured API ever sees the token, whatever a Link header points at.
+      if (/^https?:\/\//i.test(request.url) && new URL(request.url).origin !== this.origin) {
+        throw new GitHubError(
+          `refusing to send the GitHub token to ${new URL(request.url).origin}: it is not the configured API (${this.origin})`,
+        );
+      }
+      const token = await this.tokens.token();
+      this.secrets.add(token);
+      request.headers.authorization = `token ${token}`;
+    });
+  }
+
+  /**
+   * One listing, conditional on `etag` for its first page. A 304 costs no quota; on a 200 the
+   * following pages (Link rel="next") are read too, up to `maxPages`, and the first page's ETag
+   * is returned for the next call.
+   */
+  async list<T>(
+    route: string,
+    params: RequestParams,
+    options: { etag?: string; maxPages?: number } = {},
+  ): Promise<ListResult<T>> {
+    const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
+    let first;
+    try {
+      first = await this.octokit.request(route, { ...params, headers: conditional(options.etag) });
+    } catch (error) {
+      const notModified = notModifiedOf(error, options.etag);
+      if (notModified) return notModified;
+      throw this.failure(error, route);
+    }
+    const items: T[] = [...pageItems<T>(first.data, route)];
+    const headers = first.headers as Record<string, unknown>;
+    let next = nextLink(headerOf(headers, "link"));
+    for (let pages = 1; next !== undefined && pages < maxPages; pages++) {
+      let page;
+      try {
+        page = await this.octokit.request({ method: "GET", url: next });
+      } catch (error) {
+        throw this.failure(error, route);
+      }
+      items.push(...pageItems<T>(page.data, route));
+      next = nextLink(headerOf(page.headers as Record<string, unknown>, "link"));
+    }
+    return {
+      notModified: false,
+      items,
+      etag: headerOf(headers, "etag"),
+      pollIntervalSeconds: pollIntervalOf(headers),
+      truncated: next !== undefined,
+    };
+  }
+
+  /** One resource, conditional on `etag` when given. */
+  async get<T>(route: string, params: RequestParams, options: { etag?: string } = {}): Promise<GetResult<T>> {
+    let response;
+    try {
+      response = await this.octokit.request(route, { ...params, headers: conditional(options.etag) });
+    } catch (error) {
+      const notModified = notModifiedOf(error, options.etag);
+      if (notModified) return notModified;
+      throw this.failure(error, route);
+    }
+    const headers = response.headers as Record<string, unknown>;
+    return {
+      notModified: false,
+      data: response.data as T,
+      etag: headerOf(headers, "etag"),
+      pollIntervalSeconds: pollIntervalOf(headers),
+    };
+  }
+
+  /** Any other call (writes); answers the response body. */
+  async request<T = unknown>(route: string, params: Readonly<Record<string, unknown>> = {}): Promise<T> {
+    try {
+      const response = await this.octokit.request(route, { ...params });
+      return response.data as T;
+    } catch (error) {
+      throw this.failure(error, route);
+    }
+  }
+
+  /** The typed error for what a request threw. */
+  failure(error: unknown, route: string): GitHubError {
+    return githubErrorFrom(error, {
+      route,
+      path: this.pathOf(error),
+      secrets: this.secrets,
+      tokenOrigin: this.tokens.describe?.(),
+    });
+  }
+
+  private pathOf(error: unknown): string | undefined {
+    const url = (error as { request?: { url?: unknown } } | undefined)?.request?.url;
+    if (!isHttpError(error) || typeof url !== "string") return undefined;
+    try {
+      const pathname = new URL(url, this.origin).pathname;
+      return pathname.startsWith(`${this.basePath}/`) ? pathname.slice(this.basePath.length) : pathname;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+function conditional(etag: string | undefined): Record<string, string> {
+  return etag ? { "if-none-match": etag } : {};
+}
+
+function notModifiedOf(
+  error: unknown,
+  etag: string | undefined,
+): { notModified: true; etag: string; pollIntervalSeconds?: number } | undefined {
+  if (!isHttpError(error) || error.status !== 304 || etag === undefined) return undefined;
+  const headers = error.response?.headers;
+  return {
+    notModified: true,
+    etag: headerOf(headers, "etag") ?? etag,
+    pollIntervalSeconds: pollIntervalOf(headers),
+  };
+}
+
+function pageItems<T>(data: unknown, route: string): T[] {
+  if (!Array.isArray(data)) {
+    throw new GitHubError(`GitHub ${route}: expected a list in the answer`, { route });
+  }
+  return data as T[];
+}
+
+function pollIntervalOf(headers: Record<string, unknown> | undefined): number | undefined {
+  const value = Number(headerOf(headers, "x-poll-interval"));
+  return Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/** The rel="next" target of a Link header. */
+export function nextLink(link: string | undefined): string | undefined {
+  if (!link) return undefined;
+  for (const part of link.split(",")) {
+    const match = /<([^>]+)>\s*;\s*rel="?([^";]+)"?/.exec(part.trim());
+    if (match && match[2]?.split(/\s+/).includes("next")) return match[1];
+  }
+  return undefined;
+}

@@ -1,0 +1,177 @@
+import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../../errors.js";
+import type { ErrorCode } from "../../errors.js";
+
+/**
+ * Every failure of a GitHub request surfaces as one of these. They are ExitErrors so the CLI
+ * prints them as they are; they carry the route template (never a URL, which could hold
+ * credentials) and never the token.
+ */
+export class GitHubError extends ExitError {
+  override readonly name: string = "GitHubError";
+  /** The HTTP status GitHub answered with; absent when no answer came (network, timeout). */
+  readonly status: number | undefined;
+  /** The request in octokit form, e.g. `GET /repos/{owner}/{repo}/issues`. */
+  readonly route: string | undefined;
+  constructor(
+    message: string,
+    options: { status?: number; route?: string; exitCode?: number; code?: ErrorCode } = {},
+  ) {
+    super(message, options.exitCode ?? EXIT_FAILURE, options.code ?? "failure");
+    this.status = options.status;
+    this.route = options.route;
+  }
+}
+
+/** No token, or GitHub refused the one we sent (401). The message names the fix. */
+export class GitHubAuthError extends GitHubError {
+  override readonly name: string = "GitHubAuthError";
+  constructor(message: string, options: { status?: number; route?: string } = {}) {
+    super(message, { ...options, exitCode: EXIT_USAGE, code: "config" });
+  }
+}
+
+export class GitHubNotFoundError extends GitHubError {
+  override readonly name: string = "GitHubNotFoundError";
+  constructor(message: string, options: { status?: number; route?: string } = {}) {
+    super(message, { ...options, code: "not-found" });
+  }
+}
+
+/** GitHub asked us to slow down for longer than the client is willing to wait in line. */
+export class GitHubRateLimitError extends GitHubError {
+  override readonly name: string = "GitHubRateLimitError";
+  constructor(
+    message: string,
+    /** When asking again makes sense. */
+    readonly resetAt: Date,
+    /** A secondary (abuse) limit rather than the hourly quota. */
+    readonly secondary: boolean,
+    options: { status?: number; route?: string } = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** A GitHub ref on a host the configured API does not serve. */
+export class UnsupportedGitHubHostError extends GitHubError {
+  override readonly name: string = "UnsupportedGitHubHostError";
+  constructor(
+    readonly ref: string,
+    readonly refHost: string,
+    readonly apiUrl: string,
+    readonly apiHost: string,
+  ) {
+    super(
+      `${ref} is on ${refHost}, but the GitHub API in use (${apiUrl}) serves ${apiHost}; ` +
+        `set integrations.github.apiUrl to ${suggestedApiUrl(refHost)} to work with ${refHost}`,
+      { exitCode: EXIT_USAGE, code: "config" },
+    );
+  }
+}
+
+function suggestedApiUrl(host: string): string {
+  return host === "github.com" ? "https://api.github.com" : `https://${host}/api/v3`;
+}
+
+/** Where a request failed, for the messages; `path` is the expanded path without origin or query. */
+export interface RequestContext {
+  readonly route: string;
+  readonly path?: string;
+  /** Values that must never appear in a message (the token in use). */
+  readonly secrets?: Iterable<string>;
+  /** Where the token came from (`GH_TOKEN`, `gh auth token`), for the 401 message. */
+  readonly tokenOrigin?: string;
+  readonly now?: () => Date;
+}
+
+interface HttpErrorLike {
+  readonly status: number;
+  readonly message: string;
+  readonly response?: { readonly headers?: Record<string, unknown>; readonly data?: unknown };
+}
+
+/** Octokit's RequestError (and fetch failures it wraps), recognised by shape, not by class. */
+export function isHttpError(error: unknown): error is HttpErrorLike & Error {
+  return error instanceof Error && typeof (error as { status?: unknown }).status === "number";
+}
+
+export function headerOf(headers: Record<string, unknown> | undefined, name: string): string | undefined {
+  const value = headers?.[name];
+  if (typeof value === "string") return value;
+  if (typeof value === "number") return String(value);
+  return undefined;
+}
+
+/** Replaces every secret in `text`; a defence in depth should a server or a library echo one. */
+export function redact(text: string, secrets: Iterable<string> = []): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length >= 4) out = out.split(secret).join("[REDACTED]");
+  }
+  return out;
+}
+
+function isRateLimited(error: HttpErrorLike): { secondary: boolean } | undefined {
+  if (error.status !== 403 && error.status !== 429) return undefined;
+  const headers = error.response?.headers;
+  if (/\bsecondary rate\b/i.test(error.message)) return { secondary: true };
+  if (headerOf(headers, "x-ratelimit-remaining") === "0") return { secondary: false };
+  if (headerOf(headers, "retry-after") !== undefined) return { secondary: true };
+  if (error.status === 429) return { secondary: true };
+  return undefined;
+}
+
+function resetOf(error: HttpErrorLike, secondary: boolean, now: Date): Date {
+  const headers = error.response?.headers;
+  const retryAfter = Number(headerOf(headers, "retry-after"));
+  const reset = Number(headerOf(headers, "x-ratelimit-reset"));
+  if (!secondary && Number.isFinite(reset) && reset > 0) return new Date(reset * 1000);
+  if (Number.isFinite(retryAfter) && retryAfter >= 0) return new Date(now.getTime() + retryAfter * 1000);
+  if (Number.isFinite(reset) && reset > 0) return new Date(reset * 1000);
+  // GitHub's own advice when a secondary limit names no time: wait at least a minute.
+  return new Date(now.getTime() + 60_000);
+}
+
+/** Maps whatever a request threw to one of the typed errors; GitHubErrors pass through. */
+export function githubErrorFrom(error: unknown, context: RequestContext): GitHubError {
+  if (error instanceof GitHubError) return error;
+  const secrets = [...(context.secrets ?? [])];
+  const where = `GitHub ${context.path ? `${context.route.split(" ")[0] ?? ""} ${context.path}` : context.route}`;
+  const options = { route: context.route };
+  if (!isHttpError(error) || error.response === undefined) {
+    // No answer at all: a refused connection, a timeout, a DNS failure.
+    const reason = error instanceof Error ? error.message : String(error);
+    return new GitHubError(redact(`${where}: no answer (${reason})`, secrets), options);
+  }
+  const status = error.status;
+  const detail = redact(error.message, secrets);
+  const withStatus = { ...options, status };
+  if (status === 401) {
+    const origin = context.tokenOrigin ? ` from ${context.tokenOrigin}` : "";
+    return new GitHubAuthError(
+      redact(
+        `${where}: GitHub rejected the token${origin} (401 ${detail}); set a valid token, or log in again with \`gh auth login\``,
+        secrets,
+      ),
+      withStatus,
+    );
+  }
+  const limited = isRateLimited(error);
+  if (limited) {
+    const resetAt = resetOf(error, limited.secondary, (context.now ?? (() => new Date()))());
+    const which = limited.secondary ? "secondary rate limit" : "rate limit";
+    return new GitHubRateLimitError(
+      `${where}: GitHub ${which} reached (${status}); try again after ${resetAt.toISOString()}`,
+      resetAt,
+      limited.secondary,
+      withStatus,
+    );
+  }
+  if (status === 404 || status === 410) {
+    return new GitHubNotFoundError(
+      `${where}: not found (${status} ${detail}); for a private repository, check that the token can read it`,
+      withStatus,
+    );
+  }
+  return new GitHubError(`${where}: ${status} ${detail}`, withStatus);
+}

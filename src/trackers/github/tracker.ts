@@ -1,0 +1,297 @@
+import { formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf } from "../../workitem/index.js";
+import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
+import { WorkItemNotFoundError } from "../tracker.js";
+import type {
+  ChangeBatch,
+  ItemState,
+  ReactionTarget,
+  RepositoryInfo,
+  Tracker,
+  TrackerComment,
+  TrackerScope,
+  WorkItemState,
+} from "../tracker.js";
+import type { GitHubClient } from "./client.js";
+import { GitHubError, GitHubNotFoundError, UnsupportedGitHubHostError } from "./errors.js";
+
+/** The parts of GitHub's issue JSON the-loop reads (the issues API serves pull requests too). */
+export interface GitHubIssueJson {
+  readonly number: number;
+  readonly node_id: string;
+  readonly html_url: string;
+  readonly title: string;
+  readonly body?: string | null;
+  readonly user: { readonly login: string } | null;
+  readonly state: string;
+  readonly labels: ReadonlyArray<string | { readonly name?: string | null }>;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly closed_at: string | null;
+  readonly pull_request?: unknown;
+}
+
+interface CommentJson {
+  readonly id: number;
+  readonly body?: string | null;
+  readonly user: { readonly login: string } | null;
+  readonly created_at: string;
+  readonly html_url: string;
+}
+
+interface RepositoryJson {
+  readonly clone_url: string;
+  readonly default_branch: string;
+}
+
+interface PullRequestJson {
+  readonly body?: string | null;
+  readonly state: string;
+  readonly merged?: boolean;
+  readonly merged_at?: string | null;
+  readonly head: { readonly ref: string; readonly sha: string; readonly repo: { readonly full_name: string } | null };
+  readonly base: { readonly ref: string };
+}
+
+/** What PR linkage and workspaces need to know about a pull request. */
+export interface PullRequestInfo {
+  /** The branch the pull request proposes. */
+  readonly headBranch: string;
+  readonly headSha: string;
+  /** The head branch lives in the same repository (not a fork), so a checkout can fetch it by name. */
+  readonly headInRepository: boolean;
+  readonly baseBranch: string;
+  readonly body: string;
+  readonly state: ItemState;
+  readonly merged: boolean;
+}
+
+const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
+const ARMED_PAGE_SIZE = 100;
+const ARMED_MAX_PAGES = 50;
+
+/** The GitHub side of the tracker seam, over one API (github.com or one Enterprise host). */
+export class GitHubTracker implements Tracker {
+  readonly kind = "github" as const;
+  private readonly repositories = new Map<string, Promise<RepositoryInfo>>();
+
+  constructor(readonly client: GitHubClient) {}
+
+  async getItem(ref: WorkItemRef): Promise<WorkItemState> {
+    const github = this.check(ref);
+    try {
+      const result = await this.client.get<GitHubIssueJson>(ITEM_ROUTE, itemParams(github));
+      // Without an ETag the answer is never "not modified".
+      if (result.notModified) throw new GitHubError(`GitHub ${ITEM_ROUTE}: unexpected 304`);
+      return workItemStateOf(github, result.data);
+    } catch (error) {
+      throw notFoundAsItem(error, github);
+    }
+  }
+
+  async postComment(ref: WorkItemRef, body: string): Promise<TrackerComment> {
+    const github = this.check(ref);
+    try {
+      const data = await this.client.request<CommentJson>("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+        ...itemParams(github),
+        body,
+      });
+      return commentOf(data, "comment");
+    } catch (error) {
+      throw notFoundAsItem(error, github);
+    }
+  }
+
+  async addLabel(ref: WorkItemRef, label: string): Promise<void> {
+    const github = this.check(ref);
+    try {
+      await this.client.request("POST /repos/{owner}/{repo}/issues/{issue_number}/labels", {
+        ...itemParams(github),
+        labels: [label],
+      });
+    } catch (error) {
+      throw notFoundAsItem(error, github);
+    }
+  }
+
+  async removeLabel(ref: WorkItemRef, label: string): Promise<void> {
+    const github = this.check(ref);
+    try {
+      await this.client.request("DELETE /repos/{owner}/{repo}/issues/{issue_number}/labels/{name}", {
+        ...itemParams(github),
+        name: label,
+      });
+    } catch (error) {
+      // GitHub answers 404 both for a label the item lacks and for a missing item; only the
+      // first is fine, so a 404 is told apart by asking for the item.
+      if (!(error instanceof GitHubNotFoundError)) throw error;
+      await this.getItem(github);
+    }
+  }
+
+  async react(target: ReactionTarget, content: string): Promise<void> {
+    const github = this.check(target.workItem);
+    const repo = { owner: github.owner, repo: github.repo };
+    const commentId = target.commentId;
+    if (commentId !== undefined && target.commentKind === "comment") {
+      await this.client.request("POST /repos/{owner}/{repo}/issues/comments/{comment_id}/reactions", {
+        ...repo,
+        comment_id: commentId,
+        content,
+      });
+    } else if (commentId !== undefined && target.commentKind === "review_comment") {
+      await this.client.request("POST /repos/{owner}/{repo}/pulls/comments/{comment_id}/reactions", {
+        ...repo,
+        comment_id: commentId,
+        content,
+      });
+    } else {
+      // A review body has no reactions on GitHub, so the acknowledgement goes on the item.
+      await this.client.request("POST /repos/{owner}/{repo}/issues/{issue_number}/reactions", {
+        ...itemParams(github),
+        content,
+      });
+    }
+  }
+
+  /** Clone URL and default branch; asked once per repository for the life of the process. */
+  async repository(ref: WorkItemRef): Promise<RepositoryInfo> {
+    const github = this.check(ref);
+    const key = `${github.owner}/${github.repo}`;
+    let info = this.repositories.get(key);
+    if (!info) {
+      info = this.client
+        .request<RepositoryJson>("GET /repos/{owner}/{repo}", { owner: github.owner, repo: github.repo })
+        .then((data) => ({ cloneUrl: data.clone_url, defaultBranch: data.default_branch }));
+      this.repositories.set(key, info);
+      // A failure is not remembered: the next spawn asks again.
+      info.catch(() => {
+        if (this.repositories.get(key) === info) this.repositories.delete(key);
+      });
+    }
+    return info;
+  }
+
+  async pullRequest(ref: WorkItemRef): Promise<PullRequestInfo> {
+    const github = this.check(ref);
+    let data: PullRequestJson;
+    try {
+      data = await this.client.request<PullRequestJson>("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+        owner: github.owner,
+        repo: github.repo,
+        pull_number: github.number,
+      });
+    } catch (error) {
+      if (error instanceof GitHubNotFoundError) {
+        throw new WorkItemNotFoundError(formatWorkItemRef(github), "no pull request by that number");
+      }
+      throw error;
+    }
+    const headRepo = data.head.repo?.full_name.toLowerCase();
+    return {
+      headBranch: data.head.ref,
+      headSha: data.head.sha,
+      headInRepository: headRepo === `${github.owner}/${github.repo}`,
+      baseBranch: data.base.ref,
+      body: data.body ?? "",
+      state: data.state === "closed" ? "closed" : "open",
+      merged: data.merged ?? (data.merged_at !== undefined && data.merged_at !== null),
+    };
+  }
+
+  /** Open issues and pull requests carrying `label` in each of `scope.repositories`. */
+  async listArmedItems(scope: TrackerScope, label: string): Promise<WorkItemState[]> {
+    const repositories = scope.repositories;
+    if (repositories === undefined) {
+      throw new Error("the GitHub tracker lists armed items only for named repositories (scope.repositories)");
+    }
+    const wanted = label.toLowerCase();
+    const states: WorkItemState[] = [];
+    for (const entry of repositories) {
+      const repo = this.repositoryRef(entry);
+      const result = await this.client.list<GitHubIssueJson>(
+        "GET /repos/{owner}/{repo}/issues",
+        { owner: repo.owner, repo: repo.repo, state: "open", labels: label, per_page: ARMED_PAGE_SIZE },
+        { maxPages: ARMED_MAX_PAGES },
+      );
+      if (result.notModified) continue;
+      for (const issue of result.items) {
+        const state = workItemStateOf({ ...repo, number: issue.number }, issue);
+        // GitHub splits the labels filter at commas; the item must really carry this one label.
+        if (state.labels.some((name) => name.toLowerCase() === wanted)) states.push(state);
+      }
+    }
+    return states;
+  }
+
+  changesSince(_scope: TrackerScope, _cursor: string | undefined): Promise<ChangeBatch> {
+    return Promise.reject(
+      new Error("the GitHub tracker has no changesSince: GitHub changes are read by the poller's GitHub feed"),
+    );
+  }
+
+  /** A GitHub ref on the host this client serves; anything else is refused with the fix. */
+  private check(ref: WorkItemRef): GitHubRef {
+    if (ref.tracker !== "github") {
+      throw new Error(`${formatWorkItemRef(ref)} is not a GitHub work item`);
+    }
+    if (ref.host !== this.client.host) {
+      throw new UnsupportedGitHubHostError(formatWorkItemRef(ref), ref.host, this.client.apiUrl, this.client.host);
+    }
+    return ref;
+  }
+
+  /** `owner/repo` (on this client's host) or `host/owner/repo`, checked like a ref. */
+  private repositoryRef(entry: string): Omit<GitHubRef, "number"> {
+    const parsed = parseWorkItemRef(`github:${entry}#1`);
+    const bare = parsed.tracker === "github" && entry.split("/").length === 2;
+    const { number: _number, ...repo } = this.check(bare ? { ...parsed, host: this.client.host } : parsed);
+    return repo;
+  }
+}
+
+function itemParams(ref: GitHubRef): { owner: string; repo: string; issue_number: number } {
+  return { owner: ref.owner, repo: ref.repo, issue_number: ref.number };
+}
+
+function notFoundAsItem(error: unknown, ref: GitHubRef): unknown {
+  if (error instanceof GitHubNotFoundError) {
+    return new WorkItemNotFoundError(formatWorkItemRef(ref), `GitHub answered ${error.status ?? 404}`);
+  }
+  return error;
+}
+
+function labelNames(labels: GitHubIssueJson["labels"]): string[] {
+  const names: string[] = [];
+  for (const label of labels) {
+    const name = typeof label === "string" ? label : label.name;
+    if (name) names.push(name);
+  }
+  return names;
+}
+
+/** A WorkItemState from GitHub's issue JSON (also what the issue listings carry). */
+export function workItemStateOf(ref: GitHubRef, issue: GitHubIssueJson): WorkItemState {
+  const kind: WorkItemKind = issue.pull_request ? "pull_request" : "issue";
+  return {
+    item: workItemOf(ref, { kind, url: issue.html_url || githubItemUrl(ref, kind), id: issue.node_id }),
+    title: issue.title,
+    body: issue.body ?? "",
+    author: issue.user?.login ?? null,
+    state: issue.state === "closed" ? "closed" : "open",
+    labels: labelNames(issue.labels),
+    createdAt: issue.created_at,
+    updatedAt: issue.updated_at,
+    closedAt: issue.closed_at,
+  };
+}
+
+function commentOf(data: CommentJson, kind: TrackerComment["kind"]): TrackerComment {
+  return {
+    id: String(data.id),
+    author: data.user?.login ?? null,
+    body: data.body ?? "",
+    createdAt: data.created_at,
+    url: data.html_url,
+    kind,
+  };
+}

@@ -1,0 +1,219 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { GitHubClient } from "../../../src/trackers/github/client.js";
+import { GitHubError, UnsupportedGitHubHostError } from "../../../src/trackers/github/errors.js";
+import { GitHubTracker } from "../../../src/trackers/github/tracker.js";
+import { WorkItemNotFoundError } from "../../../src/trackers/tracker.js";
+import { parseWorkItemRef } from "../../../src/workitem/index.js";
+import type { WorkItemRef } from "../../../src/workitem/index.js";
+import { FakeGitHub } from "../../support/fake-github.js";
+
+const TOKEN = "ghp_trackerTestToken_neverPrinted_41b2";
+const fakes: FakeGitHub[] = [];
+
+afterEach(async () => {
+  await Promise.all(fakes.splice(0).map((fake) => fake.stop()));
+});
+
+async function setup(): Promise<{ gh: FakeGitHub; tracker: GitHubTracker; ref: (n: number, repo?: string) => WorkItemRef }> {
+  const gh = await FakeGitHub.start({ token: TOKEN });
+  fakes.push(gh);
+  gh.addRepo("octo/repo", { defaultBranch: "trunk", cloneUrl: "https://git.example/octo/repo.git" });
+  const client = new GitHubClient({
+    apiUrl: gh.apiUrl,
+    tokens: { token: () => Promise.resolve(TOKEN) },
+    spaceWrites: false,
+    retries: 0,
+  });
+  const tracker = new GitHubTracker(client);
+  const ref = (n: number, repo = "octo/repo"): WorkItemRef => parseWorkItemRef(`github:${gh.host}/${repo}#${n}`);
+  return { gh, tracker, ref };
+}
+
+describe("GitHubTracker", () => {
+  it("reads an issue", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "Fix it", body: "please", user: "alice", labels: ["bug", "the-loop"] });
+    const state = await tracker.getItem(ref(n));
+    const json = gh.item("octo/repo", n);
+    expect(state).toEqual({
+      item: {
+        ref: `github:${gh.host}/octo/repo#${n}`,
+        tracker: "github",
+        host: gh.host,
+        repository: "octo/repo",
+        number: n,
+        kind: "issue",
+        url: json.html_url,
+        id: json.node_id,
+      },
+      title: "Fix it",
+      body: "please",
+      author: "alice",
+      state: "open",
+      labels: ["bug", "the-loop"],
+      createdAt: json.created_at,
+      updatedAt: json.updated_at,
+      closedAt: null,
+    });
+  });
+
+  it("reads a pull request as kind pull_request, and a closed item as closed", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addPullRequest("octo/repo", { title: "Add it", user: "bob", head: "feature" });
+    gh.closeItem("octo/repo", n);
+    const state = await tracker.getItem(ref(n));
+    expect(state.item.kind).toBe("pull_request");
+    expect(state.item.url).toBe(gh.item("octo/repo", n).html_url);
+    expect(state.body).toBe("");
+    expect(state.state).toBe("closed");
+    expect(state.closedAt).not.toBeNull();
+  });
+
+  it("a missing item, or repository, is WorkItemNotFoundError", async () => {
+    const { tracker, ref } = await setup();
+    await expect(tracker.getItem(ref(42))).rejects.toThrow(WorkItemNotFoundError);
+    await expect(tracker.getItem(ref(1, "octo/missing"))).rejects.toThrow(WorkItemNotFoundError);
+    await expect(tracker.postComment(ref(42), "hi")).rejects.toThrow(WorkItemNotFoundError);
+  });
+
+  it("posts a comment", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
+    const comment = await tracker.postComment(ref(n), "on it\n<!-- the-loop -->");
+    const stored = gh.comments("octo/repo", n);
+    expect(stored).toHaveLength(1);
+    expect(comment).toEqual({
+      id: String(stored[0]?.id),
+      author: stored[0]?.user.login,
+      body: "on it\n<!-- the-loop -->",
+      createdAt: stored[0]?.created_at,
+      url: stored[0]?.html_url,
+      kind: "comment",
+    });
+  });
+
+  it("adds and removes labels; removing one the item lacks is fine", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
+    await tracker.addLabel(ref(n), "needs: review");
+    await tracker.addLabel(ref(n), "needs: review");
+    expect(gh.item("octo/repo", n).labels.map((l) => l.name)).toEqual(["needs: review"]);
+    await tracker.removeLabel(ref(n), "needs: review");
+    expect(gh.item("octo/repo", n).labels).toEqual([]);
+    await expect(tracker.removeLabel(ref(n), "never-there")).resolves.toBeUndefined();
+    // On a missing item it is still an error.
+    await expect(tracker.removeLabel(ref(99), "x")).rejects.toThrow(WorkItemNotFoundError);
+    await expect(tracker.addLabel(ref(99), "x")).rejects.toThrow(WorkItemNotFoundError);
+  });
+
+  it("reacts to a comment, a review comment, and the item itself", async () => {
+    const { gh, tracker, ref } = await setup();
+    const pr = gh.addPullRequest("octo/repo", { title: "p", user: "alice", head: "feature" });
+    const comment = gh.addComment("octo/repo", pr, { user: "alice", body: "hello" });
+    const reviewComment = gh.addReviewComment("octo/repo", pr, { user: "alice", body: "nit" });
+    await tracker.react({ workItem: ref(pr), commentId: String(comment.id), commentKind: "comment" }, "eyes");
+    await tracker.react(
+      { workItem: ref(pr), commentId: String(reviewComment.id), commentKind: "review_comment" },
+      "rocket",
+    );
+    await tracker.react({ workItem: ref(pr), commentId: "123", commentKind: "review" }, "hooray");
+    await tracker.react({ workItem: ref(pr) }, "+1");
+    expect(gh.reactions().map(({ subject, id, content }) => ({ subject, id, content }))).toEqual([
+      { subject: "issue_comment", id: comment.id, content: "eyes" },
+      { subject: "review_comment", id: reviewComment.id, content: "rocket" },
+      { subject: "issue", id: pr, content: "hooray" },
+      { subject: "issue", id: pr, content: "+1" },
+    ]);
+  });
+
+  it("reads the repository once per process", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
+    expect(await tracker.repository(ref(n))).toEqual({ cloneUrl: "https://git.example/octo/repo.git", defaultBranch: "trunk" });
+    expect(await tracker.repository(ref(n + 1))).toEqual({
+      cloneUrl: "https://git.example/octo/repo.git",
+      defaultBranch: "trunk",
+    });
+    expect(gh.requests.filter((r) => r.path === "/repos/octo/repo")).toHaveLength(1);
+  });
+
+  it("does not remember a failed repository read", async () => {
+    const { gh, tracker, ref } = await setup();
+    gh.failNext(500);
+    await expect(tracker.repository(ref(1))).rejects.toThrow(GitHubError);
+    expect((await tracker.repository(ref(1))).defaultBranch).toBe("trunk");
+  });
+
+  it("reads a pull request's head, body and state", async () => {
+    const { gh, tracker, ref } = await setup();
+    const own = gh.addPullRequest("octo/repo", { title: "p", body: "Fixes #1", user: "alice", head: "fix-1" });
+    const fork = gh.addPullRequest("octo/repo", { title: "q", user: "mallory", head: "main", headRepo: "mallory/repo" });
+    expect(await tracker.pullRequest(ref(own))).toEqual({
+      headBranch: "fix-1",
+      headSha: gh.pull("octo/repo", own).head.sha,
+      headInRepository: true,
+      baseBranch: "trunk",
+      body: "Fixes #1",
+      state: "open",
+      merged: false,
+    });
+    expect(await tracker.pullRequest(ref(fork))).toMatchObject({ headBranch: "main", headInRepository: false, body: "" });
+    gh.closeItem("octo/repo", own, { merged: true });
+    expect(await tracker.pullRequest(ref(own))).toMatchObject({ state: "closed", merged: true });
+    const issue = gh.addIssue("octo/repo", { title: "i", user: "alice" });
+    await expect(tracker.pullRequest(ref(issue))).rejects.toThrow(WorkItemNotFoundError);
+  });
+
+  it("lists the open items carrying the arming label in each repository, across pages", async () => {
+    const { gh, tracker } = await setup();
+    gh.addRepo("octo/other");
+    const armed: number[] = [];
+    // More than one page of 100.
+    for (let i = 0; i < 105; i++) armed.push(gh.addIssue("octo/repo", { title: `a${i}`, user: "alice", labels: ["The-Loop"] }));
+    gh.addIssue("octo/repo", { title: "unarmed", user: "alice", labels: ["bug"] });
+    const closed = gh.addIssue("octo/repo", { title: "closed", user: "alice", labels: ["the-loop"] });
+    gh.closeItem("octo/repo", closed);
+    const pr = gh.addPullRequest("octo/other", { title: "pr", user: "bob", head: "x", labels: ["the-loop"] });
+    const states = await tracker.listArmedItems({ repositories: ["octo/repo", `${gh.host}/Octo/Other`] }, "the-loop");
+    expect(states.map((s) => s.item.ref).sort()).toEqual(
+      [...armed.map((n) => `github:${gh.host}/octo/repo#${n}`), `github:${gh.host}/octo/other#${pr}`].sort(),
+    );
+    expect(states.find((s) => s.item.repository === "octo/other")?.item.kind).toBe("pull_request");
+    const listings = gh.requests.filter((r) => r.path === "/repos/octo/repo/issues");
+    expect(listings).toHaveLength(2);
+    expect(listings[0]?.query).toMatchObject({ state: "open", labels: "the-loop" });
+  });
+
+  it("refuses refs on another host, naming the setting", async () => {
+    const { tracker } = await setup();
+    const error = await tracker.getItem(parseWorkItemRef("github:octo/repo#1")).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnsupportedGitHubHostError);
+    expect((error as Error).message).toContain("integrations.github.apiUrl");
+    expect((error as Error).message).toContain("https://api.github.com");
+    await expect(tracker.listArmedItems({ repositories: ["ghe.example.com/octo/repo"] }, "x")).rejects.toThrow(
+      "set integrations.github.apiUrl to https://ghe.example.com/api/v3",
+    );
+    await expect(tracker.repository(parseWorkItemRef("github:octo/repo#1"))).rejects.toThrow(UnsupportedGitHubHostError);
+  });
+
+  it("has no changesSince: the GitHub poller reads its own feed", async () => {
+    const { tracker } = await setup();
+    await expect(tracker.changesSince({ repositories: ["octo/repo"] }, undefined)).rejects.toThrow(/poller/);
+  });
+
+  it("never lets the token into an error", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
+    gh.rateLimitNext({ resetInSeconds: 900 });
+    const errors = await Promise.all([
+      tracker.getItem(ref(n)).catch((e: unknown) => e),
+      tracker.getItem(ref(77)).catch((e: unknown) => e),
+    ]);
+    gh.failNext(500);
+    errors.push(await tracker.postComment(ref(n), "x").catch((e: unknown) => e));
+    for (const error of errors) {
+      expect(error).toBeInstanceOf(Error);
+      expect(`${String(error)} ${JSON.stringify(error)} ${(error as Error).stack ?? ""}`).not.toContain(TOKEN);
+    }
+  });
+});
