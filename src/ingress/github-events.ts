@@ -1,0 +1,432 @@
+import { messageOf } from "../errors.js";
+import { boundExcerpt } from "../routing/inbound.js";
+import type { InboundEvent, InboundKind, InboundPullRequest, InboundSource, LinkSource } from "../routing/inbound.js";
+import type { ItemState } from "../trackers/tracker.js";
+import { DEFAULT_GITHUB_HOST, RefError, formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf } from "../workitem/index.js";
+import type { GitHubRef, WorkItem, WorkItemKind } from "../workitem/index.js";
+import { branchIssueNumber, closingReferences } from "./github-links.js";
+
+/**
+ * Turns one GitHub webhook delivery (or a payload of the same shape read by the poller or the
+ * CLI) into an InboundEvent. It only normalizes: whether the event matters is the router's call.
+ * Payloads come from the network, so every field is checked before use, and a payload that is
+ * not what GitHub sends is ignored with a reason instead of throwing into the receiver.
+ */
+
+export interface GitHubEventContext {
+  readonly deliveryId: string;
+  readonly source: InboundSource;
+  /** ref host when the payload has no html_url */
+  readonly defaultHost?: string;
+}
+
+export type NormalizeResult = { readonly event: InboundEvent } | { readonly ignored: string };
+
+type Json = Readonly<Record<string, unknown>>;
+
+/** Thrown inside this module only; inboundFromGitHub turns it into an ignored result. */
+class MalformedPayload extends Error {}
+
+const ITEM_ACTIONS: ReadonlyMap<string, InboundKind> = new Map<string, InboundKind>([
+  ["opened", "opened"],
+  ["closed", "closed"],
+  ["reopened", "reopened"],
+  ["labeled", "labeled"],
+  ["unlabeled", "unlabeled"],
+  ["edited", "updated"],
+]);
+
+const PULL_REQUEST_ACTIONS: ReadonlyMap<string, InboundKind> = new Map<string, InboundKind>([
+  ...ITEM_ACTIONS,
+  ["synchronize", "updated"],
+  ["ready_for_review", "updated"],
+]);
+
+export function inboundFromGitHub(name: string, payload: unknown, context: GitHubEventContext): NormalizeResult {
+  if (name === "ping") return { ignored: "ping" };
+  const normalize = NORMALIZERS.get(name);
+  if (normalize === undefined) return { ignored: "unsupported-event" };
+  try {
+    const root = objectOf(payload, "payload");
+    return normalize(root, stringOf(root.action, "action"), context);
+  } catch (error) {
+    if (error instanceof MalformedPayload) return { ignored: `malformed-payload: ${error.message}` };
+    // Nothing in a payload may take the receiver down; an unforeseen shape is still just ignored.
+    return { ignored: `malformed-payload: ${messageOf(error)}` };
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Events
+
+type Normalizer = (root: Json, action: string, context: GitHubEventContext) => NormalizeResult;
+
+function issuesEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
+  const kind = ITEM_ACTIONS.get(action);
+  if (kind === undefined) return unsupportedAction(action);
+  const repository = repositoryOf(root, context);
+  const issue = objectOf(root.issue, "issue");
+  const item = itemOf(issue, isPullRequestIssue(issue) ? "pull_request" : "issue", repository);
+  const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
+  return {
+    event: {
+      source: context.source,
+      deliveryId: context.deliveryId,
+      kind,
+      trackerEvent: `issues.${action}`,
+      workItems: [item.workItem],
+      actor: loginOf(root.sender),
+      // An item's own text is context, not an instruction: only comments may carry one.
+      body: null,
+      labels: item.labels,
+      ...(label !== undefined ? { label } : {}),
+      itemState: item.state,
+      title: item.title,
+      occurredAt: item.updatedAt ?? nowIso(),
+      excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
+    },
+  };
+}
+
+function issueCommentEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
+  if (action !== "created") return unsupportedAction(action);
+  const repository = repositoryOf(root, context);
+  const issue = objectOf(root.issue, "issue");
+  const comment = objectOf(root.comment, "comment");
+  const isPullRequest = isPullRequestIssue(issue);
+  const item = itemOf(issue, isPullRequest ? "pull_request" : "issue", repository);
+  const body = optionalString(comment.body, "comment.body") ?? "";
+  const shape = isPullRequest ? pullRequestShape(item, repository, undefined, undefined) : { workItems: [item.workItem] };
+  return {
+    event: {
+      source: context.source,
+      deliveryId: context.deliveryId,
+      kind: "commented",
+      trackerEvent: `issue_comment.${action}`,
+      ...shape,
+      actor: loginOf(comment.user),
+      body,
+      labels: item.labels,
+      itemState: item.state,
+      title: item.title,
+      commentId: idOf(comment.id, "comment.id"),
+      commentKind: "comment",
+      ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
+      occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
+      excerpt: boundExcerpt({ title: item.title, comment: body }),
+    },
+  };
+}
+
+function pullRequestEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
+  const kind = PULL_REQUEST_ACTIONS.get(action);
+  if (kind === undefined) return unsupportedAction(action);
+  const repository = repositoryOf(root, context);
+  const pull = objectOf(root.pull_request, "pull_request");
+  const item = itemOf(pull, "pull_request", repository);
+  const head = headOf(pull, repository);
+  const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
+  return {
+    event: {
+      source: context.source,
+      deliveryId: context.deliveryId,
+      kind,
+      trackerEvent: `pull_request.${action}`,
+      ...pullRequestShape(item, repository, head.branch, head.inRepository),
+      actor: loginOf(root.sender),
+      body: null,
+      labels: item.labels,
+      ...(label !== undefined ? { label } : {}),
+      itemState: item.state,
+      title: item.title,
+      occurredAt: item.updatedAt ?? nowIso(),
+      excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
+    },
+  };
+}
+
+function reviewEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
+  if (action !== "submitted") return unsupportedAction(action);
+  const repository = repositoryOf(root, context);
+  const pull = objectOf(root.pull_request, "pull_request");
+  const review = objectOf(root.review, "review");
+  const item = itemOf(pull, "pull_request", repository);
+  const head = headOf(pull, repository);
+  // An approval without words still reaches the router, which decides what an empty review means.
+  const body = optionalString(review.body, "review.body") ?? null;
+  const state = optionalString(review.state, "review.state");
+  return {
+    event: {
+      source: context.source,
+      deliveryId: context.deliveryId,
+      kind: "reviewed",
+      trackerEvent: `pull_request_review.${action}`,
+      ...pullRequestShape(item, repository, head.branch, head.inRepository),
+      actor: loginOf(review.user),
+      body,
+      labels: item.labels,
+      itemState: item.state,
+      title: item.title,
+      commentId: idOf(review.id, "review.id"),
+      commentKind: "review",
+      ...optionalField("commentUrl", optionalString(review.html_url, "review.html_url")),
+      occurredAt: optionalString(review.submitted_at, "review.submitted_at") ?? nowIso(),
+      excerpt: boundExcerpt({ title: item.title, state: state?.toLowerCase(), review: body }),
+    },
+  };
+}
+
+function reviewCommentEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
+  if (action !== "created") return unsupportedAction(action);
+  const repository = repositoryOf(root, context);
+  const pull = objectOf(root.pull_request, "pull_request");
+  const comment = objectOf(root.comment, "comment");
+  const item = itemOf(pull, "pull_request", repository);
+  const head = headOf(pull, repository);
+  const body = optionalString(comment.body, "comment.body") ?? "";
+  const path = optionalString(comment.path, "comment.path");
+  const line = lineOf(comment.line) ?? lineOf(comment.original_line);
+  return {
+    event: {
+      source: context.source,
+      deliveryId: context.deliveryId,
+      kind: "review_commented",
+      trackerEvent: `pull_request_review_comment.${action}`,
+      ...pullRequestShape(item, repository, head.branch, head.inRepository),
+      actor: loginOf(comment.user),
+      body,
+      labels: item.labels,
+      itemState: item.state,
+      title: item.title,
+      commentId: idOf(comment.id, "comment.id"),
+      commentKind: "review_comment",
+      ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
+      occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
+      excerpt: boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body }),
+    },
+  };
+}
+
+// A Map, not an object: an event named `constructor` or `__proto__` must find nothing.
+const NORMALIZERS: ReadonlyMap<string, Normalizer> = new Map<string, Normalizer>([
+  ["issues", issuesEvent],
+  ["issue_comment", issueCommentEvent],
+  ["pull_request", pullRequestEvent],
+  ["pull_request_review", reviewEvent],
+  ["pull_request_review_comment", reviewCommentEvent],
+]);
+
+// ---------------------------------------------------------------------------------------------
+// Shapes
+
+interface Repository {
+  readonly host: string;
+  readonly owner: string;
+  readonly repo: string;
+  /** `owner/repo` as GitHub spells it, for comparing with a head repository. */
+  readonly fullName: string;
+}
+
+interface Item {
+  readonly ref: GitHubRef;
+  readonly workItem: WorkItem;
+  readonly title: string;
+  readonly body: string | undefined;
+  readonly labels: string[];
+  readonly state: ItemState;
+  readonly updatedAt: string | undefined;
+}
+
+interface PullRequestShape {
+  readonly workItems: WorkItem[];
+  readonly pullRequest: InboundPullRequest;
+  readonly linkedBy?: Record<string, LinkSource>;
+}
+
+/**
+ * Work items of an event about a pull request: what it links to first (its closing references,
+ * then the issue its branch is named after), the PR itself last. The branch is only read when
+ * the head lives in the repository (a fork's `issue-3` says nothing about this repository's #3).
+ */
+function pullRequestShape(item: Item, repository: Repository, headBranch: string | undefined, headInRepository: boolean | undefined): PullRequestShape {
+  const own = item.workItem.ref;
+  const linkedBy: Record<string, LinkSource> = {};
+  const linked: WorkItem[] = [];
+  const link = (ref: GitHubRef, source: LinkSource): void => {
+    const text = formatWorkItemRef(ref);
+    // The first source to name an item wins, and closing references are read first.
+    if (text === own || linkedBy[text] !== undefined) return;
+    linkedBy[text] = source;
+    linked.push(workItemOf(ref, { kind: "issue", url: githubItemUrl(ref, "issue"), id: "" }));
+  };
+  const context = { host: repository.host, owner: repository.owner, repo: repository.repo, number: item.ref.number };
+  for (const ref of closingReferences(item.body, context)) link(ref, "closing-reference");
+  const branchNumber = headInRepository === true ? branchIssueNumber(headBranch) : undefined;
+  if (branchNumber !== undefined) {
+    link(githubRef(repository, branchNumber), "branch");
+  }
+  const pullRequest: InboundPullRequest = {
+    ref: own,
+    ...(headBranch !== undefined ? { headBranch } : {}),
+    ...(headInRepository !== undefined ? { headInRepository } : {}),
+  };
+  return linked.length === 0
+    ? { workItems: [item.workItem], pullRequest }
+    : { workItems: [...linked, item.workItem], pullRequest, linkedBy };
+}
+
+function repositoryOf(root: Json, context: GitHubEventContext): Repository {
+  const repository = objectOf(root.repository, "repository");
+  const fullName = optionalString(repository.full_name, "repository.full_name");
+  let owner: string | undefined;
+  let repo: string | undefined;
+  if (fullName !== undefined) {
+    const parts = fullName.split("/");
+    if (parts.length !== 2) throw new MalformedPayload(`repository.full_name "${fullName}" is not owner/repo`);
+    [owner, repo] = parts;
+  } else {
+    owner = loginOf(repository.owner) ?? undefined;
+    repo = optionalString(repository.name, "repository.name");
+  }
+  if (!owner || !repo) throw new MalformedPayload("repository names no owner/repo");
+  const item = objectOrUndefined(root.issue) ?? objectOrUndefined(root.pull_request);
+  const host =
+    hostOfUrl(repository.html_url) ??
+    hostOfUrl(item?.html_url) ??
+    (context.defaultHost ? context.defaultHost.toLowerCase() : undefined) ??
+    DEFAULT_GITHUB_HOST;
+  return { host, owner, repo, fullName: `${owner}/${repo}` };
+}
+
+function itemOf(raw: Json, kind: WorkItemKind, repository: Repository): Item {
+  const what = kind === "pull_request" ? "pull_request" : "issue";
+  const number = raw.number;
+  if (typeof number !== "number" || !Number.isSafeInteger(number) || number < 1) {
+    throw new MalformedPayload(`${what}.number is not a positive whole number`);
+  }
+  const ref = githubRef(repository, number);
+  const url = optionalString(raw.html_url, `${what}.html_url`) ?? githubItemUrl(ref, kind);
+  const id = optionalString(raw.node_id, `${what}.node_id`) ?? (typeof raw.id === "number" ? String(raw.id) : "");
+  const state = raw.state;
+  if (state !== "open" && state !== "closed") throw new MalformedPayload(`${what}.state is neither open nor closed`);
+  return {
+    ref,
+    workItem: workItemOf(ref, { kind, url, id }),
+    title: optionalString(raw.title, `${what}.title`) ?? "",
+    body: optionalString(raw.body, `${what}.body`),
+    labels: labelsOf(raw.labels, `${what}.labels`),
+    state,
+    updatedAt: optionalString(raw.updated_at, `${what}.updated_at`),
+  };
+}
+
+function headOf(pull: Json, repository: Repository): { branch: string | undefined; inRepository: boolean | undefined } {
+  const head = objectOrUndefined(pull.head);
+  if (head === undefined) return { branch: undefined, inRepository: undefined };
+  const branch = optionalString(head.ref, "pull_request.head.ref");
+  // A head whose repository was deleted comes as null: it is in no repository we can check out.
+  const headRepo = objectOrUndefined(head.repo);
+  const headName = headRepo === undefined ? undefined : optionalString(headRepo.full_name, "pull_request.head.repo.full_name");
+  const base = objectOrUndefined(objectOrUndefined(pull.base)?.repo);
+  const baseName = (base === undefined ? undefined : optionalString(base.full_name, "pull_request.base.repo.full_name")) ?? repository.fullName;
+  const inRepository = head.repo === undefined ? undefined : headName !== undefined && headName.toLowerCase() === baseName.toLowerCase();
+  return { branch, inRepository };
+}
+
+function githubRef(repository: Repository, number: number): GitHubRef {
+  const path = repository.host === DEFAULT_GITHUB_HOST ? `${repository.owner}/${repository.repo}` : `${repository.host}/${repository.owner}/${repository.repo}`;
+  try {
+    const ref = parseWorkItemRef(`github:${path}#${number}`);
+    if (ref.tracker !== "github") throw new MalformedPayload("not a GitHub reference");
+    return ref;
+  } catch (error) {
+    if (error instanceof RefError) throw new MalformedPayload(error.message);
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fields
+
+/** GitHub serves pull requests through its issues API too; those carry a `pull_request` key. */
+function isPullRequestIssue(issue: Json): boolean {
+  return issue.pull_request !== undefined && issue.pull_request !== null;
+}
+
+function unsupportedAction(action: string): NormalizeResult {
+  return { ignored: `unsupported-action:${action}` };
+}
+
+function objectOrUndefined(value: unknown): Json | undefined {
+  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
+}
+
+function objectOf(value: unknown, what: string): Json {
+  const object = objectOrUndefined(value);
+  if (object === undefined) throw new MalformedPayload(`${what} is not an object`);
+  return object;
+}
+
+function stringOf(value: unknown, what: string): string {
+  if (typeof value !== "string" || value === "") throw new MalformedPayload(`${what} is missing`);
+  return value;
+}
+
+/** Absent and null read as undefined; any other non-string is a malformed payload. */
+function optionalString(value: unknown, what: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "string") throw new MalformedPayload(`${what} is not a string`);
+  return value;
+}
+
+function optionalField<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
+}
+
+function idOf(value: unknown, what: string): string {
+  if (typeof value === "number" && Number.isSafeInteger(value)) return String(value);
+  if (typeof value === "string" && value !== "") return value;
+  throw new MalformedPayload(`${what} is missing`);
+}
+
+/** A deleted account comes as null (or GitHub's `ghost`): the event then has no actor. */
+function loginOf(user: unknown): string | null {
+  const login = objectOrUndefined(user)?.login;
+  return typeof login === "string" && login !== "" ? login : null;
+}
+
+function labelsOf(value: unknown, what: string): string[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) throw new MalformedPayload(`${what} is not a list`);
+  const names: string[] = [];
+  for (const label of value) {
+    const name = typeof label === "string" ? label : objectOrUndefined(label)?.name;
+    if (typeof name === "string" && name !== "") names.push(name);
+  }
+  return names;
+}
+
+function labelOf(root: Json): string {
+  const name = objectOrUndefined(root.label)?.name;
+  if (typeof name !== "string" || name === "") throw new MalformedPayload("label.name is missing");
+  return name;
+}
+
+function lineOf(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined;
+}
+
+/** `host[:port]` in lower case, or undefined when the value is not an http(s) URL. */
+function hostOfUrl(value: unknown): string | undefined {
+  if (typeof value !== "string" || !/^https?:\/\//i.test(value)) return undefined;
+  try {
+    const host = new URL(value).host.toLowerCase();
+    return host === "" ? undefined : host;
+  } catch {
+    return undefined;
+  }
+}
+
+function nowIso(): string {
+  return new Date().toISOString();
+}
