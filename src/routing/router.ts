@@ -127,7 +127,10 @@ function drop(reason: DropReason, workItem?: WorkItem): Decision {
   return workItem === undefined ? { action: "drop", reason } : { action: "drop", reason, workItem };
 }
 
-/** Items are tried in the event's order (most authoritative first), so a PR's own session wins over its linked issue's. */
+/**
+ * Items are tried in the event's order, most authoritative first: a pull request's linked work
+ * items come before the PR itself, so an event on the PR reaches the work item's session.
+ */
 function liveSession(
   workItems: readonly WorkItem[],
   registry: RegistryView,

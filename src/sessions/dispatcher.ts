@@ -11,16 +11,20 @@ import { route } from "../routing/router.js";
 import type { Decision, DeliveryMemory, RoutingPolicy } from "../routing/router.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { TrackerSet } from "../trackers/resolve.js";
+import type { WorkspaceProvider, WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
-import { parseWorkItemRef, workItemSlug } from "../workitem/index.js";
+import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
 import { announcementText } from "./announce.js";
 import { closeSession } from "./close.js";
 import type { CloseOptions } from "./close.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
+import { LinkedItemCheck, applyLink } from "./linkage.js";
+import type { PullRequestLinks } from "./links.js";
 import { renderBootPrompt, renderEventPrompt } from "./prompts.js";
 import type { PromptInput, PromptTemplates } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX, isLive, tmuxTargetFor } from "./record.js";
 import type { SessionRecord } from "./record.js";
+import { Reactions } from "./reactions.js";
 import type { SessionRegistry } from "./registry.js";
 
 /**
@@ -46,6 +50,10 @@ export interface DispatcherOptions {
   readonly now?: () => Date;
   /** How long a resumed harness must stay up to count as resumed (default 1500 ms). */
   readonly resumeProbeMs?: number;
+  /** Pull request → work item bindings; without it a PR's events follow only what they name themselves. */
+  readonly links?: PullRequestLinks;
+  /** Checkouts for sessions (routing.workspace); without it every session starts in spawnCwd. */
+  readonly workspaces?: WorkspaceProvider;
 }
 
 /** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
@@ -68,12 +76,21 @@ export class Dispatcher implements EventHandler {
   private readonly now: () => Date;
   /** When each freshly (re)started harness may first receive input, by tmux target. */
   private readonly readyAt = new Map<string, number>();
+  private readonly reactions: Reactions;
+  private readonly linkCheck: LinkedItemCheck;
   private accepting = true;
 
   constructor(private readonly options: DispatcherOptions) {
     this.heavy = new Semaphore(options.routing.maxConcurrentDispatches);
     this.memory = new DeliveryLru(options.routing.dedupCacheSize);
     this.now = options.now ?? (() => new Date());
+    this.reactions = new Reactions({ config: options.routing.reactions, trackers: options.trackers, events: options.events });
+    this.linkCheck = new LinkedItemCheck({
+      trackers: options.trackers,
+      registry: options.registry,
+      events: options.events,
+      now: this.now,
+    });
   }
 
   /**
@@ -82,9 +99,12 @@ export class Dispatcher implements EventHandler {
    * once. What depends on the item's session (spawn, deliver, close, or a spawn-policy drop) is
    * decided again when the event's turn comes: an event queued behind a spawn or a close must see
    * the session as that earlier event left it, not as it was when both arrived.
+   *
+   * An event on a pull request bound to a work item is queued on that item (see applyLink).
    */
-  handle(event: InboundEvent): Promise<HandleResult> {
+  handle(received: InboundEvent): Promise<HandleResult> {
     if (!this.accepting) return Promise.resolve(RETRY);
+    const event = applyLink(received, this.options.links, (problem) => this.linkProblem(received, problem)).event;
     const arrival = this.decide(event, this.memory);
     if (arrival === undefined) return Promise.resolve(RETRY);
     if (arrival.action === "drop" && EVENT_GUARDS.has(arrival.reason)) return Promise.resolve(this.dropped(event, arrival));
@@ -95,12 +115,27 @@ export class Dispatcher implements EventHandler {
     return this.queue.run(key, () => this.perform(event));
   }
 
-  /** Stops taking events and waits for the queued ones; returns how many were still queued. */
+  /**
+   * Stops taking events and waits for the queued ones, then (briefly) for reactions still in
+   * flight; returns how many events were still queued.
+   */
   async drain(): Promise<number> {
     this.accepting = false;
     const queued = this.queue.size;
     await this.queue.idle();
+    await this.reactions.idle();
     return queued;
+  }
+
+  /** A damaged binding file must not stop the PR's events: they route as if it were absent. */
+  private linkProblem(event: InboundEvent, problem: string): void {
+    this.options.events.emit("dispatch.failed", {
+      work_item: event.pullRequest?.ref ?? event.workItems[0]?.ref ?? "",
+      delivery_id: event.deliveryId,
+      action: "link",
+      error: problem,
+      will_retry: false,
+    });
   }
 
   /** The router's decision, or undefined (reported) when a registry record cannot be read. */
@@ -131,11 +166,16 @@ export class Dispatcher implements EventHandler {
     return SETTLED;
   }
 
-  private async perform(event: InboundEvent): Promise<HandleResult> {
+  private async perform(queued: InboundEvent): Promise<HandleResult> {
+    // A binding written since the event was queued (by the event ahead of it) counts now; the
+    // damaged-file report was made at arrival.
+    const linked = applyLink(queued, this.options.links, () => undefined);
+    const event = await this.linkCheck.verify(linked.event, linked.link?.workItem.ref);
     // This delivery id is in the in-memory LRU since it was queued; only the record's memory counts now.
     const decision = this.decide(event, NOTHING_SEEN);
     if (decision === undefined) {
       this.memory.delete(event.deliveryId);
+      this.reactions.react(event, "failed");
       return RETRY;
     }
     if (decision.action === "drop") return this.dropped(event, decision);
@@ -166,6 +206,7 @@ export class Dispatcher implements EventHandler {
         error: messageOf(error),
         will_retry: true,
       });
+      this.reactions.react(event, "failed");
       return RETRY;
     }
   }
@@ -213,6 +254,7 @@ export class Dispatcher implements EventHandler {
         error: messageOf(error),
         delivery_id: event.deliveryId,
       });
+      this.reactions.react(event, "failed");
       return SETTLED;
     }
     const claim = await this.options.registry.claim(workItem, () => ({
@@ -229,12 +271,17 @@ export class Dispatcher implements EventHandler {
       url: workItem.url,
     }));
     if (!claim.claimed) return { occupant: claim.record };
+    this.reactions.react(event, "started");
+
+    // Only after the claim: of two processes spawning for one item, only the winner prepares.
+    const cwd = await this.prepareWorkspace(workItem, event, harnessName);
+    if (cwd === undefined) return RETRY;
 
     const prompt = renderBootPrompt(this.options.templates, await this.promptInput(workItem, event));
     try {
       await this.options.runner.spawn({
         target,
-        cwd: this.options.spawnCwd,
+        cwd,
         argv: adapter.fresh({ sessionId, prompt, workItem: workItem.ref }),
         env: this.options.sessionEnv(workItem.ref),
       });
@@ -255,6 +302,7 @@ export class Dispatcher implements EventHandler {
         delivery_id: event.deliveryId,
       });
       this.memory.delete(event.deliveryId);
+      this.reactions.react(event, "failed");
       // Neither comes right by trying again at once; the next event for the item tries afresh.
       return error instanceof TargetLiveError || error instanceof ProgramNotFoundError ? SETTLED : RETRY;
     }
@@ -263,11 +311,76 @@ export class Dispatcher implements EventHandler {
       harness: harnessName,
       harness_session_id: sessionId,
       tmux_target: target,
-      cwd: this.options.spawnCwd,
+      cwd,
       delivery_id: event.deliveryId,
     });
+    this.reactions.react(event, "completed");
+    await this.recordLink(workItem, event);
     if (routing.announce.enabled) await this.announce(workItem.ref, target, harnessName);
     return SETTLED;
+  }
+
+  /**
+   * The session's working directory: its own checkout when a workspace provider gives one (the
+   * record then names it, so a respawn and the close find it), else spawnCwd. Undefined when the
+   * checkout failed: the claim is closed again and the event comes back for another try.
+   */
+  private async prepareWorkspace(workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<string | undefined> {
+    const provider = this.options.workspaces;
+    if (provider === undefined || !this.options.routing.workspace.enabled) return this.options.spawnCwd;
+    try {
+      const workspace = await provider.prepare(workItem, workspaceRequest(workItem, event));
+      if (workspace === undefined) return this.options.spawnCwd;
+      await this.options.registry.update(workItem.ref, (record) => ({ ...record, cwd: workspace.checkout, workspace }));
+      return workspace.checkout;
+    } catch (error) {
+      await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
+      this.options.events.emit("session.spawn_failed", {
+        work_item: workItem.ref,
+        harness: harnessName,
+        error: `its checkout could not be prepared: ${messageOf(error)}`,
+        delivery_id: event.deliveryId,
+      });
+      this.memory.delete(event.deliveryId);
+      this.reactions.react(event, "failed");
+      return undefined;
+    }
+  }
+
+  /**
+   * An event about a pull request reached the session of another work item: from now on the PR's
+   * events go there even when they no longer name that item. The binding and the record's list
+   * are written once; a failure to write them is reported and does not undo the delivery.
+   */
+  private async recordLink(workItem: WorkItem, event: InboundEvent): Promise<void> {
+    const pullRequest = event.pullRequest?.ref;
+    if (pullRequest === undefined || pullRequest === workItem.ref) return;
+    const links = this.options.links;
+    const at = this.now();
+    try {
+      const changed = links ? await links.bind(pullRequest, workItem, event.linkedBy?.[workItem.ref] ?? "closing-reference", at) : undefined;
+      const stored = links?.get(pullRequest);
+      // The record says how the binding in force was made, which an earlier event may have decided.
+      const source =
+        stored !== undefined && stored.workItem.ref === workItem.ref
+          ? stored.source
+          : (event.linkedBy?.[workItem.ref] ?? "closing-reference");
+      let added = false;
+      await this.options.registry.update(workItem.ref, (record) => {
+        if (record.pullRequests?.some((link) => link.ref === pullRequest)) return undefined;
+        added = true;
+        return { ...record, pullRequests: [...(record.pullRequests ?? []), { ref: pullRequest, source, linkedAt: at.toISOString() }] };
+      });
+      if (changed ?? added) this.options.events.emit("session.pr_linked", { work_item: workItem.ref, pull_request: pullRequest, linked_by: source });
+    } catch (error) {
+      this.options.events.emit("dispatch.failed", {
+        work_item: workItem.ref,
+        delivery_id: event.deliveryId,
+        action: "link",
+        error: `the delivery succeeded, but binding ${pullRequest} to it failed: ${messageOf(error)}`,
+        will_retry: false,
+      });
+    }
   }
 
   private async announce(ref: string, target: string, harness: string): Promise<void> {
@@ -288,6 +401,7 @@ export class Dispatcher implements EventHandler {
     const workItem = record.workItem as WorkItem;
     if (record.status === "paused") return this.settle(workItem, event, "session-paused");
     if (record.recentDeliveries.includes(event.deliveryId)) return this.settle(workItem, event, "already-processed");
+    this.reactions.react(event, "started");
     const text = renderEventPrompt(this.options.templates, await this.promptInput(workItem, event, record));
     await this.startupGrace(record);
     try {
@@ -306,6 +420,8 @@ export class Dispatcher implements EventHandler {
       delivery_id: event.deliveryId,
       tmux_target: record.tmuxTarget,
     });
+    this.reactions.react(event, "completed");
+    await this.recordLink(workItem, event);
     return SETTLED;
   }
 
@@ -369,6 +485,7 @@ export class Dispatcher implements EventHandler {
   }
 
   private async close(workItem: WorkItem, event: InboundEvent): Promise<HandleResult> {
+    this.reactions.react(event, "started");
     const closed = await closeSession(this.closeOptions(), workItem.ref, "item-closed");
     if (!closed) return this.settle(workItem, event, "no-session");
     return SETTLED;
@@ -381,6 +498,23 @@ export class Dispatcher implements EventHandler {
       tmux: this.options.routing.tmux,
       events: this.options.events,
       now: this.now,
+      ...(this.options.workspaces ? { workspaces: this.options.workspaces } : {}),
     };
   }
+}
+
+/**
+ * What to check out: the pull request's head when the session is for the PR or for an item of
+ * the same repository it is linked to (a branch name means nothing in another repository).
+ */
+function workspaceRequest(workItem: WorkItem, event: InboundEvent): WorkspaceRequest {
+  const pullRequest = event.pullRequest;
+  if (pullRequest?.headBranch === undefined) return {};
+  if (pullRequest.ref !== workItem.ref) {
+    const own = parseWorkItemRef(pullRequest.ref);
+    if (hostOf(own) !== workItem.host || repositoryOf(own) !== workItem.repository) return {};
+  }
+  return pullRequest.headInRepository === undefined
+    ? { branch: pullRequest.headBranch }
+    : { branch: pullRequest.headBranch, headInRepository: pullRequest.headInRepository };
 }
