@@ -1,6 +1,8 @@
+import type { PollSource } from "../config/schema.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import type { InboundEvent, InboundKind } from "../routing/inbound.js";
-import type { TrackerChange, TrackerComment } from "../trackers/tracker.js";
+import type { Tracker, TrackerChange, TrackerComment, TrackerScope } from "../trackers/tracker.js";
+import type { PollSourceRuntime, SourceBatch } from "./poller.js";
 
 /**
  * Normalizes one change of a tracker's feed into the shape every ingress hands the router. Only
@@ -41,4 +43,41 @@ export function inboundFromChange(change: TrackerChange): InboundEvent {
       label: change.label,
     }),
   };
+}
+
+/** A source read through a tracker's own change feed (the local tracker). */
+export interface TrackerPollSource {
+  /** Names the source in the poll state and in events, e.g. `local:*` or `local:demo,other`. */
+  readonly key: string;
+  readonly tracker: Tracker;
+  readonly scope: TrackerScope;
+}
+
+/** The poller's view of a tracker's change feed: each change becomes one item, keyed by its id. */
+export function trackerPollSource(key: string, tracker: Tracker, scope: TrackerScope): PollSourceRuntime & TrackerPollSource {
+  return {
+    key,
+    tracker,
+    scope,
+    async read(cursor: string | undefined): Promise<SourceBatch> {
+      const batch = await tracker.changesSince(scope, cursor);
+      return { cursor: batch.cursor, items: batch.changes.map((change) => ({ id: change.id, event: inboundFromChange(change) })) };
+    },
+  };
+}
+
+/**
+ * The runtime sources for the configured local ones (other providers are skipped). The key is
+ * the sorted project list, so reordering the config keeps the cursor; changing the list starts
+ * a new source from now.
+ */
+export function localPollSources(sources: readonly PollSource[], tracker: Tracker): (PollSourceRuntime & TrackerPollSource)[] {
+  const runtimes = new Map<string, PollSourceRuntime & TrackerPollSource>();
+  for (const source of sources) {
+    if (source.provider !== "local") continue;
+    const projects = source.projects === undefined ? undefined : [...new Set(source.projects)].sort();
+    const key = `local:${projects === undefined ? "*" : projects.join(",")}`;
+    if (!runtimes.has(key)) runtimes.set(key, trackerPollSource(key, tracker, projects === undefined ? {} : { repositories: projects }));
+  }
+  return [...runtimes.values()];
 }

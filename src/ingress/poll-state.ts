@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { EXIT_FAILURE, ExitError } from "../errors.js";
 import { CorruptFileError, readJsonFile, writeJsonAtomic } from "../state/index.js";
+import { parseLegacyLedger } from "./legacy-poll-state.js";
+import type { LegacyLedger } from "./legacy-poll-state.js";
 
 /**
  * The poller's durable memory: per source, the cursor up to which every change is settled, plus
@@ -68,8 +70,15 @@ export function capHandled(handled: readonly string[]): string[] {
   return handled.length > MAX_HANDLED_IDS ? handled.slice(-MAX_HANDLED_IDS) : [...handled];
 }
 
-/** The state in `path`; empty when there is no such file. Throws PollStateError when it is not poll state. */
-export async function loadPollState(path: string): Promise<PollState> {
+/**
+ * The state in `path`; empty when there is no such file. An older per-item ledger is turned into
+ * state by `adopt` (each source's starting cursor; empty without it). Throws PollStateError when
+ * the content is neither.
+ */
+export async function loadPollState(
+  path: string,
+  adopt?: (ledger: LegacyLedger) => Record<string, PollSourceState>,
+): Promise<PollState> {
   let value: unknown;
   try {
     value = await readJsonFile(path);
@@ -79,7 +88,12 @@ export async function loadPollState(path: string): Promise<PollState> {
   }
   if (value === undefined) return emptyPollState();
   const result = pollStateSchema.safeParse(value);
-  if (!result.success) throw new PollStateError(path, problemOf(result.error));
+  if (!result.success) {
+    const legacy = parseLegacyLedger(value);
+    if (legacy === undefined) throw new PollStateError(path, problemOf(result.error));
+    if ("problem" in legacy) throw new PollStateError(path, legacy.problem);
+    return { version: POLL_STATE_VERSION, sources: copySources(adopt?.(legacy.ledger) ?? {}) };
+  }
   return { version: POLL_STATE_VERSION, sources: copySources(result.data.sources) };
 }
 

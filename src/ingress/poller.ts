@@ -1,14 +1,18 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
-import type { PollSource } from "../config/schema.js";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/index.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { writeJsonAtomic } from "../state/index.js";
-import type { Tracker, TrackerChange, TrackerScope } from "../trackers/tracker.js";
-import { inboundFromChange } from "./local-source.js";
+import { warnLegacyPollState } from "./legacy-poll-state.js";
+import type { LegacyLedger } from "./legacy-poll-state.js";
+import { trackerPollSource } from "./local-source.js";
+import type { TrackerPollSource } from "./local-source.js";
 import { MAX_HANDLED_IDS, loadPollState, savePollState } from "./poll-state.js";
 import type { PollSourceState, PollState } from "./poll-state.js";
+
+export { localPollSources, trackerPollSource } from "./local-source.js";
+export type { TrackerPollSource } from "./local-source.js";
 
 /**
  * Pull ingress: reads each source's change feed, hands every new change to the handler (the
@@ -31,16 +35,61 @@ export interface EventHandler {
   handle(event: InboundEvent): Promise<HandleResult>;
 }
 
+/** One new thing a source saw, already normalized. */
+export interface SourceItem {
+  /** Stable across reads from the same cursor: the poll state remembers settled items by it. */
+  readonly id: string;
+  readonly event: InboundEvent;
+}
+
+export interface SourceBatch {
+  /** Oldest first. */
+  readonly items: readonly SourceItem[];
+  /** Where the next read starts once every item is settled. */
+  readonly cursor: string;
+  /** Do not read this source again before. */
+  readonly notBefore?: Date;
+  /** Why (`poll-interval`, `rate-limit`, `secondary-limit`); recorded with poll.rate_limited. */
+  readonly notBeforeReason?: string;
+  /**
+   * Parts of the source that could not be read this time while the rest progressed (one
+   * repository of several): reported and counted as errors, read again next cycle.
+   */
+  readonly errors?: readonly string[];
+  /**
+   * Part of the source was not read (`errors`, or a rate limit cut the read short): its changes
+   * may come back from a later cursor, so what is settled of them is remembered past this batch.
+   */
+  readonly partial?: boolean;
+}
+
+/**
+ * A change feed the poller reads. `read(undefined)` is first sight: it answers the cursor that
+ * marks "now" and no items, since history is taken as read rather than replayed. A read throwing
+ * an error with a `resetAt` date (a rate limit) defers the source until then.
+ */
 export interface PollSourceRuntime {
-  /** Names the source in the poll state and in events, e.g. `local:*` or `local:demo,other`. */
+  /** Names the source in the poll state and in events, e.g. `local:*` or `github:octo/repo`. */
   readonly key: string;
-  readonly tracker: Tracker;
-  readonly scope: TrackerScope;
+  read(cursor: string | undefined, signal?: AbortSignal): Promise<SourceBatch>;
+  /**
+   * The cursor to start from when the state file is an older per-item ledger (see
+   * legacy-poll-state.ts); undefined when the ledger says nothing about this source.
+   */
+  adoptLegacy?(ledger: LegacyLedger): string | undefined;
 }
 
 export interface PollerOptions {
-  readonly sources: readonly PollSourceRuntime[];
+  /** A tracker-bound source (`{key, tracker, scope}`) is read through its change feed. */
+  readonly sources: readonly (PollSourceRuntime | TrackerPollSource)[];
   readonly stateFile: string;
+  /**
+   * Set when `stateFile` is the pre-state-root file kept in use because the new default does not
+   * exist yet: the poller then says once, naming `newFile`, that the file should move.
+   */
+  readonly legacyState?: { readonly newFile: string };
+  /** Told about problems worth a person's attention (stderr in the daemon). */
+  readonly warn?: (message: string) => void;
   /** Heartbeat, rewritten after every cycle. */
   readonly statusFile: string;
   readonly handler: EventHandler;
@@ -74,6 +123,15 @@ export interface PollerStatus {
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
 
+/**
+ * The run loop never pauses less than this when it wakes early for a deferred source, so a
+ * deferral that ends "now" cannot turn the loop into a busy one.
+ */
+const MIN_PAUSE_MS = 10;
+
+/** The deferral reason of a source that asked to be read less often (X-Poll-Interval). */
+const POLL_INTERVAL = "poll-interval";
+
 /** What one cycle counts as it goes. */
 interface Tally {
   changes: number;
@@ -84,6 +142,10 @@ interface Tally {
 
 export class Poller {
   private readonly sources: readonly PollSourceRuntime[];
+  /** Per source key: not read again before `until` (rate limits, X-Poll-Interval). Memory only. */
+  private readonly deferred = new Map<string, { until: Date; reason: string }>();
+  /** Sources whose answers carry a poll interval: reported when it starts, not with every answer. */
+  private readonly pacedSources = new Set<string>();
   private readonly maxAttempts: number;
   private readonly now: () => Date;
   private readonly startedAt: string;
@@ -103,7 +165,9 @@ export class Poller {
     const duplicate = keys.find((key, index) => keys.indexOf(key) !== index);
     // Two sources with one key would overwrite each other's cursor.
     if (duplicate !== undefined) throw new RangeError(`two poll sources share the key "${duplicate}"`);
-    this.sources = options.sources;
+    this.sources = options.sources.map((source) =>
+      "read" in source ? source : trackerPollSource(source.key, source.tracker, source.scope),
+    );
     this.maxAttempts = maxAttempts;
     this.now = options.now ?? (() => new Date());
     this.startedAt = this.now().toISOString();
@@ -128,7 +192,7 @@ export class Poller {
       }
       if (signal.aborted) break;
       try {
-        await delay(this.options.intervalMs, undefined, { signal });
+        await delay(this.pauseMs(), undefined, { signal });
       } catch {
         // Aborted: the loop condition ends it.
       }
@@ -179,22 +243,81 @@ export class Poller {
     await this.loadState();
   }
 
+  /**
+   * The pause after a cycle: the interval, cut short when a rate limit on some source resets
+   * sooner, so a limited source is read again soon after GitHub allows it rather than up to a
+   * whole interval later. Waking early also polls the other sources early (once per limit); for
+   * GitHub those reads are conditional and cost nothing when idle. A poll interval never wakes the
+   * loop: it only ever asks for fewer reads than the configured pace.
+   */
+  private pauseMs(): number {
+    const now = this.now().getTime();
+    let pause = this.options.intervalMs;
+    for (const { until, reason } of this.deferred.values()) {
+      const wait = until.getTime() - now;
+      if (wait > 0 && reason !== POLL_INTERVAL) pause = Math.min(pause, Math.max(wait, MIN_PAUSE_MS));
+    }
+    return pause;
+  }
+
   private async loadState(): Promise<PollState> {
     // Loaded once: this poller is the file's only writer, so memory stays ahead of the disk.
-    this.state ??= await loadPollState(this.options.stateFile);
+    if (this.state) return this.state;
+    const { stateFile, legacyState } = this.options;
+    if (legacyState) {
+      warnLegacyPollState({ legacyFile: stateFile, newFile: legacyState.newFile, events: this.options.events, warn: this.options.warn });
+    }
+    this.state = await loadPollState(stateFile, (ledger) => this.adoptLegacy(ledger));
     return this.state;
   }
 
+  /** Each source's starting cursor from an older per-item ledger; a source it does not cover baselines. */
+  private adoptLegacy(ledger: LegacyLedger): Record<string, PollSourceState> {
+    const sources: Record<string, PollSourceState> = {};
+    for (const source of this.sources) {
+      const cursor = source.adoptLegacy?.(ledger);
+      if (cursor !== undefined) sources[source.key] = { cursor, handled: [], attempts: {}, updatedAt: this.stamp() };
+    }
+    return sources;
+  }
+
+  /** Keeps `key` from being read before `until`, and says so. */
+  private defer(key: string, until: Date, reason: string): void {
+    this.deferred.set(key, { until, reason });
+    // X-Poll-Interval comes with every answer while it applies: one event when it starts, not
+    // one per read. A rate limit is news every time.
+    const paced = reason === POLL_INTERVAL;
+    if (paced && this.pacedSources.has(key)) return;
+    if (paced) this.pacedSources.add(key);
+    this.options.events.emit("poll.rate_limited", { poll_source: key, resume_at: until.toISOString(), reason });
+  }
+
   private async pollSource(state: PollState, source: PollSourceRuntime, tally: Tally, signal: AbortSignal | undefined): Promise<void> {
+    const deferred = this.deferred.get(source.key);
+    if (deferred !== undefined && deferred.until.getTime() > this.now().getTime()) return;
+    this.deferred.delete(source.key);
+
     const known = state.sources[source.key];
-    let batch;
+    let batch: SourceBatch;
     try {
-      batch = await source.tracker.changesSince(source.scope, known?.cursor);
+      batch = await source.read(known?.cursor, signal);
     } catch (error) {
-      tally.errors++;
-      this.options.events.emit("poll.provider_error", { poll_source: source.key, error: messageOf(error) });
+      const limit = rateLimitOf(error);
+      // Nothing is lost: the cursor has not moved, so the read after the reset sees the same changes.
+      if (limit) this.defer(source.key, limit.resetAt, limit.secondary ? "secondary-limit" : "rate-limit");
+      else {
+        tally.errors++;
+        this.options.events.emit("poll.provider_error", { poll_source: source.key, error: messageOf(error) });
+      }
       return;
     }
+    for (const problem of batch.errors ?? []) {
+      tally.errors++;
+      this.options.events.emit("poll.provider_error", { poll_source: source.key, error: problem });
+    }
+    const reason = batch.notBefore === undefined ? undefined : (batch.notBeforeReason ?? POLL_INTERVAL);
+    if (reason !== POLL_INTERVAL) this.pacedSources.delete(source.key);
+    if (batch.notBefore !== undefined && reason !== undefined) this.defer(source.key, batch.notBefore, reason);
 
     if (!known) {
       // First sight: what is already there is history, not news; the feed's cursor marks now.
@@ -204,10 +327,13 @@ export class Poller {
       return;
     }
 
-    const inBatch = new Set(batch.changes.map((change) => change.id));
-    // Ids no longer in the batch cannot come back from this cursor; dropping them keeps the lists short.
-    const handled = new Set(known.handled.filter((id) => inBatch.has(id)));
-    const attempts: Record<string, number> = Object.fromEntries(Object.entries(known.attempts).filter(([id]) => inBatch.has(id)));
+    const inBatch = new Set(batch.items.map((item) => item.id));
+    // Ids no longer in a whole batch cannot come back from this cursor; dropping them keeps the
+    // lists short. A partial batch says nothing about the part it did not read.
+    const partial = batch.partial === true || (batch.errors?.length ?? 0) > 0;
+    const kept = (id: string): boolean => partial || inBatch.has(id);
+    const handled = new Set(known.handled.filter(kept));
+    const attempts: Record<string, number> = Object.fromEntries(Object.entries(known.attempts).filter(([id]) => kept(id)));
     const entry: PollSourceState = { cursor: known.cursor, handled: [...handled], attempts, updatedAt: known.updatedAt };
     state.sources[source.key] = entry;
     // An idle source is not rewritten every cycle.
@@ -237,33 +363,41 @@ export class Poller {
       }
     };
 
-    const pending = batch.changes.filter((change) => !handled.has(change.id));
+    const pending = batch.items.filter((item) => !handled.has(item.id));
     tally.changes += pending.length;
     const outcomes: Promise<void>[] = [];
-    for (const change of pending) {
+    for (const item of pending) {
       if (signal?.aborted) {
         tally.interrupted = true;
         break;
       }
-      if ((entry.attempts[change.id] ?? 0) >= this.maxAttempts) {
+      if ((entry.attempts[item.id] ?? 0) >= this.maxAttempts) {
         // Only after maxAttempts was lowered across a restart: those failures already count.
-        settle(change.id);
+        settle(item.id);
         continue;
       }
       tally.dispatched++;
       // Not awaited: the handler queues per work item, so a slow item never holds up another.
       outcomes.push(
-        this.handOut(source.key, change).then((settled) => {
-          if (settled) settle(change.id);
-          else fail(change.id);
+        this.handOut(source.key, item).then((settled) => {
+          if (settled) settle(item.id);
+          else fail(item.id);
           return this.saveQuietly();
         }),
       );
     }
     await Promise.all(outcomes);
 
-    if (batch.changes.every((change) => handled.has(change.id)) && (dirty || batch.cursor !== entry.cursor)) {
-      state.sources[source.key] = { cursor: batch.cursor, handled: [], attempts: {}, updatedAt: this.stamp() };
+    if (batch.items.every((item) => handled.has(item.id)) && (dirty || batch.cursor !== entry.cursor)) {
+      // Past a partial batch, the part it did not read is still behind the new cursor, and so are
+      // its changes settled earlier.
+      const unread = (id: string): boolean => partial && !inBatch.has(id);
+      state.sources[source.key] = {
+        cursor: batch.cursor,
+        handled: entry.handled.filter(unread),
+        attempts: Object.fromEntries(Object.entries(entry.attempts).filter(([id]) => unread(id))),
+        updatedAt: this.stamp(),
+      };
       dirty = true;
     }
     // Also the durability point of every settled change above whose own save failed.
@@ -274,11 +408,11 @@ export class Poller {
    * True when the handler settled the change; a rejection is reported and counts as a failure.
    * Never rejects. `handle` is called before the first await, so call order is queue order.
    */
-  private async handOut(key: string, change: TrackerChange): Promise<boolean> {
+  private async handOut(key: string, item: SourceItem): Promise<boolean> {
     try {
-      return (await this.options.handler.handle(inboundFromChange(change))).settled;
+      return (await this.options.handler.handle(item.event)).settled;
     } catch (error) {
-      this.options.events.emit("poll.provider_error", { poll_source: key, error: `handling change ${change.id} failed: ${messageOf(error)}` });
+      this.options.events.emit("poll.provider_error", { poll_source: key, error: `handling change ${item.id} failed: ${messageOf(error)}` });
       return false;
     }
   }
@@ -346,17 +480,12 @@ export class Poller {
 }
 
 /**
- * The runtime sources for the configured local ones (other providers are skipped). The key is
- * the sorted project list, so reordering the config keeps the cursor; changing the list starts
- * a new source from now.
+ * A rate-limit error, recognised by its shape (a `resetAt` date) so the poller stays independent of
+ * any one tracker's error classes.
  */
-export function localPollSources(sources: readonly PollSource[], tracker: Tracker): PollSourceRuntime[] {
-  const runtimes = new Map<string, PollSourceRuntime>();
-  for (const source of sources) {
-    if (source.provider !== "local") continue;
-    const projects = source.projects === undefined ? undefined : [...new Set(source.projects)].sort();
-    const key = `local:${projects === undefined ? "*" : projects.join(",")}`;
-    if (!runtimes.has(key)) runtimes.set(key, { key, tracker, scope: projects === undefined ? {} : { repositories: projects } });
-  }
-  return [...runtimes.values()];
+function rateLimitOf(error: unknown): { resetAt: Date; secondary: boolean } | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const { resetAt, secondary } = error as { resetAt?: unknown; secondary?: unknown };
+  if (!(resetAt instanceof Date) || Number.isNaN(resetAt.getTime())) return undefined;
+  return { resetAt, secondary: secondary === true };
 }

@@ -5,6 +5,8 @@ import { MemoryEventSink } from "../../src/events/index.js";
 import type { EventFields, EventType } from "../../src/events/index.js";
 import { Poller, PollStateError, localPollSources } from "../../src/ingress/index.js";
 import type { EventHandler, HandleResult, PollerOptions, PollState } from "../../src/ingress/index.js";
+import { trackerPollSource } from "../../src/ingress/poller.js";
+import type { PollSourceRuntime, SourceBatch } from "../../src/ingress/poller.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import type { LocalTracker } from "../../src/trackers/local/index.js";
 import type { ChangeBatch, Tracker, TrackerScope } from "../../src/trackers/tracker.js";
@@ -457,12 +459,14 @@ describe("Poller", () => {
       const s = await setup();
       await twoItems(s.tracker);
       let broken = false;
-      const tracker = new FlakyTracker(s.tracker);
-      // A feed answer without a change list: nothing the poller checks for, so it fails deep inside the cycle.
-      tracker.changesSince = (scope, cursor) =>
-        broken ? Promise.resolve({ changes: null, cursor: "" } as unknown as ChangeBatch) : s.tracker.changesSince(scope, cursor);
+      const local = trackerPollSource("local:*", s.tracker, {});
+      // A batch without an item list: nothing the poller checks for, so it fails deep inside the cycle.
+      const source: PollSourceRuntime = {
+        key: "local:*",
+        read: (cursor) => (broken ? Promise.resolve({ items: null, cursor: "" } as unknown as SourceBatch) : local.read(cursor)),
+      };
       const handler = new FakeHandler();
-      const poller = s.poller(handler, { intervalMs: 5, sources: [{ key: "local:*", tracker, scope: {} }] });
+      const poller = s.poller(handler, { intervalMs: 5, sources: [source] });
       await poller.runOnce();
 
       broken = true;

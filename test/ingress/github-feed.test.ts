@@ -1,0 +1,457 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { MemoryEventSink } from "../../src/events/index.js";
+import type { EventFields, EventType } from "../../src/events/index.js";
+import { Poller } from "../../src/ingress/poller.js";
+import type { EventHandler, HandleResult, SourceBatch } from "../../src/ingress/poller.js";
+import type { InboundEvent } from "../../src/routing/inbound.js";
+import { GitHubClient } from "../../src/trackers/github/client.js";
+import { GitHubFeed } from "../../src/trackers/github/feed.js";
+import type { GitHubFeedOptions, GitHubReader } from "../../src/trackers/github/feed.js";
+import { FakeGitHub } from "../support/fake-github.js";
+import type { RequestLogEntry } from "../support/fake-github.js";
+import { tempDir } from "../support/temp.js";
+import { waitFor } from "../support/wait.js";
+
+const TOKEN = "ghp_feedTestToken_neverPrinted_5e1d";
+const LABEL = "the-loop";
+const REPO = "octo/repo";
+const fakes: FakeGitHub[] = [];
+
+afterEach(async () => {
+  await Promise.all(fakes.splice(0).map((fake) => fake.stop()));
+});
+
+interface Setup {
+  readonly gh: FakeGitHub;
+  readonly client: GitHubClient;
+  readonly feed: GitHubFeed;
+  /** Refs with a live session. */
+  readonly watched: Set<string>;
+  ref(number: number, repo?: string): string;
+  /** One read from the cursor of the previous one (the first is first sight). */
+  cycle(): Promise<SourceBatch>;
+  /** The requests of one cycle. */
+  requestsOf(run: () => Promise<unknown>): Promise<RequestLogEntry[]>;
+}
+
+async function setup(options: Partial<GitHubFeedOptions> & { repos?: string[]; addRepos?: string[] } = {}): Promise<Setup> {
+  const gh = await FakeGitHub.start({ token: TOKEN });
+  fakes.push(gh);
+  for (const repo of options.addRepos ?? [REPO]) gh.addRepo(repo);
+  // No waiting inside the client: a rate limit reaches the feed and the poller at once.
+  const client = new GitHubClient({
+    apiUrl: gh.apiUrl,
+    tokens: { token: () => Promise.resolve(TOKEN) },
+    spaceWrites: false,
+    retries: 0,
+    rateLimitWaitSeconds: 0,
+  });
+  const watched = new Set<string>();
+  const feed = new GitHubFeed({
+    key: `github:${(options.repos ?? [REPO]).join(",")}`,
+    client,
+    repos: options.repos ?? [REPO],
+    label: LABEL,
+    isWatched: (ref) => watched.has(ref),
+    ...options,
+  });
+  let cursor: string | undefined;
+  return {
+    gh,
+    client,
+    feed,
+    watched,
+    ref: (number, repo = REPO) => `github:${gh.host}/${repo}#${number}`,
+    async cycle() {
+      const batch = await feed.read(cursor);
+      cursor = batch.cursor;
+      return batch;
+    },
+    async requestsOf(run) {
+      gh.clearRequests();
+      await run();
+      return [...gh.requests];
+    },
+  };
+}
+
+function summary(batch: SourceBatch): [string, string, string | undefined, string | null][] {
+  return batch.items.map(({ id, event }) => [id, event.kind, event.workItems.at(-1)?.ref, event.actor]);
+}
+
+/** Waits (bounded) until a fresh second has just begun, so what follows happens within one second. */
+async function startOfSecond(): Promise<void> {
+  await waitFor("the start of a second", () => (Date.now() % 1000 < 80 ? true : undefined), { timeoutMs: 3_000, intervalMs: 2 });
+}
+
+describe("GitHubFeed", () => {
+  it("takes existing history as read on first sight", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    s.gh.addComment(REPO, issue, { user: "alice", body: "an old request" });
+    const pr = s.gh.addPullRequest(REPO, { title: "fix", body: `Fixes #${issue}`, user: "bob", head: "fix", labels: [LABEL] });
+    s.gh.addReview(REPO, pr, { user: "alice", body: "old review" });
+    s.gh.addReviewComment(REPO, pr, { user: "alice", body: "old remark" });
+    const closed = s.gh.addIssue(REPO, { title: "done", user: "alice" });
+    s.gh.closeItem(REPO, closed);
+    s.watched.add(s.ref(closed));
+
+    const first = await s.cycle();
+    expect(first.items).toEqual([]);
+    expect(JSON.parse(first.cursor).repos[REPO].armed).toEqual([issue, pr]);
+    expect((await s.cycle()).items).toEqual([]);
+    expect((await s.cycle()).items).toEqual([]);
+  });
+
+  it("hands out a new comment on a labelled issue within one cycle", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    await s.cycle();
+    await s.cycle();
+
+    const comment = s.gh.addComment(REPO, issue, { user: "alice", body: "please fix" });
+    const batch = await s.cycle();
+    expect(summary(batch)).toEqual([[`comment-${comment.id}`, "commented", s.ref(issue), "alice"]]);
+    expect(batch.items[0]?.event).toMatchObject({
+      source: "poll",
+      deliveryId: `poll-comment-${comment.id}`,
+      body: "please fix",
+      labels: [LABEL],
+      itemState: "open",
+      commentId: String(comment.id),
+      commentKind: "comment",
+      occurredAt: comment.created_at,
+    });
+    expect((await s.cycle()).items).toEqual([]);
+  });
+
+  it("costs three conditional requests per repository, all 304, in an idle cycle", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    s.gh.addComment(REPO, issue, { user: "alice", body: "hello" });
+    await s.cycle();
+    await s.cycle();
+
+    const used = s.gh.rateLimitUsed();
+    const requests = await s.requestsOf(() => s.cycle());
+    expect(requests.map((request) => [request.path, request.status, request.ifNoneMatch !== undefined])).toEqual([
+      [`/repos/${REPO}/issues`, 304, true],
+      [`/repos/${REPO}/issues/comments`, 304, true],
+      [`/repos/${REPO}/pulls/comments`, 304, true],
+    ]);
+    expect(s.gh.rateLimitUsed()).toBe(used);
+
+    // After a change, the cycle that reads it pays; the one after is free again.
+    s.gh.addComment(REPO, issue, { user: "alice", body: "one more" });
+    expect((await s.cycle()).items).toHaveLength(1);
+    expect((await s.requestsOf(() => s.cycle())).map((request) => request.status)).toEqual([304, 304, 304]);
+  });
+
+  it("does not take an edited old comment for a new one", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const old = s.gh.addComment(REPO, issue, { user: "alice", body: "first words" });
+    await s.cycle();
+    await s.cycle();
+    s.gh.advance(5);
+    s.gh.editComment(REPO, old.id, "second thoughts");
+    expect((await s.cycle()).items).toEqual([]);
+  });
+
+  it("delivers every comment of one second once, across cycles and across first sight", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    await startOfSecond();
+    const before = s.gh.addComment(REPO, issue, { user: "alice", body: "before first sight" });
+    await s.cycle();
+    const a = s.gh.addComment(REPO, issue, { user: "alice", body: "A" });
+    const first = await s.cycle();
+    const b = s.gh.addComment(REPO, issue, { user: "alice", body: "B" });
+    const second = await s.cycle();
+    const third = await s.cycle();
+    // The point of the test: all three share one second.
+    expect(new Set([before.created_at, a.created_at, b.created_at]).size).toBe(1);
+    expect(first.items.map((item) => item.id)).toEqual([`comment-${a.id}`]);
+    expect(second.items.map((item) => item.id)).toEqual([`comment-${b.id}`]);
+    expect(third.items).toEqual([]);
+  });
+
+  it("hands out a review and a review comment on a PR that closes a labelled issue, with both work items", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const pr = s.gh.addPullRequest(REPO, { title: "the fix", body: `Fixes #${issue}`, user: "bob", head: `issue-${issue}` });
+    await s.cycle();
+    await s.cycle();
+
+    // A review shows through the PR's updated_at, which must move (see the feed on reviews).
+    s.gh.advance(1);
+    const review = s.gh.addReview(REPO, pr, { user: "alice", body: "please rename", state: "CHANGES_REQUESTED" });
+    const reviewed = await s.cycle();
+    expect(summary(reviewed)).toEqual([[`review-${review.id}`, "reviewed", s.ref(pr), "alice"]]);
+    expect(reviewed.items[0]?.event.workItems.map((item) => item.ref)).toEqual([s.ref(issue), s.ref(pr)]);
+    expect(reviewed.items[0]?.event).toMatchObject({
+      deliveryId: `poll-review-${review.id}`,
+      body: "please rename",
+      pullRequest: { ref: s.ref(pr), headBranch: `issue-${issue}`, headInRepository: true },
+    });
+
+    const remark = s.gh.addReviewComment(REPO, pr, { user: "alice", body: "typo here", path: "src/a.ts", line: 3 });
+    const conversation = s.gh.addComment(REPO, pr, { user: "alice", body: "and on the PR" });
+    const batch = await s.cycle();
+    expect(summary(batch)).toEqual([
+      [`comment-${conversation.id}`, "commented", s.ref(pr), "alice"],
+      [`review-comment-${remark.id}`, "review_commented", s.ref(pr), "alice"],
+    ]);
+    for (const item of batch.items) expect(item.event.workItems.map((work) => work.ref)).toEqual([s.ref(issue), s.ref(pr)]);
+    expect(batch.items[1]?.event).toMatchObject({ deliveryId: `poll-review-comment-${remark.id}`, commentKind: "review_comment" });
+    expect((await s.cycle()).items).toEqual([]);
+  });
+
+  it("hands out the closing of an item with a live session, and only of such items", async () => {
+    const s = await setup();
+    const live = s.gh.addIssue(REPO, { title: "has a session", user: "alice" });
+    const other = s.gh.addIssue(REPO, { title: "no session", user: "alice", labels: [LABEL] });
+    s.watched.add(s.ref(live));
+    await s.cycle();
+    await s.cycle();
+
+    s.gh.closeItem(REPO, live);
+    s.gh.closeItem(REPO, other);
+    const batch = await s.cycle();
+    const closedAt = s.gh.item(REPO, live).closed_at;
+    expect(summary(batch)).toEqual([[`closed-${s.ref(live)}-${closedAt}`, "closed", s.ref(live), null]]);
+    expect(batch.items[0]?.event).toMatchObject({ deliveryId: `poll-closed-${s.ref(live)}-${closedAt}`, itemState: "closed" });
+    expect((await s.cycle()).items).toEqual([]);
+  });
+
+  it("hands out a label once, with who added it", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "not yet", user: "bob" });
+    await s.cycle();
+    await s.cycle();
+
+    s.gh.addLabel(REPO, issue, LABEL, { actor: "alice" });
+    const batch = await s.cycle();
+    const updatedAt = s.gh.item(REPO, issue).updated_at;
+    expect(summary(batch)).toEqual([[`labeled-${s.ref(issue)}-${updatedAt}`, "labeled", s.ref(issue), "alice"]]);
+    expect(batch.items[0]?.event).toMatchObject({ deliveryId: `poll-labeled-${s.ref(issue)}-${updatedAt}`, label: LABEL });
+
+    // Still labelled: a later change is not a second `labeled`.
+    s.gh.advance(2);
+    const comment = s.gh.addComment(REPO, issue, { user: "alice", body: "go" });
+    expect((await s.cycle()).items.map((item) => item.id)).toEqual([`comment-${comment.id}`]);
+
+    // Taken off and put back: that is a new arming.
+    s.gh.advance(2);
+    s.gh.removeLabel(REPO, issue, LABEL);
+    expect((await s.cycle()).items).toEqual([]);
+    s.gh.advance(2);
+    s.gh.addLabel(REPO, issue, LABEL, { actor: "carol" });
+    expect(summary(await s.cycle()).map(([, kind, , actor]) => [kind, actor])).toEqual([["labeled", "carol"]]);
+  });
+
+  it("hands out nothing about items nobody watches, and reads no reviews for them", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "unlabelled", user: "alice" });
+    const pr = s.gh.addPullRequest(REPO, { title: "unrelated", body: "Fixes #999", user: "bob", head: "x" });
+    await s.cycle();
+    await s.cycle();
+
+    s.gh.addComment(REPO, issue, { user: "alice", body: "hello?" });
+    s.gh.addReview(REPO, pr, { user: "alice", body: "lgtm", state: "APPROVED" });
+    s.gh.addReviewComment(REPO, pr, { user: "alice", body: "nit" });
+    s.gh.closeItem(REPO, issue);
+    const requests = await s.requestsOf(async () => expect((await s.cycle()).items).toEqual([]));
+    expect(requests.some((request) => request.path.endsWith("/reviews"))).toBe(false);
+  });
+
+  it("watches every item when there is no label", async () => {
+    const s = await setup({ label: null });
+    const issue = s.gh.addIssue(REPO, { title: "anything", user: "alice" });
+    await s.cycle();
+    await s.cycle();
+    const comment = s.gh.addComment(REPO, issue, { user: "alice", body: "hi" });
+    expect((await s.cycle()).items.map((item) => item.id)).toEqual([`comment-${comment.id}`]);
+  });
+
+  it("hands out the same changes again when read again from the same cursor", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const baseline = await s.feed.read(undefined);
+    const settled = await s.feed.read(baseline.cursor);
+    const comment = s.gh.addComment(REPO, issue, { user: "alice", body: "not settled the first time" });
+    const once = await s.feed.read(settled.cursor);
+    const again = await s.feed.read(settled.cursor);
+    expect(once.items.map((item) => item.id)).toEqual([`comment-${comment.id}`]);
+    expect(again.items).toEqual(once.items);
+  });
+
+  it("keeps a failing repository's cursor while the others progress", async () => {
+    const s = await setup({ repos: [REPO, "octo/later"] });
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const first = await s.cycle();
+    expect(first.errors).toEqual([expect.stringMatching(/^octo\/later: .*not found/)]);
+    expect(Object.keys(JSON.parse(first.cursor).repos)).toEqual([REPO]);
+
+    const comment = s.gh.addComment(REPO, issue, { user: "alice", body: "still heard" });
+    const second = await s.cycle();
+    expect(second.items.map((item) => item.id)).toEqual([`comment-${comment.id}`]);
+    expect(second.errors).toHaveLength(1);
+
+    // Once it can be read, the repository is taken as read from then on, like a new source.
+    s.gh.addRepo("octo/later");
+    const late = s.gh.addIssue("octo/later", { title: "armed", user: "alice", labels: [LABEL] });
+    s.gh.addComment("octo/later", late, { user: "alice", body: "before it was first seen" });
+    const third = await s.cycle();
+    expect(third.items).toEqual([]);
+    expect(third.errors).toBeUndefined();
+    const lateComment = s.gh.addComment("octo/later", late, { user: "alice", body: "after" });
+    expect((await s.cycle()).items.map((item) => item.id)).toEqual([`comment-${lateComment.id}`]);
+
+    // A server error on one repository's listing holds that one back for a cycle, not the other.
+    const comments = [s.gh.addComment(REPO, issue, { user: "alice", body: "one" }), s.gh.addComment("octo/later", late, { user: "alice", body: "two" })];
+    s.gh.failNext(500);
+    const partial = await s.cycle();
+    expect(partial.items.map((item) => item.id)).toEqual([`comment-${comments[1]?.id}`]);
+    expect(partial.errors).toEqual([expect.stringMatching(/^octo\/repo: /)]);
+    expect((await s.cycle()).items.map((item) => item.id)).toEqual([`comment-${comments[0]?.id}`]);
+  });
+
+  it("passes X-Poll-Interval on as the batch's notBefore", async () => {
+    const clock = Date.parse("2026-01-01T00:00:00Z");
+    const s = await setup({ now: () => new Date(clock) });
+    s.gh.pollInterval = 30;
+    expect(await s.cycle()).toMatchObject({ notBefore: new Date(clock + 30_000), notBeforeReason: "poll-interval" });
+  });
+
+  it("throws a rate limit met before anything was read", async () => {
+    const s = await setup({ repos: [REPO, "octo/other"], addRepos: [REPO, "octo/other"] });
+    await s.cycle();
+    await s.cycle();
+
+    s.gh.rateLimitNext({ resetInSeconds: 30 });
+    const error = await s.cycle().catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ name: "GitHubRateLimitError", resetAt: expect.any(Date), secondary: false });
+  });
+
+  it("stops at a rate limit met after a repository was read, keeping that one's progress", async () => {
+    const s = await setup({ repos: [REPO, "octo/other"], addRepos: [REPO, "octo/other"] });
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const resetAt = new Date(Date.now() + 60_000);
+    let limitOther = true;
+    const reader: GitHubReader = {
+      host: s.client.host,
+      list: (route, params, options) =>
+        limitOther && params.repo === "other"
+          ? Promise.reject(Object.assign(new Error("limited"), { resetAt, secondary: true }))
+          : s.client.list(route, params, options),
+      get: (route, params, options) => s.client.get(route, params, options),
+    };
+    const feed = new GitHubFeed({ key: "github:octo/other,octo/repo", client: reader, repos: [REPO, "octo/other"], label: LABEL, isWatched: () => false });
+    const first = await feed.read(undefined);
+    expect(first).toMatchObject({ items: [], notBefore: resetAt, notBeforeReason: "secondary-limit" });
+    expect(Object.keys(JSON.parse(first.cursor).repos)).toEqual([REPO]);
+    limitOther = false;
+    const baseline = await feed.read(first.cursor);
+    expect(baseline.items).toEqual([]);
+    expect(Object.keys(JSON.parse(baseline.cursor).repos)).toEqual([REPO, "octo/other"]);
+    const comment = s.gh.addComment(REPO, issue, { user: "alice", body: "heard despite the limit" });
+    s.gh.addComment(REPO, issue, { user: "alice", body: "padding" });
+    limitOther = true;
+    const batch = await feed.read(baseline.cursor);
+    expect(batch.items.map((item) => item.id)).toContain(`comment-${comment.id}`);
+    expect(batch).toMatchObject({ notBefore: resetAt, notBeforeReason: "secondary-limit" });
+    expect(JSON.parse(batch.cursor).repos["octo/other"]).toEqual(JSON.parse(baseline.cursor).repos["octo/other"]);
+  });
+});
+
+// ------------------------------------------------------------------------------------------------
+// With the poller
+
+class RecordingHandler implements EventHandler {
+  readonly events: InboundEvent[] = [];
+  handle(event: InboundEvent): Promise<HandleResult> {
+    this.events.push(event);
+    return Promise.resolve({ settled: true });
+  }
+}
+
+function emitted<T extends EventType>(events: MemoryEventSink, type: T): EventFields<T>[] {
+  return events.events.filter((event) => event.type === type).map((event) => event.fields as EventFields<T>);
+}
+
+describe("GitHubFeed under the poller", () => {
+  async function polled(options: { intervalMs?: number; now?: () => Date } = {}) {
+    const s = await setup(options.now ? { now: options.now } : {});
+    const dir = await tempDir();
+    const events = new MemoryEventSink();
+    const handler = new RecordingHandler();
+    const poller = new Poller({
+      sources: [s.feed],
+      stateFile: join(dir, "poll-state.json"),
+      statusFile: join(dir, "poll-status.json"),
+      handler,
+      events,
+      intervalMs: options.intervalMs ?? 50,
+      ...(options.now ? { now: options.now } : {}),
+    });
+    return { ...s, events, handler, poller };
+  }
+
+  it("waits out a rate limit until its reset, then delivers what came meanwhile", async () => {
+    const p = await polled({ intervalMs: 50 });
+    const issue = p.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const controller = new AbortController();
+    const running = p.poller.run(controller.signal);
+    try {
+      await waitFor("a baseline and a cycle", () => (emitted(p.events, "poll.cycle").length >= 2 ? true : undefined));
+      p.gh.rateLimitNext({ resetInSeconds: 2 });
+      const comment = p.gh.addComment(REPO, issue, { user: "alice", body: "during the limit" });
+      const limited = await waitFor("poll.rate_limited", () => emitted(p.events, "poll.rate_limited")[0]);
+      expect(limited).toMatchObject({ poll_source: p.feed.key, reason: "rate-limit" });
+      const resumeAt = Date.parse(limited.resume_at);
+
+      const delivered = await waitFor("the comment delivered", () => p.handler.events[0], { timeoutMs: 15_000 });
+      expect(delivered.deliveryId).toBe(`poll-comment-${comment.id}`);
+      expect(Date.now()).toBeGreaterThanOrEqual(resumeAt);
+      // One refused request: the poller did not ask again before the reset.
+      expect(p.gh.requests.filter((request) => request.status === 403)).toHaveLength(1);
+      expect(emitted(p.events, "poll.provider_error")).toEqual([]);
+    } finally {
+      controller.abort();
+      await running;
+    }
+  });
+
+  it("reports a secondary limit as such", async () => {
+    const p = await polled();
+    await p.poller.runOnce();
+    p.gh.rateLimitNext({ resetInSeconds: 60, secondary: true });
+    await p.poller.runOnce();
+    expect(emitted(p.events, "poll.rate_limited")).toEqual([{ poll_source: p.feed.key, resume_at: expect.any(String), reason: "secondary-limit" }]);
+    // Deferred: the next cycle does not ask GitHub at all.
+    p.gh.clearRequests();
+    await p.poller.runOnce();
+    expect(p.gh.requests).toEqual([]);
+  });
+
+  it("respects X-Poll-Interval", async () => {
+    let clock = Date.now();
+    const p = await polled({ now: () => new Date(clock) });
+    p.gh.pollInterval = 5;
+    await p.poller.runOnce();
+    expect(emitted(p.events, "poll.rate_limited")).toEqual([
+      { poll_source: p.feed.key, resume_at: new Date(clock + 5_000).toISOString(), reason: "poll-interval" },
+    ]);
+    p.gh.clearRequests();
+    clock += 4_000;
+    await p.poller.runOnce();
+    expect(p.gh.requests).toEqual([]);
+    clock += 1_000;
+    await p.poller.runOnce();
+    expect(p.gh.requests.length).toBeGreaterThan(0);
+    // The same interval again is not news.
+    expect(emitted(p.events, "poll.rate_limited")).toHaveLength(1);
+  });
+});
