@@ -326,7 +326,7 @@ export const ghWebhookSchema = z
     port: z.number().int().min(0).max(65_535).default(8787).describe("Port the receiver listens on (0: any free port)."),
     path: z
       .string()
-      .regex(/^\/[A-Za-z0-9._~\/-]*$/, "an absolute URL path such as /gh-webhook")
+      .regex(/^\/[A-Za-z0-9._~/-]*$/, "an absolute URL path such as /gh-webhook")
       .default("/gh-webhook")
       .describe("URL path GitHub posts deliveries to; `GET /healthz` answers on the same port."),
     secretEnv: z

@@ -1,13 +1,15 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, openSync, closeSync, readFileSync, statSync } from "node:fs";
 import { dirname } from "node:path";
-import { EXIT_FAILURE, ExitError } from "../errors.js";
+import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
 import { CLI_ENTRY } from "../sessions/session-env.js";
+import { webhookSecret } from "../ingress/webhook/secret.js";
 import { readLiveHolder } from "./pidfile.js";
 import type { PidfileHolder } from "./pidfile.js";
-import { NOTHING_TO_RUN, servicesOf } from "./services.js";
+import { NOTHING_TO_RUN, listeningUrl, readWebhookListening, servicesOf, webhookStatusFile } from "./services.js";
+import type { ServiceSpec } from "./services.js";
 import { readHeartbeat } from "./heartbeat.js";
 import type { PollHeartbeat } from "./heartbeat.js";
 
@@ -15,6 +17,16 @@ import type { PollHeartbeat } from "./heartbeat.js";
  * `start`, `stop` and `status`: a daemon is a detached `the-loop serve`, and what it runs is
  * read from the pidfile locks its services hold, never from a process table.
  */
+
+/** Where a running webhook receiver listens. */
+export interface ListeningStatus {
+  readonly host: string;
+  readonly port: number;
+  readonly path: string;
+  readonly url: string;
+  /** False when it takes unsigned deliveries (insecureAllowUnsigned). */
+  readonly verified: boolean;
+}
 
 export interface ServiceStatus {
   readonly name: string;
@@ -24,21 +36,47 @@ export interface ServiceStatus {
   readonly since?: string;
   readonly pidfile: string;
   readonly heartbeat?: PollHeartbeat;
+  readonly listening?: ListeningStatus;
 }
 
+/**
+ * Every service that is enabled or running. The poller is always listed (a daemon with nothing
+ * enabled still answers with the service it would run first); the webhook receiver only once it
+ * is enabled or holds its lock.
+ */
 export function daemonStatus(config: CliConfig, paths: StatePaths): ServiceStatus[] {
-  return servicesOf(config, paths).map((service) => {
-    const holder = readLiveHolder(service.pidfile);
-    return {
-      name: service.name,
-      enabled: service.enabled,
-      running: holder !== undefined,
-      pid: holder?.pid,
-      since: holder?.startedAt,
-      pidfile: service.pidfile,
-      heartbeat: service.name === "poller" ? readHeartbeat(paths.pollStatusFile) : undefined,
-    };
-  });
+  return servicesOf(config, paths)
+    .map((service) => statusOf(service, paths))
+    .filter((status) => status.name === "poller" || status.enabled || status.running);
+}
+
+function statusOf(service: ServiceSpec, paths: StatePaths): ServiceStatus {
+  const holder = readLiveHolder(service.pidfile);
+  const listening = holder !== undefined && service.name === "gh-webhook" ? webhookListening(paths, holder.pid) : undefined;
+  return {
+    name: service.name,
+    enabled: service.enabled,
+    running: holder !== undefined,
+    pid: holder?.pid,
+    since: holder?.startedAt,
+    pidfile: service.pidfile,
+    heartbeat: service.name === "poller" ? readHeartbeat(paths.pollStatusFile) : undefined,
+    listening,
+  };
+}
+
+/** The receiver's address, when the file naming it was written by `pid` (a stale one is not believed). */
+function webhookListening(paths: StatePaths, pid: number): ListeningStatus | undefined {
+  const listening = readWebhookListening(webhookStatusFile(paths));
+  if (listening === undefined || listening.pid !== pid) return undefined;
+  const { host, port, path, verified } = listening;
+  return { host, port, path, url: listeningUrl(listening), verified };
+}
+
+/** Whether the service is up as far as `start` is concerned: its lock, and for the receiver its address. */
+function ready(service: ServiceSpec, paths: StatePaths, pid: number): boolean {
+  if (readLiveHolder(service.pidfile)?.pid !== pid) return false;
+  return service.name !== "gh-webhook" || webhookListening(paths, pid) !== undefined;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -57,18 +95,27 @@ export interface StartOptions {
   readonly cwd: string;
   /** How long to wait for every service's lock (default 10 s). */
   readonly timeoutMs?: number;
+  /** The daemon's environment (default process.env). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface StartResult {
   readonly pid: number;
   readonly services: readonly string[];
   readonly log: string;
+  /** Where the webhook receiver listens, when it runs. */
+  readonly listening?: ListeningStatus;
 }
 
-/** Starts `the-loop serve` detached and returns once every enabled service holds its lock. */
+/**
+ * Starts `the-loop serve` detached and returns once every enabled service holds its lock (and
+ * the webhook receiver listens). The daemon inherits this environment, so a missing webhook
+ * secret is refused here, before anything starts.
+ */
 export async function startDaemon(config: CliConfig, paths: StatePaths, options: StartOptions): Promise<StartResult> {
   const services = servicesOf(config, paths).filter((service) => service.enabled);
-  if (services.length === 0) throw new ExitError(NOTHING_TO_RUN, 2, "config");
+  if (services.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
+  if (services.some((service) => service.name === "gh-webhook")) webhookSecret(config.webhooks.ghWebhook, options.env ?? process.env);
   for (const service of services) {
     const holder = readLiveHolder(service.pidfile);
     if (holder) {
@@ -88,7 +135,12 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
   }
   const log = openSync(paths.daemonLog, "a");
   const argv = [CLI_ENTRY, ...(options.configFile ? ["--config", options.configFile] : []), "serve"];
-  const child = spawn(process.execPath, argv, { cwd: options.cwd, detached: true, stdio: ["ignore", log, log] });
+  const child = spawn(process.execPath, argv, {
+    cwd: options.cwd,
+    detached: true,
+    stdio: ["ignore", log, log],
+    ...(options.env ? { env: options.env } : {}),
+  });
   closeSync(log);
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   child.once("exit", (code, signal) => (exited = { code, signal }));
@@ -96,8 +148,10 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
   const pid = child.pid ?? -1;
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   for (;;) {
-    const held = services.every((service) => readLiveHolder(service.pidfile)?.pid === pid);
-    if (held) return { pid, services: services.map((service) => service.name), log: paths.daemonLog };
+    if (services.every((service) => ready(service, paths, pid))) {
+      const listening = services.some((service) => service.name === "gh-webhook") ? webhookListening(paths, pid) : undefined;
+      return { pid, services: services.map((service) => service.name), log: paths.daemonLog, ...(listening ? { listening } : {}) };
+    }
     if (exited) {
       const output = tailOf(paths.daemonLog, logStart).trim();
       throw new ExitError(

@@ -5,6 +5,11 @@ import type { StatePaths } from "../state/layout.js";
 import type { EventSink } from "../events/log.js";
 import { TmuxRunner } from "../harness/tmux.js";
 import { Poller, localPollSources } from "../ingress/poller.js";
+import type { PollSourceRuntime } from "../ingress/poller.js";
+import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
+import { ConfigError } from "../config/load.js";
+import { GitHubFeed } from "../trackers/github/feed.js";
+import { isLive } from "../sessions/record.js";
 import { policyOf } from "../routing/router.js";
 import { openTrackers } from "../trackers/resolve.js";
 import type { TrackerSet } from "../trackers/resolve.js";
@@ -13,6 +18,9 @@ import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js
 import { SessionRegistry } from "../sessions/registry.js";
 import { ensureSessionBin, sessionEnvironment } from "../sessions/session-env.js";
 import type { CloseOptions } from "../sessions/close.js";
+import { PullRequestLinks } from "../sessions/links.js";
+import type { WorkspaceProvider } from "../workspace/provider.js";
+import { workspacesFor } from "../workspace/index.js";
 
 /** What a command or the daemon needs to know about where it runs. */
 export interface RuntimeInput {
@@ -23,6 +31,10 @@ export interface RuntimeInput {
   /** The config file in use, if any: sessions inherit it so `the-loop ask` finds the same state. */
   readonly configFile?: string;
   readonly events: EventSink;
+  /** Checkouts for sessions; routing.workspace's own when omitted (none when it is disabled). */
+  readonly workspaces?: WorkspaceProvider;
+  /** The GitHub API's `fetch` (tests only). */
+  readonly fetch?: typeof fetch;
 }
 
 /** The session machinery, composed once per process from the config. */
@@ -30,6 +42,8 @@ export interface Runtime {
   readonly registry: SessionRegistry;
   readonly runner: TmuxRunner;
   readonly trackers: TrackerSet;
+  /** Pull request → work item bindings (`<state.root>/sessions/links`). */
+  readonly links: PullRequestLinks;
   readonly closeOptions: CloseOptions;
   /**
    * Builds the dispatcher. Prompt templates are read here, so a missing template file fails at
@@ -45,6 +59,8 @@ export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner 
     socketName: config.routing.tmux.socketName,
     remainOnExit: config.routing.tmux.remainOnExit,
     tempDir: paths.tmpDir,
+    // An agent has no business with the secret that authenticates GitHub's deliveries.
+    withheldEnv: [config.webhooks.ghWebhook.secretEnv],
   });
 }
 
@@ -53,13 +69,24 @@ export function composeRuntime(input: RuntimeInput): Runtime {
   const routing = config.routing;
   const registry = new SessionRegistry({ dir: paths.registryDir });
   const runner = tmuxRunnerFor(config, paths);
-  const trackers = openTrackers(paths, events);
+  const trackers = openTrackers(paths, events, { github: config.integrations.github, ...(input.fetch ? { fetch: input.fetch } : {}) });
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
-  const closeOptions: CloseOptions = { registry, runner, tmux: routing.tmux, events, now: () => new Date() };
+  const links = new PullRequestLinks(paths.linksDir);
+  const workspaces =
+    input.workspaces ?? workspacesFor({ config: routing.workspace, root: paths.workspacesDir, events, trackers });
+  const closeOptions: CloseOptions = {
+    registry,
+    runner,
+    tmux: routing.tmux,
+    events,
+    now: () => new Date(),
+    ...(workspaces ? { workspaces } : {}),
+  };
   return {
     registry,
     runner,
     trackers,
+    links,
     closeOptions,
     async dispatcher(warn?: (message: string) => void): Promise<Dispatcher> {
       const templates = await loadPromptTemplates({
@@ -86,20 +113,76 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         templates,
         spawnCwd: at(routing.spawnWorkdir),
         sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile }),
+        links,
+        ...(workspaces ? { workspaces } : {}),
       });
     },
   };
 }
 
-/** The poller over the configured sources, feeding the dispatcher. */
-export function pollerFor(input: RuntimeInput, runtime: Runtime, dispatcher: Dispatcher): Poller {
+/**
+ * The poller over the configured sources, feeding the dispatcher. `warn` hears, once, that the
+ * poll state still lives in its pre-state-root file.
+ */
+export function pollerFor(input: RuntimeInput, runtime: Runtime, dispatcher: Dispatcher, warn?: (message: string) => void): Poller {
   const { config, paths, events } = input;
+  const state = resolvePollStateFile(paths);
   return new Poller({
-    sources: localPollSources(config.polling.sources, runtime.trackers.local),
-    stateFile: paths.pollStateFile,
+    sources: [...localPollSources(config.polling.sources, runtime.trackers.local), ...githubPollSources(input, runtime)],
+    stateFile: state.file,
+    ...(state.legacy ? { legacyState: { newFile: paths.pollStateFile } } : {}),
+    ...(warn ? { warn } : {}),
     statusFile: paths.pollStatusFile,
     handler: dispatcher,
     events,
     intervalMs: Math.round(config.polling.intervalSeconds * 1000),
   });
+}
+
+/**
+ * The configured GitHub sources. The key is the sorted repository list (without the host, which
+ * the API fixes), so reordering the config keeps the cursor; changing the list starts a new
+ * source from now. The client is only made when a GitHub source exists, and asks for no token
+ * until its first request.
+ */
+function githubPollSources(input: RuntimeInput, runtime: Runtime): PollSourceRuntime[] {
+  const { config, events } = input;
+  const configured = config.polling.sources.filter((source) => source.provider === "github");
+  if (configured.length === 0) return [];
+  const github = runtime.trackers.github;
+  if (github === undefined) throw new ConfigError("polling.sources names GitHub repositories, but no GitHub tracker is configured here");
+  const client = github.client;
+  const routing = config.routing;
+  const isWatched = (ref: string): boolean => {
+    try {
+      if (isLive(runtime.registry.get(ref))) return true;
+      // A pull request bound to a work item with a live session is watched for that session's sake.
+      const bound = runtime.links.get(ref)?.workItem.ref;
+      return bound !== undefined && isLive(runtime.registry.get(bound));
+    } catch {
+      // An unreadable record is reported where sessions are listed; here it just watches nothing.
+      return false;
+    }
+  };
+  const feeds = new Map<string, GitHubFeed>();
+  for (const source of configured) {
+    const repos = [...new Set(source.repos.map((written) => repositoryOnHost(written, client.host, client.apiUrl)))].sort();
+    const key = `github:${repos.join(",")}`;
+    if (feeds.has(key)) continue;
+    const label = routing.spawnOnUnmatched === "always" ? null : (source.label ?? routing.autoExecuteLabel);
+    feeds.set(key, new GitHubFeed({ key, client, repos, label, isWatched, events }));
+  }
+  return [...feeds.values()];
+}
+
+/** `owner/repo` in lower case; a `host/owner/repo` must name the host the configured API serves. */
+function repositoryOnHost(written: string, host: string, apiUrl: string): string {
+  const parts = written.toLowerCase().split("/");
+  if (parts.length === 3 && parts[0] !== host.toLowerCase()) {
+    throw new ConfigError(
+      `polling.sources: ${written} is on ${parts[0] ?? ""}, but the GitHub API in use (${apiUrl}) serves ${host}; ` +
+        `set integrations.github.apiUrl to that host's API, or poll it from another config`,
+    );
+  }
+  return parts.slice(-2).join("/");
 }

@@ -1,14 +1,18 @@
 import { readdirSync, statSync, unlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { sweepStaleTemporaries } from "../state/atomic.js";
+import { sweepStaleTemporaries, writeJsonAtomic } from "../state/atomic.js";
 import type { StatePaths } from "../state/layout.js";
 import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
+import { WebhookReceiver } from "../ingress/webhook/server.js";
+import { webhookSecret } from "../ingress/webhook/secret.js";
 import { failClosedWarning } from "../routing/authz.js";
 import { acquirePidfile } from "./pidfile.js";
 import type { PidfileLock } from "./pidfile.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
-import { NOTHING_TO_RUN, servicesOf } from "./services.js";
+import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
+import { NOTHING_TO_RUN, listeningUrl, servicesOf, webhookStatusFile } from "./services.js";
+import type { ServiceName, WebhookListening } from "./services.js";
 
 export interface ServeOptions {
   readonly signal: AbortSignal;
@@ -16,6 +20,10 @@ export interface ServeOptions {
   readonly warn: (message: string) => void;
   /** Called once every service runs. */
   readonly onReady?: (services: readonly string[]) => void;
+  /** Told where the webhook receiver listens, once it does. */
+  readonly onListening?: (url: string, verified: boolean) => void;
+  /** Where the webhook secret is read from (default process.env). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -27,14 +35,28 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const { config, paths, events } = input;
   const enabled = servicesOf(config, paths).filter((service) => service.enabled);
   if (enabled.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
+  const runs = (name: ServiceName): boolean => enabled.some((service) => service.name === name);
+  // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
+  // run must never hold a lock. The secret first, since it needs nothing built.
+  if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, options.env ?? process.env);
   const runtime = composeRuntime(input);
-  // Built (templates read, poll state checked) before any lock is taken: a daemon that cannot
-  // run must never hold a lock.
   const dispatcher = await runtime.dispatcher(options.warn);
-  const poller = pollerFor(input, runtime, dispatcher);
-  await poller.load();
+  const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
+  await poller?.load();
+  // For the rare payload without an html_url: its refs land on the host the tracker serves.
+  const defaultHost = refHostForApiUrl(githubApiUrl(config.integrations.github, options.env ?? process.env));
+  const receiver = runs("gh-webhook")
+    ? new WebhookReceiver({
+        config: config.webhooks.ghWebhook,
+        handler: dispatcher,
+        events,
+        env: options.env ?? process.env,
+        defaultHost,
+      })
+    : undefined;
 
   const locks: PidfileLock[] = [];
+  const statusFile = webhookStatusFile(paths);
   try {
     for (const service of enabled) locks.push(await acquirePidfile(service.pidfile, service.name));
     sweepLeftovers(paths);
@@ -43,13 +65,36 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       options.warn(warning);
       events.emit("routing.fail_closed", { hint: warning });
     }
+    if (receiver) {
+      const address = await receiver.start();
+      if (!receiver.verified) {
+        options.warn(
+          `the webhook receiver accepts unsigned deliveries (webhooks.ghWebhook.insecureAllowUnsigned and ${config.webhooks.ghWebhook.secretEnv} unset): anyone who can reach ${address.host}:${address.port} can drive sessions`,
+        );
+      }
+      const listening: WebhookListening = {
+        pid: process.pid,
+        host: address.host,
+        port: address.port,
+        path: config.webhooks.ghWebhook.path,
+        verified: receiver.verified,
+        since: new Date().toISOString(),
+      };
+      // `start` waits for this file too: it is how a chosen port (`port: 0`) becomes known.
+      await writeJsonAtomic(statusFile, listening);
+      options.onListening?.(listeningUrl(listening), listening.verified);
+    }
     const names = enabled.map((service) => service.name);
     events.emit("daemon.started", { services: names, config: input.configFile });
     options.onReady?.(names);
-    await poller.run(options.signal);
+    await (poller ? poller.run(options.signal) : aborted(options.signal));
+    // Deliveries already acknowledged are handed to the dispatcher before it drains.
+    await receiver?.stop();
     const abandoned = await dispatcher.drain();
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
+    await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
+    if (receiver) removeQuietly(statusFile);
     for (const lock of locks.reverse()) {
       try {
         await lock.release();
@@ -57,6 +102,19 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
         options.warn(`could not release ${lock.holder.service}'s pidfile: ${messageOf(error)}`);
       }
     }
+  }
+}
+
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => signal.addEventListener("abort", () => resolve(), { once: true }));
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Already gone; a stale file is recognised by its pid anyway.
   }
 }
 

@@ -18,3 +18,11 @@ export type {
   PollerOptions,
   PollerStatus,
 } from "./poller.js";
+export { inboundFromGitHub } from "./github-events.js";
+export type { GitHubEventContext, NormalizeResult } from "./github-events.js";
+export { branchIssueNumber, closingReferences } from "./github-links.js";
+export type { RepositoryContext } from "./github-links.js";
+export { DEFAULT_DEDUPE_SIZE, WebhookReceiver } from "./webhook/server.js";
+export type { WebhookAddress, WebhookReceiverOptions, WebhookRejection } from "./webhook/server.js";
+export { WebhookSecretError, webhookSecret } from "./webhook/secret.js";
+export type { WebhookSecret } from "./webhook/secret.js";

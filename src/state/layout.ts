@@ -13,6 +13,7 @@ import type { CliConfig } from "../config/schema.js";
  *   <root>/sessions/poll-state.json        poller cursors (polling.stateFile)
  *   <root>/logs/events.jsonl               the event log (eventLog.path)
  *   <root>/gh-webhook.pid                  webhook receiver pidfile (webhooks.ghWebhook.pidfile)
+ *   <root>/gh-webhook-status.json          where the running receiver listens (how `start` learns a chosen port)
  *   <root>/poll.pid                        poller pidfile (its single-instance lock)
  *   <root>/poll-status.json                the poller's heartbeat: when it last ran a cycle
  *   <root>/logs/daemon.out                 stdout and stderr of a daemon started with `the-loop start`
@@ -35,6 +36,7 @@ export interface StatePaths {
   readonly legacyPollStateFile: string | null;
   readonly eventLog: string;
   readonly ghWebhookPidfile: string;
+  readonly ghWebhookStatusFile: string;
   readonly pollPidfile: string;
   readonly pollStatusFile: string;
   readonly daemonLog: string;
@@ -67,6 +69,7 @@ export function deriveStatePaths(config: CliConfig, baseDir: string, home: strin
     ghWebhookPidfile: config.webhooks.ghWebhook.pidfile
       ? at(config.webhooks.ghWebhook.pidfile)
       : join(root, "gh-webhook.pid"),
+    ghWebhookStatusFile: join(root, "gh-webhook-status.json"),
     pollPidfile: join(root, "poll.pid"),
     pollStatusFile: join(root, "poll-status.json"),
     daemonLog: join(root, "logs", "daemon.out"),

@@ -123,6 +123,7 @@ describe("the-loop config show", () => {
       legacyPollStateFile: join(cwd, ".the-loop", "poll-state.json"),
       eventLog: logPath,
       ghWebhookPidfile: join(root, "gh-webhook.pid"),
+      ghWebhookStatusFile: join(root, "gh-webhook-status.json"),
       pollPidfile: join(root, "poll.pid"),
       pollStatusFile: join(root, "poll-status.json"),
       daemonLog: join(root, "logs", "daemon.out"),

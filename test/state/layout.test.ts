@@ -21,6 +21,7 @@ function underRoot(root: string): StatePaths {
     legacyPollStateFile: `${BASE}/.the-loop/poll-state.json`,
     eventLog: `${root}/logs/events.jsonl`,
     ghWebhookPidfile: `${root}/gh-webhook.pid`,
+    ghWebhookStatusFile: `${root}/gh-webhook-status.json`,
     pollPidfile: `${root}/poll.pid`,
     pollStatusFile: `${root}/poll-status.json`,
     daemonLog: `${root}/logs/daemon.out`,

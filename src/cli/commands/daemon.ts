@@ -1,6 +1,6 @@
 import { AnswerGivenExit, EXIT_FAILURE } from "../../errors.js";
 import { daemonStatus, startDaemon, stopDaemon } from "../../daemon/control.js";
-import type { ServiceStatus } from "../../daemon/control.js";
+import type { ListeningStatus, ServiceStatus } from "../../daemon/control.js";
 import { displayPath, openProject } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
@@ -19,10 +19,17 @@ export async function runStart(globals: GlobalOptions, options: JsonOption): Pro
     cwd: process.cwd(),
   });
   if (options.json) {
-    stdout.json({ started: true, pid: result.pid, services: result.services, log: result.log });
+    stdout.json({
+      started: true,
+      pid: result.pid,
+      services: result.services,
+      log: result.log,
+      ...(result.listening ? { listening: result.listening } : {}),
+    });
     return;
   }
   stdout.line(`the-loop started (pid ${result.pid}): ${result.services.join(", ")}`);
+  if (result.listening) stdout.line(`  webhook receiver: ${listeningNote(result.listening)}`);
   stdout.line(`  log: ${displayPath(result.log)}   status: the-loop status   stop: the-loop stop`);
 }
 
@@ -42,6 +49,15 @@ function describe(service: ServiceStatus): string {
   return service.enabled ? "stopped" : "disabled";
 }
 
+function listeningNote(listening: ListeningStatus): string {
+  return `listening on ${listening.url}${listening.verified ? "" : " (UNSIGNED deliveries accepted)"}`;
+}
+
+function detailOf(service: ServiceStatus): string {
+  if (service.listening) return listeningNote(service.listening);
+  return lastCycleOf(service);
+}
+
 function lastCycleOf(service: ServiceStatus): string {
   const heartbeat = service.heartbeat;
   if (!heartbeat?.lastCycleAt) return "";
@@ -56,7 +72,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
   if (options.json) {
     stdout.json({ healthy, services });
   } else {
-    stdout.line(formatTable(["service", "state", "detail"], services.map((s) => [s.name, describe(s), lastCycleOf(s)])));
+    stdout.line(formatTable(["service", "state", "detail"], services.map((s) => [s.name, describe(s), detailOf(s)])));
   }
   if (!healthy) {
     if (!options.json) stderr.line("not every enabled service runs; start them with `the-loop start`");
@@ -92,6 +108,7 @@ export async function runServe(globals: GlobalOptions): Promise<void> {
         signal: controller.signal,
         warn: (message) => stderr.warn(message),
         onReady: (services) => stderr.line(`the-loop serving (pid ${process.pid}): ${services.join(", ")}`),
+        onListening: (url, verified) => stderr.line(`webhook receiver listening on ${url}${verified ? "" : " (unsigned deliveries accepted)"}`),
       },
     );
   } finally {

@@ -1,0 +1,409 @@
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { verify } from "@octokit/webhooks-methods";
+import { GITHUB_WEBHOOK_EVENTS } from "../../config/schema.js";
+import type { GhWebhookConfig } from "../../config/schema.js";
+import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../../errors.js";
+import type { EventFields } from "../../events/catalog.js";
+import type { EventSink } from "../../events/log.js";
+import { DeliveryLru } from "../../routing/dedupe.js";
+import type { InboundEvent } from "../../routing/inbound.js";
+import { inboundFromGitHub } from "../github-events.js";
+import type { EventHandler, HandleResult } from "../poller.js";
+import { webhookSecret } from "./secret.js";
+import type { WebhookSecret } from "./secret.js";
+
+/**
+ * Push ingress: GitHub's webhook deliveries on plain node:http. A delivery is checked (size,
+ * signature, JSON, dedupe), normalized, acknowledged with 202 at once and only then handed to
+ * the handler, so GitHub's 10-second delivery timeout never depends on a spawn; handing out
+ * happens in arrival order, which keeps each work item's events in order. Every refusal is
+ * answered with its status and recorded as `webhook.rejected`; nothing secret is ever echoed.
+ */
+
+export interface WebhookReceiverOptions {
+  readonly config: GhWebhookConfig;
+  readonly handler: EventHandler;
+  readonly events: EventSink;
+  /** Where the secret variable is read from at start (default process.env). */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Ref host for payloads that carry no html_url. */
+  readonly defaultHost?: string;
+  /** How many recent delivery ids are remembered for dedupe (default 4096). */
+  readonly dedupeSize?: number;
+  /** How long stop() lets open requests finish before cutting their connections (default 10 s). */
+  readonly stopGraceMs?: number;
+}
+
+export interface WebhookAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+export type WebhookRejection =
+  | "missing-signature"
+  | "invalid-signature"
+  | "body-too-large"
+  | "invalid-payload"
+  | "duplicate-delivery"
+  | "not-found"
+  | "method-not-allowed";
+
+export const DEFAULT_DEDUPE_SIZE = 4_096;
+const DEFAULT_STOP_GRACE_MS = 10_000;
+const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/health"]);
+const SUPPORTED_EVENTS: ReadonlySet<string> = new Set(GITHUB_WEBHOOK_EVENTS);
+const SETTLED: HandleResult = { settled: true };
+
+/** Work that follows an answer, done after the answers of the same pass are out. */
+type Deferred =
+  | { readonly type: "webhook.received"; readonly fields: EventFields<"webhook.received">; readonly event: InboundEvent }
+  | { readonly type: "webhook.ignored"; readonly fields: EventFields<"webhook.ignored"> }
+  | { readonly type: "webhook.rejected"; readonly fields: EventFields<"webhook.rejected"> };
+
+/**
+ * A response built once: the hot path only writes it. The body is a string on purpose: Node
+ * sends a string body in one write together with the headers, a Buffer in a second (writev).
+ */
+interface Reply {
+  readonly status: number;
+  readonly body: string;
+  readonly headers: OutgoingHttpHeaders;
+  /** The same with `Connection: close`, for a refused body or a receiver shutting down. */
+  readonly closing: OutgoingHttpHeaders;
+}
+
+function reply(status: number, value: unknown, extra: OutgoingHttpHeaders = {}): Reply {
+  const body = JSON.stringify(value);
+  const headers = { "content-type": "application/json", "content-length": String(Buffer.byteLength(body)), ...extra };
+  return { status, body, headers, closing: { ...headers, connection: "close" } };
+}
+
+const OK = reply(200, { status: "ok" });
+const ACCEPTED = reply(202, { status: "accepted" });
+const IGNORED = reply(202, { status: "ignored" });
+const DUPLICATE = reply(202, { status: "duplicate" });
+const REJECTIONS: Readonly<Record<WebhookRejection, Reply>> = {
+  "missing-signature": reply(401, { status: "rejected", reason: "missing-signature" }),
+  "invalid-signature": reply(401, { status: "rejected", reason: "invalid-signature" }),
+  "body-too-large": reply(413, { status: "rejected", reason: "body-too-large" }),
+  "invalid-payload": reply(400, { status: "rejected", reason: "invalid-payload" }),
+  "duplicate-delivery": DUPLICATE,
+  "not-found": reply(404, { status: "rejected", reason: "not-found" }),
+  "method-not-allowed": reply(405, { status: "rejected", reason: "method-not-allowed" }, { allow: "POST" }),
+};
+
+export class WebhookReceiver {
+  private readonly config: GhWebhookConfig;
+  private readonly enabled: ReadonlySet<string>;
+  private readonly seen: DeliveryLru;
+  private server: Server | undefined;
+  private secret: WebhookSecret = { mode: "unsigned" };
+  private listening: WebhookAddress | undefined;
+  private stopping = false;
+  private stopped: Promise<void> | undefined;
+  // What follows an answer — its event-log line and, for an accepted delivery, handing it out —
+  // waits for a macrotask: the answers to every request read in one pass of the event loop go
+  // out before any of that work, and the log's synchronous append is never between a sender
+  // and its 202. The order of arrival is kept.
+  private pending: Deferred[] = [];
+  private flushScheduled = false;
+  private readonly flushNow = (): void => this.flush();
+  private readonly onRequest = (req: IncomingMessage, res: ServerResponse): void => this.route(req, res);
+
+  constructor(private readonly options: WebhookReceiverOptions) {
+    this.config = options.config;
+    this.enabled = new Set(options.config.events);
+    this.seen = new DeliveryLru(options.dedupeSize ?? DEFAULT_DEDUPE_SIZE);
+  }
+
+  /** Whether deliveries must be signed; false only in insecure mode, once started. */
+  get verified(): boolean {
+    return this.secret.mode === "signed";
+  }
+
+  /** Where it listens, once started. */
+  get address(): WebhookAddress | undefined {
+    return this.listening;
+  }
+
+  /**
+   * Reads the secret and listens. Rejects (WebhookSecretError, exit 2) when the secret variable
+   * is unset and unsigned deliveries are not allowed, and when the address cannot be bound.
+   */
+  async start(): Promise<WebhookAddress> {
+    if (this.server) throw new Error("the webhook receiver is already started");
+    const secret = webhookSecret(this.config, this.options.env ?? process.env);
+    const server = createServer({ keepAlive: true, noDelay: true }, this.onRequest);
+    await new Promise<void>((resolve, reject) => {
+      const failed = (error: Error): void => {
+        reject(
+          new ExitError(
+            `the webhook receiver cannot listen on ${this.config.host}:${this.config.port}: ${
+              errnoOf(error) === "EADDRINUSE" ? "the address is in use" : messageOf(error)
+            } (webhooks.ghWebhook.host and .port)`,
+            EXIT_FAILURE,
+          ),
+        );
+      };
+      server.once("error", failed);
+      server.listen(this.config.port, this.config.host, () => {
+        server.off("error", failed);
+        resolve();
+      });
+    });
+    // A listening server reports later socket errors here rather than crashing the daemon.
+    server.on("error", () => undefined);
+    const bound = server.address() as AddressInfo;
+    this.server = server;
+    this.secret = secret;
+    this.stopping = false;
+    this.listening = { host: bound.address, port: bound.port };
+    const verified = secret.mode === "signed";
+    if (!verified) this.options.events.emit("webhook.insecure", { secret_env: this.config.secretEnv });
+    this.options.events.emit("webhook.listening", { host: bound.address, port: bound.port, path: this.config.path, verified });
+    return this.listening;
+  }
+
+  /**
+   * Stops accepting connections, lets requests already in progress finish (answered with
+   * `Connection: close`), then hands every acknowledged delivery to the handler before it
+   * resolves — so draining the handler afterwards carries all of them out.
+   */
+  stop(): Promise<void> {
+    // A second caller waits for the same shutdown rather than closing a closing server.
+    this.stopped ??= this.shutDown().finally(() => {
+      this.stopped = undefined;
+    });
+    return this.stopped;
+  }
+
+  private async shutDown(): Promise<void> {
+    const server = this.server;
+    if (!server) return;
+    this.stopping = true;
+    await new Promise<void>((resolve) => {
+      const force = setTimeout(() => server.closeAllConnections(), this.options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS);
+      force.unref();
+      server.close(() => {
+        clearTimeout(force);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    this.server = undefined;
+    this.listening = undefined;
+    this.flush();
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query === -1 ? url : url.slice(0, query);
+    const method = req.method;
+    if ((method === "GET" || method === "HEAD") && HEALTH_PATHS.has(path)) {
+      this.send(res, OK, hasBody(req));
+      return;
+    }
+    if (path !== this.config.path) {
+      this.reject(req, res, "not-found", hasBody(req));
+      return;
+    }
+    if (method !== "POST") {
+      this.reject(req, res, "method-not-allowed", hasBody(req));
+      return;
+    }
+    this.receive(req, res);
+  }
+
+  private receive(req: IncomingMessage, res: ServerResponse): void {
+    const max = this.config.maxBodyBytes;
+    const declared = req.headers["content-length"];
+    // Refused before a byte is read; the connection closes rather than swallow the body.
+    if (declared !== undefined && Number(declared) > max) {
+      this.reject(req, res, "body-too-large", true);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let refused = false;
+    req.on("data", (chunk: Buffer) => {
+      if (refused) return;
+      size += chunk.length;
+      if (size > max) {
+        refused = true;
+        chunks.length = 0;
+        this.reject(req, res, "body-too-large", true);
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on("end", () => {
+      if (refused) return;
+      const raw = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
+      this.deliver(req, res, raw, size).catch((error: unknown) => {
+        // Only a bug gets here; the sender still gets an answer.
+        if (!res.headersSent) this.reject(req, res, "invalid-payload", false);
+        this.options.events.emit("dispatch.failed", {
+          work_item: "",
+          delivery_id: headerOf(req, "x-github-delivery") ?? "",
+          action: "receive",
+          error: messageOf(error),
+          will_retry: false,
+        });
+      });
+    });
+    // A sender that goes away mid-body leaves nothing to answer.
+    req.on("error", () => undefined);
+  }
+
+  private async deliver(req: IncomingMessage, res: ServerResponse, raw: string, bytes: number): Promise<void> {
+    const verified = this.secret.mode === "signed";
+    if (this.secret.mode === "signed") {
+      const signature = headerOf(req, "x-hub-signature-256");
+      if (signature === undefined) return this.reject(req, res, "missing-signature", false);
+      if (!(await signedBy(this.secret.secret, raw, signature))) return this.reject(req, res, "invalid-signature", false);
+    }
+    const name = headerOf(req, "x-github-event");
+    if (name === undefined) return this.reject(req, res, "invalid-payload", false);
+    const payload = parsePayload(raw, req.headers["content-type"]);
+    if (payload === undefined) return this.reject(req, res, "invalid-payload", false);
+    const deliveryId = headerOf(req, "x-github-delivery") ?? `webhook-${randomUUID()}`;
+    if (this.seen.has(deliveryId)) return this.reject(req, res, "duplicate-delivery", false);
+    if (SUPPORTED_EVENTS.has(name) && !this.enabled.has(name)) return this.ignore(res, deliveryId, name, "disabled-event");
+    const result = inboundFromGitHub(name, payload, {
+      deliveryId,
+      source: "gh-webhook",
+      ...(this.options.defaultHost !== undefined ? { defaultHost: this.options.defaultHost } : {}),
+    });
+    if (!("event" in result)) return this.ignore(res, deliveryId, name, result.ignored);
+    this.seen.add(deliveryId);
+    this.send(res, ACCEPTED, false);
+    const fields = { delivery_id: deliveryId, github_event: name, action: actionOf(payload), bytes, verified };
+    this.defer({ type: "webhook.received", fields, event: result.event });
+  }
+
+  private defer(work: Deferred): void {
+    this.pending.push(work);
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushNow);
+    }
+  }
+
+  /**
+   * Records what was answered and hands accepted deliveries to the handler, in arrival order
+   * (handle() queues synchronously, so call order is queue order).
+   */
+  private flush(): void {
+    this.flushScheduled = false;
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    const events = this.options.events;
+    for (const work of batch) {
+      switch (work.type) {
+        case "webhook.received":
+          events.emit(work.type, work.fields);
+          this.handOut(work.event);
+          break;
+        case "webhook.ignored":
+          events.emit(work.type, work.fields);
+          break;
+        case "webhook.rejected":
+          events.emit(work.type, work.fields);
+          break;
+      }
+    }
+  }
+
+  private handOut(event: InboundEvent): void {
+    let outcome: Promise<HandleResult>;
+    try {
+      outcome = this.options.handler.handle(event);
+    } catch (error) {
+      this.handlingFailed(event, error);
+      return;
+    }
+    outcome.then(
+      (result = SETTLED) => {
+        // GitHub will not send it again on its own, but a person may redeliver it: let that through.
+        if (!result.settled) this.seen.delete(event.deliveryId);
+      },
+      (error: unknown) => this.handlingFailed(event, error),
+    );
+  }
+
+  private handlingFailed(event: InboundEvent, error: unknown): void {
+    this.seen.delete(event.deliveryId);
+    this.options.events.emit("dispatch.failed", {
+      work_item: event.workItems[0]?.ref ?? "",
+      delivery_id: event.deliveryId,
+      action: "handle",
+      error: messageOf(error),
+      will_retry: false,
+    });
+  }
+
+  private ignore(res: ServerResponse, deliveryId: string, event: string, reason: string): void {
+    this.send(res, IGNORED, false);
+    this.defer({ type: "webhook.ignored", fields: { delivery_id: deliveryId, github_event: event, reason } });
+  }
+
+  private reject(req: IncomingMessage, res: ServerResponse, reason: WebhookRejection, close: boolean): void {
+    const answer = REJECTIONS[reason];
+    this.send(res, answer, close);
+    const fields = { reason, status: answer.status, delivery_id: headerOf(req, "x-github-delivery"), github_event: headerOf(req, "x-github-event") };
+    this.defer({ type: "webhook.rejected", fields });
+  }
+
+  private send(res: ServerResponse, answer: Reply, close: boolean): void {
+    res.writeHead(answer.status, close || this.stopping ? answer.closing : answer.headers);
+    res.end(answer.body);
+  }
+}
+
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  return typeof value === "string" && value !== "" ? value : undefined;
+}
+
+/** Whether a request carries a body we would rather not read (answered with the connection closed). */
+function hasBody(req: IncomingMessage): boolean {
+  const length = req.headers["content-length"];
+  return (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined;
+}
+
+/** verify() throws on an empty body or signature; neither is a valid signature. */
+async function signedBy(secret: string, raw: string, signature: string): Promise<boolean> {
+  try {
+    return await verify(secret, raw, signature);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The payload as JSON, or undefined. GitHub sends `application/json`, or — when the hook is set
+ * to `application/x-www-form-urlencoded` — the JSON in a `payload` form field.
+ */
+function parsePayload(raw: string, contentType: string | undefined): unknown {
+  let text: string | null = raw;
+  if (contentType !== undefined && contentType.startsWith("application/x-www-form-urlencoded")) {
+    text = new URLSearchParams(raw).get("payload");
+  }
+  if (text === null || text === "") return undefined;
+  try {
+    const value: unknown = JSON.parse(text);
+    return value === null ? undefined : value;
+  } catch {
+    return undefined;
+  }
+}
+
+function actionOf(payload: unknown): string | undefined {
+  const action = (payload as { action?: unknown }).action;
+  return typeof action === "string" ? action : undefined;
+}
