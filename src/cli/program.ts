@@ -5,7 +5,13 @@ import { packageVersion } from "./version.js";
 import type { AskOptions } from "./commands/ask.js";
 import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
-import type { SessionsAttachOptions, SessionsCloseOptions, SessionsListOptions } from "./commands/sessions.js";
+import type {
+  SessionsAttachOptions,
+  SessionsCloseOptions,
+  SessionsLinkPrOptions,
+  SessionsListOptions,
+} from "./commands/sessions.js";
+import type { ReceiveOptions } from "./commands/receive.js";
 import type { EventsOptions } from "./commands/events.js";
 import type {
   ItemActOptions,
@@ -209,6 +215,20 @@ export function buildProgram(): Command {
       await (await import("./commands/ask.js")).runAsk(globalsOf(command), question, options);
     });
 
+  program
+    .command("receive")
+    .description(
+      "run one GitHub webhook delivery (a payload copied from the webhook's settings page) through the router and print the decision; a dry run unless --dispatch",
+    )
+    .requiredOption("--event <name>", "the X-GitHub-Event header, e.g. issue_comment")
+    .requiredOption("--payload <file>", "the delivery's JSON body ('-' reads stdin)")
+    .option("--delivery <id>", "the X-GitHub-Delivery id (default: a fresh one)")
+    .option("--dispatch", "carry the decision out (spawn, deliver, close) instead of only printing it", false)
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: ReceiveOptions, command: Command) => {
+      await (await import("./commands/receive.js")).runReceive(globalsOf(command), options);
+    });
+
   const sessions = program.command("sessions").description("agent sessions: one per work item");
   sessions
     .command("list")
@@ -240,6 +260,15 @@ export function buildProgram(): Command {
     .option("--json", "print the result as JSON", false)
     .action(async (options: SessionsCloseOptions, command: Command) => {
       await (await import("./commands/sessions.js")).runSessionsClose(globalsOf(command), options);
+    });
+  sessions
+    .command("link-pr")
+    .description("bind a pull request to a work item, so the PR's events reach the work item's session (wins over inference)")
+    .option("--work-item <ref>", "the work item (default: $THE_LOOP_WORK_ITEM, set in every session)")
+    .requiredOption("--pull-request <pr>", "the pull request: a number in the work item's repository, owner/repo#N or a URL")
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: SessionsLinkPrOptions, command: Command) => {
+      await (await import("./commands/sessions.js")).runSessionsLinkPr(globalsOf(command), options);
     });
 
   return program;

@@ -1,10 +1,13 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { ExitError, NotFoundError, UsageError } from "../../errors.js";
+import { ExitError, NotFoundError, UsageError, messageOf } from "../../errors.js";
 import type { Runtime } from "../../daemon/runtime.js";
+import { isLive } from "../../sessions/record.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../sessions/listing.js";
-import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
+import { WorkItemNotFoundError } from "../../trackers/tracker.js";
+import type { WorkItemState } from "../../trackers/tracker.js";
+import { RefError, formatWorkItemRef, parseRefInput, parseWorkItemRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
@@ -100,4 +103,95 @@ export async function runSessionsClose(globals: GlobalOptions, options: Sessions
     return;
   }
   stdout.line(`closed the session of ${ref} (${closed.tmuxTarget})`);
+}
+
+export interface SessionsLinkPrOptions {
+  /** Defaults to THE_LOOP_WORK_ITEM, which every session has. */
+  readonly workItem?: string;
+  readonly pullRequest: string;
+  readonly json: boolean;
+}
+
+/**
+ * `--pull-request` as typed: a bare number (or `#N`) names an item of the work item's own
+ * repository — or, for a local work item, of its local project — anything else is a full ref.
+ */
+export function pullRequestRef(text: string, workItemRef: string, project: Project): string {
+  const bare = /^#?([0-9]+)$/.exec(text.trim());
+  if (bare === null) return canonicalRef(text, project);
+  const number = Number(bare[1]);
+  try {
+    return formatWorkItemRef({ ...parseWorkItemRef(workItemRef), number });
+  } catch (error) {
+    if (error instanceof RefError) throw new UsageError(error.message);
+    throw error;
+  }
+}
+
+/** The item as its tracker knows it; a failure to ask is an error of its own, never a silent bind. */
+async function trackedItem(runtime: Runtime, ref: string): Promise<WorkItemState> {
+  try {
+    return await runtime.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
+  } catch (error) {
+    if (error instanceof WorkItemNotFoundError) throw new NotFoundError(`${error.message}; nothing was bound`);
+    throw new ExitError(`could not check ${ref} on its tracker: ${messageOf(error)}; nothing was bound`);
+  }
+}
+
+/**
+ * Binds a pull request to a work item explicitly, so the PR's events reach the work item's
+ * session whatever they name (an explicit binding wins over every inference). The local tracker
+ * has no pull requests, so there any existing item may stand for one.
+ */
+export async function runSessionsLinkPr(globals: GlobalOptions, options: SessionsLinkPrOptions): Promise<void> {
+  const project = await openProject(globals, "sessions");
+  const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
+  if (!given) {
+    throw new UsageError("which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it)");
+  }
+  const ref = canonicalRef(given, project);
+  const pullRequest = pullRequestRef(options.pullRequest, ref, project);
+  if (pullRequest === ref) throw new UsageError(`${ref} cannot be bound to itself`);
+
+  const runtime = await runtimeOf(project);
+  const workItem = (await trackedItem(runtime, ref)).item;
+  const target = await trackedItem(runtime, pullRequest);
+  if (target.item.tracker !== "local" && target.item.kind !== "pull_request") {
+    throw new UsageError(`${pullRequest} is an issue, not a pull request`);
+  }
+
+  const now = new Date();
+  const previous = runtime.links.get(pullRequest);
+  const changed = await runtime.links.bind(pullRequest, workItem, "explicit", now);
+  const linkedAt = now.toISOString();
+  const record = await runtime.registry.update(ref, (current) => {
+    if (!isLive(current)) return undefined;
+    const listed = current.pullRequests ?? [];
+    if (listed.some((link) => link.ref === pullRequest && link.source === "explicit")) return undefined;
+    return {
+      ...current,
+      pullRequests: [...listed.filter((link) => link.ref !== pullRequest), { ref: pullRequest, source: "explicit", linkedAt }],
+    };
+  });
+  // The PR's events no longer reach the item it was bound to before.
+  if (previous !== undefined && previous.workItem.ref !== ref) {
+    await runtime.registry.update(previous.workItem.ref, (current) =>
+      current.pullRequests?.some((link) => link.ref === pullRequest)
+        ? { ...current, pullRequests: current.pullRequests.filter((link) => link.ref !== pullRequest) }
+        : undefined,
+    );
+  }
+  if (changed) project.events.emit("session.pr_linked", { work_item: ref, pull_request: pullRequest, linked_by: "explicit" });
+
+  const session = record !== undefined && isLive(record) ? record.tmuxTarget : undefined;
+  if (options.json) {
+    stdout.json({ workItem: ref, pullRequest, source: "explicit", ...(session ? { session } : {}) });
+    return;
+  }
+  const bound = changed ? `bound ${pullRequest} to ${ref}` : `${pullRequest} was already bound to ${ref}`;
+  stdout.line(
+    session
+      ? `${bound}: its events reach the session ${session}`
+      : `${bound}: its events go to the session of ${ref} once it has one`,
+  );
 }
