@@ -1,0 +1,151 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { FakeGitHub, sendWebhook } from "../support/fake-github.js";
+import { testProject } from "../support/project.js";
+import type { TestProject } from "../support/project.js";
+import { tempDir } from "../support/temp.js";
+import { waitFor } from "../support/wait.js";
+
+const git = promisify(execFile);
+const ARM = "the-loop: auto-execute";
+const TOKEN = "ghp_integration-test-token-7f3a";
+const SECRET = "webhook-secret-for-the-test";
+
+let project: TestProject | undefined;
+let github: FakeGitHub | undefined;
+
+afterEach(async () => {
+  await project?.cleanup();
+  await github?.stop();
+  project = undefined;
+  github = undefined;
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** A bare repository with one commit on main: the "remote" the workspace clones. */
+async function bareRepository(): Promise<string> {
+  const dir = await tempDir();
+  const work = join(dir, "work");
+  const bare = join(dir, "repo.git");
+  await mkdir(work);
+  await git("git", ["init", "-q", "-b", "main", work]);
+  await writeFile(join(work, "README.md"), "# octo/repo\n");
+  await git("git", ["-C", work, "add", "README.md"]);
+  await git("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first"]);
+  await git("git", ["clone", "-q", "--bare", work, bare]);
+  return bare;
+}
+
+describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmux, real git)", () => {
+  it("spawns in a fresh worktree, delivers a linked PR's review comment, refuses bad signatures and redeliveries, closes and cleans up", async () => {
+    const bare = await bareRepository();
+    github = await FakeGitHub.start({ token: TOKEN });
+    const gh = github;
+    gh.addRepo("octo/repo", { defaultBranch: "main", cloneUrl: `file://${bare}` });
+    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
+    const ref = `github:${gh.host}/octo/repo#${issue}`;
+
+    const port = await freePort();
+    project = await testProject({
+      polling: { enabled: false, sources: [] },
+      github: { apiUrl: gh.apiUrl },
+      webhooks: { ghWebhook: { enabled: true, port } },
+    });
+    const p = project;
+    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
+    const started = await p.cli(["start", "--json"], env);
+    expect(started.code, started.stderr + started.stdout).toBe(0);
+    const url = `http://127.0.0.1:${port}/gh-webhook`;
+
+    // A signed comment by an authorized person on the labelled issue starts a session.
+    const first = gh.addComment("octo/repo", issue, { user: "alice", body: "Please start with the endpoint." });
+    const delivery = await sendWebhook(url, { event: "issue_comment", payload: gh.payload.issueComment("octo/repo", issue, first), secret: SECRET });
+    expect(delivery.status).toBe(202);
+    const spawned = await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    expect(spawned.work_item).toBe(ref);
+    const checkout = String(spawned.cwd);
+    expect(checkout.startsWith(join(p.root, "workspaces"))).toBe(true);
+    expect(existsSync(join(checkout, "README.md"))).toBe(true);
+    const prepared = await p.waitForEvent("the workspace", (r) => r.event === "workspace.prepared");
+    expect(prepared.checkout).toBe(checkout);
+    const boot = await waitFor("the boot prompt", async () => (await p.transcript()).find((e) => e.type === "boot"));
+    expect(boot.argv?.at(-1)).toContain(ref);
+
+    // The announcement is posted on the issue, marked so it never comes back as input.
+    await p.waitForEvent("the announcement", (r) => r.event === "session.announced");
+    expect(gh.comments("octo/repo", issue).some((c) => c.body.includes(SELF_COMMENT_MARKER))).toBe(true);
+
+    // A review comment on a PR that says "Fixes #N" reaches issue N's session.
+    const pr = gh.addPullRequest("octo/repo", { title: "Health check", body: `Fixes #${issue}`, user: "alice", head: "health" });
+    const review = gh.addReviewComment("octo/repo", pr, { user: "alice", body: "Rename handler to healthz." });
+    const reviewDelivery = await sendWebhook(url, {
+      event: "pull_request_review_comment",
+      payload: gh.payload.pullRequestReviewComment("octo/repo", pr, review),
+      secret: SECRET,
+    });
+    expect(reviewDelivery.status).toBe(202);
+    const delivered = await p.waitForEvent("the review comment's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === reviewDelivery.deliveryId);
+    expect(delivered.work_item).toBe(ref);
+    const input = await waitFor("the delivered review comment", async () => (await p.transcript()).find((e) => e.type === "input"));
+    expect(input.text).toContain("Rename handler to healthz.");
+    await p.waitForEvent("the PR binding", (r) => r.event === "session.pr_linked" && r.work_item === ref);
+
+    // A bad signature is refused and dispatches nothing.
+    const forged = gh.addComment("octo/repo", issue, { user: "alice", body: "forged instruction" });
+    const bad = await sendWebhook(url, {
+      event: "issue_comment",
+      payload: gh.payload.issueComment("octo/repo", issue, forged),
+      signature: `sha256=${"0".repeat(64)}`,
+    });
+    expect(bad.status).toBe(401);
+    await p.waitForEvent("the rejection", (r) => r.event === "webhook.rejected" && r.reason === "invalid-signature");
+
+    // A redelivery of the first delivery id is acknowledged and ignored.
+    const again = await sendWebhook(url, {
+      event: "issue_comment",
+      payload: gh.payload.issueComment("octo/repo", issue, first),
+      secret: SECRET,
+      deliveryId: delivery.deliveryId,
+    });
+    expect(again.status).toBe(202);
+    await p.waitForEvent("the duplicate", (r) => r.event === "webhook.rejected" && r.reason === "duplicate-delivery");
+
+    // Closing the issue closes the session and removes its worktree.
+    gh.closeItem("octo/repo", issue);
+    const close = await sendWebhook(url, { event: "issues", payload: gh.payload.issues("octo/repo", issue, "closed", "alice"), secret: SECRET });
+    expect(close.status).toBe(202);
+    const closed = await p.waitForEvent("the close", (r) => r.event === "session.closed");
+    expect(closed.work_item).toBe(ref);
+    await p.waitForEvent("the cleanup", (r) => r.event === "workspace.cleaned");
+    expect(existsSync(checkout)).toBe(false);
+
+    // Nothing but the two authorized deliveries reached the agent: not the forgery, not the redelivery.
+    const inputs = (await p.transcript()).filter((e) => e.type === "input");
+    expect(inputs.map((e) => e.text ?? "").some((text) => text.includes("forged instruction"))).toBe(false);
+    expect(inputs).toHaveLength(1);
+    const events = await p.events();
+    expect(events.filter((r) => r.event === "session.spawned")).toHaveLength(1);
+    // Reactions were added to the comments that reached the session.
+    await waitFor("the reactions", async () =>
+      gh.reactions().some((r) => r.subject === "issue_comment" && r.id === first.id && r.content === "eyes") ? true : undefined,
+    );
+    // The token never reaches the event log.
+    expect(JSON.stringify(events)).not.toContain(TOKEN);
+  }, 90_000);
+});
