@@ -61,6 +61,24 @@ export function inboundFromGitHub(name: string, payload: unknown, context: GitHu
 
 type Normalizer = (root: Json, action: string, context: GitHubEventContext) => NormalizeResult;
 
+/** What every event takes from its delivery and its item; `fields` adds the rest. */
+type EventFields = Omit<InboundEvent, "source" | "deliveryId" | "kind" | "trackerEvent" | "labels" | "itemState" | "title">;
+
+function eventOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: string, item: Item, fields: EventFields): NormalizeResult {
+  return {
+    event: {
+      source: context.source,
+      deliveryId: context.deliveryId,
+      kind,
+      trackerEvent,
+      labels: item.labels,
+      itemState: item.state,
+      title: item.title,
+      ...fields,
+    },
+  };
+}
+
 function issuesEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
   const kind = ITEM_ACTIONS.get(action);
   if (kind === undefined) return unsupportedAction(action);
@@ -68,24 +86,15 @@ function issuesEvent(root: Json, action: string, context: GitHubEventContext): N
   const issue = objectOf(root.issue, "issue");
   const item = itemOf(issue, isPullRequestIssue(issue) ? "pull_request" : "issue", repository);
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
-  return {
-    event: {
-      source: context.source,
-      deliveryId: context.deliveryId,
-      kind,
-      trackerEvent: `issues.${action}`,
-      workItems: [item.workItem],
-      actor: loginOf(root.sender),
-      // An item's own text is context, not an instruction: only comments may carry one.
-      body: null,
-      labels: item.labels,
-      ...(label !== undefined ? { label } : {}),
-      itemState: item.state,
-      title: item.title,
-      occurredAt: item.updatedAt ?? nowIso(),
-      excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
-    },
-  };
+  return eventOf(context, kind, `issues.${action}`, item, {
+    workItems: [item.workItem],
+    actor: loginOf(root.sender),
+    // An item's own text is context, not an instruction: only comments may carry one.
+    body: null,
+    ...(label !== undefined ? { label } : {}),
+    occurredAt: item.updatedAt ?? nowIso(),
+    excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
+  });
 }
 
 function issueCommentEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -97,25 +106,16 @@ function issueCommentEvent(root: Json, action: string, context: GitHubEventConte
   const item = itemOf(issue, isPullRequest ? "pull_request" : "issue", repository);
   const body = optionalString(comment.body, "comment.body") ?? "";
   const shape = isPullRequest ? pullRequestShape(item, repository, undefined, undefined) : { workItems: [item.workItem] };
-  return {
-    event: {
-      source: context.source,
-      deliveryId: context.deliveryId,
-      kind: "commented",
-      trackerEvent: `issue_comment.${action}`,
-      ...shape,
-      actor: loginOf(comment.user),
-      body,
-      labels: item.labels,
-      itemState: item.state,
-      title: item.title,
-      commentId: idOf(comment.id, "comment.id"),
-      commentKind: "comment",
-      ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
-      occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
-      excerpt: boundExcerpt({ title: item.title, comment: body }),
-    },
-  };
+  return eventOf(context, "commented", `issue_comment.${action}`, item, {
+    ...shape,
+    actor: loginOf(comment.user),
+    body,
+    commentId: idOf(comment.id, "comment.id"),
+    commentKind: "comment",
+    ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
+    occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
+    excerpt: boundExcerpt({ title: item.title, comment: body }),
+  });
 }
 
 function pullRequestEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -126,23 +126,14 @@ function pullRequestEvent(root: Json, action: string, context: GitHubEventContex
   const item = itemOf(pull, "pull_request", repository);
   const head = headOf(pull, repository);
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
-  return {
-    event: {
-      source: context.source,
-      deliveryId: context.deliveryId,
-      kind,
-      trackerEvent: `pull_request.${action}`,
-      ...pullRequestShape(item, repository, head.branch, head.inRepository),
-      actor: loginOf(root.sender),
-      body: null,
-      labels: item.labels,
-      ...(label !== undefined ? { label } : {}),
-      itemState: item.state,
-      title: item.title,
-      occurredAt: item.updatedAt ?? nowIso(),
-      excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
-    },
-  };
+  return eventOf(context, kind, `pull_request.${action}`, item, {
+    ...pullRequestShape(item, repository, head.branch, head.inRepository),
+    actor: loginOf(root.sender),
+    body: null,
+    ...(label !== undefined ? { label } : {}),
+    occurredAt: item.updatedAt ?? nowIso(),
+    excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
+  });
 }
 
 function reviewEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -155,25 +146,16 @@ function reviewEvent(root: Json, action: string, context: GitHubEventContext): N
   // An approval without words still reaches the router, which decides what an empty review means.
   const body = optionalString(review.body, "review.body") ?? null;
   const state = optionalString(review.state, "review.state");
-  return {
-    event: {
-      source: context.source,
-      deliveryId: context.deliveryId,
-      kind: "reviewed",
-      trackerEvent: `pull_request_review.${action}`,
-      ...pullRequestShape(item, repository, head.branch, head.inRepository),
-      actor: loginOf(review.user),
-      body,
-      labels: item.labels,
-      itemState: item.state,
-      title: item.title,
-      commentId: idOf(review.id, "review.id"),
-      commentKind: "review",
-      ...optionalField("commentUrl", optionalString(review.html_url, "review.html_url")),
-      occurredAt: optionalString(review.submitted_at, "review.submitted_at") ?? nowIso(),
-      excerpt: boundExcerpt({ title: item.title, state: state?.toLowerCase(), review: body }),
-    },
-  };
+  return eventOf(context, "reviewed", `pull_request_review.${action}`, item, {
+    ...pullRequestShape(item, repository, head.branch, head.inRepository),
+    actor: loginOf(review.user),
+    body,
+    commentId: idOf(review.id, "review.id"),
+    commentKind: "review",
+    ...optionalField("commentUrl", optionalString(review.html_url, "review.html_url")),
+    occurredAt: optionalString(review.submitted_at, "review.submitted_at") ?? nowIso(),
+    excerpt: boundExcerpt({ title: item.title, state: state?.toLowerCase(), review: body }),
+  });
 }
 
 function reviewCommentEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -186,25 +168,16 @@ function reviewCommentEvent(root: Json, action: string, context: GitHubEventCont
   const body = optionalString(comment.body, "comment.body") ?? "";
   const path = optionalString(comment.path, "comment.path");
   const line = lineOf(comment.line) ?? lineOf(comment.original_line);
-  return {
-    event: {
-      source: context.source,
-      deliveryId: context.deliveryId,
-      kind: "review_commented",
-      trackerEvent: `pull_request_review_comment.${action}`,
-      ...pullRequestShape(item, repository, head.branch, head.inRepository),
-      actor: loginOf(comment.user),
-      body,
-      labels: item.labels,
-      itemState: item.state,
-      title: item.title,
-      commentId: idOf(comment.id, "comment.id"),
-      commentKind: "review_comment",
-      ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
-      occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
-      excerpt: boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body }),
-    },
-  };
+  return eventOf(context, "review_commented", `pull_request_review_comment.${action}`, item, {
+    ...pullRequestShape(item, repository, head.branch, head.inRepository),
+    actor: loginOf(comment.user),
+    body,
+    commentId: idOf(comment.id, "comment.id"),
+    commentKind: "review_comment",
+    ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
+    occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
+    excerpt: boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body }),
+  });
 }
 
 // A Map, not an object: an event named `constructor` or `__proto__` must find nothing.

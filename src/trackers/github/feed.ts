@@ -6,6 +6,7 @@ import { closingReferences } from "../../ingress/github-links.js";
 import type { LegacyLedger } from "../../ingress/legacy-poll-state.js";
 import type { PollSourceRuntime, SourceBatch, SourceItem } from "../../ingress/poller.js";
 import { formatWorkItemRef } from "../../workitem/index.js";
+import type { GitHubClient } from "./client.js";
 
 /**
  * The GitHub change feed the poller reads: per repository, three conditional, `since`-bounded
@@ -23,31 +24,7 @@ import { formatWorkItemRef } from "../../workitem/index.js";
  */
 
 /** The part of the GitHub client the feed uses (tests may pass anything shaped like it). */
-export interface GitHubReader {
-  /** The host refs carry: `github.com`, or the Enterprise `host[:port]`. */
-  readonly host: string;
-  list<T>(
-    route: string,
-    params: Readonly<Record<string, string | number>>,
-    options?: { etag?: string; maxPages?: number },
-  ): Promise<ReaderListResult<T>>;
-  get<T>(route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string }): Promise<ReaderGetResult<T>>;
-}
-
-export type ReaderListResult<T> =
-  | { readonly notModified: true; readonly etag: string; readonly pollIntervalSeconds?: number }
-  | {
-      readonly notModified: false;
-      readonly items: T[];
-      readonly etag?: string;
-      readonly pollIntervalSeconds?: number;
-      /** Pages were left unread. */
-      readonly truncated?: boolean;
-    };
-
-export type ReaderGetResult<T> =
-  | { readonly notModified: true; readonly etag: string; readonly pollIntervalSeconds?: number }
-  | { readonly notModified: false; readonly data: T; readonly etag?: string; readonly pollIntervalSeconds?: number };
+export type GitHubReader = Pick<GitHubClient, "host" | "list" | "get">;
 
 export interface GitHubFeedOptions {
   /** The poll source key, e.g. `github:octo/api,octo/web`. */
