@@ -8,6 +8,7 @@ import { CONFIG_SCHEMA_FILE, configJsonSchema, configJsonSchemaText } from "../s
 import { CONFIG_REFERENCE_SECTION, renderReferenceTable } from "../src/config/reference.js";
 import { spliceSection } from "../src/docs/sections.js";
 import { EVENT_CATALOG_SECTION, renderEventCatalogTable } from "../src/events/reference.js";
+import { HELP_TEXT_FILE, helpTextModule } from "../src/cli/help-source.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -25,3 +26,8 @@ await writeFile(at(CONFIG_SCHEMA_FILE), configJsonSchemaText());
 console.log(`wrote ${CONFIG_SCHEMA_FILE}`);
 await updateSection("docs/config.md", CONFIG_REFERENCE_SECTION, renderReferenceTable(configJsonSchema()));
 await updateSection("docs/events.md", EVENT_CATALOG_SECTION, renderEventCatalogTable());
+const helpText = helpTextModule();
+if ((await readFile(at(HELP_TEXT_FILE), "utf8").catch(() => "")) !== helpText) {
+  await writeFile(at(HELP_TEXT_FILE), helpText);
+  console.log(`wrote ${HELP_TEXT_FILE}`);
+}

@@ -45,6 +45,12 @@ async function main(argv: readonly string[]): Promise<number> {
     stdout.line(packageVersion());
     return 0;
   }
+  // Top-level help likewise, from text generated out of the same command table (help-text.ts).
+  if (args.length === 1 && (args[0] === "--help" || args[0] === "-h")) {
+    const { TOP_LEVEL_HELP } = await import("./help-text.js");
+    process.stdout.write(TOP_LEVEL_HELP);
+    return 0;
+  }
   try {
     const { buildProgram } = await import("./program.js");
     await buildProgram().parseAsync([...argv]);

@@ -30,6 +30,8 @@ import type {
 const { Command: CommandClass, InvalidArgumentError, Option } = commander;
 type Option = InstanceType<typeof Option>;
 
+export const HELP_WIDTH = 80;
+
 export function parseCount(value: string): number {
   if (!/^[0-9]+$/.test(value)) throw new InvalidArgumentError("expected a whole number (0 or more)");
   return Number(value);
@@ -51,6 +53,9 @@ export function buildProgram(): Command {
     )
     .version(packageVersion(), "-V, --version", "print the version")
     .option("--config <path>", "config file (default: $THE_LOOP_CLI_CONFIG, ./.the-loop/cli-config.yaml, ~/.the-loop/cli-config.yaml)")
+    // A fixed width: help reads the same on every terminal, and the top-level text can be
+    // generated ahead of time (help-text.ts) so `the-loop --help` needs no command table.
+    .configureHelp({ helpWidth: HELP_WIDTH })
     .helpOption("-h, --help", "show help")
     .helpCommand("help [command]", "show help for a command")
     .showSuggestionAfterError()

@@ -18,6 +18,19 @@ describe("the CLI's exit codes and output streams", () => {
     for (const command of ["init", "config", "events", "item", "demo"]) expect(result.stdout).toContain(`  ${command}`);
   });
 
+  it("answers --help from generated text that is exactly commander's, and keeps it current", async () => {
+    const { HELP_TEXT_FILE, helpTextModule, topLevelHelp } = await import("../../src/cli/help-source.js");
+    const checkedIn = await readFile(`${REPO_ROOT}/${HELP_TEXT_FILE}`, "utf8");
+    expect(checkedIn, "stale generated file: run `npm run generate` and commit the result").toBe(helpTextModule());
+    for (const flag of ["--help", "-h"]) {
+      expect(await runCli([flag], { cwd: await tempDir() })).toEqual({ code: 0, stdout: topLevelHelp(), stderr: "" });
+    }
+    // Help of a command still comes from commander itself.
+    const sub = await runCli(["sessions", "--help"], { cwd: await tempDir() });
+    expect(sub.code).toBe(0);
+    expect(sub.stdout).toContain("link-pr");
+  });
+
   it.each([
     ["an unknown command", ["frobnicate"]],
     ["an unknown option", ["events", "--frobnicate"]],
