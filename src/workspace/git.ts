@@ -14,7 +14,25 @@ export interface GitRunnerOptions {
   readonly timeoutMs: number;
   /** The environment git runs with (default: this process's), made non-interactive. */
   readonly env?: NodeJS.ProcessEnv;
+  /**
+   * Settings given to every command as `-c name=value`: they win over every configuration file,
+   * the repository's own included, and reach the git commands git itself starts.
+   */
+  readonly config?: Readonly<Record<string, string>>;
 }
+
+/**
+ * What no repository may decide for the-loop's own git commands. A session's worktree shares its
+ * git directory — hooks and config included — with the shared clone, so whatever a session wrote
+ * there would otherwise run inside the daemon, with its environment, the next time it prepares
+ * any checkout of that repository: hooks (post-checkout on `worktree add`, reference-transaction
+ * on every fetch), an fsmonitor program, and the `ext::` transport, which runs a command.
+ */
+export const UNTRUSTED_REPOSITORY_CONFIG: Readonly<Record<string, string>> = {
+  "core.hooksPath": "/dev/null",
+  "core.fsmonitor": "false",
+  "protocol.ext.allow": "never",
+};
 
 export interface GitRunOptions {
   /** The directory git runs in. */
@@ -32,7 +50,7 @@ export class GitError extends Error {
   override readonly name: string = "GitError";
   constructor(
     message: string,
-    /** The git arguments, without the binary. */
+    /** The git arguments, without the binary, credentials in URLs hidden. */
     readonly args: readonly string[],
     /** The exit status; null when git was stopped by a signal or never started. */
     readonly status: number | null,
@@ -42,6 +60,11 @@ export class GitError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The arguments as a GitError keeps them: any credentials written into a URL are hidden. */
+function redactedArgs(args: readonly string[]): readonly string[] {
+  return args.map(redactUrl);
 }
 
 /**
@@ -121,10 +144,12 @@ function track(pid: number): void {
 export class Git {
   private readonly binary: string;
   private readonly env: NodeJS.ProcessEnv;
+  private readonly prefix: readonly string[];
 
   constructor(private readonly options: GitRunnerOptions) {
     this.binary = options.binary ?? "git";
     this.env = gitEnvironment(options.env ?? process.env);
+    this.prefix = Object.entries(options.config ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]);
   }
 
   get timeoutMs(): number {
@@ -140,7 +165,8 @@ export class Git {
       let stderr = "";
       let settled = false;
       let drainTimer: NodeJS.Timeout | undefined;
-      const child = spawn(this.binary, [...args], {
+      const failed = redactedArgs(args);
+      const child = spawn(this.binary, [...this.prefix, ...args], {
         cwd: options.cwd,
         env: this.env,
         stdio: ["ignore", "pipe", "pipe"],
@@ -166,12 +192,12 @@ export class Git {
         }
         const tail = tailOf(stderr);
         const status = code === null ? `killed by ${signal ?? "a signal"}` : `exit status ${code}`;
-        finish(new GitError(`${name} failed (${status})${tail ? `: ${tail}` : ""}`, args, code, tail, false));
+        finish(new GitError(`${name} failed (${status})${tail ? `: ${tail}` : ""}`, failed, code, tail, false));
       };
       const timer = setTimeout(() => {
         if (pid !== undefined) killGroup(pid);
         finish(
-          new GitError(`${name} timed out after ${formatDuration(timeoutMs)} and was stopped`, args, null, tailOf(stderr), true),
+          new GitError(`${name} timed out after ${formatDuration(timeoutMs)} and was stopped`, failed, null, tailOf(stderr), true),
         );
       }, timeoutMs);
       child.stdout.setEncoding("utf8");
@@ -187,7 +213,7 @@ export class Git {
           error.code === "ENOENT"
             ? `${name} could not start: the git program "${this.binary}" was not found (install git or put it on the PATH), or the folder ${options.cwd} does not exist`
             : `${name} could not start: ${error.message}`;
-        finish(new GitError(message, args, null, "", false));
+        finish(new GitError(message, failed, null, "", false));
       });
       child.on("close", outcome);
       // A helper git left running in the background (an ssh connection master) can hold the pipes

@@ -7,7 +7,7 @@ import { withLock } from "../state/lock.js";
 import type { RepositoryInfo } from "../trackers/tracker.js";
 import { parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
-import { Git, GitError, redactUrl } from "./git.js";
+import { Git, GitError, UNTRUSTED_REPOSITORY_CONFIG, redactUrl } from "./git.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "./provider.js";
 
 /**
@@ -194,6 +194,7 @@ export class Workspaces implements WorkspaceProvider {
     this.root = resolve(options.root);
     this.git = new Git({
       timeoutMs: options.gitTimeoutMs,
+      config: UNTRUSTED_REPOSITORY_CONFIG,
       ...(options.git === undefined ? {} : { binary: options.git }),
       ...(options.env === undefined ? {} : { env: options.env }),
     });

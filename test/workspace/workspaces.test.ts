@@ -214,7 +214,11 @@ describe("Workspaces, worktree strategy", () => {
     const dir = await tempDir();
     const calls = join(dir, "calls.log");
     const tracing = join(dir, "tracing-git");
-    await writeFile(tracing, `#!/bin/sh\necho "$1" >> "${calls}"\nexec git "$@"\n`);
+    // The command's name is the first argument that is not a `-c name=value` setting.
+    await writeFile(
+      tracing,
+      `#!/bin/sh\nfor a in "$@"; do case "$a" in -c|*=*) ;; *) echo "$a" >> "${calls}"; break;; esac; done\nexec git "$@"\n`,
+    );
     await chmod(tracing, 0o755);
     const t = await setup({ git: tracing });
     const [one, two] = await Promise.all([

@@ -22,9 +22,14 @@ const DEFAULT_RATE_LIMIT_WAIT_SECONDS = 30;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_PAGES = 10;
 
-// Retrying a client error repeats the same mistake, except a 429, which says "later" and is
-// retried unless the throttling policy has already declined to wait (see onLimit).
-const DO_NOT_RETRY = Array.from({ length: 100 }, (_, i) => 400 + i).filter((status) => status !== 429);
+// Retrying a client error repeats the same mistake. A 429 is no exception: the throttling plugin
+// waits out the ones GitHub marks as rate limits (as long as onLimit allows), and the retry
+// plugin's fixed one-four-nine seconds would ignore the Retry-After of any other.
+const DO_NOT_RETRY = Array.from({ length: 100 }, (_, i) => 400 + i);
+
+// A transient failure of these may come after GitHub has done the work (a 502 from a proxy, an
+// answer that timed out): sending it again could post the same comment twice.
+const NOT_IDEMPOTENT = new Set(["POST", "PATCH"]);
 
 /** The REST API base: the setting, else $GITHUB_API_URL, else api.github.com; no trailing slash. */
 export function githubApiUrl(
@@ -36,11 +41,23 @@ export function githubApiUrl(
   return url.replace(/\/+$/, "");
 }
 
-/** The host refs carry for items served by `apiUrl`: github.com for the public API. */
+/**
+ * The host refs carry for items served by `apiUrl`: github.com for the public API, TENANT.ghe.com
+ * for GitHub Enterprise Cloud with data residency (whose API is api.TENANT.ghe.com), else the
+ * API's own host (GitHub Enterprise Server answers at https://HOST/api/v3).
+ */
 export function refHostForApiUrl(apiUrl: string): string {
   const url = new URL(apiUrl);
   const host = url.host.toLowerCase();
-  return host === "api.github.com" ? DEFAULT_GITHUB_HOST : host;
+  if (host === "api.github.com") return DEFAULT_GITHUB_HOST;
+  const tenant = /^api\.([^.]+\.ghe\.com)$/.exec(host)?.[1];
+  return tenant !== undefined && url.pathname.replace(/\/+$/, "") === "" ? tenant : host;
+}
+
+/** This machine: a token sent there over plain http never crosses a network. */
+function isLoopback(hostname: string): boolean {
+  const name = hostname.toLowerCase();
+  return name === "localhost" || name === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(name);
 }
 
 export type ListResult<T> =
@@ -96,8 +113,9 @@ export class GitHubClient {
   private readonly tokens: TokenSource;
   private readonly origin: string;
   private readonly basePath: string;
-  // Tokens handed out so far, scrubbed from every message should anything ever echo one.
-  private readonly secrets = new Set<string>();
+  // Tokens handed out so far, scrubbed from every message should anything ever echo one. A
+  // #private field, so that inspecting the client (or anything holding it) never prints them.
+  readonly #secrets = new Set<string>();
 
   constructor(options: GitHubClientOptions) {
     const apiUrl = options.apiUrl.replace(/\/+$/, "");
@@ -111,6 +129,15 @@ export class GitHubClient {
     if (parsed.username || parsed.password) {
       throw new GitHubError(
         "integrations.github.apiUrl must not carry credentials; the token comes from integrations.github.tokenEnv",
+        { exitCode: EXIT_USAGE, code: "config" },
+      );
+    }
+    // The token travels with every request: in clear text it could be read anywhere on the way.
+    // Plain http is left for this machine (a local proxy or a test server), where it never
+    // crosses a network.
+    if (parsed.protocol === "http:" && !isLoopback(parsed.hostname)) {
+      throw new GitHubError(
+        `refusing to send the GitHub token in clear text to ${parsed.host}: set integrations.github.apiUrl (or GITHUB_API_URL) to an https:// URL (plain http is accepted only for this machine)`,
         { exitCode: EXIT_USAGE, code: "config" },
       );
     }
@@ -129,16 +156,8 @@ export class GitHubClient {
     };
     // Wait once, and only briefly: a poller or a dispatcher stuck for an hour on a quota is worse
     // than one that fails now with the reset time and comes back then.
-    const onLimit = (
-      retryAfter: number,
-      requestOptions: { request?: Record<string, unknown> },
-      _octokit: unknown,
-      retryCount: number,
-    ): boolean => {
-      const wait = retryCount < 1 && retryAfter <= waitSeconds;
-      // Declined: keep the retry plugin from trying a 429 again regardless.
-      if (!wait && requestOptions.request) requestOptions.request.retries = 0;
-      return wait;
+    const onLimit = (retryAfter: number, _options: unknown, _octokit: unknown, retryCount: number): boolean => {
+      return retryCount < 1 && retryAfter <= waitSeconds;
     };
     const spaced = options.spaceWrites ?? true;
     this.octokit = new LoopOctokit({
@@ -162,7 +181,7 @@ export class GitHubClient {
         );
       }
       const token = await this.tokens.token();
-      this.secrets.add(token);
+      this.#secrets.add(token);
       request.headers.authorization = `token ${token}`;
     });
   }
@@ -227,10 +246,15 @@ export class GitHubClient {
     };
   }
 
-  /** Any other call (writes); answers the response body. */
+  /**
+   * Any other call (writes); answers the response body. A POST or PATCH is sent at most once
+   * (a rate-limit answer, which means GitHub did nothing, is still waited out and sent again).
+   */
   async request<T = unknown>(route: string, params: Readonly<Record<string, unknown>> = {}): Promise<T> {
+    const method = route.split(" ")[0]?.toUpperCase() ?? "";
+    const once = NOT_IDEMPOTENT.has(method) ? { request: { retries: 0 } } : {};
     try {
-      const response = await this.octokit.request(route, { ...params });
+      const response = await this.octokit.request(route, { ...params, ...once });
       return response.data as T;
     } catch (error) {
       throw this.failure(error, route);
@@ -242,7 +266,7 @@ export class GitHubClient {
     return githubErrorFrom(error, {
       route,
       path: this.pathOf(error),
-      secrets: this.secrets,
+      secrets: this.#secrets,
       tokenOrigin: this.tokens.describe?.(),
     });
   }

@@ -70,7 +70,10 @@ export class UnsupportedGitHubHostError extends GitHubError {
 }
 
 function suggestedApiUrl(host: string): string {
-  return host === "github.com" ? "https://api.github.com" : `https://${host}/api/v3`;
+  if (host === "github.com") return "https://api.github.com";
+  // GitHub Enterprise Cloud with data residency serves TENANT.ghe.com from api.TENANT.ghe.com.
+  if (/^[^.:]+\.ghe\.com$/.test(host)) return `https://api.${host}`;
+  return `https://${host}/api/v3`;
 }
 
 /** Where a request failed, for the messages; `path` is the expanded path without origin or query. */
@@ -121,15 +124,21 @@ function isRateLimited(error: HttpErrorLike): { secondary: boolean } | undefined
   return undefined;
 }
 
-function resetOf(error: HttpErrorLike, secondary: boolean, now: Date): Date {
+/**
+ * GitHub's rule: not before Retry-After when it is given; not before X-RateLimit-Reset when
+ * X-RateLimit-Remaining is 0; otherwise at least a minute. The reset of a window that is not
+ * exhausted says nothing about a secondary limit: it may be seconds away (asking again then
+ * prolongs the limit) or most of an hour (waiting that long is needless).
+ */
+function resetOf(error: HttpErrorLike, now: Date): Date {
   const headers = error.response?.headers;
-  const retryAfter = Number(headerOf(headers, "retry-after"));
+  const retryAfterText = headerOf(headers, "retry-after");
+  const retryAfter = retryAfterText === undefined ? Number.NaN : Number(retryAfterText);
   const reset = Number(headerOf(headers, "x-ratelimit-reset"));
-  if (!secondary && Number.isFinite(reset) && reset > 0) return new Date(reset * 1000);
-  if (Number.isFinite(retryAfter) && retryAfter >= 0) return new Date(now.getTime() + retryAfter * 1000);
-  if (Number.isFinite(reset) && reset > 0) return new Date(reset * 1000);
-  // GitHub's own advice when a secondary limit names no time: wait at least a minute.
-  return new Date(now.getTime() + 60_000);
+  const times: number[] = [];
+  if (Number.isFinite(retryAfter) && retryAfter >= 0) times.push(now.getTime() + retryAfter * 1000);
+  if (headerOf(headers, "x-ratelimit-remaining") === "0" && Number.isFinite(reset) && reset > 0) times.push(reset * 1000);
+  return new Date(times.length > 0 ? Math.max(...times) : now.getTime() + 60_000);
 }
 
 /** Maps whatever a request threw to one of the typed errors; GitHubErrors pass through. */
@@ -158,7 +167,7 @@ export function githubErrorFrom(error: unknown, context: RequestContext): GitHub
   }
   const limited = isRateLimited(error);
   if (limited) {
-    const resetAt = resetOf(error, limited.secondary, (context.now ?? (() => new Date()))());
+    const resetAt = resetOf(error, (context.now ?? (() => new Date()))());
     const which = limited.secondary ? "secondary rate limit" : "rate limit";
     return new GitHubRateLimitError(
       `${where}: GitHub ${which} reached (${status}); try again after ${resetAt.toISOString()}`,

@@ -1,5 +1,6 @@
-import { execFile } from "node:child_process";
+import { spawn } from "node:child_process";
 import type { GitHubIntegrationConfig } from "../../config/schema.js";
+import { DEFAULT_GITHUB_HOST } from "../../workitem/index.js";
 import { GitHubAuthError } from "./errors.js";
 
 /**
@@ -19,26 +20,62 @@ export type GhRunner = (binary: string, args: readonly string[]) => Promise<stri
 export interface GitHubTokenSourceOptions {
   /** Replaces running `gh` (tests). */
   readonly runGh?: GhRunner;
-  /** The host the token is for; `gh` is asked for that host's login when it is not github.com. */
+  /** The host the token is for (default github.com); `gh` is asked for that host's login. */
   readonly host?: string;
 }
 
 const GH_TIMEOUT_MS = 5_000;
+const GH_OUTPUT_MAX_CHARS = 64 * 1024;
 
-export const runGhAuthToken: GhRunner = (binary, args) =>
-  new Promise((resolve) => {
-    execFile(
-      binary,
-      [...args],
-      { timeout: GH_TIMEOUT_MS, windowsHide: true, encoding: "utf8", maxBuffer: 64 * 1024 },
-      (error, stdout) => {
-        // A gh that is missing, logged out or too slow simply has no token for us.
-        if (error) return resolve(undefined);
+/**
+ * A GhRunner that gives gh `timeoutMs` to answer. gh runs by argv (never through a shell), with no
+ * input, in a process group of its own: at the deadline the whole group is killed (SIGKILL, which
+ * a wrapper script cannot ignore) and the answer is "no token" at once, whatever is left holding
+ * gh's output, so no request ever waits on gh for longer than that.
+ */
+export function ghRunner(timeoutMs: number): GhRunner {
+  return (binary, args) =>
+    new Promise((resolve) => {
+      let stdout = "";
+      let settled = false;
+      const done = (token: string | undefined): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        child.stdout?.destroy();
+        child.stderr?.destroy();
+        resolve(token);
+      };
+      const child = spawn(binary, [...args], {
+        stdio: ["ignore", "pipe", "pipe"],
+        detached: true,
+        windowsHide: true,
+      });
+      const timer = setTimeout(() => {
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+        // A gh that is too slow simply has no token for us.
+        done(undefined);
+      }, timeoutMs);
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => {
+        if (stdout.length < GH_OUTPUT_MAX_CHARS) stdout += chunk;
+      });
+      // Read and dropped: gh's notices must not fill the pipe and stall it.
+      child.stderr.resume();
+      // A gh that is missing or logged out has no token either.
+      child.on("error", () => done(undefined));
+      child.on("close", (code) => {
         const token = stdout.trim();
-        resolve(token === "" ? undefined : token);
-      },
-    );
-  });
+        done(code === 0 && token !== "" ? token : undefined);
+      });
+    });
+}
+
+export const runGhAuthToken: GhRunner = ghRunner(GH_TIMEOUT_MS);
 
 // gh's answer does not change while the process runs; asking once spares a spawn per request.
 const ghAnswers = new Map<string, Promise<string | undefined>>();
@@ -75,8 +112,9 @@ export function githubTokenSource(
 ): TokenSource {
   const run = options.runGh ?? runGhAuthToken;
   const cache = options.runGh ? new Map<string, Promise<string | undefined>>() : ghAnswers;
-  const ghArgs = ["auth", "token"];
-  if (options.host && options.host !== "github.com") ghArgs.push("--hostname", options.host);
+  // The host is always named: without it gh answers for $GH_HOST (or its default host), and
+  // another host's token would be sent to this API.
+  const ghArgs = ["auth", "token", "--hostname", options.host ?? DEFAULT_GITHUB_HOST];
   let origin: string | undefined;
   return {
     async token(): Promise<string> {

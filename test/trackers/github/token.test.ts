@@ -64,7 +64,7 @@ describe("githubTokenSource", () => {
     expect(await source.token()).toBe("from-gh");
     expect(await source.token()).toBe("from-gh");
     expect(source.describe?.()).toBe("`gh auth token`");
-    expect(calls).toEqual([{ binary: "/opt/gh/bin/gh", args: ["auth", "token"] }]);
+    expect(calls).toEqual([{ binary: "/opt/gh/bin/gh", args: ["auth", "token", "--hostname", "github.com"] }]);
   });
 
   it("asks gh for the Enterprise host's login", async () => {
