@@ -226,7 +226,7 @@ export const EVENT_CATALOG = {
     family: "webhook",
     level: "warning",
     summary:
-      "A delivery was refused. Reasons: missing-signature, invalid-signature, body-too-large, invalid-payload, duplicate-delivery, not-found, method-not-allowed.",
+      "A delivery was refused. Reasons: missing-signature, invalid-signature, body-too-large, invalid-payload, duplicate-delivery, not-found, method-not-allowed, timeout.",
     fields: { reason: "string", status: "integer", delivery_id: "string?", github_event: "string?" },
   },
   "reaction.added": {

@@ -88,7 +88,7 @@ function issuesEvent(root: Json, action: string, context: GitHubEventContext): N
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
   return eventOf(context, kind, `issues.${action}`, item, {
     workItems: [item.workItem],
-    actor: loginOf(root.sender),
+    actor: actorOf(kind, root.sender),
     // An item's own text is context, not an instruction: only comments may carry one.
     body: null,
     ...(label !== undefined ? { label } : {}),
@@ -108,7 +108,7 @@ function issueCommentEvent(root: Json, action: string, context: GitHubEventConte
   const shape = isPullRequest ? pullRequestShape(item, repository, undefined, undefined) : { workItems: [item.workItem] };
   return eventOf(context, "commented", `issue_comment.${action}`, item, {
     ...shape,
-    actor: loginOf(comment.user),
+    actor: personOf(comment.user),
     body,
     commentId: idOf(comment.id, "comment.id"),
     commentKind: "comment",
@@ -128,7 +128,7 @@ function pullRequestEvent(root: Json, action: string, context: GitHubEventContex
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
   return eventOf(context, kind, `pull_request.${action}`, item, {
     ...pullRequestShape(item, repository, head.branch, head.inRepository),
-    actor: loginOf(root.sender),
+    actor: actorOf(kind, root.sender),
     body: null,
     ...(label !== undefined ? { label } : {}),
     occurredAt: item.updatedAt ?? nowIso(),
@@ -148,7 +148,7 @@ function reviewEvent(root: Json, action: string, context: GitHubEventContext): N
   const state = optionalString(review.state, "review.state");
   return eventOf(context, "reviewed", `pull_request_review.${action}`, item, {
     ...pullRequestShape(item, repository, head.branch, head.inRepository),
-    actor: loginOf(review.user),
+    actor: personOf(review.user),
     body,
     commentId: idOf(review.id, "review.id"),
     commentKind: "review",
@@ -170,7 +170,7 @@ function reviewCommentEvent(root: Json, action: string, context: GitHubEventCont
   const line = lineOf(comment.line) ?? lineOf(comment.original_line);
   return eventOf(context, "review_commented", `pull_request_review_comment.${action}`, item, {
     ...pullRequestShape(item, repository, head.branch, head.inRepository),
-    actor: loginOf(comment.user),
+    actor: personOf(comment.user),
     body,
     commentId: idOf(comment.id, "comment.id"),
     commentKind: "review_comment",
@@ -362,10 +362,30 @@ function idOf(value: unknown, what: string): string {
   throw new MalformedPayload(`${what} is missing`);
 }
 
-/** A deleted account comes as null (or GitHub's `ghost`): the event then has no actor. */
+/**
+ * GitHub's own login for an account it cannot name (a deleted one). It is reserved, so no
+ * allowlist names it, which is the point: see personOf.
+ */
+const UNKNOWN_PERSON = "ghost";
+
 function loginOf(user: unknown): string | null {
   const login = objectOrUndefined(user)?.login;
   return typeof login === "string" && login !== "" ? login : null;
+}
+
+/**
+ * Who did something a person does (wrote a comment, added a label, opened an item). The router
+ * lets an event without an actor through — that is how a status event passes — so a person the
+ * payload cannot name (a deleted account comes as null, a poller may not find who added a label)
+ * must not become "no actor": they are GitHub's `ghost`, whom no allowlist names.
+ */
+function personOf(user: unknown): string {
+  return loginOf(user) ?? UNKNOWN_PERSON;
+}
+
+/** Only a closure is a status event: whoever closed an item, the router needs no one for it. */
+function actorOf(kind: InboundKind, sender: unknown): string | null {
+  return kind === "closed" ? loginOf(sender) : personOf(sender);
 }
 
 function labelsOf(value: unknown, what: string): string[] {

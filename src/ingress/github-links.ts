@@ -22,18 +22,20 @@ const KEYWORD = String.raw`\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b`;
 // GitHub accepts `Fixes #1`, `Fixes: #1` and `Fixes:#1`, never a keyword glued to the reference.
 const SEPARATOR = String.raw`(?::[ \t]*|[ \t]+)`;
 const NAME = String.raw`[A-Za-z0-9][A-Za-z0-9_.-]*`;
+// A repository may start with a dot (`octo/.github`); refIn still refuses `.` and `..`.
+const REPO = String.raw`[A-Za-z0-9_.-]+`;
 const NUMBER = String.raw`([1-9][0-9]{0,9})`;
 const REFERENCE = [
-  String.raw`(?:(${NAME})\/(${NAME}))?#${NUMBER}`,
+  String.raw`(?:(${NAME})\/(${REPO}))?#${NUMBER}`,
   String.raw`GH-${NUMBER}`,
-  String.raw`https?:\/\/([A-Za-z0-9.-]+(?::[0-9]{1,5})?)\/(${NAME})\/(${NAME})\/issues\/${NUMBER}`,
+  String.raw`https?:\/\/([A-Za-z0-9.-]+(?::[0-9]{1,5})?)\/(${NAME})\/(${REPO})\/issues\/${NUMBER}`,
 ].join("|");
 // What follows a reference must end it: `#12abc` and `#12/x` are not references to #12.
 const CLOSING = new RegExp(`${KEYWORD}${SEPARATOR}(?:${REFERENCE})(?![A-Za-z0-9_/])`, "gi");
 
-// Code and HTML comments are not read as prose: a PR template's `<!-- Fixes #123 -->` example
-// and a quoted `fixes #1` close nothing.
-const NOT_PROSE = /```[\s\S]*?(?:```|$)|`[^`\n]*`|<!--[\s\S]*?(?:-->|$)/g;
+// Code (fenced with backticks or tildes, or inline) and HTML comments are not read as prose: a PR
+// template's `<!-- Fixes #123 -->` example and a quoted `fixes #1` close nothing.
+const NOT_PROSE = /```[\s\S]*?(?:```|$)|~~~[\s\S]*?(?:~~~|$)|`[^`\n]*`|<!--[\s\S]*?(?:-->|$)/g;
 
 /**
  * The issues a pull request description closes, in order of appearance, each once. Unqualified

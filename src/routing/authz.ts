@@ -9,8 +9,9 @@ import type { RoutingConfig } from "../config/schema.js";
  * Exact, case-sensitive match: logins are compared as the tracker reports them, because folding
  * case here would be a second, weaker notion of identity than the tracker's own.
  *
- * A null actor (a status event, a deleted account) is allowed: such events carry no text a person
- * wrote, and the later guards (a close only ends the-loop's own session) bound what they can do.
+ * A null actor is allowed: ingresses give it only to events no person did (a status change, an
+ * item closing), which carry no text a person wrote, and the later guards (a close only ends the-loop's own session)
+ * bound what they can do. A person the tracker cannot name arrives as `ghost`, never as null.
  */
 export function isAuthorized(actor: string | null, authorized: ReadonlySet<string>): boolean {
   return actor === null || authorized.has(actor);

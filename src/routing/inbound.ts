@@ -65,7 +65,10 @@ export interface InboundEvent {
   readonly trackerEvent: string;
   /** Work items the event concerns, most authoritative first. Empty: nothing to route. */
   readonly workItems: readonly WorkItem[];
-  /** Who did it; null for status events and deleted accounts. */
+  /**
+   * Who did it; null only for events no person did (a status change, an item closing). A person
+   * the tracker cannot name (a deleted account) is `ghost`, which no allowlist names.
+   */
   readonly actor: string | null;
   /** The comment or review text; null when the event carries none. */
   readonly body: string | null;

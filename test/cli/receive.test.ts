@@ -158,6 +158,29 @@ describe("the-loop receive", () => {
     expect(jsonOf<{ error: { message: string } }>(json).error.message).toMatch(message);
   });
 
+  it("refuses a payload over webhooks.ghWebhook.maxBodyBytes, as the receiver would (413)", async () => {
+    const cwd = await project(`${CONFIG}webhooks:\n  ghWebhook:\n    maxBodyBytes: 1024\n`);
+    const file = await payloadFile(cwd, { ...issueComment("alice", [ARM]), padding: "x".repeat(2_000) });
+    const result = await runCli(["receive", "--event", "issue_comment", "--payload", file, "--json"], { cwd });
+    expect(result.code).toBe(2);
+    expect(jsonOf<{ error: { message: string } }>(result).error.message).toMatch(/maxBodyBytes \(1024\).*413/);
+    const stdin = await runCli(["receive", "--event", "issue_comment", "--payload", "-"], {
+      cwd,
+      input: JSON.stringify({ ...issueComment("alice", [ARM]), padding: "x".repeat(2_000) }),
+    });
+    expect(stdin.code).toBe(2);
+    expect(stdin.stderr).toMatch(/maxBodyBytes/);
+    // Nothing was decided, so nothing was recorded.
+    expect(await eventLog(cwd)).toEqual([]);
+  });
+
+  it.runIf(existsSync("/dev/zero"))("reads no more of an endless payload than the cap allows", async () => {
+    const cwd = await project(`${CONFIG}webhooks:\n  ghWebhook:\n    maxBodyBytes: 1024\n`);
+    const result = await runCli(["receive", "--event", "issue_comment", "--payload", "/dev/zero"], { cwd });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/maxBodyBytes/);
+  });
+
   it("with --dispatch hands the event to a dispatcher and prints the outcome", async () => {
     const cwd = await project();
     const closed = {

@@ -173,11 +173,11 @@ describe("inboundFromGitHub: issue_comment", () => {
     });
   });
 
-  it("a comment by a deleted account has no actor", () => {
+  it("a comment by a deleted account is GitHub's ghost, not an event without an actor (which the router lets through)", () => {
     const event = eventOf(
       inboundFromGitHub("issue_comment", { action: "created", issue: issue(), comment: { ...comment, user: null }, repository, sender }, context),
     );
-    expect(event.actor).toBeNull();
+    expect(event.actor).toBe("ghost");
   });
 });
 

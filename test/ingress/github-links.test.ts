@@ -37,6 +37,10 @@ describe("closingReferences", () => {
     ["a fenced block is not prose", "```\nfixes #5\n```\nfixes #6", ["github:octo/repo#6"]],
     ["an HTML comment is not prose", "<!-- Fixes #123 -->\nFixes #7", ["github:octo/repo#7"]],
     ["#0 is no issue", "fixes #0", []],
+    ["a number too large for an issue is none", "fixes #3000000000, fixes #99999999999", []],
+    ["a URL to another host that looks like ours is not ours", "fixes https://github.com.evil.com/octo/repo/issues/5", []],
+    ["a repository named with a leading dot", "Fixes octo/.github#8", ["github:octo/.github#8"]],
+    ["a tilde fence is not prose", "~~~\nfixes #5\n~~~\nfixes #6", ["github:octo/repo#6"]],
   ])("%s", (_name, body, expected) => {
     expect(refs(body)).toEqual(expected);
   });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { createReadStream } from "node:fs";
 import { GITHUB_WEBHOOK_EVENTS } from "../../config/schema.js";
 import { AnswerGivenExit, EXIT_FAILURE, ExitError, UsageError, messageOf } from "../../errors.js";
 import type { EventFields, EventSink, EventType } from "../../events/index.js";
@@ -33,9 +33,9 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
   const name = options.event.trim();
   if (name === "") throw new UsageError("--event names the X-GitHub-Event header, e.g. issue_comment");
   const deliveryId = options.delivery?.trim() || `receive-${randomUUID()}`;
-  const { payload, bytes } = await readPayload(options.payload);
   const project = await openProject(globals, "receive");
   const webhook = project.config.webhooks.ghWebhook;
+  const { payload, bytes } = await readPayload(options.payload, webhook.maxBodyBytes);
 
   // The receiver ignores what its config does not ask for; the dry run answers as it would.
   const supported = (GITHUB_WEBHOOK_EVENTS as readonly string[]).includes(name);
@@ -74,15 +74,24 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
 
 // ---------------------------------------------------------------------------------------------
 
-async function readPayload(file: string): Promise<{ payload: unknown; bytes: number }> {
+/**
+ * Reads at most `max` bytes and one more: a payload over the receiver's cap is refused as the
+ * receiver refuses it (413), and a path such as /dev/zero or an endless pipe is not read forever.
+ */
+async function readPayload(file: string, max: number): Promise<{ payload: unknown; bytes: number }> {
   const where = file === "-" ? "stdin" : file;
-  let text: string;
+  let read: { text: string; bytes: number } | undefined;
   try {
-    text = file === "-" ? await readStdin() : await readFile(file, "utf8");
+    read = await readBounded(file === "-" ? process.stdin : createReadStream(file, { end: max }), max);
   } catch (error) {
     throw new UsageError(`cannot read the payload from ${where}: ${messageOf(error)}`);
   }
-  const bytes = Buffer.byteLength(text);
+  if (read === undefined) {
+    throw new UsageError(
+      `the payload in ${where} is over webhooks.ghWebhook.maxBodyBytes (${max}): the receiver would refuse it with 413 (body-too-large)`,
+    );
+  }
+  const { text, bytes } = read;
   let json = text.trim();
   // A delivery made with content type application/x-www-form-urlencoded carries its JSON in `payload`.
   if (json.startsWith("payload=")) json = new URLSearchParams(json).get("payload") ?? "";
@@ -99,10 +108,18 @@ async function readPayload(file: string): Promise<{ payload: unknown; bytes: num
   }
 }
 
-async function readStdin(): Promise<string> {
+/** The whole stream as text, or undefined once it grows over `max` bytes (then no more is read). */
+async function readBounded(stream: NodeJS.ReadableStream, max: number): Promise<{ text: string; bytes: number } | undefined> {
   const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer));
-  return Buffer.concat(chunks).toString("utf8");
+  let bytes = 0;
+  // Leaving the loop early destroys the stream, which closes the file.
+  for await (const chunk of stream) {
+    const buffer = typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
+    bytes += buffer.length;
+    if (bytes > max) return undefined;
+    chunks.push(buffer);
+  }
+  return { text: Buffer.concat(chunks, bytes).toString("utf8"), bytes };
 }
 
 /** The web host of the configured GitHub, for payloads that carry no html_url. */

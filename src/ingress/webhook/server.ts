@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer } from "node:http";
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 import { verify } from "@octokit/webhooks-methods";
 import { GITHUB_WEBHOOK_EVENTS } from "../../config/schema.js";
 import type { GhWebhookConfig } from "../../config/schema.js";
@@ -35,6 +36,8 @@ export interface WebhookReceiverOptions {
   readonly dedupeSize?: number;
   /** How long stop() lets open requests finish before cutting their connections (default 10 s). */
   readonly stopGraceMs?: number;
+  /** How long one request (headers and body) may take to arrive before it is cut off with 408 (default 30 s). */
+  readonly requestTimeoutMs?: number;
 }
 
 export interface WebhookAddress {
@@ -53,6 +56,14 @@ export type WebhookRejection =
 
 export const DEFAULT_DEDUPE_SIZE = 4_096;
 const DEFAULT_STOP_GRACE_MS = 10_000;
+// GitHub gives up on a delivery after ten seconds, so a request still arriving after thirty is
+// not GitHub's. node:http's own limits (five minutes for a request, one for its headers, checked
+// every thirty seconds) would let a sender that trickles a body hold up to maxBodyBytes of memory
+// per connection for minutes before any signature can be checked, and a connection that sends
+// nothing hold one of the daemon's file descriptors for up to ninety seconds.
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+const MAX_HEADERS_TIMEOUT_MS = 10_000;
+const MAX_TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/health"]);
 const SUPPORTED_EVENTS: ReadonlySet<string> = new Set(GITHUB_WEBHOOK_EVENTS);
 const SETTLED: HandleResult = { settled: true };
@@ -136,7 +147,17 @@ export class WebhookReceiver {
   async start(): Promise<WebhookAddress> {
     if (this.server) throw new Error("the webhook receiver is already started");
     const secret = webhookSecret(this.config, this.options.env ?? process.env);
-    const server = createServer({ keepAlive: true, noDelay: true }, this.onRequest);
+    const requestTimeout = this.options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+    const server = createServer(
+      {
+        keepAlive: true,
+        noDelay: true,
+        requestTimeout,
+        headersTimeout: Math.min(MAX_HEADERS_TIMEOUT_MS, requestTimeout),
+        connectionsCheckingInterval: Math.max(50, Math.min(MAX_TIMEOUT_CHECK_INTERVAL_MS, Math.floor(requestTimeout / 4))),
+      },
+      this.onRequest,
+    );
     await new Promise<void>((resolve, reject) => {
       const failed = (error: Error): void => {
         reject(
@@ -156,6 +177,7 @@ export class WebhookReceiver {
     });
     // A listening server reports later socket errors here rather than crashing the daemon.
     server.on("error", () => undefined);
+    server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => this.clientError(error, socket));
     const bound = server.address() as AddressInfo;
     this.server = server;
     this.secret = secret;
@@ -196,6 +218,20 @@ export class WebhookReceiver {
     this.server = undefined;
     this.listening = undefined;
     this.flush();
+  }
+
+  /**
+   * What node:http would answer on its own, plus the record of it: a request cut off by the
+   * request timeout is a refusal like any other (`timeout`); a connection that is not speaking
+   * HTTP is closed without one.
+   */
+  private clientError(error: Error & { code?: string }, socket: Duplex): void {
+    const timedOut = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    if (timedOut) this.defer({ type: "webhook.rejected", fields: { reason: "timeout", status: 408 } });
+    if (socket.writable && error.code !== "ECONNRESET") {
+      socket.end(timedOut ? "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n" : "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    }
+    socket.destroy();
   }
 
   private route(req: IncomingMessage, res: ServerResponse): void {
