@@ -23,7 +23,7 @@ import type { PullRequestLinks } from "./links.js";
 import { renderBootPrompt, renderEventPrompt } from "./prompts.js";
 import type { PromptInput, PromptTemplates } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX, isLive, tmuxTargetFor } from "./record.js";
-import type { SessionRecord } from "./record.js";
+import type { SessionRecord, SessionWorkspace } from "./record.js";
 import { Reactions } from "./reactions.js";
 import type { SessionRegistry } from "./registry.js";
 
@@ -69,6 +69,16 @@ const NOTHING_SEEN: DeliveryMemory = { has: () => false };
 const SETTLED: HandleResult = { settled: true };
 const RETRY: HandleResult = { settled: false };
 
+/**
+ * How often an event may move to the queue of the session it turned out to reach before it is
+ * carried out where it stands (each move adds one queue, so this bounds the wait, not safety).
+ */
+const MAX_HOPS = 2;
+/** perform()'s answer when the event reaches a work item whose queue it does not hold. */
+type Hop = { readonly hop: string };
+/** Why an event is dropped whose session another process closed while the event was being carried out. */
+const SESSION_CLOSED = "session-closed";
+
 export class Dispatcher implements EventHandler {
   private readonly queue = new KeyedQueue();
   private readonly heavy: Semaphore;
@@ -79,6 +89,8 @@ export class Dispatcher implements EventHandler {
   private readonly reactions: Reactions;
   private readonly linkCheck: LinkedItemCheck;
   private accepting = true;
+  /** Events handed in and not yet settled (an event may wait in several queues at once). */
+  private inFlight = 0;
 
   constructor(private readonly options: DispatcherOptions) {
     this.heavy = new Semaphore(options.routing.maxConcurrentDispatches);
@@ -100,7 +112,11 @@ export class Dispatcher implements EventHandler {
    * decided again when the event's turn comes: an event queued behind a spawn or a close must see
    * the session as that earlier event left it, not as it was when both arrived.
    *
-   * An event on a pull request bound to a work item is queued on that item (see applyLink).
+   * The event waits in the queue of every work item it names (with its pull request's binding
+   * applied, see applyLink): whichever of them it reaches — a linked item's session, the PR's own,
+   * or a new one — it keeps its place among that item's events, and two events about one PR are
+   * decided one after the other, so one cannot start a session for the PR while the other is
+   * starting one for the issue the PR is for.
    */
   handle(received: InboundEvent): Promise<HandleResult> {
     if (!this.accepting) return Promise.resolve(RETRY);
@@ -108,11 +124,59 @@ export class Dispatcher implements EventHandler {
     const arrival = this.decide(event, this.memory);
     if (arrival === undefined) return Promise.resolve(RETRY);
     if (arrival.action === "drop" && EVENT_GUARDS.has(arrival.reason)) return Promise.resolve(this.dropped(event, arrival));
-    // Past the work-item guard, so there is a first work item: the event's queue.
-    const key = event.workItems[0]?.ref ?? "";
+    // Past the work-item guard, so the event names at least one work item.
+    const keys = [...new Set(event.workItems.map((item) => item.ref))];
     this.memory.add(event.deliveryId);
-    this.options.events.emit("dispatch.queued", { work_item: key, delivery_id: event.deliveryId, action: arrival.action });
-    return this.queue.run(key, () => this.perform(event));
+    this.options.events.emit("dispatch.queued", {
+      work_item: arrival.workItem?.ref ?? keys[0] ?? "",
+      delivery_id: event.deliveryId,
+      action: arrival.action,
+    });
+    this.inFlight += 1;
+    return this.enqueue(keys, event, 0).finally(() => {
+      this.inFlight -= 1;
+    });
+  }
+
+  /**
+   * Runs the event once it is first in line in every queue of `keys`. When its turn shows it
+   * reaching a work item outside them (a binding written since it arrived), it is queued again
+   * with that item's queue added — behind the events already there, instead of beside them.
+   */
+  private enqueue(keys: readonly string[], event: InboundEvent, hops: number): Promise<HandleResult> {
+    let moved: Promise<HandleResult> | undefined;
+    const ran = this.exclusive(keys, async () => {
+      const outcome = await this.perform(event, hops < MAX_HOPS ? new Set(keys) : undefined);
+      if (!("hop" in outcome)) return outcome;
+      // Queued while this turn still holds its queues, so no later event gets ahead of it in them.
+      moved = this.enqueue([...keys, outcome.hop], event, hops + 1);
+      return RETRY;
+    });
+    return ran.then((result) => moved ?? result);
+  }
+
+  /**
+   * `job` once it is first in every queue of `keys`. Its place is taken in all of them at once,
+   * when it is queued, so a job only ever waits for jobs queued before it: no two can each hold
+   * a queue the other waits for.
+   */
+  private exclusive<T>(keys: readonly string[], job: () => Promise<T>): Promise<T> {
+    const [only] = keys;
+    if (keys.length === 1 && only !== undefined) return this.queue.run(only, job);
+    let finished!: () => void;
+    const done = new Promise<void>((resolve) => (finished = resolve));
+    const turns = keys.map(
+      (key) =>
+        new Promise<void>((turn) => {
+          void this.queue.run(key, () => {
+            turn();
+            return done;
+          });
+        }),
+    );
+    return Promise.all(turns)
+      .then(() => job())
+      .finally(() => finished());
   }
 
   /**
@@ -121,7 +185,7 @@ export class Dispatcher implements EventHandler {
    */
   async drain(): Promise<number> {
     this.accepting = false;
-    const queued = this.queue.size;
+    const queued = this.inFlight;
     await this.queue.idle();
     await this.reactions.idle();
     return queued;
@@ -166,7 +230,8 @@ export class Dispatcher implements EventHandler {
     return SETTLED;
   }
 
-  private async perform(queued: InboundEvent): Promise<HandleResult> {
+  /** `held`: the queues the event holds, when it may still move to another (see enqueue). */
+  private async perform(queued: InboundEvent, held?: ReadonlySet<string>): Promise<HandleResult | Hop> {
     // A binding written since the event was queued (by the event ahead of it) counts now; the
     // damaged-file report was made at arrival.
     const linked = applyLink(queued, this.options.links, () => undefined);
@@ -178,8 +243,14 @@ export class Dispatcher implements EventHandler {
       this.reactions.react(event, "failed");
       return RETRY;
     }
-    if (decision.action === "drop") return this.dropped(event, decision);
+    if (decision.action === "drop") {
+      if (event.kind === "closed" && decision.reason === "no-session" && decision.workItem !== undefined) {
+        await this.releaseLeftCheckout(decision.workItem.ref);
+      }
+      return this.dropped(event, decision);
+    }
     const { workItem, action } = decision;
+    if (held !== undefined && !held.has(workItem.ref)) return { hop: workItem.ref };
     this.options.events.emit("routing.routed", {
       work_item: workItem.ref,
       delivery_id: event.deliveryId,
@@ -274,8 +345,9 @@ export class Dispatcher implements EventHandler {
     this.reactions.react(event, "started");
 
     // Only after the claim: of two processes spawning for one item, only the winner prepares.
-    const cwd = await this.prepareWorkspace(workItem, event, harnessName);
-    if (cwd === undefined) return RETRY;
+    const prepared = await this.prepareWorkspace(workItem, event, harnessName, claim.record);
+    if ("outcome" in prepared) return prepared.outcome;
+    const cwd = prepared.cwd;
 
     const prompt = renderBootPrompt(this.options.templates, await this.promptInput(workItem, event));
     try {
@@ -306,6 +378,7 @@ export class Dispatcher implements EventHandler {
       // Neither comes right by trying again at once; the next event for the item tries afresh.
       return error instanceof TargetLiveError || error instanceof ProgramNotFoundError ? SETTLED : RETRY;
     }
+    if (await this.endIfClosed(claim.record)) return this.settle(workItem, event, SESSION_CLOSED);
     this.options.events.emit("session.spawned", {
       work_item: workItem.ref,
       harness: harnessName,
@@ -322,17 +395,31 @@ export class Dispatcher implements EventHandler {
 
   /**
    * The session's working directory: its own checkout when a workspace provider gives one (the
-   * record then names it, so a respawn and the close find it), else spawnCwd. Undefined when the
-   * checkout failed: the claim is closed again and the event comes back for another try.
+   * record then names it, so a respawn and the close find it), else spawnCwd. An outcome instead
+   * when there is nothing to start: the checkout failed (the claim is closed again and the event
+   * comes back for another try), or the session was closed meanwhile (`the-loop sessions close`
+   * during a long clone) — that close could not release a checkout it did not know of, so this
+   * does, and no harness is started for a closed session.
    */
-  private async prepareWorkspace(workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<string | undefined> {
+  private async prepareWorkspace(
+    workItem: WorkItem,
+    event: InboundEvent,
+    harnessName: string,
+    claimed: SessionRecord,
+  ): Promise<{ readonly cwd: string } | { readonly outcome: HandleResult }> {
     const provider = this.options.workspaces;
-    if (provider === undefined || !this.options.routing.workspace.enabled) return this.options.spawnCwd;
+    if (provider === undefined || !this.options.routing.workspace.enabled) return { cwd: this.options.spawnCwd };
+    let workspace: SessionWorkspace | undefined;
+    let recorded = false;
     try {
-      const workspace = await provider.prepare(workItem, workspaceRequest(workItem, event));
-      if (workspace === undefined) return this.options.spawnCwd;
-      await this.options.registry.update(workItem.ref, (record) => ({ ...record, cwd: workspace.checkout, workspace }));
-      return workspace.checkout;
+      workspace = await provider.prepare(workItem, workspaceRequest(workItem, event));
+      if (workspace === undefined) return { cwd: this.options.spawnCwd };
+      const made = workspace;
+      await this.options.registry.update(workItem.ref, (record) => {
+        if (!sameLiveSession(record, claimed)) return undefined;
+        recorded = true;
+        return { ...record, cwd: made.checkout, workspace: made };
+      });
     } catch (error) {
       await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
       this.options.events.emit("session.spawn_failed", {
@@ -343,8 +430,61 @@ export class Dispatcher implements EventHandler {
       });
       this.memory.delete(event.deliveryId);
       this.reactions.react(event, "failed");
-      return undefined;
+      return { outcome: RETRY };
     }
+    if (recorded) return { cwd: workspace.checkout };
+    // A session claimed anew by another process prepares this same checkout for itself: leave it be.
+    if (!isLive(this.options.registry.get(workItem.ref))) await provider.release(workItem.ref, workspace);
+    return { outcome: this.settle(workItem, event, SESSION_CLOSED) };
+  }
+
+  /**
+   * Whether the session `started` for was closed (by another process) while its harness was being
+   * started; if so, that harness is ended again, whatever killHarnessOnClose says — it started
+   * after the close and has done nothing worth keeping. The close marks the record first and ends
+   * the harness after, so either that close found this harness running, or this check sees it closed.
+   */
+  private async endIfClosed(started: SessionRecord): Promise<boolean> {
+    const ref = started.workItem.ref;
+    if (sameLiveSession(this.options.registry.get(ref), started)) return false;
+    const tmux = this.options.routing.tmux;
+    const result = await this.options.runner.terminate(started.tmuxTarget, {
+      killHarness: true,
+      graceMs: Math.round(tmux.harnessKillGraceSeconds * 1000),
+      killSession: !tmux.keepSessionOnClose,
+    });
+    if (result.signal !== "none") {
+      this.options.events.emit("session.harness_terminated", { work_item: ref, tmux_target: started.tmuxTarget, signal: result.signal });
+    }
+    return true;
+  }
+
+  /**
+   * A checkout prepared for a spawn whose harness then failed is left for the next attempt to
+   * reuse; once the item closes there will be none, so it is released — unless something still
+   * runs in the session's tmux target (a harness an earlier close left running there).
+   */
+  private async releaseLeftCheckout(ref: string): Promise<void> {
+    const provider = this.options.workspaces;
+    if (provider === undefined) return;
+    const record = this.options.registry.get(ref);
+    const checkout = record?.workspace?.checkout;
+    if (record?.status !== "closed" || record.closeReason !== "spawn-failed" || checkout === undefined) return;
+    let left: SessionWorkspace | undefined;
+    try {
+      if ((await this.options.runner.probe(record.tmuxTarget)) === "live") return;
+      // Off the record first, so the checkout is released once even if two closes race.
+      await this.options.registry.update(ref, (current) => {
+        if (current.status !== "closed" || current.workspace?.checkout !== checkout) return undefined;
+        left = current.workspace;
+        const { workspace: _released, ...rest } = current;
+        return rest;
+      });
+    } catch (error) {
+      this.options.events.emit("workspace.clean_failed", { work_item: ref, checkout, error: messageOf(error) });
+      return;
+    }
+    if (left !== undefined) await provider.release(ref, left);
   }
 
   /**
@@ -360,6 +500,9 @@ export class Dispatcher implements EventHandler {
     try {
       const changed = links ? await links.bind(pullRequest, workItem, event.linkedBy?.[workItem.ref] ?? "closing-reference", at) : undefined;
       const stored = links?.get(pullRequest);
+      // An explicit binding to another item, made since this event was routed, keeps its place:
+      // the PR's events no longer come here, so the record must not say they do.
+      if (stored !== undefined && stored.workItem.ref !== workItem.ref) return;
       // The record says how the binding in force was made, which an earlier event may have decided.
       const source =
         stored !== undefined && stored.workItem.ref === workItem.ref
@@ -408,7 +551,12 @@ export class Dispatcher implements EventHandler {
       await this.options.runner.deliver(record.tmuxTarget, text);
     } catch (error) {
       if (!(error instanceof SessionMissingError)) throw error;
+      // A pane gone because another process closed the session (`the-loop sessions close`) is not
+      // a dead harness: starting one again would run an agent for a closed session, in a
+      // checkout that close may have removed.
+      if (!sameLiveSession(this.options.registry.get(workItem.ref), record)) return this.settle(workItem, event, SESSION_CLOSED);
       await this.heavy.use(() => this.respawn(record, text));
+      if (await this.endIfClosed(record)) return this.settle(workItem, event, SESSION_CLOSED);
     }
     await this.options.registry.update(workItem.ref, (current) => {
       const { awaitingInput: _answered, ...rest } = current;
@@ -485,9 +633,10 @@ export class Dispatcher implements EventHandler {
   }
 
   private async close(workItem: WorkItem, event: InboundEvent): Promise<HandleResult> {
-    this.reactions.react(event, "started");
     const closed = await closeSession(this.closeOptions(), workItem.ref, "item-closed");
+    // Closed by someone else since the decision: a dropped event gets no reaction.
     if (!closed) return this.settle(workItem, event, "no-session");
+    this.reactions.react(event, "started");
     return SETTLED;
   }
 
@@ -501,6 +650,11 @@ export class Dispatcher implements EventHandler {
       ...(this.options.workspaces ? { workspaces: this.options.workspaces } : {}),
     };
   }
+}
+
+/** The same session as `known` (not one claimed since it was closed), and still live. */
+function sameLiveSession(record: SessionRecord | undefined, known: SessionRecord): boolean {
+  return record !== undefined && isLive(record) && record.createdAt === known.createdAt;
 }
 
 /**

@@ -117,6 +117,33 @@ describe("the-loop sessions link-pr", () => {
     await expect(readdir(linksDir(cwd))).rejects.toThrow();
   });
 
+  it("refuses a pull request number that is no item number as malformed (exit 2), before asking any tracker", async () => {
+    const cwd = await project();
+    for (const number of ["0", "#0", "99999999999", "99999999999999999999999"]) {
+      const result = await runCli(["sessions", "link-pr", "--work-item", "#1", "--pull-request", number, "--json"], { cwd });
+      expect(result.code, `${number}: ${result.stderr}`).toBe(2);
+      expect(jsonOf<{ error: { code: string; message: string } }>(result).error).toMatchObject({
+        code: "usage",
+        message: expect.stringContaining("invalid work item number"),
+      });
+    }
+    await expect(readdir(linksDir(cwd))).rejects.toThrow();
+  });
+
+  it("refuses a pull request on another GitHub host than the work item (exit 2), naming both hosts", async () => {
+    const cwd = await project();
+    // No request could answer this: the-loop serves one GitHub host, so such a binding never applies.
+    const env = { GITHUB_API_URL: "http://127.0.0.1:9/api/v3", GH_TOKEN: undefined, GITHUB_TOKEN: undefined };
+    const result = await runCli(
+      ["sessions", "link-pr", "--work-item", "github:octo/app#12", "--pull-request", "https://ghe.example.com/octo/app/pull/5"],
+      { cwd, env },
+    );
+    expect(result.code, result.stderr).toBe(2);
+    expect(result.stderr).toContain("github:ghe.example.com/octo/app#5 is on ghe.example.com");
+    expect(result.stderr).toContain("github:octo/app#12 is on github.com");
+    await expect(readdir(linksDir(cwd))).rejects.toThrow();
+  });
+
   it("fails (exit 1) when the pull request or the work item does not exist, binding nothing", async () => {
     const cwd = await project();
     const noPr = await runCli(["sessions", "link-pr", "--work-item", "#1", "--pull-request", "9", "--json"], { cwd });

@@ -119,13 +119,21 @@ export interface SessionsLinkPrOptions {
 export function pullRequestRef(text: string, workItemRef: string, project: Project): string {
   const bare = /^#?([0-9]+)$/.exec(text.trim());
   if (bare === null) return canonicalRef(text, project);
-  const number = Number(bare[1]);
+  // The canonical ref up to its `#`: the tracker, host and repository (or local project).
+  const repository = formatWorkItemRef(parseWorkItemRef(workItemRef)).replace(/#[0-9]+$/, "");
   try {
-    return formatWorkItemRef({ ...parseWorkItemRef(workItemRef), number });
+    // Parsed, not assembled, so `0` or a number past the tracker's range is a malformed ref (exit 2), not an item to look up.
+    return formatWorkItemRef(parseWorkItemRef(`${repository}#${bare[1] ?? ""}`));
   } catch (error) {
     if (error instanceof RefError) throw new UsageError(error.message);
     throw error;
   }
+}
+
+/** The host of a GitHub ref; undefined for any other tracker's. */
+function hostOfGitHub(ref: string): string | undefined {
+  const parsed = parseWorkItemRef(ref);
+  return parsed.tracker === "github" ? parsed.host : undefined;
 }
 
 /** The item as its tracker knows it; a failure to ask is an error of its own, never a silent bind. */
@@ -152,6 +160,13 @@ export async function runSessionsLinkPr(globals: GlobalOptions, options: Session
   const ref = canonicalRef(given, project);
   const pullRequest = pullRequestRef(options.pullRequest, ref, project);
   if (pullRequest === ref) throw new UsageError(`${ref} cannot be bound to itself`);
+  const [itemHost, pullRequestHost] = [hostOfGitHub(ref), hostOfGitHub(pullRequest)];
+  // One the-loop serves one GitHub host, so a PR on another would never bring an event here.
+  if (itemHost !== undefined && pullRequestHost !== undefined && itemHost !== pullRequestHost) {
+    throw new UsageError(
+      `${pullRequest} is on ${pullRequestHost}, but ${ref} is on ${itemHost}: a pull request can only be bound to a work item of its own host`,
+    );
+  }
 
   const runtime = await runtimeOf(project);
   const workItem = (await trackedItem(runtime, ref)).item;
