@@ -444,16 +444,22 @@ export class Poller {
    */
   private save(): Promise<void> {
     this.saveWanted = true;
-    this.saving ??= this.drainSaves().finally(() => {
-      this.saving = undefined;
-    });
+    this.saving ??= this.drainSaves();
     return this.saving;
   }
 
   private async drainSaves(): Promise<void> {
-    while (this.saveWanted) {
-      this.saveWanted = false;
-      if (this.state) await savePollState(this.options.stateFile, this.state);
+    // Nothing before this await: `saving` is assigned before the writer can stand down.
+    await Promise.resolve();
+    try {
+      while (this.saveWanted) {
+        this.saveWanted = false;
+        if (this.state) await savePollState(this.options.stateFile, this.state);
+      }
+    } finally {
+      // In the same turn as the last look at saveWanted: a save asked for any later starts a
+      // write of its own instead of joining one that has already ended without it.
+      this.saving = undefined;
     }
   }
 

@@ -175,6 +175,7 @@ interface RestReview {
 }
 interface RestIssueEvent {
   readonly event?: string;
+  readonly created_at?: string;
   readonly actor?: RestUser | null;
   readonly label?: { readonly name?: string } | null;
 }
@@ -339,6 +340,11 @@ export class GitHubFeed implements PollSourceRuntime {
     let limited: RateLimitLike | undefined;
     let read = 0;
     let unread = 0;
+    // What the cursor knows is armed, for a pull request that closes an item of a repository read
+    // after its own; memory alone would be empty after a restart.
+    for (const [key, state] of Object.entries(prior?.repos ?? {})) {
+      if (state.armed) this.armedNow.set(key, new Set(state.armed));
+    }
     for (const repo of this.repos) {
       const known = prior?.repos[repo.key];
       if (limited !== undefined || signal?.aborted) {
@@ -528,14 +534,15 @@ export class GitHubFeed implements PollSourceRuntime {
         if (known.items.seen === undefined || compareTimes(item.updated_at, known.items.seen) >= 0) changed.push(item);
         itemsCursor.seen = laterOf(itemsCursor.seen, item.updated_at);
       }
-      setListing(itemsCursor, listed.etag, nextSince(known.items.since, entries, listed.truncated === true));
+      setListing(itemsCursor, onePage(listed), nextSince(known.items.since, entries, listed.truncated === true));
     }
-    const reviewsToRead: RestIssue[] = [];
     for (const item of changed) {
       const ref = this.refOf(repo, item.number);
       const isPull = isPullIssue(item);
       if (item.state === "closed" && isTime(item.closed_at)) {
-        if (isNew(itemsCursor.closed, item.closed_at, item.number) && this.isWatched(ref)) {
+        // Against the boundary of the last read: this listing is in order of update, not of
+        // closing, so an item closed earlier may come after one closed later.
+        if (isNew(known.items.closed, item.closed_at, item.number) && this.isWatched(ref)) {
           found.push(await this.closedEvent(repo, item, isPull, interval));
         }
         itemsCursor.closed = advance(itemsCursor.closed, item.closed_at, item.number);
@@ -544,19 +551,31 @@ export class GitHubFeed implements PollSourceRuntime {
         const carries = item.state === "open" && labelsOf(item).some((name) => sameLabel(name, this.label));
         if (carries && !armed.has(item.number)) {
           armed.add(item.number);
-          found.push(await this.labeledEvent(repo, item, isPull, interval));
+          const labeled = await this.labeledEvent(repo, item, isPull, interval);
+          if (labeled !== undefined) found.push(labeled);
         } else if (!carries) {
           armed.delete(item.number);
         }
       }
-      if (isPull && this.watched(repo, item)) reviewsToRead.push(item);
     }
+    if (!listed.notModified && listed.truncated) {
+      // Items past the pages read were updated later but may have closed earlier than any
+      // closing read here, and a pull request among them may have been reviewed before `seen`:
+      // both boundaries wait until a read reaches the end. (A closing read again meanwhile
+      // keeps its id.)
+      itemsCursor.closed = known.items.closed;
+      if (known.items.seen === undefined) delete itemsCursor.seen;
+      else itemsCursor.seen = known.items.seen;
+    }
+    // Only once every item of the listing is armed or not: a pull request may close one that
+    // comes later in it.
+    const reviewsToRead = changed.filter((item) => isPullIssue(item) && this.watched(repo, item));
 
     // 2. Conversation comments, on issues and pull requests alike.
     const commentsCursor = { ...known.comments };
     const comments = await this.client.list<unknown>(
       COMMENTS,
-      { ...base, sort: "updated", direction: "asc", per_page: PER_PAGE, ...optional("since", known.comments.since) },
+      { ...base, sort: "created", direction: "asc", per_page: PER_PAGE, ...optional("since", known.comments.since) },
       optional("etag", known.comments.etag),
     );
     noteInterval(interval, comments.pollIntervalSeconds);
@@ -567,7 +586,11 @@ export class GitHubFeed implements PollSourceRuntime {
         commentsCursor.created = advance(commentsCursor.created, comment.created_at, comment.id);
         const number = numberIn(comment.issue_url, "issues");
         if (number === undefined || skipped(comment)) continue;
-        const item = byNumber.get(number) ?? (await this.fetch<RestIssue>(ISSUE, { ...base, issue_number: number }, interval));
+        const listed = byNumber.get(number);
+        const item =
+          listed !== undefined && (this.watched(repo, listed) || !isLater(comment.created_at, listed.updated_at))
+            ? listed
+            : await this.fetch<RestIssue>(ISSUE, { ...base, issue_number: number }, interval);
         if (item === undefined || !isIssue(item) || !this.watched(repo, item)) continue;
         found.push({
           at: comment.created_at,
@@ -577,14 +600,14 @@ export class GitHubFeed implements PollSourceRuntime {
           payload: { action: "created", issue: item, comment, sender: comment.user ?? null, repository: this.repositoryOf(repo) },
         });
       }
-      setListing(commentsCursor, comments.etag, nextSince(known.comments.since, entries, comments.truncated === true));
+      setListing(commentsCursor, onePage(comments), nextCommentsSince(known.comments.since, entries, comments.truncated === true));
     }
 
     // 3. Review comments (on a pull request's diff).
     const reviewCommentsCursor = { ...known.reviewComments };
     const reviewComments = await this.client.list<unknown>(
       REVIEW_COMMENTS,
-      { ...base, sort: "updated", direction: "asc", per_page: PER_PAGE, ...optional("since", known.reviewComments.since) },
+      { ...base, sort: "created", direction: "asc", per_page: PER_PAGE, ...optional("since", known.reviewComments.since) },
       optional("etag", known.reviewComments.etag),
     );
     noteInterval(interval, reviewComments.pollIntervalSeconds);
@@ -596,10 +619,12 @@ export class GitHubFeed implements PollSourceRuntime {
         const number = numberIn(comment.pull_request_url, "pulls");
         if (number === undefined || skipped(comment)) continue;
         const listedItem = byNumber.get(number);
-        // The item listing tells whether the PR is watched without asking for it.
-        if (listedItem !== undefined && !this.watched(repo, listedItem)) continue;
+        const listedWatched = listedItem !== undefined && this.watched(repo, listedItem);
+        // The item listing tells whether the PR is watched without asking for it, unless the
+        // comment is newer than what the listing saw of the PR.
+        if (listedItem !== undefined && !listedWatched && !isLater(comment.created_at, listedItem.updated_at)) continue;
         const pull = await this.fetch<RestIssue>(PULL, { ...base, pull_number: number }, interval);
-        if (pull === undefined || !isIssue(pull) || (listedItem === undefined && !this.watched(repo, pull, true))) continue;
+        if (pull === undefined || !isIssue(pull) || (!listedWatched && !this.watched(repo, pull, true))) continue;
         found.push({
           at: comment.created_at,
           rank: RANK.reviewComment,
@@ -608,7 +633,11 @@ export class GitHubFeed implements PollSourceRuntime {
           payload: { action: "created", comment, pull_request: pull, sender: comment.user ?? null, repository: this.repositoryOf(repo) },
         });
       }
-      setListing(reviewCommentsCursor, reviewComments.etag, nextSince(known.reviewComments.since, entries, reviewComments.truncated === true));
+      setListing(
+        reviewCommentsCursor,
+        onePage(reviewComments),
+        nextCommentsSince(known.reviewComments.since, entries, reviewComments.truncated === true),
+      );
     }
 
     // 4. Reviews, only of the pull requests that changed and are watched. A review shows in the
@@ -664,19 +693,42 @@ export class GitHubFeed implements PollSourceRuntime {
 
   /**
    * A label arming an item. Who added it is read from the item's events, so the router checks
-   * that person's authorization as it would for a webhook's sender.
+   * that person's authorization as it would for a webhook's sender. Undefined when the item is
+   * armed without anyone arming it now: it was reopened with the label on, or its events do not
+   * show who put the label on (then it is said, and it arms nothing: an event without an actor
+   * would pass authorization).
    */
-  private async labeledEvent(repo: RepoName, item: RestIssue, isPull: boolean, interval: { seconds: number }): Promise<Found> {
+  private async labeledEvent(repo: RepoName, item: RestIssue, isPull: boolean, interval: { seconds: number }): Promise<Found | undefined> {
     const ref = this.refOf(repo, item.number);
     const name = labelsOf(item).find((label) => sameLabel(label, this.label)) ?? this.label ?? "";
     const base = { owner: repo.owner, repo: repo.repo };
     const history = await this.client.list<RestIssueEvent>(ISSUE_EVENTS, { ...base, issue_number: item.number, per_page: PER_PAGE }, { maxPages: 10 });
     noteInterval(interval, history.pollIntervalSeconds);
-    const labeling = history.notModified
-      ? undefined
-      : history.items.filter((event) => event.event === "labeled" && sameLabel(event.label?.name ?? "", name)).at(-1);
-    const sender = labeling?.actor ?? null;
-    const common = { at: item.updated_at, rank: RANK.labeled, id: `labeled-${ref}-${item.updated_at}` };
+    // The events are oldest first. Only a whole history tells who put the label on last: the
+    // newest events are on the pages not read.
+    let labeling: RestIssueEvent | undefined;
+    let reopened = false;
+    if (!history.notModified && !history.truncated) {
+      for (const event of history.items) {
+        if (event.event === "labeled" && sameLabel(event.label?.name ?? "", name)) [labeling, reopened] = [event, false];
+        else if (event.event === "unlabeled" && sameLabel(event.label?.name ?? "", name)) [labeling, reopened] = [undefined, false];
+        else if (event.event === "reopened") reopened = labeling !== undefined;
+      }
+    }
+    // Reopened with the label still on: nobody armed it now, so nobody's arming is handed out.
+    if (reopened) return undefined;
+    const sender = labeling?.actor;
+    if (labeling === undefined || typeof sender?.login !== "string" || sender.login === "") {
+      this.events?.emit("poll.provider_error", {
+        poll_source: this.key,
+        error: `${repo.owner}/${repo.repo}#${item.number}: who added the label "${name}" is not in the item's events, so it arms nothing; take the label off and put it back to arm it`,
+      });
+      return undefined;
+    }
+    // The labelling's own time: the same whenever it is read (the item's updated_at moves with
+    // every later change), so a labelling settled once keeps its id.
+    const at = isTime(labeling.created_at) ? labeling.created_at : item.updated_at;
+    const common = { at, rank: RANK.labeled, id: `labeled-${ref}-${at}` };
     const pull = isPull ? await this.fetch<RestIssue>(PULL, { ...base, pull_number: item.number }, interval) : undefined;
     return pull !== undefined
       ? { ...common, name: "pull_request", payload: { action: "labeled", pull_request: pull, label: { name }, sender, repository: this.repositoryOf(repo) } }
@@ -702,7 +754,11 @@ export class GitHubFeed implements PollSourceRuntime {
     if (result.notModified) items = (cached?.data as unknown[] | undefined) ?? [];
     else {
       items = result.items;
-      if (result.etag !== undefined) this.remember(key, { etag: result.etag, data: items });
+      const etag = onePage(result);
+      if (etag !== undefined) this.remember(key, { etag, data: items });
+      // A longer answer's ETag covers its first page only: a review on a later page would be
+      // answered 304 with what is kept here. Such a list is read whole each time.
+      else this.cache.delete(key);
     }
     return items.filter(isReview).filter((review) => review.state !== "PENDING");
   }
@@ -774,6 +830,33 @@ export class GitHubFeed implements PollSourceRuntime {
 
 function noteInterval(interval: { seconds: number }, seconds: number | undefined): void {
   if (seconds !== undefined && seconds > interval.seconds) interval.seconds = seconds;
+}
+
+/**
+ * The ETag worth keeping from a listing's answer: only one that fits on one page. The ETag is
+ * the first page's, so for a longer listing a change on a later page would still be answered 304.
+ */
+function onePage(result: { items: readonly unknown[]; etag?: string; truncated: boolean }): string | undefined {
+  return result.items.length < PER_PAGE && !result.truncated ? result.etag : undefined;
+}
+
+/** Whether `a` is a later second than `b`. */
+function isLater(a: string, b: string): boolean {
+  return compareTimes(a, b) > 0;
+}
+
+/**
+ * `since` after a read of a comment listing, which is in order of creation. When it was cut at
+ * its page bound, every entry not read was created no earlier than the last one read, so was
+ * updated no earlier either: resuming there loses none of them. (In order of update, one edited
+ * later would be past the cut while the boundary of creation moved past it.)
+ */
+function nextCommentsSince(current: string | undefined, entries: readonly RestComment[], truncated: boolean): string | undefined {
+  const last = entries.at(-1)?.created_at;
+  if (truncated && last !== undefined && (current === undefined || isLater(last, current))) return last;
+  // Not cut, or cut within entries all created before `since` (edits of old comments): then the
+  // newest update is the only way forward.
+  return nextSince(current, entries, truncated);
 }
 
 function setListing(cursor: ListingCursor, etag: string | undefined, since: string | undefined): void {
