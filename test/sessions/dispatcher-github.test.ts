@@ -1,243 +1,31 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_AUTO_EXECUTE_LABEL, configSchema } from "../../src/config/schema.js";
-import type { CliConfig } from "../../src/config/schema.js";
-import type { EventType } from "../../src/events/catalog.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import type { InboundEvent, InboundKind, LinkSource } from "../../src/routing/inbound.js";
-import { policyOf } from "../../src/routing/router.js";
-import { Dispatcher } from "../../src/sessions/dispatcher.js";
-import type { DispatcherOptions } from "../../src/sessions/dispatcher.js";
-import { PullRequestLinks } from "../../src/sessions/links.js";
-import { BUILTIN_TEMPLATES } from "../../src/sessions/prompts.js";
-import { tmuxTargetFor } from "../../src/sessions/record.js";
-import type { SessionRecord, SessionWorkspace } from "../../src/sessions/record.js";
+import type { HandleResult } from "../../src/ingress/poller.js";
+import type { InboundEvent } from "../../src/routing/inbound.js";
+import { LinkedItemCheck } from "../../src/sessions/linkage.js";
 import { SessionRegistry } from "../../src/sessions/registry.js";
-import { sessionEnvironment } from "../../src/sessions/session-env.js";
-import { deriveStatePaths } from "../../src/state/layout.js";
-import { openTrackers } from "../../src/trackers/resolve.js";
 import type { TrackerSet } from "../../src/trackers/resolve.js";
 import { WorkItemNotFoundError } from "../../src/trackers/tracker.js";
-import type { ChangeBatch, ReactionTarget, Tracker, TrackerComment, WorkItemState } from "../../src/trackers/tracker.js";
-import type { WorkspaceProvider, WorkspaceRequest } from "../../src/workspace/provider.js";
-import { formatWorkItemRef, githubItemUrl, workItemOf, workItemSlug } from "../../src/workitem/index.js";
-import type { GitHubRef, WorkItem, WorkItemRef } from "../../src/workitem/index.js";
-import { FakeRunner } from "../support/fake-runner.js";
+import type { Tracker, WorkItemState } from "../../src/trackers/tracker.js";
+import { formatWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
+import type { WorkItem, WorkItemRef } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
+import { ARM, ISSUE, OTHER, PR, T0, ghEvent, ghItem, ghRef, githubSetup, settle, target, tracked } from "./fixture.js";
 
 /**
  * The dispatcher on pull-request events: bindings between a PR and the work item it belongs to,
- * the existence check of items guessed from a branch name, reactions, and workspaces. GitHub is
- * an in-memory tracker here; the registry and the binding store are the real files.
+ * the existence check of items guessed from a branch name, reactions, and workspaces; which queue
+ * an event on a pull request waits in, and what happens when another process closes a session in
+ * the middle of a spawn or a delivery. GitHub is an in-memory tracker here; the registry and the
+ * binding store are the real files. The CLI's `sessions close` is played by calling closeSession
+ * directly, which is all the command does.
  */
-
-const ARM = DEFAULT_AUTO_EXECUTE_LABEL;
-const T0 = new Date("2025-03-01T10:00:00.000Z");
-
-function ghRef(number: number, repo = "app"): GitHubRef {
-  return { tracker: "github", host: "github.com", owner: "octo", repo, number };
-}
-
-function ghItem(number: number, kind: "issue" | "pull_request" = "issue", repo = "app"): WorkItem {
-  const ref = ghRef(number, repo);
-  return workItemOf(ref, { kind, url: githubItemUrl(ref, kind), id: `node-${repo}-${number}` });
-}
-
-const PR = ghItem(5, "pull_request");
-const ISSUE = ghItem(12);
-const OTHER = ghItem(13);
-const target = (item: WorkItem): string => tmuxTargetFor(workItemSlug(item.ref));
-
-type ReactImpl = (target: ReactionTarget, content: string) => Promise<void>;
-
-/** A GitHub tracker in memory: the items it holds, every getItem and reaction it was asked for. */
-class FakeGitHub implements Tracker {
-  readonly kind = "github" as const;
-  readonly items = new Map<string, WorkItemState>();
-  readonly lookups: string[] = [];
-  readonly reactions: { target: ReactionTarget; content: string }[] = [];
-  lookupError: Error | undefined;
-  reactImpl: ReactImpl | undefined;
-
-  add(item: WorkItem): void {
-    this.items.set(item.ref, {
-      item,
-      title: `Title of ${item.ref}`,
-      body: "",
-      author: "alice",
-      state: "open",
-      labels: [],
-      createdAt: T0.toISOString(),
-      updatedAt: T0.toISOString(),
-      closedAt: null,
-    });
-  }
-
-  async listArmedItems(): Promise<WorkItemState[]> {
-    return [];
-  }
-  async changesSince(): Promise<ChangeBatch> {
-    return { changes: [], cursor: "" };
-  }
-  async getItem(ref: WorkItemRef): Promise<WorkItemState> {
-    const key = formatWorkItemRef(ref);
-    this.lookups.push(key);
-    if (this.lookupError) throw this.lookupError;
-    const state = this.items.get(key);
-    if (!state) throw new WorkItemNotFoundError(key);
-    return state;
-  }
-  async postComment(ref: WorkItemRef, body: string): Promise<TrackerComment> {
-    return { id: "c-announce", author: "the-loop", body, createdAt: T0.toISOString(), url: `${formatWorkItemRef(ref)}#c`, kind: "comment" };
-  }
-  async addLabel(): Promise<void> {}
-  async removeLabel(): Promise<void> {}
-  async react(reactionTarget: ReactionTarget, content: string): Promise<void> {
-    this.reactions.push({ target: reactionTarget, content });
-    if (this.reactImpl) await this.reactImpl(reactionTarget, content);
-  }
-}
-
-/** Workspaces in memory: a checkout per work item under `root`, and every call in order. */
-class FakeWorkspaces implements WorkspaceProvider {
-  readonly prepared: { ref: string; request: WorkspaceRequest; claimedBefore: boolean }[] = [];
-  readonly released: { ref: string; workspace: SessionWorkspace; terminatedBefore: number }[] = [];
-  failWith: Error | undefined;
-  none = false;
-
-  constructor(
-    private readonly root: string,
-    private readonly registry: SessionRegistry,
-    private readonly runner: FakeRunner,
-  ) {}
-
-  async prepare(workItem: WorkItem, request: WorkspaceRequest): Promise<SessionWorkspace | undefined> {
-    this.prepared.push({ ref: workItem.ref, request, claimedBefore: this.registry.get(workItem.ref)?.status === "active" });
-    if (this.failWith) throw this.failWith;
-    if (this.none) return undefined;
-    return {
-      checkout: join(this.root, workItemSlug(workItem.ref)),
-      strategy: "worktree",
-      ...(request.branch !== undefined && request.headInRepository !== false ? { branch: request.branch } : {}),
-    };
-  }
-
-  async release(ref: string, workspace: SessionWorkspace): Promise<void> {
-    this.released.push({ ref, workspace, terminatedBefore: this.runner.terminated.length });
-  }
-}
-
-interface EventInput {
-  /** The entity: a PR event by default. */
-  readonly on?: WorkItem;
-  /** Items the event names through the PR, in front of it, with how they were found. */
-  readonly linked?: readonly (readonly [WorkItem, LinkSource])[];
-  readonly kind?: InboundKind;
-  readonly actor?: string;
-  readonly labels?: readonly string[];
-  readonly commentId?: string;
-  readonly commentKind?: "comment" | "review" | "review_comment";
-  readonly headBranch?: string;
-  readonly headInRepository?: boolean;
-  readonly state?: "open" | "closed";
-}
-
-let deliveries = 0;
-
-/** An event as the GitHub ingress would normalize it. */
-function ghEvent(input: EventInput = {}): InboundEvent {
-  const entity = input.on ?? PR;
-  const linked = input.linked ?? [];
-  const kind = input.kind ?? (input.commentId ? "commented" : "opened");
-  const isPr = entity.kind === "pull_request";
-  deliveries += 1;
-  return {
-    source: "gh-webhook",
-    deliveryId: `gh-${deliveries}`,
-    kind,
-    trackerEvent: isPr ? "pull_request" : "issues",
-    workItems: [...linked.map(([item]) => item), entity],
-    actor: input.actor ?? "alice",
-    body: input.commentId ? "Please look at the failing test." : null,
-    labels: [...(input.labels ?? [ARM])],
-    itemState: input.state ?? (kind === "closed" ? "closed" : "open"),
-    title: `Title of ${entity.ref}`,
-    ...(input.commentId ? { commentId: input.commentId, commentKind: input.commentKind ?? "comment" } : {}),
-    ...(isPr
-      ? {
-          pullRequest: {
-            ref: entity.ref,
-            ...(input.headBranch !== undefined ? { headBranch: input.headBranch } : {}),
-            ...(input.headInRepository !== undefined ? { headInRepository: input.headInRepository } : {}),
-          },
-        }
-      : {}),
-    ...(linked.length > 0 ? { linkedBy: Object.fromEntries(linked.map(([item, source]) => [item.ref, source])) } : {}),
-    occurredAt: T0.toISOString(),
-    excerpt: {},
-  };
-}
-
-async function setup(routingOverrides: Record<string, unknown> = {}, tmux: Record<string, unknown> = {}) {
-  const dir = await tempDir();
-  const config: CliConfig = configSchema.parse({
-    routing: {
-      authorizedUsers: ["alice"],
-      defaultHarness: "fake",
-      harnesses: { fake: { command: ["fake", "{prompt}"] } },
-      announce: { enabled: false },
-      tmux: { startupGraceSeconds: 0, ...tmux },
-      ...routingOverrides,
-    },
-  });
-  const routing = config.routing;
-  const paths = deriveStatePaths(config, dir);
-  const events = new MemoryEventSink();
-  const local = openTrackers(paths, events).local;
-  const github = new FakeGitHub();
-  for (const item of [PR, ISSUE, OTHER]) github.add(item);
-  const trackers: TrackerSet = { local, forRef: (ref) => (ref.startsWith("github:") ? github : local) };
-  const registry = new SessionRegistry({ dir: paths.registryDir, lock: { timeoutMs: 5_000 } });
-  const links = new PullRequestLinks(paths.linksDir);
-  const runner = new FakeRunner();
-  const workspaces = new FakeWorkspaces(join(dir, "workspaces"), registry, runner);
-  const spawnCwd = join(dir, "work");
-
-  const dispatcher = (options: Partial<DispatcherOptions> = {}): Dispatcher =>
-    new Dispatcher({
-      routing,
-      policy: policyOf(routing),
-      registry,
-      runner,
-      trackers,
-      events,
-      templates: BUILTIN_TEMPLATES,
-      spawnCwd,
-      sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir: paths.binDir, basePath: "/usr/bin" }),
-      now: () => T0,
-      resumeProbeMs: 10,
-      links,
-      ...options,
-    });
-  const record = (item: WorkItem): SessionRecord => {
-    const current = registry.get(item.ref);
-    if (!current) throw new Error(`no session record for ${item.ref}`);
-    return current;
-  };
-  const emitted = (type: EventType): Record<string, unknown>[] =>
-    events.events.filter((event) => event.type === type).map((event) => event.fields);
-  /** Starts a session for `item` from an event on the item itself. */
-  const live = async (d: Dispatcher, item: WorkItem): Promise<void> => {
-    expect(await d.handle(ghEvent({ on: item }))).toEqual({ settled: true });
-    expect(runner.stateOf(target(item))).toBe("live");
-  };
-  return { dir, paths, events, github, trackers, registry, links, runner, workspaces, spawnCwd, dispatcher, record, emitted, live };
-}
 
 describe("Dispatcher: pull request bindings", () => {
   it("sends a PR's events to the explicitly bound item's session, over a closing reference to another item", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, ISSUE);
     await t.live(d, OTHER);
@@ -259,7 +47,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("records an inferred binding once, and later events that no longer name the item follow it", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, ISSUE);
 
@@ -279,7 +67,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("binds the PR to the item a spawn was for", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     expect(await d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]] }))).toEqual({ settled: true });
     expect(t.runner.stateOf(target(ISSUE))).toBe("live");
@@ -288,7 +76,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("binds nothing when the PR's own session takes the event", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, PR);
     expect(await d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "c-1" }))).toEqual({ settled: true });
@@ -298,7 +86,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("never lets an inference replace an explicit binding", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, OTHER);
     await t.links.bind(PR.ref, ISSUE, "explicit", T0);
@@ -310,7 +98,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("drops an item guessed from the branch that does not exist, and the event falls back to the PR", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     const ghost = ghItem(99);
     const first = ghEvent({ linked: [[ghost, "branch"]] });
@@ -330,7 +118,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("keeps an item guessed from the branch once the tracker confirms it, asking once", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     expect(await d.handle(ghEvent({ linked: [[ISSUE, "branch"]], headBranch: "issue-12" }))).toEqual({ settled: true });
     expect(t.runner.stateOf(target(ISSUE))).toBe("live");
@@ -343,7 +131,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("keeps a guessed item when the tracker cannot be asked: the check is best-effort", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     t.github.lookupError = new Error("GitHub API answered 502");
     expect(await d.handle(ghEvent({ linked: [[ISSUE, "branch"]] }))).toEqual({ settled: true });
@@ -352,7 +140,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("reports a damaged binding file and routes the event as if it were absent", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     const path = t.links.pathFor(PR.ref);
     await mkdir(dirname(path), { recursive: true });
@@ -369,7 +157,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("ends only the PR's own session when the PR closes, never the session of the item it was for", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, ISSUE);
     await t.links.bind(PR.ref, ISSUE, "explicit", T0);
@@ -378,7 +166,7 @@ describe("Dispatcher: pull request bindings", () => {
     expect(t.record(ISSUE).status).toBe("active");
     expect(t.emitted("routing.dropped")).toMatchObject([{ reason: "no-session", work_item: PR.ref }]);
 
-    const both = await setup();
+    const both = await githubSetup();
     const b = both.dispatcher();
     await both.live(b, ISSUE);
     await both.live(b, PR);
@@ -388,7 +176,7 @@ describe("Dispatcher: pull request bindings", () => {
   });
 
   it("leaves PR events alone without a binding store", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher({ links: undefined });
     await t.live(d, ISSUE);
     expect(await d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "c-1" }))).toEqual({ settled: true });
@@ -399,7 +187,7 @@ describe("Dispatcher: pull request bindings", () => {
 
 describe("Dispatcher: reactions", () => {
   it("reacts started then completed on the comment a delivered event came from", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, PR);
     await d.drain();
@@ -422,7 +210,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("reacts on the item itself when the event carries no comment (a spawn)", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, PR);
     await d.drain();
@@ -434,7 +222,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("reacts on the PR's review comment even when the event goes to a linked item's session", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, ISSUE);
     await d.drain();
@@ -450,7 +238,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("reacts failed when the delivery fails", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, PR);
     await d.drain();
@@ -464,7 +252,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("reacts failed when the spawn fails", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     t.runner.failSpawn(target(PR));
     expect(await d.handle(ghEvent())).toEqual({ settled: false });
@@ -473,7 +261,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("does not react to an event it drops", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     expect(await d.handle(ghEvent({ actor: "mallory", commentId: "c-1" }))).toEqual({ settled: true });
     expect(await d.handle(ghEvent({ labels: [] }))).toEqual({ settled: true });
@@ -484,13 +272,13 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("does not react when reactions are disabled, and skips a moment whose content is empty", async () => {
-    const off = await setup({ reactions: { enabled: false } });
+    const off = await githubSetup({ reactions: { enabled: false } });
     const d = off.dispatcher();
     await off.live(d, PR);
     await d.drain();
     expect(off.github.reactions).toEqual([]);
 
-    const quiet = await setup({ reactions: { started: "" } });
+    const quiet = await githubSetup({ reactions: { started: "" } });
     const q = quiet.dispatcher();
     await quiet.live(q, PR);
     await q.drain();
@@ -498,7 +286,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("never lets a failing reaction break a delivery, and does not wait for a slow one", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, PR);
     await d.drain();
@@ -532,7 +320,7 @@ describe("Dispatcher: reactions", () => {
   });
 
   it("sends none through a tracker that cannot react", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const item = await t.trackers.local.openItem({ project: "demo", title: "Local", labels: [ARM], actor: "alice" });
     const d = t.dispatcher();
     const event: InboundEvent = { ...ghEvent(), workItems: [item.item], trackerEvent: "local:opened" };
@@ -547,7 +335,7 @@ describe("Dispatcher: reactions", () => {
 
 describe("Dispatcher: workspaces", () => {
   it("prepares the checkout after the claim, runs the session in it and records it", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher({ workspaces: t.workspaces });
     const event = ghEvent({ linked: [[ISSUE, "closing-reference"]], headBranch: "fix-parser", headInRepository: true });
     expect(await d.handle(event)).toEqual({ settled: true });
@@ -562,7 +350,7 @@ describe("Dispatcher: workspaces", () => {
   });
 
   it("asks for the default branch for an item without a pull request, or one in another repository", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher({ workspaces: t.workspaces });
     await t.live(d, ISSUE);
     const elsewhere = ghItem(3, "issue", "docs");
@@ -575,20 +363,20 @@ describe("Dispatcher: workspaces", () => {
   });
 
   it("starts in spawnCwd when the provider gives the item no checkout, or workspaces are off", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     t.workspaces.none = true;
     await t.live(t.dispatcher({ workspaces: t.workspaces }), PR);
     expect(t.record(PR).cwd).toBe(t.spawnCwd);
     expect(t.record(PR).workspace).toBeUndefined();
 
-    const off = await setup({ workspace: { enabled: false } });
+    const off = await githubSetup({ workspace: { enabled: false } });
     await off.live(off.dispatcher({ workspaces: off.workspaces }), PR);
     expect(off.workspaces.prepared).toEqual([]);
     expect(off.record(PR).cwd).toBe(off.spawnCwd);
   });
 
   it("closes the claim and asks for a retry when the checkout fails; the retry spawns", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher({ workspaces: t.workspaces });
     t.workspaces.failWith = new Error("git fetch timed out after 600s");
     const event = ghEvent({ headBranch: "fix-parser" });
@@ -607,7 +395,7 @@ describe("Dispatcher: workspaces", () => {
   });
 
   it("releases the checkout when the session closes, after the harness is ended", async () => {
-    const t = await setup();
+    const t = await githubSetup();
     const d = t.dispatcher({ workspaces: t.workspaces });
     await t.live(d, PR);
     const workspace = t.record(PR).workspace;
@@ -620,11 +408,342 @@ describe("Dispatcher: workspaces", () => {
   });
 
   it("keeps the checkout of a harness left running on close", async () => {
-    const t = await setup({}, { killHarnessOnClose: false });
+    const t = await githubSetup({}, { killHarnessOnClose: false });
     const d = t.dispatcher({ workspaces: t.workspaces });
     await t.live(d, PR);
     expect(await d.handle(ghEvent({ kind: "closed" }))).toEqual({ settled: true });
     expect(t.workspaces.released).toEqual([]);
     expect(t.emitted("workspace.kept")).toEqual([{ work_item: PR.ref, checkout: t.record(PR).workspace?.checkout }]);
+  });
+});
+
+describe("Dispatcher: the queue an event on a pull request waits in", () => {
+  it("keeps a PR event delivered into the PR's own session ahead of the PR's close that arrived after it", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher({ workspaces: t.workspaces });
+    await t.live(d, PR);
+
+    // Names ISSUE first (no session), so it reaches the PR's own session.
+    const gate = t.runner.holdDeliver(target(PR));
+    const comment = tracked(d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "c-1" })));
+    const closed = tracked(d.handle(ghEvent({ kind: "closed" })));
+    await gate.entered;
+    await settle();
+    // The close waits for the comment that arrived before it.
+    expect(closed.done()).toBe(false);
+    expect(t.record(PR).status).toBe("active");
+
+    gate.release();
+    expect(await comment.promise).toEqual({ settled: true });
+    expect(await closed.promise).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(PR))).toHaveLength(1);
+    expect(t.emitted("session.respawned")).toEqual([]);
+    expect(t.runner.spawnsOf(target(PR))).toHaveLength(1);
+    expect(t.record(PR).status).toBe("closed");
+  });
+
+  it("never starts a session for the PR while an event of the same PR is starting one for its linked issue", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    const spawn = t.runner.holdSpawn(target(ISSUE));
+    // Same poll cycle: the PR's own event names issue-12 through its branch; a conversation
+    // comment on the PR carries no branch, so it names the PR alone.
+    const opened = tracked(d.handle(ghEvent({ linked: [[ISSUE, "branch"]], headBranch: "issue-12", headInRepository: true })));
+    const comment = tracked(d.handle(ghEvent({ commentId: "c-1" })));
+    await spawn.entered;
+    await settle();
+    expect(t.runner.spawnsOf(target(PR))).toEqual([]);
+
+    spawn.release();
+    expect(await opened.promise).toEqual({ settled: true });
+    expect(await comment.promise).toEqual({ settled: true });
+    expect(t.runner.spawnsOf(target(PR))).toEqual([]);
+    expect(t.registry.get(PR.ref)).toBeUndefined();
+    expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(1);
+    expect(t.emitted("session.spawned")).toMatchObject([{ work_item: ISSUE.ref }]);
+  });
+
+  it("delivers an event that a binding sends elsewhere in the queue of the session it reaches", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, PR);
+    await t.live(d, ISSUE);
+    // Two comments on the PR, queued on the PR while its session takes the first.
+    const holdPr = t.runner.holdDeliver(target(PR));
+    const first = tracked(d.handle(ghEvent({ commentId: "c-1" })));
+    await holdPr.entered;
+    const second = tracked(d.handle(ghEvent({ commentId: "c-2" })));
+    // Before the second's turn the PR is bound to ISSUE, whose session is busy with its own event.
+    await t.links.bind(PR.ref, ISSUE, "explicit", T0);
+    const holdIssue = t.runner.holdDeliver(target(ISSUE));
+    const own = tracked(d.handle(ghEvent({ on: ISSUE, commentId: "c-own" })));
+    await holdIssue.entered;
+
+    holdPr.release();
+    expect(await first.promise).toEqual({ settled: true });
+    await settle();
+    // The second comment now goes to ISSUE's session: it waits for the delivery already there.
+    expect(second.done()).toBe(false);
+    holdIssue.release();
+    expect(await own.promise).toEqual({ settled: true });
+    expect(await second.promise).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(2);
+    expect(t.runner.inputsOf(target(PR))).toHaveLength(1);
+    expect(t.runner.log.filter((line) => line.startsWith("deliver"))).toEqual([
+      `deliver ${target(PR)}`,
+      `deliver ${target(ISSUE)}`,
+      `deliver ${target(ISSUE)}`,
+    ]);
+  });
+
+  it("settles a batch of events naming overlapping items in any order, each session taking its events in arrival order", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    const PR2 = ghItem(6, "pull_request");
+    t.github.add(PR2);
+    await t.live(d, PR);
+    await t.live(d, PR2);
+    // PR names ISSUE, PR2 names OTHER then ISSUE; neither issue has a session, so each PR's own takes its events.
+    const onPr = (commentId: string): InboundEvent => ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId });
+    const onPr2 = (commentId: string): InboundEvent => ({
+      ...ghEvent({ on: PR2, linked: [[OTHER, "closing-reference"], [ISSUE, "closing-reference"]], commentId }),
+      excerpt: { comment: commentId },
+    });
+    const batch = [
+      { ...onPr("a1"), excerpt: { comment: "a1" } },
+      onPr2("b1"),
+      { ...ghEvent({ commentId: "a2" }), excerpt: { comment: "a2" } },
+      onPr2("b2"),
+      { ...onPr("a3"), excerpt: { comment: "a3" } },
+      onPr2("b3"),
+    ];
+    const results = await Promise.all(batch.map((event) => d.handle(event)));
+    expect(results).toEqual(batch.map(() => ({ settled: true })));
+    const order = (item: WorkItem): string[] =>
+      t.runner.inputsOf(target(item)).map((text) => ["a1", "a2", "a3", "b1", "b2", "b3"].find((id) => text.includes(id)) ?? "?");
+    expect(order(PR)).toEqual(["a1", "a2", "a3"]);
+    expect(order(PR2)).toEqual(["b1", "b2", "b3"]);
+  });
+
+  it("reports the events still queued, not the queues they wait in, when draining", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    const spawn = t.runner.holdSpawn(target(ISSUE));
+    const opened = tracked(d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"], [OTHER, "closing-reference"]] })));
+    await spawn.entered;
+    const drained = tracked(d.drain());
+    spawn.release();
+    expect(await opened.promise).toEqual({ settled: true });
+    expect(await drained.promise).toBe(1);
+  });
+});
+
+describe("Dispatcher: a binding made during a delivery", () => {
+  it("does not list a PR on a session when an explicit binding made meanwhile sends its events elsewhere", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    // While the PR's comment goes into ISSUE's session (its closing reference), someone runs
+    // `the-loop sessions link-pr --work-item #13 --pull-request 5`.
+    t.runner.beforeDeliver = async () => {
+      expect(await t.links.bind(PR.ref, OTHER, "explicit", T0)).toBe(true);
+    };
+    expect(await d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "c-1" }))).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(1);
+    expect(t.links.get(PR.ref)).toMatchObject({ workItem: { ref: OTHER.ref }, source: "explicit" });
+    expect(t.record(ISSUE).pullRequests).toBeUndefined();
+    expect(t.emitted("session.pr_linked")).toEqual([]);
+  });
+});
+
+describe("Dispatcher: a session closed by another process mid-way", () => {
+  it("does not start the harness again for a session closed while an event was on its way in", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, PR);
+    t.runner.beforeDeliver = async () => {
+      expect(await t.cliClose(PR)).toBeDefined();
+    };
+    const result: HandleResult = await d.handle(ghEvent({ commentId: "c-1" }));
+    expect(result).toEqual({ settled: true });
+    expect(t.runner.spawnsOf(target(PR))).toHaveLength(1);
+    expect(t.runner.stateOf(target(PR))).not.toBe("live");
+    expect(t.emitted("session.respawned")).toEqual([]);
+    expect(t.emitted("dispatch.succeeded")).toEqual([]);
+    expect(t.emitted("dispatch.dropped")).toMatchObject([{ work_item: PR.ref, reason: "session-closed" }]);
+    expect(t.record(PR).status).toBe("closed");
+  });
+
+  it("releases a checkout prepared for a session that was closed before it was recorded, and starts no harness", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher({ workspaces: t.workspaces });
+    const prepare = t.workspaces.holdPrepare();
+    const opened = tracked(d.handle(ghEvent()));
+    await prepare.entered;
+    expect(await t.cliClose(PR)).toBeDefined();
+    // The close saw no checkout yet: it released nothing.
+    expect(t.workspaces.released).toEqual([]);
+
+    prepare.release();
+    expect(await opened.promise).toEqual({ settled: true });
+    expect(t.runner.spawnRequests).toEqual([]);
+    expect(t.record(PR)).toMatchObject({ status: "closed", closeReason: "cli" });
+    expect(t.workspaces.released).toMatchObject([{ ref: PR.ref, workspace: { checkout: join(t.dir, "workspaces", workItemSlug(PR.ref)) } }]);
+    expect(t.emitted("session.spawned")).toEqual([]);
+    expect(t.emitted("dispatch.dropped")).toMatchObject([{ work_item: PR.ref, reason: "session-closed" }]);
+  });
+
+  it("ends a harness whose session was closed while it was being started", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher({ workspaces: t.workspaces });
+    const spawn = t.runner.holdSpawn(target(PR));
+    const opened = tracked(d.handle(ghEvent()));
+    await spawn.entered;
+    expect(await t.cliClose(PR)).toBeDefined();
+    // The close found the checkout on the record and released it; no harness was there to end yet.
+    expect(t.workspaces.released).toHaveLength(1);
+
+    spawn.release();
+    expect(await opened.promise).toEqual({ settled: true });
+    expect(t.runner.stateOf(target(PR))).not.toBe("live");
+    expect(t.runner.terminated.map((entry) => entry.target)).toContain(target(PR));
+    expect(t.record(PR).status).toBe("closed");
+    expect(t.emitted("session.spawned")).toEqual([]);
+    expect(t.emitted("dispatch.dropped")).toMatchObject([{ work_item: PR.ref, reason: "session-closed" }]);
+  });
+});
+
+describe("Dispatcher: checkouts of failed spawns", () => {
+  it("releases the checkout a failed spawn left for its retry once the item closes", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher({ workspaces: t.workspaces });
+    t.runner.failSpawn(target(PR));
+    expect(await d.handle(ghEvent())).toEqual({ settled: false });
+    const workspace = t.record(PR).workspace;
+    expect(workspace).toBeDefined();
+    expect(t.workspaces.released).toEqual([]);
+
+    expect(await d.handle(ghEvent({ kind: "closed" }))).toEqual({ settled: true });
+    expect(t.workspaces.released).toEqual([{ ref: PR.ref, workspace, terminatedBefore: expect.any(Number) }]);
+    expect(t.record(PR).workspace).toBeUndefined();
+    expect(t.record(PR).status).toBe("closed");
+  });
+
+  it("leaves the checkout of a failed spawn alone while the item stays open, for the retry to reuse", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher({ workspaces: t.workspaces });
+    t.runner.failSpawn(target(PR));
+    const event = ghEvent();
+    expect(await d.handle(event)).toEqual({ settled: false });
+    expect(await d.handle(event)).toEqual({ settled: true });
+    expect(t.workspaces.released).toEqual([]);
+    expect(t.workspaces.prepared.map((call) => call.ref)).toEqual([PR.ref, PR.ref]);
+    expect(t.record(PR).status).toBe("active");
+  });
+});
+
+describe("Dispatcher: reactions, with a session closed by another process", () => {
+  it("does not react to a close that found no session left to close", async () => {
+    const t = await githubSetup({ maxConcurrentDispatches: 1 });
+    const d = t.dispatcher();
+    await t.live(d, PR);
+    await d.drain();
+    t.github.reactions.length = 0;
+
+    const d2 = t.dispatcher();
+    // The only slot of the pool is taken by another item's spawn, so the close waits for it.
+    const spawn = t.runner.holdSpawn(target(OTHER));
+    const other = tracked(d2.handle(ghEvent({ on: OTHER })));
+    await spawn.entered;
+    const closed = tracked(d2.handle(ghEvent({ kind: "closed" })));
+    await settle();
+    // Meanwhile the CLI closes the session.
+    expect(await t.cliClose(PR)).toBeDefined();
+    spawn.release();
+    expect(await other.promise).toEqual({ settled: true });
+    expect(await closed.promise).toEqual({ settled: true });
+    await d2.drain();
+    expect(t.emitted("dispatch.dropped")).toMatchObject([{ work_item: PR.ref, reason: "no-session" }]);
+    expect(t.github.reactions.filter((reaction) => reaction.target.workItem.number === 5)).toEqual([]);
+  });
+});
+
+/** The issue that a PR's head branch `issue-12` names. */
+const GUESS = ISSUE;
+
+function branchEvent(): InboundEvent {
+  return {
+    source: "gh-webhook",
+    deliveryId: "d",
+    kind: "commented",
+    trackerEvent: "pull_request_review_comment",
+    workItems: [GUESS, PR],
+    actor: "alice",
+    body: "hi",
+    labels: [],
+    itemState: "open",
+    pullRequest: { ref: PR.ref, headBranch: "issue-12", headInRepository: true },
+    linkedBy: { [GUESS.ref]: "branch" },
+    occurredAt: "2025-03-01T10:00:00.000Z",
+    excerpt: {},
+  };
+}
+
+/** The existence check of an item guessed from a PR's head branch, answering getItem from `answer` and counting the calls. */
+async function check(answer: () => Promise<WorkItemState>) {
+  let clock = Date.parse("2025-03-01T10:00:00.000Z");
+  const calls: string[] = [];
+  const tracker = {
+    getItem: async (ref: WorkItemRef) => {
+      calls.push(formatWorkItemRef(ref));
+      return answer();
+    },
+  } as unknown as Tracker;
+  const trackers = { local: tracker, forRef: () => tracker } as unknown as TrackerSet;
+  const events = new MemoryEventSink();
+  const registry = new SessionRegistry({ dir: join(await tempDir(), "sessions") });
+  const linkCheck = new LinkedItemCheck({ trackers, registry, events, now: () => new Date(clock) });
+  return {
+    calls,
+    events,
+    verify: () => linkCheck.verify(branchEvent()),
+    advance: (ms: number) => (clock += ms),
+  };
+}
+
+const found = (): Promise<WorkItemState> => Promise.resolve({ item: GUESS } as WorkItemState);
+const missing = (): Promise<WorkItemState> => Promise.reject(new WorkItemNotFoundError(GUESS.ref));
+const outage = (): Promise<WorkItemState> => Promise.reject(new Error("GitHub GET /repos/octo/app/issues/12: 502 Bad Gateway"));
+
+describe("LinkedItemCheck: items guessed from a branch", () => {
+  it("never remembers a failure to ask as a missing item: the next event asks again, and then believes the answer", async () => {
+    let answer = outage;
+    const t = await check(() => answer());
+    expect((await t.verify()).workItems).toEqual([GUESS, PR]);
+    answer = missing;
+    expect((await t.verify()).workItems).toEqual([PR]);
+    expect(t.calls).toHaveLength(2);
+    expect(t.events.events.filter((event) => event.type === "routing.linkage_dropped")).toHaveLength(1);
+  });
+
+  it("asks once for an item that exists, however many events follow", async () => {
+    const t = await check(found);
+    for (let i = 0; i < 5; i++) expect((await t.verify()).workItems).toEqual([GUESS, PR]);
+    t.advance(24 * 3600 * 1000);
+    expect((await t.verify()).workItems).toEqual([GUESS, PR]);
+    expect(t.calls).toHaveLength(1);
+  });
+
+  it("believes a missing item for ten minutes, then asks again (the issue may have been opened since)", async () => {
+    let answer = missing;
+    const t = await check(() => answer());
+    expect((await t.verify()).workItems).toEqual([PR]);
+    t.advance(9 * 60 * 1000);
+    expect((await t.verify()).workItems).toEqual([PR]);
+    expect(t.calls).toHaveLength(1);
+    answer = found;
+    t.advance(2 * 60 * 1000);
+    expect((await t.verify()).workItems).toEqual([GUESS, PR]);
+    expect(t.calls).toHaveLength(2);
   });
 });

@@ -1,31 +1,15 @@
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { DEFAULT_AUTO_EXECUTE_LABEL, configSchema } from "../../src/config/schema.js";
-import type { CliConfig } from "../../src/config/schema.js";
-import type { EventType } from "../../src/events/catalog.js";
-import { MemoryEventSink } from "../../src/events/log.js";
 import type { HandleResult } from "../../src/ingress/poller.js";
 import { inboundFromChange } from "../../src/ingress/local-source.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
-import { policyOf } from "../../src/routing/router.js";
-import { Dispatcher } from "../../src/sessions/dispatcher.js";
-import type { DispatcherOptions } from "../../src/sessions/dispatcher.js";
+import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderBootPrompt, renderEventPrompt } from "../../src/sessions/prompts.js";
 import { ProgramNotFoundError } from "../../src/harness/runner.js";
 import { tmuxTargetFor } from "../../src/sessions/record.js";
-import type { SessionRecord } from "../../src/sessions/record.js";
-import { SessionRegistry } from "../../src/sessions/registry.js";
-import { sessionEnvironment } from "../../src/sessions/session-env.js";
-import { deriveStatePaths } from "../../src/state/layout.js";
-import { openTrackers } from "../../src/trackers/resolve.js";
-import type { TrackerSet } from "../../src/trackers/resolve.js";
 import { parseWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
 import { FakeRunner } from "../support/fake-runner.js";
-import { tempDir } from "../support/temp.js";
-
-const ARM = DEFAULT_AUTO_EXECUTE_LABEL;
-const T0 = new Date("2025-03-01T10:00:00.000Z");
+import { ARM, T0, dispatcherSetup, tracked } from "./fixture.js";
 
 interface Overrides {
   readonly routing?: Record<string, unknown>;
@@ -38,41 +22,18 @@ interface Overrides {
  * Events come from the local tracker's change feed, as the poller would hand them out.
  */
 async function setup(overrides: Overrides = {}) {
-  const dir = await tempDir();
-  const config: CliConfig = configSchema.parse({
-    routing: {
-      authorizedUsers: ["alice"],
-      defaultHarness: "fake",
-      harnesses: { fake: { command: ["fake", "{prompt}"], resumeCommand: ["fake", "--resume", "{session_id}", "{prompt}"] } },
-      tmux: { startupGraceSeconds: 0, ...overrides.tmux },
-      ...overrides.routing,
-    },
-  });
-  const routing = config.routing;
-  const paths = deriveStatePaths(config, dir);
-  const events = new MemoryEventSink();
-  const trackers: TrackerSet = openTrackers(paths, events);
-  const registry = new SessionRegistry({ dir: paths.registryDir, lock: { timeoutMs: 5_000 } });
-  const runner = new FakeRunner();
-  const spawnCwd = join(dir, "work");
   let clock = T0;
   const tick = (seconds = 60): Date => (clock = new Date(clock.getTime() + seconds * 1000));
-
-  const dispatcher = (options: Partial<DispatcherOptions> = {}): Dispatcher =>
-    new Dispatcher({
-      routing,
-      policy: policyOf(routing),
-      registry,
-      runner,
-      trackers,
-      events,
-      templates: BUILTIN_TEMPLATES,
-      spawnCwd,
-      sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir: paths.binDir, basePath: "/usr/bin" }),
-      now: () => clock,
-      resumeProbeMs: 10,
-      ...options,
-    });
+  const base = await dispatcherSetup({
+    routing: {
+      harnesses: { fake: { command: ["fake", "{prompt}"], resumeCommand: ["fake", "--resume", "{session_id}", "{prompt}"] } },
+      ...overrides.routing,
+    },
+    tmux: overrides.tmux,
+    runner: new FakeRunner(),
+    now: () => clock,
+  });
+  const { events, trackers } = base;
 
   // The feed starts empty, so every change made from here on is news.
   let cursor = (await trackers.local.changesSince({}, undefined)).cursor;
@@ -94,18 +55,11 @@ async function setup(overrides: Overrides = {}) {
   const comment = async (ref: string, body: string, actor = "alice"): Promise<void> => {
     await trackers.local.addComment(parseWorkItemRef(ref), body, actor);
   };
-  const record = (ref: string): SessionRecord => {
-    const current = registry.get(ref);
-    if (!current) throw new Error(`no session record for ${ref}`);
-    return current;
-  };
-  const emitted = (type: EventType): Record<string, unknown>[] =>
-    events.events.filter((event) => event.type === type).map((event) => event.fields);
   /** Event types of the routing, dispatch and session families, in order. */
   const trail = (): string[] =>
     events.events.map((event) => event.type).filter((type) => /^(routing|dispatch|session)\./.test(type));
 
-  return { dir, routing, paths, events, trackers, registry, runner, spawnCwd, tick, now: () => clock, dispatcher, feed, only, open, comment, record, emitted, trail };
+  return { ...base, tick, now: () => clock, feed, only, open, comment, trail };
 }
 
 type Setup = Awaited<ReturnType<typeof setup>>;
@@ -116,16 +70,6 @@ async function spawned(t: Setup, dispatcher: Dispatcher, title = "Parser crashes
   expect(await dispatcher.handle(await t.only())).toEqual({ settled: true });
   expect(t.runner.stateOf(item.target)).toBe("live");
   return item;
-}
-
-/** A promise's state right now, without waiting for it. */
-function tracked<T>(promise: Promise<T>): { readonly promise: Promise<T>; done: () => boolean } {
-  let settled = false;
-  void promise.then(
-    () => (settled = true),
-    () => (settled = true),
-  );
-  return { promise, done: () => settled };
 }
 
 describe("Dispatcher: spawn", () => {
