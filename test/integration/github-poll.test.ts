@@ -1,37 +1,20 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { FakeGitHub } from "../support/fake-github.js";
-import { testProject } from "../support/project.js";
-import type { TestProject } from "../support/project.js";
+import { describe, expect, it } from "vitest";
+import { ARM, TOKEN, startGitHub, startProject } from "../support/github-project.js";
 import { waitFor } from "../support/wait.js";
-
-const ARM = "the-loop: auto-execute";
-const TOKEN = "ghp_poll-integration-token-2b9e";
-
-let project: TestProject | undefined;
-let github: FakeGitHub | undefined;
-
-afterEach(async () => {
-  await project?.cleanup();
-  await github?.stop();
-  project = undefined;
-  github = undefined;
-});
 
 describe("GitHub through the poller, end to end (fake GitHub, real daemon, real tmux)", () => {
   it("spawns on an authorized comment on a labelled issue, delivers the next one, and closes with the issue", async () => {
-    github = await FakeGitHub.start({ token: TOKEN });
-    const gh = github;
+    const gh = await startGitHub();
     gh.addRepo("octo/repo");
     const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
     gh.addComment("octo/repo", issue, { user: "alice", body: "Said before the daemon started." });
     const ref = `github:${gh.host}/octo/repo#${issue}`;
 
-    project = await testProject({
+    const p = await startProject({
       polling: { enabled: true, intervalSeconds: 0.2, sources: [{ provider: "github", repos: ["octo/repo"] }] },
       github: { apiUrl: gh.apiUrl },
       routing: { workspace: { enabled: false } },
     });
-    const p = project;
     const started = await p.cli(["start", "--json"], { GH_TOKEN: TOKEN });
     expect(started.code, started.stderr + started.stdout).toBe(0);
     await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline" && r.poll_source === "github:octo/repo");

@@ -1,73 +1,27 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
-import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
-import { FakeGitHub, sendWebhook } from "../support/fake-github.js";
-import { testProject } from "../support/project.js";
-import type { TestProject } from "../support/project.js";
-import { tempDir } from "../support/temp.js";
+import { sendWebhook } from "../support/fake-github.js";
+import { ARM, TOKEN, bareRepository, freePort, startGitHub, startProject } from "../support/github-project.js";
 import { waitFor } from "../support/wait.js";
 
-const git = promisify(execFile);
-const ARM = "the-loop: auto-execute";
-const TOKEN = "ghp_integration-test-token-7f3a";
 const SECRET = "webhook-secret-for-the-test";
-
-let project: TestProject | undefined;
-let github: FakeGitHub | undefined;
-
-afterEach(async () => {
-  await project?.cleanup();
-  await github?.stop();
-  project = undefined;
-  github = undefined;
-});
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-/** A bare repository with one commit on main: the "remote" the workspace clones. */
-async function bareRepository(): Promise<string> {
-  const dir = await tempDir();
-  const work = join(dir, "work");
-  const bare = join(dir, "repo.git");
-  await mkdir(work);
-  await git("git", ["init", "-q", "-b", "main", work]);
-  await writeFile(join(work, "README.md"), "# octo/repo\n");
-  await git("git", ["-C", work, "add", "README.md"]);
-  await git("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first"]);
-  await git("git", ["clone", "-q", "--bare", work, bare]);
-  return bare;
-}
 
 describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmux, real git)", () => {
   it("spawns in a fresh worktree, delivers a linked PR's review comment, refuses bad signatures and redeliveries, closes and cleans up", async () => {
     const bare = await bareRepository();
-    github = await FakeGitHub.start({ token: TOKEN });
-    const gh = github;
+    const gh = await startGitHub();
     gh.addRepo("octo/repo", { defaultBranch: "main", cloneUrl: `file://${bare}` });
     const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
     const ref = `github:${gh.host}/octo/repo#${issue}`;
 
     const port = await freePort();
-    project = await testProject({
+    const p = await startProject({
       polling: { enabled: false, sources: [] },
       github: { apiUrl: gh.apiUrl },
       webhooks: { ghWebhook: { enabled: true, port } },
     });
-    const p = project;
     const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
     const started = await p.cli(["start", "--json"], env);
     expect(started.code, started.stderr + started.stdout).toBe(0);

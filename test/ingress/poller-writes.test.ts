@@ -10,8 +10,9 @@ import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
 /**
- * Found in review: the poller promises that a settled change is on disk as soon as it settles,
- * so a kill -9 never hands it out again. The writes are watched here, one by one.
+ * The poller promises that a settled change is on disk as soon as it settles, so a kill -9 never
+ * hands it out again. The writes are watched here, one by one: the state module is mocked for the
+ * whole file, which is why these tests stand apart from poller.test.ts.
  */
 
 interface Write {
@@ -49,7 +50,7 @@ function event(id: string): InboundEvent {
   return { deliveryId: `poll-${id}` } as InboundEvent;
 }
 
-describe("Poller review: each settled change is saved when it settles", () => {
+describe("Poller: each settled change is saved when it settles", () => {
   it("writes a change that settles while the previous write is finishing, without waiting for the batch", async () => {
     // Whether the second settle lands in the instant between the last write's end and the
     // writer standing down depends on a few microtasks: every offset is tried.
