@@ -11,7 +11,7 @@ import type { WebhookReceiverOptions } from "../../src/ingress/webhook/server.js
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { waitFor } from "../support/wait.js";
 
-const SECRET = "s3cret-for-the-review-test";
+const SECRET = "s3cret-for-the-limits-test";
 const ENV = { THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
 
 function commentPayload(body: string, number = 7): Record<string, unknown> {
@@ -75,7 +75,7 @@ function stalledRequest(port: number, text: string): { closed: Promise<string>; 
   return { closed, socket };
 }
 
-describe("the webhook receiver under review", () => {
+describe("the webhook receiver: timeouts and hostile input", () => {
   it("cuts off a body that never completes instead of holding it (and its memory) for minutes", async () => {
     const h = await startReceiver({}, { requestTimeoutMs: 300 });
     // Declares 2 000 bytes, sends 10, then stalls: without a request timeout node:http waits five minutes.
