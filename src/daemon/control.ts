@@ -8,7 +8,7 @@ import { CLI_ENTRY } from "../sessions/session-env.js";
 import { webhookSecret } from "../ingress/webhook/secret.js";
 import { readLiveHolder } from "./pidfile.js";
 import type { PidfileHolder } from "./pidfile.js";
-import { NOTHING_TO_RUN, listeningUrl, readWebhookListening, servicesOf, webhookStatusFile } from "./services.js";
+import { NOTHING_TO_RUN, listeningUrl, readWebhookListening, servicesOf } from "./services.js";
 import type { ServiceSpec } from "./services.js";
 import { readHeartbeat } from "./heartbeat.js";
 import type { PollHeartbeat } from "./heartbeat.js";
@@ -67,7 +67,7 @@ function statusOf(service: ServiceSpec, paths: StatePaths): ServiceStatus {
 
 /** The receiver's address, when the file naming it was written by `pid` (a stale one is not believed). */
 function webhookListening(paths: StatePaths, pid: number): ListeningStatus | undefined {
-  const listening = readWebhookListening(webhookStatusFile(paths));
+  const listening = readWebhookListening(paths.ghWebhookStatusFile);
   if (listening === undefined || listening.pid !== pid) return undefined;
   const { host, port, path, verified } = listening;
   return { host, port, path, url: listeningUrl(listening), verified };
@@ -95,8 +95,6 @@ export interface StartOptions {
   readonly cwd: string;
   /** How long to wait for every service's lock (default 10 s). */
   readonly timeoutMs?: number;
-  /** The daemon's environment (default process.env). */
-  readonly env?: NodeJS.ProcessEnv;
 }
 
 export interface StartResult {
@@ -115,7 +113,7 @@ export interface StartResult {
 export async function startDaemon(config: CliConfig, paths: StatePaths, options: StartOptions): Promise<StartResult> {
   const services = servicesOf(config, paths).filter((service) => service.enabled);
   if (services.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
-  if (services.some((service) => service.name === "gh-webhook")) webhookSecret(config.webhooks.ghWebhook, options.env ?? process.env);
+  if (services.some((service) => service.name === "gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   for (const service of services) {
     const holder = readLiveHolder(service.pidfile);
     if (holder) {
@@ -139,7 +137,6 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
     cwd: options.cwd,
     detached: true,
     stdio: ["ignore", log, log],
-    ...(options.env ? { env: options.env } : {}),
   });
   closeSync(log);
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;

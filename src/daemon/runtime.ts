@@ -33,8 +33,6 @@ export interface RuntimeInput {
   readonly events: EventSink;
   /** Checkouts for sessions; routing.workspace's own when omitted (none when it is disabled). */
   readonly workspaces?: WorkspaceProvider;
-  /** The GitHub API's `fetch` (tests only). */
-  readonly fetch?: typeof fetch;
 }
 
 /** The session machinery, composed once per process from the config. */
@@ -69,7 +67,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
   const routing = config.routing;
   const registry = new SessionRegistry({ dir: paths.registryDir });
   const runner = tmuxRunnerFor(config, paths);
-  const trackers = openTrackers(paths, events, { github: config.integrations.github, ...(input.fetch ? { fetch: input.fetch } : {}) });
+  const trackers = openTrackers(paths, events, { github: config.integrations.github });
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
   const links = new PullRequestLinks(paths.linksDir);
   const workspaces =

@@ -11,7 +11,7 @@ import type { PidfileLock } from "./pidfile.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
-import { NOTHING_TO_RUN, listeningUrl, servicesOf, webhookStatusFile } from "./services.js";
+import { NOTHING_TO_RUN, listeningUrl, servicesOf } from "./services.js";
 import type { ServiceName, WebhookListening } from "./services.js";
 
 export interface ServeOptions {
@@ -22,8 +22,6 @@ export interface ServeOptions {
   readonly onReady?: (services: readonly string[]) => void;
   /** Told where the webhook receiver listens, once it does. */
   readonly onListening?: (url: string, verified: boolean) => void;
-  /** Where the webhook secret is read from (default process.env). */
-  readonly env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -38,25 +36,24 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const runs = (name: ServiceName): boolean => enabled.some((service) => service.name === name);
   // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
   // run must never hold a lock. The secret first, since it needs nothing built.
-  if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, options.env ?? process.env);
+  if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   const runtime = composeRuntime(input);
   const dispatcher = await runtime.dispatcher(options.warn);
   const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
   await poller?.load();
   // For the rare payload without an html_url: its refs land on the host the tracker serves.
-  const defaultHost = refHostForApiUrl(githubApiUrl(config.integrations.github, options.env ?? process.env));
+  const defaultHost = refHostForApiUrl(githubApiUrl(config.integrations.github));
   const receiver = runs("gh-webhook")
     ? new WebhookReceiver({
         config: config.webhooks.ghWebhook,
         handler: dispatcher,
         events,
-        env: options.env ?? process.env,
         defaultHost,
       })
     : undefined;
 
   const locks: PidfileLock[] = [];
-  const statusFile = webhookStatusFile(paths);
+  const statusFile = paths.ghWebhookStatusFile;
   try {
     for (const service of enabled) locks.push(await acquirePidfile(service.pidfile, service.name));
     sweepLeftovers(paths);

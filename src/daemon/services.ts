@@ -40,10 +40,6 @@ export interface WebhookListening {
   readonly since: string;
 }
 
-export function webhookStatusFile(paths: StatePaths): string {
-  return paths.ghWebhookStatusFile;
-}
-
 export function readWebhookListening(path: string): WebhookListening | undefined {
   let value: unknown;
   try {

@@ -49,7 +49,7 @@ function describe(service: ServiceStatus): string {
   return service.enabled ? "stopped" : "disabled";
 }
 
-function listeningNote(listening: ListeningStatus): string {
+function listeningNote(listening: Pick<ListeningStatus, "url" | "verified">): string {
   return `listening on ${listening.url}${listening.verified ? "" : " (UNSIGNED deliveries accepted)"}`;
 }
 
@@ -108,7 +108,7 @@ export async function runServe(globals: GlobalOptions): Promise<void> {
         signal: controller.signal,
         warn: (message) => stderr.warn(message),
         onReady: (services) => stderr.line(`the-loop serving (pid ${process.pid}): ${services.join(", ")}`),
-        onListening: (url, verified) => stderr.line(`webhook receiver listening on ${url}${verified ? "" : " (unsigned deliveries accepted)"}`),
+        onListening: (url, verified) => stderr.line(`webhook receiver ${listeningNote({ url, verified })}`),
       },
     );
   } finally {
