@@ -141,6 +141,68 @@ export const reactionsSchema = z
   })
   .describe("Reactions on the GitHub comments that reach a session.");
 
+export const CONTROL_COMMANDS = ["start", "stop", "pause", "resume"] as const;
+
+/** The spec's default keywords: namespaced, so ordinary prose never reads as a command. */
+export const DEFAULT_CONTROL_KEYWORDS = {
+  start: "the-loop:start-execution",
+  stop: "the-loop:stop-execution",
+  pause: "the-loop:pause-execution",
+  resume: "the-loop:resume-execution",
+} as const;
+
+const controlKeyword = (command: (typeof CONTROL_COMMANDS)[number], meaning: string) =>
+  z
+    .string()
+    .trim()
+    .min(3)
+    .max(100)
+    // A keyword is matched as a whole token on one line, so it cannot span lines or hold a tab.
+    .regex(/^[^\s](?:[^\t\r\n]*[^\s])?$/, "one line of text without tabs")
+    .default(DEFAULT_CONTROL_KEYWORDS[command])
+    .describe(`Comment keyword that ${meaning}. Matched as a whole token, case-insensitively.`);
+
+export const controlSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Read control keywords in comments by authorized people. Off: no comment is a command and comments reach the session as they are.",
+      ),
+    requireStartCommand: z
+      .boolean()
+      .default(true)
+      .describe(
+        "The label (or `spawnOnUnmatched: always`) only arms a work item; a session starts when an authorized person issues the start keyword or runs `the-loop sessions start`. Off: the label alone starts a session.",
+      ),
+    keywords: z
+      .strictObject({
+        start: controlKeyword("start", "starts execution on an armed work item (or resumes a paused session)"),
+        stop: controlKeyword("stop", "closes the session and keeps the item from starting again until the next start"),
+        pause: controlKeyword("pause", "pauses the session: events are recorded and dropped until resume"),
+        resume: controlKeyword("resume", "resumes a paused session, which is told to re-read the thread"),
+      })
+      .prefault({})
+      .superRefine((keywords, context) => {
+        const seen = new Map<string, string>();
+        for (const command of CONTROL_COMMANDS) {
+          const folded = keywords[command].toLowerCase();
+          const earlier = seen.get(folded);
+          if (earlier !== undefined) {
+            context.addIssue({
+              code: "custom",
+              path: [command],
+              message: `the ${command} keyword is the same as the ${earlier} keyword; each command needs its own`,
+            });
+          }
+          seen.set(folded, command);
+        }
+      })
+      .describe("The words that are commands, one per command."),
+  })
+  .describe("Execution control: authorized people start, stop, pause and resume sessions by comment or from the CLI.");
+
 export const routingSchema = z
   .strictObject({
     registryDir: pathSetting(
@@ -211,6 +273,7 @@ export const routingSchema = z
       .describe("The session announcement."),
     workspace: workspaceSchema.prefault({}),
     reactions: reactionsSchema.prefault({}),
+    control: controlSchema.prefault({}),
   })
   .superRefine((routing, context) => {
     const builtin = (name: string): boolean => (BUILTIN_HARNESSES as readonly string[]).includes(name);
@@ -446,3 +509,5 @@ export type GhWebhookConfig = CliConfig["webhooks"]["ghWebhook"];
 export type GitHubIntegrationConfig = CliConfig["integrations"]["github"];
 export type WorkspaceConfig = RoutingConfig["workspace"];
 export type ReactionsConfig = RoutingConfig["reactions"];
+export type ControlConfig = RoutingConfig["control"];
+export type ControlCommand = (typeof CONTROL_COMMANDS)[number];

@@ -74,7 +74,7 @@ export const EVENT_CATALOG = {
     family: "routing",
     level: "info",
     summary:
-      "An inbound event was dropped by a guard. Reasons: disabled-event, duplicate-delivery, no-work-item, self-authored, unauthorized-actor, spawn-policy, item-closed, no-session.",
+      "An inbound event was dropped by a guard. Reasons: disabled-event, duplicate-delivery, no-work-item, self-authored, unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
     fields: { reason: "string", delivery_id: "string", kind: "string", work_item: "string?", actor: "string?" },
   },
   "routing.fail_closed": {
@@ -167,6 +167,75 @@ export const EVENT_CATALOG = {
     level: "info",
     summary: "A closed session's harness was stopped (`signal`: the last signal it needed).",
     fields: { work_item: "string", tmux_target: "string", signal: "string" },
+  },
+  "session.paused": {
+    family: "session",
+    level: "info",
+    summary: "A session was paused: its events are recorded and dropped (`session-paused`) until it resumes.",
+    fields: { work_item: "string", tmux_target: "string", source: "string", actor: "string" },
+  },
+  "session.resumed": {
+    family: "session",
+    level: "info",
+    summary: "A paused session is active again; `notified` says whether its harness was told to re-read the thread.",
+    fields: { work_item: "string", tmux_target: "string", source: "string", actor: "string", notified: "boolean", error: "string?" },
+  },
+  "control.command": {
+    family: "control",
+    level: "info",
+    summary:
+      "A control command was applied (`source`: comment or cli; `effect`: started, start-pending, resumed, paused, stopped, recorded, noop).",
+    fields: {
+      work_item: "string",
+      command: "string",
+      source: "string",
+      actor: "string",
+      effect: "string",
+      delivery_id: "string?",
+      error: "string?",
+    },
+  },
+  "control.rejected": {
+    family: "control",
+    level: "info",
+    summary: "A control command was recognised but refused and not recorded (`reason`: not-armed, item-closed, nothing-to-resume).",
+    fields: { work_item: "string", command: "string", source: "string", actor: "string", reason: "string", delivery_id: "string?" },
+  },
+  "control.ambiguous": {
+    family: "control",
+    level: "warning",
+    summary: "A comment carried two different control keywords: nothing was executed and nothing forwarded.",
+    fields: { work_item: "string", commands: "string[]", actor: "string?", delivery_id: "string" },
+  },
+  "control.cleared": {
+    family: "control",
+    level: "info",
+    summary: "A work item's session ended for another reason, so its last control command no longer governs whether it starts.",
+    fields: { work_item: "string", command: "string", cleared_by: "string" },
+  },
+  "control.announced": {
+    family: "control",
+    level: "info",
+    summary: "The marked comment recording a CLI control command was posted on the work item.",
+    fields: { work_item: "string", command: "string", comment_id: "string" },
+  },
+  "control.announce_failed": {
+    family: "control",
+    level: "warning",
+    summary: "The comment recording a CLI control command could not be posted; the command was applied anyway.",
+    fields: { work_item: "string", command: "string", error: "string" },
+  },
+  "config.reloaded": {
+    family: "config",
+    level: "info",
+    summary: "The daemon re-read its config file; `applied` took effect at once, `restart_required` waits for a restart.",
+    fields: { config: "string", applied: "string[]", restart_required: "string[]" },
+  },
+  "config.reload_failed": {
+    family: "config",
+    level: "error",
+    summary: "The changed config file is not valid; the daemon keeps running on the config it had.",
+    fields: { config: "string", error: "string" },
   },
   "poll.baseline": {
     family: "poll",
