@@ -71,6 +71,8 @@ export async function dispatcherSetup<R extends FakeRunner>(input: DispatcherSet
       defaultHarness: "fake",
       harnesses: { fake: { command: ["fake", "{prompt}"] } },
       tmux: { startupGraceSeconds: 0, ...input.tmux },
+      // Label-alone spawning: control tests pass their own \`control\` block.
+      control: { requireStartCommand: false },
       ...input.routing,
     },
   });

@@ -64,6 +64,9 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
       defaultHarness: "fake",
       harnesses: { fake: { command: [process.execPath, FAKE_HARNESS, transcriptFile, "{prompt}"] } },
       tmux: { socketName, harnessKillGraceSeconds: 1, startupGraceSeconds: 0.3 },
+      // Label-alone spawning (R2.6): the session tests exercise the label path; control tests
+      // pass their own \`control\` block to put the start gate back.
+      control: { requireStartCommand: false },
       ...(typeof overrides.routing === "function" ? overrides.routing(transcriptFile) : overrides.routing),
     },
     polling: { enabled: true, intervalSeconds: 0.1, sources: [{ provider: "local" }], ...overrides.polling },
