@@ -1,0 +1,399 @@
+import { CONTROL_COMMANDS } from "../config/schema.js";
+import type { ControlCommand, ControlConfig } from "../config/schema.js";
+
+/**
+ * The control-keyword parser: the one place that decides whether a comment body is a command.
+ * Both ingress paths (webhook receiver and poller) reach it through the router, so they cannot
+ * diverge. It only ever yields one of the four command names; no text from the comment leaves it.
+ *
+ * Rules (the product's documented behaviour):
+ *
+ * 1. An absent or empty body is not a command.
+ * 2. Matching is case-insensitive for ASCII letters only (`A`–`Z` against `a`–`z`). No other
+ *    character is folded, so look-alikes such as `ſ` (U+017F) or the Kelvin sign (U+212A) never stand
+ *    in for `s` or `k`. Every other character of a keyword, including spaces, `:`, `-` and regular-
+ *    expression metacharacters, is matched literally: a keyword with an internal space matches that
+ *    one space only.
+ * 3. A keyword counts only as a whole token. The character before it must be the start of the text
+ *    or of a line, whitespace, or one of `( [ { * _ ~ " ' “ ‘`; the character after it must be the end
+ *    of the text or of a line, whitespace, or one of `. , ; ! ? ) ] } * _ ~ " ' ” ’`. Anything else
+ *    against it (a letter, digit, `-`, `:`, `/`, `@`, `#`, a backtick, a `.` before it, a zero-width
+ *    character such as U+200B–U+200D, U+2060 or U+FEFF) means it is not the keyword. Whitespace is
+ *    space, tab, the line breaks (LF, CR, VT, FF, U+2028, U+2029) and the Unicode space separators
+ *    (U+00A0, U+1680, U+2000–U+200A, U+202F, U+205F, U+3000). Lines end at LF, CRLF or CR.
+ * 4. Quoted or hidden text is not a command, because it is not a visible act of the author's:
+ *    - fenced code blocks (``` or ~~~, three or more, per CommonMark: a backtick fence's info string
+ *      has no backtick, the closing fence uses the same character, is at least as long and carries
+ *      nothing else; an unclosed fence runs to the end of the comment). A fence opened after list
+ *      markers (`- `, `1. `) counts too, and ends where its list item does (at a non-blank line
+ *      indented less than the fence);
+ *    - indented code blocks: a line indented four or more columns that does not continue a
+ *      paragraph;
+ *    - blockquote lines: a line whose first text, after indentation and list markers, is `>`, so a
+ *      "quote reply" of an earlier command never issues it again;
+ *    - inline code spans (`like this`, closed by a backtick run of the same length within the
+ *      paragraph; a backslash-escaped backtick opens nothing);
+ *    - HTML comments (`<!-- … -->`), which the rendered thread does not show. An unclosed one runs
+ *      to the end of the comment.
+ *    A backslash-escaped character opens nothing (`\<!--` is text). Hidden text is replaced by a
+ *    character that is neither whitespace nor punctuation, so a keyword written directly against a
+ *    code span or an HTML comment is not a whole token either. This is a line scanner, not a full
+ *    Markdown parser: where the two could disagree it errs towards hiding (a paragraph indented four
+ *    columns inside a list item, an HTML comment wrapped around a fence), because a command that was
+ *    missed can be issued again while a quoted one must never run.
+ * 5. Where one configured keyword contains another (say `go` and `go now`), the longer match wins at
+ *    that place.
+ * 6. The same command any number of times is that command. Two or more different commands make the
+ *    comment ambiguous: the caller executes nothing and forwards nothing.
+ *
+ * The parser runs in time linear in the body (a line scanner for blocks, a single pass for inline
+ * code and comments, plain substring search for the keywords): no regular expression with nested
+ * quantifiers ever sees comment text.
+ */
+
+/** The configured keywords compiled once per config load (the router calls parseControl per comment). */
+export interface ControlVocabulary {
+  /** Each command's keyword as configured: what the CLI posts and what messages print. */
+  readonly keywords: Readonly<Record<ControlCommand, string>>;
+  /** Each command's keyword with ASCII letters lowered, in CONTROL_COMMANDS order. */
+  readonly needles: readonly { readonly command: ControlCommand; readonly folded: string }[];
+}
+
+export type ParsedControl =
+  | { readonly kind: "none" }
+  | { readonly kind: "command"; readonly command: ControlCommand }
+  | { readonly kind: "ambiguous"; readonly commands: readonly ControlCommand[] }; // distinct commands, in CONTROL_COMMANDS order
+
+const NONE: ParsedControl = Object.freeze({ kind: "none" });
+
+/**
+ * Compiles the configured keywords. The config schema already guarantees each is non-empty, one
+ * line, trimmed and distinct; a keyword that is blank or holds a line break, tab or NUL (which this
+ * parser uses to stand for hidden text) is refused here too, loudly, rather than matching everywhere
+ * or nowhere.
+ */
+export function compileVocabulary(keywords: ControlConfig["keywords"]): ControlVocabulary {
+  const configured: Partial<Record<ControlCommand, string>> = {};
+  const needles: { readonly command: ControlCommand; readonly folded: string }[] = [];
+  for (const command of CONTROL_COMMANDS) {
+    const keyword = keywords[command].trim();
+    if (keyword === "" || /[\t\n\r]/.test(keyword) || keyword.includes(HIDDEN)) {
+      throw new TypeError(`the ${command} control keyword must be one line of visible text, got ${JSON.stringify(keywords[command])}`);
+    }
+    configured[command] = keyword;
+    needles.push(Object.freeze({ command, folded: foldAscii(keyword) }));
+  }
+  return Object.freeze({
+    keywords: Object.freeze(configured as Record<ControlCommand, string>),
+    needles: Object.freeze(needles),
+  });
+}
+
+/** Reads a comment body for control keywords; see the module comment for the rules. */
+export function parseControl(body: string | null | undefined, vocabulary: ControlVocabulary): ParsedControl {
+  if (body == null || body === "") return NONE;
+  const folded = foldAscii(body);
+  // Hiding text never creates a keyword, so a body without one anywhere is settled cheaply.
+  if (!vocabulary.needles.some((needle) => folded.includes(needle.folded))) return NONE;
+
+  const text = visibleText(folded);
+  const matches: Match[] = [];
+  for (const { command, folded: needle } of vocabulary.needles) {
+    for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) {
+      const end = at + needle.length;
+      if (opensToken(text, at) && closesToken(text, end)) matches.push({ command, start: at, end });
+    }
+  }
+
+  const found = new Set<ControlCommand>();
+  // Longest match first at each start; a match inside an earlier, longer one does not count.
+  matches.sort((a, b) => a.start - b.start || b.end - a.end);
+  let reach = -1;
+  for (const match of matches) {
+    if (match.end <= reach) continue;
+    reach = match.end;
+    found.add(match.command);
+  }
+
+  const commands = CONTROL_COMMANDS.filter((command) => found.has(command));
+  const [only] = commands;
+  if (only === undefined) return NONE;
+  if (commands.length === 1) return Object.freeze({ kind: "command", command: only });
+  return Object.freeze({ kind: "ambiguous", commands: Object.freeze(commands) });
+}
+
+interface Match {
+  readonly command: ControlCommand;
+  readonly start: number;
+  readonly end: number;
+}
+
+/** Stands for hidden text: neither whitespace nor punctuation, so nothing is a token against it. */
+const HIDDEN = "\u0000";
+
+/** Lowers `A`–`Z` only; every other character (and the length) is unchanged. */
+function foldAscii(text: string): string {
+  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+}
+
+const OPENING_PUNCTUATION = new Set(["(", "[", "{", "*", "_", "~", '"', "'", "\u201C", "\u2018"]);
+const CLOSING_PUNCTUATION = new Set([".", ",", ";", "!", "?", ")", "]", "}", "*", "_", "~", '"', "'", "\u201D", "\u2019"]);
+
+function isWhitespace(char: string): boolean {
+  const code = char.charCodeAt(0);
+  return (
+    code === 0x20 ||
+    (code >= 0x09 && code <= 0x0d) ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000
+  );
+}
+
+function opensToken(text: string, start: number): boolean {
+  if (start === 0) return true;
+  const before = text.charAt(start - 1);
+  return isWhitespace(before) || OPENING_PUNCTUATION.has(before);
+}
+
+function closesToken(text: string, end: number): boolean {
+  if (end === text.length) return true;
+  const after = text.charAt(end);
+  return isWhitespace(after) || CLOSING_PUNCTUATION.has(after);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hiding quoted text: a line scanner for the blocks, then one inline pass per paragraph.
+
+interface OpenFence {
+  readonly marker: string;
+  readonly length: number;
+  /** The column list-item content starts at when the fence opened in a list item, else 0. */
+  readonly container: number;
+}
+
+interface LineStart {
+  /** Columns of leading whitespace (a tab advances to the next multiple of four). */
+  readonly indent: number;
+  /** Index of the first character after the leading whitespace. */
+  readonly first: number;
+  /** Index of the first character after the leading whitespace and any list markers. */
+  readonly content: number;
+  /** Column of `content` when list markers were skipped, else 0. */
+  readonly container: number;
+}
+
+/**
+ * The text a reader sees as the author's own words, paragraphs separated by blank lines and hidden
+ * runs replaced by HIDDEN.
+ */
+function visibleText(body: string): string {
+  const paragraphs: string[] = [];
+  let paragraph: string[] = [];
+  let fence: OpenFence | null = null;
+  let previousWasText = false;
+  const endParagraph = (): void => {
+    if (paragraph.length > 0) paragraphs.push(paragraph.join("\n"));
+    paragraph = [];
+    previousWasText = false;
+  };
+
+  for (const line of body.split(/\r\n|\r|\n/)) {
+    const blank = isBlank(line);
+    if (fence !== null) {
+      if (blank) continue;
+      const start = lineStart(line);
+      if (start.indent >= fence.container) {
+        if (closesFence(line, start, fence)) fence = null;
+        continue;
+      }
+      // Indented less than the list item the fence opened in: the item, and its fence, have ended.
+      fence = null;
+    }
+    if (blank) {
+      endParagraph();
+      continue;
+    }
+    const start = lineStart(line);
+    if (start.indent >= 4 && !previousWasText) {
+      endParagraph(); // indented code
+      continue;
+    }
+    if (line.charAt(start.content) === ">") {
+      endParagraph(); // blockquote
+      continue;
+    }
+    const opened = openingFence(line, start);
+    if (opened !== null) {
+      endParagraph();
+      fence = opened;
+      continue;
+    }
+    paragraph.push(line);
+    previousWasText = true;
+  }
+  endParagraph();
+
+  const comment = { open: false };
+  return paragraphs.map((text) => hideInline(text, comment)).join("\n\n");
+}
+
+function isBlank(line: string): boolean {
+  for (let i = 0; i < line.length; i++) {
+    const char = line.charAt(i);
+    if (char !== " " && char !== "\t") return false;
+  }
+  return true;
+}
+
+function lineStart(line: string): LineStart {
+  let index = 0;
+  let column = 0;
+  const skipWhitespace = (): void => {
+    for (; index < line.length; index++) {
+      const char = line.charAt(index);
+      if (char === " ") column += 1;
+      else if (char === "\t") column += 4 - (column % 4);
+      else break;
+    }
+  };
+  skipWhitespace();
+  const indent = column;
+  const first = index;
+  let inList = false;
+  for (let marker = listMarkerLength(line, index); marker > 0; marker = listMarkerLength(line, index)) {
+    index += marker;
+    column += marker;
+    inList = true;
+    skipWhitespace();
+  }
+  return { indent, first, content: index, container: inList ? column : 0 };
+}
+
+/** Length of a list marker (`-`, `*`, `+`, `1.`, `1)`) at `index`, or 0; it must be followed by whitespace or the line end. */
+function listMarkerLength(line: string, index: number): number {
+  let end = index;
+  const char = line.charAt(index);
+  if (char === "-" || char === "*" || char === "+") {
+    end = index + 1;
+  } else {
+    while (end < line.length && end - index < 9 && isDigit(line.charAt(end))) end++;
+    if (end === index) return 0;
+    const delimiter = line.charAt(end);
+    if (delimiter !== "." && delimiter !== ")") return 0;
+    end++;
+  }
+  const next = line.charAt(end);
+  return next === "" || next === " " || next === "\t" ? end - index : 0;
+}
+
+function isDigit(char: string): boolean {
+  return char >= "0" && char <= "9";
+}
+
+function runLength(text: string, index: number, char: string): number {
+  let end = index;
+  while (text.charAt(end) === char) end++;
+  return end - index;
+}
+
+function openingFence(line: string, start: LineStart): OpenFence | null {
+  const marker = line.charAt(start.content);
+  if (marker !== "`" && marker !== "~") return null;
+  const length = runLength(line, start.content, marker);
+  if (length < 3) return null;
+  // A backtick fence's info string holds no backtick (otherwise it is inline code).
+  if (marker === "`" && line.includes("`", start.content + length)) return null;
+  return { marker, length, container: start.container };
+}
+
+function closesFence(line: string, start: LineStart, fence: OpenFence): boolean {
+  if (start.indent > fence.container + 3) return false;
+  const length = runLength(line, start.first, fence.marker);
+  return length >= fence.length && isBlank(line.slice(start.first + length));
+}
+
+/**
+ * Hides inline code spans and HTML comments in one paragraph, left to right (whichever starts first
+ * wins, as in CommonMark). `comment.open` carries an unclosed HTML comment into the next paragraph.
+ */
+function hideInline(text: string, comment: { open: boolean }): string {
+  const out: string[] = [];
+  let index = 0;
+  if (comment.open) {
+    const close = text.indexOf("-->");
+    if (close < 0) return HIDDEN;
+    comment.open = false;
+    out.push(HIDDEN);
+    index = close + 3;
+  }
+  let visibleFrom = index;
+  const closers = new BacktickRuns(text);
+  while (index < text.length) {
+    const char = text.charAt(index);
+    if (char === "\\" && isAsciiPunctuation(text.charCodeAt(index + 1))) {
+      index += 2; // an escaped character opens nothing
+    } else if (char === "`") {
+      const length = runLength(text, index, "`");
+      const close = closers.next(length, index + length);
+      if (close < 0) {
+        index += length; // no closing run of the same length: literal backticks
+      } else {
+        out.push(text.slice(visibleFrom, index), HIDDEN);
+        index = close + length;
+        visibleFrom = index;
+      }
+    } else if (char === "<" && text.startsWith("<!--", index)) {
+      out.push(text.slice(visibleFrom, index), HIDDEN);
+      const close = text.indexOf("-->", index + 2); // `<!-->` and `<!--->` are complete comments
+      if (close < 0) {
+        comment.open = true;
+        return out.join("");
+      }
+      index = close + 3;
+      visibleFrom = index;
+    } else {
+      index++;
+    }
+  }
+  out.push(text.slice(visibleFrom));
+  return out.join("");
+}
+
+function isAsciiPunctuation(code: number): boolean {
+  return (code >= 0x21 && code <= 0x2f) || (code >= 0x3a && code <= 0x40) || (code >= 0x5b && code <= 0x60) || (code >= 0x7b && code <= 0x7e);
+}
+
+/**
+ * The maximal backtick runs of a paragraph, by length, so the closer of each opening run is found
+ * without rescanning: openers come left to right, so each length's cursor only moves forward.
+ */
+class BacktickRuns {
+  private readonly starts = new Map<number, number[]>();
+  private readonly cursors = new Map<number, number>();
+
+  constructor(text: string) {
+    for (let index = text.indexOf("`"); index >= 0; ) {
+      const length = runLength(text, index, "`");
+      const list = this.starts.get(length);
+      if (list === undefined) this.starts.set(length, [index]);
+      else list.push(index);
+      index = text.indexOf("`", index + length);
+    }
+  }
+
+  /** Start of the first run of exactly `length` backticks at or after `from`, or -1. */
+  next(length: number, from: number): number {
+    const list = this.starts.get(length);
+    if (list === undefined) return -1;
+    let cursor = this.cursors.get(length) ?? 0;
+    while (cursor < list.length && (list[cursor] ?? Infinity) < from) cursor++;
+    this.cursors.set(length, cursor);
+    return list[cursor] ?? -1;
+  }
+}
