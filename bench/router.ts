@@ -6,8 +6,9 @@
  */
 import type { InboundEvent } from "../src/routing/inbound.js";
 import { DeliveryLru } from "../src/routing/dedupe.js";
+import { DEFAULT_CONTROL_KEYWORDS } from "../src/config/schema.js";
 import { policyOf, route } from "../src/routing/router.js";
-import type { Decision, RegistryView, SessionView } from "../src/routing/router.js";
+import type { ControlView, Decision, RegistryView, SessionView } from "../src/routing/router.js";
 import type { WorkItem } from "../src/workitem/index.js";
 import { median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
 
@@ -21,7 +22,13 @@ const batches = runsFromEnv(500);
 
 const LABEL = "the-loop: auto-execute";
 const policy = policyOf(
-  { authorizedUsers: ["alice", "bob", "carol", "dependabot[bot]"], spawnOnUnmatched: "labeled", autoExecuteLabel: LABEL },
+  {
+    authorizedUsers: ["alice", "bob", "carol", "dependabot[bot]"],
+    spawnOnUnmatched: "labeled",
+    autoExecuteLabel: LABEL,
+    // The defaults: every comment is scanned for the control keywords, as in a real daemon.
+    control: { enabled: true, requireStartCommand: true, keywords: DEFAULT_CONTROL_KEYWORDS },
+  },
   ["opened", "commented", "reviewed", "review_commented", "labeled", "unlabeled", "closed", "reopened"],
 );
 
@@ -45,7 +52,9 @@ for (const item of items.slice(0, LIVE_SESSIONS)) {
     recentDeliveries: Array.from({ length: 50 }, (_, d) => `gh-${item.number}-${d}`),
   });
 }
-const registry: RegistryView = { sessionFor: (ref) => sessions.get(ref) };
+// An honoured start on every item without a session, so "spawn" events pass the start gate.
+const started: ControlView = { command: "start" };
+const registry: RegistryView = { sessionFor: (ref) => sessions.get(ref), controlFor: (ref) => (sessions.has(ref) ? undefined : started) };
 
 const memory = new DeliveryLru(1_024);
 for (let i = 0; i < 1_024; i++) memory.add(`gh-old-${i}`);

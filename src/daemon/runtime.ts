@@ -8,6 +8,7 @@ import { Poller, localPollSources } from "../ingress/poller.js";
 import type { PollSourceRuntime } from "../ingress/poller.js";
 import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
 import { ConfigError } from "../config/load.js";
+import { ControlStore } from "../control/store.js";
 import { GitHubFeed } from "../trackers/github/feed.js";
 import { isLive } from "../sessions/record.js";
 import { policyOf } from "../routing/router.js";
@@ -38,6 +39,8 @@ export interface RuntimeInput {
 /** The session machinery, composed once per process from the config. */
 export interface Runtime {
   readonly registry: SessionRegistry;
+  /** The last control command of each work item (`<state.root>/sessions/control`). */
+  readonly control: ControlStore;
   readonly runner: TmuxRunner;
   readonly trackers: TrackerSet;
   /** Pull request → work item bindings (`<state.root>/sessions/links`). */
@@ -66,6 +69,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
   const { config, paths, events } = input;
   const routing = config.routing;
   const registry = new SessionRegistry({ dir: paths.registryDir });
+  const control = new ControlStore({ dir: paths.controlDir });
   const runner = tmuxRunnerFor(config, paths);
   const trackers = openTrackers(paths, events, { github: config.integrations.github });
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
@@ -78,10 +82,12 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     tmux: routing.tmux,
     events,
     now: () => new Date(),
+    control,
     ...(workspaces ? { workspaces } : {}),
   };
   return {
     registry,
+    control,
     runner,
     trackers,
     links,
@@ -105,6 +111,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         routing,
         policy: policyOf(routing),
         registry,
+        control,
         runner,
         trackers,
         events,

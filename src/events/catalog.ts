@@ -172,23 +172,23 @@ export const EVENT_CATALOG = {
     family: "session",
     level: "info",
     summary: "A session was paused: its events are recorded and dropped (`session-paused`) until it resumes.",
-    fields: { work_item: "string", tmux_target: "string", source: "string", actor: "string" },
+    fields: { work_item: "string", tmux_target: "string", command_source: "string", actor: "string" },
   },
   "session.resumed": {
     family: "session",
     level: "info",
     summary: "A paused session is active again; `notified` says whether its harness was told to re-read the thread.",
-    fields: { work_item: "string", tmux_target: "string", source: "string", actor: "string", notified: "boolean", error: "string?" },
+    fields: { work_item: "string", tmux_target: "string", command_source: "string", actor: "string", notified: "boolean", error: "string?" },
   },
   "control.command": {
     family: "control",
     level: "info",
     summary:
-      "A control command was applied (`source`: comment or cli; `effect`: started, start-pending, resumed, paused, stopped, recorded, noop).",
+      "A control command was applied (`command_source`: comment or cli; `effect`: started, start-pending, resumed, paused, stopped, recorded, noop).",
     fields: {
       work_item: "string",
       command: "string",
-      source: "string",
+      command_source: "string",
       actor: "string",
       effect: "string",
       delivery_id: "string?",
@@ -199,7 +199,7 @@ export const EVENT_CATALOG = {
     family: "control",
     level: "info",
     summary: "A control command was recognised but refused and not recorded (`reason`: not-armed, item-closed, nothing-to-resume).",
-    fields: { work_item: "string", command: "string", source: "string", actor: "string", reason: "string", delivery_id: "string?" },
+    fields: { work_item: "string", command: "string", command_source: "string", actor: "string", reason: "string", delivery_id: "string?" },
   },
   "control.ambiguous": {
     family: "control",

@@ -3,8 +3,9 @@ export { COMMENT_KINDS, EXCERPT_FIELD_MAX, EXCERPT_TOTAL_MAX, INBOUND_KINDS, bou
 export type { InboundEvent, InboundKind, InboundSource } from "./inbound.js";
 export { failClosedWarning, isAuthorized } from "./authz.js";
 export { DeliveryLru } from "./dedupe.js";
-export { isArmed, policyOf, route } from "./router.js";
+export { armsSpawn, isArmed, policyOf, route } from "./router.js";
 export type {
+  ControlView,
   Decision,
   DecisionAction,
   DeliveryMemory,

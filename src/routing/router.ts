@@ -1,8 +1,13 @@
-import type { RoutingConfig, SpawnPolicy } from "../config/schema.js";
+import type { ControlCommand, RoutingConfig, SpawnPolicy } from "../config/schema.js";
+import { compileVocabulary, parseControl } from "../control/keywords.js";
+import type { ControlVocabulary } from "../control/keywords.js";
+import { controlStateOf, spawnHold } from "../control/plan.js";
+import type { ControlRecord } from "../control/types.js";
 import { isLive } from "../sessions/record.js";
 import type { SessionStatus } from "../sessions/record.js";
 import type { WorkItem } from "../workitem/index.js";
 import { isAuthorized } from "./authz.js";
+import { COMMENT_KINDS } from "./inbound.js";
 import type { InboundEvent, InboundKind } from "./inbound.js";
 import { isSelfAuthored } from "./marker.js";
 
@@ -19,11 +24,17 @@ export interface RoutingPolicy {
   readonly autoExecuteLabel: string;
   /** null: every kind. */
   readonly acceptedKinds: ReadonlySet<InboundKind> | null;
+  readonly control: {
+    /** Whether comments are read for control keywords. */
+    readonly enabled: boolean;
+    readonly requireStartCommand: boolean;
+    readonly vocabulary: ControlVocabulary;
+  };
 }
 
 /** Built once per config load: the router then does set lookups, never list scans. */
 export function policyOf(
-  routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel">,
+  routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel" | "control">,
   acceptedKinds: readonly InboundKind[] | null = null,
 ): RoutingPolicy {
   return {
@@ -31,6 +42,11 @@ export function policyOf(
     spawnOnUnmatched: routing.spawnOnUnmatched,
     autoExecuteLabel: routing.autoExecuteLabel,
     acceptedKinds: acceptedKinds === null ? null : new Set(acceptedKinds),
+    control: {
+      enabled: routing.control.enabled,
+      requireStartCommand: routing.control.requireStartCommand,
+      vocabulary: compileVocabulary(routing.control.keywords),
+    },
   };
 }
 
@@ -40,8 +56,12 @@ export interface SessionView {
   readonly recentDeliveries: readonly string[];
 }
 
+/** What the router needs of a work item's last control command. */
+export type ControlView = Pick<ControlRecord, "command" | "clearedAt" | "deliveryId">;
+
 export interface RegistryView {
   sessionFor(ref: string): SessionView | undefined;
+  controlFor(ref: string): ControlView | undefined;
 }
 
 export interface DeliveryMemory {
@@ -55,14 +75,38 @@ export type DropReason =
   | "self-authored"
   | "unauthorized-actor"
   | "spawn-policy"
+  /** Armed, but the start command is required and none has been honoured. */
+  | "awaiting-start"
+  /** Armed, but the item's last control command paused or stopped it. */
+  | "execution-stopped"
   | "item-closed"
   | "no-session";
 
 export type Decision =
   | { readonly action: "drop"; readonly reason: DropReason; readonly workItem?: WorkItem }
+  /** A comment naming two different commands: nothing is executed and nothing forwarded. */
+  | {
+      readonly action: "drop";
+      readonly reason: "control-ambiguous";
+      readonly workItem: WorkItem;
+      readonly commands: readonly ControlCommand[];
+    }
   | { readonly action: "spawn"; readonly workItem: WorkItem }
   | { readonly action: "deliver"; readonly workItem: WorkItem; readonly status: SessionStatus }
-  | { readonly action: "close"; readonly workItem: WorkItem };
+  | { readonly action: "close"; readonly workItem: WorkItem }
+  /**
+   * A control command from an authorized, named person. The work item is the router's own choice
+   * (the one with a live session, else the most authoritative), never anything the comment says.
+   */
+  | {
+      readonly action: "control";
+      readonly workItem: WorkItem;
+      readonly command: ControlCommand;
+      readonly session: "active" | "paused" | "none";
+      /** The spawn policy arms the item (what a start needs when there is no session). */
+      readonly armed: boolean;
+      readonly itemClosed: boolean;
+    };
 
 export type DecisionAction = Decision["action"];
 
@@ -73,9 +117,11 @@ export type DecisionAction = Decision["action"];
  *  3. work item          the event names none                   → drop no-work-item
  *  4. self-authored      the text carries the-loop's marker     → drop self-authored
  *  5. authorization      actor not allowed (a close is exempt)  → drop unauthorized-actor
- *  6. control keyword    (seam: not yet)
+ *  6. control keyword    a comment naming a command             → control, or drop (ambiguous,
+ *                                                                 actor-less, redelivered)
  *  7. session match      a live session on one of the items     → deliver / close, or duplicate
- *  8. spawn policy       no live session                        → spawn, or drop
+ *  8. spawn policy       no live session                        → spawn, or drop (incl. the start
+ *                                                                 gate: awaiting-start, stopped)
  */
 export function route(event: InboundEvent, policy: RoutingPolicy, registry: RegistryView, memory: DeliveryMemory): Decision {
   if (policy.acceptedKinds !== null && !policy.acceptedKinds.has(event.kind)) return drop("disabled-event");
@@ -94,10 +140,10 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
     return drop("unauthorized-actor", primary);
   }
 
-  // Guard 6, control keyword: the execution-control change inserts its one line here, e.g.
-  //   const control = controlDecision(event, policy, registry); if (control) return control;
-  // It runs after authorization (only allowed people steer) and before the session match (a
-  // keyword such as "stop" must not be delivered to the agent as an ordinary comment).
+  // After authorization, so only allowed people steer; before the session match, so a keyword is
+  // acted on by the-loop instead of reaching the agent as an ordinary comment.
+  const control = controlDecision(event, policy, registry, primary);
+  if (control !== undefined) return control;
 
   const match = liveSession(event.workItems, registry);
   if (match !== undefined) {
@@ -109,7 +155,51 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
   // Closing an item with no session must not start one.
   if (event.kind === "closed") return drop("no-session", primary);
 
-  return spawnDecision(event, policy, primary);
+  return spawnDecision(event, policy, registry, primary);
+}
+
+/**
+ * Guard 6. Only comments are read (an item's own body is rewritten over time; a comment is one
+ * attributable act), and only when control is on. A command needs a named actor: authorization
+ * lets an actor-less event through because it carries no instructions, which a command is.
+ */
+function controlDecision(event: InboundEvent, policy: RoutingPolicy, registry: RegistryView, primary: WorkItem): Decision | undefined {
+  if (!policy.control.enabled || !COMMENT_KINDS.has(event.kind)) return undefined;
+  const parsed = parseControl(event.body, policy.control.vocabulary);
+  if (parsed.kind === "none") return undefined;
+  if (parsed.kind === "ambiguous") return { action: "drop", reason: "control-ambiguous", workItem: primary, commands: parsed.commands };
+  if (!isNamedActor(event.actor)) return drop("unauthorized-actor", primary);
+  const match = liveSession(event.workItems, registry);
+  const workItem = match?.workItem ?? primary;
+  // A command redelivered after a restart must not act twice (a start replayed after a stop).
+  if (match?.session.recentDeliveries.includes(event.deliveryId) || registry.controlFor(workItem.ref)?.deliveryId === event.deliveryId) {
+    return drop("duplicate-delivery", workItem);
+  }
+  return {
+    action: "control",
+    workItem,
+    command: parsed.command,
+    session: match === undefined ? "none" : match.session.status === "paused" ? "paused" : "active",
+    armed: armsSpawn(event.labels, policy),
+    itemClosed: event.itemState === "closed",
+  };
+}
+
+/** `ghost` is what a tracker calls a person it cannot name (a deleted account). */
+function isNamedActor(actor: string | null): actor is string {
+  return actor !== null && actor !== "ghost";
+}
+
+/** Whether the spawn policy arms an item with these labels. */
+export function armsSpawn(labels: readonly string[], policy: Pick<RoutingPolicy, "spawnOnUnmatched" | "autoExecuteLabel">): boolean {
+  switch (policy.spawnOnUnmatched) {
+    case "never":
+      return false;
+    case "always":
+      return true;
+    case "labeled":
+      return isArmed(labels, policy.autoExecuteLabel);
+  }
 }
 
 /** Whether the labels carry the arming label; labels are compared trimmed and case-insensitively. */
@@ -142,15 +232,11 @@ function liveSession(
   return undefined;
 }
 
-function spawnDecision(event: InboundEvent, policy: RoutingPolicy, primary: WorkItem): Decision {
+function spawnDecision(event: InboundEvent, policy: RoutingPolicy, registry: RegistryView, primary: WorkItem): Decision {
   // Work on a finished item is never started, whatever the policy says.
   if (event.itemState === "closed") return drop("item-closed", primary);
-  switch (policy.spawnOnUnmatched) {
-    case "never":
-      return drop("spawn-policy", primary);
-    case "always":
-      return { action: "spawn", workItem: primary };
-    case "labeled":
-      return isArmed(event.labels, policy.autoExecuteLabel) ? { action: "spawn", workItem: primary } : drop("spawn-policy", primary);
-  }
+  if (!armsSpawn(event.labels, policy)) return drop("spawn-policy", primary);
+  // The label (or "always") only arms: who may start is decided by the start gate.
+  const hold = spawnHold(controlStateOf(registry.controlFor(primary.ref)), policy.control);
+  return hold === undefined ? { action: "spawn", workItem: primary } : drop(hold, primary);
 }

@@ -1,4 +1,5 @@
 import type { RoutingConfig } from "../config/schema.js";
+import type { ControlStore } from "../control/store.js";
 import type { EventSink } from "../events/log.js";
 import { messageOf } from "../errors.js";
 import type { SessionRunner } from "../harness/runner.js";
@@ -14,13 +15,25 @@ export interface CloseOptions {
   readonly now: () => Date;
   /** Releases a closed session's checkout (it applies routing.workspace.keepCheckoutOnClose itself). */
   readonly workspaces?: WorkspaceProvider;
+  /**
+   * The control records: a session that ends for a reason other than a stop (its item closed,
+   * `the-loop sessions close`) clears the item's standing command, so a reopened item waits for
+   * a new start instead of starting on the old one.
+   */
+  readonly control?: ControlStore;
 }
 
 /**
- * The one close path, shared by the dispatcher (the work item closed) and the CLI: the record is
- * marked closed first, so no event can reach the session any more, then the harness is ended
- * and the tmux session kept or killed as configured, and last its checkout released. Returns
- * undefined when nothing was live.
+ * Close reasons that leave the item's control record standing: a stop is itself the record (the
+ * item stays stopped), and a failed spawn keeps the honoured start pending for the next try.
+ */
+const KEEPS_CONTROL: ReadonlySet<string> = new Set(["stopped", "spawn-failed"]);
+
+/**
+ * The one close path, shared by the dispatcher (the work item closed, a stop command) and the
+ * CLI: the record is marked closed first, so no event can reach the session any more, then the
+ * harness is ended and the tmux session kept or killed as configured, and last its checkout
+ * released. Returns undefined when nothing was live.
  */
 export async function closeSession(
   options: CloseOptions,
@@ -29,6 +42,18 @@ export async function closeSession(
 ): Promise<SessionRecord | undefined> {
   const closed = await options.registry.close(ref, reason, options.now());
   if (!closed) return undefined;
+  await finishClose(options, closed, reason);
+  return closed;
+}
+
+/**
+ * Everything closeSession does after marking the record: for a caller that marks it itself
+ * (`registry.close`) inside a lock of its own — the stop command marks it inside the item's
+ * control transaction, so a concurrent start from another process cannot interleave — and
+ * finishes outside it. `closed` is what `registry.close` returned.
+ */
+export async function finishClose(options: CloseOptions, closed: SessionRecord, reason: string): Promise<void> {
+  const ref = closed.workItem.ref;
   const result = await options.runner.terminate(closed.tmuxTarget, {
     killHarness: options.tmux.killHarnessOnClose,
     graceMs: Math.round(options.tmux.harnessKillGraceSeconds * 1000),
@@ -59,5 +84,10 @@ export async function closeSession(
     tmux_target: closed.tmuxTarget,
     kept_tmux_session: result.keptSession,
   });
-  return closed;
+  if (options.control !== undefined && !KEEPS_CONTROL.has(reason)) {
+    // Last, after the session is fully closed. A damaged control record throws here: the session
+    // is closed all the same, and the error names the file to repair.
+    const cleared = await options.control.clear(ref, reason, options.now());
+    if (cleared !== undefined) options.events.emit("control.cleared", { work_item: ref, command: cleared.command, cleared_by: reason });
+  }
 }

@@ -1,5 +1,10 @@
+import { randomUUID } from "node:crypto";
 import { messageOf } from "../errors.js";
-import type { RoutingConfig } from "../config/schema.js";
+import type { ControlCommand, RoutingConfig } from "../config/schema.js";
+import { controlStateOf, planControl, spawnHold } from "../control/plan.js";
+import type { ControlAction, ControlPlan, SpawnHold } from "../control/plan.js";
+import type { ControlStore } from "../control/store.js";
+import type { ControlEffect, ControlOutcome, ControlRecord, ControlRejection, ControlRequest, ControlSource } from "../control/types.js";
 import type { EventSink } from "../events/log.js";
 import { ProgramNotFoundError, SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import type { SessionRunner } from "../harness/runner.js";
@@ -7,25 +12,28 @@ import { harnessAdapter, isResumableSessionId, newHarnessSessionId } from "../ha
 import type { HarnessAdapter } from "../harness/adapters.js";
 import type { EventHandler, HandleResult } from "../ingress/poller.js";
 import { DeliveryLru } from "../routing/dedupe.js";
-import { route } from "../routing/router.js";
-import type { Decision, DeliveryMemory, RoutingPolicy } from "../routing/router.js";
+import { armsSpawn, route } from "../routing/router.js";
+import type { Decision, DeliveryMemory, RegistryView, RoutingPolicy } from "../routing/router.js";
+import { boundExcerpt } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { TrackerSet } from "../trackers/resolve.js";
+import type { WorkItemState } from "../trackers/tracker.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
-import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
+import { formatWorkItemRef, hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
 import { announcementText } from "./announce.js";
-import { closeSession } from "./close.js";
+import { closeSession, finishClose } from "./close.js";
 import type { CloseOptions } from "./close.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
 import type { PullRequestLinks } from "./links.js";
-import { renderBootPrompt, renderEventPrompt } from "./prompts.js";
+import { renderBootPrompt, renderEventPrompt, renderResumeNote } from "./prompts.js";
 import type { PromptInput, PromptTemplates } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX, isLive, tmuxTargetFor } from "./record.js";
 import type { SessionRecord, SessionWorkspace } from "./record.js";
 import { Reactions } from "./reactions.js";
-import type { SessionRegistry } from "./registry.js";
+import type { ReactionMoment } from "./reactions.js";
+import type { ClaimResult, SessionRegistry } from "./registry.js";
 
 /**
  * Performs the router's decisions. Events for one work item run one after another in arrival
@@ -39,6 +47,8 @@ export interface DispatcherOptions {
   readonly routing: RoutingConfig;
   readonly policy: RoutingPolicy;
   readonly registry: SessionRegistry;
+  /** The last control command of each work item (`<state.root>/sessions/control`). */
+  readonly control: ControlStore;
   readonly runner: SessionRunner;
   readonly trackers: TrackerSet;
   readonly events: EventSink;
@@ -54,6 +64,16 @@ export interface DispatcherOptions {
   readonly links?: PullRequestLinks;
   /** Checkouts for sessions (routing.workspace); without it every session starts in spawnCwd. */
   readonly workspaces?: WorkspaceProvider;
+}
+
+/**
+ * What the dispatcher reads per event, swapped whole by reconfigure() on a config reload. What is
+ * fixed at construction (the pool size, the delivery LRU's size) stays as it was built.
+ */
+export interface DispatcherConfig {
+  readonly routing: RoutingConfig;
+  readonly policy: RoutingPolicy;
+  readonly templates: PromptTemplates;
 }
 
 /** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
@@ -79,6 +99,51 @@ type Hop = { readonly hop: string };
 /** Why an event is dropped whose session another process closed while the event was being carried out. */
 const SESSION_CLOSED = "session-closed";
 
+/** How an attempt to start a session for an event ended; its events are emitted by then. */
+type SpawnOutcome =
+  | { readonly kind: "started"; readonly record: SessionRecord }
+  /** Another process started one first. */
+  | { readonly kind: "occupied"; readonly occupant: SessionRecord }
+  /** The item's control record holds it (checked again under the control lock). */
+  | { readonly kind: "held"; readonly hold: SpawnHold }
+  /** Nothing runs; `retry`: trying the same event again may work. */
+  | { readonly kind: "failed"; readonly error: string; readonly retry: boolean }
+  /** Closed by another process while it was starting (settled as session-closed). */
+  | { readonly kind: "closed" };
+
+/** A command to apply to one work item, from a comment or the CLI. */
+interface CommandInput {
+  readonly workItem: WorkItem;
+  readonly command: ControlCommand;
+  readonly source: ControlSource;
+  readonly actor: string;
+  readonly note?: string | undefined;
+  readonly deliveryId: string;
+  /** The spawn policy arms the item (its labels, as the event or the tracker shows them). */
+  readonly armed: boolean;
+  readonly itemClosed: boolean;
+  /** What a spawn starts from and reactions go to: the comment, or a synthetic event for the CLI. */
+  readonly event: InboundEvent;
+}
+
+/** What the part of a command done under the item's control lock left for the rest to finish. */
+type Decided =
+  | { readonly kind: "rejected"; readonly reason: ControlRejection }
+  | {
+      readonly kind: "applied";
+      readonly action: ControlAction;
+      readonly effect: ControlEffect;
+      /** The session the command acted on (or the one it found live), as the transition left it. */
+      readonly session?: SessionRecord;
+      /** A spawn whose claim this command won: the harness is started outside the lock. */
+      readonly claimed?: SessionRecord;
+      /** Why a start is pending without a claim (the harness cannot be resolved). */
+      readonly error?: string;
+    };
+
+/** How often a command is decided again when the session changed between the read and the transition. */
+const MAX_REPLANS = 3;
+
 export class Dispatcher implements EventHandler {
   private readonly queue = new KeyedQueue();
   private readonly heavy: Semaphore;
@@ -91,18 +156,51 @@ export class Dispatcher implements EventHandler {
   private accepting = true;
   /** Events handed in and not yet settled (an event may wait in several queues at once). */
   private inFlight = 0;
+  /** Read per event, swapped by reconfigure(). */
+  private routing: RoutingConfig;
+  private policy: RoutingPolicy;
+  private templates: PromptTemplates;
+  /** What the router sees: the item's session and its last control command. */
+  private readonly view: RegistryView;
 
   constructor(private readonly options: DispatcherOptions) {
+    this.routing = options.routing;
+    this.policy = options.policy;
+    this.templates = options.templates;
     this.heavy = new Semaphore(options.routing.maxConcurrentDispatches);
     this.memory = new DeliveryLru(options.routing.dedupCacheSize);
     this.now = options.now ?? (() => new Date());
-    this.reactions = new Reactions({ config: options.routing.reactions, trackers: options.trackers, events: options.events });
+    this.view = {
+      sessionFor: (ref) => options.registry.get(ref),
+      controlFor: (ref) => options.control.get(ref),
+    };
+    // A getter, so a reload's reaction settings count from the next reaction on.
+    const current = (): RoutingConfig => this.routing;
+    this.reactions = new Reactions({
+      get config() {
+        return current().reactions;
+      },
+      trackers: options.trackers,
+      events: options.events,
+    });
     this.linkCheck = new LinkedItemCheck({
       trackers: options.trackers,
       registry: options.registry,
       events: options.events,
       now: this.now,
     });
+  }
+
+  /**
+   * Swaps what is read per event: the routing settings (spawn policy, control, harnesses, tmux,
+   * announcements, reactions, workspaces), the router's policy and the prompt templates. Events
+   * already being carried out finish with what they started with where they read it already.
+   * The pool size and the delivery LRU's size are fixed at construction.
+   */
+  reconfigure(next: DispatcherConfig): void {
+    this.routing = next.routing;
+    this.policy = next.policy;
+    this.templates = next.templates;
   }
 
   /**
@@ -123,6 +221,8 @@ export class Dispatcher implements EventHandler {
     const event = applyLink(received, this.options.links, (problem) => this.linkProblem(received, problem)).event;
     const arrival = this.decide(event, this.memory);
     if (arrival === undefined) return Promise.resolve(RETRY);
+    // The comment alone makes it ambiguous: final at arrival, like the event guards.
+    if (arrival.action === "drop" && arrival.reason === "control-ambiguous") return Promise.resolve(this.ambiguous(event, arrival));
     if (arrival.action === "drop" && EVENT_GUARDS.has(arrival.reason)) return Promise.resolve(this.dropped(event, arrival));
     // Past the work-item guard, so the event names at least one work item.
     const keys = [...new Set(event.workItems.map((item) => item.ref))];
@@ -205,7 +305,7 @@ export class Dispatcher implements EventHandler {
   /** The router's decision, or undefined (reported) when a registry record cannot be read. */
   private decide(event: InboundEvent, memory: DeliveryMemory): Decision | undefined {
     try {
-      return route(event, this.options.policy, this.options.registry, memory);
+      return route(event, this.policy, this.view, memory);
     } catch (error) {
       // A damaged record: nothing can be decided for this item until a person looks at it.
       this.options.events.emit("dispatch.failed", {
@@ -220,6 +320,7 @@ export class Dispatcher implements EventHandler {
   }
 
   private dropped(event: InboundEvent, decision: Decision & { action: "drop" }): HandleResult {
+    if (decision.reason === "control-ambiguous") return this.ambiguous(event, decision);
     this.options.events.emit("routing.dropped", {
       reason: decision.reason,
       delivery_id: event.deliveryId,
@@ -228,6 +329,31 @@ export class Dispatcher implements EventHandler {
       actor: event.actor ?? undefined,
     });
     return SETTLED;
+  }
+
+  /**
+   * A comment naming two different commands (R1.4): nothing is executed and nothing forwarded.
+   * The comment gets the failure reaction, so its author sees it was not taken and can re-state it.
+   */
+  private ambiguous(event: InboundEvent, decision: Decision & { action: "drop"; reason: "control-ambiguous" }): HandleResult {
+    this.options.events.emit("control.ambiguous", {
+      work_item: decision.workItem.ref,
+      commands: [...decision.commands],
+      actor: event.actor ?? undefined,
+      delivery_id: event.deliveryId,
+    });
+    this.react(event, "failed");
+    return SETTLED;
+  }
+
+  /**
+   * Reactions acknowledge what a person did on the tracker. An event the-loop made up itself (the
+   * CLI's commands, the retry of a pending start: source `cli`) has no comment to react on, and a
+   * reaction on the item would only be noise: the CLI leaves its own comment.
+   */
+  private react(event: InboundEvent, moment: ReactionMoment): void {
+    if (event.source === "cli") return;
+    this.reactions.react(event, moment);
   }
 
   /** `held`: the queues the event holds, when it may still move to another (see enqueue). */
@@ -240,7 +366,7 @@ export class Dispatcher implements EventHandler {
     const decision = this.decide(event, NOTHING_SEEN);
     if (decision === undefined) {
       this.memory.delete(event.deliveryId);
-      this.reactions.react(event, "failed");
+      this.react(event, "failed");
       return RETRY;
     }
     if (decision.action === "drop") {
@@ -265,9 +391,20 @@ export class Dispatcher implements EventHandler {
         if (!current || !isLive(current)) return this.settle(workItem, event, "session-vanished");
         return await this.deliver(current, event);
       }
+      if (action === "control") return await this.commandFromComment(decision, event);
       const outcome = await this.heavy.use(() => this.spawn(workItem, event));
-      // Someone else (the CLI, another process) started it first: this event is input for that session.
-      return "occupant" in outcome ? await this.deliver(outcome.occupant, event) : outcome;
+      switch (outcome.kind) {
+        case "started":
+        case "closed":
+          return SETTLED;
+        case "held":
+          return this.settle(workItem, event, outcome.hold);
+        // Someone else (the CLI, another process) started it first: this event is input for that session.
+        case "occupied":
+          return await this.deliver(outcome.occupant, event);
+        case "failed":
+          return outcome.retry ? RETRY : SETTLED;
+      }
     } catch (error) {
       this.memory.delete(event.deliveryId);
       this.options.events.emit("dispatch.failed", {
@@ -277,7 +414,7 @@ export class Dispatcher implements EventHandler {
         error: messageOf(error),
         will_retry: true,
       });
-      this.reactions.react(event, "failed");
+      this.react(event, "failed");
       return RETRY;
     }
   }
@@ -288,7 +425,7 @@ export class Dispatcher implements EventHandler {
   }
 
   private adapter(name: string): HarnessAdapter {
-    return harnessAdapter(name, this.options.routing);
+    return harnessAdapter(name, this.routing);
   }
 
   private async promptInput(workItem: WorkItem, event: InboundEvent, record?: SessionRecord): Promise<PromptInput> {
@@ -309,15 +446,37 @@ export class Dispatcher implements EventHandler {
     };
   }
 
-  private async spawn(workItem: WorkItem, event: InboundEvent): Promise<HandleResult | { occupant: SessionRecord }> {
-    const routing = this.options.routing;
-    const harnessName = routing.defaultHarness;
-    const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)));
-    const at = this.now().toISOString();
-    const sessionId = newHarnessSessionId();
-    let adapter: HarnessAdapter;
+  /**
+   * A spawn the router decided on (the spawn policy arms the item and the start gate let it
+   * through). The claim is made inside the item's control transaction, where the gate is checked
+   * again: a stop from another process (the CLI) between the decision and the claim either comes
+   * first — and holds this spawn — or finds the claimed session and closes it. Never both missed.
+   */
+  private async spawn(workItem: WorkItem, event: InboundEvent): Promise<SpawnOutcome> {
+    const harnessName = this.routing.defaultHarness;
+    const adapter = this.resolveAdapter(workItem, event, harnessName);
+    if (typeof adapter === "string") return { kind: "failed", error: adapter, retry: false };
+    const gated = await this.options.control.transaction(
+      workItem.ref,
+      async (tx): Promise<{ readonly hold: SpawnHold } | { readonly claim: ClaimResult }> => {
+        const hold = spawnHold(controlStateOf(tx.read()), this.policy.control);
+        if (hold !== undefined) return { hold };
+        return { claim: await this.claim(workItem, event, harnessName) };
+      },
+    );
+    if ("hold" in gated) return { kind: "held", hold: gated.hold };
+    const { claim } = gated;
+    if (!claim.claimed) return { kind: "occupied", occupant: claim.record };
+    this.react(event, "started");
+    const started = await this.startClaimed(workItem, event, adapter, claim.record);
+    if (started.kind === "started") await this.confirmPendingStart(workItem.ref, event);
+    return started;
+  }
+
+  /** The harness adapter, or (reported) why it cannot be had: a configuration problem no retry fixes. */
+  private resolveAdapter(workItem: WorkItem, event: InboundEvent, harnessName: string): HarnessAdapter | string {
     try {
-      adapter = this.adapter(harnessName);
+      return this.adapter(harnessName);
     } catch (error) {
       this.options.events.emit("session.spawn_failed", {
         work_item: workItem.ref,
@@ -325,10 +484,17 @@ export class Dispatcher implements EventHandler {
         error: messageOf(error),
         delivery_id: event.deliveryId,
       });
-      this.reactions.react(event, "failed");
-      return SETTLED;
+      this.react(event, "failed");
+      return messageOf(error);
     }
-    const claim = await this.options.registry.claim(workItem, () => ({
+  }
+
+  /** Claims the item's session record for a new session, unless one is live (then: the occupant). */
+  private claim(workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<ClaimResult> {
+    const at = this.now().toISOString();
+    const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)));
+    const sessionId = newHarnessSessionId();
+    return this.options.registry.claim(workItem, () => ({
       version: 1,
       workItem: { ...workItem },
       harness: harnessName,
@@ -341,20 +507,37 @@ export class Dispatcher implements EventHandler {
       recentDeliveries: [event.deliveryId],
       url: workItem.url,
     }));
-    if (!claim.claimed) return { occupant: claim.record };
-    this.reactions.react(event, "started");
+  }
 
+  /**
+   * The rest of a spawn once the claim is won, shared by an event's spawn and a start command:
+   * the checkout, the harness with the boot prompt, the announcement. A failure closes the claim
+   * again (`spawn-failed`, which leaves a standing start record pending).
+   */
+  private async startClaimed(
+    workItem: WorkItem,
+    event: InboundEvent,
+    adapter: HarnessAdapter,
+    claimed: SessionRecord,
+  ): Promise<SpawnOutcome> {
+    const routing = this.routing;
+    const harnessName = claimed.harness;
+    const target = claimed.tmuxTarget;
     // Only after the claim: of two processes spawning for one item, only the winner prepares.
-    const prepared = await this.prepareWorkspace(workItem, event, harnessName, claim.record);
-    if ("outcome" in prepared) return prepared.outcome;
+    const prepared = await this.prepareWorkspace(workItem, event, harnessName, claimed);
+    if ("failed" in prepared) return { kind: "failed", error: prepared.failed, retry: true };
+    if ("closed" in prepared) {
+      this.settle(workItem, event, SESSION_CLOSED);
+      return { kind: "closed" };
+    }
     const cwd = prepared.cwd;
 
-    const prompt = renderBootPrompt(this.options.templates, await this.promptInput(workItem, event));
+    const prompt = renderBootPrompt(this.templates, await this.promptInput(workItem, event));
     try {
       await this.options.runner.spawn({
         target,
         cwd,
-        argv: adapter.fresh({ sessionId, prompt, workItem: workItem.ref }),
+        argv: adapter.fresh({ sessionId: claimed.harnessSessionId, prompt, workItem: workItem.ref }),
         env: this.options.sessionEnv(workItem.ref),
       });
     } catch (error) {
@@ -367,48 +550,52 @@ export class Dispatcher implements EventHandler {
               routing.tmux.socketName ? ` -L ${routing.tmux.socketName}` : ""
             } kill-session -t ${target}\`)`
           : "";
+      const message = `${messageOf(error)}${remedy}`;
       this.options.events.emit("session.spawn_failed", {
         work_item: workItem.ref,
         harness: harnessName,
-        error: `${messageOf(error)}${remedy}`,
+        error: message,
         delivery_id: event.deliveryId,
       });
       this.memory.delete(event.deliveryId);
-      this.reactions.react(event, "failed");
+      this.react(event, "failed");
       // Neither comes right by trying again at once; the next event for the item tries afresh.
-      return error instanceof TargetLiveError || error instanceof ProgramNotFoundError ? SETTLED : RETRY;
+      return { kind: "failed", error: message, retry: !(error instanceof TargetLiveError || error instanceof ProgramNotFoundError) };
     }
-    if (await this.endIfClosed(claim.record)) return this.settle(workItem, event, SESSION_CLOSED);
+    if (await this.endIfClosed(claimed)) {
+      this.settle(workItem, event, SESSION_CLOSED);
+      return { kind: "closed" };
+    }
     this.options.events.emit("session.spawned", {
       work_item: workItem.ref,
       harness: harnessName,
-      harness_session_id: sessionId,
+      harness_session_id: claimed.harnessSessionId,
       tmux_target: target,
       cwd,
       delivery_id: event.deliveryId,
     });
-    this.reactions.react(event, "completed");
+    this.react(event, "completed");
     await this.recordLink(workItem, event);
     if (routing.announce.enabled) await this.announce(workItem.ref, target, harnessName);
-    return SETTLED;
+    return { kind: "started", record: claimed };
   }
 
   /**
    * The session's working directory: its own checkout when a workspace provider gives one (the
-   * record then names it, so a respawn and the close find it), else spawnCwd. An outcome instead
-   * when there is nothing to start: the checkout failed (the claim is closed again and the event
-   * comes back for another try), or the session was closed meanwhile (`the-loop sessions close`
-   * during a long clone) — that close could not release a checkout it did not know of, so this
-   * does, and no harness is started for a closed session.
+   * record then names it, so a respawn and the close find it), else spawnCwd. `failed` instead
+   * when the checkout failed (the claim is closed again, reported), `closed` when the session was
+   * closed meanwhile (`the-loop sessions close` during a long clone) — that close could not
+   * release a checkout it did not know of, so this does, and no harness is started for a closed
+   * session.
    */
   private async prepareWorkspace(
     workItem: WorkItem,
     event: InboundEvent,
     harnessName: string,
     claimed: SessionRecord,
-  ): Promise<{ readonly cwd: string } | { readonly outcome: HandleResult }> {
+  ): Promise<{ readonly cwd: string } | { readonly failed: string } | { readonly closed: true }> {
     const provider = this.options.workspaces;
-    if (provider === undefined || !this.options.routing.workspace.enabled) return { cwd: this.options.spawnCwd };
+    if (provider === undefined || !this.routing.workspace.enabled) return { cwd: this.options.spawnCwd };
     let workspace: SessionWorkspace | undefined;
     let recorded = false;
     try {
@@ -422,20 +609,21 @@ export class Dispatcher implements EventHandler {
       });
     } catch (error) {
       await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
+      const message = `its checkout could not be prepared: ${messageOf(error)}`;
       this.options.events.emit("session.spawn_failed", {
         work_item: workItem.ref,
         harness: harnessName,
-        error: `its checkout could not be prepared: ${messageOf(error)}`,
+        error: message,
         delivery_id: event.deliveryId,
       });
       this.memory.delete(event.deliveryId);
-      this.reactions.react(event, "failed");
-      return { outcome: RETRY };
+      this.react(event, "failed");
+      return { failed: message };
     }
     if (recorded) return { cwd: workspace.checkout };
     // A session claimed anew by another process prepares this same checkout for itself: leave it be.
     if (!isLive(this.options.registry.get(workItem.ref))) await provider.release(workItem.ref, workspace);
-    return { outcome: this.settle(workItem, event, SESSION_CLOSED) };
+    return { closed: true };
   }
 
   /**
@@ -447,7 +635,7 @@ export class Dispatcher implements EventHandler {
   private async endIfClosed(started: SessionRecord): Promise<boolean> {
     const ref = started.workItem.ref;
     if (sameLiveSession(this.options.registry.get(ref), started)) return false;
-    const tmux = this.options.routing.tmux;
+    const tmux = this.routing.tmux;
     const result = await this.options.runner.terminate(started.tmuxTarget, {
       killHarness: true,
       graceMs: Math.round(tmux.harnessKillGraceSeconds * 1000),
@@ -532,7 +720,7 @@ export class Dispatcher implements EventHandler {
         .forRef(ref)
         .postComment(
           parseWorkItemRef(ref),
-          announcementText({ ref, tmuxTarget: target, harness, socketName: this.options.routing.tmux.socketName }),
+          announcementText({ ref, tmuxTarget: target, harness, socketName: this.routing.tmux.socketName }),
         );
       this.options.events.emit("session.announced", { work_item: ref, comment_id: comment.id });
     } catch (error) {
@@ -544,20 +732,9 @@ export class Dispatcher implements EventHandler {
     const workItem = record.workItem as WorkItem;
     if (record.status === "paused") return this.settle(workItem, event, "session-paused");
     if (record.recentDeliveries.includes(event.deliveryId)) return this.settle(workItem, event, "already-processed");
-    this.reactions.react(event, "started");
-    const text = renderEventPrompt(this.options.templates, await this.promptInput(workItem, event, record));
-    await this.startupGrace(record);
-    try {
-      await this.options.runner.deliver(record.tmuxTarget, text);
-    } catch (error) {
-      if (!(error instanceof SessionMissingError)) throw error;
-      // A pane gone because another process closed the session (`the-loop sessions close`) is not
-      // a dead harness: starting one again would run an agent for a closed session, in a
-      // checkout that close may have removed.
-      if (!sameLiveSession(this.options.registry.get(workItem.ref), record)) return this.settle(workItem, event, SESSION_CLOSED);
-      await this.heavy.use(() => this.respawn(record, text));
-      if (await this.endIfClosed(record)) return this.settle(workItem, event, SESSION_CLOSED);
-    }
+    this.react(event, "started");
+    const text = renderEventPrompt(this.templates, await this.promptInput(workItem, event, record));
+    if ((await this.paste(record, text)) === "closed") return this.settle(workItem, event, SESSION_CLOSED);
     await this.options.registry.update(workItem.ref, (current) => {
       const { awaitingInput: _answered, ...rest } = current;
       const recent = [...rest.recentDeliveries.filter((id) => id !== event.deliveryId), event.deliveryId];
@@ -568,9 +745,30 @@ export class Dispatcher implements EventHandler {
       delivery_id: event.deliveryId,
       tmux_target: record.tmuxTarget,
     });
-    this.reactions.react(event, "completed");
+    this.react(event, "completed");
     await this.recordLink(workItem, event);
     return SETTLED;
+  }
+
+  /**
+   * Puts `text` into the session's harness, starting the harness again (with `text` as its
+   * prompt) when its pane died. `closed`: the session was closed by another process meanwhile,
+   * and nothing was started for it.
+   */
+  private async paste(record: SessionRecord, text: string): Promise<"pasted" | "closed"> {
+    await this.startupGrace(record);
+    try {
+      await this.options.runner.deliver(record.tmuxTarget, text);
+    } catch (error) {
+      if (!(error instanceof SessionMissingError)) throw error;
+      // A pane gone because another process closed the session (`the-loop sessions close`) is not
+      // a dead harness: starting one again would run an agent for a closed session, in a
+      // checkout that close may have removed.
+      if (!sameLiveSession(this.options.registry.get(record.workItem.ref), record)) return "closed";
+      await this.heavy.use(() => this.respawn(record, text));
+      if (await this.endIfClosed(record)) return "closed";
+    }
+    return "pasted";
   }
 
   /**
@@ -578,7 +776,7 @@ export class Dispatcher implements EventHandler {
    * first); input pasted before that can be split into lines or lost. Only this work item waits.
    */
   private async startupGrace(record: SessionRecord): Promise<void> {
-    const graceMs = this.options.routing.tmux.startupGraceSeconds * 1000;
+    const graceMs = this.routing.tmux.startupGraceSeconds * 1000;
     const readyAt = Math.max(Date.parse(record.createdAt) + graceMs, this.readyAt.get(record.tmuxTarget) ?? 0);
     const wait = readyAt - this.now().getTime();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(wait, graceMs)));
@@ -586,7 +784,7 @@ export class Dispatcher implements EventHandler {
   }
 
   private markStarted(target: string): void {
-    this.readyAt.set(target, this.now().getTime() + this.options.routing.tmux.startupGraceSeconds * 1000);
+    this.readyAt.set(target, this.now().getTime() + this.routing.tmux.startupGraceSeconds * 1000);
   }
 
   /** The pane died: start the harness again, resuming its conversation when it can; the event is the prompt. */
@@ -598,7 +796,7 @@ export class Dispatcher implements EventHandler {
       this.markStarted(record.tmuxTarget);
     };
     const canResume =
-      this.options.routing.tmux.resumeOnRespawn && adapter.resume && isResumableSessionId(record.harnessSessionId);
+      this.routing.tmux.resumeOnRespawn && adapter.resume && isResumableSessionId(record.harnessSessionId);
     if (canResume && adapter.resume) {
       try {
         await spawnWith(adapter.resume({ sessionId: record.harnessSessionId, prompt, workItem: ref }));
@@ -636,7 +834,7 @@ export class Dispatcher implements EventHandler {
     const closed = await closeSession(this.closeOptions(), workItem.ref, "item-closed");
     // Closed by someone else since the decision: a dropped event gets no reaction.
     if (!closed) return this.settle(workItem, event, "no-session");
-    this.reactions.react(event, "started");
+    this.react(event, "started");
     return SETTLED;
   }
 
@@ -644,11 +842,420 @@ export class Dispatcher implements EventHandler {
     return {
       registry: this.options.registry,
       runner: this.options.runner,
-      tmux: this.options.routing.tmux,
+      tmux: this.routing.tmux,
       events: this.options.events,
       now: this.now,
+      control: this.options.control,
       ...(this.options.workspaces ? { workspaces: this.options.workspaces } : {}),
     };
+  }
+
+  // ---- execution control ------------------------------------------------------------------
+
+  /**
+   * Applies a command the CLI gives (`the-loop sessions start|stop|pause|resume`) exactly as the
+   * same keyword in a comment would be applied, minus authorization: shell access to this machine
+   * is the authority. It waits its turn in the item's queue like an event, so it never interleaves
+   * with the item's events here, and takes the item's control lock, so it never interleaves with
+   * a command or a spawn in another process (the daemon) either. The item's labels and state are
+   * read from its tracker. A start with no live session spawns here, with the daemon's own boot
+   * prompt, workspace, harness and announcement, from a synthetic event (source `cli`, delivery
+   * id `cli-start-<uuid>`). Throws when the item cannot be read, or a record is damaged.
+   */
+  async control(request: ControlRequest): Promise<ControlOutcome> {
+    if (!this.accepting) throw new Error("the dispatcher is shutting down and takes no more commands");
+    const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
+    this.inFlight += 1;
+    try {
+      return await this.exclusive([ref], async () => {
+        const state = await this.options.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
+        const deliveryId = request.deliveryId ?? `cli-${request.command}-${randomUUID()}`;
+        const event = this.syntheticEvent(state, { command: request.command, source: request.source, actor: request.actor, deliveryId });
+        return this.applyCommand({
+          workItem: state.item,
+          command: request.command,
+          source: request.source,
+          actor: request.actor,
+          note: request.note,
+          deliveryId,
+          armed: armsSpawn(state.labels, this.policy),
+          itemClosed: state.state === "closed",
+          event,
+        });
+      });
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  /**
+   * Starts the sessions whose start was honoured but whose spawn failed (`start-pending`), or
+   * that the daemon was not running to start: every item whose standing control record is a
+   * start and that has no live session. Each is checked again in its own queue — still open,
+   * still armed — and spawned through the same gated path an event takes, from a synthetic event
+   * (source `cli`, as every event the-loop makes up itself; delivery id `control-retry-<uuid>`;
+   * the actor is whoever gave the start). An item that is closed or no longer armed is skipped
+   * with `dispatch.dropped` (item-closed / spawn-policy) and its start left standing, so arming or
+   * reopening it lets its next event start it — the start was honoured while it was armed (R2.5).
+   * Returns how many sessions were started.
+   */
+  async retryPendingStarts(): Promise<number> {
+    if (!this.accepting) return 0;
+    const { records } = this.options.control.list();
+    const pending = records.filter((record) => controlStateOf(record) === "start-requested");
+    const started = await Promise.all(pending.map((record) => this.retryStart(record.ref)));
+    return started.filter(Boolean).length;
+  }
+
+  private async retryStart(ref: string): Promise<boolean> {
+    this.inFlight += 1;
+    const deliveryId = `control-retry-${randomUUID()}`;
+    try {
+      return await this.exclusive([ref], async () => {
+        try {
+          if (isLive(this.options.registry.get(ref))) return false;
+          const standing = this.options.control.get(ref);
+          if (standing === undefined || controlStateOf(standing) !== "start-requested") return false;
+          const state = await this.options.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
+          const workItem = state.item;
+          if (state.state === "closed") {
+            this.options.events.emit("dispatch.dropped", { work_item: ref, delivery_id: deliveryId, reason: "item-closed" });
+            return false;
+          }
+          if (!armsSpawn(state.labels, this.policy)) {
+            this.options.events.emit("dispatch.dropped", { work_item: ref, delivery_id: deliveryId, reason: "spawn-policy" });
+            return false;
+          }
+          const event = this.syntheticEvent(state, { command: "start", source: standing.source, actor: standing.actor, deliveryId });
+          const outcome = await this.heavy.use(() => this.spawn(workItem, event));
+          if (outcome.kind === "held") this.settle(workItem, event, outcome.hold);
+          return outcome.kind === "started";
+        } catch (error) {
+          this.options.events.emit("dispatch.failed", {
+            work_item: ref,
+            delivery_id: deliveryId,
+            action: "spawn",
+            error: messageOf(error),
+            will_retry: false,
+          });
+          return false;
+        }
+      });
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  /**
+   * The event a command the-loop gives itself stands in for: a comment carrying the command's
+   * keyword by `actor`, with the item's labels and state as its tracker shows them now. Source
+   * `cli`: no tracker delivered it, so it gets no reactions.
+   */
+  private syntheticEvent(
+    state: WorkItemState,
+    input: { readonly command: ControlCommand; readonly source: ControlSource; readonly actor: string; readonly deliveryId: string },
+  ): InboundEvent {
+    return {
+      source: "cli",
+      deliveryId: input.deliveryId,
+      kind: "commented",
+      trackerEvent: `cli:${input.command}`,
+      workItems: [state.item],
+      actor: input.actor,
+      body: this.routing.control.keywords[input.command],
+      labels: [...state.labels],
+      itemState: state.state,
+      title: state.title,
+      occurredAt: this.now().toISOString(),
+      excerpt: boundExcerpt({ command: input.command, source: input.source }),
+    };
+  }
+
+  /**
+   * A control keyword in an authorized person's comment (the router chose the work item). The
+   * comment is a command, never harness input (R1.2): a session it starts boots from the comment
+   * with its text replaced by the bare keyword — the same boot event the CLI's start makes — and
+   * the agent reads the thread itself, as its boot prompt tells it to.
+   */
+  private async commandFromComment(decision: Decision & { action: "control" }, comment: InboundEvent): Promise<HandleResult> {
+    // The router only decides a command for a named actor.
+    const actor = comment.actor ?? "ghost";
+    const event: InboundEvent = {
+      ...comment,
+      body: this.routing.control.keywords[decision.command],
+      excerpt: boundExcerpt({ command: decision.command, source: "comment" }),
+    };
+    await this.applyCommand({
+      workItem: decision.workItem,
+      command: decision.command,
+      source: "comment",
+      actor,
+      note: comment.commentUrl,
+      deliveryId: comment.deliveryId,
+      armed: decision.armed,
+      itemClosed: decision.itemClosed,
+      event,
+    });
+    // Applied or refused, the comment has been acted on: it is never forwarded, and never retried.
+    return SETTLED;
+  }
+
+  /**
+   * One command on one work item, the same for a comment and the CLI. Under the item's control
+   * lock: read the live session, plan (planControl decides; nothing here re-decides), make the
+   * registry transition and write the record — so a command from another process can never
+   * interleave, and a spawn racing it sees either none of it or all of it. Outside the lock, the
+   * slow part: the harness and announcement of a spawn, the close of a stop, telling a resumed
+   * harness to re-read the thread. Lock order is always control, then registry.
+   */
+  private async applyCommand(input: CommandInput): Promise<ControlOutcome> {
+    const ref = input.workItem.ref;
+    const { command, event } = input;
+    const harnessName = this.routing.defaultHarness;
+    // Resolved before the lock: a start that can act but whose harness cannot be had is pending.
+    const adapter = command === "start" ? this.adapterOrProblem(harnessName) : undefined;
+    const at = this.now();
+    const decided = await this.options.control.transaction(ref, (tx) => this.decideCommand(input, adapter, at, tx));
+
+    if (decided.kind === "rejected") {
+      this.options.events.emit("control.rejected", {
+        work_item: ref,
+        command,
+        command_source: input.source,
+        actor: input.actor,
+        reason: decided.reason,
+        delivery_id: input.deliveryId,
+      });
+      this.react(event, "failed");
+      return { applied: false, reason: decided.reason, message: this.rejectionMessage(ref, command, decided.reason) };
+    }
+
+    let effect = decided.effect;
+    let problem = decided.error;
+    if (decided.error !== undefined) {
+      // The start stands (recorded as pending); the harness configuration is what failed.
+      this.options.events.emit("session.spawn_failed", { work_item: ref, harness: harnessName, error: decided.error, delivery_id: input.deliveryId });
+      this.react(event, "failed");
+    } else if (decided.claimed !== undefined && adapter !== undefined && typeof adapter !== "string") {
+      this.react(event, "started");
+      const claimed = decided.claimed;
+      const started = await this.heavy.use(() => this.startClaimed(input.workItem, event, adapter, claimed));
+      if (started.kind === "failed") {
+        effect = "start-pending";
+        problem = started.error;
+        await this.markStartPending(ref, input.deliveryId);
+      } else if (started.kind === "closed") {
+        problem = "the session was closed by another process while it was starting";
+      }
+    } else if (decided.action === "close" && decided.session !== undefined) {
+      const closed = decided.session;
+      await this.heavy.use(() => finishClose(this.closeOptions(), closed, "stopped"));
+      this.react(event, "completed");
+    } else if (decided.action === "pause" && decided.session !== undefined) {
+      this.options.events.emit("session.paused", {
+        work_item: ref,
+        tmux_target: decided.session.tmuxTarget,
+        command_source: input.source,
+        actor: input.actor,
+      });
+      this.react(event, "completed");
+    } else if (decided.action === "resume" && decided.session !== undefined) {
+      const error = await this.notifyResumed(decided.session, input);
+      this.options.events.emit("session.resumed", {
+        work_item: ref,
+        tmux_target: decided.session.tmuxTarget,
+        command_source: input.source,
+        actor: input.actor,
+        notified: error === undefined,
+        ...(error !== undefined ? { error } : {}),
+      });
+      if (error !== undefined) problem = `resumed, but the harness could not be told to re-read the thread: ${error}`;
+      this.react(event, "completed");
+    } else {
+      this.react(event, "completed");
+    }
+
+    this.options.events.emit("control.command", {
+      work_item: ref,
+      command,
+      command_source: input.source,
+      actor: input.actor,
+      effect,
+      delivery_id: input.deliveryId,
+      ...(problem !== undefined ? { error: problem } : {}),
+    });
+    const after = this.options.registry.get(ref);
+    return {
+      applied: true,
+      effect,
+      ...(after !== undefined ? { session: { tmuxTarget: after.tmuxTarget, status: after.status } } : {}),
+      ...(problem !== undefined ? { problem } : {}),
+    };
+  }
+
+  /** The harness adapter for a start, or why it cannot be had. */
+  private adapterOrProblem(harnessName: string): HarnessAdapter | string {
+    try {
+      return this.adapter(harnessName);
+    } catch (error) {
+      return messageOf(error);
+    }
+  }
+
+  /**
+   * The part of a command done under the item's control lock. A transition that finds the
+   * session changed since it was read (closed by `the-loop sessions close`, or by an item-closed
+   * event in another process: those take no control lock) is planned again on what is there now.
+   */
+  private async decideCommand(
+    input: CommandInput,
+    adapter: HarnessAdapter | string | undefined,
+    at: Date,
+    tx: { read(): ControlRecord | undefined; write(record: ControlRecord): Promise<void> },
+  ): Promise<Decided> {
+    const ref = input.workItem.ref;
+    const registry = this.options.registry;
+    for (let attempt = 1; ; attempt += 1) {
+      // A damaged control record stops the command here, before anything changes.
+      tx.read();
+      const current = registry.get(ref);
+      const live = current !== undefined && isLive(current) ? current : undefined;
+      const plan: ControlPlan = planControl({
+        command: input.command,
+        session: live === undefined ? "none" : live.status === "paused" ? "paused" : "active",
+        armed: input.armed,
+        itemClosed: input.itemClosed,
+      });
+      if (plan.kind === "reject") return { kind: "rejected", reason: plan.reason };
+
+      let effect = plan.effect;
+      let session: SessionRecord | undefined = live;
+      let claimed: SessionRecord | undefined;
+      let error: string | undefined;
+      let changed = false;
+      switch (plan.action) {
+        case "spawn":
+          if (typeof adapter === "string" || adapter === undefined) {
+            effect = "start-pending";
+            error = typeof adapter === "string" ? adapter : "no harness to start";
+            break;
+          }
+          {
+            const claim = await this.claim(input.workItem, input.event, this.routing.defaultHarness);
+            session = claim.record;
+            if (claim.claimed) claimed = claim.record;
+            // Lost to a process that started one without this lock: the start confirms that session.
+            else effect = "noop";
+          }
+          break;
+        case "pause":
+          session = await registry.setStatus(ref, ["active"], "paused", at);
+          changed = session === undefined;
+          break;
+        case "resume":
+          session = await registry.setStatus(ref, ["paused"], "active", at);
+          changed = session === undefined;
+          break;
+        case "close":
+          session = await registry.close(ref, "stopped", at);
+          changed = session === undefined;
+          break;
+        case "none":
+          break;
+      }
+      if (changed) {
+        if (attempt < MAX_REPLANS) continue;
+        throw new Error(`the session of ${ref} kept changing while ${input.command} was being applied; try again`);
+      }
+      if (plan.record) {
+        await tx.write({
+          version: 1,
+          ref,
+          command: input.command,
+          source: input.source,
+          actor: input.actor,
+          requestedAt: at.toISOString(),
+          effect,
+          ...(input.note !== undefined ? { note: input.note } : {}),
+          deliveryId: input.deliveryId,
+        });
+      }
+      // The session remembers the command's delivery id, so a redelivery after a restart is dropped.
+      if (claimed === undefined && session !== undefined && isLive(session)) {
+        await registry.touch(ref, input.deliveryId, at);
+      }
+      return {
+        kind: "applied",
+        action: plan.action,
+        effect,
+        ...(session !== undefined ? { session } : {}),
+        ...(claimed !== undefined ? { claimed } : {}),
+        ...(error !== undefined ? { error } : {}),
+      };
+    }
+  }
+
+  /** A start whose spawn failed stays standing; its record says so (if it is still this start's). */
+  private async markStartPending(ref: string, deliveryId: string): Promise<void> {
+    await this.options.control.transaction(ref, async (tx) => {
+      const current = tx.read();
+      if (current === undefined || current.deliveryId !== deliveryId || controlStateOf(current) !== "start-requested") return;
+      if (current.effect === "start-pending") return;
+      await tx.write({ ...current, effect: "start-pending" });
+    });
+  }
+
+  /**
+   * A pending start whose session has now started (at the item's next event, or a retry): its
+   * record says it started. Nothing depends on this, so a failure is reported and no more.
+   */
+  private async confirmPendingStart(ref: string, event: InboundEvent): Promise<void> {
+    try {
+      const standing = this.options.control.get(ref);
+      if (standing?.effect !== "start-pending" || controlStateOf(standing) !== "start-requested") return;
+      await this.options.control.transaction(ref, async (tx) => {
+        const current = tx.read();
+        if (current?.effect !== "start-pending" || controlStateOf(current) !== "start-requested") return;
+        await tx.write({ ...current, effect: "started" });
+      });
+    } catch (error) {
+      this.options.events.emit("dispatch.failed", {
+        work_item: ref,
+        delivery_id: event.deliveryId,
+        action: "control",
+        error: `the session started, but its pending start record could not be updated: ${messageOf(error)}`,
+        will_retry: false,
+      });
+    }
+  }
+
+  /**
+   * Tells a resumed harness that events were dropped while it was paused (R3.3: they are not
+   * replayed), through the path deliveries take — a dead pane is started again with the note as
+   * its prompt. Undefined when told; otherwise why not (the resume stands either way).
+   */
+  private async notifyResumed(session: SessionRecord, input: CommandInput): Promise<string | undefined> {
+    const text = renderResumeNote({ workItem: input.workItem, actor: input.actor, source: input.source });
+    try {
+      const pasted = await this.paste(session, text);
+      return pasted === "closed" ? "the session was closed meanwhile" : undefined;
+    } catch (error) {
+      return messageOf(error);
+    }
+  }
+
+  /** Why a command was refused, and how to make it possible. */
+  private rejectionMessage(ref: string, command: ControlCommand, reason: ControlRejection): string {
+    switch (reason) {
+      case "not-armed":
+        return this.policy.spawnOnUnmatched === "never"
+          ? `${ref} is not armed: routing.spawnOnUnmatched is never, so no work item starts a session; set it to labeled (and add the label "${this.policy.autoExecuteLabel}") or always`
+          : `${ref} is not armed: add the label "${this.policy.autoExecuteLabel}" first (routing.autoExecuteLabel), or set routing.spawnOnUnmatched: always`;
+      case "item-closed":
+        return `${ref} is closed, and a closed work item never starts a session: reopen it first`;
+      case "nothing-to-resume":
+        return `${ref} has no live session to ${command}; use start to start one`;
+    }
   }
 }
 

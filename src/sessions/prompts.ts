@@ -119,6 +119,31 @@ export function renderEventPrompt(templates: PromptTemplates, input: PromptInput
   return renderTemplate(templates.event, promptValues(input));
 }
 
+/**
+ * What a resumed session is told (R3.3). Built in, not a template: it carries no event, only the
+ * fact of the resume. Events suppressed while the session was paused are never replayed, so the
+ * agent is sent back to the thread for what it missed.
+ */
+export const RESUME_NOTE_TEMPLATE = `Execution of {{work_item}} was resumed by {{actor}} ({{source}}). Events that arrived while it was paused were not delivered: re-read the work item's thread at {{url}} before you continue.
+`;
+
+export interface ResumeNoteInput {
+  readonly workItem: Pick<WorkItem, "ref" | "url">;
+  /** Who resumed it: a tracker login, or the local OS user. */
+  readonly actor: string;
+  /** `comment` or `cli`. */
+  readonly source: string;
+}
+
+export function renderResumeNote(input: ResumeNoteInput): string {
+  return renderTemplate(RESUME_NOTE_TEMPLATE, {
+    work_item: input.workItem.ref,
+    actor: input.actor,
+    source: input.source,
+    url: input.workItem.url,
+  });
+}
+
 /** A configured template file that cannot be used: a configuration error (exit 2). */
 export class PromptTemplateError extends ExitError {
   override readonly name: string = "PromptTemplateError";

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { inboundFromGitHub } from "../../src/ingress/github-events.js";
 import type { GitHubEventContext, NormalizeResult } from "../../src/ingress/github-events.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
+import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { policyOf, route } from "../../src/routing/router.js";
 import type { RegistryView } from "../../src/routing/router.js";
 
@@ -43,9 +44,16 @@ function eventOf(result: NormalizeResult): InboundEvent {
 /** #12 has a live session; nothing else does. */
 const registry: RegistryView = {
   sessionFor: (ref) => (ref === "github:octo/repo#12" ? { status: "active", recentDeliveries: [] } : undefined),
+  controlFor: () => undefined,
 };
-const noSessions: RegistryView = { sessionFor: () => undefined };
-const policy = policyOf({ authorizedUsers: ["alice"], spawnOnUnmatched: "labeled", autoExecuteLabel: ARM });
+const noSessions: RegistryView = { sessionFor: () => undefined, controlFor: () => undefined };
+// The start gate off: these cases are about who is authorized, not about the start command.
+const policy = policyOf({
+  authorizedUsers: ["alice"],
+  spawnOnUnmatched: "labeled",
+  autoExecuteLabel: ARM,
+  control: { enabled: true, requireStartCommand: false, keywords: DEFAULT_CONTROL_KEYWORDS },
+});
 const noDeliveries = { has: () => false };
 
 // A person did each of these, but the payload does not say who: a deleted account (GitHub may

@@ -1,10 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { SpawnPolicy } from "../../src/config/schema.js";
 import { SELF_COMMENT_MARKER, markSelfAuthored } from "../../src/routing/marker.js";
 import { INBOUND_KINDS } from "../../src/routing/inbound.js";
 import type { InboundEvent, InboundKind } from "../../src/routing/inbound.js";
 import { isArmed, policyOf, route } from "../../src/routing/router.js";
-import type { Decision, DeliveryMemory, RegistryView, RoutingPolicy, SessionView } from "../../src/routing/router.js";
+import type { Decision, DeliveryMemory, DropReason, RegistryView, RoutingPolicy, SessionView } from "../../src/routing/router.js";
 import type { SessionStatus } from "../../src/sessions/record.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 
@@ -40,9 +41,17 @@ function event(overrides: Partial<InboundEvent> = {}): InboundEvent {
   };
 }
 
+/** CONTROL: the start gate off, so these tables pin the label path; router-control.test.ts covers the gate. */
+export const CONTROL = { enabled: true, requireStartCommand: false, keywords: DEFAULT_CONTROL_KEYWORDS };
+
 function policy(overrides: { users?: string[]; spawn?: SpawnPolicy; label?: string; kinds?: InboundKind[] | null } = {}): RoutingPolicy {
   return policyOf(
-    { authorizedUsers: overrides.users ?? ["alice"], spawnOnUnmatched: overrides.spawn ?? "labeled", autoExecuteLabel: overrides.label ?? LABEL },
+    {
+      authorizedUsers: overrides.users ?? ["alice"],
+      spawnOnUnmatched: overrides.spawn ?? "labeled",
+      autoExecuteLabel: overrides.label ?? LABEL,
+      control: CONTROL,
+    },
     overrides.kinds ?? null,
   );
 }
@@ -50,7 +59,7 @@ function policy(overrides: { users?: string[]; spawn?: SpawnPolicy; label?: stri
 const session = (status: SessionStatus, recentDeliveries: string[] = []): SessionView => ({ status, recentDeliveries });
 
 function registry(sessions: Record<string, SessionView> = {}): RegistryView {
-  return { sessionFor: (ref) => sessions[ref] };
+  return { sessionFor: (ref) => sessions[ref], controlFor: () => undefined };
 }
 
 function memory(ids: string[] = []): DeliveryMemory {
@@ -67,7 +76,7 @@ interface Case {
   readonly expected: Decision;
 }
 
-const dropped = (reason: Extract<Decision, { action: "drop" }>["reason"], workItem?: WorkItem): Decision =>
+const dropped = (reason: DropReason, workItem?: WorkItem): Decision =>
   workItem === undefined ? { action: "drop", reason } : { action: "drop", reason, workItem };
 
 const cases: Case[] = [
@@ -192,6 +201,7 @@ describe("route", () => {
         asked.push(ref);
         return ref === A.ref ? session("active") : undefined;
       },
+      controlFor: () => undefined,
     };
     route(event({ workItems: [A, B] }), policy(), view, memory());
     expect(asked).toEqual([A.ref]);
@@ -201,7 +211,7 @@ describe("route", () => {
     const fail = () => {
       throw new Error("consulted");
     };
-    expect(route(event(), policy({ kinds: ["opened"] }), { sessionFor: fail }, { has: fail })).toEqual(dropped("disabled-event"));
+    expect(route(event(), policy({ kinds: ["opened"] }), { sessionFor: fail, controlFor: fail }, { has: fail })).toEqual(dropped("disabled-event"));
   });
 });
 
@@ -267,8 +277,8 @@ describe("isArmed", () => {
 
 describe("policyOf", () => {
   it("builds sets from the config", () => {
-    const built = policyOf({ authorizedUsers: ["a", "b", "a"], spawnOnUnmatched: "always", autoExecuteLabel: "go" }, ["commented", "closed"]);
-    expect(built).toEqual({
+    const built = policyOf({ authorizedUsers: ["a", "b", "a"], spawnOnUnmatched: "always", autoExecuteLabel: "go", control: CONTROL }, ["commented", "closed"]);
+    expect(built).toMatchObject({
       authorizedUsers: new Set(["a", "b"]),
       spawnOnUnmatched: "always",
       autoExecuteLabel: "go",
@@ -277,12 +287,12 @@ describe("policyOf", () => {
   });
 
   it.each([[undefined], [null]])("accepts every kind when acceptedKinds is %s", (kinds) => {
-    expect(policyOf({ authorizedUsers: [], spawnOnUnmatched: "never", autoExecuteLabel: "go" }, kinds).acceptedKinds).toBeNull();
+    expect(policyOf({ authorizedUsers: [], spawnOnUnmatched: "never", autoExecuteLabel: "go", control: CONTROL }, kinds).acceptedKinds).toBeNull();
   });
 
   it("does not alias the config's list", () => {
     const users = ["a"];
-    const built = policyOf({ authorizedUsers: users, spawnOnUnmatched: "never", autoExecuteLabel: "go" });
+    const built = policyOf({ authorizedUsers: users, spawnOnUnmatched: "never", autoExecuteLabel: "go", control: CONTROL });
     users.push("b");
     expect(built.authorizedUsers.has("b")).toBe(false);
   });

@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { expect } from "vitest";
 import { DEFAULT_AUTO_EXECUTE_LABEL, configSchema } from "../../src/config/schema.js";
 import type { CliConfig } from "../../src/config/schema.js";
+import { ControlStore } from "../../src/control/store.js";
 import type { EventType } from "../../src/events/catalog.js";
 import { MemoryEventSink } from "../../src/events/log.js";
 import type { InboundEvent, InboundKind, LinkSource } from "../../src/routing/inbound.js";
@@ -83,6 +84,7 @@ export async function dispatcherSetup<R extends FakeRunner>(input: DispatcherSet
   const github = input.github;
   const trackers: TrackerSet = github ? { local: opened.local, forRef: (ref) => (ref.startsWith("github:") ? github : opened.local) } : opened;
   const registry = new SessionRegistry({ dir: paths.registryDir, lock: { timeoutMs: 5_000 } });
+  const control = new ControlStore({ dir: paths.controlDir, lock: { timeoutMs: 5_000 } });
   const runner = input.runner;
   const spawnCwd = join(dir, "work");
   const now = input.now ?? (() => T0);
@@ -92,6 +94,7 @@ export async function dispatcherSetup<R extends FakeRunner>(input: DispatcherSet
       routing,
       policy: policyOf(routing),
       registry,
+      control,
       runner,
       trackers,
       events,
@@ -109,7 +112,7 @@ export async function dispatcherSetup<R extends FakeRunner>(input: DispatcherSet
   };
   const emitted = (type: EventType): Record<string, unknown>[] =>
     events.events.filter((event) => event.type === type).map((event) => event.fields);
-  return { dir, routing, paths, events, trackers, registry, runner, spawnCwd, dispatcher, record, emitted };
+  return { dir, routing, paths, events, trackers, registry, control, runner, spawnCwd, dispatcher, record, emitted };
 }
 
 // ---- the GitHub side ----------------------------------------------------------------------
@@ -331,7 +334,7 @@ export async function githubSetup(routingOverrides: Record<string, unknown> = {}
     runner: new HoldingRunner(),
     github,
   });
-  const { dir, paths, routing, registry, runner, events } = base;
+  const { dir, paths, routing, registry, control, runner, events } = base;
   const links = new PullRequestLinks(paths.linksDir);
   const workspaces = new FakeWorkspaces(join(dir, "workspaces"), registry, runner);
 
@@ -339,7 +342,7 @@ export async function githubSetup(routingOverrides: Record<string, unknown> = {}
   const record = (item: WorkItem): SessionRecord => base.record(item.ref);
   /** What `the-loop sessions close` does, from another process. */
   const cliClose = (item: WorkItem): Promise<SessionRecord | undefined> => {
-    const options: CloseOptions = { registry, runner, tmux: routing.tmux, events, now: () => T0, workspaces };
+    const options: CloseOptions = { registry, runner, tmux: routing.tmux, events, now: () => T0, workspaces, control };
     return closeSession(options, item.ref, "cli");
   };
   /** Starts a session for `item` from an event on the item itself. */

@@ -5,6 +5,7 @@ import { AnswerGivenExit, EXIT_FAILURE, ExitError, UsageError, messageOf } from 
 import type { EventFields, EventSink, EventType } from "../../events/index.js";
 import { inboundFromGitHub } from "../../ingress/github-events.js";
 import type { InboundEvent } from "../../routing/inbound.js";
+import { ControlStore } from "../../control/store.js";
 import { policyOf, route } from "../../routing/router.js";
 import type { Decision, DropReason } from "../../routing/router.js";
 import { applyLink } from "../../sessions/linkage.js";
@@ -52,11 +53,17 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
   project.events.emit("webhook.received", { delivery_id: deliveryId, github_event: name, action: actionOf(payload), bytes, verified: false });
   const links = new PullRequestLinks(project.paths.linksDir);
   const registry = new SessionRegistry({ dir: project.paths.registryDir });
+  const control = new ControlStore({ dir: project.paths.controlDir });
   // What the dispatcher does on arrival: a stored binding first, then the router.
   const linked = applyLink(normalized.event, links, (problem) => stderr.warn(problem)).event;
   let decision: Decision;
   try {
-    decision = route(linked, policyOf(project.config.routing), registry, { has: () => false });
+    decision = route(
+      linked,
+      policyOf(project.config.routing),
+      { sessionFor: (ref) => registry.get(ref), controlFor: (ref) => control.get(ref) },
+      { has: () => false },
+    );
   } catch (error) {
     throw new ExitError(`cannot decide: ${messageOf(error)}`);
   }
@@ -152,10 +159,15 @@ interface WorkItemReport {
 
 interface DecisionReport {
   readonly action: Decision["action"];
-  readonly reason?: DropReason;
+  readonly reason?: DropReason | "control-ambiguous";
   readonly workItem?: string;
-  /** The live session's status, for a delivery. */
+  /** The live session's status, for a delivery or a control command. */
   readonly sessionStatus?: string;
+  /** The control command a comment carries; for an ambiguous one, every command it names. */
+  readonly command?: string;
+  readonly commands?: readonly string[];
+  /** Whether the spawn policy arms the item, for a control command. */
+  readonly armed?: boolean;
 }
 
 interface Report {
@@ -194,17 +206,22 @@ function reportOf(deliveryId: string, name: string, event: InboundEvent, decisio
       ...(decision.action === "drop" ? { reason: decision.reason } : {}),
       ...(decision.workItem ? { workItem: decision.workItem.ref } : {}),
       ...(decision.action === "deliver" ? { sessionStatus: decision.status } : {}),
+      ...(decision.action === "control" ? { command: decision.command, sessionStatus: decision.session, armed: decision.armed } : {}),
+      ...(decision.action === "drop" && decision.reason === "control-ambiguous" ? { commands: decision.commands } : {}),
     },
   };
 }
 
-const DROP_EXPLANATIONS: Readonly<Record<DropReason, string>> = {
+const DROP_EXPLANATIONS: Readonly<Record<DropReason | "control-ambiguous", string>> = {
   "disabled-event": "this kind of event is not routed",
   "duplicate-delivery": "this delivery id already reached the session",
   "no-work-item": "the event names no work item",
   "self-authored": "the text carries the-loop's own marker",
   "unauthorized-actor": "the actor is not in routing.authorizedUsers",
   "spawn-policy": "no live session, and routing.spawnOnUnmatched does not start one (see autoExecuteLabel)",
+  "awaiting-start": "the item is armed, but no authorized start command has been honoured (routing.control.requireStartCommand)",
+  "execution-stopped": "the item's last control command paused or stopped it; a start command lifts that",
+  "control-ambiguous": "the comment names two different control commands, so none is executed",
   "item-closed": "no live session, and a closed item never starts one",
   "no-session": "the item closed, but it has no live session to close",
 };
@@ -217,6 +234,10 @@ function describeDecision(decision: DecisionReport): string {
       return `deliver into the ${decision.sessionStatus ?? "live"} session of ${decision.workItem ?? "?"}`;
     case "close":
       return `close the session of ${decision.workItem ?? "?"}`;
+    case "control": {
+      const session = decision.sessionStatus === "none" ? "no live session" : `its ${decision.sessionStatus ?? "live"} session`;
+      return `${decision.command ?? "?"} command on ${decision.workItem ?? "?"} (${session}, ${decision.armed ? "armed" : "not armed"})`;
+    }
     case "drop":
       return `drop (${decision.reason ?? "?"}: ${decision.reason ? DROP_EXPLANATIONS[decision.reason] : ""})`;
   }
