@@ -6,8 +6,12 @@ import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { WebhookReceiver } from "../ingress/webhook/server.js";
 import { webhookSecret } from "../ingress/webhook/secret.js";
 import { failClosedWarning } from "../routing/authz.js";
+import type { RoutingConfig } from "../config/schema.js";
+import type { Dispatcher } from "../sessions/dispatcher.js";
 import { acquirePidfile } from "./pidfile.js";
 import type { PidfileLock } from "./pidfile.js";
+import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
+import type { ReloadState } from "./reload.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
@@ -27,7 +31,9 @@ export interface ServeOptions {
 /**
  * Runs the daemon in the foreground until the signal aborts: takes each enabled service's
  * pidfile lock (refusing when another daemon holds one), runs the services, then drains —
- * queued events are carried out before the locks are released.
+ * queued events are carried out before the locks are released. While it runs, a change to the
+ * config file is applied to the routing at once (reload.ts), and sessions whose start was
+ * honoured but never carried out (a spawn that failed, or a restart that cut it) are started.
  */
 export async function serveDaemon(input: RuntimeInput, options: ServeOptions): Promise<void> {
   const { config, paths, events } = input;
@@ -54,14 +60,12 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
 
   const locks: PidfileLock[] = [];
   const statusFile = paths.ghWebhookStatusFile;
+  let reloads: ConfigFollower | undefined;
+  let retrying: Promise<void> | undefined;
   try {
     for (const service of enabled) locks.push(await acquirePidfile(service.pidfile, service.name));
     sweepLeftovers(paths);
-    const warning = failClosedWarning(config.routing);
-    if (warning) {
-      options.warn(warning);
-      events.emit("routing.fail_closed", { hint: warning });
-    }
+    warnIfFailClosed(config.routing, input, options);
     if (receiver) {
       const address = await receiver.start();
       if (!receiver.verified) {
@@ -84,12 +88,21 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     const names = enabled.map((service) => service.name);
     events.emit("daemon.started", { services: names, config: input.configFile });
     options.onReady?.(names);
+    // Not awaited: the poller runs meanwhile, and the drain waits for what it queues.
+    retrying = dispatcher.retryPendingStarts().then(
+      () => undefined,
+      (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
+    );
+    if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options);
     await (poller ? poller.run(options.signal) : aborted(options.signal));
+    await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();
     const abandoned = await dispatcher.drain();
+    await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
+    await reloads?.stop();
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);
     for (const lock of locks.reverse()) {
@@ -100,6 +113,52 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       }
     }
   }
+}
+
+interface ConfigFollower {
+  /** Stops watching and waits for a reload under way. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Applies every change of the config file to the running dispatcher (reload.ts), one reload at a
+ * time in the order the changes were seen. The file is also read once right away: a change made
+ * while the daemon was starting, after its config was read, is caught up on.
+ */
+function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: Dispatcher, options: ServeOptions): ConfigFollower {
+  let state: ReloadState = initialReloadState(input.config);
+  let reloading: Promise<void> = Promise.resolve();
+  const reloadOnce = async (): Promise<void> => {
+    try {
+      const result = await reloadRouting(state, { configFile, baseDir: input.baseDir, dispatcher, events: input.events, warn: options.warn });
+      state = result.state;
+      // Emptied by this reload: said as loudly as at start.
+      if (result.outcome === "reloaded" && result.applied.includes("routing.authorizedUsers")) {
+        warnIfFailClosed(state.running.routing, input, options);
+      }
+    } catch (error) {
+      options.warn(`could not reload the config file ${configFile}: ${messageOf(error)}`);
+    }
+  };
+  const reload = (): Promise<void> => (reloading = reloading.then(reloadOnce));
+  const unwatch = watchConfigFile(configFile, reload, {
+    onError: (error) => options.warn(`watching the config file ${configFile}: ${messageOf(error)}`),
+  });
+  void reload();
+  return {
+    async stop() {
+      unwatch();
+      await reloading;
+    },
+  };
+}
+
+/** Said at start, and again when a reload empties the list: an empty allowlist is never a silent bug. */
+function warnIfFailClosed(routing: RoutingConfig, input: RuntimeInput, options: ServeOptions): void {
+  const warning = failClosedWarning(routing);
+  if (!warning) return;
+  options.warn(warning);
+  input.events.emit("routing.fail_closed", { hint: warning });
 }
 
 function aborted(signal: AbortSignal): Promise<void> {
