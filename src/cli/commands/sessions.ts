@@ -1,6 +1,10 @@
 import { spawnSync } from "node:child_process";
+import { userInfo } from "node:os";
 import { join } from "node:path";
-import { ExitError, NotFoundError, UsageError, messageOf } from "../../errors.js";
+import { ControlStore } from "../../control/store.js";
+import type { ControlListingProblem } from "../../control/store.js";
+import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../control/types.js";
+import { AnswerGivenExit, EXIT_FAILURE, ExitError, NotFoundError, UsageError, messageOf } from "../../errors.js";
 import type { Runtime } from "../../daemon/runtime.js";
 import { isLive } from "../../sessions/record.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
@@ -47,27 +51,70 @@ export function canonicalRef(text: string, project: Project): string {
   }
 }
 
+/** The item's last control command as the list shows it: `pause (comment, alice)`, `start (cleared)`, `-`. */
+export function controlSummary(record: ControlRecord | undefined): string {
+  if (record === undefined) return "-";
+  return record.clearedAt === undefined ? `${record.command} (${record.source}, ${record.actor})` : `${record.command} (cleared)`;
+}
+
+/**
+ * Each item's last control command, read from the control folder once for the whole listing
+ * (not once per row), with the store's own light reader: no schema library, no runtime.
+ */
+function controlsByRef(project: Project): { byRef: Map<string, ControlRecord>; problems: ControlListingProblem[] } {
+  const { records, problems } = new ControlStore({ dir: project.paths.controlDir }).list();
+  return { byRef: new Map(records.map((record) => [record.ref, record])), problems };
+}
+
+/**
+ * Sessions with their status and their item's last control command. An item with a control
+ * record and no session record (paused or stopped before anything spawned) is listed too, with
+ * status `-`, when no --status filter is given: it has no session status to match.
+ */
 export async function runSessionsList(globals: GlobalOptions, options: SessionsListOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
-  const listing = { status: options.status, cache: join(project.paths.root, "cache", "sessions-list.json") };
+  const listing = { cache: join(project.paths.root, "cache", "sessions-list.json") };
+  const wanted = options.status;
+  const keep = (status: SessionStatus): boolean =>
+    wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted;
+  const controls = controlsByRef(project);
+  // Every session record is read (the filter applies afterwards) so that an item with a
+  // filtered-out session is never mistaken for one without a session.
+  const withoutSession = (refs: ReadonlySet<string>): ControlRecord[] =>
+    wanted === undefined ? [...controls.byRef.values()].filter((record) => !refs.has(record.ref)) : [];
   if (options.json) {
     const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
-    for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
-    stdout.json({ sessions: records, problems });
+    const allProblems = [...problems, ...controls.problems];
+    for (const problem of allProblems) stderr.warn(`${problem.file}: ${problem.message}`);
+    stdout.json({
+      sessions: records
+        .filter((record) => keep(record.status))
+        .map((record) => ({ ...record, control: controls.byRef.get(record.workItem.ref) ?? null })),
+      controls: withoutSession(new Set(records.map((record) => record.workItem.ref))),
+      problems: allProblems,
+    });
     return;
   }
   const { summaries, problems } = listSessionSummaries(project.paths.registryDir, listing);
-  for (const problem of problems) stderr.warn(`${problem.file}: ${problem.message}`);
-  if (summaries.length === 0) {
-    stdout.line(options.status ? `no ${options.status} sessions` : "no sessions yet");
+  for (const problem of [...problems, ...controls.problems]) stderr.warn(`${problem.file}: ${problem.message}`);
+  const rows = summaries
+    .filter((summary) => keep(summary.status))
+    .map((summary) => [
+      summary.ref,
+      summary.status,
+      controlSummary(controls.byRef.get(summary.ref)),
+      summary.harness,
+      summary.tmuxTarget,
+      summary.lastEventAt,
+    ]);
+  for (const record of withoutSession(new Set(summaries.map((summary) => summary.ref)))) {
+    rows.push([record.ref, "-", controlSummary(record), "-", "-", "-"]);
+  }
+  if (rows.length === 0) {
+    stdout.line(wanted ? `no ${wanted} sessions` : "no sessions yet");
     return;
   }
-  stdout.line(
-    formatTable(
-      ["work item", "status", "harness", "tmux", "last event"],
-      summaries.map((summary) => [summary.ref, summary.status, summary.harness, summary.tmuxTarget, summary.lastEventAt]),
-    ),
-  );
+  stdout.line(formatTable(["work item", "status", "control", "harness", "tmux", "last event"], rows));
 }
 
 function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
@@ -209,4 +256,138 @@ export async function runSessionsLinkPr(globals: GlobalOptions, options: Session
       ? `${bound}: its events reach the session ${session}`
       : `${bound}: its events go to the session of ${ref} once it has one`,
   );
+}
+
+export interface SessionsControlOptions {
+  /** Defaults to THE_LOOP_WORK_ITEM, which every session has. */
+  readonly workItem?: string;
+  /** False under --no-comment: leave no comment on the work item. */
+  readonly comment: boolean;
+  readonly json: boolean;
+}
+
+/** The person at the keyboard: the local OS user (shell access is the authority, R4). */
+export function localActor(): string {
+  try {
+    const name = userInfo().username;
+    if (name) return name;
+  } catch {
+    // No passwd entry for the uid (a container): the environment still names someone.
+  }
+  return process.env.USER || process.env.LOGNAME || "unknown";
+}
+
+/** How the comment on the work item went; absent under --no-comment. */
+type CommentResult = { readonly posted: true; readonly id: string } | { readonly posted: false; readonly error: string };
+
+/**
+ * Leaves the command on the work item's thread: the keyword an authorized person would have
+ * typed, a line saying it came from the CLI, and the loop-prevention marker so no ingress acts on
+ * it again (R4.2, R4.3). Best-effort (R4.4): a failure is reported and the command stands.
+ */
+async function announceControl(runtime: Runtime, project: Project, request: ControlRequest): Promise<CommentResult> {
+  const { controlCommentText } = await import("../../control/comment.js");
+  const keyword = project.config.routing.control.keywords[request.command];
+  try {
+    const body = controlCommentText({ keyword, command: request.command, actor: request.actor });
+    const comment = await runtime.trackers.forRef(request.ref).postComment(parseWorkItemRef(request.ref), body);
+    project.events.emit("control.announced", { work_item: request.ref, command: request.command, comment_id: comment.id });
+    return { posted: true, id: comment.id };
+  } catch (error) {
+    const message = messageOf(error);
+    project.events.emit("control.announce_failed", { work_item: request.ref, command: request.command, error: message });
+    return { posted: false, error: message };
+  }
+}
+
+/** What an applied command did, in a sentence. */
+function effectSentence(command: ControlCommand, ref: string, outcome: Extract<ControlOutcome, { applied: true }>): string {
+  const session = outcome.session ? ` (${outcome.session.tmuxTarget})` : "";
+  const start = `\`the-loop sessions start --work-item ${ref}\``;
+  switch (outcome.effect) {
+    case "started":
+      return `started a session for ${ref}${session}; watch it with \`the-loop sessions attach --work-item ${ref}\``;
+    case "start-pending":
+      return `the start of ${ref} is recorded, but its session could not be spawned${outcome.problem ? `: ${outcome.problem}` : ""}`;
+    case "resumed":
+      return `resumed the session of ${ref}${session}; it is told to re-read the thread, as events that arrived while it was paused were not delivered`;
+    case "paused":
+      return `paused the session of ${ref}${session}; events are recorded and dropped until \`the-loop sessions resume --work-item ${ref}\``;
+    case "stopped":
+      return `stopped the session of ${ref}${session}; ${ref} does not start again until ${start}`;
+    case "recorded":
+      return `${ref} has no live session; recorded the ${command}: no session starts for it until ${start}`;
+    case "noop":
+      if (command === "pause") return `the session of ${ref}${session} is already paused; recorded the pause again`;
+      if (command === "resume") return `the session of ${ref}${session} is not paused; nothing to resume`;
+      return `the session of ${ref}${session} is already running; nothing to start`;
+  }
+}
+
+/**
+ * `the-loop sessions start|stop|pause|resume`: the same command the comment keyword gives (R4.1),
+ * applied by the dispatcher the daemon uses (a start with no live session spawns here and now,
+ * R4.5), recorded with source `cli` (R4.7), then left on the work item's thread as a marked
+ * comment. Every applied command is posted, a no-op included (it is still a control action and
+ * the thread is its record); a refused one is not, as nothing happened. Exit 0 when the command
+ * applied (a no-op included), 1 when it was refused or its start is pending a failed spawn.
+ */
+export async function runSessionsControl(globals: GlobalOptions, command: ControlCommand, options: SessionsControlOptions): Promise<void> {
+  const project = await openProject(globals, "sessions");
+  const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
+  if (!given) {
+    throw new UsageError("which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it)");
+  }
+  const ref = canonicalRef(given, project);
+  const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note: `the-loop sessions ${command}` };
+
+  const runtime = await runtimeOf(project);
+  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message));
+  let outcome: ControlOutcome;
+  try {
+    outcome = await dispatcher.control(request);
+  } catch (error) {
+    // The tracker's, the lock's and a damaged record's errors say what to do; anything else gets its context here.
+    if (error instanceof ExitError) throw error;
+    throw new ExitError(`could not carry out the ${command} of ${ref}: ${messageOf(error)}`);
+  } finally {
+    await dispatcher.drain();
+  }
+
+  if (!outcome.applied) {
+    if (options.json) {
+      stdout.json({ workItem: ref, command, applied: false, reason: outcome.reason, message: outcome.message });
+      stderr.error(outcome.message);
+      throw new AnswerGivenExit(EXIT_FAILURE);
+    }
+    throw new ExitError(outcome.message);
+  }
+
+  const comment = options.comment ? await announceControl(runtime, project, request) : undefined;
+  const pending = outcome.effect === "start-pending";
+  const retry = "the start stands and is retried at the item's next event or when the daemon starts";
+  if (comment?.posted === false) {
+    stderr.warn(`could not post the ${command} comment on ${ref}: ${comment.error}; the ${command} stands, applied locally`);
+  }
+  if (options.json) {
+    stdout.json({
+      workItem: ref,
+      command,
+      applied: true,
+      effect: outcome.effect,
+      ...(outcome.session ? { session: outcome.session } : {}),
+      ...(outcome.problem ? { problem: outcome.problem } : {}),
+      ...(comment ? { comment } : {}),
+    });
+    if (pending) {
+      stderr.error(`${effectSentence(command, ref, outcome)}; ${retry}`);
+      throw new AnswerGivenExit(EXIT_FAILURE);
+    }
+    return;
+  }
+  if (pending) throw new ExitError(`${effectSentence(command, ref, outcome)}; ${retry}`);
+  // A problem after the command applied (the re-read note could not be pasted, say) is worth knowing.
+  if (outcome.problem) stderr.warn(outcome.problem);
+  stdout.line(effectSentence(command, ref, outcome));
+  if (comment?.posted) stdout.line(`recorded on ${ref}'s thread (comment ${comment.id})`);
 }

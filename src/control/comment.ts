@@ -1,0 +1,33 @@
+import { markSelfAuthored } from "../routing/marker.js";
+import type { ControlCommand } from "./types.js";
+
+/**
+ * The comment `the-loop sessions <command>` leaves on the work item, so the thread stays the full
+ * record of every control action (R4.2). It carries the keyword an authorized person would have
+ * typed, on its own line, and the loop-prevention marker (R4.3): the command is already applied,
+ * and neither ingress path may read it back as a new one.
+ */
+export interface ControlCommentInput {
+  /** The configured keyword of the command (routing.control.keywords). */
+  readonly keyword: string;
+  readonly command: ControlCommand;
+  /** Who ran the command: the local OS user. */
+  readonly actor: string;
+}
+
+/**
+ * The actor as it may stand in a code span on one line: a login never holds a backtick or a line
+ * break, but a name from the environment could, and it must not break out of its span.
+ */
+function codeSpanText(text: string): string {
+  const flat = text.replace(/[`\s]+/g, " ").trim();
+  return flat === "" ? "unknown" : flat;
+}
+
+export function controlCommentText({ keyword, command, actor }: ControlCommentInput): string {
+  return markSelfAuthored(
+    `${keyword}\n\n` +
+      `_Issued from the-loop CLI by \`${codeSpanText(actor)}\` (\`the-loop sessions ${command}\`) and already applied locally; ` +
+      `posted so this thread keeps the record of every control action._`,
+  );
+}

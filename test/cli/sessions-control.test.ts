@@ -1,0 +1,362 @@
+import { execFile } from "node:child_process";
+import { request as httpRequest, createServer } from "node:http";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { userInfo } from "node:os";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { controlSummary } from "../../src/cli/commands/sessions.js";
+import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
+import { compileVocabulary, parseControl } from "../../src/control/keywords.js";
+import type { ControlRecord } from "../../src/control/types.js";
+import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { jsonOf } from "../support/cli.js";
+import type { CliResult } from "../support/cli.js";
+import { FakeGitHub } from "../support/fake-github.js";
+import { testProject } from "../support/project.js";
+import type { TestProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
+
+/**
+ * `the-loop sessions start|pause|resume|stop` against the real CLI, with no daemon running: the
+ * command applies here (a start spawns the session in the CLI's own process), the list shows the
+ * state and the last command, and each applied command leaves a marked comment carrying its
+ * keyword on the work item — which the daemon, started afterwards, never acts on.
+ */
+
+const ARM = "the-loop: auto-execute";
+const ACTOR = userInfo().username;
+const run = promisify(execFile);
+const vocabulary = compileVocabulary(DEFAULT_CONTROL_KEYWORDS);
+
+let project: TestProject | undefined;
+const stops: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  await project?.cleanup();
+  project = undefined;
+  for (const stop of stops.splice(0)) await stop();
+});
+
+interface ControlJson {
+  workItem: string;
+  command: string;
+  applied: boolean;
+  effect?: string;
+  reason?: string;
+  message?: string;
+  session?: { tmuxTarget: string; status: string };
+  comment?: { posted: boolean; id?: string; error?: string };
+}
+
+interface ListJson {
+  sessions: { workItem: { ref: string }; status: string; tmuxTarget: string; control: ControlRecord | null }[];
+  controls: ControlRecord[];
+  problems: unknown[];
+}
+
+interface ItemJson {
+  ref: string;
+  comments: { id: string; author: string; body: string }[];
+}
+
+function ok(result: CliResult): CliResult {
+  expect(result.code, `stdout:\n${result.stdout}\nstderr:\n${result.stderr}`).toBe(0);
+  return result;
+}
+
+/** The pane of a tmux session: whether its harness still runs; undefined when the session is gone. */
+async function paneDead(socketName: string, target: string): Promise<boolean | undefined> {
+  try {
+    const { stdout } = await run("tmux", ["-L", socketName, "list-panes", "-t", `=${target}`, "-F", "#{pane_dead}"]);
+    return stdout.trim() === "1";
+  } catch {
+    return undefined;
+  }
+}
+
+/** The row of the `sessions list` table for a work item, split into its columns. */
+function row(table: string, ref: string): string[] {
+  const line = table.split("\n").find((candidate) => candidate.startsWith(`${ref} `));
+  if (line === undefined) throw new Error(`no row for ${ref} in:\n${table}`);
+  return line.split(/ {2,}/);
+}
+
+/** The poller's delivery id for a local comment (`demo:c7` is change `demo:7`). */
+const deliveryOf = (commentId: string): string => `poll-${commentId.replace(/:c(\d+)$/, ":$1")}`;
+
+describe("the-loop sessions start|pause|resume|stop", () => {
+  it("applies each command with no daemon, lists it, and leaves a marked comment the daemon never acts on", async () => {
+    project = await testProject({ routing: { control: { requireStartCommand: true } } });
+    const p = project;
+    // The poller's cursor is set before anything happens, so the daemon started at the end reads
+    // every comment the commands leave.
+    ok(await p.cli(["start"]));
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    ok(await p.cli(["stop"]));
+
+    ok(await p.cli(["item", "new", "Add a health check", "--label", ARM, "--as", "alice"]));
+    ok(await p.cli(["item", "new", "Not armed", "--as", "alice"]));
+    ok(await p.cli(["item", "new", "Held before it started", "--label", ARM, "--as", "alice"]));
+
+    // start: spawns here, from the CLI's own process.
+    const started = jsonOf<ControlJson>(ok(await p.cli(["sessions", "start", "--work-item", "#1", "--json"])));
+    expect(started).toMatchObject({ workItem: "local:demo#1", command: "start", applied: true, effect: "started" });
+    expect(started.session?.status).toBe("active");
+    expect(started.comment).toMatchObject({ posted: true });
+    const target = started.session?.tmuxTarget ?? "";
+    expect(await paneDead(p.socketName, target)).toBe(false);
+    const boot = await waitFor("the boot line", async () => (await p.transcript()).find((e) => e.type === "boot"));
+    expect(boot.argv?.at(-1)).toContain("Add a health check");
+    await p.waitForEvent("the session announcement", (r) => r.event === "session.announced" && r.work_item === "local:demo#1");
+    await p.waitForEvent("the control announcement", (r) => r.event === "control.announced" && r.command === "start");
+
+    let table = ok(await p.cli(["sessions", "list"])).stdout;
+    expect(table.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "tmux", "last event"]);
+    expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "active", `start (cli, ${ACTOR})`]);
+
+    // pause
+    const paused = ok(await p.cli(["sessions", "pause", "--work-item", "local:demo#1"]));
+    expect(paused.stdout).toContain(`paused the session of local:demo#1 (${target})`);
+    expect(paused.stdout).toContain("`the-loop sessions resume --work-item local:demo#1`");
+    expect(paused.stdout).toMatch(/recorded on local:demo#1's thread \(comment demo:c\d+\)/);
+    table = ok(await p.cli(["sessions", "list"])).stdout;
+    expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "paused", `pause (cli, ${ACTOR})`]);
+    expect(ok(await p.cli(["sessions", "list", "--status", "paused"])).stdout).toContain("local:demo#1");
+
+    // pause again: a no-op, exit 0, said so
+    const again = ok(await p.cli(["sessions", "pause", "--work-item", "#1", "--no-comment"]));
+    expect(again.stdout).toContain("already paused");
+
+    // resume: active again, told to re-read the thread
+    const resumed = jsonOf<ControlJson>(ok(await p.cli(["sessions", "resume", "--work-item", "#1", "--json"])));
+    expect(resumed).toMatchObject({ applied: true, effect: "resumed", session: { status: "active" }, comment: { posted: true } });
+    const note = await waitFor("the re-read note", async () =>
+      (await p.transcript()).find((e) => e.type === "input" && (e.text ?? "").includes("re-read")),
+    );
+    expect(note.text).toContain(`resumed by ${ACTOR} (cli)`);
+    table = ok(await p.cli(["sessions", "list"])).stdout;
+    expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "active", `resume (cli, ${ACTOR})`]);
+
+    // stop: closed, the harness ended
+    const stopped = ok(await p.cli(["sessions", "stop", "--work-item", "#1"]));
+    expect(stopped.stdout).toContain(`stopped the session of local:demo#1 (${target})`);
+    await p.waitForEvent("the close", (r) => r.event === "session.closed" && r.work_item === "local:demo#1");
+    await waitFor("the harness to end", async () => ((await paneDead(p.socketName, target)) !== false ? true : undefined));
+
+    // start on an item that is not armed: refused, nothing recorded, nothing posted.
+    const refused = await p.cli(["sessions", "start", "--work-item", "#2"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toContain("local:demo#2 is not armed");
+    expect(refused.stderr).toContain(ARM);
+    const refusedJson = await p.cli(["sessions", "start", "--work-item", "#2", "--json"]);
+    expect(refusedJson.code).toBe(1);
+    expect(jsonOf<ControlJson>(refusedJson)).toMatchObject({ workItem: "local:demo#2", applied: false, reason: "not-armed" });
+
+    // pause with no session, without a comment: recorded, listed as a row of its own.
+    const held = jsonOf<ControlJson>(ok(await p.cli(["sessions", "pause", "--work-item", "#3", "--no-comment", "--json"])));
+    expect(held).toEqual({ workItem: "local:demo#3", command: "pause", applied: true, effect: "recorded" });
+
+    const listed = jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"])));
+    expect(listed.sessions.map((s) => [s.workItem.ref, s.status, s.control?.command, s.control?.source, s.control?.actor])).toEqual([
+      ["local:demo#1", "closed", "stop", "cli", ACTOR],
+    ]);
+    expect(listed.controls.map((c) => [c.ref, c.command, c.effect])).toEqual([["local:demo#3", "pause", "recorded"]]);
+    table = ok(await p.cli(["sessions", "list"])).stdout;
+    expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "closed", `stop (cli, ${ACTOR})`]);
+    expect(row(table, "local:demo#3")).toEqual(["local:demo#3", "-", `pause (cli, ${ACTOR})`, "-", "-", "-"]);
+    expect(table).not.toContain("local:demo#2");
+    // A control-only row is not a session in any state.
+    expect(ok(await p.cli(["sessions", "list", "--status", "closed"])).stdout).not.toContain("local:demo#3");
+    expect(jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json", "--status", "live"])))).toMatchObject({ sessions: [], controls: [] });
+
+    // The thread: one marked comment per applied, commented command, each carrying its keyword.
+    const item = (ref: string): Promise<ItemJson> => p.cli(["item", "show", ref, "--json"]).then((r) => jsonOf<ItemJson>(ok(r)));
+    const controlComments = (await item("#1")).comments.filter((c) => parseControl(c.body.replace(SELF_COMMENT_MARKER, ""), vocabulary).kind !== "none");
+    expect(controlComments.map((c) => parseControl(c.body.replace(SELF_COMMENT_MARKER, ""), vocabulary))).toEqual(
+      ["start", "pause", "resume", "stop"].map((command) => ({ kind: "command", command })),
+    );
+    for (const comment of controlComments) {
+      expect(comment.author).toBe("the-loop");
+      expect(comment.body).toContain(SELF_COMMENT_MARKER);
+      expect(comment.body).toContain(`by \`${ACTOR}\``);
+    }
+    expect((await item("#2")).comments).toEqual([]);
+    expect((await item("#3")).comments).toEqual([]);
+
+    // Every command is in the event log, with its source and actor (R4.7).
+    const events = await p.events();
+    expect(
+      events.filter((r) => r.event === "control.command").map((r) => [r.work_item, r.command, r.command_source, r.actor, r.effect]),
+    ).toEqual([
+      ["local:demo#1", "start", "cli", ACTOR, "started"],
+      ["local:demo#1", "pause", "cli", ACTOR, "paused"],
+      ["local:demo#1", "pause", "cli", ACTOR, "noop"],
+      ["local:demo#1", "resume", "cli", ACTOR, "resumed"],
+      ["local:demo#1", "stop", "cli", ACTOR, "stopped"],
+      ["local:demo#3", "pause", "cli", ACTOR, "recorded"],
+    ]);
+    expect(events.filter((r) => r.event === "control.rejected").map((r) => [r.work_item, r.command, r.command_source, r.reason])).toEqual([
+      ["local:demo#2", "start", "cli", "not-armed"],
+      ["local:demo#2", "start", "cli", "not-armed"],
+    ]);
+    expect(events.filter((r) => r.event === "control.announced").map((r) => r.command)).toEqual(["start", "pause", "resume", "stop"]);
+
+    // The daemon reads every one of those comments, and acts on none: each is its own.
+    ok(await p.cli(["start"]));
+    const marked = (await item("#1")).comments.filter((c) => c.body.includes(SELF_COMMENT_MARKER));
+    expect(marked.length).toBeGreaterThanOrEqual(controlComments.length);
+    for (const comment of marked) {
+      await p.waitForEvent(`the drop of ${comment.id}`, (r) => r.event === "routing.dropped" && r.delivery_id === deliveryOf(comment.id));
+      const drop = (await p.events()).find((r) => r.event === "routing.dropped" && r.delivery_id === deliveryOf(comment.id));
+      expect(drop?.reason).toBe("self-authored");
+    }
+    // The stop holds: the item's other events are dropped too, and nothing spawned again.
+    const after = await p.events();
+    expect(after.filter((r) => r.event === "control.command")).toHaveLength(6);
+    expect(after.filter((r) => r.event === "session.spawned")).toHaveLength(1);
+  }, 90_000);
+
+  it("shows the last command with its source and actor, or that it was cleared", () => {
+    const record: ControlRecord = {
+      version: 1,
+      ref: "github:octo/repo#15",
+      command: "pause",
+      source: "comment",
+      actor: "alice",
+      requestedAt: "2026-11-30T09:12:03.000Z",
+      effect: "paused",
+    };
+    expect(controlSummary(record)).toBe("pause (comment, alice)");
+    expect(controlSummary({ ...record, command: "stop", source: "cli", actor: "bob" })).toBe("stop (cli, bob)");
+    expect(controlSummary({ ...record, command: "start", clearedAt: "2026-11-30T10:00:00.000Z", clearedBy: "item-closed" })).toBe("start (cleared)");
+    expect(controlSummary(undefined)).toBe("-");
+  });
+
+  it("takes the work item from THE_LOOP_WORK_ITEM, and exits 2 without one", async () => {
+    project = await testProject({ routing: { control: { requireStartCommand: true } } });
+    const p = project;
+    ok(await p.cli(["item", "new", "Held", "--as", "alice"]));
+    const missing = await p.cli(["sessions", "stop"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("--work-item");
+    const stopped = ok(await p.cli(["sessions", "stop", "--no-comment"], { THE_LOOP_WORK_ITEM: "local:demo#1" }));
+    expect(stopped.stdout).toContain("local:demo#1 has no live session; recorded the stop");
+    const malformed = await p.cli(["sessions", "pause", "--work-item", "local:-bad#1"]);
+    expect(malformed.code).toBe(2);
+    const nothing = await p.cli(["sessions", "resume", "--work-item", "#1"]);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toContain("local:demo#1 has no live session");
+  });
+
+  it("exits 1 when the start is honoured but the session cannot be spawned, and keeps the start", async () => {
+    project = await testProject({
+      routing: { control: { requireStartCommand: true }, harnesses: { fake: { command: ["/nonexistent/harness", "{prompt}"] } } },
+    });
+    const p = project;
+    ok(await p.cli(["item", "new", "Add a health check", "--label", ARM, "--as", "alice"]));
+    const pending = await p.cli(["sessions", "start", "--work-item", "#1"]);
+    expect(pending.code).toBe(1);
+    expect(pending.stdout).toBe("");
+    expect(pending.stderr).toContain("the start of local:demo#1 is recorded, but its session could not be spawned");
+    expect(pending.stderr).toContain("/nonexistent/harness");
+    expect(pending.stderr).toContain("retried at the item's next event or when the daemon starts");
+
+    const json = await p.cli(["sessions", "start", "--work-item", "#1", "--json", "--no-comment"]);
+    expect(json.code).toBe(1);
+    expect(jsonOf<ControlJson>(json)).toMatchObject({ workItem: "local:demo#1", applied: true, effect: "start-pending" });
+    const listed = jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"])));
+    const standing = listed.sessions.find((s) => s.workItem.ref === "local:demo#1")?.control ?? listed.controls.find((c) => c.ref === "local:demo#1");
+    expect(standing).toMatchObject({ command: "start", source: "cli", actor: ACTOR, effect: "start-pending" });
+    // The start was applied, so it is on the thread (the first time; the second ran with --no-comment).
+    const comments = jsonOf<ItemJson>(ok(await p.cli(["item", "show", "#1", "--json"]))).comments;
+    expect(comments.map((c) => c.body.split("\n")[0])).toEqual([DEFAULT_CONTROL_KEYWORDS.start]);
+  });
+
+  it("keeps the command when the comment cannot be posted, and warns", async () => {
+    const gh = await FakeGitHub.start({ token: "ghp_sessions-control-test" });
+    stops.push(() => gh.stop());
+    gh.addRepo("octo/repo");
+    const issue = gh.addIssue("octo/repo", { title: "Hold this", user: "alice", labels: [ARM] });
+    const proxy = await commentsFailingProxy(gh);
+    stops.push(proxy.stop);
+    project = await testProject({
+      github: { apiUrl: proxy.apiUrl },
+      routing: { control: { requireStartCommand: true }, workspace: { enabled: false } },
+      polling: { enabled: false, sources: [] },
+    });
+    const p = project;
+    const ref = `github:${proxy.host}/octo/repo#${issue}`;
+    const env = { GH_TOKEN: "ghp_sessions-control-test" };
+
+    const paused = await p.cli(["sessions", "pause", "--work-item", ref, "--json"], env);
+    expect(paused.code, paused.stderr).toBe(0);
+    expect(jsonOf<ControlJson>(paused)).toMatchObject({
+      workItem: ref,
+      applied: true,
+      effect: "recorded",
+      comment: { posted: false, error: expect.stringContaining("403") as unknown },
+    });
+    expect(paused.stderr).toContain(`could not post the pause comment on ${ref}`);
+    expect(paused.stderr).toContain("the pause stands");
+    expect(gh.comments("octo/repo", issue)).toEqual([]);
+
+    const failed = await p.waitForEvent("the failed announcement", (r) => r.event === "control.announce_failed");
+    expect(failed).toMatchObject({ work_item: ref, command: "pause" });
+    const listed = jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"])));
+    expect(listed.controls.map((c) => [c.ref, c.command, c.source, c.actor])).toEqual([[ref, "pause", "cli", ACTOR]]);
+
+    // Without the proxy's refusal the same command posts.
+    proxy.failComments = false;
+    const again = jsonOf<ControlJson>(ok(await p.cli(["sessions", "pause", "--work-item", ref, "--json"], env)));
+    expect(again.comment).toMatchObject({ posted: true });
+    const [posted] = gh.comments("octo/repo", issue);
+    expect(posted?.body.split("\n")[0]).toBe(DEFAULT_CONTROL_KEYWORDS.pause);
+    expect(posted?.body).toContain(SELF_COMMENT_MARKER);
+  });
+});
+
+interface Proxy {
+  readonly apiUrl: string;
+  readonly host: string;
+  failComments: boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * A pass-through in front of the fake GitHub that refuses every new comment (403, as GitHub does
+ * for a token without write access), so reading the item works and posting on it fails.
+ */
+async function commentsFailingProxy(target: FakeGitHub): Promise<Proxy> {
+  const server: Server = createServer((req, res) => {
+    if (proxy.failComments && req.method === "POST" && /\/comments(?:\?|$)/.test(req.url ?? "")) {
+      req.resume();
+      res.writeHead(403, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: "Resource not accessible by personal access token (403)" }));
+      return;
+    }
+    const forward = httpRequest(
+      { host: "127.0.0.1", port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+      (upstream) => {
+        res.writeHead(upstream.statusCode ?? 502, upstream.headers);
+        upstream.pipe(res);
+      },
+    );
+    forward.on("error", () => res.destroy());
+    req.pipe(forward);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const port = (server.address() as AddressInfo).port;
+  const proxy: Proxy = {
+    apiUrl: `http://127.0.0.1:${port}/api/v3`,
+    host: `127.0.0.1:${port}`,
+    failComments: true,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+  return proxy;
+}
