@@ -8,10 +8,12 @@ import type { DemoOptions } from "./commands/demo.js";
 import type {
   SessionsAttachOptions,
   SessionsCloseOptions,
+  SessionsControlOptions,
   SessionsLinkPrOptions,
   SessionsListOptions,
 } from "./commands/sessions.js";
 import type { ReceiveOptions } from "./commands/receive.js";
+import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
 import type { EventsOptions } from "./commands/events.js";
 import type {
   ItemActOptions,
@@ -90,6 +92,18 @@ export function buildProgram(): Command {
     .option("--json", "print as JSON", false)
     .action(async (options: { json: boolean }, command: Command) => {
       await (await import("./commands/config.js")).runConfigShow(globalsOf(command), options);
+    });
+
+  program
+    .command("upgrade-config")
+    .description(
+      "add the settings this version introduced (state.root, routing.control) to the config in use, each with its default, keeping its comments and layout; report what needs your decision",
+    )
+    .option("--dry-run", "show the lines it would add (and what it would move) without writing anything", false)
+    .option("--move-poll-state", "also move a poll-state file from before state.root under <state.root>/sessions/ (stop the daemon first)", false)
+    .option("--json", "print the result as JSON", false)
+    .action(async (options: UpgradeConfigOptions, command: Command) => {
+      await (await import("./commands/upgrade-config.js")).runUpgradeConfig(globalsOf(command), options);
     });
 
   program
@@ -234,10 +248,14 @@ export function buildProgram(): Command {
       await (await import("./commands/receive.js")).runReceive(globalsOf(command), options);
     });
 
-  const sessions = program.command("sessions").description("agent sessions: one per work item");
+  const sessions = program
+    .command("sessions")
+    .description("agent sessions, one per work item: list them, attach, start, pause, resume, stop, close");
   sessions
     .command("list")
-    .description("list sessions")
+    .description(
+      "list sessions with their status (active, paused, closed) and each work item's last control command (start, pause, resume, stop: source and actor)",
+    )
     .addOption(
       new Option("--status <status>", "only sessions in this state (live = active or paused)").choices([
         "active",
@@ -258,9 +276,45 @@ export function buildProgram(): Command {
     .action(async (options: SessionsAttachOptions, command: Command) => {
       await (await import("./commands/sessions.js")).runSessionsAttach(globalsOf(command), options);
     });
+  // Execution control from the CLI (docs/control.md): what the keyword in a comment does.
+  const controlHelp = [
+    "",
+    "Acts as the local OS user and is recorded with source cli, as the keyword in a",
+    "comment would be. Unless --no-comment, it then posts a comment on the work item",
+    "carrying the keyword, a line saying it came from the CLI and the loop-prevention",
+    "marker: the thread keeps the record, and neither the webhook receiver nor the",
+    "poller acts on it again. Posting is best-effort: a failure warns, the command",
+    "stands.",
+    "",
+    "Exit codes: 0 applied (or already so); 1 refused (nothing is recorded or",
+    "posted), or the session could not be spawned (the start stands and is retried",
+    "at the item's next event or daemon start); 2 usage error.",
+  ].join("\n");
+  for (const [name, what] of [
+    [
+      "start",
+      "start execution: spawn a session for an armed work item here and now (or resume a paused one); refused when the item is not armed or closed",
+    ],
+    ["pause", "pause the work item's session: its events are recorded and dropped until resume; with no session, nothing starts until a start"],
+    ["resume", "resume a paused session, which is told to re-read the thread; refused when there is no session"],
+    ["stop", "stop execution: close the session as a close of the item would; the item does not start again until a start"],
+  ] as const) {
+    sessions
+      .command(name)
+      .description(what)
+      .addHelpText("after", controlHelp)
+      .option("--work-item <ref>", "the work item (default: $THE_LOOP_WORK_ITEM, set in every session)")
+      .option("--no-comment", "do not post the comment on the work item")
+      .option("--json", "print the result as JSON", false)
+      .action(async (options: SessionsControlOptions, command: Command) => {
+        await (await import("./commands/sessions.js")).runSessionsControl(globalsOf(command), name, options);
+      });
+  }
   sessions
     .command("close")
-    .description("close a work item's session: end its harness, keep or kill its tmux session as configured")
+    .description(
+      "close a work item's session: end its harness, keep or kill its tmux session as configured; unlike stop, it records no control command and posts nothing",
+    )
     .requiredOption("--work-item <ref>", "the work item")
     .option("--json", "print the result as JSON", false)
     .action(async (options: SessionsCloseOptions, command: Command) => {
