@@ -34,7 +34,7 @@ routing:
   # person does is acted on. On the local tracker your login is your OS user name; on GitHub,
   # list GitHub logins.
   authorizedUsers: ${authorized}
-  # When an event on a work item without a session starts one: never | always | labeled
+  # Which work items without a session are armed for one: never | always | labeled
   # (labeled = the item carries autoExecuteLabel).
   spawnOnUnmatched: labeled
   autoExecuteLabel: "the-loop: auto-execute"
@@ -43,6 +43,16 @@ routing:
   # harnesses:
   #   claude: {args: [--model, sonnet]}
   #   my-agent: {command: [my-agent, --task, "{prompt}"]}   # any agent CLI, argv form
+  # The label only arms a work item: its session starts when an authorized person comments
+  # the-loop:start-execution on it (or runs \`the-loop sessions start --work-item REF\`).
+  control:
+    enabled: true
+    requireStartCommand: true    # false: the label alone starts a session
+    keywords:                    # comment words the-loop acts on (whole token, any case)
+      start: the-loop:start-execution
+      stop: the-loop:stop-execution      # close the session; the item stays stopped until a start
+      pause: the-loop:pause-execution    # hold the session; events are recorded, not delivered
+      resume: the-loop:resume-execution
 
 polling:
   # \`the-loop start\` runs the poller: it reads the local tracker's change feed and turns each

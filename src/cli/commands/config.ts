@@ -58,8 +58,9 @@ export async function runInit(globals: GlobalOptions): Promise<void> {
   stdout.line("");
   stdout.line("next:");
   stdout.line("  the-loop config validate");
-  stdout.line("  the-loop start                             # the daemon: its poller turns armed items into sessions");
+  stdout.line("  the-loop start                             # the daemon: its poller watches the local tracker");
   stdout.line(`  the-loop item new "my first work item" --label "the-loop: auto-execute"   # local:${project}#1, armed`);
+  stdout.line("  the-loop item comment '#1' the-loop:start-execution   # an authorized start: the session spawns");
   stdout.line("  the-loop sessions list");
   stdout.line("  the-loop events");
 }
