@@ -13,7 +13,7 @@ const CONFIG = `routing:
   autoExecuteLabel: "${ARM}"
 `;
 
-function issueComment(actor: string, labels: string[], number = 7): Record<string, unknown> {
+function issueComment(actor: string, labels: string[], number = 7, body = "please fix it"): Record<string, unknown> {
   return {
     action: "created",
     issue: {
@@ -25,7 +25,7 @@ function issueComment(actor: string, labels: string[], number = 7): Record<strin
       html_url: `https://github.com/octo/repo/issues/${number}`,
       node_id: "I_1",
     },
-    comment: { id: 55, body: "please fix it", user: { login: actor }, html_url: "https://github.com/octo/repo/issues/7#c55", created_at: "2025-01-01T00:00:00Z" },
+    comment: { id: 55, body, user: { login: actor }, html_url: "https://github.com/octo/repo/issues/7#c55", created_at: "2025-01-01T00:00:00Z" },
     repository: { full_name: "octo/repo", html_url: "https://github.com/octo/repo" },
     sender: { login: actor },
   };
@@ -68,12 +68,12 @@ async function eventLog(cwd: string): Promise<Record<string, unknown>[]> {
 describe("the-loop receive", () => {
   it("prints the decision for a delivery and does nothing else (a dry run)", async () => {
     const cwd = await project();
-    const file = await payloadFile(cwd, issueComment("alice", [ARM]));
+    const file = await payloadFile(cwd, issueComment("alice", [ARM], 7, "the-loop:start-execution"));
     const result = await runCli(["receive", "--event", "issue_comment", "--payload", file, "--delivery", "d-123"], { cwd });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("delivery d-123: issue_comment.created → commented by alice");
     expect(result.stdout).toContain("github:octo/repo#7 (issue)");
-    expect(result.stdout).toContain("spawn a session for github:octo/repo#7");
+    expect(result.stdout).toContain("start command on github:octo/repo#7 (no live session, armed)");
     expect(result.stdout).toContain("dry run");
     // Nothing spawned, nothing recorded but one event-log line.
     const root = join(cwd, ".the-loop");
@@ -84,6 +84,14 @@ describe("the-loop receive", () => {
     expect(events).toEqual([
       expect.objectContaining({ event: "webhook.received", source: "receive", delivery_id: "d-123", github_event: "issue_comment", verified: false }),
     ]);
+  });
+
+  it("shows that the label only arms: an ordinary comment waits for the start command", async () => {
+    const cwd = await project();
+    const file = await payloadFile(cwd, issueComment("alice", [ARM]));
+    const result = await runCli(["receive", "--event", "issue_comment", "--payload", file, "--json"], { cwd });
+    expect(result.code, result.stderr).toBe(0);
+    expect(jsonOf<ReceiveJson>(result)).toMatchObject({ decision: { action: "drop", reason: "awaiting-start", workItem: "github:octo/repo#7" } });
   });
 
   it("answers in JSON with --json, reading the payload from stdin", async () => {
