@@ -3,7 +3,9 @@ import { readFile } from "node:fs/promises";
 import { readFileSync, unwatchFile, watchFile } from "node:fs";
 import type { Stats } from "node:fs";
 import { ExitError, errnoOf, messageOf } from "../errors.js";
-import { loadConfig } from "../config/load.js";
+import { ConfigError } from "../config/load.js";
+import { parseConfigText } from "../config/parse.js";
+import { formatProblem } from "../config/problem.js";
 import type { CliConfig, PollSource, RoutingConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
 import { policyOf } from "../routing/router.js";
@@ -61,38 +63,45 @@ function isFixedAtStart(path: string): boolean {
  * `routing.control.requireStartCommand`, …), split into what a reload applies and what waits for a
  * restart. `pollSources` are the sources of the running poller: a GitHub source's listing filter
  * (its label, or `routing.autoExecuteLabel`, or none under `spawnOnUnmatched: always`) is fixed
- * when the poller starts, so a change that moves it is applied to the router and also listed as
- * restart-required for the poller.
+ * when the poller starts — from `started`, the routing the daemon started with (`before` unless
+ * told) — so while `after` moves that filter, the keys that move it are restart-required for the
+ * poller (and still applied to the router when they changed), like every key fixed at start.
  */
-export function routingChanges(before: RoutingConfig, after: RoutingConfig, pollSources: readonly PollSource[] = []): ConfigChanges {
+export function routingChanges(
+  before: RoutingConfig,
+  after: RoutingConfig,
+  pollSources: readonly PollSource[] = [],
+  started: RoutingConfig = before,
+): ConfigChanges {
   const applied: string[] = [];
   const restartRequired: string[] = [];
-  const feedFilterMoves = pollSources.some(
-    (source) => source.provider === "github" && feedLabel(before, source.label) !== feedLabel(after, source.label),
-  );
   for (const path of changedPaths(before, after, "routing")) {
-    if (isFixedAtStart(path)) {
-      restartRequired.push(path);
-      continue;
-    }
-    applied.push(path);
-    if (feedFilterMoves && (path === "routing.autoExecuteLabel" || path === "routing.spawnOnUnmatched")) restartRequired.push(path);
+    if (isFixedAtStart(path)) restartRequired.push(path);
+    else applied.push(path);
+  }
+  const github = pollSources.filter((source): source is Extract<PollSource, { provider: "github" }> => source.provider === "github");
+  const always = (routing: RoutingConfig): boolean => routing.spawnOnUnmatched === "always";
+  // `always` lifts every GitHub listing filter; otherwise a source without a label of its own lists by the routing's.
+  if (github.length > 0 && always(started) !== always(after)) restartRequired.push("routing.spawnOnUnmatched");
+  if (
+    !always(started) &&
+    !always(after) &&
+    started.autoExecuteLabel !== after.autoExecuteLabel &&
+    github.some((source) => source.label === undefined)
+  ) {
+    restartRequired.push("routing.autoExecuteLabel");
   }
   return { applied, restartRequired };
-}
-
-/** The label a GitHub feed lists by (runtime.ts, githubPollSources); null: no filter. */
-function feedLabel(routing: Pick<RoutingConfig, "spawnOnUnmatched" | "autoExecuteLabel">, sourceLabel: string | undefined): string | null {
-  return routing.spawnOnUnmatched === "always" ? null : (sourceLabel ?? routing.autoExecuteLabel);
 }
 
 /**
  * Every change between two configs: `routing` as routingChanges splits it (against the running
  * poller's sources, when it runs), everything else (polling, webhooks, state, eventLog,
- * integrations) restart-required, by dotted path (`polling.intervalSeconds`).
+ * integrations) restart-required, by dotted path (`polling.intervalSeconds`). `started`: the
+ * config the daemon started with, which built its poller (`before` unless told).
  */
-export function configChanges(before: CliConfig, after: CliConfig): ConfigChanges {
-  const routing = routingChanges(before.routing, after.routing, before.polling.enabled ? before.polling.sources : []);
+export function configChanges(before: CliConfig, after: CliConfig, started: CliConfig = before): ConfigChanges {
+  const routing = routingChanges(before.routing, after.routing, started.polling.enabled ? started.polling.sources : [], started.routing);
   const elsewhere: string[] = [];
   for (const key of unionOfKeys(before, after)) {
     if (key === "routing" || NOT_SETTINGS.has(key)) continue;
@@ -180,12 +189,20 @@ export interface WatchOptions {
  * Calls `onChange` with the file's new text whenever its content changes; returns the function
  * that stops watching. The file is stat'ed rather than watched through inotify, so an editor that
  * saves by writing a new file and renaming it over the old one is followed (the path is watched,
- * not the inode). Changes are debounced, a rewrite with the same content is no change (a hash of
- * the text is compared), a missing file is waited out (a rename-replace can be caught between its
+ * not the inode, and a symlink is followed to whatever it points at now). Changes are debounced,
+ * a rewrite with the same content is no change (a hash of the text is compared), a missing or
+ * empty file is waited out (a rename-replace or a truncate-then-write can be caught between its
  * steps), and `onChange` runs one call at a time: a change during a call is looked at after it.
- * Nothing here throws into the event loop, and the watcher keeps no process alive by itself.
+ * When `onChange` answers `false` (the text was not taken: it names a prompt template that is not
+ * there yet, say), the next change is looked at even if it leaves the same text, so saving the
+ * file again retries it. Nothing here throws into the event loop, and the watcher keeps no
+ * process alive by itself.
  */
-export function watchConfigFile(path: string, onChange: (text: string) => void | Promise<void>, options: WatchOptions = {}): () => void {
+export function watchConfigFile(
+  path: string,
+  onChange: (text: string) => void | boolean | Promise<void | boolean>,
+  options: WatchOptions = {},
+): () => void {
   const intervalMs = options.intervalMs ?? 500;
   const debounceMs = options.debounceMs ?? 200;
   const report = (error: unknown): void => {
@@ -223,12 +240,16 @@ export function watchConfigFile(path: string, onChange: (text: string) => void |
         if (errnoOf(error) !== "ENOENT") report(error);
         return;
       }
+      // Truncated and not yet written: the write that follows is the change.
+      if (isSaveInProgress(text)) return;
       const hash = hashOf(text);
       const changed = hash !== known;
       known = hash;
       options.onCheck?.(changed);
-      if (changed && !stopped) await onChange(text);
+      if (changed && !stopped && (await onChange(text)) === false) known = undefined;
     } catch (error) {
+      // Not taken either: the same text is looked at again.
+      known = undefined;
       report(error);
     } finally {
       checking = false;
@@ -287,9 +308,7 @@ export interface ReloadContext {
   readonly dispatcher: Reconfigurable;
   readonly events: EventSink;
   readonly warn: (message: string) => void;
-  /** As the daemon loaded its config (defaults: this process's). */
-  readonly cwd?: string;
-  readonly env?: NodeJS.ProcessEnv;
+  /** What `~` in a template path stands for (default: this user's home). */
   readonly homeDir?: string;
 }
 
@@ -298,6 +317,8 @@ export interface ReloadState {
   readonly running: CliConfig;
   /** The file's last valid content: a reload that validates to it again changes nothing. */
   readonly file: CliConfig;
+  /** The config the daemon started with, which built what a reload cannot change (the poller). */
+  readonly started: CliConfig;
 }
 
 export type ReloadResult =
@@ -307,41 +328,47 @@ export type ReloadResult =
 
 /** The state of a daemon that has just loaded `config`. */
 export function initialReloadState(config: CliConfig): ReloadState {
-  return { running: config, file: config };
+  return { running: config, file: config, started: config };
 }
 
 /**
- * Re-reads the config file through the loader and applies its routing. An invalid file (or a
- * prompt template that cannot be read) is reported (`config.reload_failed`, a warning) and the
+ * Applies the config file's text — `text` as the watcher read it, or the file read now — to the
+ * running daemon. The text is validated as the loader validates it at start. An invalid file (or
+ * a prompt template that cannot be read) is reported (`config.reload_failed`, a warning) and the
  * daemon keeps the config it had. A valid one is compared with what runs: the routing a reload can
  * apply goes to the dispatcher (with the keys fixed at start kept at their running values), and
  * `config.reloaded` lists what was applied and what waits for a restart, which is also warned
- * about by name. A file whose content means what the daemon already runs on emits nothing.
- * Never throws.
+ * about by name. A file whose content means what the daemon already runs on emits nothing, and
+ * so does a file that is gone or empty: that is a save in progress (a rename-replace between its
+ * steps, a truncate before the write), never a config to run on — read as YAML, an empty file
+ * would be every default, the empty allowlist included. Never throws.
  */
-export async function reloadRouting(state: ReloadState, context: ReloadContext): Promise<ReloadResult> {
+export async function reloadRouting(state: ReloadState, context: ReloadContext, text?: string): Promise<ReloadResult> {
   const { configFile, events } = context;
   const fail = (error: unknown): ReloadResult => {
-    const text = errorText(error);
-    events.emit("config.reload_failed", { config: configFile, error: text });
-    context.warn(`the config file ${configFile} changed, but cannot be used; the daemon keeps running on the config it had: ${text}`);
-    return { outcome: "failed", state, error: text };
+    const message = errorText(error);
+    events.emit("config.reload_failed", { config: configFile, error: message });
+    context.warn(`the config file ${configFile} changed, but cannot be used; the daemon keeps running on the config it had: ${message}`);
+    return { outcome: "failed", state, error: message };
   };
+  let content = text;
+  if (content === undefined) {
+    try {
+      content = await readFile(configFile, "utf8");
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return { outcome: "unchanged", state };
+      return fail(error);
+    }
+  }
+  if (isSaveInProgress(content)) return { outcome: "unchanged", state };
   let next: CliConfig;
   try {
-    next = (
-      await loadConfig({
-        explicitPath: configFile,
-        ...(context.cwd !== undefined ? { cwd: context.cwd } : {}),
-        ...(context.env !== undefined ? { env: context.env } : {}),
-        ...(context.homeDir !== undefined ? { homeDir: context.homeDir } : {}),
-      })
-    ).config;
+    next = configOf(content, configFile);
   } catch (error) {
     return fail(error);
   }
   if (deepEqual(next, state.file)) return { outcome: "unchanged", state };
-  const { applied, restartRequired } = configChanges(state.running, next);
+  const { applied, restartRequired } = configChanges(state.running, next, state.started);
   if (applied.length === 0 && restartRequired.length === 0) return { outcome: "unchanged", state: { ...state, file: next } };
 
   let running = state.running;
@@ -363,7 +390,21 @@ export async function reloadRouting(state: ReloadState, context: ReloadContext):
         "(`the-loop stop`, then `the-loop start`); until then the daemon keeps the values it started with",
     );
   }
-  return { outcome: "reloaded", state: { running, file: next }, applied, restartRequired };
+  return { outcome: "reloaded", state: { ...state, running, file: next }, applied, restartRequired };
+}
+
+/** Nothing but whitespace: a file being rewritten (truncated, not yet written), not a config. */
+function isSaveInProgress(text: string): boolean {
+  return text.trim() === "";
+}
+
+/** The config in `text`, validated as loadConfig validates a file; a ConfigError listing every problem. */
+function configOf(text: string, file: string): CliConfig {
+  const outcome = parseConfigText(text);
+  if (outcome.problems.length === 0 && outcome.config) return outcome.config;
+  const lines = outcome.problems.map((problem) => formatProblem(problem, file));
+  const only = lines.length === 1 ? lines[0] : undefined;
+  throw only ? new ConfigError(`invalid config: ${only}`) : new ConfigError(`invalid config ${file}: ${lines.length} problems`, lines);
 }
 
 /** The prompt templates the routing names, read as composeRuntime reads them. */

@@ -122,26 +122,30 @@ interface ConfigFollower {
 
 /**
  * Applies every change of the config file to the running dispatcher (reload.ts), one reload at a
- * time in the order the changes were seen. The file is also read once right away: a change made
- * while the daemon was starting, after its config was read, is caught up on.
+ * time in the order the changes were seen, each on the text the watcher read. The file is also
+ * read once right away: a change made while the daemon was starting, after its config was read,
+ * is caught up on. A reload that failed tells the watcher so, and saving the same text again
+ * retries it (the prompt template it names may exist by then).
  */
 function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: Dispatcher, options: ServeOptions): ConfigFollower {
   let state: ReloadState = initialReloadState(input.config);
-  let reloading: Promise<void> = Promise.resolve();
-  const reloadOnce = async (): Promise<void> => {
+  let reloading: Promise<boolean> = Promise.resolve(true);
+  const reloadOnce = async (text?: string): Promise<boolean> => {
     try {
-      const result = await reloadRouting(state, { configFile, baseDir: input.baseDir, dispatcher, events: input.events, warn: options.warn });
+      const result = await reloadRouting(state, { configFile, baseDir: input.baseDir, dispatcher, events: input.events, warn: options.warn }, text);
       state = result.state;
       // Emptied by this reload: said as loudly as at start.
       if (result.outcome === "reloaded" && result.applied.includes("routing.authorizedUsers")) {
         warnIfFailClosed(state.running.routing, input, options);
       }
+      return result.outcome !== "failed";
     } catch (error) {
       options.warn(`could not reload the config file ${configFile}: ${messageOf(error)}`);
+      return false;
     }
   };
-  const reload = (): Promise<void> => (reloading = reloading.then(reloadOnce));
-  const unwatch = watchConfigFile(configFile, reload, {
+  const reload = (text?: string): Promise<boolean> => (reloading = reloading.then(() => reloadOnce(text)));
+  const unwatch = watchConfigFile(configFile, (text) => reload(text), {
     onError: (error) => options.warn(`watching the config file ${configFile}: ${messageOf(error)}`),
   });
   void reload();

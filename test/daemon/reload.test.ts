@@ -1,4 +1,4 @@
-import { mkdir, rename, writeFile } from "node:fs/promises";
+import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { stringify } from "yaml";
@@ -207,6 +207,64 @@ describe("watchConfigFile", () => {
     expect(checks).toEqual([true]);
   });
 
+  it("takes an emptied file for a write in progress (truncate, then write)", async () => {
+    const { file, seen } = await watched();
+    await writeFile(file, "");
+    // Longer than the stat interval and the debounce together: the empty file is looked at.
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(seen).toEqual([]);
+    await writeFile(file, "routing: {authorizedUsers: [bob]}\n");
+    await waitFor("the written file", () => seen[0]);
+    expect(seen).toEqual(["routing: {authorizedUsers: [bob]}\n"]);
+  });
+
+  it("looks again at unchanged text when the last change was not taken", async () => {
+    const dir = await tempDir();
+    const file = join(dir, "cli-config.yaml");
+    await writeFile(file, "routing: {}\n");
+    const seen: string[] = [];
+    stops.push(
+      watchConfigFile(
+        file,
+        (text) => {
+          seen.push(text);
+          // The first change could not be used (a prompt template it names is missing, say).
+          return seen.length > 1;
+        },
+        { intervalMs: 10, debounceMs: 10 },
+      ),
+    );
+    await writeFile(file, "spawnPromptTemplate: boot.md\n");
+    await waitFor("the change", () => seen[0]);
+    // Saved again as it is, once the template exists: looked at again.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await writeFile(file, "spawnPromptTemplate: boot.md\n");
+    await waitFor("the same text, again", () => seen[1]);
+    // Taken now: the same text once more is no change.
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await writeFile(file, "spawnPromptTemplate: boot.md\n");
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(seen).toHaveLength(2);
+  });
+
+  it("follows a symlinked config file, its target edited or the link repointed", async () => {
+    const dir = await tempDir();
+    const first = join(dir, "first.yaml");
+    const second = join(dir, "second.yaml");
+    const link = join(dir, "cli-config.yaml");
+    await writeFile(first, "one: 1\n");
+    await writeFile(second, "two: 2\n");
+    await symlink(first, link);
+    const seen: string[] = [];
+    stops.push(watchConfigFile(link, (text) => void seen.push(text), { intervalMs: 10, debounceMs: 10 }));
+    await writeFile(first, "one: 11\n");
+    await waitFor("the edited target", () => seen[0]);
+    await symlink(second, `${link}.new`);
+    await rename(`${link}.new`, link);
+    await waitFor("the new target", () => seen[1]);
+    expect(seen).toEqual(["one: 11\n", "two: 2\n"]);
+  });
+
   it("waits out a missing file and stops when told", async () => {
     const dir = await tempDir();
     const file = join(dir, "later.yaml");
@@ -245,8 +303,6 @@ describe("reloadRouting", () => {
       dispatcher: { reconfigure: (next) => void updates.push(next) },
       events,
       warn: (message) => void warnings.push(message),
-      cwd: dir,
-      env,
       homeDir: dir,
     };
     return { dir, file, write, state: initialReloadState(loaded.config), context, emitted, warnings, updates };
@@ -343,6 +399,78 @@ describe("reloadRouting", () => {
     expect(loaded.outcome).toBe("reloaded");
     expect(t.updates[0]?.templates.boot).toBe("Work on {{work_item}} {{nonsense}}\n");
     expect(t.warnings.at(-1)).toContain("{{nonsense}}");
+  });
+
+  it("takes an empty file for a write in progress: nothing is applied, nothing reported", async () => {
+    const t = await setup();
+    for (const text of ["", "\n  \n"]) {
+      await writeFile(t.file, text);
+      const result = await reloadRouting(t.state, t.context);
+      expect(result.outcome).toBe("unchanged");
+      expect(result.state).toBe(t.state);
+    }
+    // Handed the text the watcher read, likewise.
+    expect((await reloadRouting(t.state, t.context, "")).outcome).toBe("unchanged");
+    expect(t.updates).toEqual([]);
+    expect(t.emitted).toEqual([]);
+    expect(t.warnings).toEqual([]);
+  });
+
+  it("applies the text it is handed, not what the file holds by then", async () => {
+    const t = await setup();
+    const text = stringify({ version: 1, routing: { authorizedUsers: ["alice", "bob"] }, polling: { enabled: true, sources: [{ provider: "local" }] } });
+    // Truncated again by the next save, between the watcher's read and the reload.
+    await writeFile(t.file, "");
+    const result = await reloadRouting(t.state, t.context, text);
+    expect(result.outcome).toBe("reloaded");
+    expect(t.updates.map((update) => update.routing.authorizedUsers)).toEqual([["alice", "bob"]]);
+  });
+
+  it("waits out a file that is gone (a rename-replace in progress)", async () => {
+    const t = await setup();
+    await rename(t.file, `${t.file}.old`);
+    const result = await reloadRouting(t.state, t.context);
+    expect(result.outcome).toBe("unchanged");
+    expect(t.emitted).toEqual([]);
+    expect(t.warnings).toEqual([]);
+  });
+
+  it("reads the older webhooks.ghWebhook.routing spelling as routing", async () => {
+    const t = await setup();
+    const legacy = (routing: Record<string, unknown>): Promise<void> =>
+      writeFile(t.file, stringify({ version: 1, webhooks: { ghWebhook: { routing } }, polling: { enabled: true, sources: [{ provider: "local" }] } }));
+    await legacy({ authorizedUsers: ["alice", "bob"], tmux: { socketName: "elsewhere" } });
+    const result = await reloadRouting(t.state, t.context);
+    expect(result).toMatchObject({ outcome: "reloaded", applied: ["routing.authorizedUsers"], restartRequired: ["routing.tmux.socketName"] });
+    expect(t.updates.map((update) => update.routing.authorizedUsers)).toEqual([["alice", "bob"]]);
+    expect(t.updates[0]?.routing.tmux.socketName).toBeUndefined();
+    // Moved to the top level, unchanged: nothing to do.
+    await t.write({ authorizedUsers: ["alice", "bob"], tmux: { socketName: "elsewhere" } });
+    expect((await reloadRouting(result.state, t.context)).outcome).toBe("unchanged");
+    expect(t.updates).toHaveLength(1);
+  });
+
+  it("weighs the poller's label against the one it was started with", async () => {
+    const github = { polling: { enabled: true, sources: [{ provider: "github", repos: ["octo/repo"] }] } };
+    const t = await setup();
+    const write = (routing: Record<string, unknown>): Promise<void> => writeFile(t.file, stringify({ version: 1, routing, ...github }));
+    await write({ authorizedUsers: ["alice"] });
+    const loaded = await loadConfig({ explicitPath: t.file, cwd: t.dir, env: { XDG_CACHE_HOME: join(t.dir, "cache") }, homeDir: t.dir });
+    const started = initialReloadState(loaded.config);
+
+    await write({ authorizedUsers: ["alice"], autoExecuteLabel: "go" });
+    const moved = await reloadRouting(started, t.context);
+    expect(moved).toMatchObject({ applied: ["routing.autoExecuteLabel"], restartRequired: ["routing.autoExecuteLabel"] });
+
+    // Still waiting for a restart when something else changes, like every key fixed at start.
+    await write({ authorizedUsers: ["alice", "bob"], autoExecuteLabel: "go" });
+    const other = await reloadRouting(moved.state, t.context);
+    expect(other).toMatchObject({ applied: ["routing.authorizedUsers"], restartRequired: ["routing.autoExecuteLabel"] });
+
+    // Back to the label the poller lists by: no restart needed.
+    await write({ authorizedUsers: ["alice", "bob"] });
+    const back = await reloadRouting(other.state, t.context);
+    expect(back).toMatchObject({ applied: ["routing.autoExecuteLabel"], restartRequired: [] });
   });
 
   it("does nothing when the file means what already runs", async () => {

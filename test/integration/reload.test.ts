@@ -58,5 +58,13 @@ describe("config hot reload, through a running daemon", () => {
     const input = await waitFor("the delivered comment", async () => (await p.transcript()).find((e) => e.type === "input"));
     expect(input.text).toContain("And add a changelog entry.");
     expect((await p.events()).filter((r) => r.event === "config.reloaded")).toHaveLength(1);
+
+    // Emptied by a reload: the daemon fails closed, and says so as loudly as at start.
+    const nobody = parse(original) as { routing: { authorizedUsers: string[] } };
+    nobody.routing.authorizedUsers = [];
+    await writeFile(configFile, stringify(nobody));
+    const failClosed = await p.waitForEvent("the fail-closed warning", (r) => r.event === "routing.fail_closed");
+    expect(String(failClosed.hint)).toContain("routing.authorizedUsers is empty");
+    expect((await p.events()).filter((r) => r.event === "config.reloaded").at(-1)?.applied).toEqual(["routing.authorizedUsers"]);
   });
 });
