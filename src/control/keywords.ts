@@ -28,9 +28,13 @@ import type { ControlCommand, ControlConfig } from "../config/schema.js";
  *      markers (`- `, `1. `) counts too, and ends where its list item does (at a non-blank line
  *      indented less than the fence);
  *    - indented code blocks: a line indented four or more columns that does not continue a
- *      paragraph;
+ *      paragraph (a heading, a setext underline or a thematic break ends the paragraph before it);
  *    - blockquote lines: a line whose first text, after indentation and list markers, is `>`, so a
- *      "quote reply" of an earlier command never issues it again;
+ *      "quote reply" of an earlier command never issues it again — and the lines that continue a
+ *      quote's paragraph without a `>` of their own (CommonMark's lazy continuation lines, shown
+ *      inside the quote): every line after a quote line with text, up to a blank line, unless it
+ *      starts a block that interrupts a paragraph (a list item, a heading, a thematic break, a
+ *      fence, an HTML comment);
  *    - inline code spans (`like this`, closed by a backtick run of the same length within the
  *      paragraph; a backslash-escaped backtick opens nothing);
  *    - HTML comments (`<!-- … -->`), which the rendered thread does not show. An unclosed one runs
@@ -203,6 +207,9 @@ function visibleText(body: string): string {
     previousWasText = false;
   };
 
+  // A quote's paragraph is open: a text line without `>` continues it (a lazy continuation line).
+  let quoteParagraph = false;
+
   for (const line of body.split(/\r\n|\r|\n/)) {
     const blank = isBlank(line);
     if (fence !== null) {
@@ -217,21 +224,39 @@ function visibleText(body: string): string {
     }
     if (blank) {
       endParagraph();
+      quoteParagraph = false;
       continue;
     }
     const start = lineStart(line);
-    if (start.indent >= 4 && !previousWasText) {
-      endParagraph(); // indented code
+    if (start.indent >= 4 && (quoteParagraph || !previousWasText)) {
+      endParagraph(); // indented code, or (no block can start here) a lazy line of a quote
       continue;
     }
     if (line.charAt(start.content) === ">") {
       endParagraph(); // blockquote
+      quoteParagraph = quoteHasText(line, start.content);
       continue;
     }
     const opened = openingFence(line, start);
     if (opened !== null) {
       endParagraph();
+      quoteParagraph = false;
       fence = opened;
+      continue;
+    }
+    if (quoteParagraph) {
+      if (!interruptsParagraph(line, start)) continue; // a lazy continuation line: shown in the quote
+      quoteParagraph = false;
+    }
+    if (isThematicBreak(line, start) || (previousWasText && isSetextUnderline(line, start))) {
+      endParagraph(); // a leaf block of its own (no keyword fits in it), or the end of a heading
+      continue;
+    }
+    if (start.indent < 4 && isAtxHeading(line, start.content)) {
+      // One line, one block: nothing inline runs into or out of it, and no paragraph continues it.
+      endParagraph();
+      paragraph.push(line);
+      endParagraph();
       continue;
     }
     paragraph.push(line);
@@ -241,6 +266,60 @@ function visibleText(body: string): string {
 
   const comment = { open: false };
   return paragraphs.map((text) => hideInline(text, comment)).join("\n\n");
+}
+
+/** Whether a quote line holds a paragraph's text after its `>` markers (not nothing, not a fence). */
+function quoteHasText(line: string, index: number): boolean {
+  let at = index;
+  for (let char = line.charAt(at); char === ">" || char === " " || char === "\t"; char = line.charAt(at)) at++;
+  if (at >= line.length) return false;
+  const char = line.charAt(at);
+  return !((char === "`" || char === "~") && runLength(line, at, char) >= 3);
+}
+
+/**
+ * Whether a line starts a block that can interrupt a paragraph, so it is no lazy continuation of
+ * a quote: a list item (a bullet, or an ordered item numbered 1) with text, a heading, a thematic
+ * break, or an HTML comment (hidden on its own). Fences and quotes are recognised before. Any
+ * other line continues the quote's paragraph, which errs towards hiding.
+ */
+function interruptsParagraph(line: string, start: LineStart): boolean {
+  if ((start.indent < 4 && isAtxHeading(line, start.first)) || isThematicBreak(line, start)) return true;
+  if (line.startsWith("<!--", start.first)) return true;
+  const marker = listMarkerLength(line, start.first);
+  if (marker === 0 || isBlank(line.slice(start.first + marker))) return false;
+  const first = line.charAt(start.first);
+  return first === "-" || first === "*" || first === "+" || line.slice(start.first, start.first + marker - 1) === "1";
+}
+
+/** `#` to `######` at `index`, then a space, a tab or the line end (the caller checks the indentation). */
+function isAtxHeading(line: string, index: number): boolean {
+  const hashes = runLength(line, index, "#");
+  if (hashes < 1 || hashes > 6) return false;
+  const next = line.charAt(index + hashes);
+  return next === "" || next === " " || next === "\t";
+}
+
+/** Three or more of one of `-`, `*`, `_`, with only spaces and tabs besides, indented less than four columns. */
+function isThematicBreak(line: string, start: LineStart): boolean {
+  if (start.indent >= 4) return false;
+  const char = line.charAt(start.first);
+  if (char !== "-" && char !== "*" && char !== "_") return false;
+  let count = 0;
+  for (let i = start.first; i < line.length; i++) {
+    const c = line.charAt(i);
+    if (c === char) count++;
+    else if (c !== " " && c !== "\t") return false;
+  }
+  return count >= 3;
+}
+
+/** A run of `=` or `-` alone (trailing spaces allowed), under a paragraph: it makes that paragraph a heading. */
+function isSetextUnderline(line: string, start: LineStart): boolean {
+  if (start.indent >= 4) return false;
+  const char = line.charAt(start.first);
+  if (char !== "=" && char !== "-") return false;
+  return isBlank(line.slice(start.first + runLength(line, start.first, char)));
 }
 
 function isBlank(line: string): boolean {

@@ -152,6 +152,11 @@ describe("parseControl: default keywords", () => {
     ["indented at the start of the text", `    ${START}`, "none"],
     ["tab-indented code block", `Example:\n\n\t${START}`, "none"],
     ["indented line continuing a paragraph", `Ready now\n    ${START}`, "start"],
+    ["indented after a heading (a heading is no paragraph)", `## Example\n    ${START}`, "none"],
+    ["indented after a setext heading", `Example\n=======\n    ${START}`, "none"],
+    ["indented after a thematic break", `text\n\n***\n    ${START}`, "none"],
+    ["a code span does not run out of a heading", `# title \`x\n${START} \``, "start"],
+    ["a line indented four columns is no heading: the code span runs on", `Ready \`now\n    # ${START} \``, "none"],
 
     // Blockquotes.
     ["in a blockquote", `> ${START}`, "none"],
@@ -163,6 +168,20 @@ describe("parseControl: default keywords", () => {
     ["a quote reply does not re-issue", `> ${START}\n\nThat was a while ago; not again.`, "none"],
     ["a quote reply followed by a new command", `> ${START}\n\n${STOP}`, "stop"],
     ["text after a quote", `> quoted\n\n${START}`, "start"],
+    // A line right after a quote's paragraph continues it ("lazy continuation"): it renders inside the quote.
+    ["a lazy continuation of a quote", `> Ready.\n${START}`, "none"],
+    ["a lazy continuation two lines on", `> Ready.\nsure\n${START}`, "none"],
+    ["a lazy continuation with CRLF endings", `> Ready.\r\n${START}\r\n\r\nNot yet, though.`, "none"],
+    ["a lazy continuation of a list item in a quote", `> - Ready.\n${START}`, "none"],
+    ["a lazy continuation after an indented lazy line", `> Ready.\n    more\n${START}`, "none"],
+    ["a lazy continuation between quote lines", `> Ready.\n${START}\n> said alice`, "none"],
+    ["a blank line ends the quote", `> Ready.\n\n${START}`, "start"],
+    ["an empty quote line has no paragraph to continue", `>\n${START}`, "start"],
+    ["a list item interrupts the quote", `> Ready?\n- ${START}`, "start"],
+    ["a heading interrupts the quote", `> Ready?\n## ${START}`, "start"],
+    ["an item numbered 2 cannot interrupt: it continues the quote", `> Ready?\n2. ${START}`, "none"],
+    ["a fence interrupts the quote, and hides", `> Ready.\n\`\`\`\nx\n\n${START}\n\`\`\``, "none"],
+    ["an HTML comment interrupts the quote, and hides", `> Ready.\n<!--\n\n${START}\n\n-->`, "none"],
 
     // HTML comments.
     ["in an HTML comment", `<!-- ${START} -->`, "none"],
@@ -191,7 +210,8 @@ describe("parseControl: default keywords", () => {
     ["start in code, stop in text", `\`${START}\` no — ${STOP}`, "stop"],
     ["start in a fence, stop in text", `\`\`\`\n${START}\n\`\`\`\n${STOP}`, "stop"],
     ["start in a comment, pause in text", `<!-- ${START} -->\n${PAUSE}`, "pause"],
-    ["start in a quote, resume in text", `> ${START}\n${RESUME}`, "resume"],
+    ["start in a quote, resume in text", `> ${START}\n\n${RESUME}`, "resume"],
+    ["start in a quote, resume continuing the quote", `> ${START}\n${RESUME}`, "none"],
     ["start malformed, stop whole", `x${START} ${STOP}`, "stop"],
   ];
 
@@ -305,7 +325,10 @@ describe("parseControl: linear time", () => {
     ["20k alternating fences", `${"~~~~ x\n```\n".repeat(10_000)}${START}`, "none"],
     ["20k fences in list items", `${"- ```\nx\n".repeat(20_000)}${START}`, "start"],
     ["a fence behind 50k list markers, ended by an unindented line", `${"- ".repeat(50_000)}\`\`\`\n${START}`, "start"],
-    ["50k blockquote lines", `${"> x\n".repeat(50_000)}${START}`, "start"],
+    ["50k blockquote lines", `${"> x\n".repeat(50_000)}\n${START}`, "start"],
+    ["50k blockquote lines, the keyword continuing the last", `${"> x\n".repeat(50_000)}${START}`, "none"],
+    ["50k lazy lines", `> x\n${"y\n".repeat(50_000)}${START}`, "none"],
+    ["50k headings over indented lines", `${"# x\n    y\n".repeat(25_000)}\n${START}`, "start"],
     ["50k indented lines", `${"\n    x".repeat(50_000)}\n\n${START}`, "start"],
     ["100 KB of line breaks", `${"\r\n".repeat(50_000)}${START}`, "start"],
   ];

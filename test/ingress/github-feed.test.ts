@@ -362,6 +362,50 @@ describe("GitHubFeed: who added the label", () => {
     expect((await s.cycle()).items.map((item) => [item.event.kind, item.event.actor])).toEqual([["labeled", "carol"]]);
   });
 
+  it("shows a comment the labels its item had when it was made: a label put on later does not arm it", async () => {
+    // A start given while the item was not armed is refused on the webhook path, whose payload
+    // carries the labels of that moment; the poller, reading later, must not see the later label.
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "not yet", user: "bob", labels: ["bug"] });
+    await s.settle();
+    s.gh.advance(1);
+    const early = s.gh.addComment(REPO, issue, { user: "alice", body: "the-loop:start-execution" });
+    s.gh.advance(2);
+    s.gh.addLabel(REPO, issue, LABEL, { actor: "alice" });
+    s.gh.advance(2);
+    const late = s.gh.addComment(REPO, issue, { user: "alice", body: "the-loop:start-execution" });
+    const from = s.cursor();
+    const batch = await s.cycle();
+    const seen = batch.items.map((item) => [item.id, item.event.kind, item.event.labels]);
+    expect(seen).toEqual([
+      [`comment-${early.id}`, "commented", ["bug"]],
+      [expect.stringMatching(/^labeled-/), "labeled", ["bug", LABEL]],
+      [`comment-${late.id}`, "commented", ["bug", LABEL]],
+    ]);
+    // Read again from the same cursor (nothing cached was changed), and in the next cycle.
+    expect((await s.feed.read(from)).items.map((item) => [item.id, item.event.kind, item.event.labels])).toEqual(seen);
+    s.gh.advance(1);
+    const next = s.gh.addComment(REPO, issue, { user: "alice", body: "and now?" });
+    expect((await s.cycle()).items.map((item) => [item.id, item.event.labels])).toEqual([[`comment-${next.id}`, ["bug", LABEL]]]);
+  });
+
+  it("shows a review and a review comment the labels their pull request had when they were made", async () => {
+    const s = await setup();
+    const pr = s.gh.addPullRequest(REPO, { title: "a fix", body: "no issue", user: "bob", head: "fix" });
+    await s.settle();
+    s.gh.advance(1);
+    const review = s.gh.addReview(REPO, pr, { user: "alice", body: "the-loop:start-execution", state: "COMMENTED" });
+    const remark = s.gh.addReviewComment(REPO, pr, { user: "alice", body: "the-loop:start-execution", path: "src/a.ts", line: 1 });
+    s.gh.advance(2);
+    s.gh.addLabel(REPO, pr, LABEL, { actor: "alice" });
+    const batch = await s.cycle();
+    expect(batch.items.map((item) => [item.id, item.event.labels])).toEqual([
+      [`review-${review.id}`, []],
+      [`review-comment-${remark.id}`, []],
+      [expect.stringMatching(/^labeled-/), [LABEL]],
+    ]);
+  });
+
   it("gives a labelling the same id when it is read again from the same cursor after the item changed", async () => {
     // The poller reads from an unmoved cursor again while a batch is not settled (a failure, a
     // restart): a settled `labeled` must be recognised by its id then, not handed out again.

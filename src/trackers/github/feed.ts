@@ -516,6 +516,22 @@ export class GitHubFeed implements PollSourceRuntime {
     if (armedList === null && this.label !== null) armedList = await this.armedNumbers(repo, interval);
     const armed = new Set(armedList ?? []);
     this.armedNow.set(repo.key, armed);
+    // What a comment, review or review comment met: an item armed before this read, or one whose
+    // labelling this read found no later than the text was written. The payload carries the item
+    // as it is now, so without this a label put on after a start would arm that start — which the
+    // webhook, whose payload holds the labels of the moment, refuses (a start counts only when it
+    // is given while the item is armed).
+    const armedBefore: ReadonlySet<number> = new Set(armed);
+    const armedSince = new Map<number, string>();
+    const asMadeAt = <T extends RestIssue>(item: T, at: string): T => {
+      if (this.label === null || armedBefore.has(item.number)) return item;
+      const since = armedSince.get(item.number);
+      if (since !== undefined && compareTimes(since, at) <= 0) return item;
+      const labels = item.labels ?? [];
+      const kept = labels.filter((label) => !sameLabel(typeof label === "string" ? label : (label.name ?? ""), this.label));
+      // A copy: the item may be a cached answer, read again by later cycles.
+      return kept.length === labels.length ? item : { ...item, labels: kept };
+    };
 
     // 1. Items that changed: closings, labels, and which pull requests' reviews to read.
     const itemsCursor = { ...known.items };
@@ -551,8 +567,9 @@ export class GitHubFeed implements PollSourceRuntime {
         const carries = item.state === "open" && labelsOf(item).some((name) => sameLabel(name, this.label));
         if (carries && !armed.has(item.number)) {
           armed.add(item.number);
-          const labeled = await this.labeledEvent(repo, item, isPull, interval);
+          const { found: labeled, since } = await this.labeledEvent(repo, item, isPull, interval);
           if (labeled !== undefined) found.push(labeled);
+          if (since !== undefined) armedSince.set(item.number, since);
         } else if (!carries) {
           armed.delete(item.number);
         }
@@ -597,7 +614,13 @@ export class GitHubFeed implements PollSourceRuntime {
           rank: RANK.comment,
           id: `comment-${comment.id}`,
           name: "issue_comment",
-          payload: { action: "created", issue: item, comment, sender: comment.user ?? null, repository: this.repositoryOf(repo) },
+          payload: {
+            action: "created",
+            issue: asMadeAt(item, comment.created_at),
+            comment,
+            sender: comment.user ?? null,
+            repository: this.repositoryOf(repo),
+          },
         });
       }
       setListing(commentsCursor, onePage(comments), nextCommentsSince(known.comments.since, entries, comments.truncated === true));
@@ -630,7 +653,13 @@ export class GitHubFeed implements PollSourceRuntime {
           rank: RANK.reviewComment,
           id: `review-comment-${comment.id}`,
           name: "pull_request_review_comment",
-          payload: { action: "created", comment, pull_request: pull, sender: comment.user ?? null, repository: this.repositoryOf(repo) },
+          payload: {
+            action: "created",
+            comment,
+            pull_request: asMadeAt(pull, comment.created_at),
+            sender: comment.user ?? null,
+            repository: this.repositoryOf(repo),
+          },
         });
       }
       setListing(
@@ -663,7 +692,13 @@ export class GitHubFeed implements PollSourceRuntime {
           rank: RANK.review,
           id: `review-${review.id}`,
           name: "pull_request_review",
-          payload: { action: "submitted", review, pull_request: pull, sender: review.user ?? null, repository: this.repositoryOf(repo) },
+          payload: {
+            action: "submitted",
+            review,
+            pull_request: asMadeAt(pull, review.submitted_at as string),
+            sender: review.user ?? null,
+            repository: this.repositoryOf(repo),
+          },
         });
       }
     }
@@ -693,12 +728,17 @@ export class GitHubFeed implements PollSourceRuntime {
 
   /**
    * A label arming an item. Who added it is read from the item's events, so the router checks
-   * that person's authorization as it would for a webhook's sender. Undefined when the item is
+   * that person's authorization as it would for a webhook's sender. No `found` when the item is
    * armed without anyone arming it now: it was reopened with the label on, or its events do not
    * show who put the label on (then it is said, and it arms nothing: an event without an actor
-   * would pass authorization).
+   * would pass authorization). `since`: when the label was put on, when the events tell.
    */
-  private async labeledEvent(repo: RepoName, item: RestIssue, isPull: boolean, interval: { seconds: number }): Promise<Found | undefined> {
+  private async labeledEvent(
+    repo: RepoName,
+    item: RestIssue,
+    isPull: boolean,
+    interval: { seconds: number },
+  ): Promise<{ readonly found?: Found; readonly since?: string }> {
     const ref = this.refOf(repo, item.number);
     const name = labelsOf(item).find((label) => sameLabel(label, this.label)) ?? this.label ?? "";
     const base = { owner: repo.owner, repo: repo.repo };
@@ -716,23 +756,25 @@ export class GitHubFeed implements PollSourceRuntime {
       }
     }
     // Reopened with the label still on: nobody armed it now, so nobody's arming is handed out.
-    if (reopened) return undefined;
+    if (reopened) return isTime(labeling?.created_at) ? { since: labeling.created_at } : {};
     const sender = labeling?.actor;
     if (labeling === undefined || typeof sender?.login !== "string" || sender.login === "") {
       this.events?.emit("poll.provider_error", {
         poll_source: this.key,
         error: `${repo.owner}/${repo.repo}#${item.number}: who added the label "${name}" is not in the item's events, so it arms nothing; take the label off and put it back to arm it`,
       });
-      return undefined;
+      return {};
     }
     // The labelling's own time: the same whenever it is read (the item's updated_at moves with
     // every later change), so a labelling settled once keeps its id.
     const at = isTime(labeling.created_at) ? labeling.created_at : item.updated_at;
     const common = { at, rank: RANK.labeled, id: `labeled-${ref}-${at}` };
     const pull = isPull ? await this.fetch<RestIssue>(PULL, { ...base, pull_number: item.number }, interval) : undefined;
-    return pull !== undefined
-      ? { ...common, name: "pull_request", payload: { action: "labeled", pull_request: pull, label: { name }, sender, repository: this.repositoryOf(repo) } }
-      : { ...common, name: "issues", payload: { action: "labeled", issue: item, label: { name }, sender, repository: this.repositoryOf(repo) } };
+    const found: Found =
+      pull !== undefined
+        ? { ...common, name: "pull_request", payload: { action: "labeled", pull_request: pull, label: { name }, sender, repository: this.repositoryOf(repo) } }
+        : { ...common, name: "issues", payload: { action: "labeled", issue: item, label: { name }, sender, repository: this.repositoryOf(repo) } };
+    return { found, since: at };
   }
 
   private async reviewsOf(repo: RepoName, number: number, interval: { seconds: number }): Promise<RestReview[]> {
