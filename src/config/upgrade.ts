@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { Document, isMap, isScalar, parseDocument } from "yaml";
 import type { Node, YAMLMap } from "yaml";
-import { EXIT_FAILURE, ExitError, errnoOf } from "../errors.js";
+import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
 import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
 import { fsyncDirectory } from "../state/atomic.js";
 import type { StatePaths } from "../state/layout.js";
@@ -177,7 +177,21 @@ function blockInsertionOffset(text: string, map: YAMLMap): { offset: number; col
     else break;
   }
   index = last - 1;
+  // Unless they are the value of a block scalar that keeps them (`|+`, `>+`) and ends the mapping:
+  // text inserted before them would take them out of that value.
+  const kept = lastScalarEnd(map);
+  if (kept !== undefined && kept > (lines[index] as Line).next) {
+    const line = lines.findIndex((candidate) => candidate.start < kept && kept <= candidate.next);
+    if (line > index) index = line;
+  }
   return { offset: (lines[index] as Line).next, column };
+}
+
+/** Where the scalar that ends a block mapping (however deep) ends, trailing blank lines it keeps included. */
+function lastScalarEnd(map: YAMLMap): number | undefined {
+  const value = map.items[map.items.length - 1]?.value;
+  if (isMap(value) && !value.flow) return lastScalarEnd(value);
+  return isScalar(value) ? value.range?.[1] : undefined;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -328,10 +342,16 @@ function apply(text: string, edits: readonly Edit[], eol: string): { text: strin
   let result = "";
   let from = 0;
   const insertions: ConfigInsertion[] = [];
+  let previous: Edit | undefined;
   for (const edit of ordered(edits)) {
     result += text.slice(from, edit.offset);
     from = edit.offset;
     let inserted = "";
+    // Two sets of pairs for one flow mapping (an empty top-level `{}` takes state and routing):
+    // each was rendered as if it were the only one, so the second needs its comma.
+    if (edit.block === "inline" && previous?.block === "inline" && previous.offset === edit.offset && !edit.text.startsWith(",")) {
+      inserted += ", ";
+    }
     if (edit.block !== "inline") {
       if (result !== "" && !result.endsWith("\n")) inserted += eol;
       if (edit.block === "top-level" && result.trim() !== "" && !BLANK_LINE_END.test(result + inserted)) inserted += eol;
@@ -339,6 +359,7 @@ function apply(text: string, edits: readonly Edit[], eol: string): { text: strin
     inserted += edit.text;
     result += inserted;
     insertions.push({ afterLine: lineNumberAt(text, edit.offset), text: inserted });
+    previous = edit;
   }
   return { text: result + text.slice(from), insertions };
 }
@@ -347,19 +368,25 @@ function invalidMessage(text: string, what: string): string[] {
   return parseConfigText(text).problems.map((problem) => formatProblem(problem, what));
 }
 
+const BYTE_ORDER_MARK = "\uFEFF";
+
 /**
  * What the upgrade adds to a config text. Throws a ConfigError when the text is not a valid config
  * (fix that first), and refuses (ExitError) rather than produce a text that would not load or
  * would mean something else.
  */
-export function upgradeConfigText(text: string, file = "config"): ConfigUpgrade {
-  const before = parseConfigText(text);
+export function upgradeConfigText(original: string, file = "config"): ConfigUpgrade {
+  const before = parseConfigText(original);
   if (before.problems.length > 0 || !before.config) {
     throw new ConfigError(
       `${file} is not a valid config, so it cannot be upgraded; fix it first (\`the-loop config validate\` lists the problems)`,
       before.problems.map((problem) => formatProblem(problem, file)),
     );
   }
+  // A byte order mark (Windows editors save one) is set aside while the text is edited — it is not
+  // a column of the first line — and put back in front of the result.
+  const bom = original.startsWith(BYTE_ORDER_MARK) ? BYTE_ORDER_MARK : "";
+  const text = original.slice(bom.length);
   const doc = parseDocument(text);
   const eol = text.includes("\r\n") ? "\r\n" : "\n";
   const top = doc.contents;
@@ -403,10 +430,12 @@ export function upgradeConfigText(text: string, file = "config"): ConfigUpgrade 
   }
 
   if (edits.length === 0) {
-    return { text, changed: false, added: [], needsDecision: [], insertions: [], routingPath };
+    return { text: original, changed: false, added: [], needsDecision: [], insertions: [], routingPath };
   }
 
-  const { text: upgraded, insertions } = apply(text, edits, eol);
+  const applied = apply(text, edits, eol);
+  const { insertions } = applied;
+  const upgraded = bom + applied.text;
   const after = parseConfigText(upgraded);
   if (after.problems.length > 0 || !after.config) {
     throw new ExitError(
@@ -514,24 +543,44 @@ export function upgradeOffers(
  * state.root elsewhere) it is an exclusive copy instead.
  */
 export async function movePollStateFile(from: string, to: string): Promise<void> {
-  await fs.mkdir(dirname(to), { recursive: true });
+  // Until the new file exists, nothing has moved: the poller keeps reading the old one.
+  const notMoved = (error: unknown): ExitError =>
+    error instanceof ExitError
+      ? error
+      : new ExitError(
+          `could not move the poll state ${from} to ${to}: ${messageOf(error)}; it stays where it is, and the poller keeps using it`,
+          EXIT_FAILURE,
+        );
   try {
-    await fs.link(from, to);
-  } catch (error) {
-    const code = errnoOf(error);
-    if (code === "EEXIST") throw targetExists(to);
-    if (code === "ENOENT") throw new ExitError(`${from} is gone; nothing to move`, EXIT_FAILURE, "not-found");
-    if (code !== "EXDEV" && code !== "EPERM" && code !== "ENOTSUP") throw error;
+    await fs.mkdir(dirname(to), { recursive: true });
     try {
-      await fs.copyFile(from, to, fs.constants.COPYFILE_EXCL);
-    } catch (copyError) {
-      if (errnoOf(copyError) === "EEXIST") throw targetExists(to);
-      throw copyError;
+      await fs.link(from, to);
+    } catch (error) {
+      const code = errnoOf(error);
+      if (code === "EEXIST") throw targetExists(to);
+      if (code === "ENOENT") throw new ExitError(`${from} is gone; nothing to move`, EXIT_FAILURE, "not-found");
+      if (code !== "EXDEV" && code !== "EPERM" && code !== "ENOTSUP") throw error;
+      try {
+        await fs.copyFile(from, to, fs.constants.COPYFILE_EXCL);
+      } catch (copyError) {
+        if (errnoOf(copyError) === "EEXIST") throw targetExists(to);
+        throw copyError;
+      }
     }
+  } catch (error) {
+    throw notMoved(error);
   }
-  await fs.unlink(from);
-  await fsyncDirectory(dirname(to));
-  await fsyncDirectory(dirname(from));
+  // From here the new file exists, so the poller reads it (resolvePollStateFile): the old one is only clutter.
+  try {
+    await fs.unlink(from);
+    await fsyncDirectory(dirname(to));
+    await fsyncDirectory(dirname(from));
+  } catch (error) {
+    throw new ExitError(
+      `the poll state is now at ${to} and the poller uses it there, but ${from} could not be removed: ${messageOf(error)}; delete it by hand`,
+      EXIT_FAILURE,
+    );
+  }
 }
 
 function targetExists(to: string): ExitError {

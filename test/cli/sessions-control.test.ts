@@ -1,13 +1,16 @@
 import { execFile } from "node:child_process";
+import { mkdir, rename, utimes, writeFile } from "node:fs/promises";
 import { request as httpRequest, createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { userInfo } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, describe, expect, it } from "vitest";
-import { controlSummary } from "../../src/cli/commands/sessions.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { controlSummary, runSessionsList } from "../../src/cli/commands/sessions.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { compileVocabulary, parseControl } from "../../src/control/keywords.js";
+import { ControlStore } from "../../src/control/store.js";
 import type { ControlRecord } from "../../src/control/types.js";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
 import { jsonOf } from "../support/cli.js";
@@ -15,6 +18,7 @@ import type { CliResult } from "../support/cli.js";
 import { FakeGitHub } from "../support/fake-github.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
+import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -33,6 +37,7 @@ let project: TestProject | undefined;
 const stops: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
+  vi.unstubAllEnvs();
   await project?.cleanup();
   project = undefined;
   for (const stop of stops.splice(0)) await stop();
@@ -47,6 +52,7 @@ interface ControlJson {
   message?: string;
   session?: { tmuxTarget: string; status: string };
   comment?: { posted: boolean; id?: string; error?: string };
+  pullRequest?: string;
 }
 
 interface ListJson {
@@ -218,6 +224,40 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     expect(after.filter((r) => r.event === "session.spawned")).toHaveLength(1);
   }, 90_000);
 
+  it("acts on the work item a pull request is bound to, as the keyword in a comment on that pull request would", async () => {
+    const gh = await FakeGitHub.start({ token: "ghp_sessions-control-test" });
+    stops.push(() => gh.stop());
+    gh.addRepo("octo/repo");
+    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
+    const pull = gh.addPullRequest("octo/repo", { title: "Add a health check", user: "alice", head: "health-check" });
+    project = await testProject({
+      github: { apiUrl: gh.apiUrl },
+      routing: { control: { requireStartCommand: true }, workspace: { enabled: false }, announce: { enabled: false } },
+      polling: { enabled: false, sources: [] },
+    });
+    const p = project;
+    const env = { GH_TOKEN: "ghp_sessions-control-test" };
+    const [issueRef, pullRef] = [issue, pull].map((n) => `github:${gh.host}/octo/repo#${n}`) as [string, string];
+    const started = jsonOf<ControlJson>(ok(await p.cli(["sessions", "start", "--work-item", issueRef, "--json", "--no-comment"], env)));
+    expect(started.effect).toBe("started");
+    ok(await p.cli(["sessions", "link-pr", "--work-item", issueRef, "--pull-request", String(pull)], env));
+
+    // A pause keyword commented on the pull request pauses the issue's session (the router puts
+    // the bound item first); so does the command naming the pull request.
+    const paused = ok(await p.cli(["sessions", "pause", "--work-item", pullRef], env));
+    expect(paused.stderr).toContain(`${pullRef} is bound to ${issueRef}`);
+    expect(paused.stdout).toContain(`paused the session of ${issueRef} (${started.session?.tmuxTarget ?? ""})`);
+    const listed = jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"], env)));
+    expect(listed.sessions.map((s) => [s.workItem.ref, s.status, s.control?.command])).toEqual([[issueRef, "paused", "pause"]]);
+    expect(listed.controls).toEqual([]);
+    // The record is on the thread of the work item the command acted on.
+    expect(gh.comments("octo/repo", issue).map((c) => c.body.split("\n")[0])).toEqual([DEFAULT_CONTROL_KEYWORDS.pause]);
+    expect(gh.comments("octo/repo", pull)).toEqual([]);
+
+    const resumed = jsonOf<ControlJson>(ok(await p.cli(["sessions", "resume", "--work-item", pullRef, "--json", "--no-comment"], env)));
+    expect(resumed).toMatchObject({ workItem: issueRef, pullRequest: pullRef, applied: true, effect: "resumed" });
+  }, 60_000);
+
   it("shows the last command with its source and actor, or that it was cleared", () => {
     const record: ControlRecord = {
       version: 1,
@@ -314,6 +354,91 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     const [posted] = gh.comments("octo/repo", issue);
     expect(posted?.body.split("\n")[0]).toBe(DEFAULT_CONTROL_KEYWORDS.pause);
     expect(posted?.body).toContain(SELF_COMMENT_MARKER);
+  });
+});
+
+/**
+ * `sessions list` reads every item's last control command: with the start gate on, that is one
+ * file per item that ever started. Ten thousand of them took about a second to read on every
+ * listing (the session records beside them come from a cache in milliseconds), so the control
+ * records are cached too, for as long as their folder is unchanged.
+ */
+describe("the-loop sessions list: the control column's cache", () => {
+  const LONG_AGO = new Date("2026-01-01T00:00:00.000Z");
+
+  async function listed(config: string, json = false): Promise<{ out: string; err: string }> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const outSpy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+      out.push(String(chunk));
+      return true;
+    });
+    const errSpy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      err.push(String(chunk));
+      return true;
+    });
+    try {
+      await runSessionsList({ config }, { json });
+    } finally {
+      outSpy.mockRestore();
+      errSpy.mockRestore();
+    }
+    return { out: out.join(""), err: err.join("") };
+  }
+
+  function recordOf(ref: string, command: ControlRecord["command"], actor: string): ControlRecord {
+    return { version: 1, ref, command, source: "cli", actor, requestedAt: "2026-11-30T09:00:00.000Z", effect: "recorded" };
+  }
+
+  it("reads the control records once while their folder is unchanged, and again as soon as it changes", async () => {
+    const dir = await tempDir();
+    vi.stubEnv("XDG_CACHE_HOME", join(dir, "xdg-cache"));
+    const root = join(dir, ".the-loop");
+    const controlDir = join(root, "sessions", "control");
+    await mkdir(controlDir, { recursive: true });
+    const config = join(root, "cli-config.yaml");
+    await writeFile(config, "version: 1\nintegrations: {local: {project: demo}}\n");
+    const store = new ControlStore({ dir: controlDir });
+    await store.transaction("local:demo#3", (tx) => tx.write(recordOf("local:demo#3", "pause", "bob")));
+    // A folder last changed a while ago: nothing can change it again within the same clock tick.
+    await utimes(controlDir, LONG_AGO, LONG_AGO);
+    const reads = vi.spyOn(ControlStore.prototype, "list");
+
+    const first = await listed(config);
+    expect(row(first.out, "local:demo#3")).toEqual(["local:demo#3", "-", "pause (cli, bob)", "-", "-", "-"]);
+    expect(reads).toHaveBeenCalledTimes(1);
+    const again = await listed(config);
+    expect(again.out).toBe(first.out);
+    expect(reads).toHaveBeenCalledTimes(1);
+    // --json shows whole records, kept apart from the table's column.
+    for (let run = 0; run < 2; run++) {
+      const json = JSON.parse((await listed(config, true)).out) as ListJson;
+      expect(json.controls).toEqual([recordOf("local:demo#3", "pause", "bob")]);
+    }
+    expect(reads).toHaveBeenCalledTimes(2);
+
+    // A command written since: the folder changed, so the listing reads it again.
+    await store.transaction("local:demo#4", (tx) => tx.write(recordOf("local:demo#4", "stop", "carol")));
+    const changed = await listed(config);
+    expect(row(changed.out, "local:demo#3")[2]).toBe("pause (cli, bob)");
+    expect(row(changed.out, "local:demo#4")[2]).toBe("stop (cli, carol)");
+    expect(reads).toHaveBeenCalledTimes(3);
+    const json = JSON.parse((await listed(config, true)).out) as ListJson;
+    expect(json.controls.map((record) => record.ref)).toEqual(["local:demo#3", "local:demo#4"]);
+    expect(reads).toHaveBeenCalledTimes(4);
+    // Changed just now, within the clock's granularity of another change: not cached yet.
+    await listed(config);
+    expect(reads).toHaveBeenCalledTimes(5);
+
+    // A damaged record is never cached away: it is reported on every listing until it is repaired.
+    await writeFile(join(dir, "damaged.tmp"), "{ not json");
+    await rename(join(dir, "damaged.tmp"), join(controlDir, "local-demo-9-0badf00d.json"));
+    await utimes(controlDir, LONG_AGO, LONG_AGO);
+    for (let run = 0; run < 2; run++) {
+      const damaged = await listed(config);
+      expect(damaged.err).toContain("local-demo-9-0badf00d.json: not valid JSON");
+      expect(row(damaged.out, "local:demo#4")[2]).toBe("stop (cli, carol)");
+    }
   });
 });
 

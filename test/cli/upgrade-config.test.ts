@@ -1,3 +1,4 @@
+import { promises as fsPromises } from "node:fs";
 import { chmod, mkdir, readFile, readlink, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -172,6 +173,56 @@ describe("runUpgradeConfig", () => {
     const outcome = parseConfigText(await readFile(config, "utf8"));
     expect(outcome.problems).toEqual([]);
     expect(outcome.config?.routing.authorizedUsers).toEqual(["alice"]);
+  });
+
+  it("upgrades a config saved with a byte order mark, and keeps the mark", async () => {
+    const { config } = await oldProject(`\uFEFF${OLD_CONFIG}`);
+    const report = JSON.parse(await upgrade(config, { json: true })) as UpgradeConfigReport;
+    expect(report).toMatchObject({ changed: true, needsDecision: [{ key: "routing.control.requireStartCommand" }] });
+    const text = await readFile(config, "utf8");
+    expect(text.startsWith("\uFEFF# our config\nversion: 1\n")).toBe(true);
+    expect(parseConfigText(text).problems).toEqual([]);
+    expect(parseConfigText(text).config?.routing.control.requireStartCommand).toBe(true);
+  });
+
+  it("says what failed and that nothing changed when the config cannot be written (a read-only mount, say)", async () => {
+    const { config } = await oldProject();
+    const { rename } = fsPromises;
+    vi.spyOn(fsPromises, "rename").mockImplementation(async (from, to) => {
+      if (String(to) === config) throw Object.assign(new Error(`EROFS: read-only file system, rename '${String(from)}' -> '${String(to)}'`), { code: "EROFS" });
+      return rename(from, to);
+    });
+    let error: unknown;
+    try {
+      await upgrade(config);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ExitError);
+    const message = (error as ExitError).message;
+    expect(message).toMatch(/^could not write .*cli-config\.yaml: EROFS: read-only file system/);
+    expect(message).toContain("it is unchanged");
+    expect(message).toContain("the-loop upgrade-config --dry-run");
+    expect(await readFile(config, "utf8")).toBe(OLD_CONFIG);
+  });
+
+  it("says what failed when the poll state cannot be moved, and that the config was upgraded", async () => {
+    const { dir, config } = await oldProject();
+    const { from } = await legacyPollState(dir);
+    vi.spyOn(fsPromises, "link").mockRejectedValue(Object.assign(new Error("EACCES: permission denied, link"), { code: "EACCES" }));
+    let error: unknown;
+    try {
+      await upgrade(config, { movePollState: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ExitError);
+    const message = (error as ExitError).message;
+    expect(message).toMatch(/could not move the poll state .*poll-state\.json to .*sessions\/poll-state\.json: EACCES: permission denied/);
+    expect(message).toContain("the poller keeps using");
+    expect(message).toMatch(/cli-config\.yaml was upgraded all the same/);
+    expect(await readFile(from, "utf8")).toContain('"sources"');
+    expect(await readFile(config, "utf8")).toContain("requireStartCommand: true");
   });
 
   it("rewrites a symlinked config where it lives, keeping the link", async () => {

@@ -1,6 +1,7 @@
+import { promises as fsPromises } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ConfigError } from "../../src/config/load.js";
 import { parseConfigText } from "../../src/config/parse.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
@@ -218,6 +219,47 @@ describe("upgradeConfigText", () => {
     expect(configOf(upgrade.text)).toEqual(configOf(text));
   });
 
+  it.each([
+    ["a config", "version: 1\nrouting:\n  authorizedUsers: [alice]\n"],
+    ["a config whose first key is routing", "routing:\n  authorizedUsers: [alice]\n"],
+    ["a CRLF config", "version: 1\r\nrouting:\r\n  authorizedUsers: [alice]\r\n"],
+    ["an empty flow mapping", "{}\n"],
+    ["a file of comments", "# nothing yet\n"],
+  ])("upgrades %s that starts with a byte order mark, and keeps the mark", (_name, body) => {
+    // Editors on Windows save one; the loader reads such a file, so the upgrade must too.
+    const text = `\uFEFF${body}`;
+    const upgrade = upgradeConfigText(text);
+    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.text.startsWith("\uFEFF")).toBe(true);
+    expect(upgrade.text.indexOf("\uFEFF", 1)).toBe(-1);
+    expect(configOf(upgrade.text)).toEqual(configOf(text));
+    expect(configOf(upgrade.text)?.routing.control.requireStartCommand).toBe(true);
+    expect(upgradeConfigText(upgrade.text).changed).toBe(false);
+  });
+
+  it.each([
+    ["on one line", "{}\n"],
+    ["over two lines", "{\n}\n"],
+  ])("fills an empty top-level flow mapping %s with state and routing both", (_name, text) => {
+    const upgrade = upgradeConfigText(text);
+    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.text).toMatch(/^\{state: \{root: \.the-loop\}, routing: \{control: \{enabled: true, /);
+    expect(configOf(upgrade.text)).toEqual(configOf(text));
+    expect(upgradeConfigText(upgrade.text).changed).toBe(false);
+  });
+
+  it.each([
+    ["ends the block", "routing:\n  authorizedUsers: [alice]\n  autoExecuteLabel: |+\n    arm me\n\n"],
+    ["ends the block, before the next one", "routing:\n  autoExecuteLabel: |+\n    arm me\n\n\npolling:\n  enabled: false\n"],
+    ["ends a nested block", "webhooks:\n  ghWebhook:\n    routing:\n      autoExecuteLabel: >+\n        arm me\n\nversion: 1\n"],
+  ])("adds after a block scalar that keeps its trailing blank lines and %s, leaving its value alone", (_name, text) => {
+    const upgrade = upgradeConfigText(text);
+    expect(upgrade.added.filter((key) => key.endsWith("requireStartCommand"))).toHaveLength(1);
+    expect(upgrade.added).toHaveLength(7);
+    expect(withoutInsertions(upgrade)).toBe(text);
+    expect(configOf(upgrade.text)).toEqual(configOf(text));
+  });
+
   it("adds to flow mappings in flow style", () => {
     const text = "routing: {authorizedUsers: [alice], control: {enabled: true}}\n";
     const upgrade = upgradeConfigText(text);
@@ -303,6 +345,28 @@ describe("the poll-state move", () => {
     await movePollStateFile(from, to);
     expect(await readFile(to, "utf8")).toBe('{"version":1}\n');
     await expect(readFile(from, "utf8")).rejects.toThrow(/ENOENT/);
+  });
+
+  it("says where the poll state is when the move cannot be made, or only half made", async () => {
+    const dir = await tempDir();
+    const from = join(dir, "poll-state.json");
+    const to = join(dir, "sessions", "poll-state.json");
+    await writeFile(from, "old\n");
+    const link = vi.spyOn(fsPromises, "link").mockRejectedValueOnce(Object.assign(new Error("EROFS: read-only file system"), { code: "EROFS" }));
+    const failed = movePollStateFile(from, to);
+    await expect(failed).rejects.toBeInstanceOf(ExitError);
+    await expect(failed).rejects.toThrow(`could not move the poll state ${from} to ${to}: EROFS: read-only file system; it stays where it is, and the poller keeps using it`);
+    expect(await readFile(from, "utf8")).toBe("old\n");
+    link.mockRestore();
+
+    // Linked, but the old name stays: the poller now reads the new file, so the old one is only clutter.
+    vi.spyOn(fsPromises, "unlink").mockRejectedValueOnce(Object.assign(new Error("EACCES: permission denied"), { code: "EACCES" }));
+    const half = movePollStateFile(from, to);
+    await expect(half).rejects.toBeInstanceOf(ExitError);
+    await expect(half).rejects.toThrow(
+      `the poll state is now at ${to} and the poller uses it there, but ${from} could not be removed: EACCES: permission denied; delete it by hand`,
+    );
+    expect(await readFile(to, "utf8")).toBe("old\n");
   });
 
   it("never replaces a poll state already at the target", async () => {

@@ -11,13 +11,13 @@ import { EventLog } from "../../events/log.js";
 import { deriveStatePaths } from "../../state/layout.js";
 import { readEvents } from "../../events/reader.js";
 import type { EventRecord } from "../../events/reader.js";
-import { SessionRegistry } from "../../sessions/registry.js";
 import { LocalTracker } from "../../trackers/local/index.js";
 import type { LocalRef } from "../../workitem/ref.js";
 import type { GlobalOptions } from "../context.js";
-import { formatTable, stderr, stdout } from "../output.js";
+import { stderr, stdout } from "../output.js";
 import { printEventTable } from "./events.js";
 import { printItem } from "./item.js";
+import { runSessionsList } from "./sessions.js";
 
 export interface DemoOptions {
   readonly keep: boolean;
@@ -158,8 +158,8 @@ async function narrate(projectDir: string, socketName: string): Promise<void> {
     say("stop the daemon, as `the-loop stop` does: it drains its queue and releases its locks");
 
     stdout.line(`\n${stdout.paint("bold", "Sessions")} (the-loop sessions list)\n`);
-    const { records } = new SessionRegistry({ dir: paths.registryDir }).list();
-    stdout.line(formatTable(["work item", "status", "harness", "tmux"], records.map((r) => [r.workItem.ref, r.status, r.harness, r.tmuxTarget])));
+    // The command itself: each session's status and its item's last control command.
+    await runSessionsList({ config: configFile }, { json: false });
 
     stdout.line(`\n${stdout.paint("bold", "The work item")} (the-loop item show ${itemRef})\n`);
     printItem(await tracker.getItemWithComments(ref));

@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { ControlStore } from "../../control/store.js";
 import type { ControlListingProblem } from "../../control/store.js";
 import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../control/types.js";
@@ -58,12 +59,99 @@ export function controlSummary(record: ControlRecord | undefined): string {
 }
 
 /**
- * Each item's last control command, read from the control folder once for the whole listing
- * (not once per row), with the store's own light reader: no schema library, no runtime.
+ * What the listing keeps of the control folder between runs, while the folder is unchanged: its
+ * records for `--json`, or for the table only each item's column (`<cache>.rows`), a fraction of
+ * their size.
  */
-function controlsByRef(project: Project): { byRef: Map<string, ControlRecord>; problems: ControlListingProblem[] } {
-  const { records, problems } = new ControlStore({ dir: project.paths.controlDir }).list();
-  return { byRef: new Map(records.map((record) => [record.ref, record])), problems };
+interface ControlListingCache<T> {
+  readonly dir: string;
+  readonly stamp: string;
+  readonly entries: T[];
+}
+
+/** A row of the table's control column: the item's ref and its controlSummary. */
+type ControlRow = [ref: string, summary: string];
+
+/** A change this recent to the control folder is not cached: another may still share its time. */
+const RECENT_CHANGE_MS = 1_000;
+
+/**
+ * The control folder as it is now: every write renames a file into it and every removal unlinks
+ * one, either of which changes its mtime. Undefined when it cannot be trusted to change with the
+ * next write: it does not exist, or it changed too recently — a file's times come from a clock
+ * that ticks every few milliseconds, so a write in the same tick as a listing would leave the
+ * stamp as it was, and the listing cached without it.
+ */
+function controlFolderStamp(dir: string, now: number): string | undefined {
+  try {
+    const stat = statSync(dir, { bigint: true });
+    if (now - Number(stat.mtimeMs) < RECENT_CHANGE_MS) return undefined;
+    return `${stat.ino}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+function readControlCache<T>(path: string, dir: string, stamp: string): T[] | undefined {
+  try {
+    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<ControlListingCache<T>>;
+    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.entries) ? cache.entries : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A cache only: written without fsync, and a failure to write it changes nothing. */
+function writeControlCache<T>(path: string, cache: ControlListingCache<T>): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(temporary, JSON.stringify(cache));
+    renameSync(temporary, path);
+  } catch {
+    // The next listing reads the folder again.
+  }
+}
+
+/**
+ * Every item's last control command, read from the control folder once for the whole listing
+ * (not once per row), with the store's own light reader: no schema library, no runtime. With the
+ * start gate on, every item that ever started has a record, so the folder can hold thousands:
+ * what the listing needs of them is kept in `<state.root>/cache/` while the folder is unchanged
+ * (the stamp is taken before the read, so a write during it makes the next listing read again).
+ * A listing with a problem is not kept, so a damaged record is reported every time until it is
+ * repaired.
+ */
+function listControls<T>(
+  project: Project,
+  cacheName: string,
+  entriesOf: (records: ControlRecord[]) => T[],
+): { entries: T[]; problems: ControlListingProblem[] } {
+  const dir = project.paths.controlDir;
+  const cacheFile = join(project.paths.root, "cache", cacheName);
+  const stamp = controlFolderStamp(dir, Date.now());
+  const cached = stamp === undefined ? undefined : readControlCache<T>(cacheFile, dir, stamp);
+  if (cached) return { entries: cached, problems: [] };
+  const { records, problems } = new ControlStore({ dir }).list();
+  const entries = entriesOf(records);
+  if (stamp !== undefined && problems.length === 0) writeControlCache(cacheFile, { dir, stamp, entries });
+  return { entries, problems };
+}
+
+const CONTROL_CACHE = "sessions-list-control.json";
+
+/** Each item's last control record, by ref (`sessions list --json`). */
+function controlRecordsByRef(project: Project): { byRef: Map<string, ControlRecord>; problems: ControlListingProblem[] } {
+  const { entries, problems } = listControls(project, CONTROL_CACHE, (records) => records);
+  return { byRef: new Map(entries.map((record) => [record.ref, record])), problems };
+}
+
+/** Each item's control column, by ref (the `sessions list` table). */
+function controlColumnByRef(project: Project): { byRef: Map<string, string>; problems: ControlListingProblem[] } {
+  const { entries, problems } = listControls(project, `${CONTROL_CACHE}.rows`, (records) =>
+    records.map((record): ControlRow => [record.ref, controlSummary(record)]),
+  );
+  return { byRef: new Map(entries), problems };
 }
 
 /**
@@ -77,12 +165,12 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   const wanted = options.status;
   const keep = (status: SessionStatus): boolean =>
     wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted;
-  const controls = controlsByRef(project);
   // Every session record is read (the filter applies afterwards) so that an item with a
   // filtered-out session is never mistaken for one without a session.
-  const withoutSession = (refs: ReadonlySet<string>): ControlRecord[] =>
-    wanted === undefined ? [...controls.byRef.values()].filter((record) => !refs.has(record.ref)) : [];
+  const withoutSession = <T>(byRef: ReadonlyMap<string, T>, refs: ReadonlySet<string>): [string, T][] =>
+    wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   if (options.json) {
+    const controls = controlRecordsByRef(project);
     const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
     const allProblems = [...problems, ...controls.problems];
     for (const problem of allProblems) stderr.warn(`${problem.file}: ${problem.message}`);
@@ -90,11 +178,12 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
       sessions: records
         .filter((record) => keep(record.status))
         .map((record) => ({ ...record, control: controls.byRef.get(record.workItem.ref) ?? null })),
-      controls: withoutSession(new Set(records.map((record) => record.workItem.ref))),
+      controls: withoutSession(controls.byRef, new Set(records.map((record) => record.workItem.ref))).map(([, record]) => record),
       problems: allProblems,
     });
     return;
   }
+  const controls = controlColumnByRef(project);
   const { summaries, problems } = listSessionSummaries(project.paths.registryDir, listing);
   for (const problem of [...problems, ...controls.problems]) stderr.warn(`${problem.file}: ${problem.message}`);
   const rows = summaries
@@ -102,13 +191,13 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     .map((summary) => [
       summary.ref,
       summary.status,
-      controlSummary(controls.byRef.get(summary.ref)),
+      controls.byRef.get(summary.ref) ?? controlSummary(undefined),
       summary.harness,
       summary.tmuxTarget,
       summary.lastEventAt,
     ]);
-  for (const record of withoutSession(new Set(summaries.map((summary) => summary.ref)))) {
-    rows.push([record.ref, "-", controlSummary(record), "-", "-", "-"]);
+  for (const [ref, control] of withoutSession(controls.byRef, new Set(summaries.map((summary) => summary.ref)))) {
+    rows.push([ref, "-", control, "-", "-", "-"]);
   }
   if (rows.length === 0) {
     stdout.line(wanted ? `no ${wanted} sessions` : "no sessions yet");
@@ -325,6 +414,26 @@ function effectSentence(command: ControlCommand, ref: string, outcome: Extract<C
 }
 
 /**
+ * The work item a command given for `ref` acts on: the one the same keyword in a comment on it
+ * would act on. A GitHub pull request's events carry its stored binding (applyLink: the bound
+ * work item first, then the pull request), and the router acts on the first of them with a live
+ * session, else on the first — so a command for a pull request bound to another work item acts on
+ * that work item unless only the pull request has a live session. Anything else acts on itself.
+ * (Local items carry no pull request, so their bindings do not steer their events.)
+ */
+function workItemActedOn(runtime: Runtime, ref: string): string {
+  if (parseWorkItemRef(ref).tracker !== "github") return ref;
+  const bound = runtime.links.get(ref)?.workItem.ref;
+  if (bound === undefined || bound === ref) return ref;
+  try {
+    return isLive(runtime.registry.get(ref)) && !isLive(runtime.registry.get(bound)) ? ref : bound;
+  } catch {
+    // A damaged session record: the command on the bound item reads it again and says so.
+    return bound;
+  }
+}
+
+/**
  * `the-loop sessions start|stop|pause|resume`: the same command the comment keyword gives (R4.1),
  * applied by the dispatcher the daemon uses (a start with no live session spawns here and now,
  * R4.5), recorded with source `cli` (R4.7), then left on the work item's thread as a marked
@@ -338,10 +447,14 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   if (!given) {
     throw new UsageError("which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it)");
   }
-  const ref = canonicalRef(given, project);
+  const named = canonicalRef(given, project);
+  const runtime = await runtimeOf(project);
+  const ref = workItemActedOn(runtime, named);
+  if (ref !== named) {
+    stderr.line(`note: ${named} is bound to ${ref}, so the ${command} acts on ${ref}, as the keyword in a comment on ${named} would`);
+  }
   const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note: `the-loop sessions ${command}` };
 
-  const runtime = await runtimeOf(project);
   const dispatcher = await runtime.dispatcher((message) => stderr.warn(message));
   let outcome: ControlOutcome;
   try {
@@ -354,9 +467,11 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
     await dispatcher.drain();
   }
 
+  // The pull request the command was given for, when it acted on the work item it is bound to.
+  const via = ref === named ? {} : { pullRequest: named };
   if (!outcome.applied) {
     if (options.json) {
-      stdout.json({ workItem: ref, command, applied: false, reason: outcome.reason, message: outcome.message });
+      stdout.json({ workItem: ref, ...via, command, applied: false, reason: outcome.reason, message: outcome.message });
       stderr.error(outcome.message);
       throw new AnswerGivenExit(EXIT_FAILURE);
     }
@@ -372,6 +487,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   if (options.json) {
     stdout.json({
       workItem: ref,
+      ...via,
       command,
       applied: true,
       effect: outcome.effect,

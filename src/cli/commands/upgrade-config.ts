@@ -3,7 +3,7 @@ import { CONFIG_DIR_NAME, CONFIG_FILE_NAME, loadConfig } from "../../config/load
 import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../config/upgrade.js";
 import type { DecisionNeeded, ConfigInsertion, UpgradeOffer } from "../../config/upgrade.js";
 import { readLiveHolder } from "../../daemon/pidfile.js";
-import { EXIT_FAILURE, ExitError } from "../../errors.js";
+import { EXIT_FAILURE, ExitError, messageOf } from "../../errors.js";
 import { writeFileAtomic } from "../../state/atomic.js";
 import type { StatePaths } from "../../state/layout.js";
 import { displayPath, printConfigWarnings } from "../context.js";
@@ -64,8 +64,26 @@ export async function runUpgradeConfig(globals: GlobalOptions, options: UpgradeC
 
   if (!dryRun) {
     // The config first: a move that then fails leaves a config that is upgraded and still right.
-    if (upgrade.changed) await writeFileAtomic(target, upgrade.text);
-    if (move) await movePollStateFile(move.from, move.to);
+    if (upgrade.changed) {
+      try {
+        await writeFileAtomic(target, upgrade.text);
+      } catch (error) {
+        // Atomic: a failed write leaves the old file in place. A read-only mount is the usual cause.
+        throw new ExitError(
+          `could not write ${shown}: ${messageOf(error)}; it is unchanged${move ? ", and the poll state was not moved" : ""}. ` +
+            "Let the-loop write it and its folder and run this again, or add the lines `the-loop upgrade-config --dry-run` shows by hand",
+          EXIT_FAILURE,
+        );
+      }
+    }
+    if (move) {
+      try {
+        await movePollStateFile(move.from, move.to);
+      } catch (error) {
+        if (!upgrade.changed || !(error instanceof ExitError)) throw error;
+        throw new ExitError(`${error.message}. ${shown} was upgraded all the same`, error.exitCode, error.code, error.details);
+      }
+    }
   }
 
   const moved = move && !dryRun ? move : undefined;
