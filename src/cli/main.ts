@@ -60,4 +60,11 @@ async function main(argv: readonly string[]): Promise<number> {
   }
 }
 
+// A reader that stops early (`the-loop sessions list | head`) closes the pipe; what is left to
+// print has nowhere to go, which is not a failure of the command.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code === "EPIPE") process.exit(process.exitCode ?? 0);
+  throw error;
+});
+
 process.exitCode = await main(process.argv);

@@ -1,6 +1,8 @@
-import { readFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { REPO_ROOT, runCli } from "../support/cli.js";
+import { spawn } from "node:child_process";
+import { BIN, REPO_ROOT, cliEnv, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
 const ANSI = new RegExp(`${String.fromCharCode(27)}\\[`);
@@ -52,5 +54,21 @@ describe("the CLI's exit codes and output streams", () => {
     const plain = await runCli(["config", "validate"], { cwd, env: { NO_COLOR: "1", FORCE_COLOR: "1" } });
     expect(plain.code).toBe(0);
     expect(plain.stdout).not.toMatch(ANSI);
+  });
+
+  it("ends quietly with its exit code when the reader closes the pipe early (`| head`)", async () => {
+    const cwd = await tempDir();
+    // An event log far larger than a pipe's buffer, so the writer is still writing when the reader leaves.
+    const line = JSON.stringify({ ts: "2026-11-30T00:00:00.000Z", source: "daemon", event: "daemon.started", level: "info", pid: 1, services: ["poller"] });
+    await mkdir(join(cwd, ".the-loop", "logs"), { recursive: true });
+    await writeFile(join(cwd, ".the-loop", "logs", "events.jsonl"), `${line}\n`.repeat(20_000));
+    const child = spawn(process.execPath, [BIN, "events", "--limit", "0", "--json"], { cwd, env: cliEnv({ cwd }), stdio: ["ignore", "pipe", "pipe"] });
+    let stderrText = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderrText += chunk.toString()));
+    child.stdout.once("data", () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on("close", (exit) => resolve(exit)));
+    expect(stderrText).not.toContain("EPIPE");
+    expect(stderrText).not.toContain("bug in the-loop");
+    expect(code).toBe(0);
   });
 });
