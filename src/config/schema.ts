@@ -159,6 +159,11 @@ const controlKeyword = (command: (typeof CONTROL_COMMANDS)[number], meaning: str
     .max(100)
     // A keyword is matched as a whole token on one line, so it cannot span lines or hold a tab.
     .regex(/^[^\s](?:[^\t\r\n]*[^\s])?$/, "one line of text without tabs")
+    // What the parser skips as quoted or hidden text (code spans, quotes, HTML comments) could
+    // never be typed as a command: refuse it here rather than configure a keyword that never works.
+    .refine((keyword) => !keyword.includes("`") && !keyword.includes("<!--") && !keyword.startsWith(">"), {
+      message: "a keyword cannot contain a backtick or `<!--`, or start with `>`: the parser reads those as quoted text",
+    })
     .default(DEFAULT_CONTROL_KEYWORDS[command])
     .describe(`Comment keyword that ${meaning}. Matched as a whole token, case-insensitively.`);
 

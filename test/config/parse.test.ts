@@ -61,6 +61,10 @@ describe("parseConfigText", () => {
     ["resumeCommand on claude", "routing:\n  harnesses:\n    claude:\n      resumeCommand: [x]\n", /routing\.harnesses\.claude\.resumeCommand: "claude" resumes by itself/],
     ["polling enabled with no sources", "polling:\n  enabled: true\n", /polling\.sources: polling is enabled but has no sources/],
     ["an unknown spawn policy", "routing:\n  spawnOnUnmatched: sometimes\n", /routing\.spawnOnUnmatched: /],
+    ["two commands sharing a keyword", "routing:\n  control:\n    keywords:\n      stop: GO-NOW\n      start: go-now\n", /routing\.control\.keywords\.stop: the stop keyword is the same as the start keyword/],
+    ["a keyword in backticks", "routing:\n  control:\n    keywords:\n      start: '`go`'\n", /routing\.control\.keywords\.start: a keyword cannot contain a backtick/],
+    ["a keyword that reads as a quote", "routing:\n  control:\n    keywords:\n      pause: '> hold'\n", /routing\.control\.keywords\.pause: a keyword cannot/],
+    ["a keyword spanning lines", "routing:\n  control:\n    keywords:\n      resume: \"go\\non\"\n", /routing\.control\.keywords\.resume: one line of text without tabs/],
   ])("rejects %s", (_name, text, expected) => {
     expect(problemsOf(text)).toEqual([expect.stringMatching(expected)]);
   });
