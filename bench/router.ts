@@ -53,7 +53,7 @@ for (const item of items.slice(0, LIVE_SESSIONS)) {
   });
 }
 // An honoured start on every item without a session, so "spawn" events pass the start gate.
-const started: ControlView = { command: "start" };
+const started: ControlView = { command: "start", source: "comment", actor: "alice" };
 const registry: RegistryView = { sessionFor: (ref) => sessions.get(ref), controlFor: (ref) => (sessions.has(ref) ? undefined : started) };
 
 const memory = new DeliveryLru(1_024);

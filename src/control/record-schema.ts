@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { CONTROL_COMMANDS } from "./types.js";
 import type { ControlEffect, ControlRecord, ControlSource } from "./types.js";
+import { CONTROL_RECENT_DELIVERIES_MAX } from "./store.js";
 
 /**
  * The validation of control records (`<state.root>/sessions/control/<slug>.json`), kept apart
@@ -36,6 +37,7 @@ export const controlRecordSchema = z
     effect: z.enum(CONTROL_EFFECTS),
     note: z.string().optional(),
     deliveryId: z.string().optional(),
+    recentDeliveries: z.array(z.string()).max(CONTROL_RECENT_DELIVERIES_MAX).optional(),
     clearedAt: timestamp.optional(),
     clearedBy: z.string().min(1).optional(),
   })

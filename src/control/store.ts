@@ -1,10 +1,11 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { readFileSync, readdirSync } from "node:fs";
 import type { Dirent } from "node:fs";
-import { basename, join } from "node:path";
+import { rm } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
 import type { z } from "zod";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
-import { isTemporaryName, readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
+import { fsyncDirectory, isTemporaryName, readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
 import { withLock } from "../state/lock.js";
 import type { LockOptions } from "../state/lock.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
@@ -46,6 +47,11 @@ export interface ControlTransaction {
    * is on disk; its ref must be the transaction's).
    */
   write(record: ControlRecord): Promise<void>;
+  /**
+   * Deletes the record (durably), so the item has none: how a command that wrote its record
+   * first and then failed to act puts back "no record" as it found it.
+   */
+  remove(): Promise<void>;
 }
 
 export interface ControlListingProblem {
@@ -80,6 +86,9 @@ const EFFECTS: Record<ControlEffect, true> = {
   recorded: true,
   noop: true,
 };
+/** Delivery ids (and content keys) of the commands an item took that its record keeps, newest last. */
+export const CONTROL_RECENT_DELIVERIES_MAX = 50;
+
 const KEYS: Record<keyof ControlRecord, true> = {
   version: true,
   ref: true,
@@ -90,6 +99,7 @@ const KEYS: Record<keyof ControlRecord, true> = {
   effect: true,
   note: true,
   deliveryId: true,
+  recentDeliveries: true,
   clearedAt: true,
   clearedBy: true,
 };
@@ -143,6 +153,13 @@ export function controlRecordProblem(value: unknown): string | undefined {
     optional(value.note, () => (typeof value.note === "string" ? undefined : `note: expected a string; ${got(value.note)}`)) ??
     optional(value.deliveryId, () =>
       typeof value.deliveryId === "string" ? undefined : `deliveryId: expected a string; ${got(value.deliveryId)}`,
+    ) ??
+    optional(value.recentDeliveries, () =>
+      Array.isArray(value.recentDeliveries) &&
+      value.recentDeliveries.length <= CONTROL_RECENT_DELIVERIES_MAX &&
+      value.recentDeliveries.every((id) => typeof id === "string")
+        ? undefined
+        : `recentDeliveries: expected at most ${CONTROL_RECENT_DELIVERIES_MAX} strings; ${got(value.recentDeliveries)}`,
     ) ??
     optional(value.clearedAt, () => timestamp("clearedAt", value.clearedAt)) ??
     optional(value.clearedBy, () => nonEmpty("clearedBy", value.clearedBy));
@@ -257,6 +274,14 @@ export class ControlStore {
         const ensureOpen = (what: string): void => {
           if (!open) throw new Error(`the control transaction on ${canonical} is over; a ${what} after it would not be locked`);
         };
+        const track = async (change: Promise<void>): Promise<void> => {
+          pending.add(change);
+          try {
+            await change;
+          } finally {
+            pending.delete(change);
+          }
+        };
         const tx: ControlTransaction = {
           read: () => {
             ensureOpen("read");
@@ -264,13 +289,11 @@ export class ControlStore {
           },
           write: async (record) => {
             ensureOpen("write");
-            const written = writeJsonAtomic(path, validated(schema, canonical, record));
-            pending.add(written);
-            try {
-              await written;
-            } finally {
-              pending.delete(written);
-            }
+            await track(writeJsonAtomic(path, validated(schema, canonical, record)));
+          },
+          remove: async () => {
+            ensureOpen("remove");
+            await track(removeDurably(path));
           },
         };
         try {
@@ -286,12 +309,15 @@ export class ControlStore {
 
   /**
    * Marks the standing (uncleared) record cleared by `by` at `at`, keeping it for listings;
-   * undefined (no write) when there is none or it is already cleared. Takes the lock itself.
+   * undefined (no write) when there is none or it is already cleared. With `only`, a standing
+   * record is cleared only when it is that command (sameCommand): a command given since the
+   * caller looked is left as it is. Takes the lock itself.
    */
-  async clear(ref: string, by: string, at: Date): Promise<ControlRecord | undefined> {
+  async clear(ref: string, by: string, at: Date, only?: ControlRecord): Promise<ControlRecord | undefined> {
     return this.transaction(ref, async (tx) => {
       const current = tx.read();
       if (current === undefined || current.clearedAt !== undefined) return undefined;
+      if (only !== undefined && !sameCommand(current, only)) return undefined;
       const cleared: ControlRecord = { ...current, clearedAt: at.toISOString(), clearedBy: by };
       await tx.write(cleared);
       return cleared;
@@ -327,6 +353,26 @@ export class ControlStore {
     const home = this.pathFor(canonical);
     return home === file ? undefined : `it holds ${ref}, whose record is ${basename(home)}`;
   }
+}
+
+/**
+ * Whether two records are the same command given once: same request, whatever its effect became
+ * since (a pending start confirmed, or marked pending) and whether it was cleared.
+ */
+export function sameCommand(a: ControlRecord, b: ControlRecord): boolean {
+  return (
+    a.ref === b.ref &&
+    a.command === b.command &&
+    a.source === b.source &&
+    a.actor === b.actor &&
+    a.requestedAt === b.requestedAt &&
+    a.deliveryId === b.deliveryId
+  );
+}
+
+async function removeDurably(path: string): Promise<void> {
+  await rm(path, { force: true });
+  await fsyncDirectory(dirname(path));
 }
 
 /** A record about to be written: a bad one is a bug in the caller, caught before it is on disk. */

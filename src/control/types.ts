@@ -61,6 +61,11 @@ export interface ControlRecord {
   note?: string | undefined;
   deliveryId?: string | undefined;
   /**
+   * Delivery ids and content keys of the commands the item took (this one included), newest
+   * last: a command redelivered, or seen again by the other ingress path, is not taken twice.
+   */
+  recentDeliveries?: string[] | undefined;
+  /**
    * Set when the item's session ended for another reason (the item closed, `sessions close`): the
    * command is kept for the record but no longer governs whether the item may start.
    */

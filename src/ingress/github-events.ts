@@ -65,6 +65,12 @@ type Normalizer = (root: Json, action: string, context: GitHubEventContext) => N
 type EventFields = Omit<InboundEvent, "source" | "deliveryId" | "kind" | "trackerEvent" | "labels" | "itemState" | "title">;
 
 function eventOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: string, item: Item, fields: EventFields): NormalizeResult {
+  // The webhook and the poller give one comment different delivery ids; its own id is the same on
+  // both, so a comment seen by both paths is carried out once.
+  const contentKey =
+    fields.commentId !== undefined && fields.commentKind !== undefined
+      ? `github:${item.workItem.host}/${item.workItem.repository}:${kind}:${fields.commentKind}:${fields.commentId}`
+      : undefined;
   return {
     event: {
       source: context.source,
@@ -75,6 +81,7 @@ function eventOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: s
       itemState: item.state,
       title: item.title,
       ...fields,
+      ...(contentKey !== undefined ? { contentKey } : {}),
     },
   };
 }

@@ -79,6 +79,12 @@ export interface InboundEvent {
   /** The item's state right after the event. */
   readonly itemState: ItemState;
   readonly title?: string;
+  /**
+   * What the event carries, named the same on every ingress path (a GitHub comment's own id, with
+   * its kind): the webhook and the poller give one comment different delivery ids, and this is how
+   * a comment seen by both is carried out once. Absent when the event carries no such text.
+   */
+  readonly contentKey?: string;
   /** The tracker's id of the comment, review or review comment the event carries. */
   readonly commentId?: string;
   /** Which kind of text `commentId` names (reactions go to different places for each). */
@@ -90,6 +96,11 @@ export interface InboundEvent {
   readonly occurredAt: string;
   /** A bounded excerpt of the payload for prompts (see boundExcerpt). */
   readonly excerpt: Readonly<Record<string, string>>;
+}
+
+/** Every id a duplicate of this event may arrive under: its delivery id, and its content key. */
+export function deliveryKeys(event: Pick<InboundEvent, "deliveryId" | "contentKey">): readonly string[] {
+  return event.contentKey === undefined ? [event.deliveryId] : [event.deliveryId, event.contentKey];
 }
 
 /** Keeps each field under EXCERPT_FIELD_MAX and the whole under EXCERPT_TOTAL_MAX characters. */

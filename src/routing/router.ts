@@ -2,7 +2,7 @@ import type { ControlCommand, RoutingConfig, SpawnPolicy } from "../config/schem
 import { compileVocabulary, parseControl } from "../control/keywords.js";
 import type { ControlVocabulary } from "../control/keywords.js";
 import { controlStateOf, spawnHold } from "../control/plan.js";
-import type { ControlRecord } from "../control/types.js";
+import type { ControlRecord, ControlState } from "../control/types.js";
 import { isLive } from "../sessions/record.js";
 import type { SessionStatus } from "../sessions/record.js";
 import type { WorkItem } from "../workitem/index.js";
@@ -57,7 +57,7 @@ export interface SessionView {
 }
 
 /** What the router needs of a work item's last control command. */
-export type ControlView = Pick<ControlRecord, "command" | "clearedAt" | "deliveryId">;
+export type ControlView = Pick<ControlRecord, "command" | "source" | "actor" | "clearedAt" | "deliveryId" | "recentDeliveries">;
 
 export interface RegistryView {
   sessionFor(ref: string): SessionView | undefined;
@@ -65,6 +65,7 @@ export interface RegistryView {
 }
 
 export interface DeliveryMemory {
+  /** Whether a delivery id (or a content key, see InboundEvent.contentKey) was seen. */
   has(deliveryId: string): boolean;
 }
 
@@ -113,7 +114,7 @@ export type DecisionAction = Decision["action"];
 /**
  * The guards run in this order and the first that fails decides:
  *  1. event filter       kind not accepted                      → drop disabled-event
- *  2. delivery dedupe    delivery id already seen               → drop duplicate-delivery
+ *  2. delivery dedupe    delivery id or content key seen        → drop duplicate-delivery
  *  3. work item          the event names none                   → drop no-work-item
  *  4. self-authored      the text carries the-loop's marker     → drop self-authored
  *  5. authorization      actor not allowed (a close is exempt)  → drop unauthorized-actor
@@ -125,7 +126,9 @@ export type DecisionAction = Decision["action"];
  */
 export function route(event: InboundEvent, policy: RoutingPolicy, registry: RegistryView, memory: DeliveryMemory): Decision {
   if (policy.acceptedKinds !== null && !policy.acceptedKinds.has(event.kind)) return drop("disabled-event");
-  if (memory.has(event.deliveryId)) return drop("duplicate-delivery");
+  if (memory.has(event.deliveryId) || (event.contentKey !== undefined && memory.has(event.contentKey))) {
+    return drop("duplicate-delivery");
+  }
 
   const primary = event.workItems[0];
   if (primary === undefined) return drop("no-work-item");
@@ -148,7 +151,7 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
   const match = liveSession(event.workItems, registry);
   if (match !== undefined) {
     // The record's own delivery ids catch a redelivery the in-memory dedupe forgot (a restart).
-    if (match.session.recentDeliveries.includes(event.deliveryId)) return drop("duplicate-delivery", match.workItem);
+    if (seenIn(match.session.recentDeliveries, event)) return drop("duplicate-delivery", match.workItem);
     if (event.kind === "closed") return { action: "close", workItem: match.workItem };
     return { action: "deliver", workItem: match.workItem, status: match.session.status };
   }
@@ -167,12 +170,18 @@ function controlDecision(event: InboundEvent, policy: RoutingPolicy, registry: R
   if (!policy.control.enabled || !COMMENT_KINDS.has(event.kind)) return undefined;
   const parsed = parseControl(event.body, policy.control.vocabulary);
   if (parsed.kind === "none") return undefined;
-  if (parsed.kind === "ambiguous") return { action: "drop", reason: "control-ambiguous", workItem: primary, commands: parsed.commands };
+  // Before the ambiguity is recorded (and reacted to): a comment nobody can be named for is
+  // dropped as unauthorized whatever it says, like any other command from no one.
   if (!isNamedActor(event.actor)) return drop("unauthorized-actor", primary);
+  if (parsed.kind === "ambiguous") return { action: "drop", reason: "control-ambiguous", workItem: primary, commands: parsed.commands };
   const match = liveSession(event.workItems, registry);
   const workItem = match?.workItem ?? primary;
-  // A command redelivered after a restart must not act twice (a start replayed after a stop).
-  if (match?.session.recentDeliveries.includes(event.deliveryId) || registry.controlFor(workItem.ref)?.deliveryId === event.deliveryId) {
+  // A command redelivered after a restart, or seen again by the other ingress path, must not act
+  // twice. The session records remember the deliveries they saw, closed ones included (a start
+  // replayed after the stop that closed its session); the control record remembers the commands
+  // it took, including those that left no session and older ones a newer command replaced.
+  const recorded = registry.controlFor(workItem.ref);
+  if (recorded?.deliveryId === event.deliveryId || seenIn(recorded?.recentDeliveries, event) || seenBySession(event, registry)) {
     return drop("duplicate-delivery", workItem);
   }
   return {
@@ -183,6 +192,31 @@ function controlDecision(event: InboundEvent, policy: RoutingPolicy, registry: R
     armed: armsSpawn(event.labels, policy),
     itemClosed: event.itemState === "closed",
   };
+}
+
+/** Whether a session record of one of the event's items, live or closed, already saw this delivery. */
+function seenBySession(event: InboundEvent, registry: RegistryView): boolean {
+  for (const workItem of event.workItems) {
+    if (seenIn(registry.sessionFor(workItem.ref)?.recentDeliveries, event)) return true;
+  }
+  return false;
+}
+
+/**
+ * The item's control state for the start gate. A start given in a comment stands for the person
+ * who gave it: once they are no longer in the allowlist it starts nothing (shell access, the CLI's
+ * authority, is not something a config change takes away).
+ */
+export function standingState(standing: ControlView | undefined, policy: Pick<RoutingPolicy, "authorizedUsers">): ControlState {
+  const state = controlStateOf(standing);
+  if (state === "start-requested" && standing?.source === "comment" && !policy.authorizedUsers.has(standing.actor)) return "none";
+  return state;
+}
+
+/** Whether `ids` holds the event's delivery id or its content key. */
+function seenIn(ids: readonly string[] | undefined, event: Pick<InboundEvent, "deliveryId" | "contentKey">): boolean {
+  if (ids === undefined) return false;
+  return ids.includes(event.deliveryId) || (event.contentKey !== undefined && ids.includes(event.contentKey));
 }
 
 /** `ghost` is what a tracker calls a person it cannot name (a deleted account). */
@@ -237,6 +271,6 @@ function spawnDecision(event: InboundEvent, policy: RoutingPolicy, registry: Reg
   if (event.itemState === "closed") return drop("item-closed", primary);
   if (!armsSpawn(event.labels, policy)) return drop("spawn-policy", primary);
   // The label (or "always") only arms: who may start is decided by the start gate.
-  const hold = spawnHold(controlStateOf(registry.controlFor(primary.ref)), policy.control);
+  const hold = spawnHold(standingState(registry.controlFor(primary.ref), policy), policy.control);
   return hold === undefined ? { action: "spawn", workItem: primary } : drop(hold, primary);
 }

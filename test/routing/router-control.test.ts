@@ -62,7 +62,12 @@ function policy(input: PolicyInput = {}) {
 }
 
 const live = (status: SessionView["status"], recentDeliveries: string[] = []): SessionView => ({ status, recentDeliveries });
-const record = (command: ControlRecord["command"], extra: Partial<ControlView> = {}): ControlView => ({ command, ...extra });
+const record = (command: ControlRecord["command"], extra: Partial<ControlView> = {}): ControlView => ({
+  command,
+  source: "comment",
+  actor: "alice",
+  ...extra,
+});
 
 function view(sessions: Record<string, SessionView> = {}, controls: Record<string, ControlView> = {}): RegistryView {
   return { sessionFor: (ref) => sessions[ref], controlFor: (ref) => controls[ref] };
@@ -90,6 +95,8 @@ describe("the start gate (a labelled item with no session)", () => {
     ["an honoured start lets the next event spawn (a failed spawn retried)", comment, {}, view({}, { [ISSUE.ref]: record("start") }), { action: "spawn", workItem: ISSUE }],
     ["a resume recorded counts as a start", comment, {}, view({}, { [ISSUE.ref]: record("resume") }), { action: "spawn", workItem: ISSUE }],
     ["a cleared start no longer counts", comment, {}, view({}, { [ISSUE.ref]: record("start", { clearedAt: "2026-11-30T00:00:00.000Z" }) }), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
+    ["a start by someone no longer authorized starts nothing", comment, {}, view({}, { [ISSUE.ref]: record("start", { actor: "carol" }) }), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
+    ["a start from the CLI stands whoever gave it", comment, {}, view({}, { [ISSUE.ref]: record("start", { source: "cli", actor: "operator" }) }), { action: "spawn", workItem: ISSUE }],
     ["a stopped item does not re-spawn", comment, {}, view({}, { [ISSUE.ref]: record("stop") }), { action: "drop", reason: "execution-stopped", workItem: ISSUE }],
     ["a paused item with no session does not spawn", comment, {}, view({}, { [ISSUE.ref]: record("pause") }), { action: "drop", reason: "execution-stopped", workItem: ISSUE }],
     ["requireStartCommand false: the label alone spawns", comment, { requireStartCommand: false }, view(), { action: "spawn", workItem: ISSUE }],
@@ -189,6 +196,23 @@ describe("control keywords", () => {
       reason: "duplicate-delivery",
       workItem: ISSUE,
     });
+  });
+
+  it("an actor-less ambiguous comment is unauthorized, not a recorded ambiguity (the named-actor guard comes first)", () => {
+    expect(decide({ actor: null, body: `${START} ${STOP}` }, {}, view({ [ISSUE.ref]: live("active") }))).toEqual({
+      action: "drop",
+      reason: "unauthorized-actor",
+      workItem: ISSUE,
+    });
+    expect(decide({ actor: "ghost", body: `${PAUSE} ${RESUME}` })).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
+  });
+
+  it("a start redelivered after a restart does not start a stopped item again", () => {
+    // The start (d-1) spawned the session, whose record remembers it; a stop (d-2) closed it.
+    const stopped = view({ [ISSUE.ref]: live("closed", ["d-1"]) }, { [ISSUE.ref]: record("stop", { deliveryId: "d-2" }) });
+    expect(decide({ deliveryId: "d-1" }, {}, stopped)).toEqual({ action: "drop", reason: "duplicate-delivery", workItem: ISSUE });
+    // A new start is a command like any other.
+    expect(decide({ deliveryId: "d-3" }, {}, stopped)).toEqual(control("start", "none"));
   });
 
   it("a close event closes a paused session", () => {
