@@ -1,5 +1,6 @@
 import type { RoutingConfig } from "../config/schema.js";
 import type { ControlStore } from "../control/store.js";
+import type { ControlRecord } from "../control/types.js";
 import type { EventSink } from "../events/log.js";
 import { messageOf } from "../errors.js";
 import type { SessionRunner } from "../harness/runner.js";
@@ -34,25 +35,57 @@ const KEEPS_CONTROL: ReadonlySet<string> = new Set(["stopped", "spawn-failed"]);
  * CLI: the record is marked closed first, so no event can reach the session any more, then the
  * harness is ended and the tmux session kept or killed as configured, and last its checkout
  * released. Returns undefined when nothing was live.
+ *
+ * A close that clears the item's command marks the record inside the item's control lock (the
+ * lock order is control, then registry), noting the command that stands at that moment: that one
+ * is what the close ends. Ending the harness and removing a checkout take seconds, and a command
+ * given meanwhile (a pause or a stop, recorded as the item's state now that it has no session; a
+ * start that spawns afresh) is the item's next state, not this session's: it is not cleared.
  */
 export async function closeSession(
   options: CloseOptions,
   ref: string,
   reason: string,
 ): Promise<SessionRecord | undefined> {
-  const closed = await options.registry.close(ref, reason, options.now());
+  const control = KEEPS_CONTROL.has(reason) ? undefined : options.control;
+  if (control === undefined) {
+    const closed = await options.registry.close(ref, reason, options.now());
+    if (!closed) return undefined;
+    await finishClose(options, closed, reason);
+    return closed;
+  }
+  let standing: Standing = { known: false };
+  const closed = await control.transaction(ref, async (tx) => {
+    try {
+      standing = { known: true, record: tx.read() };
+    } catch {
+      // A damaged record must not keep the session open: it is closed, and the clear below
+      // reports the file (as it always has).
+      standing = { known: false };
+    }
+    return options.registry.close(ref, reason, options.now());
+  });
   if (!closed) return undefined;
-  await finishClose(options, closed, reason);
+  await finishClose(options, closed, reason, standing);
   return closed;
 }
+
+/** The item's command when its session was marked closed; `known: false` when it could not be read. */
+export type Standing = { readonly known: true; readonly record: ControlRecord | undefined } | { readonly known: false };
 
 /**
  * Everything closeSession does after marking the record: for a caller that marks it itself
  * (`registry.close`) inside a lock of its own — the stop command marks it inside the item's
  * control transaction, so a concurrent start from another process cannot interleave — and
- * finishes outside it. `closed` is what `registry.close` returned.
+ * finishes outside it. `closed` is what `registry.close` returned; `standing`, the item's command
+ * at that moment when the caller read it (then only that command is cleared).
  */
-export async function finishClose(options: CloseOptions, closed: SessionRecord, reason: string): Promise<void> {
+export async function finishClose(
+  options: CloseOptions,
+  closed: SessionRecord,
+  reason: string,
+  standing: Standing = { known: false },
+): Promise<void> {
   const ref = closed.workItem.ref;
   const result = await options.runner.terminate(closed.tmuxTarget, {
     killHarness: options.tmux.killHarnessOnClose,
@@ -85,9 +118,11 @@ export async function finishClose(options: CloseOptions, closed: SessionRecord, 
     kept_tmux_session: result.keptSession,
   });
   if (options.control !== undefined && !KEEPS_CONTROL.has(reason)) {
+    // No command stood when the session closed: one recorded since is the item's next state.
+    if (standing.known && standing.record === undefined) return;
     // Last, after the session is fully closed. A damaged control record throws here: the session
     // is closed all the same, and the error names the file to repair.
-    const cleared = await options.control.clear(ref, reason, options.now());
+    const cleared = await options.control.clear(ref, reason, options.now(), standing.known ? standing.record : undefined);
     if (cleared !== undefined) options.events.emit("control.cleared", { work_item: ref, command: cleared.command, cleared_by: reason });
   }
 }

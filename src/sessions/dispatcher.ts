@@ -3,7 +3,8 @@ import { messageOf } from "../errors.js";
 import type { ControlCommand, RoutingConfig } from "../config/schema.js";
 import { controlStateOf, planControl, spawnHold } from "../control/plan.js";
 import type { ControlAction, ControlPlan, SpawnHold } from "../control/plan.js";
-import type { ControlStore } from "../control/store.js";
+import { CONTROL_RECENT_DELIVERIES_MAX } from "../control/store.js";
+import type { ControlStore, ControlTransaction } from "../control/store.js";
 import type { ControlEffect, ControlOutcome, ControlRecord, ControlRejection, ControlRequest, ControlSource } from "../control/types.js";
 import type { EventSink } from "../events/log.js";
 import { ProgramNotFoundError, SessionMissingError, TargetLiveError } from "../harness/runner.js";
@@ -12,15 +13,15 @@ import { harnessAdapter, isResumableSessionId, newHarnessSessionId } from "../ha
 import type { HarnessAdapter } from "../harness/adapters.js";
 import type { EventHandler, HandleResult } from "../ingress/poller.js";
 import { DeliveryLru } from "../routing/dedupe.js";
-import { armsSpawn, route } from "../routing/router.js";
+import { armsSpawn, route, standingState } from "../routing/router.js";
 import type { Decision, DeliveryMemory, RegistryView, RoutingPolicy } from "../routing/router.js";
-import { boundExcerpt } from "../routing/inbound.js";
+import { boundExcerpt, deliveryKeys } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import type { WorkItemState } from "../trackers/tracker.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
-import { formatWorkItemRef, hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
+import { formatWorkItemRef, githubItemUrl, hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
 import { announcementText } from "./announce.js";
 import { closeSession, finishClose } from "./close.js";
 import type { CloseOptions } from "./close.js";
@@ -60,6 +61,12 @@ export interface DispatcherOptions {
   readonly now?: () => Date;
   /** How long a resumed harness must stay up to count as resumed (default 1500 ms). */
   readonly resumeProbeMs?: number;
+  /**
+   * How long a claimed session's harness may take to start in the claimer's process, from the
+   * claim to its harnessStartedAt mark (default: harnessStartBound, from the timeouts of what a
+   * start does). A delivery that finds no pane in an unmarked session waits for it this long.
+   */
+  readonly harnessStartWaitMs?: number;
   /** Pull request → work item bindings; without it a PR's events follow only what they name themselves. */
   readonly links?: PullRequestLinks;
   /** Checkouts for sessions (routing.workspace); without it every session starts in spawnCwd. */
@@ -98,6 +105,22 @@ const MAX_HOPS = 2;
 type Hop = { readonly hop: string };
 /** Why an event is dropped whose session another process closed while the event was being carried out. */
 const SESSION_CLOSED = "session-closed";
+/**
+ * Why a claimer's event is settled without a spawn of its own: its spawn met the harness another
+ * process started for the same session after waiting past harnessStartBound (see startClaimed).
+ */
+const HARNESS_STARTED_ELSEWHERE = "harness-started-elsewhere";
+
+/**
+ * The longest a claimed session's harness takes to start in the claimer's process without a
+ * checkout, from the claim to the harnessStartedAt mark, summed from the timeouts of each step:
+ * the tmux runner's spawn (at most six tmux calls, each stopped after 10 s), a tracker lookup of
+ * the item's title for the boot prompt (the GitHub client's 30 s request timeout) and a record
+ * write (15 s, the record lock's wait) — 105 s, rounded up.
+ */
+const HARNESS_START_BOUND_MS = 120_000;
+/** The longest pause between two reads of a record while waiting for its harness to start. */
+const HARNESS_START_POLL_MAX_MS = 250;
 
 /** How an attempt to start a session for an event ended; its events are emitted by then. */
 type SpawnOutcome =
@@ -110,6 +133,9 @@ type SpawnOutcome =
   | { readonly kind: "failed"; readonly error: string; readonly retry: boolean }
   /** Closed by another process while it was starting (settled as session-closed). */
   | { readonly kind: "closed" };
+
+/** How putting text into a session's harness ended (see paste). */
+type PasteResult = "pasted" | "closed" | "paused" | "spawn-failed" | "interrupted";
 
 /** A command to apply to one work item, from a comment or the CLI. */
 interface CommandInput {
@@ -226,7 +252,7 @@ export class Dispatcher implements EventHandler {
     if (arrival.action === "drop" && EVENT_GUARDS.has(arrival.reason)) return Promise.resolve(this.dropped(event, arrival));
     // Past the work-item guard, so the event names at least one work item.
     const keys = [...new Set(event.workItems.map((item) => item.ref))];
-    this.memory.add(event.deliveryId);
+    this.remember(event);
     this.options.events.emit("dispatch.queued", {
       work_item: arrival.workItem?.ref ?? keys[0] ?? "",
       delivery_id: event.deliveryId,
@@ -289,6 +315,16 @@ export class Dispatcher implements EventHandler {
     await this.queue.idle();
     await this.reactions.idle();
     return queued;
+  }
+
+  /** Every id the event may come back under (its delivery id, its content key) is remembered. */
+  private remember(event: InboundEvent): void {
+    for (const id of deliveryKeys(event)) this.memory.add(id);
+  }
+
+  /** Forgotten again when the event is to be retried. */
+  private forget(event: InboundEvent): void {
+    for (const id of deliveryKeys(event)) this.memory.delete(id);
   }
 
   /** A damaged binding file must not stop the PR's events: they route as if it were absent. */
@@ -365,7 +401,7 @@ export class Dispatcher implements EventHandler {
     // This delivery id is in the in-memory LRU since it was queued; only the record's memory counts now.
     const decision = this.decide(event, NOTHING_SEEN);
     if (decision === undefined) {
-      this.memory.delete(event.deliveryId);
+      this.forget(event);
       this.react(event, "failed");
       return RETRY;
     }
@@ -406,7 +442,7 @@ export class Dispatcher implements EventHandler {
           return outcome.retry ? RETRY : SETTLED;
       }
     } catch (error) {
-      this.memory.delete(event.deliveryId);
+      this.forget(event);
       this.options.events.emit("dispatch.failed", {
         work_item: workItem.ref,
         delivery_id: event.deliveryId,
@@ -459,7 +495,7 @@ export class Dispatcher implements EventHandler {
     const gated = await this.options.control.transaction(
       workItem.ref,
       async (tx): Promise<{ readonly hold: SpawnHold } | { readonly claim: ClaimResult }> => {
-        const hold = spawnHold(controlStateOf(tx.read()), this.policy.control);
+        const hold = spawnHold(standingState(tx.read(), this.policy), this.policy.control);
         if (hold !== undefined) return { hold };
         return { claim: await this.claim(workItem, event, harnessName) };
       },
@@ -470,6 +506,7 @@ export class Dispatcher implements EventHandler {
     this.react(event, "started");
     const started = await this.startClaimed(workItem, event, adapter, claim.record);
     if (started.kind === "started") await this.confirmPendingStart(workItem.ref, event);
+    if (started.kind === "failed") await this.markStandingStartPending(workItem.ref, event);
     return started;
   }
 
@@ -504,7 +541,7 @@ export class Dispatcher implements EventHandler {
       createdAt: at,
       lastEventAt: at,
       tmuxTarget: target,
-      recentDeliveries: [event.deliveryId],
+      recentDeliveries: [...deliveryKeys(event)],
       url: workItem.url,
     }));
   }
@@ -541,6 +578,8 @@ export class Dispatcher implements EventHandler {
         env: this.options.sessionEnv(workItem.ref),
       });
     } catch (error) {
+      const elsewhere = error instanceof TargetLiveError ? this.startedByOther(claimed) : undefined;
+      if (elsewhere !== undefined) return await this.startedElsewhere(workItem, event, elsewhere);
       await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
       const remedy =
         error instanceof ProgramNotFoundError
@@ -557,10 +596,24 @@ export class Dispatcher implements EventHandler {
         error: message,
         delivery_id: event.deliveryId,
       });
-      this.memory.delete(event.deliveryId);
+      this.forget(event);
       this.react(event, "failed");
       // Neither comes right by trying again at once; the next event for the item tries afresh.
       return { kind: "failed", error: message, retry: !(error instanceof TargetLiveError || error instanceof ProgramNotFoundError) };
+    }
+    // From here on a pane missing from tmux is a dead harness, not one still being started.
+    try {
+      await this.markHarnessStarted(claimed);
+    } catch (error) {
+      // The harness runs regardless; without the mark, a delivery that finds its pane gone waits
+      // out harnessStartBound before it takes the harness for dead.
+      this.options.events.emit("dispatch.failed", {
+        work_item: workItem.ref,
+        delivery_id: event.deliveryId,
+        action: "spawn",
+        error: `the harness started, but its session record could not note it: ${messageOf(error)}`,
+        will_retry: false,
+      });
     }
     if (await this.endIfClosed(claimed)) {
       this.settle(workItem, event, SESSION_CLOSED);
@@ -578,6 +631,50 @@ export class Dispatcher implements EventHandler {
     await this.recordLink(workItem, event);
     if (routing.announce.enabled) await this.announce(workItem.ref, target, harnessName);
     return { kind: "started", record: claimed };
+  }
+
+  /**
+   * The claimed session, if its spawn met a harness another process started for it: still live,
+   * and marked started by someone else (this claimer marks only after its own spawn succeeds).
+   * That happens when a delivery waited past harnessStartBound for this claimer and took it for
+   * dead (see paste). Undefined when the record cannot be read: the spawn then fails as it would.
+   */
+  private startedByOther(claimed: SessionRecord): SessionRecord | undefined {
+    try {
+      const current = this.options.registry.get(claimed.workItem.ref);
+      return current !== undefined && sameLiveSession(current, claimed) && current.harnessStartedAt !== undefined ? current : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The end of a start whose harness another process started (startedByOther). Closing the
+   * session would leave that harness running for a closed record, so the session stays as it is.
+   * The harness got the other process's event as its prompt, not this one's boot prompt: the event
+   * is settled as harness-started-elsewhere. The announcement and a PR binding are still this
+   * start's to make.
+   */
+  private async startedElsewhere(workItem: WorkItem, event: InboundEvent, session: SessionRecord): Promise<SpawnOutcome> {
+    this.settle(workItem, event, HARNESS_STARTED_ELSEWHERE);
+    this.react(event, "completed");
+    await this.recordLink(workItem, event);
+    if (this.routing.announce.enabled) await this.announce(workItem.ref, session.tmuxTarget, session.harness);
+    return { kind: "started", record: session };
+  }
+
+  /**
+   * Notes on the record that the session's harness has been started (harnessStartedAt), with
+   * `extra` beside it, unless the record no longer holds this session live. Whether it did.
+   */
+  private async markHarnessStarted(session: SessionRecord, extra: { readonly harnessSessionId?: string } = {}): Promise<boolean> {
+    let marked = false;
+    await this.options.registry.update(session.workItem.ref, (current) => {
+      if (!sameLiveSession(current, session)) return undefined;
+      marked = true;
+      return { ...current, ...extra, harnessStartedAt: this.now().toISOString() };
+    });
+    return marked;
   }
 
   /**
@@ -616,7 +713,7 @@ export class Dispatcher implements EventHandler {
         error: message,
         delivery_id: event.deliveryId,
       });
-      this.memory.delete(event.deliveryId);
+      this.forget(event);
       this.react(event, "failed");
       return { failed: message };
     }
@@ -731,13 +828,34 @@ export class Dispatcher implements EventHandler {
   private async deliver(record: SessionRecord, event: InboundEvent): Promise<HandleResult> {
     const workItem = record.workItem as WorkItem;
     if (record.status === "paused") return this.settle(workItem, event, "session-paused");
-    if (record.recentDeliveries.includes(event.deliveryId)) return this.settle(workItem, event, "already-processed");
+    if (deliveryKeys(event).some((id) => record.recentDeliveries.includes(id))) return this.settle(workItem, event, "already-processed");
     this.react(event, "started");
     const text = renderEventPrompt(this.templates, await this.promptInput(workItem, event, record));
-    if ((await this.paste(record, text)) === "closed") return this.settle(workItem, event, SESSION_CLOSED);
+    const pasted = await this.paste(record, text);
+    if (pasted === "closed") return this.settle(workItem, event, SESSION_CLOSED);
+    if (pasted === "paused") return this.settle(workItem, event, "session-paused");
+    if (pasted === "spawn-failed" || pasted === "interrupted") {
+      // Not dropped: the session this event was for never got a harness (its claimer's spawn
+      // failed), or this process stopped waiting for it. Handed out again, the event is decided
+      // afresh — a failed spawn left no live session, so it may start one itself.
+      this.forget(event);
+      this.options.events.emit("dispatch.failed", {
+        work_item: workItem.ref,
+        delivery_id: event.deliveryId,
+        action: "deliver",
+        error:
+          pasted === "spawn-failed"
+            ? "the session's harness could not be started by the process that claimed it; the event is tried again"
+            : "the-loop stopped while the session's harness was still being started by another process; the event is tried again",
+        will_retry: true,
+      });
+      this.react(event, "failed");
+      return RETRY;
+    }
     await this.options.registry.update(workItem.ref, (current) => {
       const { awaitingInput: _answered, ...rest } = current;
-      const recent = [...rest.recentDeliveries.filter((id) => id !== event.deliveryId), event.deliveryId];
+      const keys = deliveryKeys(event);
+      const recent = [...rest.recentDeliveries.filter((id) => !keys.includes(id)), ...keys];
       return { ...rest, lastEventAt: this.now().toISOString(), recentDeliveries: recent.slice(-RECENT_DELIVERIES_MAX) };
     });
     this.options.events.emit("dispatch.succeeded", {
@@ -753,22 +871,120 @@ export class Dispatcher implements EventHandler {
   /**
    * Puts `text` into the session's harness, starting the harness again (with `text` as its
    * prompt) when its pane died. `closed`: the session was closed by another process meanwhile,
-   * and nothing was started for it.
+   * and nothing was started for it; `paused`: it was paused meanwhile, and nothing was pasted;
+   * `spawn-failed`: it was closed because its claimer's start failed, so its harness never ran;
+   * `interrupted`: this dispatcher began to drain while it waited for that start.
+   *
+   * A pane missing from a session whose harness is not marked started yet (harnessStarted) is
+   * not a dead harness: its claimer — another process, most likely — is still starting it, and
+   * a respawn here would race that start (the claimer's spawn would then fail over the harness
+   * started here, and close the session under it). The start is waited for (awaitHarnessStart);
+   * only a claimer that has not marked it within harnessStartBound is taken for dead.
    */
-  private async paste(record: SessionRecord, text: string): Promise<"pasted" | "closed"> {
-    await this.startupGrace(record);
-    try {
-      await this.options.runner.deliver(record.tmuxTarget, text);
-    } catch (error) {
-      if (!(error instanceof SessionMissingError)) throw error;
+  private async paste(record: SessionRecord, text: string): Promise<PasteResult> {
+    const ref = record.workItem.ref;
+    let known = record;
+    let waited = false;
+    let raced = false;
+    for (;;) {
+      await this.startupGrace(known);
+      // Read again right before the paste: a pause or a close by another process (the CLI) since
+      // the caller read the record — during the grace above, or a tracker lookup for the prompt —
+      // must hold this text off (R3.2), as it would had it come first. Nothing is pasted into a
+      // paused session or a closed one.
+      const now = this.options.registry.get(ref);
+      if (now === undefined || !sameLiveSession(now, record)) return closedAs(now, record);
+      if (now.status === "paused") return "paused";
+      try {
+        await this.options.runner.deliver(record.tmuxTarget, text);
+        return "pasted";
+      } catch (error) {
+        if (!(error instanceof SessionMissingError)) throw error;
+      }
       // A pane gone because another process closed the session (`the-loop sessions close`) is not
       // a dead harness: starting one again would run an agent for a closed session, in a
       // checkout that close may have removed.
-      if (!sameLiveSession(this.options.registry.get(record.workItem.ref), record)) return "closed";
-      await this.heavy.use(() => this.respawn(record, text));
+      const current = this.options.registry.get(ref);
+      if (current === undefined || !sameLiveSession(current, record)) return closedAs(current, record);
+      if (!waited && !this.harnessStarted(current)) {
+        waited = true;
+        const started = await this.awaitHarnessStart(current);
+        if (typeof started !== "string") {
+          // Started by its claimer: delivered like any input, after the harness's startup grace.
+          known = started;
+          continue;
+        }
+        if (started !== "timed-out") return started;
+        // Claimed, never started: the claimer died between its claim and its spawn.
+      }
+      try {
+        if (!(await this.heavy.use(() => this.respawn(current, text)))) return closedAs(this.options.registry.get(ref), record);
+      } catch (error) {
+        // Another process started the harness between the delivery above and this respawn (two
+        // deliveries finding one dead pane, or a claimer slower than the bound): the text goes there.
+        if (!(error instanceof TargetLiveError) || raced) throw error;
+        raced = true;
+        known = this.options.registry.get(ref) ?? current;
+        continue;
+      }
       if (await this.endIfClosed(record)) return "closed";
+      return "pasted";
     }
-    return "pasted";
+  }
+
+  /**
+   * Whether the session's harness has been started, so that a pane missing from tmux means it
+   * died: marked (harnessStartedAt), or claimed longer ago than a start can take — a record
+   * written before the mark existed, or one whose claimer died before it started the harness.
+   */
+  private harnessStarted(session: SessionRecord): boolean {
+    return session.harnessStartedAt !== undefined || this.harnessStartLeftMs(session) <= 0;
+  }
+
+  /** How much of harnessStartBound is left since the session was claimed (by its createdAt). */
+  private harnessStartLeftMs(session: SessionRecord): number {
+    const age = this.now().getTime() - Date.parse(session.createdAt);
+    if (Number.isNaN(age)) return 0;
+    return this.harnessStartBound(session) - Math.max(0, age);
+  }
+
+  /**
+   * How long the claimer of `session` may take to start its harness, from its claim to its mark:
+   * HARNESS_START_BOUND_MS, plus — when the session gets a checkout — the checkout's own worst
+   * case: the wait for the repository's lock, which another process's checkout may hold as long
+   * as its git commands may run (the workspace's own lock timeout, 5 × gitTimeoutSeconds + 10 s),
+   * and then this checkout's git commands, as long again. Local work items never get a checkout.
+   */
+  private harnessStartBound(session: SessionRecord): number {
+    if (this.options.harnessStartWaitMs !== undefined) return this.options.harnessStartWaitMs;
+    const workspace = this.routing.workspace;
+    const checkout = this.options.workspaces !== undefined && workspace.enabled && session.workItem.tracker !== "local";
+    return HARNESS_START_BOUND_MS + (checkout ? 2 * (5 * workspace.gitTimeoutSeconds * 1000 + 10_000) : 0);
+  }
+
+  /**
+   * Waits for the claimer of `session` (unmarked, live) to mark its harness started, reading the
+   * record again after pauses that double up to HARNESS_START_POLL_MAX_MS, until what is left of
+   * harnessStartBound has passed. The marked record; otherwise `closed` or `spawn-failed` when the
+   * session was closed meanwhile, `interrupted` when this dispatcher began to drain (the event is
+   * handed back rather than holding up the drain for the rest of the bound), `timed-out` when
+   * the bound passed with the record still unmarked.
+   */
+  private async awaitHarnessStart(session: SessionRecord): Promise<SessionRecord | Exclude<PasteResult, "pasted" | "paused"> | "timed-out"> {
+    const ref = session.workItem.ref;
+    // Real time, not this.now(): how long this process waits, whatever clock stamps the records.
+    const deadline = performance.now() + this.harnessStartLeftMs(session);
+    let pause = 10;
+    for (;;) {
+      const left = deadline - performance.now();
+      if (left <= 0) return "timed-out";
+      if (!this.accepting) return "interrupted";
+      await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
+      pause = Math.min(pause * 2, HARNESS_START_POLL_MAX_MS);
+      const current = this.options.registry.get(ref);
+      if (current === undefined || !sameLiveSession(current, session)) return closedAs(current, session);
+      if (current.harnessStartedAt !== undefined) return current;
+    }
   }
 
   /**
@@ -777,7 +993,9 @@ export class Dispatcher implements EventHandler {
    */
   private async startupGrace(record: SessionRecord): Promise<void> {
     const graceMs = this.routing.tmux.startupGraceSeconds * 1000;
-    const readyAt = Math.max(Date.parse(record.createdAt) + graceMs, this.readyAt.get(record.tmuxTarget) ?? 0);
+    // The record's mark says when a harness another process started came up; readyAt, one started here.
+    const startedAt = Math.max(Date.parse(record.createdAt), record.harnessStartedAt === undefined ? 0 : Date.parse(record.harnessStartedAt) || 0);
+    const readyAt = Math.max(startedAt + graceMs, this.readyAt.get(record.tmuxTarget) ?? 0);
     const wait = readyAt - this.now().getTime();
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(wait, graceMs)));
     this.readyAt.delete(record.tmuxTarget);
@@ -787,10 +1005,17 @@ export class Dispatcher implements EventHandler {
     this.readyAt.set(target, this.now().getTime() + this.routing.tmux.startupGraceSeconds * 1000);
   }
 
-  /** The pane died: start the harness again, resuming its conversation when it can; the event is the prompt. */
-  private async respawn(record: SessionRecord, prompt: string): Promise<void> {
+  /**
+   * The pane died: start the harness again, resuming its conversation when it can; the event is
+   * the prompt. False when the session is no longer live (nothing was started). The record is
+   * marked before the spawn: a claimer still starting this session (one slower than
+   * harnessStartBound) whose spawn then meets this harness finds it taken over (startedByOther)
+   * instead of closing the session under it.
+   */
+  private async respawn(record: SessionRecord, prompt: string): Promise<boolean> {
     const ref = record.workItem.ref;
     const adapter = this.adapter(record.harness);
+    if (!(await this.markHarnessStarted(record))) return false;
     const spawnWith = async (argv: string[]): Promise<void> => {
       await this.options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: this.options.sessionEnv(ref) });
       this.markStarted(record.tmuxTarget);
@@ -808,10 +1033,12 @@ export class Dispatcher implements EventHandler {
             harness_session_id: record.harnessSessionId,
             resumed: true,
           });
-          return;
+          return true;
         }
         throw new Error("the resumed harness exited at once");
       } catch (error) {
+        // A harness another process started meanwhile: no resume failed, and none is to be made.
+        if (error instanceof TargetLiveError) throw error;
         this.options.events.emit("session.resume_failed", {
           work_item: ref,
           tmux_target: record.tmuxTarget,
@@ -821,13 +1048,14 @@ export class Dispatcher implements EventHandler {
     }
     const sessionId = newHarnessSessionId();
     await spawnWith(adapter.fresh({ sessionId, prompt, workItem: ref }));
-    await this.options.registry.update(ref, (current) => ({ ...current, harnessSessionId: sessionId }));
+    await this.markHarnessStarted(record, { harnessSessionId: sessionId });
     this.options.events.emit("session.respawned", {
       work_item: ref,
       tmux_target: record.tmuxTarget,
       harness_session_id: sessionId,
       resumed: false,
     });
+    return true;
   }
 
   private async close(workItem: WorkItem, event: InboundEvent): Promise<HandleResult> {
@@ -898,13 +1126,61 @@ export class Dispatcher implements EventHandler {
    * with `dispatch.dropped` (item-closed / spawn-policy) and its start left standing, so arming or
    * reopening it lets its next event start it — the start was honoured while it was armed (R2.5).
    * Returns how many sessions were started.
+   *
+   * It also finishes the stops a process was killed in the middle of: a stop writes its record
+   * before it closes the session (decideCommand), so a standing stop next to a live session is
+   * one whose close never happened — it is closed now, through the close path a stop takes.
    */
   async retryPendingStarts(): Promise<number> {
     if (!this.accepting) return 0;
     const { records } = this.options.control.list();
+    const stops = records.filter((record) => record.command === "stop" && controlStateOf(record) === "disarmed");
     const pending = records.filter((record) => controlStateOf(record) === "start-requested");
-    const started = await Promise.all(pending.map((record) => this.retryStart(record.ref)));
+    const [started] = await Promise.all([
+      Promise.all(pending.map((record) => this.retryStart(record.ref))),
+      Promise.all(stops.map((record) => this.finishStop(record.ref))),
+    ]);
     return started.filter(Boolean).length;
+  }
+
+  /** Closes the item's live session if its standing command is a stop (see retryPendingStarts). */
+  private async finishStop(ref: string): Promise<void> {
+    this.inFlight += 1;
+    try {
+      await this.exclusive([ref], async () => {
+        try {
+          if (!isLive(this.options.registry.get(ref))) return;
+          const finished = await this.options.control.transaction(ref, async (tx) => {
+            const standing = tx.read();
+            if (standing?.command !== "stop" || controlStateOf(standing) !== "disarmed") return undefined;
+            const closed = await this.options.registry.close(ref, "stopped", this.now());
+            return closed === undefined ? undefined : { standing, closed };
+          });
+          if (finished === undefined) return;
+          const { standing, closed } = finished;
+          await this.heavy.use(() => finishClose(this.closeOptions(), closed, "stopped"));
+          // The stop's own control.command was never emitted: its process died before the close.
+          this.options.events.emit("control.command", {
+            work_item: ref,
+            command: "stop",
+            command_source: standing.source,
+            actor: standing.actor,
+            effect: "stopped",
+            ...(standing.deliveryId !== undefined ? { delivery_id: standing.deliveryId } : {}),
+          });
+        } catch (error) {
+          this.options.events.emit("dispatch.failed", {
+            work_item: ref,
+            delivery_id: `control-stop-${randomUUID()}`,
+            action: "close",
+            error: `the stop of ${ref} was recorded but its session could not be closed: ${messageOf(error)}`,
+            will_retry: false,
+          });
+        }
+      });
+    } finally {
+      this.inFlight -= 1;
+    }
   }
 
   private async retryStart(ref: string): Promise<boolean> {
@@ -916,6 +1192,10 @@ export class Dispatcher implements EventHandler {
           if (isLive(this.options.registry.get(ref))) return false;
           const standing = this.options.control.get(ref);
           if (standing === undefined || controlStateOf(standing) !== "start-requested") return false;
+          if (standingState(standing, this.policy) !== "start-requested") {
+            this.options.events.emit("dispatch.dropped", { work_item: ref, delivery_id: deliveryId, reason: "unauthorized-actor" });
+            return false;
+          }
           const state = await this.options.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
           const workItem = state.item;
           if (state.state === "closed") {
@@ -977,6 +1257,23 @@ export class Dispatcher implements EventHandler {
    * with its text replaced by the bare keyword — the same boot event the CLI's start makes — and
    * the agent reads the thread itself, as its boot prompt tells it to.
    */
+  /**
+   * Whether a start may spawn the item it acts on. The router can only judge by the labels and
+   * state the event carries, which are its own entity's: a comment on a pull request that acts on
+   * the work item the PR is linked to is judged by that item, as its tracker shows it now — the
+   * label that arms is the item's, not the PR's. Only asked when it decides anything: a start
+   * with no live session.
+   */
+  private async armingOf(
+    decision: Decision & { action: "control" },
+    comment: InboundEvent,
+  ): Promise<{ readonly armed: boolean; readonly itemClosed: boolean }> {
+    const linked = comment.linkedBy?.[decision.workItem.ref] !== undefined;
+    if (!linked || decision.command !== "start" || decision.session !== "none") return decision;
+    const state = await this.options.trackers.forRef(decision.workItem.ref).getItem(parseWorkItemRef(decision.workItem.ref));
+    return { armed: armsSpawn(state.labels, this.policy), itemClosed: state.state === "closed" };
+  }
+
   private async commandFromComment(decision: Decision & { action: "control" }, comment: InboundEvent): Promise<HandleResult> {
     // The router only decides a command for a named actor.
     const actor = comment.actor ?? "ghost";
@@ -985,6 +1282,7 @@ export class Dispatcher implements EventHandler {
       body: this.routing.control.keywords[decision.command],
       excerpt: boundExcerpt({ command: decision.command, source: "comment" }),
     };
+    const { armed, itemClosed } = await this.armingOf(decision, comment);
     await this.applyCommand({
       workItem: decision.workItem,
       command: decision.command,
@@ -992,8 +1290,8 @@ export class Dispatcher implements EventHandler {
       actor,
       note: comment.commentUrl,
       deliveryId: comment.deliveryId,
-      armed: decision.armed,
-      itemClosed: decision.itemClosed,
+      armed,
+      itemClosed,
       event,
     });
     // Applied or refused, the comment has been acted on: it is never forwarded, and never retried.
@@ -1015,7 +1313,7 @@ export class Dispatcher implements EventHandler {
     // Resolved before the lock: a start that can act but whose harness cannot be had is pending.
     const adapter = command === "start" ? this.adapterOrProblem(harnessName) : undefined;
     const at = this.now();
-    const decided = await this.options.control.transaction(ref, (tx) => this.decideCommand(input, adapter, at, tx));
+    const decided = await this.options.control.transaction(ref, (tx) => this.decideCommand(input, adapter, harnessName, at, tx));
 
     if (decided.kind === "rejected") {
       this.options.events.emit("control.rejected", {
@@ -1049,8 +1347,15 @@ export class Dispatcher implements EventHandler {
       }
     } else if (decided.action === "close" && decided.session !== undefined) {
       const closed = decided.session;
-      await this.heavy.use(() => finishClose(this.closeOptions(), closed, "stopped"));
-      this.react(event, "completed");
+      try {
+        await this.heavy.use(() => finishClose(this.closeOptions(), closed, "stopped"));
+        this.react(event, "completed");
+      } catch (error) {
+        // The stop stands (recorded, the session closed): trying the command again would be taken
+        // for a redelivery of it, so the failure to end its harness is reported with it instead.
+        problem = `the session is closed, but ending its harness failed: ${messageOf(error)}`;
+        this.react(event, "failed");
+      }
     } else if (decided.action === "pause" && decided.session !== undefined) {
       this.options.events.emit("session.paused", {
         work_item: ref,
@@ -1104,20 +1409,49 @@ export class Dispatcher implements EventHandler {
 
   /**
    * The part of a command done under the item's control lock. A transition that finds the
-   * session changed since it was read (closed by `the-loop sessions close`, or by an item-closed
-   * event in another process: those take no control lock) is planned again on what is there now.
+   * session changed since it was read (closed by a process that took no control lock: a failed
+   * spawn's own close, or an older the-loop) is planned again on what is there now.
+   *
+   * What a `kill -9` between the two writes leaves must be something a restart completes. A spawn
+   * and a stop therefore write the record first — the record is the intent, the registry change
+   * its effect: a start recorded without its claim is a pending start (retryPendingStarts spawns
+   * it, and marks it start-pending if that spawn fails), a stop recorded while the session is
+   * still live is finished by retryPendingStarts too.
+   * The other order would leave a claimed session under a standing stop, or a closed session (its
+   * harness never ended) under a standing start that respawns it. If the change fails in a live
+   * process, the record is put back as it was, so the command's retry is not taken for a
+   * redelivery of a command already applied. A pause and a resume change the registry first: a
+   * crash between leaves the session as the command asked, with only the record missing.
    */
   private async decideCommand(
     input: CommandInput,
     adapter: HarnessAdapter | string | undefined,
+    harnessName: string,
     at: Date,
-    tx: { read(): ControlRecord | undefined; write(record: ControlRecord): Promise<void> },
+    tx: ControlTransaction,
   ): Promise<Decided> {
     const ref = input.workItem.ref;
     const registry = this.options.registry;
+    const recordOf = (effect: ControlEffect): ControlRecord => ({
+      version: 1,
+      ref,
+      command: input.command,
+      source: input.source,
+      actor: input.actor,
+      requestedAt: at.toISOString(),
+      effect,
+      ...(input.note !== undefined ? { note: input.note } : {}),
+      deliveryId: input.deliveryId,
+      recentDeliveries: rememberedCommands(tx.read(), input.event),
+    });
+    // A damaged control record stops the command here, before anything changes.
+    const before = tx.read();
+    /** Puts the record back as the command found it (after a record-first write). */
+    let wrote = false;
+    const restore = async (): Promise<void> => {
+      if (wrote) await (before === undefined ? tx.remove() : tx.write(before));
+    };
     for (let attempt = 1; ; attempt += 1) {
-      // A damaged control record stops the command here, before anything changes.
-      tx.read();
       const current = registry.get(ref);
       const live = current !== undefined && isLive(current) ? current : undefined;
       const plan: ControlPlan = planControl({
@@ -1126,63 +1460,76 @@ export class Dispatcher implements EventHandler {
         armed: input.armed,
         itemClosed: input.itemClosed,
       });
-      if (plan.kind === "reject") return { kind: "rejected", reason: plan.reason };
+      if (plan.kind === "reject") {
+        await restore();
+        return { kind: "rejected", reason: plan.reason };
+      }
 
       let effect = plan.effect;
       let session: SessionRecord | undefined = live;
       let claimed: SessionRecord | undefined;
       let error: string | undefined;
       let changed = false;
-      switch (plan.action) {
-        case "spawn":
-          if (typeof adapter === "string" || adapter === undefined) {
-            effect = "start-pending";
-            error = typeof adapter === "string" ? adapter : "no harness to start";
+      const spawnable = plan.action === "spawn" && adapter !== undefined && typeof adapter !== "string";
+      if (plan.action === "spawn" && !spawnable) {
+        effect = "start-pending";
+        error = typeof adapter === "string" ? adapter : "no harness to start";
+      }
+      const recordFirst = plan.record && (spawnable || plan.action === "close");
+      if (recordFirst) {
+        await tx.write(recordOf(effect));
+        wrote = true;
+      }
+      try {
+        switch (plan.action) {
+          case "spawn":
+            if (spawnable) {
+              const claim = await this.claim(input.workItem, input.event, harnessName);
+              session = claim.record;
+              if (claim.claimed) claimed = claim.record;
+              // Lost to a process that started one without this lock: the start confirms that session.
+              else effect = "noop";
+            }
             break;
-          }
-          {
-            const claim = await this.claim(input.workItem, input.event, this.routing.defaultHarness);
-            session = claim.record;
-            if (claim.claimed) claimed = claim.record;
-            // Lost to a process that started one without this lock: the start confirms that session.
-            else effect = "noop";
-          }
-          break;
-        case "pause":
-          session = await registry.setStatus(ref, ["active"], "paused", at);
-          changed = session === undefined;
-          break;
-        case "resume":
-          session = await registry.setStatus(ref, ["paused"], "active", at);
-          changed = session === undefined;
-          break;
-        case "close":
-          session = await registry.close(ref, "stopped", at);
-          changed = session === undefined;
-          break;
-        case "none":
-          break;
+          case "pause":
+            session = await registry.setStatus(ref, ["active"], "paused", at);
+            changed = session === undefined;
+            break;
+          case "resume":
+            session = await registry.setStatus(ref, ["paused"], "active", at);
+            changed = session === undefined;
+            break;
+          case "close":
+            session = await registry.close(ref, "stopped", at);
+            changed = session === undefined;
+            break;
+          case "none":
+            break;
+        }
+      } catch (failure) {
+        // The failure is what is reported. A record that cannot be put back either stays as the
+        // intent it is: a pending start, or a stop that retryPendingStarts finishes.
+        await restore().catch(() => undefined);
+        throw failure;
       }
       if (changed) {
         if (attempt < MAX_REPLANS) continue;
+        await restore();
         throw new Error(`the session of ${ref} kept changing while ${input.command} was being applied; try again`);
       }
-      if (plan.record) {
-        await tx.write({
-          version: 1,
-          ref,
-          command: input.command,
-          source: input.source,
-          actor: input.actor,
-          requestedAt: at.toISOString(),
-          effect,
-          ...(input.note !== undefined ? { note: input.note } : {}),
-          deliveryId: input.deliveryId,
-        });
-      }
-      // The session remembers the command's delivery id, so a redelivery after a restart is dropped.
+      if (plan.record && (!recordFirst || effect !== plan.effect)) await tx.write(recordOf(effect));
+      // The session remembers the command's delivery id, so a redelivery after a restart is
+      // dropped. The command has acted by now: failing to note it must not report it as failed.
       if (claimed === undefined && session !== undefined && isLive(session)) {
-        await registry.touch(ref, input.deliveryId, at);
+        await registry.touch(ref, deliveryKeys(input.event), at).catch((failure: unknown) => {
+          this.options.events.emit("dispatch.failed", {
+            work_item: ref,
+            delivery_id: input.deliveryId,
+            action: "control",
+            error: `the ${input.command} applied, but the session could not note its delivery: ${messageOf(failure)}`,
+            will_retry: false,
+          });
+        });
       }
       return {
         kind: "applied",
@@ -1195,14 +1542,39 @@ export class Dispatcher implements EventHandler {
     }
   }
 
-  /** A start whose spawn failed stays standing; its record says so (if it is still this start's). */
-  private async markStartPending(ref: string, deliveryId: string): Promise<void> {
+  /**
+   * A start whose spawn failed stays standing; its record says so (if it is still this start's,
+   * or — without `deliveryId` — whichever start stands).
+   */
+  private async markStartPending(ref: string, deliveryId?: string): Promise<void> {
     await this.options.control.transaction(ref, async (tx) => {
       const current = tx.read();
-      if (current === undefined || current.deliveryId !== deliveryId || controlStateOf(current) !== "start-requested") return;
+      if (current?.command !== "start" || controlStateOf(current) !== "start-requested") return;
+      if (deliveryId !== undefined && current.deliveryId !== deliveryId) return;
       if (current.effect === "start-pending") return;
       await tx.write({ ...current, effect: "start-pending" });
     });
+  }
+
+  /**
+   * A spawn for an event (or a retried start) failed where a start stands that says it started —
+   * one whose process was killed between its record and its claim: its record says pending now.
+   * Nothing depends on this, so a failure is reported and no more.
+   */
+  private async markStandingStartPending(ref: string, event: InboundEvent): Promise<void> {
+    try {
+      const standing = this.options.control.get(ref);
+      if (standing?.command !== "start" || standing.effect === "start-pending" || controlStateOf(standing) !== "start-requested") return;
+      await this.markStartPending(ref);
+    } catch (error) {
+      this.options.events.emit("dispatch.failed", {
+        work_item: ref,
+        delivery_id: event.deliveryId,
+        action: "control",
+        error: `the spawn failed, and its standing start could not be marked pending: ${messageOf(error)}`,
+        will_retry: false,
+      });
+    }
   }
 
   /**
@@ -1235,10 +1607,14 @@ export class Dispatcher implements EventHandler {
    * its prompt. Undefined when told; otherwise why not (the resume stands either way).
    */
   private async notifyResumed(session: SessionRecord, input: CommandInput): Promise<string | undefined> {
-    const text = renderResumeNote({ workItem: input.workItem, actor: input.actor, source: input.source });
+    const pullRequests = (session.pullRequests ?? []).map((link) => ({ ref: link.ref, url: pullRequestUrl(link.ref) }));
+    const text = renderResumeNote({ workItem: input.workItem, actor: input.actor, source: input.source, pullRequests });
     try {
       const pasted = await this.paste(session, text);
-      return pasted === "closed" ? "the session was closed meanwhile" : undefined;
+      if (pasted === "closed" || pasted === "spawn-failed") return "the session was closed meanwhile";
+      if (pasted === "interrupted") return "the-loop stopped while the session's harness was still being started";
+      // Paused again since: the next resume tells it.
+      return pasted === "paused" ? "the session was paused again meanwhile" : undefined;
     } catch (error) {
       return messageOf(error);
     }
@@ -1259,9 +1635,29 @@ export class Dispatcher implements EventHandler {
   }
 }
 
+/** Where a person (or the agent) reads a pull request named by its ref; undefined when the ref alone must do. */
+function pullRequestUrl(ref: string): string | undefined {
+  try {
+    const parsed = parseWorkItemRef(ref);
+    return parsed.tracker === "github" ? githubItemUrl(parsed, "pull_request") : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The same session as `known` (not one claimed since it was closed), and still live. */
 function sameLiveSession(record: SessionRecord | undefined, known: SessionRecord): boolean {
   return record !== undefined && isLive(record) && record.createdAt === known.createdAt;
+}
+
+/**
+ * How a session no longer live as `known` was ended, read as `record`: `spawn-failed` when it is
+ * that session, closed by its claimer because its harness could not be started (the harness never
+ * ran, so an event for it deserves another try); `closed` for any other close.
+ */
+function closedAs(record: SessionRecord | undefined, known: SessionRecord): "closed" | "spawn-failed" {
+  const neverStarted = record?.createdAt === known.createdAt && record.status === "closed" && record.closeReason === "spawn-failed";
+  return neverStarted ? "spawn-failed" : "closed";
 }
 
 /**
@@ -1278,4 +1674,13 @@ function workspaceRequest(workItem: WorkItem, event: InboundEvent): WorkspaceReq
   return pullRequest.headInRepository === undefined
     ? { branch: pullRequest.headBranch }
     : { branch: pullRequest.headBranch, headInRepository: pullRequest.headInRepository };
+}
+
+/** The ids of the commands an item took, with this command's added: newest last, bounded. */
+function rememberedCommands(previous: ControlRecord | undefined, event: InboundEvent): string[] {
+  const keys = deliveryKeys(event);
+  const kept = (previous?.recentDeliveries ?? (previous?.deliveryId !== undefined ? [previous.deliveryId] : [])).filter(
+    (id) => !keys.includes(id),
+  );
+  return [...kept, ...keys].slice(-CONTROL_RECENT_DELIVERIES_MAX);
 }

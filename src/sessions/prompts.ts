@@ -127,21 +127,33 @@ export function renderEventPrompt(templates: PromptTemplates, input: PromptInput
 export const RESUME_NOTE_TEMPLATE = `Execution of {{work_item}} was resumed by {{actor}} ({{source}}). Events that arrived while it was paused were not delivered: re-read the work item's thread at {{url}} before you continue.
 `;
 
+/**
+ * Added when pull requests are linked to the session: their events reach it too, so they were
+ * dropped while it was paused just the same.
+ */
+export const RESUME_NOTE_PULL_REQUESTS_TEMPLATE = `Events on the pull requests linked to it were not delivered either: re-read {{pull_requests}} too.
+`;
+
 export interface ResumeNoteInput {
   readonly workItem: Pick<WorkItem, "ref" | "url">;
   /** Who resumed it: a tracker login, or the local OS user. */
   readonly actor: string;
   /** `comment` or `cli`. */
   readonly source: string;
+  /** The pull requests whose events the session receives (its record's `pullRequests`). */
+  readonly pullRequests?: readonly { readonly ref: string; readonly url?: string | undefined }[];
 }
 
 export function renderResumeNote(input: ResumeNoteInput): string {
-  return renderTemplate(RESUME_NOTE_TEMPLATE, {
+  const note = renderTemplate(RESUME_NOTE_TEMPLATE, {
     work_item: input.workItem.ref,
     actor: input.actor,
     source: input.source,
     url: input.workItem.url,
   });
+  const pullRequests = (input.pullRequests ?? []).map((pr) => (pr.url === undefined ? pr.ref : `${pr.ref} (${pr.url})`));
+  if (pullRequests.length === 0) return note;
+  return note + renderTemplate(RESUME_NOTE_PULL_REQUESTS_TEMPLATE, { pull_requests: pullRequests.join(", ") });
 }
 
 /** A configured template file that cannot be used: a configuration error (exit 2). */

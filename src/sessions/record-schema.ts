@@ -46,6 +46,7 @@ export const sessionRecordSchema = z.object({
       }),
     )
     .optional(),
+  harnessStartedAt: z.string().optional(),
 });
 
 // The schema and the hand-written type must describe the same record.

@@ -8,8 +8,8 @@ export const SESSION_STATUSES = ["active", "paused", "closed"] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 export const LIVE_STATUSES: ReadonlySet<SessionStatus> = new Set(["active", "paused"]);
 
-/** Delivery ids kept on a record, newest last: what makes a redelivery after a restart a no-op. */
-export const RECENT_DELIVERIES_MAX = 50;
+/** Delivery ids and content keys kept on a record, newest last (two per event at most): what makes a redelivery after a restart a no-op. */
+export const RECENT_DELIVERIES_MAX = 100;
 
 export interface SessionWorkItem {
   readonly ref: string;
@@ -42,6 +42,13 @@ export interface SessionRecord {
   workspace?: SessionWorkspace | undefined;
   /** Pull requests whose events reach this session, with how each was bound. */
   pullRequests?: SessionPullRequest[] | undefined;
+  /**
+   * When the session's harness was last started in tmux: written by the process that claimed the
+   * session once its spawn succeeded, and by a respawn. Until it is there, a pane missing from
+   * tmux is one the claimer is still starting, not a dead harness (see harnessStarted). Records
+   * written before this field existed have none.
+   */
+  harnessStartedAt?: string | undefined;
 }
 
 export interface SessionWorkspace {

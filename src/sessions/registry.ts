@@ -123,13 +123,15 @@ export class SessionRegistry {
     return outcome?.record;
   }
 
-  /** Notes an event delivered to the session; a delivery id seen before is not added twice. */
-  async touch(ref: string, deliveryId: string | undefined, at: Date): Promise<SessionRecord | undefined> {
+  /**
+   * Notes an event delivered to the session: its delivery id, or every id it may come back under
+   * (see deliveryKeys); an id seen before is not added twice.
+   */
+  async touch(ref: string, delivery: string | readonly string[] | undefined, at: Date): Promise<SessionRecord | undefined> {
+    const ids = delivery === undefined ? [] : typeof delivery === "string" ? [delivery] : delivery;
     return this.update(ref, (record) => {
-      let recentDeliveries = record.recentDeliveries;
-      if (deliveryId !== undefined && !recentDeliveries.includes(deliveryId)) {
-        recentDeliveries = [...recentDeliveries, deliveryId].slice(-RECENT_DELIVERIES_MAX);
-      }
+      const fresh = ids.filter((id) => !record.recentDeliveries.includes(id));
+      const recentDeliveries = fresh.length === 0 ? record.recentDeliveries : [...record.recentDeliveries, ...fresh].slice(-RECENT_DELIVERIES_MAX);
       return { ...record, lastEventAt: at.toISOString(), recentDeliveries };
     });
   }

@@ -167,6 +167,22 @@ describe("ControlStore.get and transaction", () => {
     expect(store.get(REF)).toBeUndefined();
   });
 
+  it("removes the record under the lock, durably, and refuses a removal once the transaction is over", async () => {
+    const store = await storeWith();
+    await put(store, recordOf(REF));
+    let leaked: Parameters<Parameters<ControlStore["transaction"]>[1]>[0] | undefined;
+    await store.transaction(REF, async (tx) => {
+      leaked = tx;
+      await tx.remove();
+      expect(tx.read()).toBeUndefined();
+      // Removing what is not there is no error: the item has no record either way.
+      await tx.remove();
+    });
+    expect(store.get(REF)).toBeUndefined();
+    expect(await readdir(store.dir)).toEqual([]);
+    await expect(leaked?.remove()).rejects.toThrow(/is over/);
+  });
+
   it("waits for a write the work did not await before releasing the lock", async () => {
     const store = await storeWith();
     let write: Promise<void> | undefined;
@@ -309,6 +325,19 @@ describe("ControlStore.clear", () => {
     await put(store, recordOf(REF, { command: "stop", requestedAt: at(2).toISOString() }));
     expect(store.get(REF)).toEqual(recordOf(REF, { command: "stop", requestedAt: at(2).toISOString() }));
     expect(await store.clear(REF, "item-closed", at(3))).toMatchObject({ command: "stop", clearedAt: at(3).toISOString() });
+  });
+
+  it("with `only`, clears the standing record only when it is that command, whatever its effect became", async () => {
+    const store = await storeWith();
+    const start = recordOf(REF, { command: "start", effect: "start-pending", deliveryId: "d-start" });
+    await put(store, { ...start, effect: "started" });
+    expect(await store.clear(REF, "item-closed", at(5), start)).toMatchObject({ command: "start", effect: "started", clearedBy: "item-closed" });
+
+    // A command given since: left standing.
+    const pause = recordOf(REF, { command: "pause", requestedAt: at(6).toISOString(), deliveryId: "d-pause" });
+    await put(store, pause);
+    expect(await store.clear(REF, "sessions close", at(7), start)).toBeUndefined();
+    expect(store.get(REF)).toEqual(pause);
   });
 
   it("refuses a damaged record rather than overwrite it", async () => {

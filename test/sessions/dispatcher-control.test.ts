@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { ControlCommand } from "../../src/config/schema.js";
 import { ControlStore } from "../../src/control/store.js";
+import type { ControlTransaction } from "../../src/control/store.js";
 import type { ControlOutcome, ControlRequest } from "../../src/control/types.js";
 import { inboundFromChange } from "../../src/ingress/local-source.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
@@ -15,7 +16,7 @@ import { tmuxTargetFor } from "../../src/sessions/record.js";
 import { SessionRegistry } from "../../src/sessions/registry.js";
 import { parseWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
 import { FakeRunner } from "../support/fake-runner.js";
-import { ARM, ISSUE, T0, dispatcherSetup, ghEvent, githubSetup, target as ghTarget, tracked } from "./fixture.js";
+import { ARM, ISSUE, PR, T0, dispatcherSetup, ghEvent, githubSetup, target as ghTarget, tracked } from "./fixture.js";
 
 /**
  * Execution control in the dispatcher (spec R2.3–2.5, R3, R4.5): comment keywords and the CLI's
@@ -146,6 +147,7 @@ describe("the start gate (R2.1, R2.3)", () => {
       effect: "started",
       note: start.commentUrl,
       deliveryId: start.deliveryId,
+      recentDeliveries: [start.deliveryId],
     });
     expect(t.emitted("routing.routed")).toMatchObject([{ delivery_id: start.deliveryId, decision: "control" }]);
     expect(t.commandEvents()).toEqual([
@@ -623,6 +625,28 @@ describe("commands from two processes", () => {
     }
   });
 
+  it("a pause from another process while an event waits to be pasted drops the event as session-paused (R3.2)", async () => {
+    // A just-started harness gets a startup grace before its first input: the event waits in it.
+    const t = await setup({ tmux: { startupGraceSeconds: 1 } });
+    const d = t.dispatcher();
+    const { ref, target } = await t.started(d);
+    await t.feed();
+    const cliProcess = t.dispatcher({
+      registry: new SessionRegistry({ dir: t.paths.registryDir }),
+      control: new ControlStore({ dir: t.paths.controlDir }),
+    });
+
+    const later = await t.say(ref, "one more thing");
+    const delivering = d.handle(later);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await t.cli(cliProcess, ref, "pause")).toMatchObject({ applied: true, effect: "paused" });
+    expect(await delivering).toEqual({ settled: true });
+
+    expect(t.runner.inputsOf(target)).toEqual([]);
+    expect(t.emitted("dispatch.dropped").at(-1)).toEqual({ work_item: ref, delivery_id: later.deliveryId, reason: "session-paused" });
+    expect(t.emitted("dispatch.succeeded")).toEqual([]);
+  });
+
   it("a stop from another process between the spawn decision and the claim holds the spawn", async () => {
     const t = await setup({ routing: { control: { requireStartCommand: false } } });
     const d = t.dispatcher();
@@ -704,6 +728,357 @@ describe("reactions on control comments (GitHub)", () => {
     ]);
     expect(g.runner.stateOf(ghTarget(ISSUE))).toBe("live");
     expect(g.runner.delivered).toEqual([]);
+  });
+});
+
+/**
+ * The durable steps of a command (registry and control-record writes), counted so a test can end
+ * the process right before the n-th one: `left` steps may still happen, then every step throws, as
+ * if the process had been killed with SIGKILL there (nothing after it reaches the disk). `failOnce`
+ * makes one named step fail once, as a lock timeout would, and the process carries on.
+ */
+class Steps {
+  left = Number.POSITIVE_INFINITY;
+  failOnce: string | undefined;
+  readonly taken: string[] = [];
+  take(step: string): void {
+    if (this.failOnce === step) {
+      this.failOnce = undefined;
+      throw new Error(`${step} timed out`);
+    }
+    if (this.left <= 0) throw new Error(`killed before ${step}`);
+    this.left -= 1;
+    this.taken.push(step);
+  }
+}
+
+class StepRegistry extends SessionRegistry {
+  constructor(
+    dir: string,
+    private readonly steps: Steps,
+  ) {
+    super({ dir, lock: { timeoutMs: 5_000 } });
+  }
+  override async claim(...args: Parameters<SessionRegistry["claim"]>): ReturnType<SessionRegistry["claim"]> {
+    this.steps.take("registry.claim");
+    return super.claim(...args);
+  }
+  override async update(...args: Parameters<SessionRegistry["update"]>): ReturnType<SessionRegistry["update"]> {
+    this.steps.take("registry.update");
+    return super.update(...args);
+  }
+  override async close(...args: Parameters<SessionRegistry["close"]>): ReturnType<SessionRegistry["close"]> {
+    this.steps.take("registry.close");
+    return super.close(...args);
+  }
+  override async setStatus(...args: Parameters<SessionRegistry["setStatus"]>): ReturnType<SessionRegistry["setStatus"]> {
+    this.steps.take("registry.setStatus");
+    return super.setStatus(...args);
+  }
+}
+
+class StepControl extends ControlStore {
+  constructor(
+    dir: string,
+    private readonly steps: Steps,
+  ) {
+    super({ dir, lock: { timeoutMs: 5_000 } });
+  }
+  override transaction<T>(ref: string, work: (tx: ControlTransaction) => Promise<T>): Promise<T> {
+    return super.transaction(ref, (tx) =>
+      work({
+        read: () => tx.read(),
+        write: async (record) => {
+          this.steps.take("control.write");
+          await tx.write(record);
+        },
+        remove: async () => {
+          this.steps.take("control.remove");
+          await tx.remove();
+        },
+      }),
+    );
+  }
+}
+
+describe("durability: a command killed between its record and its session change", () => {
+  async function stepped(overrides: Overrides = {}) {
+    const t = await setup(overrides);
+    const steps = new Steps();
+    const d = t.dispatcher({
+      registry: new StepRegistry(t.paths.registryDir, steps),
+      control: new StepControl(t.paths.controlDir, steps),
+    });
+    return { ...t, steps, d };
+  }
+
+  it.each([0, 1, 2, 3])(
+    "a stop killed after %i durable steps is completed by the restarted daemon: harness ended, nothing respawned",
+    async (survived) => {
+      const t = await stepped();
+      const { ref, target } = await t.started(t.d);
+      await t.feed();
+      const stop = await t.say(ref, KEYWORD.stop);
+      t.steps.left = survived;
+      await t.d.handle(stop);
+
+      // The restarted daemon: pending starts at start-up, then the poller hands out the unsettled stop again.
+      const restarted = t.dispatcher();
+      await restarted.retryPendingStarts();
+      await t.handled(restarted, stop);
+
+      expect(t.runner.spawnsOf(target)).toHaveLength(1);
+      expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "stopped" });
+      expect(t.runner.stateOf(target)).not.toBe("live");
+      expect(t.control.get(ref)).toMatchObject({ command: "stop", deliveryId: stop.deliveryId });
+      expect(t.control.get(ref)?.clearedAt).toBeUndefined();
+
+      // And it stays stopped.
+      const next = await t.say(ref, "hello?");
+      await t.handled(restarted, next);
+      expect(t.emitted("routing.dropped").at(-1)).toMatchObject({ reason: "execution-stopped", delivery_id: next.deliveryId });
+      expect(t.runner.spawnsOf(target)).toHaveLength(1);
+    },
+  );
+
+  it.each([0, 1, 2, 3])(
+    "a start on a stopped item killed after %i durable steps is honoured after the restart, once",
+    async (survived) => {
+      const t = await stepped();
+      const { ref, target } = await t.open("Stopped first");
+      await t.handled(t.d, await t.only());
+      await t.command(t.d, ref, "stop");
+      expect(t.control.get(ref)).toMatchObject({ command: "stop", effect: "recorded" });
+
+      const start = await t.say(ref, KEYWORD.start);
+      t.steps.left = survived;
+      await t.d.handle(start);
+
+      const restarted = t.dispatcher();
+      await restarted.retryPendingStarts();
+      await t.handled(restarted, start);
+
+      expect(t.runner.spawnsOf(target)).toHaveLength(1);
+      expect(t.runner.stateOf(target)).toBe("live");
+      expect(t.record(ref).status).toBe("active");
+      expect(t.control.get(ref)).toMatchObject({ command: "start", effect: "started", deliveryId: start.deliveryId });
+    },
+  );
+
+  it("a start killed before its claim, whose spawn at the restart fails, says start-pending and stands", async () => {
+    const t = await stepped();
+    const { ref, target } = await t.open("Killed before the claim");
+    await t.handled(t.d, await t.only());
+    const start = await t.say(ref, KEYWORD.start);
+    t.steps.left = 1;
+    expect(await t.d.handle(start)).toEqual({ settled: false });
+    expect(t.registry.get(ref)).toBeUndefined();
+
+    t.runner.failSpawn(target, new Error("no tmux server"));
+    expect(await t.dispatcher().retryPendingStarts()).toBe(0);
+    expect(t.control.get(ref)).toMatchObject({ command: "start", effect: "start-pending", deliveryId: start.deliveryId });
+
+    // The item's next event starts it, and the record says so.
+    await t.handled(t.dispatcher(), await t.say(ref, "still there?"));
+    expect(t.runner.stateOf(target)).toBe("live");
+    expect(t.control.get(ref)).toMatchObject({ command: "start", effect: "started" });
+  });
+
+  it("the restarted daemon's finishing of an interrupted stop is in the event log as that stop, with its source", async () => {
+    const t = await stepped();
+    const { ref, target } = await t.started(t.d);
+    await t.feed();
+    const stop = await t.say(ref, KEYWORD.stop);
+    t.steps.left = 1;
+    expect(await t.d.handle(stop)).toEqual({ settled: false });
+    expect(t.commandEvents().filter((fields) => fields.command === "stop")).toEqual([]);
+
+    await t.dispatcher().retryPendingStarts();
+    expect(t.commandEvents().at(-1)).toEqual({
+      work_item: ref,
+      command: "stop",
+      command_source: "comment",
+      actor: "alice",
+      effect: "stopped",
+      delivery_id: stop.deliveryId,
+    });
+    expect(t.emitted("session.closed")).toMatchObject([{ work_item: ref, reason: "stopped", tmux_target: target }]);
+  });
+
+  it("a stop whose harness cannot be ended is reported as applied with the problem, not as a failure a retry would fix", async () => {
+    const t = await setup();
+    const d = t.dispatcher();
+    const { ref, target } = await t.started(d);
+    const terminate = t.runner.terminate.bind(t.runner);
+    let fail = true;
+    t.runner.terminate = async (...args) => {
+      if (fail) {
+        fail = false;
+        throw new Error("tmux set-option failed: server busy");
+      }
+      return terminate(...args);
+    };
+
+    const stop = await t.say(ref, KEYWORD.stop);
+    // The session is closed and the stop recorded: a retry would be dropped as a redelivery.
+    expect(await d.handle(stop)).toEqual({ settled: true });
+    expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "stopped" });
+    expect(t.control.get(ref)).toMatchObject({ command: "stop", effect: "stopped" });
+    expect(t.emitted("dispatch.failed")).toEqual([]);
+    expect(t.commandEvents().at(-1)).toMatchObject({ command: "stop", effect: "stopped", delivery_id: stop.deliveryId });
+    expect(String(t.commandEvents().at(-1)?.error)).toContain("server busy");
+    expect(t.runner.stateOf(target)).toBe("live");
+
+    // From the CLI: applied, with the problem, not an exception saying it could not be carried out.
+    const other = await t.started(d, "Second");
+    fail = true;
+    expect(await t.cli(d, other.ref, "stop")).toMatchObject({ applied: true, effect: "stopped", problem: expect.stringContaining("server busy") });
+  });
+
+  it("a stop whose session change fails is not left recorded: the retried comment stops the session", async () => {
+    // Label-alone start: the item has no control record to restore, so the stop's must go again.
+    const t = await stepped({ routing: { control: { requireStartCommand: false } } });
+    const { ref, target } = await t.open("Label alone");
+    await t.handled(t.d, await t.only());
+    expect(t.runner.stateOf(target)).toBe("live");
+    await t.feed();
+
+    const stop = await t.say(ref, KEYWORD.stop);
+    t.steps.failOnce = "registry.close";
+    expect(await t.d.handle(stop)).toEqual({ settled: false });
+    expect(t.record(ref).status).toBe("active");
+    expect(t.control.get(ref)).toBeUndefined();
+    expect(t.commandEvents()).toEqual([]);
+
+    await t.handled(t.d, stop);
+    expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "stopped" });
+    expect(t.runner.stateOf(target)).toBe("dead");
+    expect(t.control.get(ref)).toMatchObject({ command: "stop", effect: "stopped", deliveryId: stop.deliveryId });
+  });
+
+  it("a start whose claim fails leaves the item's stop standing, and the retried comment starts it", async () => {
+    const t = await stepped();
+    const { ref, target } = await t.open("Stopped, then started");
+    await t.handled(t.d, await t.only());
+    const stop = await t.command(t.d, ref, "stop");
+
+    const start = await t.say(ref, KEYWORD.start);
+    t.steps.failOnce = "registry.claim";
+    expect(await t.d.handle(start)).toEqual({ settled: false });
+    expect(t.control.get(ref)).toMatchObject({ command: "stop", deliveryId: stop.deliveryId });
+    expect(t.registry.get(ref)).toBeUndefined();
+
+    await t.handled(t.d, start);
+    expect(t.runner.stateOf(target)).toBe("live");
+    expect(t.control.get(ref)).toMatchObject({ command: "start", effect: "started", deliveryId: start.deliveryId });
+  });
+});
+
+describe("a close racing a command", () => {
+  it("clears only the command that stood when the session closed, not one given while its harness was ending", async () => {
+    const t = await setup();
+    const d = t.dispatcher();
+    const { ref, target } = await t.started(d);
+
+    // `the-loop sessions close` in another process, slow to end the harness.
+    let entered!: () => void;
+    const inTerminate = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const terminate = t.runner.terminate.bind(t.runner);
+    t.runner.terminate = async (...args) => {
+      entered();
+      await released;
+      return terminate(...args);
+    };
+    const closeOptions = { registry: t.registry, runner: t.runner, tmux: t.routing.tmux, events: t.events, now: () => T0, control: t.control };
+    const closing = closeSession(closeOptions, ref, "cli");
+    await inTerminate;
+
+    // The item has no live session any more: the pause is recorded as its state.
+    expect(await t.cli(d, ref, "pause")).toMatchObject({ applied: true, effect: "recorded" });
+    release();
+    await closing;
+
+    expect(t.runner.stateOf(target)).not.toBe("live");
+    expect(t.control.get(ref)).toMatchObject({ command: "pause", effect: "recorded", source: "cli" });
+    expect(t.control.get(ref)?.clearedAt).toBeUndefined();
+    expect(t.emitted("control.cleared")).toEqual([]);
+
+    const next = await t.say(ref, "anyone?");
+    await t.handled(d, next);
+    expect(t.emitted("routing.dropped").at(-1)).toMatchObject({ reason: "execution-stopped", delivery_id: next.deliveryId });
+  });
+});
+
+describe("a close with a damaged control record", () => {
+  it("still closes the session and ends its harness, then names the file", async () => {
+    const t = await setup();
+    const d = t.dispatcher();
+    const { ref, target } = await t.started(d);
+    await writeFile(t.control.pathFor(ref), "{ not json");
+
+    const closeOptions = { registry: t.registry, runner: t.runner, tmux: t.routing.tmux, events: t.events, now: () => T0, control: t.control };
+    await expect(closeSession(closeOptions, ref, "cli")).rejects.toThrow(/control record .* is damaged/);
+    expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "cli" });
+    expect(t.runner.stateOf(target)).not.toBe("live");
+    expect(t.emitted("session.closed")).toMatchObject([{ work_item: ref, reason: "cli" }]);
+  });
+});
+
+describe("reconfigure() during a command", () => {
+  it("a start records the harness it starts, even when the default harness changes while it waits for the lock", async () => {
+    const t = await setup({
+      routing: {
+        harnesses: { fake: { command: ["fake", "{prompt}"] }, other: { command: ["other", "{prompt}"] } },
+        control: { requireStartCommand: true },
+      },
+    });
+    const d = t.dispatcher();
+    const { ref, target } = await t.open("Reloaded mid-start");
+    await t.feed();
+
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let locked!: () => void;
+    const isLocked = new Promise<void>((resolve) => (locked = resolve));
+    const holding = new ControlStore({ dir: t.paths.controlDir }).transaction(ref, async () => {
+      locked();
+      await released;
+    });
+    await isLocked;
+    const starting = t.cli(d, ref, "start");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const routing = { ...t.routing, defaultHarness: "other" };
+    d.reconfigure({ routing, policy: policyOf(routing), templates: BUILTIN_TEMPLATES });
+    release();
+    await holding;
+
+    expect(await starting).toMatchObject({ applied: true, effect: "started" });
+    const program = t.runner.spawnsOf(target)[0]?.argv[0];
+    expect(t.record(ref).harness).toBe(program);
+  });
+});
+
+describe("the resume note", () => {
+  it("sends the agent back to the pull requests linked to the session too: their events were dropped as well", async () => {
+    const g = await githubSetup();
+    const d = g.dispatcher();
+    expect(await d.handle(ghEvent({ on: PR, linked: [[ISSUE, "closing-reference"]] }))).toEqual({ settled: true });
+    expect(g.record(ISSUE).pullRequests?.map((link) => link.ref)).toEqual([PR.ref]);
+
+    const onIssue = (body: string, commentId: string): InboundEvent => ({ ...ghEvent({ on: ISSUE, commentId }), body });
+    expect(await d.handle(onIssue(KEYWORD.pause, "c-pause"))).toEqual({ settled: true });
+    expect(await d.handle({ ...ghEvent({ on: PR, linked: [[ISSUE, "closing-reference"]], commentId: "c-review" }) })).toEqual({
+      settled: true,
+    });
+    expect(g.emitted("dispatch.dropped").at(-1)).toMatchObject({ work_item: ISSUE.ref, reason: "session-paused" });
+    expect(await d.handle(onIssue(KEYWORD.resume, "c-resume"))).toEqual({ settled: true });
+
+    const note = g.runner.inputsOf(ghTarget(ISSUE)).at(-1) ?? "";
+    expect(note).toContain(`re-read the work item's thread at ${ISSUE.url}`);
+    expect(note).toContain(PR.ref);
+    expect(note).toContain(PR.url);
   });
 });
 
