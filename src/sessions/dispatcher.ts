@@ -1090,13 +1090,35 @@ export class Dispatcher implements EventHandler {
    * prompt, workspace, harness and announcement, from a synthetic event (source `cli`, delivery
    * id `cli-start-<uuid>`). Throws when the item cannot be read, or a record is damaged.
    */
+  /**
+   * The item a CLI command acts on. Only a start needs the tracker's view (its labels and state
+   * decide whether it may spawn); a pause, resume or stop of an existing session works from the
+   * session's own record, so an operator can hold off a runaway agent while the tracker is down.
+   */
+  private async commandedItem(ref: string, command: ControlCommand): Promise<WorkItemState> {
+    const record = command === "start" ? undefined : this.options.registry.get(ref);
+    if (record === undefined) return this.options.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
+    return {
+      item: record.workItem as WorkItem,
+      title: "",
+      body: "",
+      author: "",
+      // Not consulted: only a start asks whether the item is armed or closed.
+      state: "open",
+      labels: [],
+      createdAt: record.createdAt,
+      updatedAt: record.lastEventAt,
+      closedAt: null,
+    };
+  }
+
   async control(request: ControlRequest): Promise<ControlOutcome> {
     if (!this.accepting) throw new Error("the dispatcher is shutting down and takes no more commands");
     const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
     this.inFlight += 1;
     try {
       return await this.exclusive([ref], async () => {
-        const state = await this.options.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
+        const state = await this.commandedItem(ref, request.command);
         const deliveryId = request.deliveryId ?? `cli-${request.command}-${randomUUID()}`;
         const event = this.syntheticEvent(state, { command: request.command, source: request.source, actor: request.actor, deliveryId });
         return this.applyCommand({

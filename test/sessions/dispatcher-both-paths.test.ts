@@ -118,3 +118,20 @@ describe("a start on a pull request linked to a work item", () => {
     expect(t.emitted("session.spawned")).toEqual([]);
   });
 });
+
+describe("a command from the CLI while the tracker cannot be reached", () => {
+  it("pauses, resumes and stops a live session from its record alone; a start still needs the tracker", async () => {
+    const t = await githubSetup({ control: { requireStartCommand: false } });
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    t.github.lookupError = new Error("GitHub is unreachable");
+    const cli = (command: "start" | "pause" | "resume" | "stop") =>
+      d.control({ ref: ISSUE.ref, command, source: "cli", actor: "operator" });
+
+    expect(await cli("pause")).toMatchObject({ applied: true, effect: "paused" });
+    expect(await cli("resume")).toMatchObject({ applied: true, effect: "resumed" });
+    expect(await cli("stop")).toMatchObject({ applied: true, effect: "stopped" });
+    expect(t.record(ISSUE).status).toBe("closed");
+    await expect(cli("start")).rejects.toThrow("GitHub is unreachable");
+  });
+});
