@@ -11,6 +11,7 @@ import { spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { ControlRecord } from "../src/control/types.js";
 import type { SessionRecord } from "../src/sessions/record.js";
 import { tmuxTargetFor } from "../src/sessions/record.js";
 import { sessionRecordSchema } from "../src/sessions/record-schema.js";
@@ -128,9 +129,30 @@ try {
   const project = join(scratch, "project");
   await mkdir(join(project, ".the-loop"), { recursive: true });
   await writeFile(join(project, ".the-loop", "cli-config.yaml"), `routing:\n  registryDir: ${JSON.stringify(dir)}\n`);
+  // Every session began with a start command, so every item has a control record too.
+  const controlDir = join(project, ".the-loop", "sessions", "control");
+  await mkdir(controlDir, { recursive: true });
+  for (let start = 1; start <= RECORDS; start += 500) {
+    await Promise.all(
+      Array.from({ length: Math.min(500, RECORDS - start + 1) }, (_, offset) => {
+        const ref = recordFor(start + offset).workItem.ref;
+        const control: ControlRecord = {
+          version: 1,
+          ref,
+          command: "start",
+          source: "comment",
+          actor: "alice",
+          requestedAt: "2026-11-30T00:00:00.000Z",
+          effect: "started",
+          deliveryId: `d-${start + offset}`,
+        };
+        return writeFile(join(controlDir, `${workItemSlug(ref)}.json`), toJsonText(control));
+      }),
+    );
+  }
   for (const [label, args] of [
-    ["the-loop sessions list", ["sessions", "list"]],
-    ["the-loop sessions list --json", ["sessions", "list", "--json"]],
+    ["the-loop sessions list (with a control record per item)", ["sessions", "list"]],
+    ["the-loop sessions list --json (with a control record per item)", ["sessions", "list", "--json"]],
   ] as const) {
     const command = medianRuns(runs, () => timeProcess(process.execPath, [BIN, ...args], { cwd: project, env: benchEnv() }));
     printFigure({ label, value: command.median, unit: "ms", budget: BUDGET_MS, baseline: baseline.median, note: `p90 ${command.p90.toFixed(1)} ms` });
