@@ -1,5 +1,3 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import type { EventRecord } from "../../src/events/reader.js";
 import { jsonOf } from "../support/cli.js";
@@ -9,6 +7,7 @@ import { ARM, TOKEN, freePort, startGitHub, startProject } from "../support/gith
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { tmuxSessions } from "../support/e2e.js";
 
 /**
  * The start race (docs/control.md, "Where it is kept"): an authorized start comment, read by the
@@ -38,7 +37,6 @@ const SPREAD = [0.5, 0.75, 0.9, 1, 1.1, 1.3] as const;
 const AFTER_READ = [0, 40, 100, 200, 400, 800] as const;
 const SECRET = "webhook-secret-for-the-race";
 
-const run = promisify(execFile);
 let project: TestProject | undefined;
 
 afterEach(async () => {
@@ -53,11 +51,6 @@ interface SessionsJson {
 const numberOf = (ref: string): number => Number(ref.slice(ref.lastIndexOf("#") + 1));
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function tmuxSessions(socketName: string): Promise<string[]> {
-  const { stdout } = await run("tmux", ["-L", socketName, "list-sessions", "-F", "#{session_name}"]).catch(() => ({ stdout: "" }));
-  return stdout.split("\n").filter(Boolean);
-}
 
 /** Waits until the daemon has applied the command of every one of these comment deliveries. */
 async function appliedAll(p: TestProject, deliveries: readonly string[]): Promise<EventRecord[]> {

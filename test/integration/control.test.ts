@@ -1,13 +1,11 @@
-import { execFile } from "node:child_process";
 import { userInfo } from "node:os";
-import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import type { EventRecord } from "../../src/events/reader.js";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { count, inputs, paneState, tmuxSessions, waitForCount } from "../support/e2e.js";
 
 /**
  * Execution control (docs/control.md, issue #106 "How we will check"), end to end on the local
@@ -25,7 +23,6 @@ const PAUSE = "the-loop:pause-execution";
 const RESUME = "the-loop:resume-execution";
 const REF = "local:demo#1";
 
-const run = promisify(execFile);
 let project: TestProject | undefined;
 
 afterEach(async () => {
@@ -47,30 +44,6 @@ function gatedProject(): Promise<TestProject> {
   return testProject({ routing: { control: { requireStartCommand: true } } });
 }
 
-async function tmuxSessions(socketName: string): Promise<string[]> {
-  const { stdout } = await run("tmux", ["-L", socketName, "list-sessions", "-F", "#{session_name}"]).catch(() => ({ stdout: "" }));
-  return stdout.split("\n").filter(Boolean);
-}
-
-/** Whether the pane of a tmux target still runs its program (`pane_dead` 0), or is gone altogether. */
-async function paneState(socketName: string, target: string): Promise<"alive" | "dead" | "gone"> {
-  try {
-    const { stdout } = await run("tmux", ["-L", socketName, "list-panes", "-t", target, "-F", "#{pane_dead}"]);
-    return stdout.trim() === "0" ? "alive" : "dead";
-  } catch {
-    return "gone";
-  }
-}
-
-/** The harness's input texts. */
-async function inputs(p: TestProject): Promise<string[]> {
-  return (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
-}
-
-function count(records: readonly EventRecord[], match: (record: EventRecord) => boolean): number {
-  return records.filter(match).length;
-}
-
 /**
  * The poller's delivery id of a local comment: the tracker's change id (`demo:7`), whose comment
  * id is `demo:c7` (src/trackers/local/tracker.ts, src/ingress/local-source.ts).
@@ -84,19 +57,6 @@ async function comment(p: TestProject, ref: string, text: string, as = "alice"):
   const result = await p.cli(["item", "comment", ref, text, "--as", as, "--json"]);
   expect(result.code, result.stderr + result.stdout).toBe(0);
   return deliveryIdOf(jsonOf<{ id: string }>(result).id);
-}
-
-/**
- * Waits until `n` events match: a step that adds the n-th drop (or delivery) of a kind waits for
- * exactly that one, not for an earlier one already in the log.
- */
-async function waitForCount(p: TestProject, what: string, n: number, match: (record: EventRecord) => boolean): Promise<EventRecord> {
-  try {
-    return await waitFor(what, async () => (await p.events()).filter(match)[n - 1], { timeoutMs: 20_000, intervalMs: 50 });
-  } catch (error) {
-    const recent = (await p.events()).slice(-15).map((record) => JSON.stringify(record));
-    throw new Error(`${(error as Error).message}\nlast events:\n${recent.join("\n")}`, { cause: error });
-  }
 }
 
 async function startDaemon(p: TestProject): Promise<void> {

@@ -1,9 +1,6 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { userInfo } from "node:os";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import type { EventRecord } from "../../src/events/reader.js";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { sendWebhook } from "../support/fake-github.js";
@@ -11,6 +8,7 @@ import type { FakeGitHub } from "../support/fake-github.js";
 import { ARM, TOKEN, bareRepository, freePort, startGitHub, startProject } from "../support/github-project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { count, inputs, paneState, tmuxSessions, waitForCount } from "../support/e2e.js";
 
 /**
  * Execution control (docs/control.md, issue #106 "How we will check") on GitHub, end to end
@@ -30,7 +28,6 @@ const STOP = "the-loop:stop-execution";
 const PAUSE = "the-loop:pause-execution";
 const RESUME = "the-loop:resume-execution";
 
-const run = promisify(execFile);
 
 interface SessionsJson {
   sessions: { workItem: { ref: string }; status: string; tmuxTarget: string; control: { command: string; source: string } | null }[];
@@ -144,39 +141,8 @@ async function pollerSetup(): Promise<Setup> {
   return { gh, p, ingress, workspaces: false };
 }
 
-async function paneState(socketName: string, target: string): Promise<"alive" | "dead" | "gone"> {
-  try {
-    const { stdout } = await run("tmux", ["-L", socketName, "list-panes", "-t", target, "-F", "#{pane_dead}"]);
-    return stdout.trim() === "0" ? "alive" : "dead";
-  } catch {
-    return "gone";
-  }
-}
-
-async function tmuxSessions(socketName: string): Promise<string[]> {
-  const { stdout } = await run("tmux", ["-L", socketName, "list-sessions", "-F", "#{session_name}"]).catch(() => ({ stdout: "" }));
-  return stdout.split("\n").filter(Boolean);
-}
-
-async function inputs(p: TestProject): Promise<string[]> {
-  return (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
-}
-
 async function inputContaining(p: TestProject, text: string): Promise<void> {
   await waitFor(`"${text}" in the transcript`, async () => ((await inputs(p)).some((t) => t.includes(text)) ? true : undefined));
-}
-
-function count(records: readonly EventRecord[], match: (record: EventRecord) => boolean): number {
-  return records.filter(match).length;
-}
-
-async function waitForCount(p: TestProject, what: string, n: number, match: (record: EventRecord) => boolean): Promise<EventRecord> {
-  try {
-    return await waitFor(what, async () => (await p.events()).filter(match)[n - 1], { timeoutMs: 20_000, intervalMs: 50 });
-  } catch (error) {
-    const recent = (await p.events()).slice(-15).map((record) => JSON.stringify(record));
-    throw new Error(`${(error as Error).message}\nlast events:\n${recent.join("\n")}`, { cause: error });
-  }
 }
 
 describe.each([
