@@ -6,17 +6,14 @@ import type { ControlCommand } from "../../src/config/schema.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { ControlTransaction } from "../../src/control/store.js";
 import type { ControlOutcome, ControlRequest } from "../../src/control/types.js";
-import { inboundFromChange } from "../../src/ingress/local-source.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { policyOf } from "../../src/routing/router.js";
 import { closeSession } from "../../src/sessions/close.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderResumeNote } from "../../src/sessions/prompts.js";
-import { tmuxTargetFor } from "../../src/sessions/record.js";
 import { SessionRegistry } from "../../src/sessions/registry.js";
-import { parseWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
-import { FakeRunner } from "../support/fake-runner.js";
-import { ARM, ISSUE, PR, T0, dispatcherSetup, ghEvent, githubSetup, target as ghTarget, tracked } from "./fixture.js";
+import { parseWorkItemRef } from "../../src/workitem/index.js";
+import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, target as ghTarget, tracked } from "./fixture.js";
 
 /**
  * Execution control in the dispatcher (spec R2.3–2.5, R3, R4.5): comment keywords and the CLI's
@@ -33,39 +30,14 @@ interface Overrides {
 }
 
 async function setup(overrides: Overrides = {}) {
-  let clock = T0;
-  const tick = (seconds = 60): Date => (clock = new Date(clock.getTime() + seconds * 1000));
-  const base = await dispatcherSetup({
-    routing: {
-      harnesses: { fake: { command: ["fake", "{prompt}"], resumeCommand: ["fake", "--resume", "{session_id}", "{prompt}"] } },
-      control: { requireStartCommand: true },
-      ...overrides.routing,
-    },
+  const base = await localSetup({
+    routing: { control: { requireStartCommand: true }, ...overrides.routing },
     tmux: { harnessKillGraceSeconds: 0, ...overrides.tmux },
-    runner: new FakeRunner(),
-    now: () => clock,
   });
-  const { trackers } = base;
-
-  let cursor = (await trackers.local.changesSince({}, undefined)).cursor;
-  /** What the poller would hand out next. */
-  const feed = async (): Promise<InboundEvent[]> => {
-    const batch = await trackers.local.changesSince({}, cursor);
-    cursor = batch.cursor;
-    return batch.changes.map(inboundFromChange);
-  };
-  const only = async (): Promise<InboundEvent> => {
-    const batch = await feed();
-    expect(batch).toHaveLength(1);
-    return batch[0] as InboundEvent;
-  };
-  const open = async (title: string, labels: string[] = [ARM]): Promise<{ ref: string; target: string; url: string }> => {
-    const item = await trackers.local.openItem({ project: "demo", title, labels, actor: "alice", body: `Details of ${title}.` });
-    return { ref: item.item.ref, target: tmuxTargetFor(workItemSlug(item.item.ref)), url: item.item.url };
-  };
+  const { feed, only, open } = base;
   /** A comment by `actor`, as the poller hands it out. */
   const say = async (ref: string, body: string, actor = "alice"): Promise<InboundEvent> => {
-    await trackers.local.addComment(parseWorkItemRef(ref), body, actor);
+    await base.comment(ref, body, actor);
     return only();
   };
   /** Handles `event` on `d` and expects it settled. */
@@ -90,7 +62,7 @@ async function setup(overrides: Overrides = {}) {
     return item;
   };
   const commandEvents = () => base.emitted("control.command");
-  return { ...base, tick, feed, only, open, say, handled, command, cli, started, commandEvents };
+  return { ...base, say, handled, command, cli, started, commandEvents };
 }
 
 describe("the start gate (R2.1, R2.3)", () => {

@@ -1,65 +1,24 @@
 import { describe, expect, it } from "vitest";
 import type { HandleResult } from "../../src/ingress/poller.js";
-import { inboundFromChange } from "../../src/ingress/local-source.js";
-import type { InboundEvent } from "../../src/routing/inbound.js";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderBootPrompt, renderEventPrompt } from "../../src/sessions/prompts.js";
 import { ProgramNotFoundError } from "../../src/harness/runner.js";
-import { tmuxTargetFor } from "../../src/sessions/record.js";
-import { parseWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
-import { FakeRunner } from "../support/fake-runner.js";
-import { ARM, T0, dispatcherSetup, tracked } from "./fixture.js";
+import { parseWorkItemRef } from "../../src/workitem/index.js";
+import { ARM, T0, localSetup, tracked } from "./fixture.js";
 
 interface Overrides {
   readonly routing?: Record<string, unknown>;
   readonly tmux?: Record<string, unknown>;
 }
 
-/**
- * A dispatcher over real parts — the session registry and the local tracker in a temp dir, the
- * routing config as the config loader builds it — with only tmux replaced by the fake runner.
- * Events come from the local tracker's change feed, as the poller would hand them out.
- */
+/** The shared local setup (fixture.ts), plus the trail of routing, dispatch and session events. */
 async function setup(overrides: Overrides = {}) {
-  let clock = T0;
-  const tick = (seconds = 60): Date => (clock = new Date(clock.getTime() + seconds * 1000));
-  const base = await dispatcherSetup({
-    routing: {
-      harnesses: { fake: { command: ["fake", "{prompt}"], resumeCommand: ["fake", "--resume", "{session_id}", "{prompt}"] } },
-      ...overrides.routing,
-    },
-    tmux: overrides.tmux,
-    runner: new FakeRunner(),
-    now: () => clock,
-  });
-  const { events, trackers } = base;
-
-  // The feed starts empty, so every change made from here on is news.
-  let cursor = (await trackers.local.changesSince({}, undefined)).cursor;
-  /** What the poller would hand out next. */
-  const feed = async (): Promise<InboundEvent[]> => {
-    const batch = await trackers.local.changesSince({}, cursor);
-    cursor = batch.cursor;
-    return batch.changes.map(inboundFromChange);
-  };
-  const only = async (): Promise<InboundEvent> => {
-    const batch = await feed();
-    expect(batch).toHaveLength(1);
-    return batch[0] as InboundEvent;
-  };
-  const open = async (title: string, labels: string[] = [ARM], actor = "alice"): Promise<{ ref: string; target: string }> => {
-    const item = await trackers.local.openItem({ project: "demo", title, labels, actor, body: `Details of ${title}.` });
-    return { ref: item.item.ref, target: tmuxTargetFor(workItemSlug(item.item.ref)) };
-  };
-  const comment = async (ref: string, body: string, actor = "alice"): Promise<void> => {
-    await trackers.local.addComment(parseWorkItemRef(ref), body, actor);
-  };
+  const base = await localSetup(overrides);
   /** Event types of the routing, dispatch and session families, in order. */
   const trail = (): string[] =>
-    events.events.map((event) => event.type).filter((type) => /^(routing|dispatch|session)\./.test(type));
-
-  return { ...base, tick, now: () => clock, feed, only, open, comment, trail };
+    base.events.events.map((event) => event.type).filter((type) => /^(routing|dispatch|session)\./.test(type));
+  return { ...base, trail };
 }
 
 type Setup = Awaited<ReturnType<typeof setup>>;

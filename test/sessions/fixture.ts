@@ -4,6 +4,7 @@ import { DEFAULT_AUTO_EXECUTE_LABEL, configSchema } from "../../src/config/schem
 import type { CliConfig } from "../../src/config/schema.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { EventType } from "../../src/events/catalog.js";
+import { inboundFromChange } from "../../src/ingress/local-source.js";
 import { MemoryEventSink } from "../../src/events/log.js";
 import type { InboundEvent, InboundKind, LinkSource } from "../../src/routing/inbound.js";
 import { policyOf } from "../../src/routing/router.js";
@@ -23,7 +24,7 @@ import type { TrackerSet } from "../../src/trackers/resolve.js";
 import { WorkItemNotFoundError } from "../../src/trackers/tracker.js";
 import type { ChangeBatch, ReactionTarget, Tracker, TrackerComment, WorkItemState } from "../../src/trackers/tracker.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "../../src/workspace/provider.js";
-import { formatWorkItemRef, githubItemUrl, workItemOf, workItemSlug } from "../../src/workitem/index.js";
+import { formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf, workItemSlug } from "../../src/workitem/index.js";
 import type { GitHubRef, WorkItem, WorkItemRef } from "../../src/workitem/index.js";
 import { FakeRunner } from "../support/fake-runner.js";
 import { tempDir } from "../support/temp.js";
@@ -351,4 +352,47 @@ export async function githubSetup(routingOverrides: Record<string, unknown> = {}
     expect(runner.stateOf(target(item))).toBe("live");
   };
   return { ...base, github, links, workspaces, dispatcher, record, cliClose, live };
+}
+
+/**
+ * A dispatcher over real parts — the session registry and the local tracker in a temp dir, the
+ * routing config as the config loader builds it — with only tmux replaced by the fake runner, a
+ * clock the test moves (`tick`), and events taken from the local tracker's change feed as the
+ * poller would hand them out. The harness can resume, so respawns can be told apart.
+ */
+export async function localSetup(overrides: { readonly routing?: Record<string, unknown>; readonly tmux?: Record<string, unknown> } = {}) {
+  let clock = T0;
+  const tick = (seconds = 60): Date => (clock = new Date(clock.getTime() + seconds * 1000));
+  const base = await dispatcherSetup({
+    routing: {
+      harnesses: { fake: { command: ["fake", "{prompt}"], resumeCommand: ["fake", "--resume", "{session_id}", "{prompt}"] } },
+      ...overrides.routing,
+    },
+    tmux: overrides.tmux,
+    runner: new FakeRunner(),
+    now: () => clock,
+  });
+  const { trackers } = base;
+
+  // The feed starts empty, so every change made from here on is news.
+  let cursor = (await trackers.local.changesSince({}, undefined)).cursor;
+  /** What the poller would hand out next. */
+  const feed = async (): Promise<InboundEvent[]> => {
+    const batch = await trackers.local.changesSince({}, cursor);
+    cursor = batch.cursor;
+    return batch.changes.map(inboundFromChange);
+  };
+  const only = async (): Promise<InboundEvent> => {
+    const batch = await feed();
+    expect(batch).toHaveLength(1);
+    return batch[0] as InboundEvent;
+  };
+  const open = async (title: string, labels: string[] = [ARM], actor = "alice"): Promise<{ ref: string; target: string; url: string }> => {
+    const item = await trackers.local.openItem({ project: "demo", title, labels, actor, body: `Details of ${title}.` });
+    return { ref: item.item.ref, target: tmuxTargetFor(workItemSlug(item.item.ref)), url: item.item.url };
+  };
+  const comment = async (ref: string, body: string, actor = "alice"): Promise<void> => {
+    await trackers.local.addComment(parseWorkItemRef(ref), body, actor);
+  };
+  return { ...base, tick, now: () => clock, feed, only, open, comment };
 }
