@@ -6,6 +6,7 @@ import type { ControlAction, ControlPlan, SpawnHold } from "../control/plan.js";
 import { CONTROL_RECENT_DELIVERIES_MAX } from "../control/store.js";
 import type { ControlStore, ControlTransaction } from "../control/store.js";
 import type { ControlEffect, ControlOutcome, ControlRecord, ControlRejection, ControlRequest, ControlSource } from "../control/types.js";
+import { isProcessAlive, processStartTicks } from "../daemon/pidfile.js";
 import type { EventSink } from "../events/log.js";
 import { ProgramNotFoundError, SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import type { SessionRunner } from "../harness/runner.js";
@@ -31,7 +32,7 @@ import type { PullRequestLinks } from "./links.js";
 import { renderBootPrompt, renderEventPrompt, renderResumeNote } from "./prompts.js";
 import type { PromptInput, PromptTemplates } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX, isLive, tmuxTargetFor } from "./record.js";
-import type { SessionRecord, SessionWorkspace } from "./record.js";
+import type { SessionClaimer, SessionRecord, SessionWorkspace } from "./record.js";
 import { Reactions } from "./reactions.js";
 import type { ReactionMoment } from "./reactions.js";
 import type { ClaimResult, SessionRegistry } from "./registry.js";
@@ -188,6 +189,8 @@ export class Dispatcher implements EventHandler {
   private templates: PromptTemplates;
   /** What the router sees: the item's session and its last control command. */
   private readonly view: RegistryView;
+  /** This process, as the sessions it claims name their claimer. */
+  private readonly self: SessionClaimer = thisProcess();
 
   constructor(private readonly options: DispatcherOptions) {
     this.routing = options.routing;
@@ -543,6 +546,7 @@ export class Dispatcher implements EventHandler {
       tmuxTarget: target,
       recentDeliveries: [...deliveryKeys(event)],
       url: workItem.url,
+      claimedBy: { ...this.self },
     }));
   }
 
@@ -879,7 +883,8 @@ export class Dispatcher implements EventHandler {
    * not a dead harness: its claimer — another process, most likely — is still starting it, and
    * a respawn here would race that start (the claimer's spawn would then fail over the harness
    * started here, and close the session under it). The start is waited for (awaitHarnessStart);
-   * only a claimer that has not marked it within harnessStartBound is taken for dead.
+   * only a claimer known to run no more (claimerGone), or one that has not marked it within
+   * harnessStartBound, is taken for dead.
    */
   private async paste(record: SessionRecord, text: string): Promise<PasteResult> {
     const ref = record.workItem.ref;
@@ -914,7 +919,7 @@ export class Dispatcher implements EventHandler {
           known = started;
           continue;
         }
-        if (started !== "timed-out") return started;
+        if (started !== "abandoned") return started;
         // Claimed, never started: the claimer died between its claim and its spawn.
       }
       try {
@@ -967,24 +972,39 @@ export class Dispatcher implements EventHandler {
    * record again after pauses that double up to HARNESS_START_POLL_MAX_MS, until what is left of
    * harnessStartBound has passed. The marked record; otherwise `closed` or `spawn-failed` when the
    * session was closed meanwhile, `interrupted` when this dispatcher began to drain (the event is
-   * handed back rather than holding up the drain for the rest of the bound), `timed-out` when
-   * the bound passed with the record still unmarked.
+   * handed back rather than holding up the drain for the rest of the bound), `abandoned` when
+   * the record is still unmarked and its claimer runs no more (claimerGone) or the bound passed.
    */
-  private async awaitHarnessStart(session: SessionRecord): Promise<SessionRecord | Exclude<PasteResult, "pasted" | "paused"> | "timed-out"> {
+  private async awaitHarnessStart(session: SessionRecord): Promise<SessionRecord | Exclude<PasteResult, "pasted" | "paused"> | "abandoned"> {
     const ref = session.workItem.ref;
     // Real time, not this.now(): how long this process waits, whatever clock stamps the records.
     const deadline = performance.now() + this.harnessStartLeftMs(session);
     let pause = 10;
+    let current = session;
     for (;;) {
       const left = deadline - performance.now();
-      if (left <= 0) return "timed-out";
+      if (left <= 0 || this.claimerGone(current)) return "abandoned";
       if (!this.accepting) return "interrupted";
       await new Promise((resolve) => setTimeout(resolve, Math.min(pause, left)));
       pause = Math.min(pause * 2, HARNESS_START_POLL_MAX_MS);
-      const current = this.options.registry.get(ref);
-      if (current === undefined || !sameLiveSession(current, session)) return closedAs(current, session);
-      if (current.harnessStartedAt !== undefined) return current;
+      const read = this.options.registry.get(ref);
+      if (read === undefined || !sameLiveSession(read, session)) return closedAs(read, session);
+      if (read.harnessStartedAt !== undefined) return read;
+      current = read;
     }
+  }
+
+  /**
+   * Whether the process that claimed `session` is known to run no more: its pid names no process,
+   * or (where /proc tells start times) a process that started at another time than the claimer —
+   * the pid was reused. This process is never gone; neither is a claimer the record does not
+   * name (a record written before claimedBy existed): for those only harnessStartBound tells.
+   */
+  private claimerGone(session: SessionRecord): boolean {
+    const claimer = session.claimedBy;
+    if (claimer === undefined) return false;
+    if (claimer.pid === this.self.pid && (claimer.startTicks === undefined || claimer.startTicks === this.self.startTicks)) return false;
+    return !isProcessAlive(claimer.pid, claimer.startTicks);
   }
 
   /**
@@ -1665,6 +1685,12 @@ function pullRequestUrl(ref: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** This process as a session's claimer: its pid and, where /proc tells it, its start time. */
+function thisProcess(): SessionClaimer {
+  const startTicks = processStartTicks(process.pid);
+  return startTicks === undefined ? { pid: process.pid } : { pid: process.pid, startTicks };
 }
 
 /** The same session as `known` (not one claimed since it was closed), and still live. */

@@ -47,6 +47,7 @@ export const sessionRecordSchema = z.object({
     )
     .optional(),
   harnessStartedAt: z.string().optional(),
+  claimedBy: z.object({ pid: z.number().int().positive(), startTicks: z.number().int().optional() }).optional(),
 });
 
 // The schema and the hand-written type must describe the same record.

@@ -49,6 +49,18 @@ export interface SessionRecord {
    * written before this field existed have none.
    */
   harnessStartedAt?: string | undefined;
+  /**
+   * The process that claimed the session, as a pidfile names its holder (its pid and, where /proc
+   * tells it, its start time in clock ticks since boot). While the harness is not marked started,
+   * a claimer that no longer runs will never start it: a delivery then takes over at once instead
+   * of waiting out harnessStartBound. Records written before this field existed have none.
+   */
+  claimedBy?: SessionClaimer | undefined;
+}
+
+export interface SessionClaimer {
+  pid: number;
+  startTicks?: number | undefined;
 }
 
 export interface SessionWorkspace {

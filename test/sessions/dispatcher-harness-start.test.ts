@@ -1,8 +1,13 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { processStartTicks } from "../../src/daemon/pidfile.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { InboundEvent, InboundKind } from "../../src/routing/inbound.js";
 import type { DispatcherOptions } from "../../src/sessions/dispatcher.js";
 import { tmuxTargetFor } from "../../src/sessions/record.js";
+import type { SessionRecord } from "../../src/sessions/record.js";
 import { SessionRegistry } from "../../src/sessions/registry.js";
 import { listSessionRecords, listSessionSummaries } from "../../src/sessions/listing.js";
 import { workItemSlug } from "../../src/workitem/index.js";
@@ -56,7 +61,53 @@ async function setup(routing: Record<string, unknown> = {}) {
   const setClock = (at: Date): void => {
     clock = at;
   };
-  return { ...base, daemon, other, open, event, setClock };
+  /** What a claimer leaves before it starts the harness: a live record, no mark, no pane. */
+  const claimedBy = async (item: WorkItem, target: string, claimer: SessionRecord["claimedBy"]): Promise<void> => {
+    await new SessionRegistry({ dir: base.paths.registryDir }).claim(item, () => ({
+      version: 1,
+      workItem: { ...item },
+      harness: "fake",
+      harnessSessionId: "11111111-2222-4333-8444-555555555555",
+      cwd: base.spawnCwd,
+      status: "active",
+      createdAt: T0.toISOString(),
+      lastEventAt: T0.toISOString(),
+      tmuxTarget: target,
+      recentDeliveries: ["race-0"],
+      url: item.url,
+      ...(claimer === undefined ? {} : { claimedBy: claimer }),
+    }));
+  };
+  return { ...base, daemon, other, open, event, setClock, claimedBy };
+}
+
+const HAS_PROC = existsSync("/proc/self/stat");
+/** Far longer than any test here runs: a delivery that respawns did not wait for it. */
+const LONG_BOUND_MS = 600_000;
+
+/** The pid of a process that has run and exited (and been reaped): nothing runs under it now. */
+async function deadPid(): Promise<number> {
+  const child = spawn(process.execPath, ["-e", ""], { stdio: "ignore" });
+  await once(child, "exit");
+  const pid = child.pid;
+  if (pid === undefined) throw new Error("the child process did not start");
+  return pid;
+}
+
+/** A process that runs until it is killed. */
+async function liveProcess(): Promise<{ readonly pid: number; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, ["-e", "setInterval(() => {}, 1000)"], { stdio: "ignore" });
+  await once(child, "spawn");
+  const pid = child.pid;
+  if (pid === undefined) throw new Error("the child process did not start");
+  const exited = once(child, "exit");
+  return {
+    pid,
+    async stop() {
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
 }
 
 describe("a delivery into a session whose claimer is still starting its harness", () => {
@@ -131,7 +182,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
     expect(t.emitted("session.spawned")).toHaveLength(1);
   });
 
-  it("respawns once the bound passes with the record still unmarked: the claimer died after its claim", async () => {
+  it("respawns once the bound passes with the record still unmarked and naming no claimer: the claimer died after its claim", async () => {
     const t = await setup();
     const { item, target } = await t.open("Racing");
     // What a process killed between its claim and its spawn leaves behind.
@@ -160,6 +211,113 @@ describe("a delivery into a session whose claimer is still starting its harness"
     expect(t.emitted("session.respawned")).toHaveLength(1);
     expect(t.record(item.ref)).toMatchObject({ status: "active", harnessStartedAt: T0.toISOString() });
     expect(t.record(item.ref).recentDeliveries).toContain(later.deliveryId);
+  });
+
+  it("respawns at once when the claimer is known dead: its pid runs no process", async () => {
+    const t = await setup();
+    const { item, target } = await t.open("Racing");
+    await t.claimedBy(item, target, { pid: await deadPid() });
+
+    const started = Date.now();
+    const later = t.event(item);
+    expect(await t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(later)).toEqual({ settled: true });
+    expect(Date.now() - started).toBeLessThan(5_000);
+
+    expect(t.runner.stateOf(target)).toBe("live");
+    expect(t.runner.spawnsOf(target)).toHaveLength(1);
+    expect(t.emitted("session.respawned")).toHaveLength(1);
+    expect(t.record(item.ref)).toMatchObject({ status: "active", harnessStartedAt: T0.toISOString() });
+    expect(t.record(item.ref).recentDeliveries).toContain(later.deliveryId);
+  });
+
+  it.runIf(HAS_PROC)("respawns at once when the claimer's pid now belongs to another process (start ticks differ)", async () => {
+    const t = await setup();
+    const { item, target } = await t.open("Racing");
+    // This process's pid, from a process before it: what a daemon restarted as pid 1 in a container finds.
+    await t.claimedBy(item, target, { pid: process.pid, startTicks: (processStartTicks(process.pid) ?? 0) + 1 });
+
+    const started = Date.now();
+    expect(await t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(t.event(item))).toEqual({ settled: true });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(t.emitted("session.respawned")).toHaveLength(1);
+    expect(t.runner.stateOf(target)).toBe("live");
+  });
+
+  it("keeps waiting while the claimer runs, and delivers once it marks the harness started", async () => {
+    const t = await setup();
+    const { item, target } = await t.open("Racing");
+    const claimer = await liveProcess();
+    try {
+      await t.claimedBy(item, target, { pid: claimer.pid, startTicks: processStartTicks(claimer.pid) });
+
+      const later = t.event(item);
+      const delivering = tracked(t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(later));
+      await settle();
+      await settle();
+      expect(delivering.done()).toBe(false);
+      expect(t.runner.spawnsOf(target)).toEqual([]);
+
+      // The claimer's harness comes up, and its mark after it.
+      t.runner.startPane(target);
+      const markedAt = new Date(T0.getTime() + 1_000).toISOString();
+      await new SessionRegistry({ dir: t.paths.registryDir }).update(item.ref, (record) => ({ ...record, harnessStartedAt: markedAt }));
+      expect(await delivering.promise).toEqual({ settled: true });
+
+      expect(t.runner.spawnsOf(target)).toEqual([]);
+      expect(t.runner.inputsOf(target)).toHaveLength(1);
+      expect(t.emitted("session.respawned")).toEqual([]);
+      expect(t.record(item.ref)).toMatchObject({ status: "active", harnessStartedAt: markedAt });
+      expect(t.record(item.ref).recentDeliveries).toContain(later.deliveryId);
+    } finally {
+      await claimer.stop();
+    }
+  });
+
+  it("takes over as soon as the claimer it waits for dies", async () => {
+    const t = await setup();
+    const { item, target } = await t.open("Racing");
+    const claimer = await liveProcess();
+    await t.claimedBy(item, target, { pid: claimer.pid, startTicks: processStartTicks(claimer.pid) });
+
+    const delivering = tracked(t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(t.event(item)));
+    await settle();
+    expect(delivering.done()).toBe(false);
+    await claimer.stop();
+    const died = Date.now();
+    expect(await delivering.promise).toEqual({ settled: true });
+    expect(Date.now() - died).toBeLessThan(5_000);
+    expect(t.emitted("session.respawned")).toHaveLength(1);
+    expect(t.runner.stateOf(target)).toBe("live");
+  });
+
+  it("keeps waiting while the claimer is this very process", async () => {
+    const t = await setup();
+    const { item, target } = await t.open("Racing");
+    await t.claimedBy(item, target, { pid: process.pid, startTicks: processStartTicks(process.pid) });
+
+    const other = t.other({ harnessStartWaitMs: LONG_BOUND_MS });
+    const delivering = tracked(other.handle(t.event(item)));
+    await settle();
+    await settle();
+    expect(delivering.done()).toBe(false);
+    expect(t.runner.spawnsOf(target)).toEqual([]);
+    // Handed back when this process drains, never respawned.
+    expect(await other.drain()).toBe(1);
+    expect(await delivering.promise).toEqual({ settled: false });
+    expect(t.emitted("session.respawned")).toEqual([]);
+  });
+
+  it("records the claiming process on the session it claims", async () => {
+    const t = await setup();
+    const { item, target } = await t.open("Racing");
+    const gate = t.runner.holdSpawn(target);
+    const spawning = t.daemon().handle(t.event(item, "labeled"));
+    await gate.entered;
+    const ticks = processStartTicks(process.pid);
+    expect(t.record(item.ref).claimedBy).toEqual(ticks === undefined ? { pid: process.pid } : { pid: process.pid, startTicks: ticks });
+    gate.release();
+    expect(await spawning).toEqual({ settled: true });
+    expect(t.record(item.ref).claimedBy?.pid).toBe(process.pid);
   });
 
   it("takes an unmarked record older than the bound for one written before the mark existed: respawns at once", async () => {
