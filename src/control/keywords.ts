@@ -61,6 +61,12 @@ export interface ControlVocabulary {
   readonly keywords: Readonly<Record<ControlCommand, string>>;
   /** Each command's keyword with ASCII letters lowered, in CONTROL_COMMANDS order. */
   readonly needles: readonly { readonly command: ControlCommand; readonly folded: string }[];
+  /**
+   * Finds any keyword in any case, without folding the body first: the cheap test that settles
+   * the common comment, which names none. It may say yes where the rules say no (non-ASCII
+   * letters fold too here), never the other way round.
+   */
+  readonly mentioned: RegExp;
 }
 
 export type ParsedControl =
@@ -87,17 +93,21 @@ export function compileVocabulary(keywords: ControlConfig["keywords"]): ControlV
     configured[command] = keyword;
     needles.push(Object.freeze({ command, folded: foldAscii(keyword) }));
   }
+  // Without the `u` flag, `i` never folds a non-ASCII letter into an ASCII one (`ſ` stays `ſ`).
+  const mentioned = new RegExp(needles.map((needle) => needle.folded.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "i");
   return Object.freeze({
     keywords: Object.freeze(configured as Record<ControlCommand, string>),
     needles: Object.freeze(needles),
+    mentioned,
   });
 }
 
 /** Reads a comment body for control keywords; see the module comment for the rules. */
 export function parseControl(body: string | null | undefined, vocabulary: ControlVocabulary): ParsedControl {
   if (body == null || body === "") return NONE;
-  const folded = foldAscii(body);
   // Hiding text never creates a keyword, so a body without one anywhere is settled cheaply.
+  if (!vocabulary.mentioned.test(body)) return NONE;
+  const folded = foldAscii(body);
   if (!vocabulary.needles.some((needle) => folded.includes(needle.folded))) return NONE;
 
   const text = visibleText(folded);
