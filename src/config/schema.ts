@@ -224,7 +224,7 @@ export const routingSchema = z
       .enum(SPAWN_POLICIES)
       .default("labeled")
       .describe(
-        "When an event on a work item with no live session starts one: never, always, or when the item carries `autoExecuteLabel`.",
+        "Which work items without a live session are armed for one: never, always, or those carrying `autoExecuteLabel`. An armed item starts on an authorized start command (`routing.control.requireStartCommand`), or on its next event when that is off.",
       ),
     autoExecuteLabel: z
       .string()

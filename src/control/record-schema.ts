@@ -10,9 +10,9 @@ import { CONTROL_RECENT_DELIVERIES_MAX } from "./store.js";
  * store.ts, pinned to this schema by test/control/store.test.ts) and loads this on its first write.
  */
 
-export const CONTROL_SOURCES = ["comment", "cli"] as const satisfies readonly ControlSource[];
+const CONTROL_SOURCES = ["comment", "cli"] as const satisfies readonly ControlSource[];
 
-export const CONTROL_EFFECTS = [
+const CONTROL_EFFECTS = [
   "started",
   "start-pending",
   "resumed",

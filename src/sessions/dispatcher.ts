@@ -513,18 +513,18 @@ export class Dispatcher implements EventHandler {
     return started;
   }
 
+  /** A spawn that did not happen: recorded, and the comment it came from marked as failed. */
+  private spawnFailed(ref: string, harness: string, event: InboundEvent, error: string): void {
+    this.options.events.emit("session.spawn_failed", { work_item: ref, harness, error, delivery_id: event.deliveryId });
+    this.react(event, "failed");
+  }
+
   /** The harness adapter, or (reported) why it cannot be had: a configuration problem no retry fixes. */
   private resolveAdapter(workItem: WorkItem, event: InboundEvent, harnessName: string): HarnessAdapter | string {
     try {
       return this.adapter(harnessName);
     } catch (error) {
-      this.options.events.emit("session.spawn_failed", {
-        work_item: workItem.ref,
-        harness: harnessName,
-        error: messageOf(error),
-        delivery_id: event.deliveryId,
-      });
-      this.react(event, "failed");
+      this.spawnFailed(workItem.ref, harnessName, event, messageOf(error));
       return messageOf(error);
     }
   }
@@ -594,14 +594,8 @@ export class Dispatcher implements EventHandler {
             } kill-session -t ${target}\`)`
           : "";
       const message = `${messageOf(error)}${remedy}`;
-      this.options.events.emit("session.spawn_failed", {
-        work_item: workItem.ref,
-        harness: harnessName,
-        error: message,
-        delivery_id: event.deliveryId,
-      });
+      this.spawnFailed(workItem.ref, harnessName, event, message);
       this.forget(event);
-      this.react(event, "failed");
       // Neither comes right by trying again at once; the next event for the item tries afresh.
       return { kind: "failed", error: message, retry: !(error instanceof TargetLiveError || error instanceof ProgramNotFoundError) };
     }
@@ -711,14 +705,8 @@ export class Dispatcher implements EventHandler {
     } catch (error) {
       await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
       const message = `its checkout could not be prepared: ${messageOf(error)}`;
-      this.options.events.emit("session.spawn_failed", {
-        work_item: workItem.ref,
-        harness: harnessName,
-        error: message,
-        delivery_id: event.deliveryId,
-      });
+      this.spawnFailed(workItem.ref, harnessName, event, message);
       this.forget(event);
-      this.react(event, "failed");
       return { failed: message };
     }
     if (recorded) return { cwd: workspace.checkout };
@@ -1374,8 +1362,7 @@ export class Dispatcher implements EventHandler {
     let problem = decided.error;
     if (decided.error !== undefined) {
       // The start stands (recorded as pending); the harness configuration is what failed.
-      this.options.events.emit("session.spawn_failed", { work_item: ref, harness: harnessName, error: decided.error, delivery_id: input.deliveryId });
-      this.react(event, "failed");
+      this.spawnFailed(ref, harnessName, event, decided.error);
     } else if (decided.claimed !== undefined && adapter !== undefined && typeof adapter !== "string") {
       this.react(event, "started");
       const claimed = decided.claimed;

@@ -124,7 +124,7 @@ export function renderEventPrompt(templates: PromptTemplates, input: PromptInput
  * fact of the resume. Events suppressed while the session was paused are never replayed, so the
  * agent is sent back to the thread for what it missed.
  */
-export const RESUME_NOTE_TEMPLATE = `Execution of {{work_item}} was resumed by {{actor}} ({{source}}). Events that arrived while it was paused were not delivered: re-read the work item's thread at {{url}} before you continue.
+const RESUME_NOTE_TEMPLATE = `Execution of {{work_item}} was resumed by {{actor}} ({{source}}). Events that arrived while it was paused were not delivered: re-read the work item's thread at {{url}} before you continue.
 `;
 
 /**

@@ -82,8 +82,19 @@ async function setup(routing: Record<string, unknown> = {}) {
 }
 
 const HAS_PROC = existsSync("/proc/self/stat");
-/** Far longer than any test here runs: a delivery that respawns did not wait for it. */
+/**
+ * Far longer than any test here may run (vitest's timeout), so a test that passes with it proves
+ * the delivery took over without waiting the bound out — no wall-clock assertion needed.
+ */
 const LONG_BOUND_MS = 600_000;
+
+type Setup = Awaited<ReturnType<typeof setup>>;
+
+/** The waiting delivery took the session over: one respawned harness, running. */
+function expectTookOver(t: Setup, target: string): void {
+  expect(t.emitted("session.respawned")).toHaveLength(1);
+  expect(t.runner.stateOf(target)).toBe("live");
+}
 
 /** The pid of a process that has run and exited (and been reaped): nothing runs under it now. */
 async function deadPid(): Promise<number> {
@@ -218,10 +229,8 @@ describe("a delivery into a session whose claimer is still starting its harness"
     const { item, target } = await t.open("Racing");
     await t.claimedBy(item, target, { pid: await deadPid() });
 
-    const started = Date.now();
     const later = t.event(item);
     expect(await t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(later)).toEqual({ settled: true });
-    expect(Date.now() - started).toBeLessThan(5_000);
 
     expect(t.runner.stateOf(target)).toBe("live");
     expect(t.runner.spawnsOf(target)).toHaveLength(1);
@@ -236,11 +245,8 @@ describe("a delivery into a session whose claimer is still starting its harness"
     // This process's pid, from a process before it: what a daemon restarted as pid 1 in a container finds.
     await t.claimedBy(item, target, { pid: process.pid, startTicks: (processStartTicks(process.pid) ?? 0) + 1 });
 
-    const started = Date.now();
     expect(await t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(t.event(item))).toEqual({ settled: true });
-    expect(Date.now() - started).toBeLessThan(5_000);
-    expect(t.emitted("session.respawned")).toHaveLength(1);
-    expect(t.runner.stateOf(target)).toBe("live");
+    expectTookOver(t, target);
   });
 
   it("keeps waiting while the claimer runs, and delivers once it marks the harness started", async () => {
@@ -283,11 +289,8 @@ describe("a delivery into a session whose claimer is still starting its harness"
     await settle();
     expect(delivering.done()).toBe(false);
     await claimer.stop();
-    const died = Date.now();
     expect(await delivering.promise).toEqual({ settled: true });
-    expect(Date.now() - died).toBeLessThan(5_000);
-    expect(t.emitted("session.respawned")).toHaveLength(1);
-    expect(t.runner.stateOf(target)).toBe("live");
+    expectTookOver(t, target);
   });
 
   it("keeps waiting while the claimer is this very process", async () => {
@@ -338,12 +341,10 @@ describe("a delivery into a session whose claimer is still starting its harness"
       recentDeliveries: ["race-0"],
       url: item.url,
     }));
-    // The harness of that session died (a reboot took the tmux server).
-    const started = Date.now();
+    // The harness of that session died (a reboot took the tmux server). The default bound is
+    // longer than the test may run, so passing proves it was not waited out.
     expect(await t.other().handle(t.event(item))).toEqual({ settled: true });
-    expect(Date.now() - started).toBeLessThan(2_000);
-    expect(t.emitted("session.respawned")).toHaveLength(1);
-    expect(t.runner.stateOf(target)).toBe("live");
+    expectTookOver(t, target);
   });
 
   it("a claimer whose spawn finds the harness another process started for it keeps the session", async () => {
