@@ -495,6 +495,12 @@ export const configSchema = z
     eventLog: eventLogSchema.prefault({}),
     webhooks: webhooksSchema.prefault({}),
     integrations: integrationsSchema.prefault({}),
+    hooks: z
+      .array(z.unknown())
+      .optional()
+      .describe(
+        "Lifecycle hooks: local modules or remote JSON-RPC services run at the points of a work item's delivery, in this order (see docs/hooks.md). Each entry is checked when hooks load, not here, so a one-shot command still runs on a declaration that does not load.",
+      ),
   })
   .meta({
     title: "the-loop CLI config",

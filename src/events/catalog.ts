@@ -225,6 +225,42 @@ export const EVENT_CATALOG = {
     summary: "The comment recording a CLI control command could not be posted; the command was applied anyway.",
     fields: { work_item: "string", command: "string", error: "string" },
   },
+  "hooks.loaded": {
+    family: "hooks",
+    level: "info",
+    summary: "The `hooks:` declaration was loaded: every module imported and constructed, every remote entry checked (`hooks`: the entries, in order).",
+    fields: { hooks: "string[]", config: "string?" },
+  },
+  "hooks.load_failed": {
+    family: "hooks",
+    level: "error",
+    summary: "The `hooks:` declaration could not be loaded; a daemon refuses to start, a one-shot command runs with no hooks.",
+    fields: { error: "string", hook: "string?", config: "string?" },
+  },
+  "hooks.decided": {
+    family: "hooks",
+    level: "info",
+    summary: "A hook changed decisions at a point (`changed`: the decision fields it set to a new value).",
+    fields: { point: "string", hook: "string", changed: "string[]", work_item: "string?" },
+  },
+  "hooks.ignored": {
+    family: "hooks",
+    level: "warning",
+    summary: "A hook's answer set facts or unknown keys, which were ignored (`fields`); its decisions were read as usual.",
+    fields: { point: "string", hook: "string", fields: "string[]", work_item: "string?" },
+  },
+  "hooks.failed": {
+    family: "hooks",
+    level: "warning",
+    summary: "A hook failed at a point (raised, timed out, answered malformed or with a wrong-typed decision): its changes were dropped and the chain went on.",
+    fields: { point: "string", hook: "string", error: "string", required: "boolean", work_item: "string?" },
+  },
+  "hooks.refused": {
+    family: "hooks",
+    level: "warning",
+    summary: "A `proceed: false` was applied: the start or launch did not happen, the item was disarmed and the refusal commented on it.",
+    fields: { point: "string", hook: "string", reason: "string", work_item: "string", delivery_id: "string?", comment_posted: "boolean" },
+  },
   "config.reloaded": {
     family: "config",
     level: "info",

@@ -1,0 +1,211 @@
+import { homedir } from "node:os";
+import { isAbsolute, join, resolve } from "node:path";
+import { z } from "zod";
+import type { HookKind } from "./types.js";
+
+/**
+ * The `hooks:` list of the CLI config: what an operator declares, validated completely before
+ * anything is imported or contacted. The config file itself only requires `hooks` to be a list,
+ * so a one-shot command (`the-loop ask`) can still run, with no hooks, on a declaration that
+ * does not load; the daemon refuses to start on one.
+ */
+
+export const HOOK_NAME_PATTERN = /^[a-z][a-z0-9-]*$/;
+export const DEFAULT_HOOK_TIMEOUT_SECONDS = 10;
+export const LOCAL_HOOK_EXTENSIONS = [".js", ".mjs", ".ts"] as const;
+/** Request headers that carry credentials: a bearer token comes from tokenEnv, never the file. */
+const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie"]);
+
+const jsonValue: z.ZodType<unknown> = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+);
+
+export const hookEntrySchema = z
+  .strictObject({
+    name: z
+      .string()
+      .regex(HOOK_NAME_PATTERN, "lowercase letters, digits and '-', starting with a letter")
+      .describe("The entry's name, unique in the list; events and refusal comments name the hook by it."),
+    module: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("An installed package (or a subpath of one) exporting a LifecycleHooks subclass, resolved from the config file's directory."),
+    path: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("A .js, .mjs or .ts file exporting a LifecycleHooks subclass: absolute, ~-relative, or relative to the config file's directory (never a checkout)."),
+    url: z.string().min(1).optional().describe("A remote JSON-RPC 2.0 endpoint: https://, or http:// to a loopback host."),
+    executor: z.string().min(1).optional().describe("Local entries: the export to use, when the module exports several LifecycleHooks subclasses."),
+    with: z.record(z.string(), jsonValue).optional().describe("Local entries: the options object handed to the executor's constructor."),
+    tokenEnv: z
+      .string()
+      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")
+      .optional()
+      .describe("Remote entries: the environment variable whose value is sent as `Authorization: Bearer …`, read at each call."),
+    headers: z.record(z.string(), z.string()).optional().describe("Remote entries: extra, non-secret request headers."),
+    timeoutSeconds: z.number().positive().max(600).optional().describe("Remote entries: how long one call may take (default 10)."),
+    on: z.array(z.string()).optional().describe("The points the entry runs at (default: every point a local executor overrides; every point for a remote one)."),
+    required: z.boolean().optional().describe("When true, a failure at a point with `proceed` refuses the operation (default false)."),
+    enabled: z.boolean().optional().describe("false keeps the entry declared but never runs it (default true)."),
+  })
+  .describe("One lifecycle hook executor: exactly one of module, path or url.");
+
+export const hooksSchema = z.array(hookEntrySchema).describe("Lifecycle hooks, run in this order at the points they handle (see docs/hooks.md).");
+
+interface EntryCommon {
+  readonly name: string;
+  /** Undefined: the default (every point the executor handles). */
+  readonly on?: readonly string[];
+  readonly required: boolean;
+  readonly enabled: boolean;
+}
+
+export interface LocalHookEntry extends EntryCommon {
+  readonly kind: "module" | "path";
+  /** As written: the package specifier, or the path. */
+  readonly target: string;
+  /** `path`: the absolute file; `module`: the specifier. */
+  readonly resolved: string;
+  readonly executor?: string;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+export interface RemoteHookEntry extends EntryCommon {
+  readonly kind: "url";
+  readonly target: string;
+  readonly url: URL;
+  readonly tokenEnv?: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly timeoutSeconds: number;
+}
+
+export type HookEntry = LocalHookEntry | RemoteHookEntry;
+
+/** A declaration that cannot be loaded; the message names the entry and how to fix it. */
+export class HookDeclarationError extends Error {
+  override readonly name = "HookDeclarationError";
+}
+
+export interface DeclarationContext {
+  /** The directory of the config file in effect: `path` entries resolve against it. */
+  readonly configDir: string;
+  /** The names `on` may use. */
+  readonly points: readonly string[];
+  readonly homeDir?: string;
+}
+
+/** A loopback host: a bearer token sent over plain http:// to it never leaves the machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
+  return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127(?:\.[0-9]{1,3}){3}$/.test(host);
+}
+
+function label(index: number, name: unknown): string {
+  return typeof name === "string" && name !== "" ? `hooks[${index}] "${name}"` : `hooks[${index}]`;
+}
+
+function resolvePath(path: string, context: DeclarationContext): string {
+  if (path === "~" || path.startsWith("~/")) return join(context.homeDir ?? homedir(), path.slice(1));
+  return isAbsolute(path) ? resolve(path) : resolve(context.configDir, path);
+}
+
+/**
+ * The validated entries of `hooks:` (undefined or empty: none). Throws HookDeclarationError
+ * naming the first entry that breaks a rule: a missing or duplicate name, none or several of
+ * module/path/url, an unknown key, a local-only key on a remote entry or the reverse, an `on`
+ * naming no point (the valid ones listed), a cleartext URL that would carry a token.
+ */
+export function parseHookDeclaration(raw: unknown, context: DeclarationContext): HookEntry[] {
+  if (raw === undefined || raw === null) return [];
+  if (!Array.isArray(raw)) throw new HookDeclarationError("hooks must be a list of entries (see docs/hooks.md)");
+  const seen = new Set<string>();
+  return raw.map((item: unknown, index) => {
+    const where = label(index, (item as { name?: unknown } | null)?.name);
+    const parsed = hookEntrySchema.safeParse(item);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      const at = issue && issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+      const keys = issue?.code === "unrecognized_keys" ? ` (${issue.keys.join(", ")})` : "";
+      throw new HookDeclarationError(`${where}: ${at}${issue?.message ?? "invalid entry"}${keys}`);
+    }
+    const entry = parsed.data;
+    if (seen.has(entry.name)) throw new HookDeclarationError(`${where}: the name "${entry.name}" is declared twice; names must be unique`);
+    seen.add(entry.name);
+    const targets = (["module", "path", "url"] as const).filter((key) => entry[key] !== undefined);
+    if (targets.length !== 1) {
+      throw new HookDeclarationError(
+        `${where}: give exactly one of module, path or url${targets.length > 1 ? ` (it has ${targets.join(" and ")})` : ""}`,
+      );
+    }
+    const kind: HookKind = targets[0] ?? "url";
+    for (const point of entry.on ?? []) {
+      if (!context.points.includes(point)) {
+        throw new HookDeclarationError(`${where}: on names "${point}", which is not a hook point; the points are ${context.points.join(", ")}`);
+      }
+    }
+    const common = {
+      name: entry.name,
+      ...(entry.on !== undefined ? { on: [...new Set(entry.on)] } : {}),
+      required: entry.required ?? false,
+      enabled: entry.enabled ?? true,
+    };
+    if (kind === "url") {
+      for (const key of ["executor", "with"] as const) {
+        if (entry[key] !== undefined) throw new HookDeclarationError(`${where}: ${key} applies to module and path entries only, not to a url`);
+      }
+      return remoteEntry(where, entry, common);
+    }
+    for (const key of ["tokenEnv", "headers", "timeoutSeconds"] as const) {
+      if (entry[key] !== undefined) throw new HookDeclarationError(`${where}: ${key} applies to url entries only, not to a ${kind}`);
+    }
+    const target = kind === "module" ? (entry.module ?? "") : (entry.path ?? "");
+    if (kind === "path" && !LOCAL_HOOK_EXTENSIONS.some((extension) => target.endsWith(extension))) {
+      throw new HookDeclarationError(`${where}: path must name a ${LOCAL_HOOK_EXTENSIONS.join(", ")} file (got ${target})`);
+    }
+    return {
+      ...common,
+      kind,
+      target,
+      resolved: kind === "path" ? resolvePath(target, context) : target,
+      ...(entry.executor !== undefined ? { executor: entry.executor } : {}),
+      options: entry.with ?? {},
+    } satisfies LocalHookEntry;
+  });
+}
+
+function remoteEntry(where: string, entry: z.output<typeof hookEntrySchema>, common: EntryCommon): RemoteHookEntry {
+  const text = entry.url ?? "";
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new HookDeclarationError(`${where}: url "${text}" is not a valid URL`);
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") {
+    throw new HookDeclarationError(`${where}: url must be https:// (or http:// to a loopback host), not ${url.protocol}`);
+  }
+  if (url.username !== "" || url.password !== "") {
+    throw new HookDeclarationError(`${where}: url must not carry credentials; name the token's variable in tokenEnv`);
+  }
+  if (url.protocol === "http:" && !isLoopbackHost(url.hostname) && entry.tokenEnv !== undefined) {
+    throw new HookDeclarationError(
+      `${where}: url ${url.origin} is plain http:// to a host that is not loopback, and a bearer token (tokenEnv) would travel in clear; use https://`,
+    );
+  }
+  for (const header of Object.keys(entry.headers ?? {})) {
+    if (SECRET_HEADERS.has(header.toLowerCase())) {
+      throw new HookDeclarationError(`${where}: headers must not carry ${header}; put the token in an environment variable named by tokenEnv`);
+    }
+  }
+  return {
+    ...common,
+    kind: "url",
+    target: text,
+    url,
+    ...(entry.tokenEnv !== undefined ? { tokenEnv: entry.tokenEnv } : {}),
+    headers: entry.headers ?? {},
+    timeoutSeconds: entry.timeoutSeconds ?? DEFAULT_HOOK_TIMEOUT_SECONDS,
+  };
+}
