@@ -171,7 +171,7 @@ export const LIFECYCLE_POINTS = [
       inputKind: { kind: "string", description: "`comment`, `review`, `review_comment`, `answer` (to an agent's question) or `command`." },
       text: { kind: "string", description: "The input's text as the-loop received it (bounded); for a command, its keyword." },
       command: { kind: "string", description: "The control command (`start`, `stop`, `pause`, `resume`), or empty." },
-      inputSource: { kind: "string", description: "`webhook`, `poll` or `cli`." },
+      inputSource: { kind: "string", description: "How it arrived: `gh-webhook`, `poll` or `cli`." },
       url: { kind: "string", description: "Where the input can be read (the comment's URL), or empty." },
       deliveryId,
     },
