@@ -13,6 +13,8 @@ import type { HookKind } from "./types.js";
 export const HOOK_NAME_PATTERN = /^[a-z][a-z0-9-]*$/;
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 10;
 export const LOCAL_HOOK_EXTENSIONS = [".js", ".mjs", ".ts"] as const;
+/** A package name with an optional subpath: what `module` names, so it never reads as a file. */
+const BARE_SPECIFIER = /^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(?:\/(?!\.\.?(?:\/|$))[\w.@-]+)*$/i;
 /** Request headers that carry credentials: a bearer token comes from tokenEnv, never the file. */
 const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie"]);
 
@@ -161,6 +163,9 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
       if (entry[key] !== undefined) throw new HookDeclarationError(`${where}: ${key} applies to url entries only, not to a ${kind}`);
     }
     const target = kind === "module" ? (entry.module ?? "") : (entry.path ?? "");
+    if (kind === "module" && !BARE_SPECIFIER.test(target)) {
+      throw new HookDeclarationError(`${where}: module must name an installed package (e.g. acme-hooks or @acme/hooks/lifecycle), not ${target}; use path for a file`);
+    }
     if (kind === "path" && !LOCAL_HOOK_EXTENSIONS.some((extension) => target.endsWith(extension))) {
       throw new HookDeclarationError(`${where}: path must name a ${LOCAL_HOOK_EXTENSIONS.join(", ")} file (got ${target})`);
     }

@@ -1,0 +1,11 @@
+/**
+ * The hook engine: load the operator's `hooks:` declaration once, then run a point's chain where
+ * the-loop decides what the point is about. The engine reads points only as `HookPoint` values,
+ * so a family other than the lifecycle is added by adding its points.
+ */
+export { HookChain } from "./chain.js";
+export { HookLoadError, loadHooks, loadHooksOrNone } from "./load.js";
+export type { LoadHooksOptions } from "./load.js";
+export { HookDeclarationError, parseHookDeclaration } from "./declaration.js";
+export type { DeclarationContext, HookEntry, LocalHookEntry, RemoteHookEntry } from "./declaration.js";
+export type { ChainOutcome, HookContext, HookExecutor, HookKind, HookRefusal, RunOptions } from "./types.js";
