@@ -10,7 +10,7 @@ import { CONTROL_RECENT_DELIVERIES_MAX } from "./store.js";
  * store.ts, pinned to this schema by test/control/store.test.ts) and loads this on its first write.
  */
 
-const CONTROL_SOURCES = ["comment", "cli"] as const satisfies readonly ControlSource[];
+const CONTROL_SOURCES = ["comment", "cli", "hook"] as const satisfies readonly ControlSource[];
 
 const CONTROL_EFFECTS = [
   "started",
@@ -20,6 +20,7 @@ const CONTROL_EFFECTS = [
   "stopped",
   "recorded",
   "noop",
+  "refused",
 ] as const satisfies readonly ControlEffect[];
 
 /** ISO 8601 in UTC with seconds (`2025-03-01T10:00:00Z`, `…:00.000Z`): what toISOString() writes. */

@@ -76,7 +76,7 @@ const RECORD_LOCK: LockOptions = { staleMs: 3_000, timeoutMs: 15_000 };
 // Spelled out rather than imported: ./types.js re-exports the command list from the config
 // schema, which loads zod. A Record over each union fails to compile if a member is missing.
 const COMMANDS: Record<ControlCommand, true> = { start: true, stop: true, pause: true, resume: true };
-const SOURCES: Record<ControlSource, true> = { comment: true, cli: true };
+const SOURCES: Record<ControlSource, true> = { comment: true, cli: true, hook: true };
 const EFFECTS: Record<ControlEffect, true> = {
   started: true,
   "start-pending": true,
@@ -85,6 +85,7 @@ const EFFECTS: Record<ControlEffect, true> = {
   stopped: true,
   recorded: true,
   noop: true,
+  refused: true,
 };
 /** Delivery ids (and content keys) of the commands an item took that its record keeps, newest last. */
 export const CONTROL_RECENT_DELIVERIES_MAX = 50;

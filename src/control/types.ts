@@ -10,8 +10,11 @@ import type { SessionStatus } from "../sessions/record.js";
 export { CONTROL_COMMANDS, DEFAULT_CONTROL_KEYWORDS } from "../config/schema.js";
 export type { ControlCommand, ControlConfig } from "../config/schema.js";
 
-/** Where a command came from: a comment on the tracker, or `the-loop sessions <command>`. */
-export type ControlSource = "comment" | "cli";
+/**
+ * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, or a
+ * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's name).
+ */
+export type ControlSource = "comment" | "cli" | "hook";
 
 /** Commands that ask for execution to run; the others stop or hold it. */
 export const ARMING_COMMANDS: ReadonlySet<ControlCommand> = new Set(["start", "resume"]);
@@ -30,7 +33,9 @@ export type ControlEffect =
   /** No live session: the command is remembered as the item's control state (pause, stop). */
   | "recorded"
   /** Already in the state asked for. */
-  | "noop";
+  | "noop"
+  /** A lifecycle hook refused the start (`proceed: false`): the item is disarmed until the next start. */
+  | "refused";
 
 /** Why a recognised command was refused (`control.rejected`); a refused command is never recorded. */
 export type ControlRejection =
@@ -39,7 +44,9 @@ export type ControlRejection =
   /** start on a closed item. */
   | "item-closed"
   /** resume with no live session. */
-  | "nothing-to-resume";
+  | "nothing-to-resume"
+  /** start refused by a lifecycle hook (`proceed: false` at work_item_start); the item is disarmed. */
+  | "hook-refused";
 
 /**
  * The last command recorded for a work item: `<state.root>/sessions/control/<slug>.json`, written

@@ -9,6 +9,7 @@ import type { PollSourceRuntime } from "../ingress/poller.js";
 import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
 import { ConfigError } from "../config/load.js";
 import { ControlStore } from "../control/store.js";
+import type { HookChain } from "../hooks/chain.js";
 import { GitHubFeed } from "../trackers/github/feed.js";
 import { isLive } from "../sessions/record.js";
 import { policyOf } from "../routing/router.js";
@@ -48,9 +49,10 @@ export interface Runtime {
   readonly closeOptions: CloseOptions;
   /**
    * Builds the dispatcher. Prompt templates are read here, so a missing template file fails at
-   * start; `warn` hears of placeholders a custom template names that do not exist.
+   * start; `warn` hears of placeholders a custom template names that do not exist. `hooks`: the
+   * lifecycle hooks it runs (none when omitted).
    */
-  dispatcher(warn?: (message: string) => void): Promise<Dispatcher>;
+  dispatcher(warn?: (message: string) => void, hooks?: HookChain): Promise<Dispatcher>;
 }
 
 /** Text on its way into a session is written under the state root, never a shared /tmp. */
@@ -92,7 +94,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     trackers,
     links,
     closeOptions,
-    async dispatcher(warn?: (message: string) => void): Promise<Dispatcher> {
+    async dispatcher(warn?: (message: string) => void, hooks?: HookChain): Promise<Dispatcher> {
       const templates = await loadPromptTemplates({
         bootFile: routing.spawnPromptTemplate ? at(routing.spawnPromptTemplate) : undefined,
         eventFile: routing.promptTemplate ? at(routing.promptTemplate) : undefined,
@@ -120,10 +122,12 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile }),
         links,
         ...(workspaces ? { workspaces } : {}),
+        ...(hooks ? { hooks } : {}),
       });
     },
   };
 }
+
 
 /**
  * The poller over the configured sources, feeding the dispatcher. `warn` hears, once, that the

@@ -12,6 +12,7 @@ import { acquirePidfile } from "./pidfile.js";
 import type { PidfileLock } from "./pidfile.js";
 import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
 import type { ReloadState } from "./reload.js";
+import { loadDaemonHooks } from "./hooks.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
@@ -43,8 +44,10 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
   // run must never hold a lock. The secret first, since it needs nothing built.
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
+  // Loaded once for the daemon's life (R3.7); one entry that does not load stops the start.
+  const hooks = await loadDaemonHooks(input);
   const runtime = composeRuntime(input);
-  const dispatcher = await runtime.dispatcher(options.warn);
+  const dispatcher = await runtime.dispatcher(options.warn, hooks);
   const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
   await poller?.load();
   // For the rare payload without an html_url: its refs land on the host the tracker serves.
@@ -102,6 +105,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
+    await hooks.close();
     await reloads?.stop();
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);

@@ -37,14 +37,42 @@ export function announcementText(input: AnnouncementInput): string {
   );
 }
 
-export function questionText(ref: string, question: string): string {
+/** `summary`: a one-line summary a lifecycle hook put above the question (none by default). */
+export function questionText(ref: string, question: string, summary = ""): string {
+  const headline = summary.trim().replace(/\s+/g, " ");
   return markSelfAuthored(
     [
       `❓ **The agent working on \`${ref}\` asks:**`,
+      ...(headline ? ["", `**${headline}**`] : []),
       "",
       question.trim(),
       "",
       "_Reply with a comment on this work item; the next comment from an authorized person reaches the session as the answer._",
+    ].join("\n"),
+  );
+}
+
+export interface RefusalInput {
+  readonly ref: string;
+  /** `work_item_start` (the start was refused) or `session_spawn` (the launch was). */
+  readonly point: string;
+  readonly hook: string;
+  readonly reason: string;
+  /** The keyword that starts the item again. */
+  readonly startKeyword: string;
+}
+
+/** The one comment a lifecycle hook's refusal leaves on the work item. */
+export function refusalText(input: RefusalInput): string {
+  const what = input.point === "session_spawn" ? "did not launch a session for" : "did not start";
+  const reason = input.reason.trim().replace(/\s+/g, " ");
+  return markSelfAuthored(
+    [
+      `🛑 **the-loop ${what} \`${input.ref}\`**: the lifecycle hook \`${input.hook}\` refused (\`${input.point}\`).`,
+      "",
+      `> ${reason || "no reason given"}`,
+      "",
+      `The work item is disarmed. An authorized person can comment \`${input.startKeyword}\` to try again, or run \`the-loop sessions start --work-item ${input.ref}\`.`,
     ].join("\n"),
   );
 }

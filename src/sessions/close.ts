@@ -26,9 +26,10 @@ export interface CloseOptions {
 
 /**
  * Close reasons that leave the item's control record standing: a stop is itself the record (the
- * item stays stopped), and a failed spawn keeps the honoured start pending for the next try.
+ * item stays stopped), a failed spawn keeps the honoured start pending for the next try, and a
+ * launch a lifecycle hook refused is followed by the hook's own record, which disarms the item.
  */
-const KEEPS_CONTROL: ReadonlySet<string> = new Set(["stopped", "spawn-failed"]);
+const KEEPS_CONTROL: ReadonlySet<string> = new Set(["stopped", "spawn-failed", "hook-refused"]);
 
 /**
  * The one close path, shared by the dispatcher (the work item closed, a stop command) and the

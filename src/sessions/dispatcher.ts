@@ -8,6 +8,8 @@ import type { ControlStore, ControlTransaction } from "../control/store.js";
 import type { ControlEffect, ControlOutcome, ControlRecord, ControlRejection, ControlRequest, ControlSource } from "../control/types.js";
 import { isProcessAlive, processStartTicks } from "../daemon/pidfile.js";
 import type { EventSink } from "../events/log.js";
+import { HookChain } from "../hooks/chain.js";
+import type { HookRefusal } from "../hooks/types.js";
 import { ProgramNotFoundError, SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import type { SessionRunner } from "../harness/runner.js";
 import { harnessAdapter, isResumableSessionId, newHarnessSessionId } from "../harness/adapters.js";
@@ -23,10 +25,12 @@ import type { WorkItemState } from "../trackers/tracker.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
 import { formatWorkItemRef, githubItemUrl, hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
-import { announcementText } from "./announce.js";
+import { announcementText, refusalText } from "./announce.js";
 import { closeSession, finishClose } from "./close.js";
 import type { CloseOptions } from "./close.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
+import { boundedInputText, boundedReason, deliveredInputKind, workItemEntity } from "./lifecycle.js";
+import type { InputKind } from "./lifecycle.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
 import type { PullRequestLinks } from "./links.js";
 import { renderBootPrompt, renderEventPrompt, renderResumeNote } from "./prompts.js";
@@ -72,6 +76,8 @@ export interface DispatcherOptions {
   readonly links?: PullRequestLinks;
   /** Checkouts for sessions (routing.workspace); without it every session starts in spawnCwd. */
   readonly workspaces?: WorkspaceProvider;
+  /** The operator's lifecycle hooks, loaded once per process; without it none run. */
+  readonly hooks?: HookChain;
 }
 
 /**
@@ -133,7 +139,18 @@ type SpawnOutcome =
   /** Nothing runs; `retry`: trying the same event again may work. */
   | { readonly kind: "failed"; readonly error: string; readonly retry: boolean }
   /** Closed by another process while it was starting (settled as session-closed). */
-  | { readonly kind: "closed" };
+  | { readonly kind: "closed" }
+  /**
+   * A lifecycle hook refused the start or the launch (recorded, commented, the item disarmed).
+   * `redirect`: the live session of the work item a pull request's own session was refused for,
+   * which takes the event instead.
+   */
+  | { readonly kind: "refused"; readonly refusal: HookRefusal; readonly redirect?: SessionRecord };
+
+type Refused = Extract<SpawnOutcome, { readonly kind: "refused" }>;
+
+/** How a start came about, as `work_item_start` tells it. */
+type StartTrigger = "comment" | "cli" | "event" | "retry";
 
 /** How putting text into a session's harness ended (see paste). */
 type PasteResult = "pasted" | "closed" | "paused" | "spawn-failed" | "interrupted";
@@ -168,6 +185,9 @@ type Decided =
       readonly error?: string;
     };
 
+/** Why a claimed session closed without a harness: a lifecycle hook refused its launch. */
+const HOOK_REFUSED = "hook-refused";
+
 /** How often a command is decided again when the session changed between the read and the transition. */
 const MAX_REPLANS = 3;
 
@@ -191,11 +211,13 @@ export class Dispatcher implements EventHandler {
   private readonly view: RegistryView;
   /** This process, as the sessions it claims name their claimer. */
   private readonly self: SessionClaimer = thisProcess();
+  private readonly hooks: HookChain;
 
   constructor(private readonly options: DispatcherOptions) {
     this.routing = options.routing;
     this.policy = options.policy;
     this.templates = options.templates;
+    this.hooks = options.hooks ?? HookChain.empty(options.events);
     this.heavy = new Semaphore(options.routing.maxConcurrentDispatches);
     this.memory = new DeliveryLru(options.routing.dedupCacheSize);
     this.now = options.now ?? (() => new Date());
@@ -443,6 +465,11 @@ export class Dispatcher implements EventHandler {
           return await this.deliver(outcome.occupant, event);
         case "failed":
           return outcome.retry ? RETRY : SETTLED;
+        case "refused":
+          if (outcome.redirect !== undefined && (held === undefined || held.has(outcome.redirect.workItem.ref))) {
+            return await this.deliver(outcome.redirect, event);
+          }
+          return this.settle(workItem, event, "hook-refused");
       }
     } catch (error) {
       this.forget(event);
@@ -491,10 +518,18 @@ export class Dispatcher implements EventHandler {
    * again: a stop from another process (the CLI) between the decision and the claim either comes
    * first — and holds this spawn — or finds the claimed session and closes it. Never both missed.
    */
-  private async spawn(workItem: WorkItem, event: InboundEvent): Promise<SpawnOutcome> {
+  private async spawn(workItem: WorkItem, event: InboundEvent, trigger: StartTrigger = "event"): Promise<SpawnOutcome> {
     const harnessName = this.routing.defaultHarness;
     const adapter = this.resolveAdapter(workItem, event, harnessName);
     if (typeof adapter === "string") return { kind: "failed", error: adapter, retry: false };
+    // A live session means this event is its input (the claim below says so): nothing starts.
+    if (!isLive(this.options.registry.get(workItem.ref))) {
+      const refusal = await this.startRefusal(workItem, event, trigger, harnessName);
+      if (refusal !== undefined) return await this.refuse(workItem, event, "work_item_start", refusal);
+      // A comment that starts a session is delivered as its boot prompt.
+      const inputKind = deliveredInputKind(event, undefined);
+      if (inputKind !== undefined) await this.inputReceived(workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
+    }
     const gated = await this.options.control.transaction(
       workItem.ref,
       async (tx): Promise<{ readonly hold: SpawnHold } | { readonly claim: ClaimResult }> => {
@@ -573,7 +608,25 @@ export class Dispatcher implements EventHandler {
     }
     const cwd = prepared.cwd;
 
-    const prompt = renderBootPrompt(this.templates, await this.promptInput(workItem, event));
+    const launch = await this.hooks.run(
+      "session_spawn",
+      {
+        workItem: workItemEntity(workItem),
+        actor: event.actor ?? "",
+        harness: harnessName,
+        tmuxTarget: target,
+        cwd,
+        harnessSessionId: claimed.harnessSessionId,
+        pullRequest: event.pullRequest?.ref ?? "",
+        deliveryId: event.deliveryId,
+        proceed: true,
+        reason: "",
+        prompt: renderBootPrompt(this.templates, await this.promptInput(workItem, event)),
+      },
+      { workItem: workItem.ref },
+    );
+    if (launch.refusal !== undefined) return await this.refuseLaunch(workItem, event, claimed, launch.refusal);
+    const prompt = launch.context.prompt;
     try {
       await this.options.runner.spawn({
         target,
@@ -627,7 +680,7 @@ export class Dispatcher implements EventHandler {
     });
     this.react(event, "completed");
     await this.recordLink(workItem, event);
-    if (routing.announce.enabled) await this.announce(workItem.ref, target, harnessName);
+    await this.announceSpawned(workItem, event, { ...claimed, cwd });
     return { kind: "started", record: claimed };
   }
 
@@ -657,7 +710,7 @@ export class Dispatcher implements EventHandler {
     this.settle(workItem, event, HARNESS_STARTED_ELSEWHERE);
     this.react(event, "completed");
     await this.recordLink(workItem, event);
-    if (this.routing.announce.enabled) await this.announce(workItem.ref, session.tmuxTarget, session.harness);
+    await this.announceSpawned(workItem, event, session);
     return { kind: "started", record: session };
   }
 
@@ -817,11 +870,147 @@ export class Dispatcher implements EventHandler {
     }
   }
 
+  // ---- lifecycle hooks ----------------------------------------------------------------------
+
+  /**
+   * `work_item_start`, for a start about to claim a session: the refusal when the chain ended on
+   * `proceed: false`. Nothing exists yet — no claim, no checkout — so a refusal undoes nothing.
+   */
+  private async startRefusal(
+    workItem: WorkItem,
+    event: InboundEvent,
+    trigger: StartTrigger,
+    harnessName: string,
+  ): Promise<HookRefusal | undefined> {
+    const outcome = await this.hooks.run(
+      "work_item_start",
+      {
+        workItem: workItemEntity(workItem),
+        actor: event.actor ?? "",
+        trigger,
+        harness: harnessName,
+        deliveryId: event.deliveryId,
+        proceed: true,
+        reason: "",
+      },
+      { workItem: workItem.ref },
+    );
+    return outcome.refusal;
+  }
+
+  /**
+   * `session_spawn` refused the launch of a claimed session: the claim is closed (its checkout
+   * released; no harness ever ran) and the refusal applied as at work_item_start.
+   */
+  private async refuseLaunch(workItem: WorkItem, event: InboundEvent, claimed: SessionRecord, refusal: HookRefusal): Promise<SpawnOutcome> {
+    const closed = await this.options.registry.close(workItem.ref, HOOK_REFUSED, this.now());
+    if (closed !== undefined && closed.createdAt === claimed.createdAt) {
+      await finishClose(this.closeOptions(), closed, HOOK_REFUSED);
+    }
+    return this.refuse(workItem, event, "session_spawn", refusal);
+  }
+
+  /**
+   * Applies a hook's `proceed: false` (R2.6): the item is disarmed by a control record in the
+   * hook's name (no event or pending start starts it again; a new start command does), one
+   * marked comment names the hook and its reason, and the event is settled. For a pull request's
+   * own session, the event goes to the live session of a work item it names instead.
+   */
+  private async refuse(workItem: WorkItem, event: InboundEvent, point: string, refusal: HookRefusal): Promise<Refused> {
+    const ref = workItem.ref;
+    const reason = boundedReason(refusal.reason);
+    await this.options.control.transaction(ref, async (tx) => {
+      // A session another process started meanwhile is not this refusal's to disarm.
+      if (isLive(this.options.registry.get(ref))) return;
+      await tx.write({
+        version: 1,
+        ref,
+        command: "stop",
+        source: "hook",
+        actor: refusal.hook,
+        requestedAt: this.now().toISOString(),
+        effect: "refused",
+        note: reason,
+        deliveryId: event.deliveryId,
+        recentDeliveries: rememberedCommands(tx.read(), event),
+      });
+    });
+    let posted = false;
+    try {
+      await this.options.trackers.forRef(ref).postComment(
+        parseWorkItemRef(ref),
+        refusalText({ ref, point, hook: refusal.hook, reason, startKeyword: this.routing.control.keywords.start }),
+      );
+      posted = true;
+    } catch (error) {
+      this.options.events.emit("session.announce_failed", { work_item: ref, error: `the refusal could not be posted: ${messageOf(error)}` });
+    }
+    this.options.events.emit("hooks.refused", {
+      point,
+      hook: refusal.hook,
+      reason,
+      work_item: ref,
+      delivery_id: event.deliveryId,
+      comment_posted: posted,
+    });
+    this.react(event, "failed");
+    const redirect =
+      point === "session_spawn" && workItem.kind === "pull_request"
+        ? event.workItems
+            .filter((item) => item.ref !== ref)
+            .map((item) => this.options.registry.get(item.ref))
+            .find((record) => record !== undefined && isLive(record))
+        : undefined;
+    return { kind: "refused", refusal: { ...refusal, reason }, ...(redirect !== undefined ? { redirect } : {}) };
+  }
+
+  /** `session_spawned`, then the announcement unless the chain's `announce` says not to. */
+  private async announceSpawned(workItem: WorkItem, event: InboundEvent, session: SessionRecord): Promise<void> {
+    const outcome = await this.hooks.run(
+      "session_spawned",
+      {
+        workItem: workItemEntity(workItem),
+        harness: session.harness,
+        tmuxTarget: session.tmuxTarget,
+        cwd: session.cwd,
+        harnessSessionId: session.harnessSessionId,
+        deliveryId: event.deliveryId,
+        announce: this.routing.announce.enabled,
+      },
+      { workItem: workItem.ref },
+    );
+    if (outcome.context.announce) await this.announce(workItem.ref, session.tmuxTarget, session.harness);
+  }
+
+  /** `input_received`: a person's input is about to be delivered or run. Observation only. */
+  private async inputReceived(
+    workItem: WorkItem,
+    event: InboundEvent,
+    input: { readonly kind: InputKind; readonly text: string; readonly command?: ControlCommand },
+  ): Promise<void> {
+    await this.hooks.run(
+      "input_received",
+      {
+        workItem: workItemEntity(workItem),
+        actor: event.actor ?? "",
+        inputKind: input.kind,
+        text: input.text,
+        command: input.command ?? "",
+        inputSource: event.source,
+        url: event.commentUrl ?? "",
+        deliveryId: event.deliveryId,
+      },
+      { workItem: workItem.ref },
+    );
+  }
+
   private async deliver(record: SessionRecord, event: InboundEvent): Promise<HandleResult> {
     const workItem = record.workItem as WorkItem;
     if (record.status === "paused") return this.settle(workItem, event, "session-paused");
     if (deliveryKeys(event).some((id) => record.recentDeliveries.includes(id))) return this.settle(workItem, event, "already-processed");
     this.react(event, "started");
+    const inputKind = deliveredInputKind(event, record);
+    if (inputKind !== undefined) await this.inputReceived(workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
     const text = renderEventPrompt(this.templates, await this.promptInput(workItem, event, record));
     const pasted = await this.paste(record, text);
     if (pasted === "closed") return this.settle(workItem, event, SESSION_CLOSED);
@@ -1071,6 +1260,19 @@ export class Dispatcher implements EventHandler {
     // Closed by someone else since the decision: a dropped event gets no reaction.
     if (!closed) return this.settle(workItem, event, "no-session");
     this.react(event, "started");
+    // The closure has no announcement of its own yet (it goes to channels, which the-loop does
+    // not have): the chain runs for its observers, and `announce` is read by nothing.
+    await this.hooks.run(
+      "work_item_complete",
+      {
+        workItem: workItemEntity(closed.workItem as WorkItem),
+        actor: event.actor ?? "",
+        harness: closed.harness,
+        tmuxTarget: closed.tmuxTarget,
+        announce: true,
+      },
+      { workItem: workItem.ref },
+    );
     return SETTLED;
   }
 
@@ -1129,6 +1331,7 @@ export class Dispatcher implements EventHandler {
         const state = await this.commandedItem(ref, request.command);
         const deliveryId = request.deliveryId ?? `cli-${request.command}-${randomUUID()}`;
         const event = this.syntheticEvent(state, { command: request.command, source: request.source, actor: request.actor, deliveryId });
+        await this.inputReceived(state.item, event, { kind: "command", text: event.body ?? "", command: request.command });
         return this.applyCommand({
           workItem: state.item,
           command: request.command,
@@ -1237,7 +1440,7 @@ export class Dispatcher implements EventHandler {
             return false;
           }
           const event = this.syntheticEvent(state, { command: "start", source: standing.source, actor: standing.actor, deliveryId });
-          const outcome = await this.heavy.use(() => this.spawn(workItem, event));
+          const outcome = await this.heavy.use(() => this.spawn(workItem, event, "retry"));
           if (outcome.kind === "held") this.settle(workItem, event, outcome.hold);
           return outcome.kind === "started";
         } catch (error) {
@@ -1312,6 +1515,11 @@ export class Dispatcher implements EventHandler {
       body: this.routing.control.keywords[decision.command],
       excerpt: boundExcerpt({ command: decision.command, source: "comment" }),
     };
+    await this.inputReceived(decision.workItem, comment, {
+      kind: "command",
+      text: boundedInputText(comment.body),
+      command: decision.command,
+    });
     const { armed, itemClosed } = await this.armingOf(decision, comment);
     await this.applyCommand({
       workItem: decision.workItem,
@@ -1342,6 +1550,15 @@ export class Dispatcher implements EventHandler {
     const harnessName = this.routing.defaultHarness;
     // Resolved before the lock: a start that can act but whose harness cannot be had is pending.
     const adapter = command === "start" ? this.adapterOrProblem(harnessName) : undefined;
+    if (adapter !== undefined && typeof adapter !== "string" && this.wouldSpawn(input)) {
+      // Before the lock and the claim: a hook may take its timeout, and a refused start must
+      // leave nothing behind but the refusal.
+      const refusal = await this.startRefusal(input.workItem, event, input.source === "cli" ? "cli" : "comment", harnessName);
+      if (refusal !== undefined) {
+        const refused = await this.refuse(input.workItem, event, "work_item_start", refusal);
+        return this.refusedCommand(input, refused);
+      }
+    }
     const at = this.now();
     const decided = await this.options.control.transaction(ref, (tx) => this.decideCommand(input, adapter, harnessName, at, tx));
 
@@ -1367,6 +1584,7 @@ export class Dispatcher implements EventHandler {
       this.react(event, "started");
       const claimed = decided.claimed;
       const started = await this.heavy.use(() => this.startClaimed(input.workItem, event, adapter, claimed));
+      if (started.kind === "refused") return this.refusedCommand(input, started);
       if (started.kind === "failed") {
         effect = "start-pending";
         problem = started.error;
@@ -1424,6 +1642,39 @@ export class Dispatcher implements EventHandler {
       effect,
       ...(after !== undefined ? { session: { tmuxTarget: after.tmuxTarget, status: after.status } } : {}),
       ...(problem !== undefined ? { problem } : {}),
+    };
+  }
+
+  /**
+   * Whether the command, as things stand, would spawn a session (read without the lock: the
+   * transaction decides again). Only then is `work_item_start` asked.
+   */
+  private wouldSpawn(input: CommandInput): boolean {
+    const current = this.options.registry.get(input.workItem.ref);
+    const plan = planControl({
+      command: input.command,
+      session: current === undefined || !isLive(current) ? "none" : current.status === "paused" ? "paused" : "active",
+      armed: input.armed,
+      itemClosed: input.itemClosed,
+    });
+    return plan.kind === "apply" && plan.action === "spawn";
+  }
+
+  /** A start a lifecycle hook refused: reported as a refused command (the refusal itself is recorded). */
+  private refusedCommand(input: CommandInput, refused: Refused): ControlOutcome {
+    const ref = input.workItem.ref;
+    this.options.events.emit("control.rejected", {
+      work_item: ref,
+      command: input.command,
+      command_source: input.source,
+      actor: input.actor,
+      reason: "hook-refused",
+      delivery_id: input.deliveryId,
+    });
+    return {
+      applied: false,
+      reason: "hook-refused",
+      message: `the lifecycle hook "${refused.refusal.hook}" refused to start ${ref}: ${refused.refusal.reason}`,
     };
   }
 
@@ -1660,6 +1911,8 @@ export class Dispatcher implements EventHandler {
         return `${ref} is closed, and a closed work item never starts a session: reopen it first`;
       case "nothing-to-resume":
         return `${ref} has no live session to ${command}; use start to start one`;
+      case "hook-refused":
+        return `a lifecycle hook refused to start ${ref}; see \`the-loop events --type hooks.refused\` and the comment on ${ref}`;
     }
   }
 }

@@ -47,6 +47,8 @@ export interface ProjectOverrides {
   /** Top-level blocks set as given (`webhooks`, `integrations.github`, …); `integrations.local` stays. */
   readonly webhooks?: Record<string, unknown>;
   readonly github?: Record<string, unknown>;
+  /** The `hooks:` list, as written in the config file. */
+  readonly hooks?: readonly unknown[];
 }
 
 export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
@@ -70,6 +72,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
       ...(typeof overrides.routing === "function" ? overrides.routing(transcriptFile) : overrides.routing),
     },
     polling: { enabled: true, intervalSeconds: 0.1, sources: [{ provider: "local" }], ...overrides.polling },
+    ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
   };
   await writeFile(join(root, "cli-config.yaml"), stringify(config));
   const eventLog = join(root, "logs", "events.jsonl");

@@ -294,15 +294,18 @@ class TeeSink implements EventSink {
 async function dispatch(project: Project, event: InboundEvent): Promise<Outcome> {
   // Loaded only here: the dry run must not pay for, or touch, the session machinery.
   const { composeRuntime } = await import("../../daemon/runtime.js");
+  const { loadCommandHooks } = await import("../../daemon/hooks.js");
   const events = new TeeSink(project.events);
-  const runtime = composeRuntime({
+  const input = {
     config: project.config,
     paths: project.paths,
     baseDir: project.loaded.baseDir,
     configFile: project.loaded.source.path ?? undefined,
     events,
-  });
-  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message));
+  };
+  const runtime = composeRuntime(input);
+  const hooks = await loadCommandHooks(input, (message) => stderr.warn(message));
+  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
   let settled: boolean;
   try {
     settled = (await dispatcher.handle(event)).settled;
@@ -310,6 +313,7 @@ async function dispatch(project: Project, event: InboundEvent): Promise<Outcome>
     throw new ExitError(`dispatching failed: ${messageOf(error)}`);
   } finally {
     await dispatcher.drain();
+    await hooks.close();
   }
   return { settled, events: events.seen };
 }

@@ -6,7 +6,7 @@ import { ControlStore } from "../../control/store.js";
 import type { ControlListingProblem } from "../../control/store.js";
 import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../control/types.js";
 import { AnswerGivenExit, EXIT_FAILURE, ExitError, NotFoundError, UsageError, messageOf } from "../../errors.js";
-import type { Runtime } from "../../daemon/runtime.js";
+import type { Runtime, RuntimeInput } from "../../daemon/runtime.js";
 import { isLive } from "../../sessions/record.js";
 import type { SessionRecord, SessionStatus } from "../../sessions/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../sessions/listing.js";
@@ -33,13 +33,17 @@ export interface SessionsCloseOptions {
 /** Loaded only by the commands that act on sessions: listing must not pay for the dispatcher. */
 async function runtimeOf(project: Project): Promise<Runtime> {
   const { composeRuntime } = await import("../../daemon/runtime.js");
-  return composeRuntime({
+  return composeRuntime(runtimeInputOf(project));
+}
+
+function runtimeInputOf(project: Project): RuntimeInput {
+  return {
     config: project.config,
     paths: project.paths,
     baseDir: project.loaded.baseDir,
     configFile: project.loaded.source.path ?? undefined,
     events: project.events,
-  });
+  };
 }
 
 /** A work item ref as the user typed it (`#7`, `owner/repo#7`, a URL), in canonical form. */
@@ -404,6 +408,8 @@ function effectSentence(command: ControlCommand, ref: string, outcome: Extract<C
       return `paused the session of ${ref}${session}; events are recorded and dropped until \`the-loop sessions resume --work-item ${ref}\``;
     case "stopped":
       return `stopped the session of ${ref}${session}; ${ref} does not start again until ${start}`;
+    case "refused":
+      return `a lifecycle hook refused to start ${ref}${outcome.problem ? `: ${outcome.problem}` : ""}; ${ref} does not start again until ${start}`;
     case "recorded":
       return `${ref} has no live session; recorded the ${command}: no session starts for it until ${start}`;
     case "noop":
@@ -455,7 +461,9 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   }
   const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note: `the-loop sessions ${command}` };
 
-  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message));
+  const { loadCommandHooks } = await import("../../daemon/hooks.js");
+  const hooks = await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
+  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
   let outcome: ControlOutcome;
   try {
     outcome = await dispatcher.control(request);
@@ -465,6 +473,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
     throw new ExitError(`could not carry out the ${command} of ${ref}: ${messageOf(error)}`);
   } finally {
     await dispatcher.drain();
+    await hooks.close();
   }
 
   // The pull request the command was given for, when it acted on the work item it is bound to.
