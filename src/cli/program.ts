@@ -15,6 +15,7 @@ import type {
 import type { ReceiveOptions } from "./commands/receive.js";
 import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
 import type { EventsOptions } from "./commands/events.js";
+import type { HooksOptions } from "./commands/hooks.js";
 import type {
   ItemActOptions,
   ItemLabelOptions,
@@ -122,6 +123,22 @@ export function buildProgram(): Command {
     .option("--file <path>", "read this log file instead of the configured one")
     .action(async (options: EventsOptions, command: Command) => {
       await (await import("./commands/events.js")).runEvents(globalsOf(command), options);
+    });
+
+  const hooks = program
+    .command("hooks")
+    .description("list the lifecycle hooks the config declares, without importing or contacting any; `hooks points` lists the points")
+    .option("--json", "print as JSON", false)
+    .action(async (options: HooksOptions, command: Command) => {
+      await (await import("./commands/hooks.js")).runHooksList(globalsOf(command), options);
+    });
+  hooks
+    .command("points")
+    .description("list the lifecycle points: when each fires, its facts and its decisions")
+    .option("--json", "print the catalog as JSON", false)
+    .action(async (_options: HooksOptions, command: Command) => {
+      // Commander gives `--json` after `hooks points` to `hooks`, which has the same flag.
+      (await import("./commands/hooks.js")).runHooksPoints(command.optsWithGlobals<HooksOptions>());
     });
 
   const item = program

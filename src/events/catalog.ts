@@ -198,7 +198,7 @@ export const EVENT_CATALOG = {
   "control.rejected": {
     family: "control",
     level: "info",
-    summary: "A control command was recognised but refused and not recorded (`reason`: not-armed, item-closed, nothing-to-resume).",
+    summary: "A control command was recognised but refused and not recorded (`reason`: not-armed, item-closed, nothing-to-resume, hook-refused).",
     fields: { work_item: "string", command: "string", command_source: "string", actor: "string", reason: "string", delivery_id: "string?" },
   },
   "control.ambiguous": {

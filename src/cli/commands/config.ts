@@ -1,8 +1,10 @@
+import { readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, baseDirFor, loadConfig } from "../../config/load.js";
+import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, ConfigError, baseDirFor, loadConfig } from "../../config/load.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { configJsonSchema, configJsonSchemaText } from "../../config/json-schema.js";
+import { formatProblem } from "../../config/problem.js";
 import { redactSecrets, secretPaths } from "../../config/redact.js";
 import { STATE_GITIGNORE, projectNameFor, starterConfigText } from "../../config/starter.js";
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
@@ -65,9 +67,46 @@ export async function runInit(globals: GlobalOptions): Promise<void> {
   stdout.line("  the-loop events");
 }
 
+/** Where `hooks[index]` (or `hooks` itself) is written in the config file, for the problem's position. */
+async function hookEntryPosition(file: string, index: number | undefined): Promise<{ line?: number; column?: number }> {
+  const { LineCounter, isSeq, parseDocument } = await import("yaml");
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(await readFile(file, "utf8"), { lineCounter });
+  const hooks = doc.get("hooks", true);
+  const node = index !== undefined && isSeq(hooks) ? (hooks.items[index] ?? hooks) : hooks;
+  const offset = (node as { range?: [number, number, number] } | undefined)?.range?.[0];
+  if (offset === undefined) return {};
+  const { line, col } = lineCounter.linePos(offset);
+  return { line, column: col };
+}
+
+/**
+ * The `hooks:` declaration, checked as a daemon's load begins: every rule an entry must meet,
+ * without importing a module or contacting a URL. The config loader itself accepts any list, so
+ * that a one-shot command runs (with no hooks) on a declaration a daemon would refuse.
+ */
+async function validateHooks(loaded: LoadedConfig): Promise<void> {
+  const file = loaded.source.path;
+  if (file === null || loaded.config.hooks === undefined) return;
+  const [{ HookDeclarationError, parseHookDeclaration }, { LIFECYCLE_POINT_NAMES }] = await Promise.all([
+    import("../../hooks/declaration.js"),
+    import("../../sdk/hooks/catalog.js"),
+  ]);
+  try {
+    parseHookDeclaration(loaded.config.hooks, { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES });
+  } catch (error) {
+    if (!(error instanceof HookDeclarationError)) throw error;
+    // The message starts with the entry it is about (`hooks[2] "audit": …`), as a key path would.
+    const index = /^hooks\[([0-9]+)\]/.exec(error.message)?.[1];
+    const position = await hookEntryPosition(file, index === undefined ? undefined : Number(index));
+    throw new ConfigError(`invalid config: ${formatProblem({ path: "", message: error.message, ...position }, displayPath(file))}`);
+  }
+}
+
 export async function runConfigValidate(globals: GlobalOptions, options: { json: boolean }): Promise<void> {
   const loaded = await loadConfig({ explicitPath: globals.config });
   printConfigWarnings(loaded);
+  await validateHooks(loaded);
   if (options.json) {
     stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, warnings: loaded.warnings });
     return;

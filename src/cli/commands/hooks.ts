@@ -1,0 +1,172 @@
+import { dirname } from "node:path";
+import { ExitError } from "../../errors.js";
+import type { HookEntry } from "../../hooks/declaration.js";
+import { LIFECYCLE_POINTS, LIFECYCLE_POINT_NAMES } from "../../sdk/hooks/catalog.js";
+import type { FieldSpec, HookPoint } from "../../sdk/hooks/catalog.js";
+import { loadConfig } from "../../config/load.js";
+import { displayPath, printConfigWarnings } from "../context.js";
+import type { GlobalOptions } from "../context.js";
+import { formatTable, stdout } from "../output.js";
+import { HELP_WIDTH } from "../program.js";
+
+export interface HooksOptions {
+  readonly json: boolean;
+}
+
+/** One entry as `the-loop hooks --json` prints it: where the code is and when it runs, no secret. */
+export interface HookListing {
+  readonly name: string;
+  readonly kind: HookEntry["kind"];
+  /** As written in the config: the specifier, the path or the URL. */
+  readonly target: string;
+  /** `path` entries: the file the daemon would import. */
+  readonly resolved?: string;
+  /** The entry's `on`; null for the default (every point a local executor overrides, every point for a remote one). */
+  readonly points: readonly string[] | null;
+  readonly required: boolean;
+  readonly enabled: boolean;
+  readonly executor?: string;
+  /** The NAME of the variable the bearer token is read from; its value is never read here. */
+  readonly tokenEnv?: string;
+  readonly timeoutSeconds?: number;
+  /** Header names only: a value may still be something the operator would rather not print. */
+  readonly headers: readonly string[];
+}
+
+const DOCS = "docs/hooks.md";
+
+export function listingOf(entry: HookEntry): HookListing {
+  const common = { name: entry.name, kind: entry.kind, target: entry.target };
+  const when = { points: entry.on ?? null, required: entry.required, enabled: entry.enabled };
+  if (entry.kind === "url") {
+    return {
+      ...common,
+      ...when,
+      ...(entry.tokenEnv !== undefined ? { tokenEnv: entry.tokenEnv } : {}),
+      timeoutSeconds: entry.timeoutSeconds,
+      headers: Object.keys(entry.headers),
+    };
+  }
+  return {
+    ...common,
+    ...(entry.kind === "path" ? { resolved: entry.resolved } : {}),
+    ...when,
+    ...(entry.executor !== undefined ? { executor: entry.executor } : {}),
+    headers: [],
+  };
+}
+
+function pointsCell(listing: HookListing): string {
+  if (listing.points !== null) return listing.points.length > 0 ? listing.points.join(", ") : "none";
+  return listing.kind === "url" ? "all" : "default: every point it overrides";
+}
+
+function targetCell(listing: HookListing): string {
+  if (listing.resolved !== undefined && listing.resolved !== listing.target) return `${listing.target} (resolves to ${listing.resolved})`;
+  if (listing.tokenEnv !== undefined) return `${listing.target} (bearer token from $${listing.tokenEnv})`;
+  return listing.target;
+}
+
+const yesNo = (value: boolean): string => (value ? "yes" : "no");
+
+/**
+ * `the-loop hooks`: what the `hooks:` declaration would run, and where, read from the config
+ * alone. Nothing is imported and no URL is contacted, so an operator can check a declaration
+ * before any daemon loads it; the checks are the ones a daemon's load starts with.
+ */
+export async function runHooksList(globals: GlobalOptions, options: HooksOptions): Promise<void> {
+  const loaded = await loadConfig({ explicitPath: globals.config });
+  printConfigWarnings(loaded);
+  const file = loaded.source.path;
+  // The declaration module pulls in zod; `hooks points` does without it.
+  const { HookDeclarationError, parseHookDeclaration } = await import("../../hooks/declaration.js");
+  let entries: HookEntry[] = [];
+  if (file !== null) {
+    try {
+      entries = parseHookDeclaration(loaded.config.hooks, { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES });
+    } catch (error) {
+      if (!(error instanceof HookDeclarationError)) throw error;
+      throw new ExitError(`cannot read the hooks declaration in ${displayPath(file)}: ${error.message}`);
+    }
+  }
+  const listings = entries.map(listingOf);
+  if (options.json) {
+    stdout.json(listings);
+    return;
+  }
+  if (listings.length === 0) {
+    const where = file === null ? "no config file, so no hooks" : `no hooks declared in ${displayPath(file)}`;
+    stdout.line(`${where}; ${DOCS} shows how to declare one`);
+    return;
+  }
+  const rows = listings.map((listing) => [
+    listing.name,
+    listing.kind,
+    pointsCell(listing),
+    yesNo(listing.required),
+    yesNo(listing.enabled),
+    targetCell(listing),
+  ]);
+  stdout.line(formatTable(["name", "kind", "points", "required", "enabled", "target"], rows));
+}
+
+const LABEL_WIDTH = "  decisions: ".length;
+
+/**
+ * `tokens` (joined by spaces) on lines no wider than `width`, the first starting with `label`
+ * padded to the column, the rest indented `more` past it, so long catalog text stays readable in a
+ * terminal and a wrapped line is told apart from the next item.
+ */
+function hanging(label: string, tokens: readonly string[], more = 0, width: number = HELP_WIDTH): string[] {
+  const lines: string[] = [];
+  let line = label.padEnd(LABEL_WIDTH);
+  let empty = true;
+  for (const token of tokens) {
+    if (!empty && line.length + 1 + token.length > width) {
+      lines.push(line);
+      line = " ".repeat(LABEL_WIDTH + more);
+      empty = true;
+    }
+    line += empty ? token : ` ${token}`;
+    empty = false;
+  }
+  lines.push(line.trimEnd());
+  return lines;
+}
+
+const words = (text: string): string[] => text.split(/\s+/).filter((word) => word !== "");
+
+/** `name: kind` pairs, kept whole across a line break. */
+function fieldTokens(fields: Readonly<Record<string, FieldSpec>>): string[] {
+  const pairs = Object.entries(fields).map(([name, spec]) => `${name}: ${spec.kind}`);
+  return pairs.map((pair, index) => (index < pairs.length - 1 ? `${pair},` : pair));
+}
+
+function describePoint(point: HookPoint): string[] {
+  const lines = [stdout.paint("bold", point.name)];
+  lines.push(...hanging("  what:", words(point.description)));
+  lines.push(...hanging("  method:", [point.method]));
+  lines.push(...hanging("  fires:", words(point.fires)));
+  lines.push(...hanging("  facts:", fieldTokens(point.facts)));
+  const decisions = Object.entries(point.decisions);
+  if (decisions.length === 0) {
+    lines.push(...hanging("  decisions:", words("none (observation only)")));
+    return lines;
+  }
+  decisions.forEach(([name, spec], index) => {
+    lines.push(...hanging(index === 0 ? "  decisions:" : "", [`${name}: ${spec.kind}`, "—", ...words(spec.applies)], 2));
+  });
+  return lines;
+}
+
+/** `the-loop hooks points`: the catalog a declaration's `on` names and an executor implements. */
+export function runHooksPoints(options: HooksOptions): void {
+  if (options.json) {
+    stdout.json(LIFECYCLE_POINTS);
+    return;
+  }
+  stdout.line(LIFECYCLE_POINTS.map((point) => describePoint(point).join("\n")).join("\n\n"));
+  stdout.line("");
+  stdout.line("A point's name is what `on` lists and a remote executor's JSON-RPC method;");
+  stdout.line(`"method" is what a LifecycleHooks subclass overrides. See ${DOCS}.`);
+}
