@@ -1,0 +1,82 @@
+/**
+ * Figure: a remote hook's round trip — one point run through a chain whose only executor is a
+ * JSON-RPC endpoint on loopback (the SDK's HookServer hosting a class that rewrites the prompt),
+ * with a bearer token, run one after another as a dispatch would; the median over the runs, and
+ * how many TCP connections the runs took (keep-alive: one). Budget: ≤ 2 ms median.
+ */
+import { MemoryEventSink } from "../src/events/log.js";
+import { loadHooks } from "../src/hooks/load.js";
+import { HookServer, LifecycleHooks } from "../src/sdk/hooks/index.js";
+import type { SessionSpawnContext } from "../src/sdk/hooks/index.js";
+import { median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
+
+const BUDGET_MS = 2;
+const runs = runsFromEnv(1_000);
+const TOKEN = "bench-hook-token";
+
+class Prefix extends LifecycleHooks {
+  override sessionSpawn(context: SessionSpawnContext): SessionSpawnContext {
+    return { ...context, prompt: `[policy] ${context.prompt}` };
+  }
+}
+
+const server = new HookServer(new Prefix(), { token: TOKEN });
+const url = await server.listen();
+let connections = 0;
+server.httpServer.on("connection", () => (connections += 1));
+
+const events = new MemoryEventSink();
+const chain = await loadHooks({
+  raw: [{ name: "prefix", url, tokenEnv: "BENCH_HOOK_TOKEN", on: ["session_spawn"] }],
+  configDir: process.cwd(),
+  events,
+  env: { BENCH_HOOK_TOKEN: TOKEN },
+});
+
+const context: SessionSpawnContext = {
+  workItem: {
+    ref: "github:octo/repo#15",
+    tracker: "github",
+    host: "github.com",
+    repository: "octo/repo",
+    number: 15,
+    kind: "issue",
+    url: "https://github.com/octo/repo/issues/15",
+    id: "I_kwDOA15",
+  },
+  actor: "alice",
+  harness: "claude",
+  tmuxTarget: "loop-github-octo-repo-15",
+  cwd: "/srv/the-loop/workspaces/octo-repo-15",
+  harnessSessionId: "3f1c2a9e-0000-4000-8000-000000000015",
+  pullRequest: "",
+  deliveryId: "0b6c5a1e-d5f1-11ef-8a3e-5f0d6a1b2c3d",
+  proceed: true,
+  reason: "",
+  prompt: "You are working on github:octo/repo#15: Parser crashes on empty input.\n".repeat(40),
+};
+
+async function once(): Promise<number> {
+  const started = performance.now();
+  const outcome = await chain.run("session_spawn", context);
+  const elapsed = performance.now() - started;
+  if (!outcome.context.prompt.startsWith("[policy] ")) throw new Error(`the remote hook did not answer: ${JSON.stringify(events.events.at(-1))}`);
+  events.events.splice(0);
+  return elapsed;
+}
+
+for (let i = 0; i < 500; i++) await once();
+const before = connections;
+const times: number[] = [];
+for (let i = 0; i < runs; i++) times.push(await once());
+
+printHeading(`remote hook round trip on loopback, ${runs} sequential runs`);
+printFigure({
+  label: "chain run, 1 remote executor (median)",
+  value: median(times),
+  unit: "ms",
+  budget: BUDGET_MS,
+  note: `p99 ${percentile(times, 99).toFixed(2)} ms; ${connections - before} new connection(s) during the runs`,
+});
+await chain.close();
+await server.close();
