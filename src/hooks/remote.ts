@@ -1,5 +1,5 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import type { IncomingMessage } from "node:http";
+import type { ClientRequest, IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
 import { describe, isPlainObject } from "./values.js";
@@ -19,6 +19,9 @@ import type { HookContext, HookExecutor } from "./types.js";
 /** A hook's answer is decisions, not a download: a reply larger than this is a failure. */
 export const MAX_REPLY_BYTES = 1024 * 1024;
 const MAX_REMOTE_MESSAGE = 300;
+const REDACTED = "[redacted]";
+/** A hook's words are applied as a prompt or a question: bytes that are not UTF-8 are refused, not repaired. */
+const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 export interface RemoteExecutorOptions {
   /** The points a remote entry without `on` runs at: every point of the catalog. */
@@ -54,7 +57,7 @@ class RemoteHookExecutor implements HookExecutor {
       const message = error instanceof Error ? error.message : String(error);
       // Not chained: the cause may quote the token (a server echoing it back), and a cause is logged whole.
       // eslint-disable-next-line preserve-caught-error
-      throw new Error(token === undefined ? message : message.replaceAll(token, "[redacted]"));
+      throw new Error(token === undefined ? message : message.replaceAll(token, REDACTED));
     }
   }
 
@@ -81,9 +84,10 @@ class RemoteHookExecutor implements HookExecutor {
     headers["content-length"] = String(body.byteLength);
     if (token !== undefined) headers["authorization"] = `Bearer ${token}`;
     const seconds = this.entry.timeoutSeconds;
-    const text = await post(this.entry.url, { headers, body, agent: this.agent, timeoutMs: seconds * 1000 });
+    const bytes = await post(this.entry.url, { headers, body, agent: this.agent, timeoutMs: seconds * 1000 });
     // A server that echoes the token back must not carry it into a context, an event or a comment.
-    return readReply(token === undefined ? text : text.replaceAll(token, "[redacted]"), id);
+    // Redacted once parsed: in the text, JSON's escapes (`\/`, `\u0074`) could spell it unmatched.
+    return readReply(bytes, id, token);
   }
 }
 
@@ -95,67 +99,100 @@ interface PostOptions {
 }
 
 /**
- * POSTs `body` and resolves to the reply's text: a 2xx within `timeoutMs`, at most MAX_REPLY_BYTES.
+ * POSTs `body` and resolves to the reply's bytes: a 2xx within `timeoutMs`, at most MAX_REPLY_BYTES.
  * node:http follows no redirect, so a 3xx is a failure and a token never goes where a server points.
  */
-function post(url: URL, options: PostOptions): Promise<string> {
+function post(url: URL, options: PostOptions): Promise<Buffer> {
   const origin = url.origin;
   const send = url.protocol === "https:" ? httpsRequest : httpRequest;
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<Buffer>((resolve, reject) => {
     let settled = false;
-    const finish = (error: Error | undefined, text?: string): void => {
+    let current: ClientRequest | undefined;
+    const finish = (error: Error | undefined, bytes?: Buffer): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       if (error !== undefined) reject(error);
-      else resolve(text ?? "");
+      else resolve(bytes ?? Buffer.alloc(0));
     };
-    const request = send(url, { method: "POST", headers: options.headers, agent: options.agent }, (response: IncomingMessage) => {
-      const status = response.statusCode ?? 0;
-      if (status < 200 || status > 299) {
-        response.resume();
-        const redirect = status >= 300 && status <= 399 ? " (a redirect, which is not followed)" : "";
-        finish(new Error(`${origin} answered HTTP ${status}${redirect}`));
-        return;
-      }
-      const declared = Number(response.headers["content-length"] ?? Number.NaN);
-      const tooLarge = (): void => {
-        finish(new Error(`the reply is larger than ${MAX_REPLY_BYTES} bytes`));
-        request.destroy();
-      };
-      if (declared > MAX_REPLY_BYTES) return tooLarge();
-      const chunks: Buffer[] = [];
-      let size = 0;
-      response.on("data", (chunk: Buffer) => {
-        size += chunk.byteLength;
-        if (size > MAX_REPLY_BYTES) return tooLarge();
-        chunks.push(chunk);
-      });
-      response.on("end", () => finish(undefined, Buffer.concat(chunks).toString("utf8")));
-      response.on("error", (error) => finish(new Error(`cannot read the reply of ${origin}: ${networkReason(error)}`)));
-    });
     const timer = setTimeout(() => {
       finish(new Error(`${origin} timed out after ${options.timeoutMs / 1000}s`));
-      request.destroy();
+      current?.destroy();
     }, options.timeoutMs);
-    request.on("error", (error) => finish(new Error(`cannot reach ${origin}: ${networkReason(error)}`)));
-    request.end(options.body);
+
+    const attempt = (): void => {
+      let answered = false;
+      const request = send(url, { method: "POST", headers: options.headers, agent: options.agent }, (response: IncomingMessage) => {
+        answered = true;
+        const status = response.statusCode ?? 0;
+        if (status < 200 || status > 299) {
+          // Not drained: an error body that never ends would hold the connection, and with the
+          // agent's few connections held so, every later call would wait out its timeout.
+          request.destroy();
+          const redirect = status >= 300 && status <= 399 ? " (a redirect, which is not followed)" : "";
+          finish(new Error(`${origin} answered HTTP ${status}${redirect}`));
+          return;
+        }
+        const declared = Number(response.headers["content-length"] ?? Number.NaN);
+        const tooLarge = (): void => {
+          finish(new Error(`the reply is larger than ${MAX_REPLY_BYTES} bytes`));
+          request.destroy();
+        };
+        if (declared > MAX_REPLY_BYTES) return tooLarge();
+        const chunks: Buffer[] = [];
+        let size = 0;
+        response.on("data", (chunk: Buffer) => {
+          size += chunk.byteLength;
+          if (size > MAX_REPLY_BYTES) return tooLarge();
+          chunks.push(chunk);
+        });
+        response.on("end", () => finish(undefined, Buffer.concat(chunks)));
+        response.on("error", (error) => finish(new Error(`cannot read the reply of ${origin}: ${networkReason(error)}`)));
+      });
+      current = request;
+      request.on("error", (error) => {
+        // A kept-alive connection the server or a middlebox closed while it sat idle fails on
+        // reuse before any answer; that says nothing of the endpoint, so the call goes again on
+        // another. Bounded: each such connection is gone once it fails, and a new one is not retried.
+        if (!settled && !answered && request.reusedSocket && isConnectionLost(error)) return attempt();
+        finish(new Error(`cannot reach ${origin}: ${networkReason(error)}`));
+      });
+      request.end(options.body);
+    };
+
+    try {
+      attempt();
+    } catch (error) {
+      // A header value node:http refuses (a token with a newline) throws before anything is sent.
+      finish(error instanceof Error ? error : new Error(String(error)));
+    }
   });
 }
 
+function isConnectionLost(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "ECONNRESET" || code === "EPIPE";
+}
 
 export function createRemoteExecutor(entry: RemoteHookEntry, options: RemoteExecutorOptions): HookExecutor {
   return new RemoteHookExecutor(entry, options);
 }
 
 /** The result of a JSON-RPC 2.0 response to request `id`: an object, or undefined for null. */
-function readReply(text: string, id: number): unknown {
+function readReply(bytes: Buffer, id: number, token: string | undefined): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw new Error("malformed reply: not UTF-8");
+  }
   let reply: unknown;
   try {
     reply = JSON.parse(text);
   } catch {
     throw new Error("malformed reply: not JSON");
   }
+  if (token !== undefined) reply = redact(reply, token);
   if (!isPlainObject(reply)) throw new Error(`malformed reply: ${describe(reply)}, not a JSON-RPC response object`);
   if (reply["jsonrpc"] !== "2.0") throw new Error('malformed reply: not a JSON-RPC 2.0 response ("jsonrpc" is not "2.0")');
   const hasResult = Object.hasOwn(reply, "result");
@@ -178,6 +215,16 @@ function readReply(text: string, id: number): unknown {
   if (result === null) return undefined;
   if (!isPlainObject(result)) throw new Error(`malformed reply: result is ${describe(result)}, not an object or null`);
   return result;
+}
+
+/** `value` with `token` replaced in every string, keys included: a key reaches hooks.ignored by name. */
+function redact(value: unknown, token: string): unknown {
+  if (typeof value === "string") return value.replaceAll(token, REDACTED);
+  if (Array.isArray(value)) return value.map((item) => redact(item, token));
+  if (isPlainObject(value)) {
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key.replaceAll(token, REDACTED), redact(item, token)]));
+  }
+  return value;
 }
 
 /** Why the server could not be reached, in words: the system error's code where there is one. */

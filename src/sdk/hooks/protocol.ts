@@ -70,6 +70,15 @@ async function respond(executor: LifecycleHooks, body: string | Uint8Array): Pro
   if (id === undefined) {
     return failure(null, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: id must be a string, a number or null");
   }
+  try {
+    return await answer(executor, request, id);
+  } catch (error) {
+    // Only a hook's own object can throw here (a getter, a proxy); the id is known, so it is kept.
+    return failure(id, HOOK_RPC_ERRORS.internalError, `Internal error: ${describeError(error)}`);
+  }
+}
+
+async function answer(executor: LifecycleHooks, request: Record<string, unknown>, id: JsonRpcId): Promise<JsonRpcResponse> {
   if (request.jsonrpc !== "2.0") {
     return failure(id, HOOK_RPC_ERRORS.invalidRequest, 'Invalid Request: jsonrpc must be "2.0"');
   }

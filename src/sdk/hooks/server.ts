@@ -10,7 +10,10 @@ import type { LifecycleHooks } from "./base.js";
 import { handleRequest } from "./protocol.js";
 
 export interface HookServerOptions {
-  /** When set, every request must carry `Authorization: Bearer <token>`. */
+  /**
+   * When set, every request must carry `Authorization: Bearer <token>`. Omit the key to serve
+   * without a check: present but undefined is refused.
+   */
   readonly token?: string;
   /** Default `127.0.0.1`: a hook server is reachable from elsewhere only when its operator says so. */
   readonly host?: string;
@@ -28,6 +31,11 @@ const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 /** Longer than the gap between the points of one delivery, so the-loop reuses its connection. */
 const KEEP_ALIVE_TIMEOUT_MS = 5_000;
+/**
+ * How often node:http looks for a request past requestTimeoutMs. Its default, 30 s, would let a
+ * slow client hold a connection up to 30 s beyond the bound.
+ */
+const MAX_TIMEOUT_CHECK_MS = 1_000;
 const UNAUTHORIZED_CODE = -32001;
 
 export class HookServer {
@@ -46,8 +54,20 @@ export class HookServer {
     private readonly executor: LifecycleHooks,
     options: HookServerOptions = {},
   ) {
+    // `{ token: process.env.X }` with X unset must not quietly become a server with no bearer check.
+    if (Object.hasOwn(options, "token") && options.token === undefined) {
+      throw new TypeError("HookServer: token is undefined (an unset environment variable?); omit the option to serve without a bearer check");
+    }
+    if (options.token !== undefined && typeof options.token !== "string") {
+      throw new TypeError(`HookServer: token must be a string, got ${typeof options.token}`);
+    }
     if (options.token !== undefined && options.token === "") {
       throw new TypeError("HookServer: token must not be empty; omit it to serve without a bearer check");
+    }
+    // A bearer credential is one word: a token with whitespace (a newline read from a file) would
+    // refuse every request with 401, and the cause would show nowhere.
+    if (options.token !== undefined && /\s/.test(options.token)) {
+      throw new TypeError("HookServer: token must not contain whitespace (a line break read with it from a file?)");
     }
     this.tokenDigest = options.token === undefined ? undefined : digest(options.token);
     this.host = options.host ?? "127.0.0.1";
@@ -62,7 +82,8 @@ export class HookServer {
       throw new RangeError(`HookServer: requestTimeoutMs must be a positive integer, got ${this.requestTimeoutMs}`);
     }
 
-    this.server = createServer({ requestTimeout: this.requestTimeoutMs }, (request, response) => {
+    const connectionsCheckingInterval = Math.min(MAX_TIMEOUT_CHECK_MS, this.requestTimeoutMs);
+    this.server = createServer({ requestTimeout: this.requestTimeoutMs, connectionsCheckingInterval }, (request, response) => {
       this.serve(request, response).catch((error: unknown) => {
         if (!response.headersSent) reply(response, 500, rpcError(-32603, "Internal error"), { connection: "close" });
         else response.destroy(error instanceof Error ? error : undefined);
