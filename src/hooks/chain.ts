@@ -108,6 +108,10 @@ export class HookChain {
       if (read.changed.length === 0) continue;
       for (const field of read.changed) current[field] = read.values[field];
       if (read.changed.includes("proceed")) refuser = current["proceed"] === false ? executor.name : undefined;
+      // A hook answering proceed: false with a reason of its own refuses in its own words: the
+      // refusal names it, or the comment would quote its reason under an earlier hook's name. One
+      // that only echoes proceed while changing something else (a prompt) has refused nothing.
+      else if (read.proceed === false && current["proceed"] === false && read.changed.includes("reason")) refuser = executor.name;
       this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: point.name, hook: executor.name, changed: read.changed }, options)));
     }
 
@@ -141,12 +145,14 @@ export class HookChain {
       return { ok: false, error: describeError(error) };
     }
     if (value === undefined || value === null) return { ok: true, read: undefined };
-    if (!isPlainObject(value)) return { ok: false, error: `answered ${describe(value)}, not a context` };
     try {
+      // Inside the try: even asking a Proxy for its prototype can throw, and that is this hook's
+      // failure, not a broken run that would drop the earlier hooks' decisions and skip the later ones.
+      if (!isPlainObject(value)) return { ok: false, error: `answered ${describe(value)}, not a context` };
       const read = readAnswer(point, given, current, value, fixed);
       return typeof read === "string" ? { ok: false, error: read } : { ok: true, read };
     } catch (error) {
-      // An answer no JSON could carry (a cycle in a fact): the hook's fault, not the chain's.
+      // An answer no JSON could carry (a cycle in a fact, a getter that throws): the hook's fault, not the chain's.
       return { ok: false, error: `answered a context that cannot be read: ${describeError(error)}` };
     }
   }
@@ -191,12 +197,18 @@ interface ReadAnswer {
   readonly values: Record<string, unknown>;
   /** Changed facts, unknown keys and fixed decisions the answer tried to change. */
   readonly ignored: string[];
+  /** The `proceed` the answer gave, changed or not (undefined when it gave none). */
+  readonly proceed?: boolean;
 }
 
 /**
  * What an answer changes, or why it is the executor's failure. A wrong-typed decision fails the
  * whole answer — even when that decision is fixed — so no part of a broken answer is applied.
  * A key set to undefined is an absent key, as it would be once serialized.
+ *
+ * Each key is read exactly once, and a decision is applied as the value its kind was checked on:
+ * a getter (or a Proxy) answering a boolean when checked and a string when applied would
+ * otherwise carry a wrong type past the check (R2.4).
  */
 function readAnswer(
   point: HookPoint,
@@ -205,42 +217,61 @@ function readAnswer(
   answer: Record<string, unknown>,
   fixed: ReadonlySet<string>,
 ): ReadAnswer | string {
-  const present = Object.keys(answer).filter((key) => answer[key] !== undefined);
-  for (const key of present) {
+  const read: [string, unknown][] = [];
+  for (const key of Object.keys(answer)) {
+    const raw = answer[key];
+    if (raw === undefined) continue;
     const spec = Object.hasOwn(point.decisions, key) ? point.decisions[key] : undefined;
-    if (spec !== undefined && !hasKind(answer[key], spec.kind)) {
-      return `decision "${key}" must be ${article(spec.kind)}, not ${describe(answer[key])}`;
+    if (spec === undefined) {
+      read.push([key, raw]);
+      continue;
     }
+    const checked = ofKind(raw, spec.kind);
+    if (checked === undefined) return `decision "${key}" must be ${article(spec.kind)}, not ${describe(raw)}`;
+    read.push([key, checked.value]);
   }
   const values: Record<string, unknown> = {};
   const ignored: string[] = [];
-  for (const key of present) {
-    const value = answer[key];
+  for (const [key, value] of read) {
     if (Object.hasOwn(point.decisions, key)) {
       if (sameJson(value, current[key])) continue;
       if (fixed.has(key)) ignored.push(key);
-      // A copy: the hook may keep and later mutate what it returned.
-      else values[key] = structuredClone(value);
+      else values[key] = value;
     } else if (!Object.hasOwn(point.facts, key) || !sameJson(value, given[key])) {
       ignored.push(key);
     }
   }
   const changed = Object.keys(point.decisions).filter((key) => Object.hasOwn(values, key));
-  return { changed, values, ignored };
+  const proceed = read.find(([key]) => key === "proceed")?.[1];
+  return { changed, values, ignored, ...(typeof proceed === "boolean" && !fixed.has("proceed") ? { proceed } : {}) };
 }
 
-function hasKind(value: unknown, kind: FieldKind): boolean {
+/**
+ * The value a decision of `kind` is applied as, or undefined when `value` is not of that kind.
+ * Always the chain's own copy (the hook may keep and later mutate what it returned); a list is
+ * copied item by item as it is checked, so a hole or a late-changing item cannot slip through.
+ */
+function ofKind(value: unknown, kind: FieldKind): { value: unknown } | undefined {
   switch (kind) {
     case "string":
-      return typeof value === "string";
+      return typeof value === "string" ? { value } : undefined;
     case "boolean":
-      return typeof value === "boolean";
+      return typeof value === "boolean" ? { value } : undefined;
     case "integer":
-      return typeof value === "number" && Number.isSafeInteger(value);
-    case "string[]":
-      return Array.isArray(value) && value.every((item) => typeof item === "string");
+      return typeof value === "number" && Number.isSafeInteger(value) ? { value } : undefined;
+    case "string[]": {
+      if (!Array.isArray(value)) return undefined;
+      const items: string[] = [];
+      const length = value.length;
+      for (let index = 0; index < length; index += 1) {
+        const item: unknown = value[index];
+        if (typeof item !== "string") return undefined;
+        items.push(item);
+      }
+      return { value: items };
+    }
     case "work-item":
-      return isPlainObject(value);
+      return isPlainObject(value) ? { value: structuredClone(value) } : undefined;
   }
 }
 
@@ -260,11 +291,17 @@ function article(kind: FieldKind): string {
 }
 
 function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    // A TypeError in a hook says more with its name; our own errors are plain Error.
-    return error.name !== "Error" && error.name !== "" ? `${error.name}: ${error.message}` : error.message;
+  try {
+    if (error instanceof Error) {
+      // A TypeError in a hook says more with its name; our own errors are plain Error.
+      return error.name !== "Error" && error.name !== "" ? `${error.name}: ${error.message}` : String(error.message);
+    }
+    return `threw ${describe(error)}${typeof error === "string" ? `: ${error}` : ""}`;
+  } catch {
+    // What a hook throws can defeat every way of reading it (a Proxy, a throwing getter, a Symbol
+    // for a name); it is still that hook's failure, and describing it must not become the chain's.
+    return "threw a value that cannot be described";
   }
-  return `threw ${describe(error)}${typeof error === "string" ? `: ${error}` : ""}`;
 }
 
 function bounded(text: string): string {

@@ -17,6 +17,13 @@ export const LOCAL_HOOK_EXTENSIONS = [".js", ".mjs", ".ts"] as const;
 const BARE_SPECIFIER = /^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(?:\/(?!\.\.?(?:\/|$))[\w.@-]+)*$/i;
 /** Request headers that carry credentials: a bearer token comes from tokenEnv, never the file. */
 const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie"]);
+/**
+ * A header Node can send (RFC 9110 token, field value without CR, LF or NUL). Node refuses any
+ * other at each request, so one that passed the load would fail every call — for a required
+ * hook, refuse every start — instead of stopping the load where the operator reads the error.
+ */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const jsonValue: z.ZodType<unknown> = z.lazy(() =>
   z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
@@ -101,7 +108,8 @@ export interface DeclarationContext {
 /** A loopback host: a bearer token sent over plain http:// to it never leaves the machine. */
 export function isLoopbackHost(hostname: string): boolean {
   const host = hostname.replace(/^\[|\]$/g, "").toLowerCase();
-  return host === "localhost" || host.endsWith(".localhost") || host === "::1" || /^127(?:\.[0-9]{1,3}){3}$/.test(host);
+  // Not `*.localhost`: Node asks the resolver for such names, which may answer with any address.
+  return host === "localhost" || host === "::1" || /^127(?:\.[0-9]{1,3}){3}$/.test(host);
 }
 
 function label(index: number, name: unknown): string {
@@ -142,6 +150,12 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
       );
     }
     const kind: HookKind = targets[0] ?? "url";
+    if (entry.on !== undefined && entry.on.length === 0) {
+      // An entry that loads and never runs reads as active — a required compliance gate included.
+      throw new HookDeclarationError(
+        `${where}: on lists no point, so the hook would never run; name the points it runs at, remove on to run it at every point it handles, or set enabled: false`,
+      );
+    }
     for (const point of entry.on ?? []) {
       if (!context.points.includes(point)) {
         throw new HookDeclarationError(`${where}: on names "${point}", which is not a hook point; the points are ${context.points.join(", ")}`);
@@ -199,10 +213,12 @@ function remoteEntry(where: string, entry: z.output<typeof hookEntrySchema>, com
       `${where}: url ${url.origin} is plain http:// to a host that is not loopback, and a bearer token (tokenEnv) would travel in clear; use https://`,
     );
   }
-  for (const header of Object.keys(entry.headers ?? {})) {
+  for (const [header, value] of Object.entries(entry.headers ?? {})) {
+    if (!HEADER_NAME.test(header)) throw new HookDeclarationError(`${where}: header name "${header}" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon`);
     if (SECRET_HEADERS.has(header.toLowerCase())) {
       throw new HookDeclarationError(`${where}: headers must not carry ${header}; put the token in an environment variable named by tokenEnv`);
     }
+    if (!HEADER_VALUE.test(value)) throw new HookDeclarationError(`${where}: header "${header}" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)`);
   }
   return {
     ...common,

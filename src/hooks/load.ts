@@ -32,6 +32,8 @@ export interface LoadHooksOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** What `~/` in a path means (default the user's home). */
   readonly homeDir?: string;
+  /** How long one local module's import may take (default DEFAULT_IMPORT_TIMEOUT_MS, local.ts). */
+  readonly importTimeoutMs?: number;
 }
 
 /**
@@ -80,7 +82,11 @@ export async function loadHooks(options: LoadHooksOptions): Promise<HookChain> {
       executors.push(
         entry.kind === "url"
           ? createRemoteExecutor(entry, { points, ...(options.env === undefined ? {} : { env: options.env }) })
-          : await loadLocalExecutor(entry, { points, configDir: options.configDir }),
+          : await loadLocalExecutor(entry, {
+              points,
+              configDir: options.configDir,
+              ...(options.importTimeoutMs === undefined ? {} : { importTimeoutMs: options.importTimeoutMs }),
+            }),
       );
     } catch (error) {
       await Promise.allSettled(executors.map(async (executor) => executor.close?.()));

@@ -22,7 +22,17 @@ export interface LocalExecutorOptions {
   readonly points: readonly HookPoint[];
   /** The directory of the config file in effect: a `module` is resolved from there, never from a checkout or the cwd. */
   readonly configDir: string;
+  /** How long importing the module may take (default DEFAULT_IMPORT_TIMEOUT_MS). */
+  readonly importTimeoutMs?: number;
 }
+
+/**
+ * A module's import is bounded, unlike its methods (R6.4): an import that never settles (a
+ * top-level await on a service that does not answer) would hold a daemon's start forever, or —
+ * with nothing else keeping Node's event loop alive — end the process silently with code 13 and
+ * no record. Generous, since compiling a large `.ts` file or opening a client takes a moment.
+ */
+export const DEFAULT_IMPORT_TIMEOUT_MS = 30_000;
 
 /** Why a local entry cannot be loaded; load.ts prefixes the entry's name. */
 export class LocalHookError extends Error {
@@ -63,12 +73,7 @@ class LocalHookExecutor implements HookExecutor {
 /** Imports, picks and constructs a local entry's class. Throws LocalHookError saying what to fix. */
 export async function loadLocalExecutor(entry: LocalHookEntry, options: LocalExecutorOptions): Promise<HookExecutor> {
   const file = entry.kind === "path" ? checkFile(entry.resolved) : resolvePackage(entry.target, options.configDir);
-  let namespace: Record<string, unknown>;
-  try {
-    namespace = await importFile(file);
-  } catch (error) {
-    throw new LocalHookError(`importing ${file} failed: ${messageOf(error)}`);
-  }
+  const namespace = await importWithin(file, options.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS);
   const { exportName, cls } = pickClass(namespace, entry, file);
   let instance: object;
   try {
@@ -108,6 +113,29 @@ function checkFile(file: string): string {
   }
   if (!isFile) throw new LocalHookError(`no file at ${file} (a relative path resolves against the config file's directory)`);
   return file;
+}
+
+/** Imports `file`, or throws LocalHookError when the import fails or has not finished within `timeoutMs`. */
+async function importWithin(file: string, timeoutMs: number): Promise<Record<string, unknown>> {
+  let timer: NodeJS.Timeout | undefined;
+  // The timer is left referenced on purpose: it is what keeps the process alive until it fires.
+  const expired = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      reject(
+        new LocalHookError(
+          `importing ${file} did not finish within ${timeoutMs / 1000} s; a hook module must not wait at load on something that may never answer (a top-level await)`,
+        ),
+      );
+    }, timeoutMs);
+  });
+  const imported = importFile(file).catch((error: unknown) => {
+    throw new LocalHookError(`importing ${file} failed: ${messageOf(error)}`);
+  });
+  try {
+    return await Promise.race([imported, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 let typescriptImport: Promise<(specifier: string, parent: string) => Promise<unknown>> | undefined;
