@@ -60,6 +60,11 @@ export interface RefusalInput {
   readonly reason: string;
   /** The keyword that starts the item again. */
   readonly startKeyword: string;
+  /**
+   * Whether the refusal disarmed the item (the default). Not when a command given while the hook
+   * decided stands: that command governs the item, and the comment must not say otherwise.
+   */
+  readonly disarmed?: boolean;
 }
 
 /** The one comment a lifecycle hook's refusal leaves on the work item. */
@@ -72,7 +77,7 @@ export function refusalText(input: RefusalInput): string {
       "",
       `> ${reason || "no reason given"}`,
       "",
-      `The work item is disarmed. An authorized person can comment \`${input.startKeyword}\` to try again, or run \`the-loop sessions start --work-item ${input.ref}\`.`,
+      `${input.disarmed === false ? "The work item is left as the command given meanwhile left it." : "The work item is disarmed."} An authorized person can comment \`${input.startKeyword}\` to try again, or run \`the-loop sessions start --work-item ${input.ref}\`.`,
     ].join("\n"),
   );
 }

@@ -20,6 +20,7 @@ import { armsSpawn, route, standingState } from "../routing/router.js";
 import type { Decision, DeliveryMemory, RegistryView, RoutingPolicy } from "../routing/router.js";
 import { boundExcerpt, deliveryKeys } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
+import type { LifecyclePointName } from "../sdk/hooks/catalog.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import type { WorkItemState } from "../trackers/tracker.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "../workspace/provider.js";
@@ -148,6 +149,7 @@ type SpawnOutcome =
   | { readonly kind: "refused"; readonly refusal: HookRefusal; readonly redirect?: SessionRecord };
 
 type Refused = Extract<SpawnOutcome, { readonly kind: "refused" }>;
+type Occupied = Extract<SpawnOutcome, { readonly kind: "occupied" }>;
 
 /** How a start came about, as `work_item_start` tells it. */
 type StartTrigger = "comment" | "cli" | "event" | "retry";
@@ -212,6 +214,12 @@ export class Dispatcher implements EventHandler {
   /** This process, as the sessions it claims name their claimer. */
   private readonly self: SessionClaimer = thisProcess();
   private readonly hooks: HookChain;
+  /**
+   * Events whose input `input_received` has seen: a comment that was to boot a session and ends
+   * up delivered into a running one (found occupied, or redirected after a refused launch) is
+   * still one input.
+   */
+  private readonly inputSeen = new WeakSet<InboundEvent>();
 
   constructor(private readonly options: DispatcherOptions) {
     this.routing = options.routing;
@@ -446,14 +454,14 @@ export class Dispatcher implements EventHandler {
       actor: event.actor ?? undefined,
     });
     try {
-      if (action === "close") return await this.heavy.use(() => this.close(workItem, event));
+      if (action === "close") return await this.withSlot((slot) => this.close(workItem, event, slot));
       if (action === "deliver") {
         const current = this.options.registry.get(workItem.ref);
         if (!current || !isLive(current)) return this.settle(workItem, event, "session-vanished");
         return await this.deliver(current, event);
       }
       if (action === "control") return await this.commandFromComment(decision, event);
-      const outcome = await this.heavy.use(() => this.spawn(workItem, event));
+      const outcome = await this.withSlot((slot) => this.spawn(workItem, event, slot));
       switch (outcome.kind) {
         case "started":
         case "closed":
@@ -518,31 +526,40 @@ export class Dispatcher implements EventHandler {
    * again: a stop from another process (the CLI) between the decision and the claim either comes
    * first — and holds this spawn — or finds the claimed session and closes it. Never both missed.
    */
-  private async spawn(workItem: WorkItem, event: InboundEvent, trigger: StartTrigger = "event"): Promise<SpawnOutcome> {
+  private async spawn(workItem: WorkItem, event: InboundEvent, slot: PoolSlot, trigger: StartTrigger = "event"): Promise<SpawnOutcome> {
     const harnessName = this.routing.defaultHarness;
     const adapter = this.resolveAdapter(workItem, event, harnessName);
     if (typeof adapter === "string") return { kind: "failed", error: adapter, retry: false };
     // A live session means this event is its input (the claim below says so): nothing starts.
-    if (!isLive(this.options.registry.get(workItem.ref))) {
-      const refusal = await this.startRefusal(workItem, event, trigger, harnessName);
-      if (refusal !== undefined) return await this.refuse(workItem, event, "work_item_start", refusal);
+    // Not even read when no hook runs here, so a dispatch without hooks does what it always did.
+    const observed = this.hooks.handles("work_item_start") || this.hooks.handles("input_received");
+    if (observed && !isLive(this.options.registry.get(workItem.ref))) {
+      // The command standing when the hook was asked: a refusal disarms the item only if it still stands.
+      const asked = this.options.control.get(workItem.ref);
+      const refusal = await this.atPoint(slot, "work_item_start", () => this.startRefusal(workItem, event, trigger, harnessName));
+      if (refusal !== undefined) {
+        return await this.refuse(workItem, event, "work_item_start", refusal, (current) => sameCommand(current, asked));
+      }
       // A comment that starts a session is delivered as its boot prompt.
       const inputKind = deliveredInputKind(event, undefined);
-      if (inputKind !== undefined) await this.inputReceived(workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
+      if (inputKind !== undefined) {
+        await this.atPoint(slot, "input_received", () => this.inputReceived(workItem, event, { kind: inputKind, text: boundedInputText(event.body) }));
+      }
     }
     const gated = await this.options.control.transaction(
       workItem.ref,
-      async (tx): Promise<{ readonly hold: SpawnHold } | { readonly claim: ClaimResult }> => {
-        const hold = spawnHold(standingState(tx.read(), this.policy), this.policy.control);
+      async (tx): Promise<{ readonly hold: SpawnHold } | { readonly claim: ClaimResult; readonly standing: ControlRecord | undefined }> => {
+        const standing = tx.read();
+        const hold = spawnHold(standingState(standing, this.policy), this.policy.control);
         if (hold !== undefined) return { hold };
-        return { claim: await this.claim(workItem, event, harnessName) };
+        return { claim: await this.claim(workItem, event, harnessName), standing };
       },
     );
     if ("hold" in gated) return { kind: "held", hold: gated.hold };
-    const { claim } = gated;
+    const { claim, standing } = gated;
     if (!claim.claimed) return { kind: "occupied", occupant: claim.record };
     this.react(event, "started");
-    const started = await this.startClaimed(workItem, event, adapter, claim.record);
+    const started = await this.startClaimed(workItem, event, adapter, claim.record, slot, (current) => sameCommand(current, standing));
     if (started.kind === "started") await this.confirmPendingStart(workItem.ref, event);
     if (started.kind === "failed") await this.markStandingStartPending(workItem.ref, event);
     return started;
@@ -595,6 +612,9 @@ export class Dispatcher implements EventHandler {
     event: InboundEvent,
     adapter: HarnessAdapter,
     claimed: SessionRecord,
+    slot: PoolSlot,
+    /** Whether the item's control record is still the one this start went by (see refuse). */
+    unchanged: (current: ControlRecord | undefined) => boolean,
   ): Promise<SpawnOutcome> {
     const routing = this.routing;
     const harnessName = claimed.harness;
@@ -608,24 +628,27 @@ export class Dispatcher implements EventHandler {
     }
     const cwd = prepared.cwd;
 
-    const launch = await this.hooks.run(
-      "session_spawn",
-      {
-        workItem: workItemEntity(workItem),
-        actor: event.actor ?? "",
-        harness: harnessName,
-        tmuxTarget: target,
-        cwd,
-        harnessSessionId: claimed.harnessSessionId,
-        pullRequest: event.pullRequest?.ref ?? "",
-        deliveryId: event.deliveryId,
-        proceed: true,
-        reason: "",
-        prompt: renderBootPrompt(this.templates, await this.promptInput(workItem, event)),
-      },
-      { workItem: workItem.ref },
+    const bootPrompt = renderBootPrompt(this.templates, await this.promptInput(workItem, event));
+    const launch = await this.atPoint(slot, "session_spawn", () =>
+      this.hooks.run(
+        "session_spawn",
+        {
+          workItem: workItemEntity(workItem),
+          actor: event.actor ?? "",
+          harness: harnessName,
+          tmuxTarget: target,
+          cwd,
+          harnessSessionId: claimed.harnessSessionId,
+          pullRequest: event.pullRequest?.ref ?? "",
+          deliveryId: event.deliveryId,
+          proceed: true,
+          reason: "",
+          prompt: bootPrompt,
+        },
+        { workItem: workItem.ref },
+      ),
     );
-    if (launch.refusal !== undefined) return await this.refuseLaunch(workItem, event, claimed, launch.refusal);
+    if (launch.refusal !== undefined) return await this.refuseLaunch(workItem, event, claimed, launch.refusal, unchanged);
     const prompt = launch.context.prompt;
     try {
       await this.options.runner.spawn({
@@ -636,7 +659,7 @@ export class Dispatcher implements EventHandler {
       });
     } catch (error) {
       const elsewhere = error instanceof TargetLiveError ? this.startedByOther(claimed) : undefined;
-      if (elsewhere !== undefined) return await this.startedElsewhere(workItem, event, elsewhere);
+      if (elsewhere !== undefined) return await this.startedElsewhere(workItem, event, elsewhere, slot);
       await this.options.registry.close(workItem.ref, "spawn-failed", this.now());
       const remedy =
         error instanceof ProgramNotFoundError
@@ -680,7 +703,7 @@ export class Dispatcher implements EventHandler {
     });
     this.react(event, "completed");
     await this.recordLink(workItem, event);
-    await this.announceSpawned(workItem, event, { ...claimed, cwd });
+    await this.announceSpawned(workItem, event, { ...claimed, cwd }, slot, routing.announce.enabled);
     return { kind: "started", record: claimed };
   }
 
@@ -706,11 +729,11 @@ export class Dispatcher implements EventHandler {
    * is settled as harness-started-elsewhere. The announcement and a PR binding are still this
    * start's to make.
    */
-  private async startedElsewhere(workItem: WorkItem, event: InboundEvent, session: SessionRecord): Promise<SpawnOutcome> {
+  private async startedElsewhere(workItem: WorkItem, event: InboundEvent, session: SessionRecord, slot: PoolSlot): Promise<SpawnOutcome> {
     this.settle(workItem, event, HARNESS_STARTED_ELSEWHERE);
     this.react(event, "completed");
     await this.recordLink(workItem, event);
-    await this.announceSpawned(workItem, event, session);
+    await this.announceSpawned(workItem, event, session, slot, this.routing.announce.enabled);
     return { kind: "started", record: session };
   }
 
@@ -872,6 +895,28 @@ export class Dispatcher implements EventHandler {
 
   // ---- lifecycle hooks ----------------------------------------------------------------------
 
+  /** `work` holding a slot of the heavy pool, which a hook chain run within it lets go of (atPoint). */
+  private async withSlot<T>(work: (slot: PoolSlot) => Promise<T>): Promise<T> {
+    const slot = await PoolSlot.take(this.heavy);
+    try {
+      return await work(slot);
+    } finally {
+      slot.release();
+    }
+  }
+
+  /**
+   * Runs a point's chain from inside heavy work. A hook may take its whole timeout (a local one,
+   * longer): while it decides, the slot goes to the spawns and closes of other items waiting for
+   * it, and is taken back after, so a slow hook holds up its own work item and nothing else
+   * (R6.2). With no executor at the point nothing is let go, so a dispatch without hooks takes
+   * the pool exactly as it always has.
+   */
+  private async atPoint<T>(slot: PoolSlot, point: LifecyclePointName, run: () => Promise<T>): Promise<T> {
+    if (!this.hooks.handles(point)) return run();
+    return slot.without(run);
+  }
+
   /**
    * `work_item_start`, for a start about to claim a session: the refusal when the chain ended on
    * `proceed: false`. Nothing exists yet — no claim, no checkout — so a refusal undoes nothing.
@@ -900,14 +945,34 @@ export class Dispatcher implements EventHandler {
 
   /**
    * `session_spawn` refused the launch of a claimed session: the claim is closed (its checkout
-   * released; no harness ever ran) and the refusal applied as at work_item_start.
+   * released; no harness ever ran) and the refusal applied as at work_item_start. Only this claim
+   * is closed: one closed meanwhile (a stop, `the-loop sessions close`) has been dealt with by
+   * whoever closed it, and a session claimed since then is another process's to run.
    */
-  private async refuseLaunch(workItem: WorkItem, event: InboundEvent, claimed: SessionRecord, refusal: HookRefusal): Promise<SpawnOutcome> {
-    const closed = await this.options.registry.close(workItem.ref, HOOK_REFUSED, this.now());
-    if (closed !== undefined && closed.createdAt === claimed.createdAt) {
-      await finishClose(this.closeOptions(), closed, HOOK_REFUSED);
+  private async refuseLaunch(
+    workItem: WorkItem,
+    event: InboundEvent,
+    claimed: SessionRecord,
+    refusal: HookRefusal,
+    unchanged: (current: ControlRecord | undefined) => boolean,
+  ): Promise<SpawnOutcome> {
+    let closing = false;
+    const closed = await this.options.registry.update(workItem.ref, (current) => {
+      if (!sameLiveSession(current, claimed) || current.harnessSessionId !== claimed.harnessSessionId) return undefined;
+      closing = true;
+      const { awaitingInput: _never, ...rest } = current;
+      return { ...rest, status: "closed", closedAt: this.now().toISOString(), closeReason: HOOK_REFUSED };
+    });
+    if (!closing || closed === undefined) {
+      this.settle(workItem, event, SESSION_CLOSED);
+      return { kind: "closed" };
     }
-    return this.refuse(workItem, event, "session_spawn", refusal);
+    // No harness of this session's own ever ran, so nothing is left running for killHarnessOnClose
+    // to spare, nor a checkout to keep for one: anything in its pane started after the claim for
+    // it (as in endIfClosed), and ends with it.
+    const options = this.closeOptions();
+    await finishClose({ ...options, tmux: { ...options.tmux, killHarnessOnClose: true } }, closed, HOOK_REFUSED);
+    return this.refuse(workItem, event, "session_spawn", refusal, unchanged);
   }
 
   /**
@@ -915,31 +980,61 @@ export class Dispatcher implements EventHandler {
    * hook's name (no event or pending start starts it again; a new start command does), one
    * marked comment names the hook and its reason, and the event is settled. For a pull request's
    * own session, the event goes to the live session of a work item it names instead.
+   *
+   * The hook may have taken its time, and another process may have acted on the item meanwhile.
+   * A session it started makes the refusal moot: nothing is refused, and the caller treats that
+   * session as one found running (`occupied`). A command it recorded (`unchanged` says the
+   * record is no longer the one this start went by) is the item's newer state and is kept: the
+   * refusal is still commented and recorded, but disarms nothing.
    */
-  private async refuse(workItem: WorkItem, event: InboundEvent, point: string, refusal: HookRefusal): Promise<Refused> {
+  private async refuse(
+    workItem: WorkItem,
+    event: InboundEvent,
+    point: string,
+    refusal: HookRefusal,
+    unchanged: (current: ControlRecord | undefined) => boolean,
+  ): Promise<Refused | Occupied> {
     const ref = workItem.ref;
     const reason = boundedReason(refusal.reason);
-    await this.options.control.transaction(ref, async (tx) => {
-      // A session another process started meanwhile is not this refusal's to disarm.
-      if (isLive(this.options.registry.get(ref))) return;
-      await tx.write({
-        version: 1,
-        ref,
-        command: "stop",
-        source: "hook",
-        actor: refusal.hook,
-        requestedAt: this.now().toISOString(),
-        effect: "refused",
-        note: reason,
-        deliveryId: event.deliveryId,
-        recentDeliveries: rememberedCommands(tx.read(), event),
-      });
-    });
+    const applied = await this.options.control.transaction(
+      ref,
+      async (tx): Promise<{ readonly occupant: SessionRecord } | { readonly disarmed: boolean }> => {
+        const live = this.options.registry.get(ref);
+        if (live !== undefined && isLive(live)) return { occupant: live };
+        const current = tx.read();
+        if (!unchanged(current)) {
+          // The newer command stands, and remembers this start too, so a redelivery of it is not taken again.
+          if (current !== undefined) await tx.write({ ...current, recentDeliveries: rememberedCommands(current, event) });
+          return { disarmed: false };
+        }
+        await tx.write({
+          version: 1,
+          ref,
+          command: "stop",
+          source: "hook",
+          actor: refusal.hook,
+          requestedAt: this.now().toISOString(),
+          effect: "refused",
+          note: reason,
+          deliveryId: event.deliveryId,
+          recentDeliveries: rememberedCommands(current, event),
+        });
+        return { disarmed: true };
+      },
+    );
+    if ("occupant" in applied) return { kind: "occupied", occupant: applied.occupant };
     let posted = false;
     try {
       await this.options.trackers.forRef(ref).postComment(
         parseWorkItemRef(ref),
-        refusalText({ ref, point, hook: refusal.hook, reason, startKeyword: this.routing.control.keywords.start }),
+        refusalText({
+          ref,
+          point,
+          hook: refusal.hook,
+          reason,
+          startKeyword: this.routing.control.keywords.start,
+          disarmed: applied.disarmed,
+        }),
       );
       posted = true;
     } catch (error) {
@@ -964,20 +1059,25 @@ export class Dispatcher implements EventHandler {
     return { kind: "refused", refusal: { ...refusal, reason }, ...(redirect !== undefined ? { redirect } : {}) };
   }
 
-  /** `session_spawned`, then the announcement unless the chain's `announce` says not to. */
-  private async announceSpawned(workItem: WorkItem, event: InboundEvent, session: SessionRecord): Promise<void> {
-    const outcome = await this.hooks.run(
-      "session_spawned",
-      {
-        workItem: workItemEntity(workItem),
-        harness: session.harness,
-        tmuxTarget: session.tmuxTarget,
-        cwd: session.cwd,
-        harnessSessionId: session.harnessSessionId,
-        deliveryId: event.deliveryId,
-        announce: this.routing.announce.enabled,
-      },
-      { workItem: workItem.ref },
+  /**
+   * `session_spawned`, then the announcement unless the chain's `announce` says not to.
+   * `announce`: routing.announce.enabled as the start read it.
+   */
+  private async announceSpawned(workItem: WorkItem, event: InboundEvent, session: SessionRecord, slot: PoolSlot, announce: boolean): Promise<void> {
+    const outcome = await this.atPoint(slot, "session_spawned", () =>
+      this.hooks.run(
+        "session_spawned",
+        {
+          workItem: workItemEntity(workItem),
+          harness: session.harness,
+          tmuxTarget: session.tmuxTarget,
+          cwd: session.cwd,
+          harnessSessionId: session.harnessSessionId,
+          deliveryId: event.deliveryId,
+          announce,
+        },
+        { workItem: workItem.ref },
+      ),
     );
     if (outcome.context.announce) await this.announce(workItem.ref, session.tmuxTarget, session.harness);
   }
@@ -988,6 +1088,8 @@ export class Dispatcher implements EventHandler {
     event: InboundEvent,
     input: { readonly kind: InputKind; readonly text: string; readonly command?: ControlCommand },
   ): Promise<void> {
+    if (this.inputSeen.has(event)) return;
+    this.inputSeen.add(event);
     await this.hooks.run(
       "input_received",
       {
@@ -1255,23 +1357,25 @@ export class Dispatcher implements EventHandler {
     return true;
   }
 
-  private async close(workItem: WorkItem, event: InboundEvent): Promise<HandleResult> {
+  private async close(workItem: WorkItem, event: InboundEvent, slot: PoolSlot): Promise<HandleResult> {
     const closed = await closeSession(this.closeOptions(), workItem.ref, "item-closed");
     // Closed by someone else since the decision: a dropped event gets no reaction.
     if (!closed) return this.settle(workItem, event, "no-session");
     this.react(event, "started");
     // The closure has no announcement of its own yet (it goes to channels, which the-loop does
     // not have): the chain runs for its observers, and `announce` is read by nothing.
-    await this.hooks.run(
-      "work_item_complete",
-      {
-        workItem: workItemEntity(closed.workItem as WorkItem),
-        actor: event.actor ?? "",
-        harness: closed.harness,
-        tmuxTarget: closed.tmuxTarget,
-        announce: true,
-      },
-      { workItem: workItem.ref },
+    await this.atPoint(slot, "work_item_complete", () =>
+      this.hooks.run(
+        "work_item_complete",
+        {
+          workItem: workItemEntity(closed.workItem as WorkItem),
+          actor: event.actor ?? "",
+          harness: closed.harness,
+          tmuxTarget: closed.tmuxTarget,
+          announce: true,
+        },
+        { workItem: workItem.ref },
+      ),
     );
     return SETTLED;
   }
@@ -1440,7 +1544,7 @@ export class Dispatcher implements EventHandler {
             return false;
           }
           const event = this.syntheticEvent(state, { command: "start", source: standing.source, actor: standing.actor, deliveryId });
-          const outcome = await this.heavy.use(() => this.spawn(workItem, event, "retry"));
+          const outcome = await this.withSlot((slot) => this.spawn(workItem, event, slot, "retry"));
           if (outcome.kind === "held") this.settle(workItem, event, outcome.hold);
           return outcome.kind === "started";
         } catch (error) {
@@ -1550,13 +1654,16 @@ export class Dispatcher implements EventHandler {
     const harnessName = this.routing.defaultHarness;
     // Resolved before the lock: a start that can act but whose harness cannot be had is pending.
     const adapter = command === "start" ? this.adapterOrProblem(harnessName) : undefined;
-    if (adapter !== undefined && typeof adapter !== "string" && this.wouldSpawn(input)) {
+    if (adapter !== undefined && typeof adapter !== "string" && this.hooks.handles("work_item_start") && this.wouldSpawn(input)) {
       // Before the lock and the claim: a hook may take its timeout, and a refused start must
       // leave nothing behind but the refusal.
+      const asked = this.options.control.get(ref);
       const refusal = await this.startRefusal(input.workItem, event, input.source === "cli" ? "cli" : "comment", harnessName);
       if (refusal !== undefined) {
-        const refused = await this.refuse(input.workItem, event, "work_item_start", refusal);
-        return this.refusedCommand(input, refused);
+        const refused = await this.refuse(input.workItem, event, "work_item_start", refusal, (current) => sameCommand(current, asked));
+        // A session another process started meanwhile: the command is decided below on it, as
+        // any start that finds a session running.
+        if (refused.kind === "refused") return this.refusedCommand(input, refused);
       }
     }
     const at = this.now();
@@ -1583,8 +1690,13 @@ export class Dispatcher implements EventHandler {
     } else if (decided.claimed !== undefined && adapter !== undefined && typeof adapter !== "string") {
       this.react(event, "started");
       const claimed = decided.claimed;
-      const started = await this.heavy.use(() => this.startClaimed(input.workItem, event, adapter, claimed));
+      // The record this command wrote is its own: a newer command replaces it, with another delivery id.
+      const own = (current: ControlRecord | undefined): boolean => current?.deliveryId === input.deliveryId;
+      const started = await this.withSlot((slot) => this.startClaimed(input.workItem, event, adapter, claimed, slot, own));
       if (started.kind === "refused") return this.refusedCommand(input, started);
+      if (started.kind === "occupied") {
+        problem = `the lifecycle hook refused this launch, and the session another process started meanwhile runs (${started.occupant.tmuxTarget})`;
+      }
       if (started.kind === "failed") {
         effect = "start-pending";
         problem = started.error;
@@ -1962,6 +2074,59 @@ function workspaceRequest(workItem: WorkItem, event: InboundEvent): WorkspaceReq
   return pullRequest.headInRepository === undefined
     ? { branch: pullRequest.headBranch }
     : { branch: pullRequest.headBranch, headInRepository: pullRequest.headInRepository };
+}
+
+/**
+ * Whether two control records are the same command (its effect may have been updated since: a
+ * start marked pending, then started). Both absent is the same "none".
+ */
+function sameCommand(a: ControlRecord | undefined, b: ControlRecord | undefined): boolean {
+  if (a === undefined || b === undefined) return a === b;
+  return a.command === b.command && a.source === b.source && a.actor === b.actor && a.requestedAt === b.requestedAt && a.deliveryId === b.deliveryId;
+}
+
+/**
+ * One slot of a Semaphore, held by one piece of heavy work, that can be let go of and taken back
+ * in the middle of it. The Semaphore hands slots out through use(); a slot here is a use() whose
+ * work is waiting to be released, so the pool's order and bound stay the Semaphore's own.
+ */
+class PoolSlot {
+  private give: (() => void) | undefined;
+
+  private constructor(private readonly pool: Semaphore) {}
+
+  static async take(pool: Semaphore): Promise<PoolSlot> {
+    const slot = new PoolSlot(pool);
+    await slot.acquire();
+    return slot;
+  }
+
+  /** Lets the slot go; again, or without holding it, changes nothing. */
+  release(): void {
+    const give = this.give;
+    this.give = undefined;
+    give?.();
+  }
+
+  /** `work` without the slot, which is taken back (waiting for it as anyone would) afterwards. */
+  async without<T>(work: () => Promise<T>): Promise<T> {
+    this.release();
+    try {
+      return await work();
+    } finally {
+      await this.acquire();
+    }
+  }
+
+  private acquire(): Promise<void> {
+    return new Promise<void>((entered) => {
+      void this.pool.use(() => {
+        const held = new Promise<void>((release) => (this.give = release));
+        entered();
+        return held;
+      });
+    });
+  }
 }
 
 /** The ids of the commands an item took, with this command's added: newest last, bounded. */
