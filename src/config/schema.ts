@@ -497,6 +497,8 @@ export const configSchema = z
     integrations: integrationsSchema.prefault({}),
     hooks: z
       .array(z.unknown())
+      // A bare `hooks:` (every entry commented out) is an empty list: it changes nothing.
+      .nullable()
       .optional()
       .describe(
         "Lifecycle hooks: local modules or remote JSON-RPC services run at the points of a work item's delivery, in this order (see docs/hooks.md). Each entry is checked when hooks load, not here, so a one-shot command still runs on a declaration that does not load.",

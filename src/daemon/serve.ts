@@ -46,6 +46,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   // Loaded once for the daemon's life (R3.7); one entry that does not load stops the start.
   const hooks = await loadDaemonHooks(input);
+  const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);
   const runtime = composeRuntime(input);
   const dispatcher = await runtime.dispatcher(options.warn, hooks);
   const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
@@ -105,10 +106,11 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
-    await hooks.close();
     await reloads?.stop();
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);
+    await hooks.close();
+    unhandled.stop();
     for (const lock of locks.reverse()) {
       try {
         await lock.release();
@@ -117,6 +119,27 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       }
     }
   }
+}
+
+/**
+ * A local hook runs in the daemon's process, and telemetry hooks do fire-and-forget work as they
+ * are told to: one such promise rejecting with no handler would end the daemon (Node's default),
+ * and every session it looks after with it. With hooks loaded, such a rejection is recorded and
+ * the daemon goes on; the-loop's own code leaves none unhandled, so without hooks nothing changes.
+ */
+function keepRunningThroughHookRejections(
+  hooksLoaded: boolean,
+  events: RuntimeInput["events"],
+  warn: (message: string) => void,
+): { stop(): void } {
+  if (!hooksLoaded) return { stop: () => undefined };
+  const handler = (reason: unknown): void => {
+    const error = messageOf(reason);
+    events.emit("daemon.unhandled_rejection", { error });
+    warn(`a promise rejected with no handler (a local hook's background work?): ${error}`);
+  };
+  process.on("unhandledRejection", handler);
+  return { stop: () => process.off("unhandledRejection", handler) };
 }
 
 interface ConfigFollower {

@@ -394,6 +394,13 @@ export const EVENT_CATALOG = {
     summary: "The daemon took its pidfile locks and runs its services.",
     fields: { services: "string[]", config: "string?" },
   },
+  "daemon.unhandled_rejection": {
+    family: "daemon",
+    level: "error",
+    summary:
+      "A promise rejected with no one to handle it, while local hooks run in the daemon (a hook's own background work, most likely); the daemon went on.",
+    fields: { error: "string" },
+  },
   "daemon.stopped": {
     family: "daemon",
     level: "info",

@@ -59,6 +59,47 @@ describe("hooks in the daemon and in one-shot commands", () => {
     expect(started.stderr).toContain("work_item_start, session_spawn, session_spawned");
   });
 
+  it("a local hook's unhandled background rejection is recorded, and the daemon goes on", async () => {
+    const p = await hookedProject([{ name: "telemetry", path: "telemetry.mjs" }]);
+    await writeFile(
+      join(p.root, "telemetry.mjs"),
+      [
+        'import { LifecycleHooks } from "the-loop/sdk/hooks";',
+        "export default class Telemetry extends LifecycleHooks {",
+        "  sessionSpawned() {",
+        "    // Fire and forget, as telemetry is told to; this one's send fails with no one listening.",
+        '    void Promise.reject(new Error("telemetry endpoint unreachable"));',
+        "  }",
+        "}",
+        "",
+      ].join("\n"),
+    );
+    const started = await p.cli(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    expect((await p.cli(["item", "new", "First", "--as", "alice", "--label", "the-loop: auto-execute"])).code).toBe(0);
+    const rejected = await p.waitForEvent("the rejection recorded", (record) => record.event === "daemon.unhandled_rejection");
+    expect(rejected.error).toContain("telemetry endpoint unreachable");
+
+    expect((await p.cli(["item", "new", "Second", "--as", "alice", "--label", "the-loop: auto-execute"])).code).toBe(0);
+    await p.waitForEvent("the second spawn", (record) => record.event === "session.spawned" && record.work_item === "local:demo#2");
+  });
+
+  it("`sessions start` refuses a declaration that does not load, as the daemon does; `sessions stop` still acts", async () => {
+    const p = await hookedProject([{ name: "gate", path: "gate.mjs", required: true }]);
+    await writeFile(join(p.root, "gate.mjs"), 'throw new Error("the gate module is broken");\n');
+    expect((await p.cli(["item", "new", "Task", "--as", "alice", "--label", "the-loop: auto-execute"])).code).toBe(0);
+
+    const started = await p.cli(["sessions", "start", "--work-item", "#1"]);
+    expect(started.code).toBe(2);
+    expect(started.stderr).toContain('hooks[0] "gate"');
+    expect(started.stderr).toContain("the gate module is broken");
+    expect((await p.events()).some((record) => record.event === "session.spawned")).toBe(false);
+
+    const stopped = await p.cli(["sessions", "stop", "--work-item", "#1", "--no-comment"]);
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stderr).toContain("the lifecycle hooks did not load, so this command runs without them");
+  });
+
   it("`the-loop ask` posts the agent's question unchanged when the hooks do not load, and records why", async () => {
     const p = await hookedProject([{ name: "broken", path: "broken.mjs" }]);
     await writeFile(join(p.root, "broken.mjs"), 'throw new Error("the hook module is broken");\n');

@@ -294,7 +294,7 @@ class TeeSink implements EventSink {
 async function dispatch(project: Project, event: InboundEvent): Promise<Outcome> {
   // Loaded only here: the dry run must not pay for, or touch, the session machinery.
   const { composeRuntime } = await import("../../daemon/runtime.js");
-  const { loadCommandHooks } = await import("../../daemon/hooks.js");
+  const { loadDaemonHooks } = await import("../../daemon/hooks.js");
   const events = new TeeSink(project.events);
   const input = {
     config: project.config,
@@ -304,7 +304,8 @@ async function dispatch(project: Project, event: InboundEvent): Promise<Outcome>
     events,
   };
   const runtime = composeRuntime(input);
-  const hooks = await loadCommandHooks(input, (message) => stderr.warn(message));
+  // Dispatched as the daemon would: a declaration that does not load stops it, as it stops the daemon.
+  const hooks = await loadDaemonHooks(input);
   const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
   let settled: boolean;
   try {

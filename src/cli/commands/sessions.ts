@@ -461,8 +461,14 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   }
   const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note: `the-loop sessions ${command}` };
 
-  const { loadCommandHooks } = await import("../../daemon/hooks.js");
-  const hooks = await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
+  const { loadCommandHooks, loadDaemonHooks } = await import("../../daemon/hooks.js");
+  // A start does what the daemon does, so it refuses a declaration that does not load, as the
+  // daemon does: a required hook is never bypassed from the CLI. Stop, pause and resume hold an
+  // agent back, which must work whatever state the hooks are in: they run with none instead.
+  const hooks =
+    command === "start"
+      ? await loadDaemonHooks(runtimeInputOf(project))
+      : await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
   const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
   let outcome: ControlOutcome;
   try {
