@@ -1,7 +1,9 @@
 /**
  * A compliance service a security team can own: a LifecycleHooks class hosted over HTTP by
  * HookServer, refusing to start work items in repositories that are not on its allowlist. The
- * same class could be declared by `path`; hosting it is a deployment choice.
+ * same class could be declared by `path` (its allowlist in `with: {allowedRepositories: […]}`);
+ * hosting it is a deployment choice. No top-level `await`: a `.ts` file outside a
+ * `"type": "module"` package is compiled as CommonJS, by the-loop and by tsx alike.
  *
  *   COMPLIANCE_TOKEN=… COMPLIANCE_ALLOWED_REPOS='acme/*,octo/api' npx tsx examples/hooks/compliance-service.ts
  *
@@ -25,9 +27,14 @@ export interface ComplianceOptions {
 export class Compliance extends LifecycleHooks {
   private readonly allowed: readonly string[];
 
-  constructor(options: ComplianceOptions) {
+  constructor(options: Partial<ComplianceOptions> = {}) {
     super();
-    this.allowed = options.allowedRepositories.map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== "");
+    const given: unknown = options.allowedRepositories;
+    // Declared by path, the list comes from `with`: a missing or malformed one fails the load, saying how to write it.
+    if (!Array.isArray(given) || !given.every((entry): entry is string => typeof entry === "string")) {
+      throw new TypeError('with.allowedRepositories must be a list of "owner/repo" or "owner/*", e.g. with: {allowedRepositories: ["acme/*"]}');
+    }
+    this.allowed = given.map((entry) => entry.trim().toLowerCase()).filter((entry) => entry !== "");
   }
 
   override workItemStart(context: WorkItemStartContext): WorkItemStartContext | undefined {
@@ -52,22 +59,45 @@ export function allowlistFrom(env: NodeJS.ProcessEnv): string[] {
   return (env.COMPLIANCE_ALLOWED_REPOS ?? "").split(",").filter((entry) => entry.trim() !== "");
 }
 
-/** Starts the service; resolves once it listens. Loopback only unless COMPLIANCE_HOST says otherwise. */
+/**
+ * Starts the service; resolves once it listens. Loopback only unless COMPLIANCE_HOST says
+ * otherwise. Without COMPLIANCE_TOKEN it does not start: a compliance check anyone who reaches
+ * the port can call, and that takes any token the-loop sends, is not one.
+ */
 export async function main(env: NodeJS.ProcessEnv = process.env, log: (line: string) => void = console.log): Promise<HookServer> {
-  const token = env.COMPLIANCE_TOKEN || undefined;
-  const server = new HookServer(new Compliance({ allowedRepositories: allowlistFrom(env) }), {
-    ...(token === undefined ? {} : { token }),
+  const token = env.COMPLIANCE_TOKEN ?? "";
+  if (token === "") {
+    throw new Error(
+      "COMPLIANCE_TOKEN is unset or empty: set it to the token the-loop sends (the variable its tokenEnv names), e.g. export COMPLIANCE_TOKEN=$(openssl rand -hex 32)",
+    );
+  }
+  const allowed = allowlistFrom(env);
+  const server = new HookServer(new Compliance({ allowedRepositories: allowed }), {
+    token,
     host: env.COMPLIANCE_HOST ?? "127.0.0.1",
     port: Number(env.COMPLIANCE_PORT ?? 8900),
   });
   const url = await server.listen();
   log(`compliance hooks listening on ${url}`);
-  if (token === undefined) log("warning: COMPLIANCE_TOKEN is unset, so anyone who can reach this port can call the service");
+  if (allowed.length === 0) log("warning: COMPLIANCE_ALLOWED_REPOS is empty, so every start is refused");
   return server;
 }
 
-// Run directly (not imported by a test or by the-loop): serve until interrupted.
-if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const server = await main();
-  for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void server.close());
+/** Whether this file is the program being run (not imported by a test or by the-loop). */
+function runDirectly(): boolean {
+  const entry = process.argv[1];
+  return entry !== undefined && resolve(entry) === fileURLToPath(import.meta.url);
+}
+
+// Serve until interrupted.
+if (runDirectly()) {
+  main().then(
+    (server) => {
+      for (const signal of ["SIGINT", "SIGTERM"] as const) process.once(signal, () => void server.close());
+    },
+    (error: unknown) => {
+      console.error(`error: ${error instanceof Error ? error.message : String(error)}`);
+      process.exitCode = 1;
+    },
+  );
 }

@@ -169,6 +169,32 @@ describe("the-loop hooks", () => {
     expect(jsonOf<{ error: { message: string } }>(json).error.message).toContain('hooks[1] "audit"');
   });
 
+  it("exits 1 naming the error when the config file itself cannot be read (R5.1), text and --json alike", async () => {
+    const cases: [string, string | undefined, RegExp][] = [
+      // Invalid elsewhere than hooks: the declaration cannot be read either.
+      ["state:\n  root: s\nbogus: 1\nhooks:\n  - {name: a, url: https://x.example/}\n", undefined, /bogus: unknown key/],
+      ["state: [\n", undefined, /YAML syntax/],
+      ["hooks: {name: a}\n", undefined, /hooks: expected array/],
+      // --config naming a file that is not there.
+      ["", "missing.yaml", /missing\.yaml \(named by --config\) does not exist/],
+    ];
+    for (const [yaml, config, message] of cases) {
+      const { cwd } = await project(yaml);
+      const args = [...(config === undefined ? [] : ["--config", config]), "hooks"];
+      const result = await runCli(args, { cwd });
+      expect(result.code, `${args.join(" ")} on ${JSON.stringify(yaml)}: ${result.stderr}`).toBe(1);
+      expect(result.stdout).toBe("");
+      expect(result.stderr).toMatch(/^error: cannot read the hooks declaration: /);
+      expect(result.stderr).toMatch(message);
+
+      const json = await runCli([...args, "--json"], { cwd });
+      expect(json.code).toBe(1);
+      const error = jsonOf<{ error: { code: string; message: string } }>(json).error;
+      expect(error.code).toBe("config");
+      expect(error.message).toMatch(message);
+    }
+  });
+
   it("names a duplicate, a cleartext token URL and an unknown key as the daemon's load would", async () => {
     const cases: [string, RegExp][] = [
       ["  - {name: a, url: https://x.example/}\n  - {name: a, path: a.mjs}\n", /hooks\[1\] "a": the name "a" is declared twice/],
@@ -222,11 +248,28 @@ describe("the-loop hooks points", () => {
     const spawn = /^session_spawn\n([\s\S]*?)\n\n/m.exec(result.stdout)?.[1] ?? "";
     expect(spawn).toMatch(/^ {2}method: {4}sessionSpawn$/m);
     expect(spawn).toMatch(/^ {2}fires: {5}After the session is claimed/m);
-    expect(spawn).toMatch(/^ {2}facts: {5}workItem: work-item, actor: string, harness: string,$/m);
-    expect(spawn).toMatch(/^ {2}decisions: proceed: boolean — false refuses/m);
-    expect(spawn).toMatch(/^ {13}prompt: string — Replaces the launch text\.$/m);
+    expect(spawn).toMatch(/^ {2}facts: {5}workItem: work-item — The work item: ref, tracker, host,/m);
+    expect(spawn).toMatch(/^ {13}actor: string — Whose event or command led to the launch\.$/m);
+    expect(spawn).toMatch(/^ {2}decisions: proceed: boolean — Whether the-loop goes ahead \(default true\)\./m);
+    expect(spawn).toMatch(/^ {13}prompt: string — The text handed to the harness on launch \(default:$/m);
+    expect(spawn).toMatch(/^ {15}the rendered boot prompt\)\. Replaces the launch text\.$/m);
     expect(result.stdout).toMatch(/^input_received\n[\s\S]*?^ {2}decisions: none \(observation only\)$/m);
     for (const line of result.stdout.split("\n")) expect(line.length, line).toBeLessThanOrEqual(80);
+  });
+
+  it("says, for a person, everything the catalog says: every fact and decision with its description", async () => {
+    const result = await runCli(["hooks", "points"], { cwd: await tempDir() });
+    expect(result.code, result.stderr).toBe(0);
+    const text = result.stdout.replace(/\s+/g, " ");
+    for (const point of LIFECYCLE_POINTS) {
+      expect(text, point.name).toContain(` what: ${point.description} `);
+      expect(text, point.name).toContain(` fires: ${point.fires} `);
+      for (const [name, spec] of Object.entries(point.facts)) expect(text, `${point.name}.${name}`).toContain(`${name}: ${spec.kind} — ${spec.description}`);
+      const decisions: Record<string, { kind: string; description: string; applies: string }> = point.decisions;
+      for (const [name, spec] of Object.entries(decisions)) {
+        expect(text, `${point.name}.${name}`).toContain(`${name}: ${spec.kind} — ${spec.description} ${spec.applies}`);
+      }
+    }
   });
 
   it("prints the catalog under --json", async () => {
@@ -263,6 +306,45 @@ hooks:
     const json = await runCli(["config", "validate", "--json"], { cwd });
     expect(json.code).toBe(2);
     expect(jsonOf<{ error: { code: string } }>(json).error.code).toBe("config");
+  });
+
+  it("reports every bad entry at once, and beside the config's other problems", async () => {
+    const { cwd } = await project(`hooks:
+  - name: Caps
+    url: https://hooks.example.com/
+  - name: fine
+    url: https://hooks.example.com/
+  - name: fine
+    path: fine.mjs
+  - name: both
+    path: a.mjs
+    url: https://hooks.example.com/
+`);
+    const result = await runCli(["config", "validate"], { cwd });
+    expect(result.code).toBe(2);
+    expect(result.stderr.trim().split("\n")).toEqual([
+      "error: invalid config .the-loop/cli-config.yaml: 3 problems",
+      `  .the-loop/cli-config.yaml:2:5: hooks[0] "Caps": name: lowercase letters, digits and '-', starting with a letter`,
+      '  .the-loop/cli-config.yaml:6:5: hooks[2] "fine": the name "fine" is declared twice; names must be unique',
+      '  .the-loop/cli-config.yaml:8:5: hooks[3] "both": give exactly one of module, path or url (it has path and url)',
+    ]);
+
+    const mixed = await project(`state:
+  root: 5
+hooks:
+  - name: t
+    url: http://hooks.example.com/
+    tokenEnv: T
+`);
+    const both = await runCli(["config", "validate", "--json"], { cwd: mixed.cwd });
+    expect(both.code).toBe(2);
+    const error = jsonOf<{ error: { code: string; message: string; details: string[] } }>(both).error;
+    expect(error.code).toBe("config");
+    expect(error.message).toBe("invalid config .the-loop/cli-config.yaml: 2 problems");
+    expect(error.details).toEqual([
+      ".the-loop/cli-config.yaml:2:3: state.root: expected string, received number",
+      expect.stringMatching(/^\.the-loop\/cli-config\.yaml:4:5: hooks\[0\] "t": url http:\/\/hooks\.example\.com is plain http:\/\//),
+    ]);
   });
 
   it("accepts a good declaration", async () => {

@@ -1,3 +1,5 @@
+import { copyFile, mkdir, readFile, readdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { AllowedHours } from "../../examples/hooks/allowed-hours.js";
 import { PromptPrefix } from "../../examples/hooks/prompt-prefix.js";
@@ -6,7 +8,7 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import { loadHooks } from "../../src/hooks/load.js";
 import type { HookChain } from "../../src/hooks/chain.js";
 import type { SessionSpawnContext, WorkItemEntity, WorkItemStartContext } from "../../src/sdk/hooks/catalog.js";
-import { REPO_ROOT } from "../support/cli.js";
+import { REPO_ROOT, jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
 /**
@@ -181,6 +183,18 @@ describe("examples/hooks/compliance-service.ts", () => {
     }
   });
 
+  it("does not start without a token, so it never serves a check anyone can call", async () => {
+    for (const token of [undefined, ""]) {
+      const env = { COMPLIANCE_ALLOWED_REPOS: "acme/*", COMPLIANCE_PORT: "0", ...(token === undefined ? {} : { COMPLIANCE_TOKEN: token }) };
+      await expect(startCompliance(env, () => undefined)).rejects.toThrow(/COMPLIANCE_TOKEN is unset or empty: set it to the token the-loop sends/);
+    }
+  });
+
+  it("fails to construct, saying how to write it, when declared by path without its allowlist", () => {
+    expect(() => new Compliance({})).toThrow(/with\.allowedRepositories must be a list of "owner\/repo" or "owner\/\*"/);
+    expect(() => new Compliance({ allowedRepositories: "acme/*" as never })).toThrow(/with\.allowedRepositories/);
+  });
+
   it("refuses a start through the-loop's remote executor, declared by url with tokenEnv", async () => {
     const server = await service();
     const { chain, events } = await chainOf([{ name: "compliance", url: server.url, tokenEnv: "COMPLIANCE_TOKEN", required: true }]);
@@ -189,5 +203,67 @@ describe("examples/hooks/compliance-service.ts", () => {
     expect((await chain.run("work_item_start", startContext("acme/api"))).refusal).toBeUndefined();
     // The token's value is in no event.
     expect(JSON.stringify(events.events)).not.toContain("s3cret-token");
+  });
+});
+
+/**
+ * examples/hooks/README.md, followed to the letter: the files copied next to a config
+ * (`.the-loop/hooks/`), `the-loop` made importable by a `node_modules/the-loop` in a parent folder,
+ * each YAML snippet declared there — outside any `"type": "module"` package, where a `.ts` hook is
+ * compiled as CommonJS. Each snippet must list with `the-loop hooks` and load through the real loader.
+ */
+describe("examples/hooks/README.md", () => {
+  async function operatorProject(): Promise<{ cwd: string; configDir: string }> {
+    const cwd = await tempDir();
+    const configDir = join(cwd, ".the-loop");
+    await mkdir(join(configDir, "hooks"), { recursive: true });
+    for (const file of (await readdir(EXAMPLES)).filter((name) => name.endsWith(".ts"))) {
+      await copyFile(join(EXAMPLES, file), join(configDir, "hooks", file));
+    }
+    await mkdir(join(cwd, "node_modules"));
+    await symlink(REPO_ROOT, join(cwd, "node_modules", "the-loop"), "dir");
+    return { cwd, configDir };
+  }
+
+  async function snippets(): Promise<string[]> {
+    const readme = await readFile(join(EXAMPLES, "README.md"), "utf8");
+    return [...readme.matchAll(/```yaml\n([\s\S]*?)```/g)].map((match) => match[1] ?? "");
+  }
+
+  it("declares each example in a snippet that `the-loop hooks` lists and the loader loads", async () => {
+    const yamls = await snippets();
+    expect(yamls.length).toBeGreaterThanOrEqual(3);
+    const { parse } = await import("yaml");
+    for (const yaml of yamls) {
+      const { cwd, configDir } = await operatorProject();
+      await writeFile(join(configDir, "cli-config.yaml"), yaml);
+      const declared = (parse(yaml) as { hooks: { name: string }[] }).hooks;
+
+      const listed = await runCli(["hooks", "--json"], { cwd });
+      expect(listed.code, `${yaml}\n${listed.stderr}`).toBe(0);
+      expect(jsonOf<{ name: string }[]>(listed).map((entry) => entry.name)).toEqual(declared.map((entry) => entry.name));
+
+      const events = new MemoryEventSink();
+      const chain = await loadHooks({ raw: declared, configDir, events, env: { COMPLIANCE_TOKEN: "s3cret-token" } });
+      closers.push(() => chain.close());
+      expect(chain.names, yaml).toEqual(declared.map((entry) => entry.name));
+    }
+  });
+
+  it("hosts the compliance class by path as well, as the README says it can", async () => {
+    const yaml = (await snippets()).find((snippet) => /path: hooks\/compliance-service\.ts/.test(snippet));
+    expect(yaml, "a snippet declaring the compliance class by path").toBeDefined();
+    const { cwd, configDir } = await operatorProject();
+    await writeFile(join(configDir, "cli-config.yaml"), yaml ?? "");
+    const { parse } = await import("yaml");
+    const events = new MemoryEventSink();
+    const chain = await loadHooks({ raw: (parse(yaml ?? "") as { hooks: unknown }).hooks, configDir, events });
+    closers.push(() => chain.close());
+    expect((await chain.run("work_item_start", startContext("octo/secret"))).refusal).toEqual({
+      hook: "compliance",
+      reason: expect.stringContaining("octo/secret is not on the compliance allowlist"),
+    });
+    expect((await chain.run("work_item_start", startContext("acme/api"))).refusal).toBeUndefined();
+    expect((await runCli(["hooks"], { cwd })).code).toBe(0);
   });
 });

@@ -23,8 +23,10 @@ interface ListedField {
 
 interface DocRow {
   readonly point: string;
+  readonly fires: string;
   readonly facts: ListedField[];
   readonly decisions: ListedField[];
+  readonly applies: string;
 }
 
 function catalogFields(fields: Readonly<Record<string, FieldSpec>>): ListedField[] {
@@ -70,13 +72,52 @@ function docRows(markdown: string): DocRow[] {
     if (point === undefined || cells.length !== header.length) throw new Error(`malformed points row: ${line}`);
     return {
       point,
+      fires: cells[1] ?? "",
       facts: parseFields(cells[2] ?? "", `${point} facts`),
       decisions: parseFields(cells[3] ?? "", `${point} decisions`),
+      applies: cells[4] ?? "",
     };
   });
 }
 
 const POINT_LIKE = /^[a-z][A-Za-z0-9]*$/;
+
+/** Text as a reader sees it: runs of white space are one space. */
+const prose = (text: string): string => text.replace(/\s+/g, " ").trim();
+
+/** `work_item_start` → `WorkItemStartContext`: the context type the SDK exports for a point. */
+const contextType = (point: string): string =>
+  `${point
+    .split("_")
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join("")}Context`;
+
+/**
+ * The "how the decision applies" cell against the catalog: for each decision, in catalog order,
+ * `` `name`: `` and then the catalog's own `applies` text (the SDK's word, which `the-loop hooks
+ * points` prints), optionally followed by what the guide adds; no other decision. A point without
+ * decisions says "None".
+ */
+function checkApplies(point: HookPoint, cell: string): void {
+  const text = prose(cell);
+  const decisions = Object.entries(point.decisions);
+  const named = [...text.matchAll(/`([A-Za-z]+)`: /g)].map((match) => match[1]);
+  expect(named, `${point.name}: the decisions the "how the decision applies" cell explains, in order`).toEqual(
+    decisions.map(([name]) => name),
+  );
+  if (decisions.length === 0) {
+    expect(text, `${point.name}: a point without decisions`).toMatch(/^None\b/);
+    return;
+  }
+  let from = 0;
+  for (const [name, spec] of decisions) {
+    const stated = `\`${name}\`: ${prose(spec.applies)}`;
+    const at = text.indexOf(stated, from);
+    expect(at, `${point.name}: the cell states "${stated}" (the catalog's applies text), after the previous decision`).toBeGreaterThanOrEqual(from);
+    from = at + stated.length;
+  }
+  expect(text.startsWith(`\`${decisions[0]?.[0]}\`: `), `${point.name}: the cell starts with its first decision`).toBe(true);
+}
 
 describe("the lifecycle points agree everywhere", () => {
   it("gives every point a method on LifecycleHooks, and the base class no method the catalog lacks", () => {
@@ -120,6 +161,35 @@ describe("the lifecycle points agree everywhere", () => {
       expect(row?.facts, `${point.name} facts`).toEqual(catalogFields(point.facts));
       expect(row?.decisions, `${point.name} decisions`).toEqual(catalogFields(point.decisions));
     }
+  });
+
+  it("says in docs/hooks.md's table when each point fires and how each decision applies, as the catalog does (R2.5)", async () => {
+    const rows = docRows(await readFile(`${REPO_ROOT}/docs/hooks.md`, "utf8"));
+    for (const point of POINTS) {
+      const row = rows.find((candidate) => candidate.point === point.name);
+      expect(row, point.name).toBeDefined();
+      if (row === undefined) continue;
+      // The catalog's sentence first; the guide may say more after it (what is not wired yet).
+      expect(prose(row.fires).startsWith(prose(point.fires)), `${point.name}: "when it fires" starts with the catalog's "${point.fires}"`).toBe(true);
+      checkApplies(point, row.applies);
+    }
+  });
+
+  it("names every point's method and context type wherever the guide, the SDK entry and the README list them", async () => {
+    const guide = await readFile(`${REPO_ROOT}/docs/hooks.md`, "utf8");
+    const sdk = await readFile(`${REPO_ROOT}/src/sdk/hooks/index.ts`, "utf8");
+    const readme = await readFile(`${REPO_ROOT}/README.md`, "utf8");
+    const methods = /\*\*One method per point\*\*([\s\S]*?)\n- /.exec(guide)?.[1] ?? "";
+    const exports = /The SDK, `the-loop\/sdk\/hooks`, exports([\s\S]*?)\n(?:- |\n)/.exec(guide)?.[1] ?? "";
+    const readmeSection = /## Lifecycle hooks\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? "";
+    const listed = (text: string, pattern: RegExp): string[] => [...text.matchAll(pattern)].map((match) => match[1] ?? "");
+    expect(listed(methods, /`([a-zA-Z]+)\(context\)`/g), "docs/hooks.md: the methods, in catalog order").toEqual(POINTS.map((point) => point.method));
+    expect(listed(exports, /`([A-Za-z]+Context)`/g), "docs/hooks.md: the context types the SDK exports").toEqual(POINTS.map((point) => contextType(point.name)));
+    for (const point of POINTS) {
+      expect(sdk, `src/sdk/hooks/index.ts exports ${contextType(point.name)}`).toMatch(new RegExp(`\\b${contextType(point.name)}\\b`));
+    }
+    const readmePoints = /^Your code, run at the moments[^—]*— ([^.]*)\./m.exec(readmeSection)?.[1] ?? "";
+    expect(listed(readmePoints, /`([a-z_]+)`/g), "README.md: the points, in catalog order").toEqual(POINTS.map((point) => point.name));
   });
 
   it("prints the catalog as it is from `the-loop hooks points --json`", async () => {

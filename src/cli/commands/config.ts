@@ -1,10 +1,12 @@
 import { readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, ConfigError, baseDirFor, loadConfig } from "../../config/load.js";
+import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, ConfigError, baseDirFor, discoverConfig, loadConfig } from "../../config/load.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { configJsonSchema, configJsonSchemaText } from "../../config/json-schema.js";
 import { formatProblem } from "../../config/problem.js";
+import type { ConfigProblem } from "../../config/problem.js";
+import type * as Yaml from "yaml";
 import { redactSecrets, secretPaths } from "../../config/redact.js";
 import { STATE_GITIGNORE, projectNameFor, starterConfigText } from "../../config/starter.js";
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
@@ -68,12 +70,11 @@ export async function runInit(globals: GlobalOptions): Promise<void> {
 }
 
 /** Where `hooks[index]` (or `hooks` itself) is written in the config file, for the problem's position. */
-async function hookEntryPosition(file: string, index: number | undefined): Promise<{ line?: number; column?: number }> {
-  const { LineCounter, isSeq, parseDocument } = await import("yaml");
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(await readFile(file, "utf8"), { lineCounter });
+function hookEntryPosition(text: string, yaml: typeof Yaml, index: number | undefined): { line?: number; column?: number } {
+  const lineCounter = new yaml.LineCounter();
+  const doc = yaml.parseDocument(text, { lineCounter });
   const hooks = doc.get("hooks", true);
-  const node = index !== undefined && isSeq(hooks) ? (hooks.items[index] ?? hooks) : hooks;
+  const node = index !== undefined && yaml.isSeq(hooks) ? (hooks.items[index] ?? hooks) : hooks;
   const offset = (node as { range?: [number, number, number] } | undefined)?.range?.[0];
   if (offset === undefined) return {};
   const { line, col } = lineCounter.linePos(offset);
@@ -81,32 +82,105 @@ async function hookEntryPosition(file: string, index: number | undefined): Promi
 }
 
 /**
- * The `hooks:` declaration, checked as a daemon's load begins: every rule an entry must meet,
- * without importing a module or contacting a URL. The config loader itself accepts any list, so
- * that a one-shot command runs (with no hooks) on a declaration a daemon would refuse.
+ * Every problem of the `hooks:` declaration in `text`, checked as a daemon's load begins — every
+ * rule an entry must meet, without importing a module or contacting a URL — one per bad entry,
+ * so that `config validate` reports them all at once. The config loader itself accepts any list
+ * there, so that a one-shot command runs (with no hooks) on a declaration a daemon would refuse.
  */
-async function validateHooks(loaded: LoadedConfig): Promise<void> {
-  const file = loaded.source.path;
-  if (file === null || loaded.config.hooks === undefined) return;
-  const [{ HookDeclarationError, parseHookDeclaration }, { LIFECYCLE_POINT_NAMES }] = await Promise.all([
+async function hookProblems(file: string, text: string, loaded?: { readonly hooks?: unknown }): Promise<ConfigProblem[]> {
+  const [yaml, { HookDeclarationError, parseHookDeclaration }, { LIFECYCLE_POINT_NAMES }] = await Promise.all([
+    import("yaml"),
     import("../../hooks/declaration.js"),
     import("../../sdk/hooks/catalog.js"),
   ]);
-  try {
-    parseHookDeclaration(loaded.config.hooks, { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES });
-  } catch (error) {
-    if (!(error instanceof HookDeclarationError)) throw error;
+  // The value the loader read when it read the file; else the file's own, for its problems.
+  let raw: unknown = loaded?.hooks;
+  if (loaded === undefined) {
+    try {
+      raw = (yaml.parse(text) as { hooks?: unknown } | null)?.hooks;
+    } catch {
+      return []; // Not YAML: the loader has said so.
+    }
+  }
+  // Not a list: the loader has said so.
+  if (!Array.isArray(raw)) return [];
+  const context = { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES };
+  const problems: ConfigProblem[] = [];
+  const problem = (message: string): void => {
     // The message starts with the entry it is about (`hooks[2] "audit": …`), as a key path would.
-    const index = /^hooks\[([0-9]+)\]/.exec(error.message)?.[1];
-    const position = await hookEntryPosition(file, index === undefined ? undefined : Number(index));
-    throw new ConfigError(`invalid config: ${formatProblem({ path: "", message: error.message, ...position }, displayPath(file))}`);
+    const index = /^hooks\[([0-9]+)\]/.exec(message)?.[1];
+    problems.push({ path: "", message, ...hookEntryPosition(text, yaml, index === undefined ? undefined : Number(index)) });
+  };
+  const check = (entries: unknown[], renumber: (message: string) => string): boolean => {
+    try {
+      parseHookDeclaration(entries, context);
+      return true;
+    } catch (error) {
+      if (!(error instanceof HookDeclarationError)) throw error;
+      problem(renumber(error.message));
+      return false;
+    }
+  };
+  const first = new Map<string, unknown>();
+  raw.forEach((entry: unknown, index) => {
+    // Each entry alone, numbered as it stands in the list.
+    if (!check([entry], (message) => message.replace(/^hooks\[0\]/, `hooks[${index}]`))) return;
+    const name = (entry as { name: string }).name;
+    const earlier = first.get(name);
+    if (earlier === undefined) first.set(name, entry);
+    // A name used before: the pair, numbered as the later entry.
+    else check([earlier, entry], (message) => message.replace(/^hooks\[1\]/, `hooks[${index}]`));
+  });
+  // Any rule across the whole list the entries alone do not show.
+  if (problems.length === 0) check(raw, (message) => message);
+  return problems;
+}
+
+/** `problems` of the config at `file`, with `hooks` among them, as the loader reports its own. */
+function configErrorOf(file: string, problems: readonly ConfigProblem[]): ConfigError {
+  const shown = displayPath(file);
+  const lines = problems.map((problem) => formatProblem(problem, shown));
+  return lines.length === 1 ? new ConfigError(`invalid config: ${lines[0]}`) : new ConfigError(`invalid config ${shown}: ${lines.length} problems`, lines);
+}
+
+/**
+ * The config, loaded, with its `hooks:` declaration checked too. When the loader finds problems
+ * of its own, the hooks' are added to them rather than left for the next run.
+ */
+async function loadValidated(globals: GlobalOptions): Promise<LoadedConfig> {
+  let loaded: LoadedConfig;
+  try {
+    loaded = await loadConfig({ explicitPath: globals.config });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw await withHookProblems(globals, error);
+  }
+  const file = loaded.source.path;
+  if (file === null || loaded.config.hooks === undefined) return loaded;
+  const problems = await hookProblems(file, await readFile(file, "utf8"), loaded.config);
+  if (problems.length > 0) throw configErrorOf(file, problems);
+  return loaded;
+}
+
+async function withHookProblems(globals: GlobalOptions, error: ConfigError): Promise<ConfigError> {
+  try {
+    const file = (await discoverConfig({ explicitPath: globals.config })).path;
+    if (file === null) return error;
+    const text = await readFile(file, "utf8");
+    const { parseConfigText } = await import("../../config/parse.js");
+    const own = parseConfigText(text).problems;
+    // Only a file the loader read and found problems in: any other failure stands as it is.
+    if (own.length === 0) return error;
+    const hooks = await hookProblems(file, text);
+    return hooks.length === 0 ? error : configErrorOf(file, [...own, ...hooks]);
+  } catch {
+    return error;
   }
 }
 
 export async function runConfigValidate(globals: GlobalOptions, options: { json: boolean }): Promise<void> {
-  const loaded = await loadConfig({ explicitPath: globals.config });
+  const loaded = await loadValidated(globals);
   printConfigWarnings(loaded);
-  await validateHooks(loaded);
   if (options.json) {
     stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, warnings: loaded.warnings });
     return;

@@ -1,9 +1,10 @@
 import { dirname } from "node:path";
-import { ExitError } from "../../errors.js";
+import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import type { HookEntry } from "../../hooks/declaration.js";
 import { LIFECYCLE_POINTS, LIFECYCLE_POINT_NAMES } from "../../sdk/hooks/catalog.js";
-import type { FieldSpec, HookPoint } from "../../sdk/hooks/catalog.js";
-import { loadConfig } from "../../config/load.js";
+import type { DecisionSpec, FieldSpec, HookPoint } from "../../sdk/hooks/catalog.js";
+import { ConfigError, loadConfig } from "../../config/load.js";
+import type { LoadedConfig } from "../../config/load.js";
 import { displayPath, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stdout } from "../output.js";
@@ -70,12 +71,26 @@ function targetCell(listing: HookListing): string {
 const yesNo = (value: boolean): string => (value ? "yes" : "no");
 
 /**
+ * The config the declaration is in. A config that does not load (missing, unparseable, invalid
+ * anywhere) is a declaration that cannot be read: exit 1 like a bad entry (R5.1), so a script
+ * tells "listed" from "could not list" by one code.
+ */
+async function readConfig(globals: GlobalOptions): Promise<LoadedConfig> {
+  try {
+    return await loadConfig({ explicitPath: globals.config });
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    throw new ExitError(`cannot read the hooks declaration: ${error.message}`, EXIT_FAILURE, "config", error.details);
+  }
+}
+
+/**
  * `the-loop hooks`: what the `hooks:` declaration would run, and where, read from the config
  * alone. Nothing is imported and no URL is contacted, so an operator can check a declaration
  * before any daemon loads it; the checks are the ones a daemon's load starts with.
  */
 export async function runHooksList(globals: GlobalOptions, options: HooksOptions): Promise<void> {
-  const loaded = await loadConfig({ explicitPath: globals.config });
+  const loaded = await readConfig(globals);
   printConfigWarnings(loaded);
   const file = loaded.source.path;
   // The declaration module pulls in zod; `hooks points` does without it.
@@ -86,7 +101,7 @@ export async function runHooksList(globals: GlobalOptions, options: HooksOptions
       entries = parseHookDeclaration(loaded.config.hooks, { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES });
     } catch (error) {
       if (!(error instanceof HookDeclarationError)) throw error;
-      throw new ExitError(`cannot read the hooks declaration in ${displayPath(file)}: ${error.message}`);
+      throw new ExitError(`cannot read the hooks declaration in ${displayPath(file)}: ${error.message}`, EXIT_FAILURE, "config");
     }
   }
   const listings = entries.map(listingOf);
@@ -136,10 +151,11 @@ function hanging(label: string, tokens: readonly string[], more = 0, width: numb
 
 const words = (text: string): string[] => text.split(/\s+/).filter((word) => word !== "");
 
-/** `name: kind` pairs, kept whole across a line break. */
-function fieldTokens(fields: Readonly<Record<string, FieldSpec>>): string[] {
-  const pairs = Object.entries(fields).map(([name, spec]) => `${name}: ${spec.kind}`);
-  return pairs.map((pair, index) => (index < pairs.length - 1 ? `${pair},` : pair));
+/** One field per item: `name: kind — description`, and for a decision how it applies. */
+function describeFields(label: string, fields: readonly [string, FieldSpec | DecisionSpec][]): string[] {
+  return fields.flatMap(([name, spec], index) =>
+    hanging(index === 0 ? label : "", [`${name}: ${spec.kind}`, "—", ...words(spec.description), ...("applies" in spec ? words(spec.applies) : [])], 2),
+  );
 }
 
 function describePoint(point: HookPoint): string[] {
@@ -147,15 +163,13 @@ function describePoint(point: HookPoint): string[] {
   lines.push(...hanging("  what:", words(point.description)));
   lines.push(...hanging("  method:", [point.method]));
   lines.push(...hanging("  fires:", words(point.fires)));
-  lines.push(...hanging("  facts:", fieldTokens(point.facts)));
+  lines.push(...describeFields("  facts:", Object.entries(point.facts)));
   const decisions = Object.entries(point.decisions);
   if (decisions.length === 0) {
     lines.push(...hanging("  decisions:", words("none (observation only)")));
     return lines;
   }
-  decisions.forEach(([name, spec], index) => {
-    lines.push(...hanging(index === 0 ? "  decisions:" : "", [`${name}: ${spec.kind}`, "—", ...words(spec.applies)], 2));
-  });
+  lines.push(...describeFields("  decisions:", decisions));
   return lines;
 }
 

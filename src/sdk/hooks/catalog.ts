@@ -155,7 +155,7 @@ export const LIFECYCLE_POINTS = [
       summary: {
         kind: "string",
         description: "A one-line summary shown above the question (default empty: none).",
-        applies: "Shown as the question comment's first line; ignored at a human gate.",
+        applies: "Shown in bold above the question in the comment; ignored at a human gate.",
       },
     },
   },
