@@ -12,8 +12,7 @@ import { mkdtemp } from "node:fs/promises";
 import { MemoryEventSink } from "../src/events/log.js";
 import { HookChain } from "../src/hooks/chain.js";
 import { loadHooks } from "../src/hooks/load.js";
-import type { SessionSpawnContext } from "../src/sdk/hooks/catalog.js";
-import { REPO_ROOT, median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
+import { median, percentile, printFigure, printHeading, REPO_ROOT, runsFromEnv, sampleSpawnContext } from "./lib.js";
 
 const BUDGET_US = 20;
 const BATCH = 200;
@@ -41,29 +40,7 @@ const chain = await loadHooks({
 });
 const none = HookChain.empty(events);
 
-const context: SessionSpawnContext = {
-  workItem: {
-    ref: "github:octo/repo#15",
-    tracker: "github",
-    host: "github.com",
-    repository: "octo/repo",
-    number: 15,
-    kind: "issue",
-    url: "https://github.com/octo/repo/issues/15",
-    id: "I_kwDOA15",
-  },
-  actor: "alice",
-  harness: "claude",
-  tmuxTarget: "loop-github-octo-repo-15",
-  cwd: "/srv/the-loop/workspaces/octo-repo-15",
-  harnessSessionId: "3f1c2a9e-0000-4000-8000-000000000015",
-  pullRequest: "",
-  deliveryId: "0b6c5a1e-d5f1-11ef-8a3e-5f0d6a1b2c3d",
-  proceed: true,
-  reason: "",
-  // A boot prompt of a realistic size: the template plus an issue body.
-  prompt: "You are working on github:octo/repo#15: Parser crashes on empty input.\n".repeat(40),
-};
+const context = sampleSpawnContext();
 
 async function perRunUs(run: () => Promise<unknown>): Promise<{ median: number; p90: number }> {
   for (let i = 0; i < BATCH * 5; i++) await run();

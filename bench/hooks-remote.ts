@@ -8,7 +8,7 @@ import { MemoryEventSink } from "../src/events/log.js";
 import { loadHooks } from "../src/hooks/load.js";
 import { HookServer, LifecycleHooks } from "../src/sdk/hooks/index.js";
 import type { SessionSpawnContext } from "../src/sdk/hooks/index.js";
-import { median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
+import { median, percentile, printFigure, printHeading, runsFromEnv, sampleSpawnContext } from "./lib.js";
 
 const BUDGET_MS = 2;
 const runs = runsFromEnv(1_000);
@@ -33,28 +33,7 @@ const chain = await loadHooks({
   env: { BENCH_HOOK_TOKEN: TOKEN },
 });
 
-const context: SessionSpawnContext = {
-  workItem: {
-    ref: "github:octo/repo#15",
-    tracker: "github",
-    host: "github.com",
-    repository: "octo/repo",
-    number: 15,
-    kind: "issue",
-    url: "https://github.com/octo/repo/issues/15",
-    id: "I_kwDOA15",
-  },
-  actor: "alice",
-  harness: "claude",
-  tmuxTarget: "loop-github-octo-repo-15",
-  cwd: "/srv/the-loop/workspaces/octo-repo-15",
-  harnessSessionId: "3f1c2a9e-0000-4000-8000-000000000015",
-  pullRequest: "",
-  deliveryId: "0b6c5a1e-d5f1-11ef-8a3e-5f0d6a1b2c3d",
-  proceed: true,
-  reason: "",
-  prompt: "You are working on github:octo/repo#15: Parser crashes on empty input.\n".repeat(40),
-};
+const context = sampleSpawnContext();
 
 async function once(): Promise<number> {
   const started = performance.now();

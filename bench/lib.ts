@@ -1,6 +1,7 @@
 import { spawnSync } from "node:child_process";
 import type { SpawnSyncOptions } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import type { SessionSpawnContext } from "../src/sdk/hooks/catalog.js";
 
 /**
  * Shared by the figure scripts: timing, medians, and one line format for every figure, so the
@@ -76,4 +77,30 @@ export function printFigure(line: FigureLine): void {
 
 export function printHeading(title: string): void {
   console.log(`\n${title}`);
+}
+
+/** A `session_spawn` context of a realistic size (a boot prompt of about 3 KB), for the hook figures. */
+export function sampleSpawnContext(): SessionSpawnContext {
+  return {
+    workItem: {
+      ref: "github:octo/repo#15",
+      tracker: "github",
+      host: "github.com",
+      repository: "octo/repo",
+      number: 15,
+      kind: "issue",
+      url: "https://github.com/octo/repo/issues/15",
+      id: "I_kwDOA15",
+    },
+    actor: "alice",
+    harness: "claude",
+    tmuxTarget: "loop-github-octo-repo-15",
+    cwd: "/srv/the-loop/workspaces/octo-repo-15",
+    harnessSessionId: "3f1c2a9e-0000-4000-8000-000000000015",
+    pullRequest: "",
+    deliveryId: "0b6c5a1e-d5f1-11ef-8a3e-5f0d6a1b2c3d",
+    proceed: true,
+    reason: "",
+    prompt: "You are working on github:octo/repo#15: Parser crashes on empty input.\n".repeat(40),
+  };
 }

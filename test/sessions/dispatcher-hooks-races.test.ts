@@ -3,47 +3,22 @@ import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { HookChain } from "../../src/hooks/chain.js";
 import { policyOf } from "../../src/routing/router.js";
 import { BUILTIN_TEMPLATES } from "../../src/sessions/prompts.js";
-import type { HookContext, HookExecutor } from "../../src/hooks/types.js";
+import type { HookExecutor } from "../../src/hooks/types.js";
 import { isSelfAuthored } from "../../src/routing/marker.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
-import type { HookPoint } from "../../src/sdk/hooks/catalog.js";
 import { closeSession } from "../../src/sessions/close.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";
+import { Scripted } from "./hook-fixture.js";
 import { ISSUE, PR, ghEvent, githubSetup, localSetup, target } from "./fixture.js";
 
 /**
- * Review of the lifecycle points on the session side: what a hook's run may hold up, and what a
- * refusal does when another process acted on the item while the hook was deciding.
+ * The lifecycle points on the session side under concurrency: what a hook's run may hold up, and
+ * what a refusal does when another process acted on the item while the hook was deciding.
  */
 
 const KEYWORD = DEFAULT_CONTROL_KEYWORDS;
 
-type Handler = (context: Record<string, unknown>) => unknown;
-
-class Scripted implements HookExecutor {
-  readonly kind = "path" as const;
-  readonly points: ReadonlySet<string>;
-  readonly calls: { readonly point: string; readonly context: Record<string, unknown> }[] = [];
-
-  constructor(
-    readonly name: string,
-    private readonly handlers: Readonly<Record<string, Handler>>,
-    readonly required = false,
-  ) {
-    this.points = new Set(Object.keys(handlers));
-  }
-
-  async invoke(point: HookPoint, context: HookContext): Promise<unknown> {
-    const copy = { ...context };
-    this.calls.push({ point: point.name, context: copy });
-    return this.handlers[point.name]?.(copy);
-  }
-
-  at(point: string): Record<string, unknown>[] {
-    return this.calls.filter((call) => call.point === point).map((call) => call.context);
-  }
-}
 
 function gate(): { readonly wait: Promise<void>; open(): void } {
   let open!: () => void;

@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { ControlCommand } from "../../src/config/schema.js";
 import { HookChain } from "../../src/hooks/chain.js";
-import type { HookContext, HookExecutor } from "../../src/hooks/types.js";
+import type { HookExecutor } from "../../src/hooks/types.js";
 import { isSelfAuthored } from "../../src/routing/marker.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
-import type { HookPoint } from "../../src/sdk/hooks/catalog.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";
+import { Scripted } from "./hook-fixture.js";
 import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, target } from "./fixture.js";
 
 /**
@@ -17,32 +17,6 @@ import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, target } from "./
 
 const KEYWORD = DEFAULT_CONTROL_KEYWORDS;
 
-type Handler = (context: Record<string, unknown>) => unknown;
-
-/** An executor whose answer per point is a function of the context; it remembers every call. */
-class Scripted implements HookExecutor {
-  readonly kind = "path" as const;
-  readonly points: ReadonlySet<string>;
-  readonly calls: { readonly point: string; readonly context: Record<string, unknown> }[] = [];
-
-  constructor(
-    readonly name: string,
-    private readonly handlers: Readonly<Record<string, Handler>>,
-    readonly required = false,
-  ) {
-    this.points = new Set(Object.keys(handlers));
-  }
-
-  async invoke(point: HookPoint, context: HookContext): Promise<unknown> {
-    const copy = { ...context };
-    this.calls.push({ point: point.name, context: copy });
-    return this.handlers[point.name]?.(copy);
-  }
-
-  at(point: string): Record<string, unknown>[] {
-    return this.calls.filter((call) => call.point === point).map((call) => call.context);
-  }
-}
 
 async function setup(routing: Record<string, unknown> = {}) {
   const base = await localSetup({ routing: { control: { requireStartCommand: true }, ...routing } });
