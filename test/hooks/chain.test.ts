@@ -3,7 +3,7 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import type { EventSink } from "../../src/events/log.js";
 import { HookChain } from "../../src/hooks/chain.js";
 import type { HookExecutor } from "../../src/hooks/types.js";
-import { lifecyclePoint } from "../../src/sdk/hooks/catalog.js";
+import { LIFECYCLE_POINTS, lifecyclePoint } from "../../src/sdk/hooks/catalog.js";
 import type { HookPoint } from "../../src/sdk/hooks/catalog.js";
 import { TEST_POINT, WORK_ITEM, hookEvents, scripted, spawnContext, startContext, testContext, waitingContext } from "./support/fixtures.js";
 
@@ -404,5 +404,32 @@ describe("HookChain: cost and robustness", () => {
     expect(outcome.changed).toEqual(["tags"]);
     expect(hookEvents(sink)).toEqual([["hooks.decided", { point: "test_point", hook: "a", changed: ["tags"] }]]);
     expect(point("session_spawn").name).toBe("session_spawn");
+  });
+});
+
+/** A context for any point, from its catalog entry: each fact and decision at a plain value of its kind. */
+function catalogContext(spec: HookPoint): Record<string, unknown> {
+  const valueOf = (kind: string): unknown =>
+    kind === "boolean" ? true : kind === "integer" ? 1 : kind === "string[]" ? ["a"] : kind === "work-item" ? WORK_ITEM : "given";
+  return Object.fromEntries([...Object.entries(spec.facts), ...Object.entries(spec.decisions)].map(([name, field]) => [name, valueOf(field.kind)]));
+}
+
+describe("HookChain: every lifecycle point, the ones with no call site yet included", () => {
+  it.each(LIFECYCLE_POINTS.map((spec): [string, HookPoint] => [spec.name, spec]))("%s: its decisions are read back, its facts never", async (_name, spec) => {
+    const changed = (context: Record<string, unknown>): Record<string, unknown> => {
+      const answer: Record<string, unknown> = { ...context, workItem: { ...WORK_ITEM, number: 99 } };
+      for (const [name, field] of Object.entries(spec.decisions)) answer[name] = field.kind === "boolean" ? false : "changed";
+      return answer;
+    };
+    const { chain, sink } = chainOf(scripted("flip", [spec.name], changed));
+    const given = catalogContext(spec);
+    const outcome = await chain.runPoint(spec, given);
+
+    const decisions = Object.keys(spec.decisions);
+    expect(outcome.changed).toEqual(decisions);
+    expect(outcome.context.workItem).toEqual(WORK_ITEM);
+    for (const name of decisions) expect(outcome.context[name]).toBe(spec.decisions[name]?.kind === "boolean" ? false : "changed");
+    const events = hookEvents(sink).map(([type]) => type);
+    expect(events).toEqual(decisions.length > 0 ? ["hooks.ignored", "hooks.decided"] : ["hooks.ignored"]);
   });
 });
