@@ -104,7 +104,13 @@ describe("TmuxRunner", () => {
     const odd = "a b; $(touch pwned2) `x` 'q' \"dq\" = \\";
     const path = `${join(dir, "bin")}:${process.env.PATH ?? ""}`;
     await tmux.spawn({ target: "loop-single", cwd: dir, argv: [program], env: { OUT: join(dir, "out"), ODD: odd, PATH: path } });
-    const out = await waitFor("the program's output", () => readFile(join(dir, "out"), "utf8").catch(() => undefined));
+    // The shell creates the file before printf writes to it: an empty file is not the output yet.
+    const out = await waitFor("the program's output", () =>
+      readFile(join(dir, "out"), "utf8").then(
+        (text) => text || undefined,
+        () => undefined,
+      ),
+    );
     expect(out).toBe(`0|${odd}|${path}`);
     expect(await readdir(dir)).not.toContain("pwned");
   });
@@ -369,7 +375,13 @@ describe("TmuxRunner withheld environment", () => {
     const script = `require("fs").writeFileSync(${JSON.stringify(out)}, JSON.stringify(process.env.${name} ?? null)); setInterval(() => {}, 1000);`;
     try {
       await tmux.spawn({ target: "loop-withheld", cwd: dir, argv: [process.execPath, "-e", script], env: {} });
-      return await waitFor("the harness to report its environment", async () => readFile(out, "utf8").catch(() => undefined));
+      // writeFileSync creates the file before it writes: an empty file is no report yet.
+      return await waitFor("the harness to report its environment", async () =>
+        readFile(out, "utf8").then(
+          (text) => text || undefined,
+          () => undefined,
+        ),
+      );
     } finally {
       await tmux.killServer();
     }
