@@ -1,8 +1,9 @@
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
 import type { Dirent } from "node:fs";
-import { dirname, join, sep } from "node:path";
+import { join, sep } from "node:path";
 import { errnoOf, messageOf } from "../errors.js";
 import { isTemporaryName } from "../state/atomic.js";
+import { folderStamp, readFolderCache, writeFolderCache } from "../state/folder-cache.js";
 import { SESSION_STATUSES, isLive } from "./record.js";
 import type { SessionRecord, SessionStatus } from "./record.js";
 
@@ -74,42 +75,6 @@ function readSmallFileSync(path: string, buffer: Buffer): string {
   return length < buffer.length ? buffer.toString("utf8", 0, length) : readFileSync(path, "utf8");
 }
 
-interface ListingCache {
-  readonly dir: string;
-  readonly stamp: string;
-  readonly records: SessionRecord[];
-}
-
-function directoryStamp(dir: string): string | undefined {
-  try {
-    const stat = statSync(dir, { bigint: true });
-    return `${stat.ino}:${stat.mtimeNs}:${stat.ctimeNs}`;
-  } catch {
-    return undefined;
-  }
-}
-
-function readListingCache(path: string, dir: string, stamp: string): SessionRecord[] | undefined {
-  try {
-    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<ListingCache>;
-    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.records) ? cache.records : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A cache only: written without fsync, and a failure to write it changes nothing. */
-function writeCacheFile(path: string, cache: unknown): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  try {
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(temporary, JSON.stringify(cache));
-    renameSync(temporary, path);
-  } catch {
-    // The next listing scans again.
-  }
-}
-
 function compareRecords(a: SessionRecord, b: SessionRecord): number {
   if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? -1 : 1;
   if (a.workItem.ref !== b.workItem.ref) return a.workItem.ref < b.workItem.ref ? -1 : 1;
@@ -128,13 +93,12 @@ export function listSessionRecords(dir: string, options: ListOptions = {}): Regi
   const keep = (record: SessionRecord): boolean =>
     wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted;
   if (options.cache === undefined) return scan(dir, keep);
-  const stamp = directoryStamp(dir);
-  const cached = stamp === undefined ? undefined : readListingCache(options.cache, dir, stamp);
+  const stamp = folderStamp(dir);
+  const cached = stamp === undefined ? undefined : readFolderCache<SessionRecord>(options.cache, dir, stamp);
   if (cached) return { records: cached.filter(keep), problems: [] };
   const everything = scan(dir, () => true);
   if (stamp !== undefined && everything.problems.length === 0) {
-    const cache: ListingCache = { dir, stamp, records: everything.records };
-    writeCacheFile(options.cache, cache);
+    writeFolderCache(options.cache, { dir, stamp, entries: everything.records });
   }
   return { records: everything.records.filter(keep), problems: everything.problems };
 }
@@ -196,9 +160,9 @@ export function listSessionSummaries(dir: string, options: ListOptions = {}): { 
   const keep = (status: SessionStatus): boolean =>
     wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted;
   const rowsCache = options.cache === undefined ? undefined : `${options.cache}.rows`;
-  const stamp = rowsCache === undefined ? undefined : directoryStamp(dir);
+  const stamp = rowsCache === undefined ? undefined : folderStamp(dir);
   if (rowsCache !== undefined && stamp !== undefined) {
-    const rows = readRowsCache(rowsCache, dir, stamp);
+    const rows = readFolderCache<SummaryRow>(rowsCache, dir, stamp);
     if (rows) return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: [] };
   }
   const listing = listSessionRecords(dir, { cache: options.cache });
@@ -210,20 +174,11 @@ export function listSessionSummaries(dir: string, options: ListOptions = {}): { 
     record.lastEventAt,
   ]);
   if (rowsCache !== undefined && stamp !== undefined && listing.problems.length === 0) {
-    writeCacheFile(rowsCache, { dir, stamp, rows });
+    writeFolderCache(rowsCache, { dir, stamp, entries: rows });
   }
   return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: listing.problems };
 }
 
 function summaryOf([ref, status, harness, tmuxTarget, lastEventAt]: SummaryRow): SessionSummary {
   return { ref, status, harness, tmuxTarget, lastEventAt };
-}
-
-function readRowsCache(path: string, dir: string, stamp: string): SummaryRow[] | undefined {
-  try {
-    const cache = JSON.parse(readFileSync(path, "utf8")) as { dir?: unknown; stamp?: unknown; rows?: unknown };
-    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.rows) ? (cache.rows as SummaryRow[]) : undefined;
-  } catch {
-    return undefined;
-  }
 }

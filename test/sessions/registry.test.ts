@@ -1,4 +1,4 @@
-import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, utimes, writeFile } from "node:fs/promises";
 import { openSync, readFileSync, readdirSync } from "node:fs";
 import type * as FsModule from "node:fs";
 import { join } from "node:path";
@@ -58,6 +58,15 @@ async function registryWith(...records: SessionRecord[]): Promise<SessionRegistr
     await writeFile(registry.pathFor(record.workItem.ref), `${JSON.stringify(record, null, 2)}\n`);
   }
   return registry;
+}
+
+/**
+ * A listing caches a folder only once it has been still for a moment (a write in the same clock
+ * tick would not change its stamp): tests that look at the cache date the folder back first.
+ */
+async function settled(dir: string): Promise<void> {
+  const longAgo = new Date(Date.now() - 60_000);
+  await utimes(dir, longAgo, longAgo);
 }
 
 const callsOf = (fn: unknown): number => vi.mocked(fn as () => void).mock.calls.length;
@@ -417,6 +426,7 @@ describe("SessionRegistry.list with a listing cache", () => {
 
   async function cached(): Promise<{ registry: SessionRegistry; cache: string }> {
     const plain = await registryWith(first, second);
+    await settled(plain.dir);
     const cache = join(await tempDir(), "cache", "sessions-list.json");
     return { registry: new SessionRegistry({ dir: plain.dir, listingCache: cache, lock: { timeoutMs: 2_000 } }), cache };
   }
@@ -424,7 +434,7 @@ describe("SessionRegistry.list with a listing cache", () => {
   it("answers from the cache while the folder is unchanged, reading no record", async () => {
     const { registry, cache } = await cached();
     expect(registry.list().records).toEqual([first, second]);
-    expect(JSON.parse(await readFile(cache, "utf8"))).toMatchObject({ dir: registry.dir, records: [first, second] });
+    expect(JSON.parse(await readFile(cache, "utf8"))).toMatchObject({ dir: registry.dir, entries: [first, second] });
     // A record edited in place, without the rename every registry write makes, is not seen: the cache answered.
     await writeFile(registry.pathFor(first.workItem.ref), "not json");
     expect(registry.list().records).toEqual([first, second]);
@@ -455,15 +465,17 @@ describe("listSessionSummaries", () => {
     const one = recordOf(itemOf("local:demo#1"), { createdAt: at(1).toISOString() });
     const two = recordOf(itemOf("local:demo#2"), { createdAt: at(2).toISOString(), status: "paused" });
     const registry = await registryWith(one, two);
+    await settled(registry.dir);
     const cache = join(await tempDir(), "cache", "sessions-list.json");
     const summaries = () => listSessionSummaries(registry.dir, { cache }).summaries;
     expect(summaries()).toEqual([
       { ref: "local:demo#1", status: "active", harness: "claude", tmuxTarget: one.tmuxTarget, lastEventAt: one.lastEventAt },
       { ref: "local:demo#2", status: "paused", harness: "claude", tmuxTarget: two.tmuxTarget, lastEventAt: two.lastEventAt },
     ]);
-    expect(JSON.parse(await readFile(`${cache}.rows`, "utf8"))).toMatchObject({ rows: [["local:demo#1", "active"], ["local:demo#2", "paused"]].map((row) => expect.arrayContaining(row)) });
+    expect(JSON.parse(await readFile(`${cache}.rows`, "utf8"))).toMatchObject({ entries: [["local:demo#1", "active"], ["local:demo#2", "paused"]].map((row) => expect.arrayContaining(row)) });
     expect(listSessionSummaries(registry.dir, { cache, status: "paused" }).summaries.map((s) => s.ref)).toEqual(["local:demo#2"]);
     await registry.close(one.workItem.ref, "done", at(5));
+    await settled(registry.dir);
     expect(summaries().map((s) => s.status)).toEqual(["closed", "paused"]);
     expect(listSessionSummaries(registry.dir, { cache, status: "live" }).summaries.map((s) => s.ref)).toEqual(["local:demo#2"]);
   });

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
 import { userInfo } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
+import { folderStamp, readFolderCache, writeFolderCache } from "../../state/folder-cache.js";
 import { ControlStore } from "../../control/store.js";
 import type { ControlListingProblem } from "../../control/store.js";
 import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../control/types.js";
@@ -62,60 +62,8 @@ export function controlSummary(record: ControlRecord | undefined): string {
   return record.clearedAt === undefined ? `${record.command} (${record.source}, ${record.actor})` : `${record.command} (cleared)`;
 }
 
-/**
- * What the listing keeps of the control folder between runs, while the folder is unchanged: its
- * records for `--json`, or for the table only each item's column (`<cache>.rows`), a fraction of
- * their size.
- */
-interface ControlListingCache<T> {
-  readonly dir: string;
-  readonly stamp: string;
-  readonly entries: T[];
-}
-
 /** A row of the table's control column: the item's ref and its controlSummary. */
 type ControlRow = [ref: string, summary: string];
-
-/** A change this recent to the control folder is not cached: another may still share its time. */
-const RECENT_CHANGE_MS = 1_000;
-
-/**
- * The control folder as it is now: every write renames a file into it and every removal unlinks
- * one, either of which changes its mtime. Undefined when it cannot be trusted to change with the
- * next write: it does not exist, or it changed too recently — a file's times come from a clock
- * that ticks every few milliseconds, so a write in the same tick as a listing would leave the
- * stamp as it was, and the listing cached without it.
- */
-function controlFolderStamp(dir: string, now: number): string | undefined {
-  try {
-    const stat = statSync(dir, { bigint: true });
-    if (now - Number(stat.mtimeMs) < RECENT_CHANGE_MS) return undefined;
-    return `${stat.ino}:${stat.mtimeNs}:${stat.ctimeNs}`;
-  } catch {
-    return undefined;
-  }
-}
-
-function readControlCache<T>(path: string, dir: string, stamp: string): T[] | undefined {
-  try {
-    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<ControlListingCache<T>>;
-    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.entries) ? cache.entries : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** A cache only: written without fsync, and a failure to write it changes nothing. */
-function writeControlCache<T>(path: string, cache: ControlListingCache<T>): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  try {
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(temporary, JSON.stringify(cache));
-    renameSync(temporary, path);
-  } catch {
-    // The next listing reads the folder again.
-  }
-}
 
 /**
  * Every item's last control command, read from the control folder once for the whole listing
@@ -133,12 +81,12 @@ function listControls<T>(
 ): { entries: T[]; problems: ControlListingProblem[] } {
   const dir = project.paths.controlDir;
   const cacheFile = join(project.paths.root, "cache", cacheName);
-  const stamp = controlFolderStamp(dir, Date.now());
-  const cached = stamp === undefined ? undefined : readControlCache<T>(cacheFile, dir, stamp);
+  const stamp = folderStamp(dir);
+  const cached = stamp === undefined ? undefined : readFolderCache<T>(cacheFile, dir, stamp);
   if (cached) return { entries: cached, problems: [] };
   const { records, problems } = new ControlStore({ dir }).list();
   const entries = entriesOf(records);
-  if (stamp !== undefined && problems.length === 0) writeControlCache(cacheFile, { dir, stamp, entries });
+  if (stamp !== undefined && problems.length === 0) writeFolderCache(cacheFile, { dir, stamp, entries });
   return { entries, problems };
 }
 

@@ -1,0 +1,56 @@
+import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+
+/**
+ * What a listing keeps of a folder of records between runs (the session registry, the control
+ * records), valid while the folder is unchanged: every write renames a file into the folder and
+ * every removal unlinks one, either of which changes its mtime, so an unchanged stamp means
+ * unchanged records and one file read replaces thousands.
+ */
+export interface FolderCache<T> {
+  readonly dir: string;
+  readonly stamp: string;
+  readonly entries: T[];
+}
+
+/** A change this recent to the folder is not cached: another may still share its time. */
+const RECENT_CHANGE_MS = 1_000;
+
+/**
+ * The folder as it is now. Undefined when it cannot be trusted to change with the next write: it
+ * does not exist, or it changed too recently — a file's times come from a clock that ticks every
+ * few milliseconds, so a write in the same tick as a listing would leave the stamp as it was, and
+ * the listing cached without it. Take it before reading the folder, so a write during the read
+ * makes the next listing read again.
+ */
+export function folderStamp(dir: string, now: number = Date.now()): string | undefined {
+  try {
+    const stat = statSync(dir, { bigint: true });
+    if (now - Number(stat.mtimeMs) < RECENT_CHANGE_MS) return undefined;
+    return `${stat.ino}:${stat.mtimeNs}:${stat.ctimeNs}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The entries cached for `dir` at `stamp`; undefined when there are none (or the file is unreadable). */
+export function readFolderCache<T>(path: string, dir: string, stamp: string): T[] | undefined {
+  try {
+    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<FolderCache<T>>;
+    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.entries) ? cache.entries : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A cache only: written without fsync, and a failure to write it changes nothing (the next listing reads the folder). */
+export function writeFolderCache<T>(path: string, cache: FolderCache<T>): void {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(temporary, JSON.stringify(cache));
+    renameSync(temporary, path);
+  } catch {
+    // Left to the next listing.
+  }
+}
