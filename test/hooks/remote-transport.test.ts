@@ -7,7 +7,7 @@ import { createRemoteExecutor } from "../../src/hooks/remote.js";
 import type { HookExecutor } from "../../src/hooks/types.js";
 import { LIFECYCLE_POINTS, LIFECYCLE_POINT_NAMES, lifecyclePoint } from "../../src/sdk/hooks/catalog.js";
 import type { HookPoint } from "../../src/sdk/hooks/catalog.js";
-import { spawnContext } from "./support/fixtures.js";
+import { failureOf, spawnContext } from "./support/fixtures.js";
 import { ScriptedServer, reply } from "./support/rpc-server.js";
 
 /** Review findings on the remote executor: each test failed before its fix. */
@@ -30,15 +30,6 @@ async function scripted(): Promise<ScriptedServer> {
   const server = await ScriptedServer.start();
   cleanups.push(() => server.close());
   return server;
-}
-
-async function failureOf(invocation: Promise<unknown>): Promise<string> {
-  const error: unknown = await invocation.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(Error);
-  return (error as Error).message;
 }
 
 /**

@@ -8,7 +8,7 @@ import { MAX_REPLY_BYTES, createRemoteExecutor } from "../../src/hooks/remote.js
 import type { HookExecutor } from "../../src/hooks/types.js";
 import { LIFECYCLE_POINTS, LIFECYCLE_POINT_NAMES, lifecyclePoint } from "../../src/sdk/hooks/catalog.js";
 import type { HookPoint } from "../../src/sdk/hooks/catalog.js";
-import { WORK_ITEM, hookEvents, spawnContext, startContext } from "./support/fixtures.js";
+import { WORK_ITEM, failureOf, hookEvents, spawnContext, startContext } from "./support/fixtures.js";
 import { ScriptedServer, closedPort, reply } from "./support/rpc-server.js";
 
 const TOKEN = "s3cr3t-Token-Value-0123456789";
@@ -38,15 +38,6 @@ function executor(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}
 function chainOf(raw: Record<string, unknown> = {}, env: NodeJS.ProcessEnv = {}): { chain: HookChain; sink: MemoryEventSink } {
   const sink = new MemoryEventSink();
   return { chain: new HookChain([executor(raw, env)], sink), sink };
-}
-
-async function failureOf(invocation: Promise<unknown>): Promise<string> {
-  const error: unknown = await invocation.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  expect(error).toBeInstanceOf(Error);
-  return (error as Error).message;
 }
 
 describe("remote executors: the request", () => {

@@ -1,3 +1,4 @@
+import { expect } from "vitest";
 import type { MemoryEventSink } from "../../../src/events/log.js";
 import type { HookPoint, SessionSpawnContext, WaitingForInputContext, WorkItemEntity, WorkItemStartContext } from "../../../src/sdk/hooks/catalog.js";
 import type { HookContext, HookExecutor, HookKind } from "../../../src/hooks/types.js";
@@ -90,4 +91,14 @@ export function scripted(
 /** The hooks.* events recorded, as `[type, fields]` pairs. */
 export function hookEvents(sink: MemoryEventSink): [string, Record<string, unknown>][] {
   return sink.events.filter((event) => event.type.startsWith("hooks.")).map((event) => [event.type, event.fields]);
+}
+
+/** The message a rejected invocation failed with (it must fail, with an Error). */
+export async function failureOf(invocation: Promise<unknown>): Promise<string> {
+  const error: unknown = await invocation.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(Error);
+  return (error as Error).message;
 }
