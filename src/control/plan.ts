@@ -1,4 +1,4 @@
-import type { ControlCommand, ControlEffect, ControlRecord, ControlRejection, ControlState } from "./types.js";
+import type { CommandEffect, ControlCommand, ControlRecord, ControlState, PlanRejection } from "./types.js";
 import { ARMING_COMMANDS } from "./types.js";
 
 /**
@@ -21,14 +21,14 @@ export interface ControlSituation {
 export type ControlAction = "spawn" | "resume" | "pause" | "close" | "none";
 
 export type ControlPlan =
-  | { readonly kind: "reject"; readonly reason: ControlRejection }
-  | { readonly kind: "apply"; readonly action: ControlAction; readonly record: boolean; readonly effect: ControlEffect };
+  | { readonly kind: "reject"; readonly reason: PlanRejection }
+  | { readonly kind: "apply"; readonly action: ControlAction; readonly record: boolean; readonly effect: CommandEffect };
 
-function apply(action: ControlAction, record: boolean, effect: ControlEffect): ControlPlan {
+function apply(action: ControlAction, record: boolean, effect: CommandEffect): ControlPlan {
   return { kind: "apply", action, record, effect };
 }
 
-function reject(reason: ControlRejection): ControlPlan {
+function reject(reason: PlanRejection): ControlPlan {
   return { kind: "reject", reason };
 }
 

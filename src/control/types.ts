@@ -37,6 +37,9 @@ export type ControlEffect =
   /** A lifecycle hook refused the start (`proceed: false`): the item is disarmed until the next start. */
   | "refused";
 
+/** What a command itself does (planControl); `refused` is only ever a hook's record. */
+export type CommandEffect = Exclude<ControlEffect, "refused">;
+
 /** Why a recognised command was refused (`control.rejected`); a refused command is never recorded. */
 export type ControlRejection =
   /** start on an item the spawn policy does not arm (no auto-execute label, or `spawnOnUnmatched: never`). */
@@ -47,6 +50,9 @@ export type ControlRejection =
   | "nothing-to-resume"
   /** start refused by a lifecycle hook (`proceed: false` at work_item_start); the item is disarmed. */
   | "hook-refused";
+
+/** The refusals the command table itself decides (planControl); a hook's comes after it. */
+export type PlanRejection = Exclude<ControlRejection, "hook-refused">;
 
 /**
  * The last command recorded for a work item: `<state.root>/sessions/control/<slug>.json`, written
@@ -103,7 +109,7 @@ export interface ControlRequest {
 export type ControlOutcome =
   | {
       readonly applied: true;
-      readonly effect: ControlEffect;
+      readonly effect: CommandEffect;
       /** The item's session after the command, when it has one. */
       readonly session?: { readonly tmuxTarget: string; readonly status: SessionStatus };
       /** Why a start is pending (its spawn failed), or what else went wrong after the command applied. */

@@ -5,7 +5,7 @@ import { controlStateOf, planControl, spawnHold } from "../control/plan.js";
 import type { ControlAction, ControlPlan, SpawnHold } from "../control/plan.js";
 import { CONTROL_RECENT_DELIVERIES_MAX } from "../control/store.js";
 import type { ControlStore, ControlTransaction } from "../control/store.js";
-import type { ControlEffect, ControlOutcome, ControlRecord, ControlRejection, ControlRequest, ControlSource } from "../control/types.js";
+import type { CommandEffect, ControlOutcome, ControlRecord, ControlRequest, ControlSource, PlanRejection } from "../control/types.js";
 import { isProcessAlive, processStartTicks } from "../daemon/pidfile.js";
 import type { EventSink } from "../events/log.js";
 import { HookChain } from "../hooks/chain.js";
@@ -174,11 +174,11 @@ interface CommandInput {
 
 /** What the part of a command done under the item's control lock left for the rest to finish. */
 type Decided =
-  | { readonly kind: "rejected"; readonly reason: ControlRejection }
+  | { readonly kind: "rejected"; readonly reason: PlanRejection }
   | {
       readonly kind: "applied";
       readonly action: ControlAction;
-      readonly effect: ControlEffect;
+      readonly effect: CommandEffect;
       /** The session the command acted on (or the one it found live), as the transition left it. */
       readonly session?: SessionRecord;
       /** A spawn whose claim this command won: the harness is started outside the lock. */
@@ -1824,7 +1824,7 @@ export class Dispatcher implements EventHandler {
   ): Promise<Decided> {
     const ref = input.workItem.ref;
     const registry = this.options.registry;
-    const recordOf = (effect: ControlEffect): ControlRecord => ({
+    const recordOf = (effect: CommandEffect): ControlRecord => ({
       version: 1,
       ref,
       command: input.command,
@@ -2013,7 +2013,7 @@ export class Dispatcher implements EventHandler {
   }
 
   /** Why a command was refused, and how to make it possible. */
-  private rejectionMessage(ref: string, command: ControlCommand, reason: ControlRejection): string {
+  private rejectionMessage(ref: string, command: ControlCommand, reason: PlanRejection): string {
     switch (reason) {
       case "not-armed":
         return this.policy.spawnOnUnmatched === "never"
@@ -2023,8 +2023,6 @@ export class Dispatcher implements EventHandler {
         return `${ref} is closed, and a closed work item never starts a session: reopen it first`;
       case "nothing-to-resume":
         return `${ref} has no live session to ${command}; use start to start one`;
-      case "hook-refused":
-        return `a lifecycle hook refused to start ${ref}; see \`the-loop events --type hooks.refused\` and the comment on ${ref}`;
     }
   }
 }

@@ -356,8 +356,6 @@ function effectSentence(command: ControlCommand, ref: string, outcome: Extract<C
       return `paused the session of ${ref}${session}; events are recorded and dropped until \`the-loop sessions resume --work-item ${ref}\``;
     case "stopped":
       return `stopped the session of ${ref}${session}; ${ref} does not start again until ${start}`;
-    case "refused":
-      return `a lifecycle hook refused to start ${ref}${outcome.problem ? `: ${outcome.problem}` : ""}; ${ref} does not start again until ${start}`;
     case "recorded":
       return `${ref} has no live session; recorded the ${command}: no session starts for it until ${start}`;
     case "noop":
