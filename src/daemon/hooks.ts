@@ -1,8 +1,7 @@
 import { dirname } from "node:path";
 import type { CliConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
-import type { HookChain } from "../hooks/chain.js";
-import { loadHooks, loadHooksOrNone } from "../hooks/load.js";
+import { HookChain } from "../hooks/chain.js";
 import type { LoadHooksOptions } from "../hooks/load.js";
 
 /** Where a process's hooks come from: its config, and the file it was read from. */
@@ -28,8 +27,20 @@ function hookLoadOptions(input: HookSource): LoadHooksOptions {
   };
 }
 
+/**
+ * Whether the config declares any hook. Without one the loader and its executors (node:http,
+ * node:https, the declaration's schema) are never imported: a process with no hooks pays nothing
+ * for them, not even `the-loop ask`, which every agent runs.
+ */
+function declaresHooks(input: HookSource): boolean {
+  const raw: unknown = input.config.hooks;
+  return raw !== undefined && raw !== null && !(Array.isArray(raw) && raw.length === 0);
+}
+
 /** A daemon's hooks: a declaration that does not load stops the start (HookLoadError, exit 2). */
-export function loadDaemonHooks(input: HookSource): Promise<HookChain> {
+export async function loadDaemonHooks(input: HookSource): Promise<HookChain> {
+  if (!declaresHooks(input)) return HookChain.empty(input.events);
+  const { loadHooks } = await import("../hooks/load.js");
   return loadHooks(hookLoadOptions(input));
 }
 
@@ -42,6 +53,8 @@ export async function loadCommandHooks(
   input: HookSource,
   warn: (message: string) => void,
 ): Promise<HookChain> {
+  if (!declaresHooks(input)) return HookChain.empty(input.events);
+  const { loadHooksOrNone } = await import("../hooks/load.js");
   const { chain, error } = await loadHooksOrNone(hookLoadOptions(input));
   if (error !== undefined) warn(`the lifecycle hooks did not load, so this command runs without them: ${error}`);
   return chain;
