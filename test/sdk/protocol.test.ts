@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { HOOK_RPC_ERRORS, LIFECYCLE_POINTS, LifecycleHooks, handleRequest } from "../../src/sdk/hooks/index.js";
+import { HOOK_RPC_ERRORS, LIFECYCLE_POINTS, LifecycleHooks, MAX_BATCH_REQUESTS, handleRequest } from "../../src/sdk/hooks/index.js";
 import type { JsonRpcResponse, PhaseChangedContext, SessionSpawnContext, WorkItemStartContext } from "../../src/sdk/hooks/index.js";
 
 const workItem = {
@@ -21,10 +21,45 @@ function request(method: unknown, params: unknown = startContext, id: unknown = 
   return JSON.stringify({ jsonrpc: "2.0", id, method, params });
 }
 
-async function call(executor: LifecycleHooks, body: string | Uint8Array): Promise<JsonRpcResponse & { error?: { code: number; message: string }; result?: unknown }> {
+type Answer = JsonRpcResponse & { error?: { code: number; message: string }; result?: unknown };
+
+/** A request without an id: JSON-RPC's notification. */
+function notification(method: unknown, params: unknown = startContext): string {
+  return JSON.stringify({ jsonrpc: "2.0", method, params });
+}
+
+async function call(executor: LifecycleHooks, body: string | Uint8Array): Promise<Answer> {
   const text = await handleRequest(executor, body);
-  expect(typeof text).toBe("string");
-  return JSON.parse(text) as JsonRpcResponse & { error?: { code: number; message: string }; result?: unknown };
+  if (text === undefined) throw new Error("handleRequest answered nothing where a response was expected");
+  return JSON.parse(text) as Answer;
+}
+
+async function callBatch(executor: LifecycleHooks, elements: readonly string[]): Promise<Answer[]> {
+  const text = await handleRequest(executor, `[${elements.join(",")}]`);
+  if (text === undefined) throw new Error("handleRequest answered nothing where a batch response was expected");
+  const parsed: unknown = JSON.parse(text);
+  if (!Array.isArray(parsed)) throw new Error(`expected an array of responses, got ${text}`);
+  return parsed as Answer[];
+}
+
+/** Records every point it is called at, so a test can tell a hook that ran from one that did not. */
+class Recorder extends LifecycleHooks {
+  readonly calls: string[] = [];
+
+  override workItemStart(context: WorkItemStartContext): WorkItemStartContext {
+    this.calls.push(`work_item_start:${context.actor}`);
+    return context.actor === "mallory" ? { ...context, proceed: false, reason: "not on the allow list" } : context;
+  }
+
+  override phaseChanged(): undefined {
+    this.calls.push("phase_changed");
+    return undefined;
+  }
+
+  override workItemComplete(): never {
+    this.calls.push("work_item_complete");
+    throw new Error("the ledger is down");
+  }
 }
 
 describe("handleRequest: malformed requests", () => {
@@ -32,8 +67,7 @@ describe("handleRequest: malformed requests", () => {
     { name: "a body that is not JSON", body: "{", code: HOOK_RPC_ERRORS.parseError, id: null },
     { name: "an empty body", body: "", code: HOOK_RPC_ERRORS.parseError, id: null },
     { name: "bytes that are not UTF-8", body: new Uint8Array([0x7b, 0xff, 0x7d]), code: HOOK_RPC_ERRORS.parseError, id: null },
-    { name: "a batch", body: `[${request("work_item_start")}]`, code: HOOK_RPC_ERRORS.invalidRequest, id: null, message: /^Invalid Request/ },
-    { name: "an empty batch", body: "[]", code: HOOK_RPC_ERRORS.invalidRequest, id: null },
+    { name: "an empty batch", body: "[]", code: HOOK_RPC_ERRORS.invalidRequest, id: null, message: /^Invalid Request/ },
     { name: "a number", body: "1", code: HOOK_RPC_ERRORS.invalidRequest, id: null, message: /^Invalid Request/ },
     { name: "null", body: "null", code: HOOK_RPC_ERRORS.invalidRequest, id: null },
     { name: "a string", body: '"work_item_start"', code: HOOK_RPC_ERRORS.invalidRequest, id: null },
@@ -242,13 +276,154 @@ describe("handleRequest: the id", () => {
     expect((await call(new PassThrough(), request("work_item_start", startContext, id))).id).toBe(expected);
   });
 
-  it("answers null when the request has none", async () => {
-    const body = JSON.stringify({ jsonrpc: "2.0", method: "work_item_start", params: startContext });
+  it("answers an explicit null id: null is an id, not its absence", async () => {
+    const body = JSON.stringify({ jsonrpc: "2.0", id: null, method: "work_item_start", params: startContext });
     expect(await call(new PassThrough(), body)).toEqual({ jsonrpc: "2.0", id: null, result: null });
   });
 
   it("reads a body given as bytes", async () => {
     const body = new TextEncoder().encode(request("work_item_start", { ...startContext, actor: "ünïcødé" }, 77));
     expect(await call(new PassThrough(), body)).toEqual({ jsonrpc: "2.0", id: 77, result: null });
+  });
+});
+
+describe("handleRequest: notifications", () => {
+  it("runs a notification's hook and answers nothing", async () => {
+    const executor = new Recorder();
+    expect(await handleRequest(executor, notification("work_item_start", { ...startContext, actor: "mallory" }))).toBeUndefined();
+    expect(executor.calls).toEqual(["work_item_start:mallory"]);
+  });
+
+  it("answers nothing even when the notification's hook raises", async () => {
+    const executor = new Recorder();
+    expect(await handleRequest(executor, notification("work_item_complete", {}))).toBeUndefined();
+    expect(executor.calls).toEqual(["work_item_complete"]);
+  });
+
+  it.each([
+    { name: "names no point", body: notification("poll.cycle_started") },
+    { name: "has params that are not an object", body: notification("work_item_start", []) },
+    { name: "has no params", body: JSON.stringify({ jsonrpc: "2.0", method: "work_item_start" }) },
+  ])("answers nothing to a notification that $name, and runs no hook", async ({ body }) => {
+    const executor = new Recorder();
+    expect(await handleRequest(executor, body)).toBeUndefined();
+    expect(executor.calls).toEqual([]);
+  });
+
+  it.each([
+    { name: "jsonrpc 1.0", body: JSON.stringify({ jsonrpc: "1.0", method: "work_item_start", params: startContext }) },
+    { name: "no jsonrpc member", body: JSON.stringify({ method: "work_item_start", params: startContext }) },
+    { name: "a method that is not a string", body: notification(5) },
+  ])("answers a request without an id that is not well formed ($name) with id null", async ({ body }) => {
+    const executor = new Recorder();
+    expect(await call(executor, body)).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: HOOK_RPC_ERRORS.invalidRequest } });
+    expect(executor.calls).toEqual([]);
+  });
+});
+
+describe("handleRequest: batches", () => {
+  it("answers each request of a batch with its own id, in the batch's order", async () => {
+    const executor = new Recorder();
+    const answers = await callBatch(executor, [
+      request("work_item_start", { ...startContext, actor: "mallory" }, 1),
+      request("phase_changed", {}, "two"),
+      request("work_item_start", { ...startContext, actor: "ann" }, 3),
+    ]);
+    expect(answers).toEqual([
+      { jsonrpc: "2.0", id: 1, result: { proceed: false, reason: "not on the allow list" } },
+      { jsonrpc: "2.0", id: "two", result: null },
+      { jsonrpc: "2.0", id: 3, result: { proceed: true, reason: "" } },
+    ]);
+    expect(executor.calls).toEqual(["work_item_start:mallory", "phase_changed", "work_item_start:ann"]);
+  });
+
+  it("answers each invalid element with its own error, keeping its id when it has a valid one, and still runs the rest", async () => {
+    const executor = new Recorder();
+    const answers = await callBatch(executor, [
+      request("poll.cycle_started", {}, 1),
+      "1",
+      JSON.stringify({ foo: "boo" }),
+      JSON.stringify({ jsonrpc: "2.0", id: { n: 1 }, method: "phase_changed", params: {} }),
+      JSON.stringify({ jsonrpc: "1.0", id: "old", method: "phase_changed", params: {} }),
+      request("work_item_start", "{}", 4),
+      request("work_item_complete", {}, 5),
+      `[${request("phase_changed", {}, 6)}]`,
+      request("phase_changed", {}, 7),
+    ]);
+    expect(answers.map((answer) => [answer.id, answer.error?.code])).toEqual([
+      [1, HOOK_RPC_ERRORS.methodNotFound],
+      [null, HOOK_RPC_ERRORS.invalidRequest],
+      [null, HOOK_RPC_ERRORS.invalidRequest],
+      [null, HOOK_RPC_ERRORS.invalidRequest],
+      ["old", HOOK_RPC_ERRORS.invalidRequest],
+      [4, HOOK_RPC_ERRORS.invalidParams],
+      [5, HOOK_RPC_ERRORS.hookRaised],
+      [null, HOOK_RPC_ERRORS.invalidRequest],
+      [7, undefined],
+    ]);
+    expect(answers[8]).toEqual({ jsonrpc: "2.0", id: 7, result: null });
+    expect(executor.calls).toEqual(["work_item_complete", "phase_changed"]);
+  });
+
+  it("leaves a batch's notifications out of its answer, but runs them", async () => {
+    const executor = new Recorder();
+    const answers = await callBatch(executor, [notification("phase_changed", {}), request("phase_changed", {}, 9), notification("work_item_complete", {})]);
+    expect(answers).toEqual([{ jsonrpc: "2.0", id: 9, result: null }]);
+    expect(executor.calls).toEqual(["phase_changed", "phase_changed", "work_item_complete"]);
+  });
+
+  it("answers nothing to a batch made only of notifications, and runs them all", async () => {
+    const executor = new Recorder();
+    const body = `[${notification("work_item_start", { ...startContext, actor: "ann" })},${notification("phase_changed", {})}]`;
+    expect(await handleRequest(executor, body)).toBeUndefined();
+    expect(executor.calls).toEqual(["work_item_start:ann", "phase_changed"]);
+  });
+
+  it("runs a batch's requests one after another, never two hooks at once", async () => {
+    const events: string[] = [];
+    class Slow extends LifecycleHooks {
+      override async phaseChanged(context: PhaseChangedContext): Promise<undefined> {
+        const label = String((context as unknown as { label: unknown }).label);
+        events.push(`enter ${label}`);
+        await new Promise((resolve) => setTimeout(resolve, label === "first" ? 30 : 1));
+        events.push(`leave ${label}`);
+        return undefined;
+      }
+    }
+    await callBatch(new Slow(), [request("phase_changed", { label: "first" }, 1), request("phase_changed", { label: "second" }, 2)]);
+    expect(events).toEqual(["enter first", "leave first", "enter second", "leave second"]);
+  });
+
+  it("keeps one element's decision that has no JSON form from spoiling the others' answers", async () => {
+    class BigIntReason extends LifecycleHooks {
+      override workItemStart(context: WorkItemStartContext): WorkItemStartContext {
+        return { ...context, reason: 1n as unknown as string };
+      }
+    }
+    const answers = await callBatch(new BigIntReason(), [request("phase_changed", {}, 1), request("work_item_start", startContext, 2), request("phase_changed", {}, 3)]);
+    expect(answers).toEqual([
+      { jsonrpc: "2.0", id: 1, result: null },
+      { jsonrpc: "2.0", id: 2, error: { code: HOOK_RPC_ERRORS.internalError, message: expect.stringMatching(/not JSON/) as unknown } },
+      { jsonrpc: "2.0", id: 3, result: null },
+    ]);
+  });
+
+  it(`answers a batch of ${MAX_BATCH_REQUESTS} requests`, async () => {
+    const executor = new Recorder();
+    const answers = await callBatch(executor, Array.from({ length: MAX_BATCH_REQUESTS }, (_, index) => request("phase_changed", {}, index)));
+    expect(answers.map((answer) => answer.id)).toEqual(Array.from({ length: MAX_BATCH_REQUESTS }, (_, index) => index));
+    expect(executor.calls).toHaveLength(MAX_BATCH_REQUESTS);
+  });
+
+  it(`refuses a batch over ${MAX_BATCH_REQUESTS} requests with one error, running none of it`, async () => {
+    const executor = new Recorder();
+    const elements = Array.from({ length: MAX_BATCH_REQUESTS + 1 }, (_, index) => request("phase_changed", {}, index));
+    const answer = await call(executor, `[${elements.join(",")}]`);
+    expect(answer).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: HOOK_RPC_ERRORS.invalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests; this one holds ${MAX_BATCH_REQUESTS + 1}` },
+    });
+    expect(executor.calls).toEqual([]);
   });
 });

@@ -44,10 +44,16 @@ function rpc(method: string, params: Record<string, unknown>, id: number | strin
   return JSON.stringify({ jsonrpc: "2.0", id, method, params });
 }
 
-async function post(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; json: unknown }> {
+/** A request without an id: JSON-RPC's notification. */
+function notify(method: string, params: Record<string, unknown>): string {
+  return JSON.stringify({ jsonrpc: "2.0", method, params });
+}
+
+/** `json` is undefined when the body is empty, as a 204 has it. */
+async function post(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
   const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
   const text = await response.text();
-  return { status: response.status, headers: response.headers, json: JSON.parse(text) as unknown };
+  return { status: response.status, headers: response.headers, text, json: text === "" ? undefined : (JSON.parse(text) as unknown) };
 }
 
 /** A chunked request with no Content-Length, so the limit can only be found while streaming. */
@@ -105,6 +111,45 @@ describe("HookServer", () => {
     const answer = await post(server.url, "{not json");
     expect(answer.status).toBe(200);
     expect(answer.json).toMatchObject({ id: null, error: { code: HOOK_RPC_ERRORS.parseError } });
+  });
+
+  it("answers a notification with 204 and no body, after running its hook", async () => {
+    const executor = new Policy();
+    const server = await started(executor, { token: TOKEN });
+    const answer = await post(server.url, notify("work_item_start", { actor: "mallory", proceed: true, reason: "" }), { authorization: `Bearer ${TOKEN}` });
+    expect(answer.status).toBe(204);
+    expect(answer.text).toBe("");
+    expect(answer.headers.get("content-length")).toBeNull();
+    expect(executor.calls).toEqual(["work_item_start"]);
+  });
+
+  it("answers a batch with 200 and one response per request, notifications left out", async () => {
+    const executor = new Policy();
+    const server = await started(executor);
+    const batch = `[${rpc("work_item_start", { actor: "mallory", proceed: true, reason: "" }, "a")},${notify("phase_changed", {})},${rpc("no_such_point", {}, "b")}]`;
+    const answer = await post(server.url, batch);
+    expect(answer.status).toBe(200);
+    expect(answer.json).toEqual([
+      { jsonrpc: "2.0", id: "a", result: { proceed: false, reason: "not on the allow list" } },
+      { jsonrpc: "2.0", id: "b", error: { code: HOOK_RPC_ERRORS.methodNotFound, message: expect.stringMatching(/^Method not found/) as unknown } },
+    ]);
+    expect(executor.calls).toEqual(["work_item_start", "phase_changed"]);
+  });
+
+  it("answers a batch made only of notifications with 204 and no body", async () => {
+    const executor = new Policy();
+    const server = await started(executor);
+    const answer = await post(server.url, `[${notify("phase_changed", {})},${notify("session_spawn", { prompt: "go" })}]`);
+    expect(answer.status).toBe(204);
+    expect(answer.text).toBe("");
+    expect(executor.calls).toEqual(["phase_changed", "session_spawn"]);
+  });
+
+  it("refuses a notification without the bearer token with 401, running no hook", async () => {
+    const executor = new Policy();
+    const server = await started(executor, { token: TOKEN });
+    expect((await post(server.url, notify("phase_changed", {}))).status).toBe(401);
+    expect(executor.calls).toEqual([]);
   });
 
   it.each<{ name: string; headers: Record<string, string> }>([
@@ -178,6 +223,18 @@ describe("HookServer", () => {
       // same tick opens a second connection whatever the server does.
       await new Promise((resolve) => setImmediate(resolve));
     }
+    expect(connections).toBe(1);
+  });
+
+  it("keeps the connection alive across a 204", async () => {
+    const server = await started(new Policy());
+    let connections = 0;
+    server.httpServer.on("connection", () => {
+      connections += 1;
+    });
+    expect((await post(server.url, notify("phase_changed", {}))).status).toBe(204);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect((await post(server.url, rpc("phase_changed", {}, 2))).json).toEqual({ jsonrpc: "2.0", id: 2, result: null });
     expect(connections).toBe(1);
   });
 

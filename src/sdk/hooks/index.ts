@@ -24,7 +24,7 @@ export type {
 } from "./catalog.js";
 export { LifecycleHooks, isLifecycleHooksClass } from "./base.js";
 export type { HookResult, HookReturn } from "./base.js";
-export { HOOK_RPC_ERRORS, handleRequest } from "./protocol.js";
+export { HOOK_RPC_ERRORS, MAX_BATCH_REQUESTS, handleRequest } from "./protocol.js";
 export type { JsonRpcFailure, JsonRpcId, JsonRpcResponse, JsonRpcSuccess } from "./protocol.js";
 export { HookServer } from "./server.js";
 export type { HookServerOptions } from "./server.js";

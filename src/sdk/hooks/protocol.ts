@@ -1,8 +1,9 @@
 /**
  * The server half of the remote hook protocol: one JSON-RPC 2.0 request per point invocation,
  * `method` the point's name, `params` its context; the result is `null` (pass through) or the
- * point's decisions. Framework-free, so an operator can mount it in whatever HTTP server they run;
- * `HookServer` is the ready-made host.
+ * point's decisions. Notifications and batches are served as JSON-RPC 2.0 defines them, for a
+ * client other than the-loop (which sends one request, with an id, per call). Framework-free, so
+ * an operator can mount it in whatever HTTP server they run; `HookServer` is the ready-made host.
  */
 import type { LifecycleHooks } from "./base.js";
 import { LIFECYCLE_POINTS, lifecyclePoint } from "./catalog.js";
@@ -34,6 +35,13 @@ export interface JsonRpcFailure {
 
 export type JsonRpcResponse = JsonRpcSuccess | JsonRpcFailure;
 
+/**
+ * The most requests one batch may hold; a longer batch is refused whole with one Invalid Request
+ * error, none of it run. The body cap bounds a batch's bytes, not the hooks it sets off: without
+ * this, one small body could queue thousands of runs of an executor behind a single request.
+ */
+export const MAX_BATCH_REQUESTS = 100;
+
 /** A hook's message can be anything it was given, prompt text included; the client needs only the gist. */
 const MAX_RAISED_MESSAGE_CHARS = 1000;
 
@@ -41,28 +49,48 @@ const MAX_RAISED_MESSAGE_CHARS = 1000;
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Answers one JSON-RPC request body with the response body text. It never throws: every failure,
- * the executor's included, becomes a JSON-RPC error, so a host can always send what it returns.
+ * Answers one JSON-RPC request body — a request, a notification or a batch of them — with the
+ * response body text, or undefined when nothing is to be answered: a notification, or a batch of
+ * notifications only. It never throws: every failure, the executor's included, becomes a JSON-RPC
+ * error, so a host can always send what it returns.
  */
-export async function handleRequest(executor: LifecycleHooks, body: string | Uint8Array): Promise<string> {
+export async function handleRequest(executor: LifecycleHooks, body: string | Uint8Array): Promise<string | undefined> {
   try {
-    return encode(await respond(executor, body));
+    return await respond(executor, body);
   } catch (error) {
     return encode(failure(null, HOOK_RPC_ERRORS.internalError, `Internal error: ${describeError(error)}`));
   }
 }
 
-async function respond(executor: LifecycleHooks, body: string | Uint8Array): Promise<JsonRpcResponse> {
-  let request: unknown;
+async function respond(executor: LifecycleHooks, body: string | Uint8Array): Promise<string | undefined> {
+  let parsed: unknown;
   try {
-    request = JSON.parse(typeof body === "string" ? body : utf8.decode(body));
+    parsed = JSON.parse(typeof body === "string" ? body : utf8.decode(body));
   } catch {
-    return failure(null, HOOK_RPC_ERRORS.parseError, "Parse error: the body is not JSON");
+    return encode(failure(null, HOOK_RPC_ERRORS.parseError, "Parse error: the body is not JSON"));
+  }
+  if (!Array.isArray(parsed)) {
+    const response = await respondToOne(executor, parsed);
+    return response === undefined ? undefined : encode(response);
   }
 
-  if (Array.isArray(request)) {
-    return failure(null, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: batches are not supported; send one request per point");
+  if (parsed.length === 0) return encode(failure(null, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: the batch is empty"));
+  if (parsed.length > MAX_BATCH_REQUESTS) {
+    return encode(failure(null, HOOK_RPC_ERRORS.invalidRequest, `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests; this one holds ${parsed.length}`));
   }
+  const answered: string[] = [];
+  for (const element of parsed as unknown[]) {
+    // One after another, in the batch's order: the points reach the executor in the order the
+    // client put them, and an executor need not be safe to run concurrently with itself.
+    const response = await respondToOne(executor, element);
+    // Each element is encoded apart, so a decision with no JSON form spoils its own answer only.
+    if (response !== undefined) answered.push(encode(response));
+  }
+  return answered.length === 0 ? undefined : `[${answered.join(",")}]`;
+}
+
+/** The response to one request object, or undefined for a notification, which gets none. */
+async function respondToOne(executor: LifecycleHooks, request: unknown): Promise<JsonRpcResponse | undefined> {
   if (!isPlainObject(request)) {
     return failure(null, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: the request must be an object");
   }
@@ -70,15 +98,6 @@ async function respond(executor: LifecycleHooks, body: string | Uint8Array): Pro
   if (id === undefined) {
     return failure(null, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: id must be a string, a number or null");
   }
-  try {
-    return await answer(executor, request, id);
-  } catch (error) {
-    // Only a hook's own object can throw here (a getter, a proxy); the id is known, so it is kept.
-    return failure(id, HOOK_RPC_ERRORS.internalError, `Internal error: ${describeError(error)}`);
-  }
-}
-
-async function answer(executor: LifecycleHooks, request: Record<string, unknown>, id: JsonRpcId): Promise<JsonRpcResponse> {
   if (request.jsonrpc !== "2.0") {
     return failure(id, HOOK_RPC_ERRORS.invalidRequest, 'Invalid Request: jsonrpc must be "2.0"');
   }
@@ -87,12 +106,25 @@ async function answer(executor: LifecycleHooks, request: Record<string, unknown>
     return failure(id, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: method must be a string");
   }
 
+  let response: JsonRpcResponse;
+  try {
+    response = await answer(executor, methodName, request.params, id);
+  } catch (error) {
+    // Only a hook's own object can throw here (a getter, a proxy); the id is known, so it is kept.
+    response = failure(id, HOOK_RPC_ERRORS.internalError, `Internal error: ${describeError(error)}`);
+  }
+  // Only a well-formed request is known to be a notification: a malformed one without an id was
+  // answered above with id null, as JSON-RPC 2.0 requires. A notification's outcome, its failure
+  // included, is not reported.
+  return Object.hasOwn(request, "id") ? response : undefined;
+}
+
+async function answer(executor: LifecycleHooks, methodName: string, context: unknown, id: JsonRpcId): Promise<JsonRpcResponse> {
   const point = lifecyclePoint(methodName);
   if (!point) {
     const names = LIFECYCLE_POINTS.map((known) => known.name).join(", ");
     return failure(id, HOOK_RPC_ERRORS.methodNotFound, `Method not found: ${JSON.stringify(truncate(methodName, 100))} is not a lifecycle point; the points are ${names}`);
   }
-  const context = request.params;
   if (!isPlainObject(context)) {
     return failure(id, HOOK_RPC_ERRORS.invalidParams, `Invalid params: params must be the ${point.name} context, an object of its fields`);
   }
@@ -135,7 +167,7 @@ function failure(id: JsonRpcId, code: number, message: string): JsonRpcFailure {
   return { jsonrpc: "2.0", id, error: { code, message } };
 }
 
-/** The id to echo; undefined when the request carries one JSON-RPC does not allow. */
+/** The id to echo, null for none; undefined when the request carries one JSON-RPC does not allow. */
 function readableId(request: Record<string, unknown>): JsonRpcId | undefined {
   if (!Object.hasOwn(request, "id")) return null;
   const id = request.id;

@@ -23,7 +23,7 @@ export interface HookServerOptions {
   readonly path?: string;
   /** Default 1 MiB. A larger body is refused with 413 before it is read into memory. */
   readonly maxBodyBytes?: number;
-  /** Default 30000: the bound on receiving a request, and on the executor answering it. */
+  /** Default 30000: the bound on receiving a request, and on the executor answering it (all of a batch). */
   readonly requestTimeoutMs?: number;
 }
 
@@ -165,12 +165,19 @@ export class HookServer {
     if (body === "aborted") return;
 
     const answer = await withTimeout(handleRequest(this.executor, body), this.requestTimeoutMs);
-    if (answer === undefined) {
+    if (answer === TIMED_OUT) {
       reply(response, 503, rpcError(-32000, `the hook did not answer within ${this.requestTimeoutMs} ms`), refuseUnread);
       return;
     }
     // Once closing, a keep-alive connection left open by this answer would hold close() until the client let go.
-    reply(response, 200, answer, this.closing ? { connection: "close" } : {});
+    const headers: Record<string, string> = this.closing ? { connection: "close" } : {};
+    if (answer === undefined) {
+      // A notification, or a batch of them only: JSON-RPC answers nothing, and HTTP says so with 204.
+      response.writeHead(204, headers);
+      response.end();
+      return;
+    }
+    reply(response, 200, answer, headers);
   }
 
   private authorized(header: string | undefined): boolean {
@@ -239,11 +246,14 @@ function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer | 
   });
 }
 
-/** The promise's value, or undefined once `ms` have passed without one. */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
+/** What withTimeout resolves to when time runs out: a symbol, since undefined is one of handleRequest's answers. */
+const TIMED_OUT: unique symbol = Symbol("timed out");
+
+/** The promise's value, or TIMED_OUT once `ms` have passed without one. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(resolve, ms, undefined);
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(resolve, ms, TIMED_OUT);
     timer.unref();
   });
   try {
