@@ -133,9 +133,17 @@ function pullRequestEvent(root: Json, action: string, context: GitHubEventContex
   const item = itemOf(pull, "pull_request", repository);
   const head = headOf(pull, repository);
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
+  const shape = pullRequestShape(item, repository, head.branch, head.inRepository);
+  const closing = kind === "closed" ? closingOf(pull, root.sender, item) : undefined;
   return eventOf(context, kind, `pull_request.${action}`, item, {
-    ...pullRequestShape(item, repository, head.branch, head.inRepository),
-    actor: actorOf(kind, root.sender),
+    ...shape,
+    ...(closing === undefined
+      ? { actor: actorOf(kind, root.sender) }
+      : {
+          pullRequest: { ...shape.pullRequest, merged: closing.merged },
+          actor: closing.actor,
+          ...optionalField("contentKey", closing.contentKey),
+        }),
     body: null,
     ...(label !== undefined ? { label } : {}),
     occurredAt: item.updatedAt ?? nowIso(),
@@ -185,6 +193,21 @@ function reviewCommentEvent(root: Json, action: string, context: GitHubEventCont
     occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
     excerpt: boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body }),
   });
+}
+
+/**
+ * What a pull request's closing says: whether it was merged, and by whom. A webhook names the
+ * closer as its sender; the poller cannot (GitHub's listings do not say who closed an item), but a
+ * merged PR names its merger itself. The content key is the closing's own time, the same on both
+ * paths, so a closing both paths saw reaches a linked item's session once, and a PR closed again
+ * after a reopen is news again.
+ */
+function closingOf(pull: Json, sender: unknown, item: Item): { merged: boolean; actor: string | null; contentKey?: string } {
+  const merged = pull.merged === true || optionalString(pull.merged_at, "pull_request.merged_at") !== undefined;
+  const actor = loginOf(sender) ?? (merged ? loginOf(pull.merged_by) : null);
+  const closedAt = optionalString(pull.closed_at, "pull_request.closed_at");
+  if (closedAt === undefined) return { merged, actor };
+  return { merged, actor, contentKey: `github:${item.workItem.host}/${item.workItem.repository}:closed:pull_request:${item.ref.number}:${closedAt}` };
 }
 
 // A Map, not an object: an event named `constructor` or `__proto__` must find nothing.

@@ -23,6 +23,8 @@ export interface InboundPullRequest {
   readonly headBranch?: string;
   /** Whether the head lives in the same repository (a fork's branch is not in the shared clone). */
   readonly headInRepository?: boolean;
+  /** On a `closed` event: whether the PR was merged, or closed without merging. */
+  readonly merged?: boolean;
 }
 
 /** What happened, independent of the tracker's own vocabulary. */

@@ -120,7 +120,10 @@ export type DecisionAction = Decision["action"];
  *  5. authorization      actor not allowed (a close is exempt)  → drop unauthorized-actor
  *  6. control keyword    a comment naming a command             → control, or drop (ambiguous,
  *                                                                 actor-less, redelivered)
- *  7. session match      a live session on one of the items     → deliver / close, or duplicate
+ *  7. session match      a live session on one of the items     → deliver, or duplicate; a
+ *                                                                 closing: close its own item's
+ *                                                                 session, else deliver a PR's
+ *                                                                 closing to a linked one
  *  8. spawn policy       no live session                        → spawn, or drop (incl. the start
  *                                                                 gate: awaiting-start, stopped)
  */
@@ -138,7 +141,9 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
   if (isSelfAuthored(event.body)) return drop("self-authored", primary);
 
   // A close is exempt because it can only end a session the-loop started (guard 7 never spawns
-  // for it), and an item closed by anyone is finished whoever closed it.
+  // for it), and an item closed by anyone is finished whoever closed it. A pull request's closing
+  // told to a linked item's session is exempt for the same reason: it is a fact about the
+  // repository, not a request, and carries no one's words (see closedDecision).
   if (event.kind !== "closed" && !isAuthorized(event.actor, policy.authorizedUsers)) {
     return drop("unauthorized-actor", primary);
   }
@@ -148,17 +153,40 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
   const control = controlDecision(event, policy, registry, primary);
   if (control !== undefined) return control;
 
+  if (event.kind === "closed") return closedDecision(event, registry);
+
   const match = liveSession(event.workItems, registry);
   if (match !== undefined) {
     // The record's own delivery ids catch a redelivery the in-memory dedupe forgot (a restart).
     if (seenIn(match.session.recentDeliveries, event)) return drop("duplicate-delivery", match.workItem);
-    if (event.kind === "closed") return { action: "close", workItem: match.workItem };
     return { action: "deliver", workItem: match.workItem, status: match.session.status };
   }
-  // Closing an item with no session must not start one.
-  if (event.kind === "closed") return drop("no-session", primary);
 
   return spawnDecision(event, policy, registry, primary);
+}
+
+/**
+ * Guard 7 for a closing, which ends only the session of the item that closed: the pull request
+ * itself when the event is about one, else the first item named with a live session. A pull
+ * request's closing that finds no session of its own but reaches the session of a work item it is
+ * linked to is delivered there, as news: the work item is not finished because its PR merged (its
+ * own `closed` event says when it is), and an abandoned PR's item still needs its agent. With no
+ * session to end or to tell, it is dropped: a closing never starts a session.
+ */
+function closedDecision(event: InboundEvent, registry: RegistryView): Decision {
+  const pullRequest = event.pullRequest?.ref;
+  const closing = pullRequest === undefined ? event.workItems : event.workItems.filter((item) => item.ref === pullRequest);
+  const own = liveSession(closing, registry);
+  if (own !== undefined) {
+    if (seenIn(own.session.recentDeliveries, event)) return drop("duplicate-delivery", own.workItem);
+    return { action: "close", workItem: own.workItem };
+  }
+  const linked = pullRequest === undefined ? undefined : liveSession(event.workItems.filter((item) => item.ref !== pullRequest), registry);
+  if (linked !== undefined) {
+    if (seenIn(linked.session.recentDeliveries, event)) return drop("duplicate-delivery", linked.workItem);
+    return { action: "deliver", workItem: linked.workItem, status: linked.session.status };
+  }
+  return drop("no-session", closing[0]);
 }
 
 /**

@@ -31,9 +31,8 @@ export interface Linked {
 export function applyLink(event: InboundEvent, links: PullRequestLinks | undefined, onProblem: (problem: string) => void): Linked {
   const pullRequest = event.pullRequest;
   if (pullRequest === undefined) return { event };
-  // A pull request closing — merged or abandoned — finishes the PR, not the work it was for: an
-  // abandoned PR's issue still needs its agent, and a merge that closes the issue says so itself.
-  if (event.kind === "closed") return { event: ownItemOnly(event, pullRequest.ref) };
+  // A pull request's closing keeps its linked items too: it reaches the work item's session as
+  // news, and the router lets it end only the PR's own session (see route).
   if (links === undefined) return { event };
   const { link, problem } = links.lookup(pullRequest.ref);
   if (problem !== undefined) onProblem(problem);
@@ -47,13 +46,6 @@ export function applyLink(event: InboundEvent, links: PullRequestLinks | undefin
   if (event.workItems.some((item) => item.ref === bound.ref)) return { event, link };
   const linkedBy: Record<string, LinkSource> = { ...event.linkedBy, [bound.ref]: link.source };
   return { event: { ...event, workItems: [bound, ...event.workItems], linkedBy }, link };
-}
-
-function ownItemOnly(event: InboundEvent, ref: string): InboundEvent {
-  const own = event.workItems.filter((item) => item.ref === ref);
-  if (own.length === event.workItems.length) return event;
-  const { linkedBy: _linkedBy, ...rest } = event;
-  return { ...rest, workItems: own };
 }
 
 type Outcome = { readonly exists: boolean; readonly at: number };

@@ -60,7 +60,16 @@ export const PROMPT_PLACEHOLDERS: readonly { readonly name: string; readonly mea
   { name: "actor", meaning: "The login of whoever caused the event; `(unknown)` for status events and deleted accounts." },
   { name: "delivery_id", meaning: "The event's unique delivery id." },
   { name: "body", meaning: "The comment or review text, bounded in length; empty when the event carries none." },
-  { name: "excerpt", meaning: "A bounded excerpt of the event, one `key: value` per line." },
+  {
+    name: "excerpt",
+    meaning:
+      "A bounded excerpt of the event, one `key: value` per line. An event on a pull request delivered to another work item's session starts with `pull_request: #12 (https://…)`.",
+  },
+  {
+    name: "pull_request",
+    meaning:
+      "The pull request the event is on, as `#12 (https://…)` (with `owner/repo` before the `#` when it is in another repository than the work item); empty when the event is on none.",
+  },
   { name: "ask_command", meaning: "The command the agent runs to ask a person a question on the work item." },
   { name: "answer_note", meaning: "When the agent is waiting on a question it asked: a sentence saying this event may answer it, quoting the question; otherwise empty." },
 ];
@@ -92,6 +101,10 @@ export function unknownPlaceholders(template: string): string[] {
 export function promptValues(input: PromptInput): Record<string, string> {
   const { event, workItem } = input;
   const title = input.title ?? event.title;
+  const pullRequest = pullRequestName(event, workItem);
+  // An agent whose work item has several pull requests is told which one a review is on; in the
+  // PR's own session that is the work item itself.
+  const excerpt = pullRequest !== "" && event.pullRequest?.ref !== workItem.ref ? { pull_request: pullRequest, ...event.excerpt } : event.excerpt;
   return {
     work_item: workItem.ref,
     title: title === undefined || title.trim() === "" ? "(untitled)" : title,
@@ -100,9 +113,10 @@ export function promptValues(input: PromptInput): Record<string, string> {
     actor: event.actor ?? "(unknown)",
     delivery_id: event.deliveryId,
     body: bounded(event.body),
-    excerpt: Object.entries(event.excerpt)
+    excerpt: Object.entries(excerpt)
       .map(([key, value]) => `${key}: ${value}`)
       .join("\n"),
+    pull_request: pullRequest,
     ask_command: input.askCommand,
     answer_note:
       input.awaitingQuestion === undefined || input.awaitingQuestion.trim() === ""
@@ -115,8 +129,48 @@ export function renderBootPrompt(templates: PromptTemplates, input: PromptInput)
   return renderTemplate(templates.boot, promptValues(input));
 }
 
+/** The prompt for an event delivered into a live session: the event template, or the notice of a linked pull request's closing. */
 export function renderEventPrompt(templates: PromptTemplates, input: PromptInput): string {
-  return renderTemplate(templates.event, promptValues(input));
+  const values = promptValues(input);
+  if (isLinkedPullRequestClosing(input.event, input.workItem)) {
+    return renderTemplate(PULL_REQUEST_CLOSED_TEMPLATE, { ...values, outcome: closingOutcome(input.event) });
+  }
+  return renderTemplate(templates.event, values);
+}
+
+/**
+ * What the session of a work item is told when a pull request linked to it closes (the router
+ * delivers such a closing rather than ending the session). Built in, like the resume note, not a
+ * template a project replaces: it carries no text anyone wrote on the tracker — only the PR, how
+ * it closed and who closed it — so it is safe to deliver whoever closed the PR.
+ */
+export const PULL_REQUEST_CLOSED_TEMPLATE = `Pull request {{pull_request}} was {{outcome}}.
+It is linked to {{work_item}}. This session stays open until {{work_item}} itself is closed. Continue with whatever of the work is left, if anything. To ask a person something, run \`{{ask_command}}\`, then stop and wait for the answer.
+`;
+
+/** Whether `event` is a pull request's closing reaching the session of another work item (one the PR is linked to). */
+export function isLinkedPullRequestClosing(event: InboundEvent, workItem: Pick<WorkItem, "ref">): boolean {
+  return event.kind === "closed" && event.pullRequest !== undefined && event.pullRequest.ref !== workItem.ref;
+}
+
+/** `merged by bob`, `closed without merging`: who is left out when the ingress could not tell. */
+export function closingOutcome(event: Pick<InboundEvent, "actor" | "pullRequest">): string {
+  const how = event.pullRequest?.merged === true ? "merged" : event.pullRequest?.merged === false ? "closed without merging" : "closed";
+  return event.actor === null ? how : `${how} by ${event.actor}`;
+}
+
+/**
+ * The pull request an event is on as the agent of `workItem` reads it: `#12 (url)`, with the
+ * PR's repository before the `#` when it is not the work item's; empty for an event on none.
+ */
+function pullRequestName(event: InboundEvent, workItem: WorkItem): string {
+  const ref = event.pullRequest?.ref;
+  if (ref === undefined) return "";
+  const pull = event.workItems.find((item) => item.ref === ref);
+  if (pull === undefined) return ref;
+  const sameRepository = pull.host === workItem.host && pull.repository === workItem.repository;
+  const name = sameRepository ? `#${pull.number}` : `${pull.repository}#${pull.number}`;
+  return pull.url === "" ? name : `${name} (${pull.url})`;
 }
 
 /**

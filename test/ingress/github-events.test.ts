@@ -236,6 +236,56 @@ describe("inboundFromGitHub: pull_request", () => {
     expect(event.itemState).toBe("closed");
   });
 
+  describe("closed", () => {
+    const closedAt = "2025-01-04T00:00:00Z";
+    const merger = { login: "carol" };
+    const mergedPull = pull({ state: "closed", closed_at: closedAt, merged: true, merged_at: closedAt, merged_by: merger });
+    const abandonedPull = pull({ state: "closed", closed_at: closedAt, merged: false, merged_at: null, merged_by: null });
+    const contentKey = `github:github.com/octo/repo:closed:pull_request:40:${closedAt}`;
+
+    // The webhook names the closer as the sender; the poller's payload has none (GitHub's listing
+    // does not say who closed an item), but a merged PR names its merger itself.
+    it.each<[string, Record<string, unknown>, unknown, boolean, string | null]>([
+      ["a webhook merge", mergedPull, { login: "bob" }, true, "bob"],
+      ["a webhook close without merging", abandonedPull, { login: "bob" }, false, "bob"],
+      ["a polled merge: the merger", mergedPull, null, true, "carol"],
+      ["a polled close without merging: no one", abandonedPull, null, false, null],
+      ["merged told by merged_at alone", pull({ state: "closed", closed_at: closedAt, merged_at: closedAt }), null, true, null],
+    ])("%s", (_name, pullRequest, closer, merged, actor) => {
+      const event = eventOf(inboundFromGitHub("pull_request", { action: "closed", number: 40, pull_request: pullRequest, repository, sender: closer }, context));
+      expect(event).toMatchObject({ kind: "closed", actor, body: null, itemState: "closed", contentKey });
+      expect(event.pullRequest).toEqual({ ref: "github:octo/repo#40", headBranch: "issue-13-parser", headInRepository: true, merged });
+    });
+
+    it("keeps the items the PR is linked to, so its closing can reach their sessions", () => {
+      const event = eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: mergedPull, repository, sender }, context));
+      expect(event.workItems).toEqual([linked12, linked13, pullItem]);
+      expect(event.linkedBy).toEqual({ "github:octo/repo#12": "closing-reference", "github:octo/repo#13": "branch" });
+    });
+
+    it("is keyed by the closing's own time: the same on both paths, and new after a reopen", () => {
+      const webhook = eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: mergedPull, repository, sender }, context));
+      const polled = eventOf(
+        inboundFromGitHub("pull_request", { action: "closed", pull_request: mergedPull, repository, sender: null }, { deliveryId: "poll-closed", source: "poll" }),
+      );
+      expect(polled.contentKey).toBe(webhook.contentKey);
+      const again = pull({ state: "closed", closed_at: "2025-02-01T00:00:00Z", merged: false });
+      expect(eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: again, repository, sender }, context)).contentKey).not.toBe(contentKey);
+    });
+
+    it("has no content key without a closing time", () => {
+      const event = eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: pull({ state: "closed" }), repository, sender }, context));
+      expect(event.contentKey).toBeUndefined();
+      expect(event.pullRequest?.merged).toBe(false);
+    });
+
+    it("only a closing says whether the PR merged", () => {
+      const event = eventOf(inboundFromGitHub("pull_request", { action: "reopened", pull_request: pull({ merged: false }), repository, sender }, context));
+      expect(event.pullRequest).not.toHaveProperty("merged");
+      expect(event.contentKey).toBeUndefined();
+    });
+  });
+
   it("labeled carries the label", () => {
     const event = eventOf(
       inboundFromGitHub("pull_request", { action: "labeled", pull_request: pull(), label: { name: "review" }, repository, sender }, context),

@@ -150,6 +150,44 @@ describe("GitHubFeed", () => {
     expect((await s.cycle()).items).toEqual([]);
   });
 
+  it("hands out the merge of a PR that closes a live session's item, naming the merger, and no other PR's closing", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "has a session", user: "alice" });
+    const idle = s.gh.addIssue(REPO, { title: "no session", user: "alice" });
+    const pr = s.gh.addPullRequest(REPO, { title: "the fix", body: `Fixes #${issue}`, user: "bob", head: "fix" });
+    const unrelated = s.gh.addPullRequest(REPO, { title: "another", body: `Fixes #${idle}`, user: "bob", head: "other" });
+    s.watched.add(s.ref(issue));
+    await s.settle();
+
+    s.gh.closeItem(REPO, pr, { merged: true, actor: "carol" });
+    s.gh.closeItem(REPO, unrelated, { actor: "carol" });
+    const batch = await s.cycle();
+    const closedAt = s.gh.pull(REPO, pr).closed_at;
+    expect(summary(batch)).toEqual([[`closed-${s.ref(pr)}-${closedAt}`, "closed", s.ref(pr), "carol"]]);
+    expect(batch.items[0]?.event.workItems.map((item) => item.ref)).toEqual([s.ref(issue), s.ref(pr)]);
+    expect(batch.items[0]?.event).toMatchObject({
+      deliveryId: `poll-closed-${s.ref(pr)}-${closedAt}`,
+      pullRequest: { ref: s.ref(pr), merged: true },
+      contentKey: `github:${s.gh.host}/${REPO}:closed:pull_request:${pr}:${closedAt}`,
+    });
+    expect((await s.cycle()).items).toEqual([]);
+  });
+
+  it("hands out a bound PR closed without merging, naming no one: the listing does not say who closed it", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "has a session", user: "alice" });
+    const pr = s.gh.addPullRequest(REPO, { title: "abandoned", user: "bob", head: "try" });
+    // Bound with `sessions link-pr`: the runtime's isWatched says so for the PR itself.
+    s.watched.add(s.ref(issue));
+    s.watched.add(s.ref(pr));
+    await s.settle();
+
+    s.gh.closeItem(REPO, pr, { actor: "carol" });
+    const batch = await s.cycle();
+    expect(summary(batch)).toEqual([[`closed-${s.ref(pr)}-${s.gh.pull(REPO, pr).closed_at}`, "closed", s.ref(pr), null]]);
+    expect(batch.items[0]?.event.pullRequest).toMatchObject({ ref: s.ref(pr), merged: false });
+  });
+
   it("hands out a label once, with who added it", async () => {
     const s = await setup();
     const issue = s.gh.addIssue(REPO, { title: "not yet", user: "bob" });

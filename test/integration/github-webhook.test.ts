@@ -2,6 +2,8 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { jsonOf } from "../support/cli.js";
+import { paneState } from "../support/e2e.js";
 import { sendWebhook } from "../support/fake-github.js";
 import { ARM, TOKEN, bareRepository, freePort, startGitHub, startProject } from "../support/github-project.js";
 import { waitFor } from "../support/wait.js";
@@ -101,5 +103,70 @@ describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmu
     );
     // The token never reaches the event log.
     expect(JSON.stringify(events)).not.toContain(TOKEN);
+  }, 90_000);
+
+  it("tells the issue's session that its pull requests merged or closed, names the PR in a review, and keeps the session live", async () => {
+    const gh = await startGitHub();
+    gh.addRepo("octo/repo");
+    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
+    const ref = `github:${gh.host}/octo/repo#${issue}`;
+    const port = await freePort();
+    const p = await startProject({
+      polling: { enabled: false, sources: [] },
+      github: { apiUrl: gh.apiUrl },
+      routing: { workspace: { enabled: false }, announce: { enabled: false } },
+      webhooks: { ghWebhook: { enabled: true, port } },
+    });
+    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
+    const started = await p.cli(["start", "--json"], env);
+    expect(started.code, started.stderr + started.stdout).toBe(0);
+    const url = `http://127.0.0.1:${port}/gh-webhook`;
+    const deliver = async (event: string, payload: unknown): Promise<string> => {
+      const sent = await sendWebhook(url, { event, payload, secret: SECRET });
+      expect(sent.status).toBe(202);
+      return sent.deliveryId;
+    };
+    const inputs = async (): Promise<string[]> => (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
+
+    const start = gh.addComment("octo/repo", issue, { user: "alice", body: "Please start." });
+    await deliver("issue_comment", gh.payload.issueComment("octo/repo", issue, start));
+    const spawned = await p.waitForEvent("the spawn", (r) => r.event === "session.spawned" && r.work_item === ref);
+
+    // Two pull requests for the one issue: a review on the second says which one it is on.
+    const first = gh.addPullRequest("octo/repo", { title: "Health check, take one", body: `Fixes #${issue}`, user: "alice", head: "take-one" });
+    const second = gh.addPullRequest("octo/repo", { title: "Health check, take two", body: `Closes #${issue}`, user: "alice", head: "take-two" });
+    const firstUrl = gh.pull("octo/repo", first).html_url;
+    const secondUrl = gh.pull("octo/repo", second).html_url;
+    const review = gh.addReview("octo/repo", second, { user: "alice", body: "Rename the route to /healthz.", state: "CHANGES_REQUESTED" });
+    const reviewed = await deliver("pull_request_review", gh.payload.pullRequestReview("octo/repo", second, review));
+    await p.waitForEvent("the review's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === reviewed);
+    expect((await inputs()).at(-1)).toContain(`pull_request: #${second} (${secondUrl})\n`);
+
+    // The first is closed without merging by alice; the second is merged by bob, who is not in
+    // authorizedUsers: a merge is a fact about the repository, told whoever made it.
+    gh.closeItem("octo/repo", first, { actor: "alice" });
+    const abandoned = await deliver("pull_request", gh.payload.pullRequest("octo/repo", first, "closed", "alice"));
+    await p.waitForEvent("the abandoned PR's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === abandoned && r.work_item === ref);
+    gh.closeItem("octo/repo", second, { merged: true, actor: "bob" });
+    const merged = await deliver("pull_request", gh.payload.pullRequest("octo/repo", second, "closed", "bob"));
+    await p.waitForEvent("the merge's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === merged && r.work_item === ref);
+
+    const told = (await inputs()).slice(-2);
+    expect(told[0]).toContain(`Pull request #${first} (${firstUrl}) was closed without merging by alice.`);
+    expect(told[1]).toContain(`Pull request #${second} (${secondUrl}) was merged by bob.`);
+    expect(told[1]).toContain(`This session stays open until ${ref} itself is closed.`);
+    // Nothing the PRs' authors wrote rides along with the notice.
+    expect(told.join("\n")).not.toContain("Health check, take");
+
+    // The session is still live, its harness still running.
+    expect((await p.events()).filter((r) => r.event === "session.closed")).toEqual([]);
+    const live = jsonOf<{ sessions: { workItem: { ref: string }; status: string }[] }>(await p.cli(["sessions", "list", "--json", "--status", "live"], env));
+    expect(live.sessions.map((session) => [session.workItem.ref, session.status])).toEqual([[ref, "active"]]);
+    expect(await paneState(p.socketName, String(spawned.tmux_target))).toBe("alive");
+
+    // The issue closing is what ends it.
+    gh.closeItem("octo/repo", issue, { actor: "alice" });
+    await deliver("issues", gh.payload.issues("octo/repo", issue, "closed", "alice"));
+    await p.waitForEvent("the close", (r) => r.event === "session.closed" && r.work_item === ref);
   }, 90_000);
 });

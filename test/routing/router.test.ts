@@ -23,6 +23,18 @@ const item = (n: number): WorkItem => ({
 });
 const A = item(1);
 const B = item(2);
+/** A pull request linked to A, as a PR's event names them: the linked item first, the PR last. */
+const P: WorkItem = { ...item(3), kind: "pull_request" };
+const prClosed = (overrides: Partial<InboundEvent> = {}): Partial<InboundEvent> => ({
+  kind: "closed",
+  body: null,
+  itemState: "closed",
+  workItems: [A, P],
+  pullRequest: { ref: P.ref, merged: true },
+  linkedBy: { [A.ref]: "closing-reference" },
+  contentKey: "closed-P-at-t1",
+  ...overrides,
+});
 
 function event(overrides: Partial<InboundEvent> = {}): InboundEvent {
   return {
@@ -139,6 +151,22 @@ const cases: Case[] = [
   { name: "a live session is delivered to even when the item is closed", event: { kind: "commented", itemState: "closed" }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
   { name: "a live session is delivered to whatever the spawn policy", policy: { spawn: "never" }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
   { name: "removing the arming label is delivered to a live session", event: { kind: "unlabeled", label: LABEL, labels: [] }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+
+  // 7. a pull request's closing: it ends only the PR's own session, and is news for a linked item's
+  { name: "a PR's closing reaches the linked item's live session as input, never closing it", event: prClosed(), sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "a PR closed without merging reaches the linked item's session the same way", event: prClosed({ pullRequest: { ref: P.ref, merged: false } }), sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "a PR's closing to a paused linked session carries the status (the dispatcher drops it)", event: prClosed(), sessions: { [A.ref]: session("paused") }, expected: { action: "deliver", workItem: A, status: "paused" } },
+  { name: "a PR merged by an unauthorized actor is still told to the linked session: a fact, not a request", event: prClosed({ actor: "mallory" }), sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "a PR's closing by no one the ingress can name is told too", event: prClosed({ actor: null }), sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "a PR's closing ends the PR's own session, even when a linked item has one", event: prClosed(), sessions: { [A.ref]: session("active"), [P.ref]: session("active") }, expected: { action: "close", workItem: P } },
+  { name: "a PR's closing ends its own paused session", event: prClosed(), sessions: { [P.ref]: session("paused") }, expected: { action: "close", workItem: P } },
+  { name: "a PR's closing with no session anywhere is dropped naming the PR, never spawned", event: prClosed({ labels: [LABEL] }), policy: { spawn: "always" }, expected: dropped("no-session", P) },
+  { name: "a PR's closing whose linked session is closed is dropped naming the PR", event: prClosed(), sessions: { [A.ref]: session("closed") }, expected: dropped("no-session", P) },
+  { name: "a PR's closing on the linked record by its delivery id is a duplicate", event: prClosed(), sessions: { [A.ref]: session("active", ["d-1"]) }, expected: dropped("duplicate-delivery", A) },
+  { name: "a PR's closing the other ingress path delivered (its content key on the record) is a duplicate", event: prClosed({ deliveryId: "poll-closed" }), sessions: { [A.ref]: session("active", ["gh-1", "closed-P-at-t1"]) }, expected: dropped("duplicate-delivery", A) },
+  { name: "a PR's closing remembered by its content key is a duplicate", event: prClosed({ deliveryId: "poll-closed" }), seen: ["closed-P-at-t1"], sessions: { [A.ref]: session("active") }, expected: dropped("duplicate-delivery") },
+  { name: "a PR's closing after an explicit binding names only the bound item and the PR", event: prClosed({ workItems: [B, P], linkedBy: { [B.ref]: "explicit" } }), sessions: { [A.ref]: session("active"), [B.ref]: session("active") }, expected: { action: "deliver", workItem: B, status: "active" } },
+  { name: "an issue's closing still ends its session", event: { kind: "closed", body: null, itemState: "closed" }, sessions: { [A.ref]: session("active") }, expected: { action: "close", workItem: A } },
 
   // 8. spawn policy, no live session
   { name: "a comment on a closed item with no session", event: { itemState: "closed" }, policy: { spawn: "always" }, expected: dropped("item-closed", A) },

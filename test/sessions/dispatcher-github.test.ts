@@ -23,6 +23,19 @@ import { ARM, ISSUE, OTHER, PR, T0, ghEvent, ghItem, ghRef, githubSetup, settle,
  * directly, which is all the command does.
  */
 
+/** A PR's closing as the GitHub normalizer gives it: linked to ISSUE by its description, keyed by its closing time. */
+function prClosed(input: { readonly merged: boolean; readonly actor?: string | null; readonly at?: string }): InboundEvent {
+  const base = ghEvent({ linked: [[ISSUE, "closing-reference"]], kind: "closed" });
+  return {
+    ...base,
+    actor: input.actor === undefined ? "bob" : input.actor,
+    pullRequest: { ref: PR.ref, merged: input.merged },
+    contentKey: `github:github.com/octo/app:closed:pull_request:5:${input.at ?? T0.toISOString()}`,
+  };
+}
+
+const PR_URL = "https://github.com/octo/app/pull/5";
+
 describe("Dispatcher: pull request bindings", () => {
   it("sends a PR's events to the explicitly bound item's session, over a closing reference to another item", async () => {
     const t = await githubSetup();
@@ -160,21 +173,13 @@ describe("Dispatcher: pull request bindings", () => {
     const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, ISSUE);
-    await t.links.bind(PR.ref, ISSUE, "explicit", T0);
-    const closed = ghEvent({ linked: [[ISSUE, "closing-reference"]], kind: "closed" });
-    expect(await d.handle(closed)).toEqual({ settled: true });
+    await t.live(d, PR);
+    expect(await d.handle(prClosed({ merged: true }))).toEqual({ settled: true });
+    expect(t.record(PR).status).toBe("closed");
     expect(t.record(ISSUE).status).toBe("active");
-    expect(t.emitted("routing.dropped")).toMatchObject([{ reason: "no-session", work_item: PR.ref }]);
-
-    const both = await githubSetup();
-    const b = both.dispatcher();
-    await both.live(b, ISSUE);
-    await both.live(b, PR);
-    expect(await b.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], kind: "closed" }))).toEqual({ settled: true });
-    expect(both.record(PR).status).toBe("closed");
-    expect(both.record(ISSUE).status).toBe("active");
+    // The PR's own session took the closing: the issue's agent is not told twice over.
+    expect(t.runner.inputsOf(target(ISSUE))).toEqual([]);
   });
-
   it("leaves PR events alone without a binding store", async () => {
     const t = await githubSetup();
     const d = t.dispatcher({ links: undefined });
@@ -182,6 +187,120 @@ describe("Dispatcher: pull request bindings", () => {
     expect(await d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "c-1" }))).toEqual({ settled: true });
     expect(t.record(ISSUE).pullRequests).toMatchObject([{ ref: PR.ref, source: "closing-reference" }]);
     expect(t.emitted("session.pr_linked")).toHaveLength(1);
+  });
+});
+
+describe("Dispatcher: a pull request's merge or close, told to the linked item's session", () => {
+  it.each<[string, boolean, string]>([
+    ["merged", true, `Pull request #5 (${PR_URL}) was merged by bob.`],
+    ["closed without merging", false, `Pull request #5 (${PR_URL}) was closed without merging by bob.`],
+  ])("delivers the PR %s into the linked item's session as input, and the session stays live", async (_name, merged, text) => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    t.events.events.length = 0;
+
+    const closed = prClosed({ merged });
+    expect(await d.handle(closed)).toEqual({ settled: true });
+    const [input, ...more] = t.runner.inputsOf(target(ISSUE));
+    expect(more).toEqual([]);
+    expect(input?.startsWith(`${text}\nIt is linked to ${ISSUE.ref}. This session stays open until ${ISSUE.ref} itself is closed.`)).toBe(true);
+    expect(t.emitted("routing.routed")).toMatchObject([{ work_item: ISSUE.ref, decision: "deliver", kind: "closed" }]);
+    expect(t.emitted("dispatch.succeeded")).toMatchObject([{ work_item: ISSUE.ref, delivery_id: closed.deliveryId }]);
+    expect(t.emitted("session.closed")).toEqual([]);
+    expect(t.record(ISSUE).status).toBe("active");
+    expect(t.runner.stateOf(target(ISSUE))).toBe("live");
+    expect(t.runner.terminated).toEqual([]);
+    // Nothing was started for the PR, and the closing is on the record, so a redelivery after a restart is known.
+    expect(t.runner.stateOf(target(PR))).toBe("absent");
+    expect(t.record(ISSUE).recentDeliveries).toEqual(expect.arrayContaining([closed.deliveryId, closed.contentKey]));
+  });
+
+  it("follows a stored binding: a closing that names only the PR reaches the bound item's session", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    await t.links.bind(PR.ref, ISSUE, "explicit", T0);
+    const closed = { ...prClosed({ merged: true }), workItems: [PR], linkedBy: undefined } satisfies InboundEvent;
+    expect(await d.handle(closed)).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(1);
+    expect(t.runner.inputsOf(target(ISSUE))[0]).toContain(`Pull request #5 (${PR_URL}) was merged by bob.`);
+    expect(t.record(ISSUE).status).toBe("active");
+  });
+
+  it("tells the closing once when both ingress paths see it, under different delivery ids", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    const webhook = prClosed({ merged: true });
+    const polled = { ...prClosed({ merged: true, actor: "bob" }), source: "poll", deliveryId: "poll-closed-5" } satisfies InboundEvent;
+    expect(await d.handle(webhook)).toEqual({ settled: true });
+    expect(await d.handle(polled)).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(1);
+    // After a restart (no in-memory dedupe) the record still knows it.
+    expect(await t.dispatcher().handle({ ...polled, deliveryId: "poll-closed-5-again" })).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(1);
+    expect(t.emitted("routing.dropped").map((fields) => fields.reason)).toEqual(["duplicate-delivery", "duplicate-delivery"]);
+  });
+
+  it("tells a PR closed again after a reopen again", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    expect(await d.handle(prClosed({ merged: false }))).toEqual({ settled: true });
+    expect(await d.handle(prClosed({ merged: true, at: "2025-03-02T10:00:00.000Z" }))).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE)).map((text) => text.split("\n")[0])).toEqual([
+      `Pull request #5 (${PR_URL}) was closed without merging by bob.`,
+      `Pull request #5 (${PR_URL}) was merged by bob.`,
+    ]);
+  });
+
+  it("delivers a closing by someone outside authorizedUsers, as information: it asks nothing of the agent", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    expect(await d.handle(prClosed({ merged: false, actor: "mallory" }))).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))[0]).toContain(`Pull request #5 (${PR_URL}) was closed without merging by mallory.`);
+    // No one named (a poll of an unmerged PR): the notice says what happened, without a "by".
+    expect(await d.handle(prClosed({ merged: false, actor: null, at: "2025-03-03T10:00:00.000Z" }))).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))[1]?.split("\n")[0]).toBe(`Pull request #5 (${PR_URL}) was closed without merging.`);
+  });
+
+  it("never starts a session: a closing with no live session anywhere is dropped, naming the PR", async () => {
+    const t = await githubSetup({ spawnOnUnmatched: "always" });
+    const d = t.dispatcher();
+    expect(await d.handle(prClosed({ merged: true }))).toEqual({ settled: true });
+    expect(t.emitted("session.spawned")).toEqual([]);
+    expect(t.runner.stateOf(target(ISSUE))).toBe("absent");
+    expect(t.runner.stateOf(target(PR))).toBe("absent");
+    expect(t.emitted("routing.dropped")).toMatchObject([{ reason: "no-session", work_item: PR.ref, kind: "closed" }]);
+  });
+
+  it("drops the closing for a paused session, like any other input", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    await t.registry.setStatus(ISSUE.ref, ["active"], "paused", T0);
+    t.events.events.length = 0;
+    const closed = prClosed({ merged: true });
+    expect(await d.handle(closed)).toEqual({ settled: true });
+    expect(t.runner.inputsOf(target(ISSUE))).toEqual([]);
+    expect(t.emitted("dispatch.dropped")).toEqual([{ work_item: ISSUE.ref, delivery_id: closed.deliveryId, reason: "session-paused" }]);
+    expect(t.record(ISSUE).status).toBe("paused");
+  });
+
+  it("names the PR's number and URL in a review delivered into the linked item's session", async () => {
+    const t = await githubSetup();
+    const d = t.dispatcher();
+    await t.live(d, ISSUE);
+    const review = { ...ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "r-1", commentKind: "review", kind: "reviewed" }), excerpt: { review: "Rename it." } };
+    const remark = { ...ghEvent({ commentId: "rc-1", commentKind: "review_comment", kind: "review_commented" }), excerpt: { comment: "typo" } };
+    expect(await d.handle(review)).toEqual({ settled: true });
+    // The review comment names only the PR: the binding the review recorded brings it here.
+    expect(await d.handle(remark)).toEqual({ settled: true });
+    const [reviewed, remarked] = t.runner.inputsOf(target(ISSUE));
+    expect(reviewed).toContain(`New event on ${ISSUE.ref} (reviewed by alice):\npull_request: #5 (${PR_URL})\nreview: Rename it.`);
+    expect(remarked).toContain(`New event on ${ISSUE.ref} (review_commented by alice):\npull_request: #5 (${PR_URL})\ncomment: typo`);
   });
 });
 

@@ -553,12 +553,11 @@ export class GitHubFeed implements PollSourceRuntime {
       setListing(itemsCursor, onePage(listed), nextSince(known.items.since, entries, listed.truncated === true));
     }
     for (const item of changed) {
-      const ref = this.refOf(repo, item.number);
       const isPull = isPullIssue(item);
       if (item.state === "closed" && isTime(item.closed_at)) {
         // Against the boundary of the last read: this listing is in order of update, not of
         // closing, so an item closed earlier may come after one closed later.
-        if (isNew(known.items.closed, item.closed_at, item.number) && this.isWatched(ref)) {
+        if (isNew(known.items.closed, item.closed_at, item.number) && this.closingWatched(repo, item, isPull)) {
           found.push(await this.closedEvent(repo, item, isPull, interval));
         }
         itemsCursor.closed = advance(itemsCursor.closed, item.closed_at, item.number);
@@ -720,7 +719,7 @@ export class GitHubFeed implements PollSourceRuntime {
     const ref = this.refOf(repo, item.number);
     const common = { at: item.closed_at as string, rank: RANK.closed, id: `closed-${ref}-${item.closed_at as string}` };
     const pull = isPull ? await this.fetch<RestIssue>(PULL, { owner: repo.owner, repo: repo.repo, pull_number: item.number }, interval) : undefined;
-    // Who closed it is not in the item; a close needs no authorization.
+    // Who closed it is not in the item (a merged PR names its merger); a close needs no authorization.
     return pull !== undefined
       ? { ...common, name: "pull_request", payload: { action: "closed", pull_request: pull, sender: null, repository: this.repositoryOf(repo) } }
       : { ...common, name: "issues", payload: { action: "closed", issue: item, sender: null, repository: this.repositoryOf(repo) } };
@@ -851,6 +850,17 @@ export class GitHubFeed implements PollSourceRuntime {
       if (this.armedNow.get(`${target.owner}/${target.repo}`)?.has(target.number) === true) return true;
     }
     return false;
+  }
+
+  /**
+   * Whether an item's closing is worth handing out: it has a live session (which it ends), or it
+   * is a pull request bound to, or closing, an item that has one (whose agent is told).
+   */
+  private closingWatched(repo: RepoName, item: RestIssue, isPull: boolean): boolean {
+    if (this.isWatched(this.refOf(repo, item.number))) return true;
+    if (!isPull) return false;
+    const context = { host: this.host, owner: repo.owner, repo: repo.repo, number: item.number };
+    return closingReferences(item.body, context).some((target) => this.isWatched(formatWorkItemRef(target)));
   }
 
   private refOf(repo: RepoName, number: number): string {
