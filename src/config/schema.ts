@@ -48,9 +48,29 @@ export const harnessSchema = z
     args: z
       .array(z.string())
       .default([])
-      .describe("Extra arguments for `claude` / `cursor`, inserted before the prompt. the-loop never adds permissions of its own."),
+      .describe(
+        "Extra arguments for `claude` / `cursor`, inserted before the prompt (which follows a `--`, so a variadic option such as `--allowedTools` cannot take it). the-loop never adds permissions of its own.",
+      ),
+    readyPattern: z
+      .string()
+      .min(1)
+      .max(500)
+      .refine(isCompilableRegex, "not a valid regular expression")
+      .optional()
+      .describe(
+        "A regular expression that matches the harness's screen once it takes input (its prompt line or footer). Input waits for it, up to `tmux.readyTimeoutSeconds`. Built in for `claude`; without one, input waits `tmux.startupGraceSeconds` after a start.",
+      ),
   })
   .describe("One agent harness.");
+
+function isCompilableRegex(source: string): boolean {
+  try {
+    new RegExp(source);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export const tmuxSchema = z
   .strictObject({
@@ -59,6 +79,12 @@ export const tmuxSchema = z
       .regex(/^[A-Za-z0-9._-]{1,64}$/, "letters, digits, '.', '_' and '-'")
       .optional()
       .describe("Run sessions on a separate tmux server (`tmux -L <name>`); the default server when unset."),
+    passEnv: z
+      .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\*?$/, "a variable name, or a prefix of one ending in *"))
+      .default([])
+      .describe(
+        "Variables of the daemon's environment every session gets besides the built-in list (docs/sessions.md, \"A session's environment\"): names, or prefixes ending in `*` such as `AWS_*`. The webhook secret is never passed.",
+      ),
     remainOnExit: z.boolean().default(true).describe("Keep a pane readable after its harness exits."),
     resumeOnRespawn: z
       .boolean()
@@ -71,6 +97,14 @@ export const tmuxSchema = z
       .default(3)
       .describe(
         "Seconds a newly started harness is given to come up before the first event is pasted into it (a paste that arrives before it reads input can be split into lines or lost).",
+      ),
+    readyTimeoutSeconds: z
+      .number()
+      .min(1)
+      .max(600)
+      .default(60)
+      .describe(
+        "Longest an input waits for a harness with a ready pattern to show it (a dialog or a slow start); past it the input is not pasted, `session.not_ready` is recorded, and the event is tried again later.",
       ),
     keepSessionOnClose: z
       .boolean()
@@ -88,6 +122,26 @@ export const tmuxSchema = z
       .describe("Seconds between SIGTERM and SIGKILL when terminating a harness."),
   })
   .describe("The tmux runner that hosts every session.");
+
+export const HARNESS_TRUST_SCOPES = ["directory", "workspace-root"] as const;
+export type HarnessTrustScope = (typeof HARNESS_TRUST_SCOPES)[number];
+
+export const harnessTrustSchema = z
+  .strictObject({
+    enabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Before each start of a `claude` session, mark its folder trusted and onboarded in Claude Code's own config, so the session does not stop on the \"Do you trust this folder?\" dialog.",
+      ),
+    scope: z
+      .enum(HARNESS_TRUST_SCOPES)
+      .default("directory")
+      .describe(
+        "`directory`: trust exactly the session's folder. `workspace-root`: also trust `workspace.root`, which covers every checkout beneath it (never `/` or the home folder).",
+      ),
+  })
+  .describe("What the-loop pre-accepts in Claude Code's config for an unattended start (see docs/agents.md).");
 
 export const WORKSPACE_STRATEGIES = ["worktree", "clone"] as const;
 export type WorkspaceStrategy = (typeof WORKSPACE_STRATEGIES)[number];
@@ -270,6 +324,7 @@ export const routingSchema = z
       .default(1024)
       .describe("Delivery ids remembered in memory to drop a duplicate delivery."),
     tmux: tmuxSchema.prefault({}),
+    harnessTrust: harnessTrustSchema.prefault({}),
     announce: z
       .strictObject({
         enabled: z.boolean().default(true).describe("Post a (marked) comment on the work item when its session starts."),

@@ -40,8 +40,11 @@ routing:
   autoExecuteLabel: "the-loop: auto-execute"
   # The agent every session runs: claude, cursor, or a harness declared below.
   defaultHarness: claude
+  # Nobody is at a session's terminal: grant the tools the agent may use without asking
+  # (docs/agents.md). the-loop marks each session's folder trusted in Claude Code's config
+  # (routing.harnessTrust) so it never stops on the "Do you trust this folder?" dialog.
   # harnesses:
-  #   claude: {args: [--model, sonnet]}
+  #   claude: {args: [--allowedTools, "Bash(the-loop ask:*)", Edit, Write]}
   #   my-agent: {command: [my-agent, --task, "{prompt}"]}   # any agent CLI, argv form
   # The label only arms a work item: its session starts when an authorized person comments
   # the-loop:start-execution on it (or runs \`the-loop sessions start --work-item REF\`).

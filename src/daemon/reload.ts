@@ -34,13 +34,14 @@ export interface ConfigChanges {
 
 /**
  * Routing keys read once, when the daemon builds its machinery: the registry folder, the tmux
- * server and pane option, the dispatch pool and dedupe cache sizes, the sessions' working
+ * server, the sessions' environment and the pane option, the dispatch pool and dedupe cache sizes, the sessions' working
  * directory (resolved into the dispatcher at start) and the workspace provider. A reload keeps
  * their running values, so the dispatcher never sees a value it was not built with.
  */
 const FIXED_AT_START: readonly (readonly string[])[] = [
   ["registryDir"],
   ["tmux", "socketName"],
+  ["tmux", "passEnv"],
   ["tmux", "remainOnExit"],
   ["maxConcurrentDispatches"],
   ["dedupCacheSize"],

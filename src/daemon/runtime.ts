@@ -11,16 +11,17 @@ import { ConfigError } from "../config/load.js";
 import { ControlStore } from "../control/store.js";
 import type { HookChain } from "../hooks/chain.js";
 import { GitHubFeed } from "../trackers/github/feed.js";
-import { isLive } from "../sessions/record.js";
+import { isLive, stateRootTag } from "../sessions/record.js";
 import { policyOf } from "../routing/router.js";
 import { openTrackers } from "../trackers/resolve.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import { Dispatcher } from "../sessions/dispatcher.js";
 import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js";
 import { SessionRegistry } from "../sessions/registry.js";
-import { ensureSessionBin, sessionEnvironment } from "../sessions/session-env.js";
+import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
 import type { CloseOptions } from "../sessions/close.js";
 import { PullRequestLinks } from "../sessions/links.js";
+import { harnessPreparer } from "../sessions/harness-trust.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
 import { workspacesFor } from "../workspace/index.js";
 
@@ -55,16 +56,42 @@ export interface Runtime {
   dispatcher(warn?: (message: string) => void, hooks?: HookChain): Promise<Dispatcher>;
 }
 
-/** Text on its way into a session is written under the state root, never a shared /tmp. */
+/**
+ * Text on its way into a session is written under the state root, never a shared /tmp. Sessions
+ * get the part of this process's environment a session is given (passedEnvironment), and tmux
+ * servers the runner starts hold nothing more.
+ */
 export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner {
   mkdirSync(paths.tmpDir, { recursive: true, mode: 0o700 });
+  const secret = config.webhooks.ghWebhook.secretEnv;
+  // An agent has no business with the secret that authenticates GitHub's deliveries.
+  const environment = passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv, ...askCredentials(config)], never: [secret] });
   return new TmuxRunner({
     socketName: config.routing.tmux.socketName,
     remainOnExit: config.routing.tmux.remainOnExit,
     tempDir: paths.tmpDir,
-    // An agent has no business with the secret that authenticates GitHub's deliveries.
-    withheldEnv: [config.webhooks.ghWebhook.secretEnv],
+    environment,
+    // Named as well, for a server that holds them already: the secret, and a GitHub token not passed on purpose.
+    withheldEnv: [secret, ...config.integrations.github.tokenEnv.filter((name) => !Object.hasOwn(environment, name))],
   });
+}
+
+/**
+ * Credentials a session's own `the-loop ask` needs, so they pass to it: where GitHub work items
+ * can reach a session, the token the-loop posts with (integrations.github.tokenEnv), and the
+ * token of each remote hook that runs at `waiting_for_input` — the one point that runs inside a
+ * session. A project on the local tracker alone, without such a hook, gives a session neither.
+ */
+function askCredentials(config: CliConfig): string[] {
+  const github = config.webhooks.ghWebhook.enabled || config.polling.sources.some((source) => source.provider === "github");
+  const names = github ? [...config.integrations.github.tokenEnv] : [];
+  for (const entry of config.hooks ?? []) {
+    if (typeof entry !== "object" || entry === null) continue;
+    const { tokenEnv, on } = entry as { tokenEnv?: unknown; on?: unknown };
+    const atAsk = on === undefined || (Array.isArray(on) && on.includes("waiting_for_input"));
+    if (typeof tokenEnv === "string" && atAsk) names.push(tokenEnv);
+  }
+  return names;
 }
 
 export function composeRuntime(input: RuntimeInput): Runtime {
@@ -108,6 +135,10 @@ export function composeRuntime(input: RuntimeInput): Runtime {
           warn?.(`${key} (${file}): unknown placeholder ${unknown.map((name) => `{{${name}}}`).join(", ")} is left as written; see docs/prompts.md`);
         }
       }
+      const secret = config.webhooks.ghWebhook.secretEnv;
+      if (routing.tmux.passEnv.some((pattern) => envPatternMatches(pattern, secret))) {
+        warn?.(`routing.tmux.passEnv names ${secret}, the webhook secret: it is never passed to a session`);
+      }
       const binDir = ensureSessionBin(paths.binDir);
       return new Dispatcher({
         routing,
@@ -120,7 +151,9 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         templates,
         spawnCwd: at(routing.spawnWorkdir),
         sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile }),
+        stateRootTag: stateRootTag(paths.root),
         links,
+        prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
         ...(workspaces ? { workspaces } : {}),
         ...(hooks ? { hooks } : {}),
       });

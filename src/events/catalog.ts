@@ -132,6 +132,13 @@ export const EVENT_CATALOG = {
     summary: "A live session's pane had died and was started again (`resumed`: the same conversation).",
     fields: { work_item: "string", tmux_target: "string", harness_session_id: "string", resumed: "boolean" },
   },
+  "session.not_ready": {
+    family: "session",
+    level: "warning",
+    summary:
+      "An input waited `routing.tmux.readyTimeoutSeconds` for the session's harness to take input and it never did (a dialog on its screen, or a start that hangs); nothing was pasted and the event is tried again. `screen`: the bottom of the pane.",
+    fields: { work_item: "string", tmux_target: "string", waited_ms: "integer", blocked: "boolean", screen: "string" },
+  },
   "session.resume_failed": {
     family: "session",
     level: "warning",
@@ -357,6 +364,20 @@ export const EVENT_CATALOG = {
     level: "error",
     summary: "A checkout could not be prepared, so the session was not started; the next event tries again.",
     fields: { work_item: "string", error: "string" },
+  },
+  "workspace.trusted": {
+    family: "workspace",
+    level: "info",
+    summary:
+      "Claude Code's user config now marks the session's folder trusted and onboarded, so the session starts without a dialog (`written`: false when it already did; `note`: why a wider scope was narrowed).",
+    fields: { work_item: "string", file: "string", dirs: "string[]", written: "boolean", note: "string?" },
+  },
+  "workspace.trust_failed": {
+    family: "workspace",
+    level: "warning",
+    summary:
+      "Claude Code's user config could not be updated for the session's folder (it does not parse, or cannot be written); it was left as it is and the session starts anyway.",
+    fields: { work_item: "string", file: "string", dirs: "string[]", error: "string" },
   },
   "workspace.cleaned": {
     family: "workspace",

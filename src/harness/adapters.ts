@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { BUILTIN_HARNESSES, type HarnessConfig, type RoutingConfig } from "../config/schema.js";
+import { pasteText } from "./paste-text.js";
 
 /**
  * Harness adapters turn "start (or resume) this conversation with this prompt" into an argv.
@@ -17,6 +18,20 @@ export interface HarnessLaunchInput {
 
 export interface HarnessAdapter {
   readonly name: string;
+  /**
+   * Whether the argv carries the prompt. A command harness whose argv has no `{prompt}` gets the
+   * boot prompt as its first input instead, pasted once it is ready, like any later event.
+   */
+  readonly promptInArgv: { readonly fresh: boolean; readonly resume: boolean };
+  /** Matches the harness's screen once it takes input; undefined: wait the startup grace instead. */
+  readonly readyPattern?: RegExp;
+  /**
+   * Matches a screen on which a paste would answer a question rather than reach the agent (a
+   * dialog, a permission prompt): input waits while it shows.
+   */
+  readonly blockedPattern?: RegExp;
+  /** Matches the bottom of the screen once a paste sits in the input box; Enter waits for it. */
+  readonly pastedPattern?: RegExp;
   /** Starts a new conversation. */
   fresh(input: HarnessLaunchInput): string[];
   /** Continues the conversation `input.sessionId`; absent when the harness cannot resume one. */
@@ -39,7 +54,23 @@ export function isResumableSessionId(id: string): boolean {
   return /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/.test(id);
 }
 
+/**
+ * The adapter for `name`, its prompt cleaned like a paste: the prompt carries a title anyone who
+ * opens an issue wrote, and a TUI draws it on the terminal, where a control sequence would act
+ * (a NUL would even make the program fail to start).
+ */
 export function harnessAdapter(name: string, routing: RoutingConfig): HarnessAdapter {
+  const adapter = rawAdapter(name, routing);
+  const clean = (input: HarnessLaunchInput): HarnessLaunchInput => ({ ...input, prompt: pasteText(input.prompt) });
+  const { resume } = adapter;
+  return {
+    ...adapter,
+    fresh: (input) => adapter.fresh(clean(input)),
+    ...(resume === undefined ? {} : { resume: (input: HarnessLaunchInput) => resume(clean(input)) }),
+  };
+}
+
+function rawAdapter(name: string, routing: RoutingConfig): HarnessAdapter {
   const config: HarnessConfig | undefined = Object.hasOwn(routing.harnesses, name) ? routing.harnesses[name] : undefined;
   switch (name) {
     case "claude":
@@ -54,13 +85,37 @@ export function harnessAdapter(name: string, routing: RoutingConfig): HarnessAda
   return commandAdapter(name, config);
 }
 
+/**
+ * Claude Code's input box footer: "? for shortcuts" when idle, "esc to interrupt" while it works
+ * (it queues what is pasted then). Neither shows while a dialog holds the screen.
+ */
+export const CLAUDE_READY_PATTERN = /\? for shortcuts|esc to interrupt/;
+/**
+ * Claude Code's dialogs (folder trust, a tool's permission prompt, an API key question) end in
+ * "Enter to confirm · Esc to cancel" or "Esc to cancel"; an Enter pasted then would pick option 1.
+ */
+export const CLAUDE_BLOCKED_PATTERN = /Enter to confirm|Esc to cancel|Do you trust the files|trust this folder/;
+
+/**
+ * Claude Code's input box holding text: the line under the box's top rule starts with the
+ * prompt sign and something after it ("❯ [Pasted text #1 +5 lines]", or the text itself).
+ */
+export const CLAUDE_PASTED_PATTERN = /─{8,}\n❯ \S/;
+
 function claudeAdapter(config: HarnessConfig | undefined): HarnessAdapter {
   const binary = config?.command ?? ["claude"];
   const args = config?.args ?? [];
+  // `--` ends the options: several of Claude Code's are variadic (--allowedTools, --add-dir,
+  // --mcp-config) and would take the prompt as one more value, and a prompt starting with `-`
+  // would be read as an option.
   return {
     name: "claude",
-    fresh: ({ sessionId, prompt }) => [...binary, "--session-id", sessionId, ...args, prompt],
-    resume: ({ sessionId, prompt }) => [...binary, "--resume", sessionId, ...args, prompt],
+    promptInArgv: { fresh: true, resume: true },
+    readyPattern: config?.readyPattern === undefined ? CLAUDE_READY_PATTERN : new RegExp(config.readyPattern),
+    blockedPattern: CLAUDE_BLOCKED_PATTERN,
+    pastedPattern: CLAUDE_PASTED_PATTERN,
+    fresh: ({ sessionId, prompt }) => [...binary, "--session-id", sessionId, ...args, "--", prompt],
+    resume: ({ sessionId, prompt }) => [...binary, "--resume", sessionId, ...args, "--", prompt],
   };
 }
 
@@ -69,8 +124,12 @@ function cursorAdapter(config: HarnessConfig | undefined): HarnessAdapter {
   const args = config?.args ?? [];
   // No resume: cursor-agent picks its own chat id and offers no way to assign one up front, so
   // the id the-loop records could never be handed back to it. A dead pane starts afresh instead.
+  // No `--` either: Cursor's CLI is not published where it could be checked, so the-loop keeps
+  // the argv it is known to parse — the prompt last (docs/agents.md).
   return {
     name: "cursor",
+    promptInArgv: { fresh: true, resume: true },
+    ...(config?.readyPattern === undefined ? {} : { readyPattern: new RegExp(config.readyPattern) }),
     fresh: ({ prompt }) => [...binary, ...args, prompt],
   };
 }
@@ -82,10 +141,16 @@ function commandAdapter(name: string, config: HarnessConfig): HarnessAdapter {
   }
   const adapter: HarnessAdapter = {
     name,
+    promptInArgv: { fresh: carriesPrompt(command), resume: resumeCommand !== undefined && carriesPrompt(resumeCommand) },
+    ...(config.readyPattern === undefined ? {} : { readyPattern: new RegExp(config.readyPattern) }),
     fresh: (input) => [...substitute(command, input), ...args],
   };
   if (resumeCommand !== undefined) adapter.resume = (input) => [...substitute(resumeCommand, input), ...args];
   return adapter;
+}
+
+function carriesPrompt(template: readonly string[]): boolean {
+  return template.some((element) => element.includes("{prompt}"));
 }
 
 const PLACEHOLDER = /\{(prompt|session_id|work_item)\}/g;

@@ -11,6 +11,7 @@ export {
   RunnerError,
   SessionMissingError,
   TargetLiveError,
+  type DeliverOptions,
   type PaneState,
   type SessionRunner,
   type SpawnRequest,
@@ -19,3 +20,4 @@ export {
 } from "./runner.js";
 export { TmuxRunner, type TmuxRunnerOptions } from "./tmux.js";
 export { findExecutable } from "./preflight.js";
+export { pasteText } from "./paste-text.js";

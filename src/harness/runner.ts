@@ -6,13 +6,22 @@
 export type PaneState = "live" | "dead" | "absent";
 
 export interface SpawnRequest {
-  /** `loop-<slug>`. */
+  /** `loop-<root tag>-<slug>` (tmuxTargetFor), or the untagged name of an older session. */
   readonly target: string;
   readonly cwd: string;
   /** The harness argv: program first. Never a shell string. */
   readonly argv: readonly string[];
   /** Extra environment for the harness (THE_LOOP_WORK_ITEM, THE_LOOP_CLI_CONFIG, …). */
   readonly env: Readonly<Record<string, string>>;
+}
+
+export interface DeliverOptions {
+  /**
+   * Matches the bottom of the screen once the harness has taken the paste in (its input box shows
+   * it). When set, Enter is sent only then (or after SUBMIT_SETTLE_MS): a TUI that reads the
+   * paste and the Enter in one chunk — as a busy one does — takes the Enter as part of the paste.
+   */
+  readonly pastedPattern?: RegExp;
 }
 
 export interface TerminateOptions {
@@ -33,8 +42,13 @@ export interface SessionRunner {
   /** Starts the harness detached. Throws TargetLiveError when a live pane already holds the target. */
   spawn(request: SpawnRequest): Promise<void>;
   /** Pastes text (bracketed) and submits it. Throws SessionMissingError when no live pane holds the target. */
-  deliver(target: string, text: string): Promise<void>;
+  deliver(target: string, text: string, options?: DeliverOptions): Promise<void>;
   probe(target: string): Promise<PaneState>;
+  /**
+   * The visible screen of the target's pane, as text (no scrollback). Throws SessionMissingError
+   * when no session holds the target. Optional: a runner without it gets no readiness checks.
+   */
+  screen?(target: string): Promise<string>;
   terminate(target: string, options: TerminateOptions): Promise<TerminateResult>;
 }
 

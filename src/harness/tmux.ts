@@ -8,6 +8,7 @@ import {
   RunnerError,
   SessionMissingError,
   TargetLiveError,
+  type DeliverOptions,
   type PaneState,
   type SessionRunner,
   type SpawnRequest,
@@ -15,6 +16,9 @@ import {
   type TerminateResult,
 } from "./runner.js";
 import { findExecutable } from "./preflight.js";
+import { definedEnvironment, inheritedEnvironment, isEnvName, paneEnvPlan, parseShellEnvironment } from "./pane-env.js";
+import { pasteText } from "./paste-text.js";
+import { screenTail } from "./screen.js";
 
 export interface TmuxRunnerOptions {
   /** `tmux -L <name>`: a separate server; the default server when unset. */
@@ -28,6 +32,14 @@ export interface TmuxRunnerOptions {
   /** Where paste files are written; default os.tmpdir(). */
   readonly tempDir?: string;
   /**
+   * The environment the-loop gives every session, under each request's own `env`; this process's
+   * when unset. Every tmux client the runner runs gets it in place of this process's environment
+   * (with TMUX and TMUX_TMPDIR, which say which server to talk to), so a server it starts holds
+   * nothing else — tmux keeps its starter's environment as the global environment every session
+   * can read. A pane gets exactly this and its request's `env`, whatever server it lands on.
+   */
+  readonly environment?: Readonly<Record<string, string | undefined>>;
+  /**
    * Variables a harness must never see, whatever environment the tmux server holds (the webhook
    * secret): the pane's command is run through `env -u NAME …`.
    */
@@ -35,7 +47,6 @@ export interface TmuxRunnerOptions {
 }
 
 const TARGET_PATTERN = /^loop-[A-Za-z0-9_-]+$/;
-const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /**
  * What tmux says when there is no server. "server exited unexpectedly" is the client's view of a
  * server that shut down mid-call because its last session just ended: no server either.
@@ -45,6 +56,9 @@ const NO_SERVER_PATTERN =
 /** What tmux says when the session, or the whole server, is not there. */
 const ABSENT_PATTERN = new RegExp(`can't find session|${NO_SERVER_PATTERN.source}`);
 const POLL_MS = 100;
+/** How long Enter waits for a harness to show a paste in its input box before it is sent anyway. */
+const SUBMIT_SETTLE_MS = 5_000;
+const SCREEN_POLL_MS = 20;
 /** After SIGKILL the pane should die at once; bounded so a wedged process cannot hang a close. */
 const KILL_SETTLE_MS = 2_000;
 
@@ -65,6 +79,8 @@ export class TmuxRunner implements SessionRunner {
   private readonly binary: string;
   private readonly timeoutMs: number;
   private readonly tempDir: string;
+  /** The environment of every tmux client this runner runs (see TmuxRunnerOptions.environment). */
+  private readonly clientEnv: NodeJS.ProcessEnv;
   /** Deliveries to one pane run one after another, so two events' pastes never interleave. */
   private readonly deliveries = new Map<string, Promise<void>>();
 
@@ -72,6 +88,9 @@ export class TmuxRunner implements SessionRunner {
     this.binary = options.binary ?? "tmux";
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.tempDir = resolve(options.tempDir ?? tmpdir());
+    const { environment } = options;
+    const locators = { TMUX: process.env.TMUX, TMUX_TMPDIR: process.env.TMUX_TMPDIR };
+    this.clientEnv = environment === undefined ? process.env : { ...definedEnvironment(environment), ...definedEnvironment(locators) };
   }
 
   async probe(target: string): Promise<PaneState> {
@@ -97,13 +116,16 @@ export class TmuxRunner implements SessionRunner {
       throw new RunnerError(`cannot spawn ${target}: the working directory ${cwd} does not exist`);
     }
     if (argv.length === 0) throw new RunnerError(`cannot spawn ${target}: the harness argv is empty`);
-    const program = argv[0] ?? "";
-    if (!findExecutable(program, env.PATH ?? process.env.PATH ?? "", cwd)) throw new ProgramNotFoundError(program);
     for (const name of Object.keys(env)) {
-      if (!ENV_NAME_PATTERN.test(name)) {
+      if (!isEnvName(name)) {
         throw new RunnerError(`cannot spawn ${target}: invalid environment variable name ${JSON.stringify(name)}`);
       }
     }
+    const withheld = (this.options.withheldEnv ?? []).filter(isEnvName);
+    const wanted: Record<string, string> = { ...definedEnvironment(this.options.environment ?? process.env), ...env };
+    for (const name of withheld) delete wanted[name];
+    const program = argv[0] ?? "";
+    if (!findExecutable(program, wanted.PATH ?? "", cwd)) throw new ProgramNotFoundError(program);
 
     const state = await this.probe(target);
     if (state === "live") throw new TargetLiveError(target);
@@ -131,15 +153,22 @@ export class TmuxRunner implements SessionRunner {
 
     try {
       if (this.options.remainOnExit) await this.tmux(["set-option", "-w", "-t", windowOf(target), "remain-on-exit", "on"]);
-      const environment = Object.entries(env).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
-      // A single-element command would go through `sh -c`, which would interpret the program name;
-      // `env` in front also withholds variables the server may have inherited.
-      const withheld = (this.options.withheldEnv ?? []).filter((name) => ENV_NAME_PATTERN.test(name));
-      const command =
-        argv.length === 1 || withheld.length > 0 ? ["env", ...withheld.flatMap((name) => ["-u", name]), ...argv] : [...argv];
-      // tmux gives a new pane the PATH of the client that asked for it, over any -e PATH=…, so a
-      // PATH of the request's own travels as this client's environment instead.
-      const client = env.PATH === undefined ? undefined : { ...process.env, PATH: env.PATH };
+      // The server may be one the-loop did not start (the operator's, or one an older the-loop
+      // started with its whole environment): what the pane would inherit from it is read, then
+      // corrected.
+      const [global, session] = await Promise.all([
+        this.tmux(["show-environment", "-g", "-s"]),
+        this.tmux(["show-environment", "-s", "-t", `=${target}`]),
+      ]);
+      const plan = paneEnvPlan(inheritedEnvironment(parseShellEnvironment(global), parseShellEnvironment(session)), wanted);
+      const environment = Object.entries(plan.set).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
+      // Withheld by name as well, should the server have gained one since it was read.
+      const unset = [...new Set([...plan.unset, ...withheld])];
+      // A single-element command would go through `sh -c`, which would interpret the program name.
+      const command = argv.length === 1 || unset.length > 0 ? ["env", ...unset.flatMap((name) => ["-u", name]), ...argv] : [...argv];
+      // tmux gives a new pane the PATH of the client that asked for it, over any -e PATH=…, so the
+      // pane's PATH travels as this client's environment instead.
+      const client = wanted.PATH === undefined ? undefined : { ...this.clientEnv, PATH: wanted.PATH };
       await this.tmux(["respawn-pane", "-k", "-t", windowOf(target), "-c", cwd, ...environment, "--", ...command], client);
     } catch (error) {
       // Never leave the placeholder behind: it would probe as a live harness forever.
@@ -148,12 +177,12 @@ export class TmuxRunner implements SessionRunner {
     }
   }
 
-  async deliver(target: string, text: string): Promise<void> {
+  async deliver(target: string, text: string, options: DeliverOptions = {}): Promise<void> {
     checkTarget(target);
     // tmux makes no buffer of an empty file, so there would be nothing to paste but a bare Enter.
     if (text === "") throw new RunnerError(`nothing to deliver to ${target}: the text is empty`);
     const previous = this.deliveries.get(target) ?? Promise.resolve();
-    const current = previous.catch(() => undefined).then(() => this.deliverNow(target, text));
+    const current = previous.catch(() => undefined).then(() => this.deliverNow(target, text, options.pastedPattern));
     this.deliveries.set(target, current);
     const forget = (): void => {
       if (this.deliveries.get(target) === current) this.deliveries.delete(target);
@@ -162,7 +191,7 @@ export class TmuxRunner implements SessionRunner {
     return current;
   }
 
-  private async deliverNow(target: string, text: string): Promise<void> {
+  private async deliverNow(target: string, text: string, pastedPattern: RegExp | undefined): Promise<void> {
     const state = await this.probe(target);
     if (state !== "live") throw new SessionMissingError(target, state);
     const nonce = randomBytes(8).toString("hex");
@@ -170,21 +199,40 @@ export class TmuxRunner implements SessionRunner {
     const submitFile = join(this.tempDir, `the-loop-submit-${nonce}.txt`);
     const eventBuffer = `the-loop-evt-${nonce}`;
     const submitBuffer = `the-loop-submit-${nonce}`;
+    const pane = windowOf(target);
+    // The text travels through a file, never through argv, so the ";" separators below are the
+    // only ones tmux sees. paste-buffer, not send-keys: tmux refuses send-keys while a read-only
+    // client is attached.
+    const paste = ["load-buffer", "-b", eventBuffer, formatLiteral(textFile), ";", "paste-buffer", "-p", "-d", "-b", eventBuffer, "-t", pane];
+    const submit = ["load-buffer", "-b", submitBuffer, formatLiteral(submitFile), ";", "paste-buffer", "-d", "-b", submitBuffer, "-t", pane];
     try {
-      await writeFile(textFile, text, { mode: 0o600, flag: "wx" });
+      // Cleaned here, whatever the caller passed: one ESC[201~ would end the bracketed paste and
+      // turn the rest of the text into typed keys.
+      await writeFile(textFile, pasteText(text), { mode: 0o600, flag: "wx" });
       await writeFile(submitFile, "\r", { mode: 0o600, flag: "wx" });
-      const pane = windowOf(target);
-      // One invocation, so the paste and its Enter reach the pane back to back. The text travels
-      // through a file, never through argv, so the ";" separators below are the only ones tmux sees.
-      // paste-buffer, not send-keys: tmux refuses send-keys while a read-only client is attached.
-      await this.tmux([
-        "load-buffer", "-b", eventBuffer, formatLiteral(textFile), ";",
-        "paste-buffer", "-p", "-d", "-b", eventBuffer, "-t", pane, ";",
-        "load-buffer", "-b", submitBuffer, formatLiteral(submitFile), ";",
-        "paste-buffer", "-d", "-b", submitBuffer, "-t", pane,
-      ]);
+      if (pastedPattern === undefined) {
+        // One invocation, so the paste and its Enter reach the pane back to back.
+        await this.tmux([...paste, ";", ...submit]);
+        return;
+      }
+      // A TUI that reads the paste and the Enter in one chunk (it does when it is busy) takes the
+      // Enter as part of the paste and leaves the text in its input box: Enter waits for the box.
+      await this.tmux(paste);
+      await this.awaitScreen(target, pastedPattern, SUBMIT_SETTLE_MS);
+      await this.tmux(submit);
     } finally {
       await Promise.all([rm(textFile, { force: true }), rm(submitFile, { force: true })]);
+    }
+  }
+
+  /** Polls the bottom of the visible screen until `pattern` matches it, or `boundMs` passes. */
+  private async awaitScreen(target: string, pattern: RegExp, boundMs: number): Promise<boolean> {
+    const deadline = performance.now() + boundMs;
+    for (;;) {
+      if (pattern.test(screenTail(await this.screen(target)))) return true;
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      await new Promise((resolve) => setTimeout(resolve, Math.min(SCREEN_POLL_MS, left)));
     }
   }
 
@@ -229,6 +277,16 @@ export class TmuxRunner implements SessionRunner {
     checkTarget(target);
     try {
       return await this.tmux(["capture-pane", "-p", "-J", "-S", "-", "-t", windowOf(target)]);
+    } catch (error) {
+      if (isAbsent(error)) throw new SessionMissingError(target, "absent");
+      throw error;
+    }
+  }
+
+  async screen(target: string): Promise<string> {
+    checkTarget(target);
+    try {
+      return await this.tmux(["capture-pane", "-p", "-t", windowOf(target)]);
     } catch (error) {
       if (isAbsent(error)) throw new SessionMissingError(target, "absent");
       throw error;
@@ -304,16 +362,20 @@ export class TmuxRunner implements SessionRunner {
     return this.options.socketName === undefined ? [] : ["-L", this.options.socketName];
   }
 
-  /** Runs one tmux client; `clientEnv` replaces its environment (the binary is then found on ours). */
+  /**
+   * Runs one tmux client with the runner's client environment, or `clientEnv` in its place (the
+   * binary is then found on this process's PATH).
+   */
   private tmux(args: readonly string[], clientEnv?: NodeJS.ProcessEnv): Promise<string> {
     const argv = [...this.socketArgs(), ...args];
-    // execFile looks a bare name up on the child's PATH, which clientEnv may not share.
-    const binary = clientEnv === undefined ? this.binary : onPath(this.binary);
+    const env = clientEnv ?? this.clientEnv;
+    // execFile looks a bare name up on the child's PATH, which the client's may not share.
+    const binary = env === process.env ? this.binary : onPath(this.binary);
     return new Promise((resolve, reject) => {
       execFile(
         binary,
         argv,
-        { timeout: this.timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: "utf8", env: clientEnv ?? process.env },
+        { timeout: this.timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: "utf8", env },
         (error, stdout, stderr) => {
           if (error === null) {
             resolve(stdout);

@@ -31,6 +31,8 @@ import { closeSession, finishClose } from "./close.js";
 import type { CloseOptions } from "./close.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { boundedInputText, boundedReason, deliveredInputKind, workItemEntity } from "./lifecycle.js";
+import type { HarnessPreparer } from "./harness-trust.js";
+import { HarnessNotReadyError, awaitReady } from "./readiness.js";
 import type { InputKind } from "./lifecycle.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
 import type { PullRequestLinks } from "./links.js";
@@ -62,8 +64,14 @@ export interface DispatcherOptions {
   readonly templates: PromptTemplates;
   /** Working directory of new sessions (routing.spawnWorkdir, resolved). */
   readonly spawnCwd: string;
-  /** Environment every session gets on top of the tmux server's, minus THE_LOOP_WORK_ITEM. */
+  /** What the-loop gives every session of its own (its work item, config file, PATH), over the runner's environment. */
   readonly sessionEnv: (workItem: string) => Record<string, string>;
+  /**
+   * The state root's tag (stateRootTag) in the tmux name of every session claimed from now on, so
+   * two projects never meet on one tmux server; a record keeps the name it was claimed with.
+   * Absent: the untagged name.
+   */
+  readonly stateRootTag?: string;
   readonly now?: () => Date;
   /** How long a resumed harness must stay up to count as resumed (default 1500 ms). */
   readonly resumeProbeMs?: number;
@@ -79,6 +87,8 @@ export interface DispatcherOptions {
   readonly workspaces?: WorkspaceProvider;
   /** The operator's lifecycle hooks, loaded once per process; without it none run. */
   readonly hooks?: HookChain;
+  /** Settles what a harness would ask a person before it starts (Claude Code's folder trust). */
+  readonly prepareHarness?: HarnessPreparer;
 }
 
 /**
@@ -584,7 +594,7 @@ export class Dispatcher implements EventHandler {
   /** Claims the item's session record for a new session, unless one is live (then: the occupant). */
   private claim(workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<ClaimResult> {
     const at = this.now().toISOString();
-    const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)));
+    const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)), this.options.stateRootTag);
     const sessionId = newHarnessSessionId();
     return this.options.registry.claim(workItem, () => ({
       version: 1,
@@ -651,6 +661,7 @@ export class Dispatcher implements EventHandler {
     if (launch.refusal !== undefined) return await this.refuseLaunch(workItem, event, claimed, launch.refusal, unchanged);
     const prompt = launch.context.prompt;
     try {
+      await this.prepareHarness(workItem.ref, adapter.name, cwd);
       await this.options.runner.spawn({
         target,
         cwd,
@@ -665,9 +676,10 @@ export class Dispatcher implements EventHandler {
         error instanceof ProgramNotFoundError
           ? `; install it, or point routing.harnesses.${harnessName}.command at it (or choose another routing.defaultHarness)`
           : error instanceof TargetLiveError
-          ? ` (a live tmux session of that name has no session record; end it with \`tmux${
+          ? // Another project, or a person, may own it: never advise ending it.
+            ` (no live session record here names it, and it may belong to another project on this tmux server, so it is left alone; see what runs in it with \`tmux${
               routing.tmux.socketName ? ` -L ${routing.tmux.socketName}` : ""
-            } kill-session -t ${target}\`)`
+            } attach -r -t =${target}\`, or give this project a tmux server of its own with routing.tmux.socketName)`
           : "";
       const message = `${messageOf(error)}${remedy}`;
       this.spawnFailed(workItem.ref, harnessName, event, message);
@@ -693,6 +705,7 @@ export class Dispatcher implements EventHandler {
       this.settle(workItem, event, SESSION_CLOSED);
       return { kind: "closed" };
     }
+    if (!adapter.promptInArgv.fresh) await this.bootAsInput(workItem, event, claimed, prompt);
     this.options.events.emit("session.spawned", {
       work_item: workItem.ref,
       harness: harnessName,
@@ -1171,7 +1184,7 @@ export class Dispatcher implements EventHandler {
     let waited = false;
     let raced = false;
     for (;;) {
-      await this.startupGrace(known);
+      await this.untilReady(known);
       // Read again right before the paste: a pause or a close by another process (the CLI) since
       // the caller read the record — during the grace above, or a tracker lookup for the prompt —
       // must hold this text off (R3.2), as it would had it come first. Nothing is pasted into a
@@ -1180,7 +1193,7 @@ export class Dispatcher implements EventHandler {
       if (now === undefined || !sameLiveSession(now, record)) return closedAs(now, record);
       if (now.status === "paused") return "paused";
       try {
-        await this.options.runner.deliver(record.tmuxTarget, text);
+        await this.deliverText(record, text);
         return "pasted";
       } catch (error) {
         if (!(error instanceof SessionMissingError)) throw error;
@@ -1286,6 +1299,93 @@ export class Dispatcher implements EventHandler {
     return !isProcessAlive(claimer.pid, claimer.startTicks);
   }
 
+  /** Pastes into the session's pane, Enter waiting for the harness to show the paste where it knows how to tell. */
+  private async deliverText(record: SessionRecord, text: string): Promise<void> {
+    let pastedPattern: RegExp | undefined;
+    try {
+      pastedPattern = this.adapter(record.harness).pastedPattern;
+    } catch {
+      pastedPattern = undefined;
+    }
+    await this.options.runner.deliver(record.tmuxTarget, text, pastedPattern === undefined ? {} : { pastedPattern });
+  }
+
+  /** What the harness would ask a person before it starts; never fails the spawn it precedes. */
+  private async prepareHarness(workItem: string, harness: string, cwd: string): Promise<void> {
+    await this.options.prepareHarness?.({
+      workItem,
+      harness,
+      cwd,
+      routing: this.routing,
+      env: { ...process.env, ...this.options.sessionEnv(workItem) },
+    });
+  }
+
+  /**
+   * A command harness whose argv has no `{prompt}` is handed the boot prompt as its first input,
+   * the same paste later events use, once it is ready. A failure is recorded; the session stays.
+   */
+  private async bootAsInput(workItem: WorkItem, event: InboundEvent, claimed: SessionRecord, prompt: string): Promise<void> {
+    const started = this.options.registry.get(workItem.ref) ?? claimed;
+    let outcome: string;
+    try {
+      outcome = await this.paste(started, prompt);
+    } catch (error) {
+      outcome = messageOf(error);
+    }
+    if (outcome === "pasted") return;
+    this.options.events.emit("dispatch.failed", {
+      work_item: workItem.ref,
+      delivery_id: event.deliveryId,
+      action: "spawn",
+      error: `the harness started, but its boot prompt could not be handed to it as input (${outcome}); comment again to give it its task`,
+      will_retry: false,
+    });
+  }
+
+  /**
+   * Waits until the harness can take input: for one with a ready pattern (Claude Code), until its
+   * screen shows it and no dialog, up to tmux.readyTimeoutSeconds; for the rest, the startup grace.
+   * Throws HarnessNotReadyError (after recording session.not_ready) when it never is: the text is
+   * not pasted where it would answer a dialog, and the event is tried again.
+   */
+  private async untilReady(record: SessionRecord): Promise<void> {
+    const runner = this.options.runner;
+    let adapter: HarnessAdapter | undefined;
+    try {
+      adapter = this.adapter(record.harness);
+    } catch {
+      adapter = undefined;
+    }
+    const readyPattern = adapter?.readyPattern;
+    if (readyPattern === undefined || runner.screen === undefined) return this.startupGrace(record);
+    const target = record.tmuxTarget;
+    const outcome = await awaitReady({
+      rule: { readyPattern, ...(adapter?.blockedPattern ? { blockedPattern: adapter.blockedPattern } : {}) },
+      screen: async () => {
+        try {
+          return await runner.screen?.(target);
+        } catch (error) {
+          if (error instanceof SessionMissingError) return undefined;
+          throw error;
+        }
+      },
+      boundMs: this.routing.tmux.readyTimeoutSeconds * 1000,
+      keepWaiting: () => this.accepting,
+    });
+    this.readyAt.delete(target);
+    if (outcome.ready) return;
+    const blocked = outcome.state === "blocked";
+    this.options.events.emit("session.not_ready", {
+      work_item: record.workItem.ref,
+      tmux_target: target,
+      waited_ms: outcome.waitedMs,
+      blocked,
+      screen: outcome.tail.slice(-600),
+    });
+    throw new HarnessNotReadyError(target, outcome.waitedMs, blocked);
+  }
+
   /**
    * A harness that has just started may not read its terminal yet (a TUI sets up bracketed paste
    * first); input pasted before that can be split into lines or lost. Only this work item waits.
@@ -1315,9 +1415,16 @@ export class Dispatcher implements EventHandler {
     const ref = record.workItem.ref;
     const adapter = this.adapter(record.harness);
     if (!(await this.markHarnessStarted(record))) return false;
+    await this.prepareHarness(ref, adapter.name, record.cwd);
     const spawnWith = async (argv: string[]): Promise<void> => {
       await this.options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: this.options.sessionEnv(ref) });
       this.markStarted(record.tmuxTarget);
+    };
+    // A harness started without the text in its argv is handed it as its first input.
+    const handOver = async (inArgv: boolean): Promise<void> => {
+      if (inArgv) return;
+      await this.untilReady(record);
+      await this.deliverText(record, prompt);
     };
     const canResume =
       this.routing.tmux.resumeOnRespawn && adapter.resume && isResumableSessionId(record.harnessSessionId);
@@ -1332,6 +1439,7 @@ export class Dispatcher implements EventHandler {
             harness_session_id: record.harnessSessionId,
             resumed: true,
           });
+          await handOver(adapter.promptInArgv.resume);
           return true;
         }
         throw new Error("the resumed harness exited at once");
@@ -1354,6 +1462,7 @@ export class Dispatcher implements EventHandler {
       harness_session_id: sessionId,
       resumed: false,
     });
+    await handOver(adapter.promptInArgv.fresh);
     return true;
   }
 

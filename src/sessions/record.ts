@@ -4,6 +4,10 @@
  * daemon and the CLI share, so it is only ever replaced whole (atomic write) under its lock.
  */
 
+import { createHash } from "node:crypto";
+import { realpathSync } from "node:fs";
+import { resolve } from "node:path";
+
 export const SESSION_STATUSES = ["active", "paused", "closed"] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 export const LIVE_STATUSES: ReadonlySet<SessionStatus> = new Set(["active", "paused"]);
@@ -80,7 +84,27 @@ export function isLive(record: Pick<SessionRecord, "status"> | undefined): boole
   return record !== undefined && LIVE_STATUSES.has(record.status);
 }
 
-/** `loop-<slug>`: slugs are `[a-z0-9-]`, so tmux never rewrites the name. */
-export function tmuxTargetFor(slug: string): string {
-  return `loop-${slug}`;
+/**
+ * `loop-<root tag>-<slug>`: the tag keeps apart the sessions of two state roots (two projects) whose
+ * work items share a slug (`local:default#1`) on one tmux server. Tags are hex and slugs are
+ * `[a-z0-9-]`, so tmux never rewrites the name. Without a tag: `loop-<slug>`, the name sessions
+ * were given before names carried one (their records still name it, and it is used as recorded).
+ */
+export function tmuxTargetFor(slug: string, rootTag?: string): string {
+  return rootTag === undefined ? `loop-${slug}` : `loop-${rootTag}-${slug}`;
+}
+
+/**
+ * 8 hex digits of the SHA-256 of the state root's real path: stable for one root however it is
+ * reached (a relative path, a symlink), different for another. A root not yet made is taken as
+ * its resolved path.
+ */
+export function stateRootTag(root: string): string {
+  let real: string;
+  try {
+    real = realpathSync.native(root);
+  } catch {
+    real = resolve(root);
+  }
+  return createHash("sha256").update(real).digest("hex").slice(0, 8);
 }

@@ -45,3 +45,54 @@ export function sessionEnvironment(input: SessionEnvInput): Record<string, strin
   if (input.configFile && existsSync(input.configFile)) env.THE_LOOP_CLI_CONFIG = input.configFile;
   return env;
 }
+
+/**
+ * The variables of the daemon's environment every session is given (`*` ends a prefix): what any
+ * program expects to find, what reaching a network through a proxy takes, and the credentials
+ * and settings of the built-in harnesses. Nothing else of the daemon's — its tokens and the
+ * webhook secret above all — reaches a session unless `routing.tmux.passEnv` names it. TERM is
+ * not here: tmux sets every pane's own.
+ */
+export const PASSED_ENV: readonly string[] = [
+  "HOME", "USER", "LOGNAME", "SHELL", "PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
+  "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+  "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+  // Claude Code: its key or token, API endpoint and models (ANTHROPIC_*), its own settings.
+  "ANTHROPIC_*", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING",
+  // Cursor's agent CLI.
+  "CURSOR_API_KEY",
+];
+
+/** The-loop's own variables are set for a session (THE_LOOP_WORK_ITEM, THE_LOOP_CLI_CONFIG), never passed on from the daemon. */
+const OWN_PREFIX = "THE_LOOP_";
+
+/** Whether a `passEnv` entry (a name, or a prefix ending in `*`) names `name`. */
+export function envPatternMatches(pattern: string, name: string): boolean {
+  return pattern.endsWith("*") ? name.startsWith(pattern.slice(0, -1)) : name === pattern;
+}
+
+export interface PassedEnvOptions {
+  /** Names (or prefixes ending in `*`) passed besides PASSED_ENV: `routing.tmux.passEnv`. */
+  readonly pass?: readonly string[];
+  /** Never passed, whatever `pass` says: the webhook secret. */
+  readonly never?: readonly string[];
+}
+
+/**
+ * The part of `source` (the daemon's environment) a session is given: PASSED_ENV and `pass`,
+ * minus `never` and the-loop's own variables, which the session gets from sessionEnvironment.
+ */
+export function passedEnvironment(
+  source: Readonly<Record<string, string | undefined>>,
+  options: PassedEnvOptions = {},
+): Record<string, string> {
+  const patterns = [...PASSED_ENV, ...(options.pass ?? [])];
+  const never = new Set(options.never ?? []);
+  const passed: Record<string, string> = {};
+  for (const [name, value] of Object.entries(source)) {
+    if (value === undefined || never.has(name) || name.startsWith(OWN_PREFIX)) continue;
+    if (patterns.some((pattern) => envPatternMatches(pattern, name))) passed[name] = value;
+  }
+  return passed;
+}

@@ -47,7 +47,7 @@ describe("the-loop demo", () => {
     expect(result.stdout).toMatch(/session\.closed\s+local:demo#1\s+reason=item-closed/);
     // The session list as \`the-loop sessions list\` prints it: status and the item's last control command.
     expect(result.stdout).toMatch(/^work item\s+status\s+control\s+harness\s+tmux\s+last event$/m);
-    expect(result.stdout).toMatch(/^local:demo#1\s+closed\s+start \(cleared\)\s+demo-agent\s+loop-local-demo-1-\S+\s+\d{4}-\d\d-\d\dT/m);
+    expect(result.stdout).toMatch(/^local:demo#1\s+closed\s+start \(cleared\)\s+demo-agent\s+loop-[0-9a-f]{8}-local-demo-1-\S+\s+\d{4}-\d\d-\d\dT/m);
     expect(result.stdout).toContain("<!-- the-loop:agent-comment -->");
     expect(await exists(dirname(stateRootOf(result.stdout)))).toBe(false);
     expect(await tmuxServerRuns(socketOf(result.stdout))).toBe(false);

@@ -34,6 +34,7 @@ describe("routingChanges", () => {
     ["the registry folder", { registryDir: "elsewhere" }, [], [], ["routing.registryDir"]],
     ["the tmux server", { tmux: { socketName: "other" } }, [], [], ["routing.tmux.socketName"]],
     ["remain-on-exit", { tmux: { remainOnExit: false } }, [], [], ["routing.tmux.remainOnExit"]],
+    ["the sessions' environment", { tmux: { passEnv: ["SSH_AUTH_SOCK"] } }, [], [], ["routing.tmux.passEnv"]],
     ["the pool size", { maxConcurrentDispatches: 8 }, [], [], ["routing.maxConcurrentDispatches"]],
     ["the dedupe cache", { dedupCacheSize: 64 }, [], [], ["routing.dedupCacheSize"]],
     ["the spawn workdir", { spawnWorkdir: "work" }, [], [], ["routing.spawnWorkdir"]],

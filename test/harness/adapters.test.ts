@@ -21,14 +21,14 @@ describe("builtin harnesses", () => {
     {
       name: "claude defaults",
       harnesses: {},
-      fresh: ["claude", "--session-id", "3f2a-id", input.prompt],
-      resume: ["claude", "--resume", "3f2a-id", input.prompt],
+      fresh: ["claude", "--session-id", "3f2a-id", "--", input.prompt],
+      resume: ["claude", "--resume", "3f2a-id", "--", input.prompt],
     },
     {
       name: "claude with command and args",
       harnesses: { claude: { command: ["npx", "claude"], args: ["--model", "opus"] } },
-      fresh: ["npx", "claude", "--session-id", "3f2a-id", "--model", "opus", input.prompt],
-      resume: ["npx", "claude", "--resume", "3f2a-id", "--model", "opus", input.prompt],
+      fresh: ["npx", "claude", "--session-id", "3f2a-id", "--model", "opus", "--", input.prompt],
+      resume: ["npx", "claude", "--resume", "3f2a-id", "--model", "opus", "--", input.prompt],
     },
   ])("$name", ({ harnesses, fresh, resume }) => {
     const adapter = harnessAdapter("claude", routing(harnesses));
@@ -94,6 +94,62 @@ describe("command harnesses", () => {
     );
     expect(adapter.fresh(input)).toEqual(["agent", "new", input.prompt, "-v"]);
     expect(adapter.resume?.(input)).toEqual(["agent", "continue", "3f2a-id", input.prompt, "-v"]);
+  });
+});
+
+describe("where the prompt travels", () => {
+  it.each([
+    { name: "claude", harnesses: {}, fresh: true, resume: true },
+    { name: "cursor", harnesses: {}, fresh: true, resume: true },
+    { name: "mine", harnesses: { mine: { command: ["agent", "--task={prompt}"] } }, fresh: true, resume: false },
+    { name: "mine", harnesses: { mine: { command: ["agent", "--interactive"] } }, fresh: false, resume: false },
+    {
+      name: "mine",
+      harnesses: { mine: { command: ["agent", "new"], resumeCommand: ["agent", "continue", "{session_id}", "{prompt}"] } },
+      fresh: false,
+      resume: true,
+    },
+  ])("$name $harnesses.mine.command: in the argv on a fresh start $fresh, on a resume $resume", ({ name, harnesses, fresh, resume }) => {
+    expect(harnessAdapter(name, routing(harnesses)).promptInArgv).toEqual({ fresh, resume });
+  });
+
+  it("a claude prompt that looks like an option stays the prompt, after --, whatever variadic option args end on", () => {
+    const adapter = harnessAdapter("claude", routing({ claude: { args: ["--allowedTools", "Bash(the-loop ask:*)"] } }));
+    const argv = adapter.fresh({ ...input, prompt: "--- front matter\n-p" });
+    expect(argv.slice(-4)).toEqual(["--allowedTools", "Bash(the-loop ask:*)", "--", "--- front matter\n-p"]);
+  });
+});
+
+describe("a hostile prompt", () => {
+  it.each(["claude", "cursor", "mine"])("%s gets it with no control character left, in the argv and on a resume", (name) => {
+    const adapter = harnessAdapter(name, routing({ mine: { command: ["agent", "{prompt}"], resumeCommand: ["agent", "-r", "{prompt}"] } }));
+    const hostile = { ...input, prompt: "Title\x1b]52;c;ZWNobyBoaQ==\x07 \x00\x1b[201~\r!touch x\r" };
+    const launches = [adapter.fresh(hostile), ...(adapter.resume ? [adapter.resume(hostile)] : [])];
+    expect(launches).toHaveLength(name === "cursor" ? 1 : 2);
+    for (const argv of launches) {
+      const prompt = argv.find((element) => element.startsWith("Title")) ?? "";
+      expect(prompt).toContain("Title");
+      // eslint-disable-next-line no-control-regex -- the point is that none is left
+      expect(prompt).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    }
+  });
+});
+
+describe("readiness", () => {
+  it("claude knows its own screen; a configured readyPattern replaces it", () => {
+    expect(harnessAdapter("claude", routing()).readyPattern?.test("  ? for shortcuts")).toBe(true);
+    expect(harnessAdapter("claude", routing()).blockedPattern?.test("Enter to confirm · Esc to cancel")).toBe(true);
+    expect(harnessAdapter("claude", routing({ claude: { readyPattern: "^> $" } })).readyPattern?.source).toBe("^> $");
+  });
+
+  it("cursor and command harnesses have none unless configured", () => {
+    expect(harnessAdapter("cursor", routing()).readyPattern).toBeUndefined();
+    expect(harnessAdapter("mine", routing({ mine: { command: ["agent"] } })).readyPattern).toBeUndefined();
+    expect(harnessAdapter("mine", routing({ mine: { command: ["agent"], readyPattern: "ready>" } })).readyPattern?.test("ready>")).toBe(true);
+  });
+
+  it("a readyPattern that is no regular expression is a config error", () => {
+    expect(() => routing({ mine: { command: ["agent"], readyPattern: "(" } })).toThrow(/not a valid regular expression/);
   });
 });
 

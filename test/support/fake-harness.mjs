@@ -5,6 +5,7 @@
 //
 // FAKE_HARNESS_EXIT_AFTER_BOOT=1  exit right after the boot line (a pane that dies at once)
 // FAKE_HARNESS_IGNORE_TERM=1      ignore SIGTERM (so SIGKILL escalation can be observed)
+// FAKE_HARNESS_RECORD_ENV=1       put its whole environment on the boot line (`environment`)
 import { appendFileSync } from "node:fs";
 
 const [transcript, ...rest] = process.argv.slice(2);
@@ -24,7 +25,13 @@ process.on("SIGTERM", () => {
 process.stdout.write("\x1b[?2004h");
 if (process.stdin.isTTY) process.stdin.setRawMode(true);
 
-record({ type: "boot", argv: rest, cwd: process.cwd(), env: { THE_LOOP_WORK_ITEM: process.env.THE_LOOP_WORK_ITEM ?? null } });
+record({
+  type: "boot",
+  argv: rest,
+  cwd: process.cwd(),
+  env: { THE_LOOP_WORK_ITEM: process.env.THE_LOOP_WORK_ITEM ?? null },
+  ...(process.env.FAKE_HARNESS_RECORD_ENV === "1" ? { environment: { ...process.env } } : {}),
+});
 // Raw mode turns off output post-processing, so lines end in \r\n.
 if (process.env.FAKE_HARNESS_EXIT_AFTER_BOOT === "1") {
   process.stdout.write("fake-harness: exiting after boot\r\n");

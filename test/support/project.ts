@@ -18,6 +18,8 @@ export interface TranscriptEntry {
   readonly argv?: string[];
   readonly text?: string;
   readonly env?: Record<string, string | null>;
+  /** The harness's whole environment, when it was started with FAKE_HARNESS_RECORD_ENV=1. */
+  readonly environment?: Record<string, string>;
 }
 
 /**
@@ -57,6 +59,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
   const socketName = `loop-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const transcriptFile = join(dir, "transcript.jsonl");
   await mkdir(root, { recursive: true });
+  const routing = (typeof overrides.routing === "function" ? overrides.routing(transcriptFile) : overrides.routing) ?? {};
   const config = {
     version: 1,
     integrations: { local: { project: "demo" }, ...(overrides.github ? { github: overrides.github } : {}) },
@@ -65,11 +68,12 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
       authorizedUsers: ["alice"],
       defaultHarness: "fake",
       harnesses: { fake: { command: [process.execPath, FAKE_HARNESS, transcriptFile, "{prompt}"] } },
-      tmux: { socketName, harnessKillGraceSeconds: 1, startupGraceSeconds: 0.3 },
       // Label-alone spawning (R2.6): the session tests exercise the label path; control tests
       // pass their own \`control\` block to put the start gate back.
       control: { requireStartCommand: false },
-      ...(typeof overrides.routing === "function" ? overrides.routing(transcriptFile) : overrides.routing),
+      ...routing,
+      // A test's tmux settings go on top of the project's own server, never instead of it.
+      tmux: { socketName, harnessKillGraceSeconds: 1, startupGraceSeconds: 0.3, ...(routing.tmux as Record<string, unknown> | undefined) },
     },
     polling: { enabled: true, intervalSeconds: 0.1, sources: [{ provider: "local" }], ...overrides.polling },
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),

@@ -1,0 +1,203 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { promisify } from "node:util";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { harnessAdapter } from "../../src/harness/adapters.js";
+import { routingSchema } from "../../src/config/schema.js";
+import { jsonOf } from "../support/cli.js";
+import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome, readClaudeConfig, runClaude } from "../support/claude-code.js";
+import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
+import { testProject, type TestProject } from "../support/project.js";
+import { tempDir } from "../support/temp.js";
+import { waitFor } from "../support/wait.js";
+
+/**
+ * The main job with the real agent: Claude Code, pinned, runs in the session the-loop spawns,
+ * against a scripted Messages API on loopback. Nothing here stands in for the CLI itself.
+ */
+
+const run = promisify(execFile);
+const ARM = "the-loop: auto-execute";
+const QUESTION = "Which database should the service use?";
+const ANSWER = "Use PostgreSQL 16, please.";
+
+let binary = "";
+let project: TestProject | undefined;
+let stub: ModelStub | undefined;
+
+beforeAll(async () => {
+  binary = await claudeBinary();
+}, 300_000);
+
+afterEach(async () => {
+  if (project !== undefined) {
+    const harnesses = await panePids(project);
+    await project.cleanup();
+    // Claude Code writes into its home until it has exited; the scratch home goes after it.
+    await Promise.all(harnesses.map((pid) => untilGone(pid)));
+  }
+  project = undefined;
+  await stub?.close();
+  stub = undefined;
+});
+
+async function panePids(p: TestProject): Promise<number[]> {
+  const { stdout } = await run("tmux", ["-L", p.socketName, "list-panes", "-a", "-F", "#{pane_pid}"]).catch(() => ({ stdout: "" }));
+  return stdout.split("\n").map(Number).filter((pid) => Number.isInteger(pid) && pid > 0);
+}
+
+/** Waits, bounded, for a process (and its group) to end after its tmux server went; then kills what is left. */
+async function untilGone(pid: number): Promise<void> {
+  const alive = (): boolean => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  await waitFor(`harness ${pid} to exit`, async () => (alive() ? undefined : true), { timeoutMs: 10_000 }).catch(() => {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  });
+}
+
+/** The agent's script: ask the operator once through `the-loop ask`, then acknowledge whatever comes. */
+function askOnce(request: ModelRequest, agentic: readonly ModelRequest[]): ModelReply {
+  if (agentic.length === 1) {
+    return { toolUse: { name: "Bash", input: { command: `the-loop ask "${QUESTION}"`, description: "Ask the operator" } } };
+  }
+  return { text: request.lastUserText.includes(ANSWER) ? "Thanks — PostgreSQL it is." : "Waiting for the answer." };
+}
+
+/** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
+async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  try {
+    return await waitFor(what, probe, { timeoutMs: 30_000 });
+  } catch (error) {
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
+    const events = (await p.events()).slice(-12).map((record) => JSON.stringify(record));
+    const requests = (stub?.requests ?? []).map((r) => `${r.agentic ? "agentic" : "side"}: ${r.lastUserText.slice(-160)}`);
+    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${requests.join("\n")}`, {
+      cause: error,
+    });
+  }
+}
+
+async function screenOf(p: TestProject, target: string): Promise<string> {
+  const { stdout } = await run("tmux", ["-L", p.socketName, "capture-pane", "-p", "-t", `=${target}:`]).catch(() => ({ stdout: "" }));
+  return stdout;
+}
+
+interface ItemJson {
+  comments: { author: string | null; body: string }[];
+}
+interface SessionsJson {
+  sessions: { tmuxTarget: string; cwd: string }[];
+}
+
+async function claudeProject(home: string, model: ModelStub, routing: Record<string, unknown> = {}): Promise<TestProject> {
+  const p = await testProject({
+    routing: {
+      defaultHarness: "claude",
+      harnesses: { claude: { command: [binary], args: ["--allowedTools", "Bash(the-loop ask:*)"] } },
+      ...routing,
+    },
+  });
+  const started = await p.cli(["start"], claudeEnv(home, model.url));
+  expect(started.code, started.stderr).toBe(0);
+  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+  expect((await p.cli(["item", "new", "Choose a database", "--as", "alice"])).code).toBe(0);
+  expect((await p.cli(["item", "label", "#1", "--add", ARM, "--as", "alice"])).code).toBe(0);
+  await p.waitForEvent("the spawn", (r) => r.event === "session.spawned", 30_000);
+  return p;
+}
+
+describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { timeout: 120_000 }, () => {
+  it("starts unattended in a folder it has never seen, asks through the-loop, and hears the answer", async () => {
+    const home = await claudeHome({ operatorSetting: "kept", projects: { "/srv/elsewhere": { allowedTools: ["Edit"] } } });
+    stub = await startModelStub(askOnce);
+    project = await claudeProject(home, stub);
+    const p = project;
+
+    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    expect(first.lastUserText).toContain("Choose a database");
+
+    const asked = await waitInSession(p, "the question on the work item", async () =>
+      jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
+    );
+    expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
+
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    expect(session).toBeDefined();
+    const target = session?.tmuxTarget ?? "";
+    const screen = await screenOf(p, target);
+    expect(screen).not.toMatch(/trust this folder|Enter to confirm/);
+
+    expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
+    const answered = await waitInSession(p, "the answer in the model's next request", async () =>
+      stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
+    );
+    expect(answered.lastUserText).toContain("alice");
+    await p.waitForEvent("the delivery", (r) => r.event === "dispatch.succeeded");
+
+    // The operator's own settings stay; the session's folder is trusted, and only it.
+    const config = await readClaudeConfig(home);
+    expect(config.operatorSetting).toBe("kept");
+    expect(config.hasCompletedOnboarding).toBe(true);
+    const projects = config.projects as Record<string, Record<string, unknown>>;
+    expect(projects["/srv/elsewhere"]).toEqual({ allowedTools: ["Edit"] });
+    expect(projects[session?.cwd ?? ""]).toMatchObject({ hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true });
+    expect((await p.events()).filter((r) => r.event === "workspace.trusted")).toHaveLength(1);
+  });
+
+  it("without the pre-seed it stops on the trust dialog, and input waits instead of answering it", async () => {
+    const home = await claudeHome();
+    stub = await startModelStub(askOnce);
+    project = await claudeProject(home, stub, { harnessTrust: { enabled: false }, tmux: { readyTimeoutSeconds: 2 } });
+    const p = project;
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const target = session?.tmuxTarget ?? "";
+    await waitFor("the trust dialog", async () => /trust this folder/.test(await screenOf(p, target)), { timeoutMs: 30_000 });
+
+    expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
+    const held = await p.waitForEvent("the held input", (r) => r.event === "session.not_ready");
+    expect(held.blocked).toBe(true);
+    expect(String(held.screen)).toContain("Enter to confirm");
+    // The dialog is still there: the comment's Enter did not pick "Yes, I trust this folder".
+    expect(await screenOf(p, target)).toMatch(/trust this folder/);
+    expect(stub.requests.filter((r) => r.agentic)).toHaveLength(0);
+  });
+});
+
+describe("the argv the-loop builds, read by the real CLI's own parser", () => {
+  it.each([
+    { name: "a plain prompt", prompt: "Summarise the work item." },
+    { name: "a prompt that starts like front matter", prompt: "--- title: fix it\nDo the thing." },
+    { name: "a prompt that starts like an option", prompt: "-p --model x" },
+  ])("$name reaches the model whole, past a variadic --allowedTools", async ({ prompt }) => {
+    const home = await claudeHome();
+    stub = await startModelStub(() => ({ text: "parsed" }));
+    const cwd = await tempDir();
+    const routing = routingSchema.parse({ harnesses: { claude: { command: [binary], args: ["-p", "--allowedTools", "Bash(the-loop ask:*)"] } } });
+    const [, ...argv] = harnessAdapter("claude", routing).fresh({ sessionId: randomUUID(), prompt, workItem: "local:demo#1" });
+    const result = await runClaude(binary, argv, claudeEnv(home, stub.url), cwd);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain("parsed");
+    expect(stub.requests.find((r) => r.agentic)?.lastUserText).toContain(prompt);
+  });
+
+  it("without the --, the same variadic option swallows the prompt", async () => {
+    const home = await claudeHome();
+    stub = await startModelStub(() => ({ text: "parsed" }));
+    const result = await runClaude(binary, ["--session-id", randomUUID(), "-p", "--allowedTools", "Bash(the-loop ask:*)", "Summarise."], claudeEnv(home, stub.url), await tempDir());
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/Input must be provided/);
+  });
+});

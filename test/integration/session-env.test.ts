@@ -1,0 +1,72 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { TMUX_PANE_VARIABLES } from "../../src/harness/pane-env.js";
+import { testProject } from "../support/project.js";
+import type { TestProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
+
+const run = promisify(execFile);
+const ARM = "the-loop: auto-execute";
+const SECRET = "webhook-secret-never-in-a-session";
+const TOKEN = "ghp_token_never_in_a_session";
+
+let project: TestProject | undefined;
+afterEach(async () => {
+  await project?.cleanup();
+  project = undefined;
+});
+
+describe("a session's environment is what the-loop gives it (real daemon, real tmux)", () => {
+  it("keeps the daemon's secrets off the tmux server it starts and out of the harness", async () => {
+    // FAKE_HARNESS_RECORD_ENV reaches the harness only because passEnv names it.
+    project = await testProject({ routing: { tmux: { passEnv: ["FAKE_HARNESS_RECORD_ENV"] } } });
+    const p = project;
+    const daemonEnv = {
+      THE_LOOP_GH_WEBHOOK_SECRET: SECRET,
+      GH_TOKEN: TOKEN,
+      GITHUB_TOKEN: TOKEN,
+      ANTHROPIC_API_KEY: "sk-ant-for-the-harness",
+      LC_ALL: "C.UTF-8",
+      EDITOR: "vim",
+      FAKE_HARNESS_RECORD_ENV: "1",
+    };
+    const started = await p.cli(["start"], daemonEnv);
+    expect(started.code, started.stderr + started.stdout).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Show your environment", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+
+    const boot = await waitFor("the boot line", async () => (await p.transcript()).find((e) => e.type === "boot"));
+    const seen = boot.environment ?? {};
+    const ours = Object.fromEntries(Object.entries(seen).filter(([name]) => name === "PATH" || !TMUX_PANE_VARIABLES.has(name)));
+    // cliEnv gives the daemon HOME, USER, LOGNAME, TZ, PATH and NO_COLOR; daemonEnv the rest.
+    expect(ours).toEqual({
+      HOME: p.dir,
+      USER: "tester",
+      LOGNAME: "tester",
+      TZ: "UTC",
+      PATH: `${join(p.root, "bin")}:${process.env.PATH ?? ""}`,
+      LC_ALL: "C.UTF-8",
+      ANTHROPIC_API_KEY: "sk-ant-for-the-harness",
+      FAKE_HARNESS_RECORD_ENV: "1",
+      THE_LOOP_WORK_ITEM: "local:demo#1",
+      THE_LOOP_CLI_CONFIG: join(p.root, "cli-config.yaml"),
+    });
+
+    // What any session could read of the server: its global environment, and its own session's.
+    const [global, sessions] = await Promise.all([
+      run("tmux", ["-L", p.socketName, "show-environment", "-g"]),
+      run("tmux", ["-L", p.socketName, "list-sessions", "-F", "#{session_name}"]),
+    ]);
+    const [session] = sessions.stdout.split("\n").filter(Boolean);
+    const own = await run("tmux", ["-L", p.socketName, "show-environment", "-t", `=${session ?? ""}`]);
+    for (const text of [global.stdout, own.stdout]) {
+      for (const leak of [SECRET, TOKEN, "THE_LOOP_GH_WEBHOOK_SECRET", "GH_TOKEN", "GITHUB_TOKEN", "EDITOR", "NO_COLOR"]) {
+        expect(text).not.toContain(leak);
+      }
+    }
+    expect(global.stdout).toContain("ANTHROPIC_API_KEY=sk-ant-for-the-harness");
+  });
+});
