@@ -1,6 +1,7 @@
 /**
- * Regenerates the checked-in files derived from code: the config JSON Schema and the generated
- * tables in docs/. Tests fail when any of them is stale; run `npm run generate` to fix that.
+ * Regenerates the checked-in files derived from code: the config JSON Schema, the shapes of the
+ * record kinds (state/record-shape.ts) and the generated tables in docs/. Tests fail when any of
+ * them is stale; run `npm run generate` to fix that.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -9,6 +10,8 @@ import { CONFIG_REFERENCE_SECTION, renderReferenceTable } from "../src/config/re
 import { spliceSection } from "../src/docs/sections.js";
 import { EVENT_CATALOG_SECTION, renderEventCatalogTable } from "../src/events/reference.js";
 import { HELP_TEXT_FILE, helpTextModule } from "../src/cli/help-source.js";
+import { CONTROL_RECORD_SHAPE_FILE, controlRecordShapeModule } from "../src/control/record-schema.js";
+import { SESSION_RECORD_SHAPE_FILE, sessionRecordShapeModule } from "../src/registry/record-schema.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -26,8 +29,14 @@ await writeFile(at(CONFIG_SCHEMA_FILE), configJsonSchemaText());
 console.log(`wrote ${CONFIG_SCHEMA_FILE}`);
 await updateSection("docs/config.md", CONFIG_REFERENCE_SECTION, renderReferenceTable(configJsonSchema()));
 await updateSection("docs/events.md", EVENT_CATALOG_SECTION, renderEventCatalogTable());
-const helpText = helpTextModule();
-if ((await readFile(at(HELP_TEXT_FILE), "utf8").catch(() => "")) !== helpText) {
-  await writeFile(at(HELP_TEXT_FILE), helpText);
-  console.log(`wrote ${HELP_TEXT_FILE}`);
+// Generated modules: the help text, and the shape of each record kind (a new kind adds its line).
+for (const [file, text] of [
+  [HELP_TEXT_FILE, helpTextModule()],
+  [SESSION_RECORD_SHAPE_FILE, sessionRecordShapeModule()],
+  [CONTROL_RECORD_SHAPE_FILE, controlRecordShapeModule()],
+] as const) {
+  if ((await readFile(at(file), "utf8").catch(() => "")) !== text) {
+    await writeFile(at(file), text);
+    console.log(`wrote ${file}`);
+  }
 }

@@ -1,53 +1,88 @@
 import { z } from "zod";
-import { CONTROL_COMMANDS } from "./types.js";
-import type { ControlEffect, ControlRecord, ControlSource } from "./types.js";
-import { CONTROL_RECENT_DELIVERIES_MAX } from "./store.js";
+import { CONTROL_COMMANDS } from "../config/schema.js";
+import { keysGoTogether, recordShapeModuleText } from "../state/index.js";
 
 /**
- * The validation of control records (`<state.root>/sessions/control/<slug>.json`), kept apart
- * from the store so that reading records (`sessions list` shows each item's last command) never
- * loads the schema library: the store checks what it reads by hand (controlRecordProblem in
- * store.ts, pinned to this schema by test/control/store.test.ts) and loads this on its first write.
+ * The control record's one description (`<state.root>/sessions/control/<slug>.json`): its
+ * TypeScript types (types.ts) are inferred from this schema and every write is validated with
+ * it. It is kept apart from the store so that reading records (`sessions list` shows each item's
+ * last command) never loads the schema library: the store checks what it reads against the
+ * schema's generated shape (record-shape.ts), and loads this on its first transaction.
  */
 
-const CONTROL_SOURCES = ["comment", "cli", "hook"] as const satisfies readonly ControlSource[];
+/**
+ * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, or a
+ * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's name).
+ */
+export const CONTROL_SOURCES = ["comment", "cli", "hook"] as const;
 
-const CONTROL_EFFECTS = [
+/** What an applied command did (the `effect` of `control.command`). */
+export const CONTROL_EFFECTS = [
+  /** A session was spawned for the item. */
   "started",
+  /** The start was honoured and recorded but the spawn failed; the next event or daemon start retries it. */
   "start-pending",
+  /** A paused session is active again and was told to re-read the thread. */
   "resumed",
   "paused",
+  /** The live session was closed through the normal close path. */
   "stopped",
+  /** No live session: the command is remembered as the item's control state (pause, stop). */
   "recorded",
+  /** Already in the state asked for. */
   "noop",
+  /** A lifecycle hook refused the start (`proceed: false`): the item is disarmed until the next start. */
   "refused",
-] as const satisfies readonly ControlEffect[];
+] as const;
+
+/** Delivery ids (and content keys) of the commands an item took that its record keeps, newest last. */
+const RECENT_DELIVERIES_MAX = 50;
 
 /** ISO 8601 in UTC with seconds (`2025-03-01T10:00:00Z`, `…:00.000Z`): what toISOString() writes. */
 const timestamp = z.iso.datetime();
 
-export const controlRecordSchema = z
-  .strictObject({
+/**
+ * The last command recorded for a work item, written atomically under its lock. Arming commands
+ * are recorded only when they acted; disarming ones always, so a stopped item stays stopped.
+ */
+export const controlRecordSchema = keysGoTogether(
+  z.strictObject({
     version: z.literal(1),
+    /** Canonical work item ref. */
     ref: z.string().min(1),
     command: z.enum(CONTROL_COMMANDS),
     source: z.enum(CONTROL_SOURCES),
-    /** R1.6: a command always has a named actor. */
+    /** The tracker login (comment) or the local OS user (cli). R1.6: a command always has a named actor. */
     actor: z.string().min(1),
+    /** ISO 8601 UTC. */
     requestedAt: timestamp,
     effect: z.enum(CONTROL_EFFECTS),
+    /** The comment's URL, or the CLI command that was run. */
     note: z.string().optional(),
     deliveryId: z.string().optional(),
-    recentDeliveries: z.array(z.string()).max(CONTROL_RECENT_DELIVERIES_MAX).optional(),
+    /**
+     * Delivery ids and content keys of the commands the item took (this one included), newest
+     * last: a command redelivered, or seen again by the other ingress path, is not taken twice.
+     */
+    recentDeliveries: z.array(z.string()).max(RECENT_DELIVERIES_MAX).optional(),
+    /**
+     * Set when the item's session ended for another reason (the item closed, `sessions close`): the
+     * command is kept for the record but no longer governs whether the item may start.
+     */
     clearedAt: timestamp.optional(),
     clearedBy: z.string().min(1).optional(),
-  })
-  .refine((record) => (record.clearedAt === undefined) === (record.clearedBy === undefined), {
-    message: "clearedAt and clearedBy go together",
-  });
+  }),
+  "clearedAt",
+  "clearedBy",
+);
 
-// The schema and the hand-written type must describe the same record (every command, source and
-// effect included: a missing enum member narrows the output type and fails this check).
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const schemaMatchesType: Same<z.output<typeof controlRecordSchema>, ControlRecord> = true;
-void schemaMatchesType;
+export const CONTROL_RECORD_SHAPE_FILE = "src/control/record-shape.ts";
+
+/** The generated module of the schema's shape (`npm run generate` writes it to CONTROL_RECORD_SHAPE_FILE). */
+export function controlRecordShapeModule(): string {
+  return recordShapeModuleText(
+    "controlRecordShape",
+    "controlRecordSchema (src/control/record-schema.ts)",
+    z.toJSONSchema(controlRecordSchema, { io: "input" }),
+  );
+}

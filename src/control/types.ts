@@ -1,5 +1,7 @@
+import type { z } from "zod";
 import type { ControlCommand } from "../config/schema.js";
-import type { SessionStatus } from "../sessions/record.js";
+import type { SessionStatus } from "../registry/record.js";
+import type { controlRecordSchema } from "./record-schema.js";
 
 /**
  * Execution control: the four commands an authorized person gives by comment keyword or from the
@@ -11,31 +13,23 @@ export { CONTROL_COMMANDS, DEFAULT_CONTROL_KEYWORDS } from "../config/schema.js"
 export type { ControlCommand, ControlConfig } from "../config/schema.js";
 
 /**
- * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, or a
- * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's name).
+ * The last command recorded for a work item: `<state.root>/sessions/control/<slug>.json`. Its one
+ * description is controlRecordSchema (record-schema.ts, where each field is documented); the
+ * type is inferred from it.
  */
-export type ControlSource = "comment" | "cli" | "hook";
+export type ControlRecord = z.output<typeof controlRecordSchema>;
+
+/**
+ * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, or a
+ * lifecycle hook that refused a start (CONTROL_SOURCES).
+ */
+export type ControlSource = ControlRecord["source"];
 
 /** Commands that ask for execution to run; the others stop or hold it. */
 export const ARMING_COMMANDS: ReadonlySet<ControlCommand> = new Set(["start", "resume"]);
 
-/** What an applied command did (the `effect` of `control.command`). */
-export type ControlEffect =
-  /** A session was spawned for the item. */
-  | "started"
-  /** The start was honoured and recorded but the spawn failed; the next event or daemon start retries it. */
-  | "start-pending"
-  /** A paused session is active again and was told to re-read the thread. */
-  | "resumed"
-  | "paused"
-  /** The live session was closed through the normal close path. */
-  | "stopped"
-  /** No live session: the command is remembered as the item's control state (pause, stop). */
-  | "recorded"
-  /** Already in the state asked for. */
-  | "noop"
-  /** A lifecycle hook refused the start (`proceed: false`): the item is disarmed until the next start. */
-  | "refused";
+/** What an applied command did (the `effect` of `control.command`; each is described in CONTROL_EFFECTS). */
+export type ControlEffect = ControlRecord["effect"];
 
 /** What a command itself does (planControl); `refused` is only ever a hook's record. */
 export type CommandEffect = Exclude<ControlEffect, "refused">;
@@ -53,38 +47,6 @@ export type ControlRejection =
 
 /** The refusals the command table itself decides (planControl); a hook's comes after it. */
 export type PlanRejection = Exclude<ControlRejection, "hook-refused">;
-
-/**
- * The last command recorded for a work item: `<state.root>/sessions/control/<slug>.json`, written
- * atomically under its lock. Arming commands are recorded only when they acted; disarming ones
- * always, so a stopped item stays stopped.
- */
-export interface ControlRecord {
-  version: 1;
-  /** Canonical work item ref. */
-  ref: string;
-  command: ControlCommand;
-  source: ControlSource;
-  /** The tracker login (comment) or the local OS user (cli). */
-  actor: string;
-  /** ISO 8601 UTC. */
-  requestedAt: string;
-  effect: ControlEffect;
-  /** The comment's URL, or the CLI command that was run. */
-  note?: string | undefined;
-  deliveryId?: string | undefined;
-  /**
-   * Delivery ids and content keys of the commands the item took (this one included), newest
-   * last: a command redelivered, or seen again by the other ingress path, is not taken twice.
-   */
-  recentDeliveries?: string[] | undefined;
-  /**
-   * Set when the item's session ended for another reason (the item closed, `sessions close`): the
-   * command is kept for the record but no longer governs whether the item may start.
-   */
-  clearedAt?: string | undefined;
-  clearedBy?: string | undefined;
-}
 
 /** What the last command means for starting a session on the item. */
 export type ControlState =

@@ -5,6 +5,7 @@ export {
   isTemporaryName,
   readJsonFile,
   readJsonFileSync,
+  readTextIfPresent,
   toJsonText,
   writeFileAtomic,
   writeJsonAtomic,
@@ -14,3 +15,19 @@ export { LockCompromisedError, LockTimeoutError, withLock } from "./lock.js";
 export type { LockOptions } from "./lock.js";
 export { deriveStatePaths, resolveConfiguredPath } from "./layout.js";
 export type { StatePaths } from "./layout.js";
+export { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.js";
+export type { FolderCache } from "./folder-cache.js";
+export { DamagedRecordError, FileRecordStore, RECORD_LOCK } from "./record-store.js";
+export type {
+  FileRecordStoreOptions,
+  ListRecordsOptions,
+  RecordDamage,
+  RecordKind,
+  RecordListing,
+  RecordOf,
+  RecordProblem,
+  RecordStore,
+  RecordTransaction,
+} from "./record-store.js";
+export { compileShape, keysGoTogether, recordShapeModuleText } from "./record-shape.js";
+export type { RecordCheck, RecordShape } from "./record-shape.js";

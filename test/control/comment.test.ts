@@ -3,7 +3,7 @@ import { CONTROL_COMMANDS, DEFAULT_CONTROL_KEYWORDS } from "../../src/config/sch
 import { controlCommentText } from "../../src/control/comment.js";
 import { compileVocabulary, parseControl } from "../../src/control/keywords.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
-import { SELF_COMMENT_MARKER, isSelfAuthored } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER, isSelfAuthored } from "../../src/workitem/marker.js";
 import { policyOf, route } from "../../src/routing/router.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 

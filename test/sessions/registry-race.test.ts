@@ -3,9 +3,9 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { isTemporaryName } from "../../src/state/atomic.js";
-import { tmuxTargetFor } from "../../src/sessions/record.js";
-import type { SessionRecord } from "../../src/sessions/record.js";
-import { SessionRegistry } from "../../src/sessions/registry.js";
+import { tmuxTargetFor } from "../../src/registry/record.js";
+import type { SessionRecord } from "../../src/registry/record.js";
+import { SessionRegistry } from "../../src/registry/registry.js";
 import { parseWorkItemRef, workItemOf, workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { REPO_ROOT } from "../support/cli.js";
@@ -25,7 +25,7 @@ const REF = "github:octo/repo#42";
 // Shared by both children: the record a contender builds, named after it.
 const RECORD_JS = `
 const { parseWorkItemRef, workItemOf, workItemSlug } = await import(${JSON.stringify(`${DIST}workitem/index.js`)});
-const { SessionRegistry } = await import(${JSON.stringify(`${DIST}sessions/registry.js`)});
+const { SessionRegistry } = await import(${JSON.stringify(`${DIST}registry/registry.js`)});
 const item = workItemOf(parseWorkItemRef(ref), { kind: "issue", url: "https://github.com/octo/repo/issues/42", id: "I_42" });
 const slug = workItemSlug(item.ref);
 const recordFor = (sessionId) => ({

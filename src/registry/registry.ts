@@ -1,0 +1,145 @@
+import type { FileRecordStore, LockOptions } from "../state/index.js";
+import type { WorkItem } from "../workitem/index.js";
+import { registryListing, sessionRecordFiles } from "./listing.js";
+import type { RegistryListing } from "./listing.js";
+import { RECENT_DELIVERIES_MAX, isLive, sessionRecordKind } from "./record.js";
+import type { SessionRecord, SessionStatus } from "./record.js";
+import { sessionRecordSchema } from "./record-schema.js";
+
+/**
+ * The session registry: the session record of each work item, kept in the record store
+ * (state/record-store.ts) as one JSON file per work item, `<dir>/<slug>.json`. The record is the
+ * one truth every process shares, so each change is a transaction (read → decide → write under
+ * the record's cross-process lock), and each write replaces the whole record atomically. Reads
+ * take no lock: an atomic rename means a reader sees the old record or the new one, never a mix.
+ */
+
+export { RegistryRecordError } from "./record.js";
+export type { RegistryListing, RegistryProblem } from "./listing.js";
+
+export type ClaimResult =
+  | { readonly claimed: true; readonly record: SessionRecord }
+  | { readonly claimed: false; readonly record: SessionRecord };
+
+/** Reads of one record parse it with the schema, which the registry loads with itself. */
+const REGISTRY_KIND = { ...sessionRecordKind, schema: sessionRecordSchema };
+
+export class SessionRegistry {
+  readonly dir: string;
+  private readonly records: FileRecordStore<typeof sessionRecordSchema>;
+
+  /**
+   * `listingCache`: a file (outside `dir`) where list() keeps what it read, reused while the
+   * directory is unchanged — see list().
+   */
+  constructor(options: { dir: string; lock?: LockOptions; listingCache?: string }) {
+    this.dir = options.dir;
+    this.records = sessionRecordFiles(options.dir, {
+      kind: REGISTRY_KIND,
+      ...(options.lock ? { lock: options.lock } : {}),
+      ...(options.listingCache !== undefined ? { cache: options.listingCache } : {}),
+    });
+  }
+
+  /** Throws RefError for a ref that is not canonical-parseable. */
+  pathFor(ref: string): string {
+    return this.records.locate(ref);
+  }
+
+  /** The record of one work item: one file read, no listing. Throws RegistryRecordError on a damaged file. */
+  get(ref: string): SessionRecord | undefined {
+    return this.records.readSync(ref);
+  }
+
+  /** The router's view of the registry. */
+  sessionFor(ref: string): SessionRecord | undefined {
+    return this.get(ref);
+  }
+
+  /**
+   * Every record, oldest first. Never throws over one bad file — a listing is how an operator
+   * finds it — so a file that is not a record goes in `problems` instead. With a listing cache,
+   * one file read replaces the scan while the folder is unchanged.
+   */
+  list(options: { status?: SessionStatus | "live" } = {}): RegistryListing {
+    const wanted = options.status;
+    const keep = (record: SessionRecord): boolean =>
+      wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted;
+    return registryListing(this.records.listSync({ keep }));
+  }
+
+  /**
+   * Starts a session unless one is live: the check and the write happen under the record's lock,
+   * so of any number of processes claiming one work item at once, exactly one gets `claimed`.
+   * `build` sees the closed record it replaces, if any.
+   */
+  async claim(workItem: WorkItem, build: (previous: SessionRecord | undefined) => SessionRecord): Promise<ClaimResult> {
+    return this.records.transaction(workItem.ref, async (tx): Promise<ClaimResult> => {
+      const previous = tx.read();
+      if (previous !== undefined && isLive(previous)) return { claimed: false, record: previous };
+      return { claimed: true, record: await tx.write(build(previous)) };
+    });
+  }
+
+  /**
+   * Read-modify-write of one record under its lock. `mutate` sees the record as it is now, not as
+   * the caller last read it; returning undefined leaves the file alone.
+   */
+  async update(ref: string, mutate: (record: SessionRecord) => SessionRecord | undefined): Promise<SessionRecord | undefined> {
+    const outcome = await this.mutateLocked(ref, mutate);
+    return outcome?.record;
+  }
+
+  /**
+   * Notes an event delivered to the session: its delivery id, or every id it may come back under
+   * (see deliveryKeys); an id seen before is not added twice.
+   */
+  async touch(ref: string, delivery: string | readonly string[] | undefined, at: Date): Promise<SessionRecord | undefined> {
+    const ids = delivery === undefined ? [] : typeof delivery === "string" ? [delivery] : delivery;
+    return this.update(ref, (record) => {
+      const fresh = ids.filter((id) => !record.recentDeliveries.includes(id));
+      const recentDeliveries = fresh.length === 0 ? record.recentDeliveries : [...record.recentDeliveries, ...fresh].slice(-RECENT_DELIVERIES_MAX);
+      return { ...record, lastEventAt: at.toISOString(), recentDeliveries };
+    });
+  }
+
+  /** Closes a live session; undefined (and no write) when there is none to close. */
+  async close(ref: string, reason: string, at: Date): Promise<SessionRecord | undefined> {
+    const outcome = await this.mutateLocked(ref, (record) => {
+      if (!isLive(record)) return undefined;
+      // A closed session awaits nothing: a question left open would read as pending in listings.
+      const { awaitingInput: _answered, ...rest } = record;
+      return { ...rest, status: "closed", closedAt: at.toISOString(), closeReason: reason };
+    });
+    return outcome?.written ? outcome.record : undefined;
+  }
+
+  /**
+   * Moves the record to `to` if its status is one of `from` (a compare-and-set, so a pause and a
+   * close racing each other cannot both apply). Undefined when there is no record or the status
+   * did not match. Reaching `closed` stamps closedAt; leaving it clears closedAt and closeReason.
+   */
+  async setStatus(ref: string, from: readonly SessionStatus[], to: SessionStatus, at: Date): Promise<SessionRecord | undefined> {
+    const outcome = await this.mutateLocked(ref, (record) => {
+      if (!from.includes(record.status)) return undefined;
+      const stamp = at.toISOString();
+      if (to === "closed") return { ...record, status: to, lastEventAt: stamp, closedAt: record.closedAt ?? stamp };
+      const { closedAt: _closedAt, closeReason: _closeReason, ...rest } = record;
+      return { ...rest, status: to, lastEventAt: stamp };
+    });
+    return outcome?.written ? outcome.record : undefined;
+  }
+
+  private async mutateLocked(
+    ref: string,
+    mutate: (record: SessionRecord) => SessionRecord | undefined,
+  ): Promise<{ record: SessionRecord; written: boolean } | undefined> {
+    return this.records.transaction(ref, async (tx) => {
+      const current = tx.read();
+      if (current === undefined) return undefined;
+      const next = mutate(current);
+      if (next === undefined) return { record: current, written: false };
+      return { record: await tx.write(next), written: true };
+    });
+  }
+}

@@ -1,0 +1,330 @@
+import { mkdir, readFile, readdir, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, expectTypeOf, it, vi } from "vitest";
+import { z } from "zod";
+import { ExitError } from "../../src/errors.js";
+import {
+  DamagedRecordError,
+  FileRecordStore,
+  compileShape,
+  keysGoTogether,
+} from "../../src/state/index.js";
+import type { RecordDamage, RecordKind, RecordOf, RecordStore, RecordShape } from "../../src/state/index.js";
+import { RefError, workItemSlug } from "../../src/workitem/index.js";
+import { tempDir } from "../support/temp.js";
+
+/**
+ * A third record kind, as the next one (graph state) will be: a schema, a few facts, a folder.
+ * Everything here goes through the store's interface or its file adapter; nothing of sessions or
+ * control records.
+ */
+const noteSchema = keysGoTogether(
+  z.strictObject({
+    version: z.literal(1),
+    item: z.object({ ref: z.string().min(1) }),
+    text: z.string().min(1),
+    at: z.string(),
+    tags: z.array(z.string()).optional(),
+    doneAt: z.string().optional(),
+    doneBy: z.string().optional(),
+  }),
+  "doneAt",
+  "doneBy",
+);
+type Note = z.output<typeof noteSchema>;
+
+const noteKind: RecordKind<typeof noteSchema> = {
+  name: "note",
+  itemField: "item.ref",
+  schema: noteSchema,
+  order: (a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0),
+  remedy: "throw it away",
+};
+
+class NoteError extends DamagedRecordError {
+  override readonly name: string = "NoteError";
+}
+
+const REF = "github:octo/repo#15";
+const OTHER = "local:demo#3";
+
+const noteOf = (ref: string, fields: Partial<Note> = {}): Note => ({ version: 1, item: { ref }, text: "hello", at: "2025-03-01T10:00:00Z", ...fields });
+const jsonOf = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+async function storeOf(kind: RecordKind<typeof noteSchema> = noteKind, extra: { listingCache?: string; trustPlacement?: boolean; foreignFiles?: string[] } = {}) {
+  const dir = join(await tempDir(), "notes");
+  return new FileRecordStore({ kind, dir, lock: { timeoutMs: 2_000 }, ...extra });
+}
+
+async function put(store: FileRecordStore<typeof noteSchema>, ref: string, text: string): Promise<string> {
+  await mkdir(store.dir, { recursive: true });
+  const file = store.locate(ref);
+  await writeFile(file, text);
+  return file;
+}
+
+function thrown(run: () => unknown): unknown {
+  try {
+    run();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
+describe("the record store's interface", () => {
+  it("names work items and kinds, and the file store implements it with the type inferred from the schema", async () => {
+    const store = await storeOf();
+    const seam: RecordStore<Note> = store;
+    expectTypeOf<RecordOf<typeof noteKind>>().toEqualTypeOf<Note>();
+    expectTypeOf(seam.get).parameter(0).toEqualTypeOf<string>();
+    expectTypeOf(seam.get).returns.toEqualTypeOf<Promise<Note | undefined>>();
+    await seam.transaction(REF, (tx) => tx.write(noteOf(REF)));
+    expect(await seam.get("GitHub:Octo/Repo#15")).toEqual(noteOf(REF));
+    expect(await seam.list()).toEqual({ records: [noteOf(REF)], problems: [] });
+    expect(await seam.remove(REF)).toBe(true);
+    expect(await seam.get(REF)).toBeUndefined();
+  });
+});
+
+describe("FileRecordStore reads", () => {
+  it("keeps one file per work item, <dir>/<slug>.json, for every spelling of its ref", async () => {
+    const store = await storeOf();
+    expect(store.locate(REF)).toBe(join(store.dir, `${workItemSlug(REF)}.json`));
+    expect(store.locate("github:github.com/Octo/Repo#15")).toBe(store.locate(REF));
+    expect(() => store.locate("octo/repo#15")).toThrow(RefError);
+    expect(() => store.readSync("not a ref")).toThrow(RefError);
+    await expect(store.transaction("nope", async () => 1)).rejects.toThrow(RefError);
+  });
+
+  it("answers undefined for an item without a record, and lists nothing when the folder does not exist", async () => {
+    const store = await storeOf();
+    expect(store.readSync(REF)).toBeUndefined();
+    expect(await store.get(REF)).toBeUndefined();
+    expect(store.listSync()).toEqual({ records: [], problems: [] });
+  });
+
+  it("parses with the schema: what it does not know is dropped", async () => {
+    const store = await storeOf({ ...noteKind, schema: z.object(noteSchema.shape) });
+    await put(store, REF, jsonOf({ ...noteOf(REF), extra: true }));
+    expect(store.readSync(REF)).toEqual(noteOf(REF));
+  });
+
+  it.each([
+    ["is not JSON", "{ torn", /^not valid JSON \(/],
+    ["does not validate", jsonOf(noteOf(REF, { text: "" })), /^not a note \(text: /],
+    ["breaks a rule of the schema", jsonOf(noteOf(REF, { doneAt: "now" })), /^not a note \(doneAt and doneBy go together\)$/],
+    ["holds another item's record", jsonOf(noteOf(OTHER)), new RegExp(`^it holds ${OTHER}, not ${REF}$`)],
+    ["holds this item's record spelt another way", jsonOf(noteOf("GitHub:Octo/Repo#15")), /^it holds GitHub:Octo\/Repo#15, not github:octo\/repo#15$/],
+  ])("throws a DamagedRecordError naming the item, the place and the reason when the record %s", async (_case, text, reason) => {
+    const store = await storeOf();
+    const file = await put(store, REF, text);
+    const error = thrown(() => store.readSync("GitHub:Octo/Repo#15"));
+    expect(error).toBeInstanceOf(DamagedRecordError);
+    expect(error).toBeInstanceOf(ExitError);
+    const damaged = error as DamagedRecordError;
+    expect({ kind: damaged.kind, item: damaged.item, where: damaged.where, exitCode: damaged.exitCode }).toEqual({
+      kind: "note",
+      item: REF,
+      where: file,
+      exitCode: 1,
+    });
+    expect(damaged.reason).toMatch(reason);
+    expect(damaged.message).toBe(`note ${file} is damaged: ${damaged.reason}; throw it away`);
+    await expect(store.get(REF)).rejects.toBeInstanceOf(DamagedRecordError);
+  });
+
+  it("throws the kind's own error when it has one", async () => {
+    const store = await storeOf({ ...noteKind, damaged: (damage: RecordDamage) => new NoteError(damage, "ask") });
+    await put(store, REF, "[]");
+    const error = thrown(() => store.readSync(REF));
+    expect(error).toBeInstanceOf(NoteError);
+    expect((error as NoteError).message).toMatch(/is damaged: not a note \(.*\); ask$/);
+  });
+
+  it("checks with the kind's zod-free check instead of the schema when it has one, returning the record as stored", async () => {
+    const check = vi.fn(compileShape(z.toJSONSchema(noteSchema, { io: "input" }) as RecordShape));
+    const lazy = vi.fn(async () => noteSchema);
+    const store = await storeOf({ ...noteKind, schema: lazy, check });
+    await put(store, REF, jsonOf(noteOf(REF)));
+    await put(store, OTHER, jsonOf({ ...noteOf(OTHER), text: 7 }));
+    expect(store.readSync(REF)).toEqual(noteOf(REF));
+    expect((thrown(() => store.readSync(OTHER)) as DamagedRecordError).reason).toBe("not a note (text: expected a non-empty string; got 7)");
+    expect(store.listSync().problems.map((problem) => problem.message)).toEqual(["text: expected a non-empty string; got 7"]);
+    expect(lazy).not.toHaveBeenCalled();
+    expect(check).toHaveBeenCalled();
+  });
+
+  it("refuses to read with a schema it has not loaded rather than skip the check", async () => {
+    const store = await storeOf({ ...noteKind, schema: async () => noteSchema });
+    await put(store, REF, jsonOf(noteOf(REF)));
+    expect(() => store.readSync(REF)).toThrow(/read with its schema, which is not loaded/);
+    // A transaction loads it; reads use it from then on.
+    await store.transaction(OTHER, async () => undefined);
+    expect(store.readSync(REF)).toEqual(noteOf(REF));
+  });
+});
+
+describe("FileRecordStore.transaction", () => {
+  it("reads, writes (2-space JSON and a newline) and returns what the work returns, leaving no lock or temporary file", async () => {
+    const store = await storeOf();
+    const result = await store.transaction(REF, async (tx) => {
+      expect(tx.read()).toBeUndefined();
+      const written = await tx.write(noteOf(REF, { text: "first" }));
+      expect(written).toEqual(noteOf(REF, { text: "first" }));
+      expect(tx.read()).toEqual(written);
+      return "done";
+    });
+    expect(result).toBe("done");
+    expect(await readFile(store.locate(REF), "utf8")).toBe(jsonOf(noteOf(REF, { text: "first" })));
+    expect(await readdir(store.dir)).toEqual([`${workItemSlug(REF)}.json`]);
+  });
+
+  it("validates every write: the schema, then the kind's check, then the item", async () => {
+    const strictCheck = (value: unknown): string | undefined => ((value as Note).text === "banned" ? "text: banned" : undefined);
+    const store = await storeOf({ ...noteKind, check: strictCheck });
+    await expect(store.transaction(REF, (tx) => tx.write(noteOf(REF, { text: "" })))).rejects.toThrow(
+      /^refusing to write an invalid note for github:octo\/repo#15: text: /,
+    );
+    await expect(store.transaction(REF, (tx) => tx.write(noteOf(REF, { text: "banned" })))).rejects.toThrow(
+      "refusing to write an invalid note for github:octo/repo#15: text: banned",
+    );
+    await expect(store.transaction(REF, (tx) => tx.write(noteOf(OTHER)))).rejects.toThrow(
+      `refusing to write a note for ${OTHER} as the record of ${REF}`,
+    );
+    const worded = await storeOf({ ...noteKind, misaddressed: (named, item) => `${named} is not ${item}` });
+    await expect(worded.transaction(REF, (tx) => tx.write(noteOf(OTHER)))).rejects.toThrow(`${OTHER} is not ${REF}`);
+    // The lock made the folder; nothing was written into it.
+    expect(await readdir(store.dir)).toEqual([]);
+  });
+
+  it("removes the record durably, and refuses anything once the transaction is over", async () => {
+    const store = await storeOf();
+    await store.transaction(REF, (tx) => tx.write(noteOf(REF)));
+    let leaked: Parameters<Parameters<typeof store.transaction>[1]>[0] | undefined;
+    await store.transaction(REF, async (tx) => {
+      leaked = tx;
+      await tx.remove();
+      await tx.remove();
+      expect(tx.read()).toBeUndefined();
+    });
+    expect(await readdir(store.dir)).toEqual([]);
+    expect(() => leaked?.read()).toThrow(/the note transaction on github:octo\/repo#15 is over; a read after it would not be locked/);
+    await expect(leaked?.write(noteOf(REF))).rejects.toThrow(/is over/);
+    await expect(leaked?.remove()).rejects.toThrow(/is over/);
+  });
+
+  it("is not reentrant on one item, across stores of the folder, and waits for a write the work left running", async () => {
+    const store = await storeOf();
+    const twin = new FileRecordStore({ kind: noteKind, dir: store.dir });
+    const started = Date.now();
+    await expect(store.transaction(REF, () => twin.transaction("GitHub:Octo/Repo#15", async () => 1))).rejects.toThrow(
+      /a note transaction on github:octo\/repo#15 is already open in this call chain; transactions are not reentrant/,
+    );
+    await expect(store.transaction(REF, () => store.remove(REF))).rejects.toThrow(/not reentrant/);
+    expect(Date.now() - started).toBeLessThan(1_500);
+    expect(await store.transaction(REF, () => store.transaction(OTHER, async () => "inner"))).toBe("inner");
+    let write: Promise<unknown> | undefined;
+    await store.transaction(REF, async (tx) => {
+      write = tx.write(noteOf(REF));
+    });
+    expect(store.readSync(REF)).toEqual(noteOf(REF));
+    await write;
+  });
+
+  it("loads a lazy schema once, before taking the lock", async () => {
+    const load = vi.fn(async () => noteSchema);
+    const store = await storeOf({ ...noteKind, schema: load, check: () => undefined });
+    await store.transaction(REF, (tx) => tx.write(noteOf(REF)));
+    await store.transaction(OTHER, (tx) => tx.write(noteOf(OTHER)));
+    expect(load).toHaveBeenCalledTimes(1);
+  });
+});
+
+describe("FileRecordStore.list", () => {
+  it("lists every record in the kind's order, skipping temporaries, folders, lock folders, foreign and other names", async () => {
+    const store = await storeOf(noteKind, { foreignFiles: ["state.json"] });
+    const late = noteOf(REF, { at: "2025-03-02T00:00:00Z" });
+    const early = noteOf(OTHER, { at: "2025-03-01T00:00:00Z" });
+    await store.transaction(REF, (tx) => tx.write(late));
+    await store.transaction(OTHER, (tx) => tx.write(early));
+    await writeFile(join(store.dir, `.${workItemSlug(REF)}.json.4242.deadbeef.tmp`), "{ torn");
+    await writeFile(join(store.dir, "state.json"), "{}");
+    await writeFile(join(store.dir, "README.md"), "notes");
+    await mkdir(join(store.dir, "sub.json"));
+    await mkdir(join(store.dir, `${workItemSlug(REF)}.json.lock`));
+    expect(store.listSync()).toEqual({ records: [early, late], problems: [] });
+    expect(store.listSync({ keep: (note) => note.item.ref === REF }).records).toEqual([late]);
+  });
+
+  it("reports a damaged or misplaced record among the problems and lists the rest", async () => {
+    const store = await storeOf();
+    await store.transaction(REF, (tx) => tx.write(noteOf(REF)));
+    const torn = await put(store, OTHER, "{ torn");
+    const elsewhere = await put(store, "github:acme/app#7", jsonOf(noteOf(REF)));
+    const spelt = await put(store, "github:acme/app#8", jsonOf(noteOf("GitHub:Acme/App#8")));
+    const malformed = await put(store, "github:acme/app#9", jsonOf(noteOf("acme/app#9")));
+    const listing = store.listSync();
+    expect(listing.records).toEqual([noteOf(REF)]);
+    const byPlace = new Map(listing.problems.map((problem) => [problem.where, problem.message]));
+    expect(byPlace.size).toBe(4);
+    expect(byPlace.get(torn)).toMatch(/^not valid JSON \(/);
+    expect(byPlace.get(elsewhere)).toBe(`it holds ${REF}, whose record is ${workItemSlug(REF)}.json`);
+    expect(byPlace.get(spelt)).toBe("item.ref: GitHub:Acme/App#8 is not canonical (github:acme/app#8)");
+    expect(byPlace.get(malformed)).toMatch(/^item\.ref: invalid work item reference/);
+    // Trusting placement, a record is taken where it is found.
+    const trusting = new FileRecordStore({ kind: noteKind, dir: store.dir, trustPlacement: true });
+    expect(trusting.listSync().records).toHaveLength(4);
+  });
+
+  it("checks a listing with the kind's listCheck when it has one", async () => {
+    const store = await storeOf({ ...noteKind, listCheck: (value) => ((value as Note).version === 1 ? undefined : "old") });
+    await put(store, REF, jsonOf({ version: 1, item: { ref: REF } }));
+    await put(store, OTHER, jsonOf({ version: 0, item: { ref: OTHER } }));
+    const listing = store.listSync();
+    expect(listing.records).toEqual([{ version: 1, item: { ref: REF } }]);
+    expect(listing.problems).toEqual([{ where: store.locate(OTHER), message: "old" }]);
+  });
+
+  it("answers from the folder cache while the folder is unchanged, and never caches problems", async () => {
+    const cache = join(await tempDir(), "cache", "notes.json");
+    const store = await storeOf(noteKind, { listingCache: cache });
+    await store.transaction(REF, (tx) => tx.write(noteOf(REF)));
+    const longAgo = new Date(Date.now() - 60_000);
+    await utimes(store.dir, longAgo, longAgo);
+    expect(store.listSync().records).toEqual([noteOf(REF)]);
+    expect(JSON.parse(await readFile(cache, "utf8"))).toMatchObject({ dir: store.dir, entries: [noteOf(REF)] });
+    // Edited in place, without the rename every write makes: the cache answered.
+    await writeFile(store.locate(REF), jsonOf(noteOf(REF, { text: "edited" })));
+    expect(store.listSync().records).toEqual([noteOf(REF)]);
+    expect(store.listSync({ keep: () => false }).records).toEqual([]);
+    // A write renames a file into the folder: seen at once.
+    await store.transaction(OTHER, (tx) => tx.write(noteOf(OTHER, { at: "2025-03-03T00:00:00Z" })));
+    expect(store.listSync().records.map((note) => note.text)).toEqual(["edited", "hello"]);
+    await put(store, "local:demo#9", "{");
+    await utimes(store.dir, longAgo, longAgo);
+    expect(store.listSync().problems).toHaveLength(1);
+    expect(store.listSync().problems).toHaveLength(1);
+  });
+});
+
+describe("FileRecordStore.remove and moveAside", () => {
+  it("removes an item's record under its lock, whatever it holds", async () => {
+    const store = await storeOf();
+    await put(store, REF, "{ damaged");
+    expect(await store.remove("GitHub:Octo/Repo#15")).toBe(true);
+    expect(await store.remove(REF)).toBe(false);
+    expect(await readdir(store.dir)).toEqual([]);
+  });
+
+  it("moves a record aside to a name no read or listing takes for a record", async () => {
+    const store = await storeOf();
+    const file = await put(store, REF, "{ damaged");
+    const aside = await store.moveAside(REF, "Damaged record!");
+    expect(aside).toMatch(new RegExp(`^${file.replace(/[.]/g, "\\.")}\\.damaged-record-\\d{4}-\\d\\d-\\d\\dT[\\d-]+Z$`));
+    expect(await readFile(aside as string, "utf8")).toBe("{ damaged");
+    expect(store.readSync(REF)).toBeUndefined();
+    expect(store.listSync()).toEqual({ records: [], problems: [] });
+    expect(await store.moveAside(REF, "again")).toBeUndefined();
+  });
+});
