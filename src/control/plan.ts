@@ -7,11 +7,25 @@ import { ARMING_COMMANDS } from "./types.js";
  * router consults the gate. Both tables are pinned by tests.
  */
 
+/** What a command (and the router) sees of a work item's session: live and running, live and paused, or none live. */
+export type SessionState = "active" | "paused" | "none";
+
+/**
+ * The one mapping from a session record (or what the router sees of one) to its SessionState:
+ * `active` and `paused` are live, anything else (a closed record, no record) is `none`. Structural,
+ * so the router and the sessions side both stand on it without importing each other.
+ */
+export function sessionStateOf(record: { readonly status: string } | undefined): SessionState {
+  if (record?.status === "active") return "active";
+  if (record?.status === "paused") return "paused";
+  return "none";
+}
+
 /** What a command meets on its work item. */
 export interface ControlSituation {
   readonly command: ControlCommand;
   /** The item's live session, if any. */
-  readonly session: "active" | "paused" | "none";
+  readonly session: SessionState;
   /** The spawn policy arms the item: `always`, or `labeled` and it carries the label. */
   readonly armed: boolean;
   readonly itemClosed: boolean;

@@ -11,6 +11,8 @@ export {
 export type { EventFields, EventLevel, EventSource, EventSpec, EventType, FieldSpec } from "./catalog.js";
 export { EventLog, MemoryEventSink, scrubSecrets } from "./log.js";
 export type { EventLogOptions, EventSink } from "./log.js";
+export { bindEvents } from "./bound.js";
+export type { BoundEvents, EventsWith } from "./bound.js";
 export { eventMatcher, parseEventLine, readEvents, RingBuffer } from "./reader.js";
 export type { EventFilter, EventPredicate, EventRecord, ReadEventsOptions, ReadEventsResult } from "./reader.js";
 export { DEFAULT_FOLLOW_INTERVAL_MS, describeFollowNotice, followEvents } from "./follow.js";

@@ -120,3 +120,16 @@ export function boundExcerpt(fields: Readonly<Record<string, string | null | und
   }
   return excerpt;
 }
+
+export interface HandleResult {
+  /** False: handling failed and the change should be handed out again next cycle. */
+  readonly settled: boolean;
+}
+
+export interface EventHandler {
+  /**
+   * Must queue the event before returning (synchronously, in call order): calling handle(a) then
+   * handle(b) keeps a before b for the same work item. Resolves once the event is dealt with.
+   */
+  handle(event: InboundEvent): Promise<HandleResult>;
+}

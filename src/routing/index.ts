@@ -1,9 +1,8 @@
-export { SELF_COMMENT_ATTRIBUTION, SELF_COMMENT_MARKER, isSelfAuthored, markSelfAuthored } from "./marker.js";
 export { COMMENT_KINDS, EXCERPT_FIELD_MAX, EXCERPT_TOTAL_MAX, INBOUND_KINDS, boundExcerpt, deliveryKeys } from "./inbound.js";
-export type { InboundEvent, InboundKind, InboundSource } from "./inbound.js";
+export type { EventHandler, HandleResult, InboundEvent, InboundKind, InboundSource } from "./inbound.js";
 export { failClosedWarning, isAuthorized } from "./authz.js";
 export { DeliveryLru } from "./dedupe.js";
-export { armsSpawn, isArmed, policyOf, route, standingState } from "./router.js";
+export { armsSpawn, isArmed, policyOf, registryViewOf, route, standingState } from "./router.js";
 export type {
   ControlView,
   Decision,

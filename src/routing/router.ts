@@ -1,15 +1,16 @@
 import type { ControlCommand, RoutingConfig, SpawnPolicy } from "../config/schema.js";
 import { compileVocabulary, parseControl } from "../control/keywords.js";
 import type { ControlVocabulary } from "../control/keywords.js";
-import { controlStateOf, spawnHold } from "../control/plan.js";
+import { controlStateOf, sessionStateOf, spawnHold } from "../control/plan.js";
+import type { SessionState } from "../control/plan.js";
 import type { ControlRecord, ControlState } from "../control/types.js";
-import { isLive } from "../sessions/record.js";
-import type { SessionStatus } from "../sessions/record.js";
+import type { SessionStatus } from "../registry/record.js";
+import { hasLabel } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
 import { isAuthorized } from "./authz.js";
 import { COMMENT_KINDS } from "./inbound.js";
 import type { InboundEvent, InboundKind } from "./inbound.js";
-import { isSelfAuthored } from "./marker.js";
+import { isSelfAuthored } from "../workitem/index.js";
 
 /**
  * The router: one pure function from an event and what is known about sessions to a decision.
@@ -64,6 +65,21 @@ export interface RegistryView {
   controlFor(ref: string): ControlView | undefined;
 }
 
+/**
+ * The router's view over the session records and the control records (anything that reads one
+ * per work item: the registry and the control store). The one builder: the dispatcher and
+ * `the-loop receive` both route through it.
+ */
+export function registryViewOf(
+  sessions: { get(ref: string): SessionView | undefined },
+  control: { get(ref: string): ControlView | undefined },
+): RegistryView {
+  return {
+    sessionFor: (ref) => sessions.get(ref),
+    controlFor: (ref) => control.get(ref),
+  };
+}
+
 export interface DeliveryMemory {
   /** Whether a delivery id (or a content key, see InboundEvent.contentKey) was seen. */
   has(deliveryId: string): boolean;
@@ -103,7 +119,7 @@ export type Decision =
       readonly action: "control";
       readonly workItem: WorkItem;
       readonly command: ControlCommand;
-      readonly session: "active" | "paused" | "none";
+      readonly session: SessionState;
       /** The spawn policy arms the item (what a start needs when there is no session). */
       readonly armed: boolean;
       readonly itemClosed: boolean;
@@ -216,7 +232,7 @@ function controlDecision(event: InboundEvent, policy: RoutingPolicy, registry: R
     action: "control",
     workItem,
     command: parsed.command,
-    session: match === undefined ? "none" : match.session.status === "paused" ? "paused" : "active",
+    session: sessionStateOf(match?.session),
     armed: armsSpawn(event.labels, policy),
     itemClosed: event.itemState === "closed",
   };
@@ -266,13 +282,7 @@ export function armsSpawn(labels: readonly string[], policy: Pick<RoutingPolicy,
 
 /** Whether the labels carry the arming label; labels are compared trimmed and case-insensitively. */
 export function isArmed(labels: readonly string[], autoExecuteLabel: string): boolean {
-  const wanted = normalizeLabel(autoExecuteLabel);
-  if (wanted === "") return false;
-  return labels.some((label) => normalizeLabel(label) === wanted);
-}
-
-function normalizeLabel(label: string): string {
-  return label.trim().toLowerCase();
+  return hasLabel(labels, autoExecuteLabel);
 }
 
 function drop(reason: DropReason, workItem?: WorkItem): Decision {
@@ -289,7 +299,7 @@ function liveSession(
 ): { workItem: WorkItem; session: SessionView } | undefined {
   for (const workItem of workItems) {
     const session = registry.sessionFor(workItem.ref);
-    if (session !== undefined && isLive(session)) return { workItem, session };
+    if (session !== undefined && sessionStateOf(session) !== "none") return { workItem, session };
   }
   return undefined;
 }

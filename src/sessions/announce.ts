@@ -1,4 +1,4 @@
-import { markSelfAuthored } from "../routing/marker.js";
+import { markSelfAuthored } from "../workitem/index.js";
 
 /**
  * The texts the-loop posts on a work item about its sessions. Every one is marked, so no ingress

@@ -5,8 +5,8 @@ import type { EventSink } from "../events/log.js";
 import { messageOf } from "../errors.js";
 import type { SessionRunner } from "../harness/runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
-import type { SessionRecord } from "./record.js";
-import type { SessionRegistry } from "./registry.js";
+import type { SessionRecord } from "../registry/record.js";
+import type { SessionRegistry } from "../registry/registry.js";
 
 export interface CloseOptions {
   readonly registry: SessionRegistry;

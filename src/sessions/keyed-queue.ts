@@ -71,3 +71,47 @@ export class Semaphore {
     }
   }
 }
+
+/**
+ * One slot of a Semaphore, held by one piece of heavy work, that can be let go of and taken back
+ * in the middle of it. The Semaphore hands slots out through use(); a slot here is a use() whose
+ * work is waiting to be released, so the pool's order and bound stay the Semaphore's own.
+ */
+export class PoolSlot {
+  private give: (() => void) | undefined;
+
+  private constructor(private readonly pool: Semaphore) {}
+
+  static async take(pool: Semaphore): Promise<PoolSlot> {
+    const slot = new PoolSlot(pool);
+    await slot.acquire();
+    return slot;
+  }
+
+  /** Lets the slot go; again, or without holding it, changes nothing. */
+  release(): void {
+    const give = this.give;
+    this.give = undefined;
+    give?.();
+  }
+
+  /** `work` without the slot, which is taken back (waiting for it as anyone would) afterwards. */
+  async without<T>(work: () => Promise<T>): Promise<T> {
+    this.release();
+    try {
+      return await work();
+    } finally {
+      await this.acquire();
+    }
+  }
+
+  private acquire(): Promise<void> {
+    return new Promise<void>((entered) => {
+      void this.pool.use(() => {
+        const held = new Promise<void>((release) => (this.give = release));
+        entered();
+        return held;
+      });
+    });
+  }
+}

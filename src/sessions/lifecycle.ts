@@ -2,7 +2,7 @@ import type { InboundEvent } from "../routing/inbound.js";
 import type { WorkItemEntity } from "../sdk/hooks/catalog.js";
 import type { WorkItem } from "../workitem/index.js";
 import { githubItemUrl, parseWorkItemRef, workItemOf } from "../workitem/index.js";
-import type { SessionRecord } from "./record.js";
+import type { SessionRecord } from "../registry/record.js";
 
 /**
  * The facts the session side hands the lifecycle points: the work item as an entity of plain

@@ -5,8 +5,8 @@ import { WorkItemNotFoundError } from "../trackers/tracker.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
 import type { PullRequestLink, PullRequestLinks } from "./links.js";
-import { isLive } from "./record.js";
-import type { SessionRegistry } from "./registry.js";
+import { isLive } from "../registry/record.js";
+import type { SessionRegistry } from "../registry/registry.js";
 
 /**
  * How a pull request's events find the session of the work item it belongs to. The ingress names

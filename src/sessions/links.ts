@@ -7,7 +7,7 @@ import { withLock } from "../state/lock.js";
 import type { LockOptions } from "../state/lock.js";
 import { formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
-import { workItemSchema } from "./record-schema.js";
+import { workItemSchema } from "../registry/record-schema.js";
 
 /**
  * Pull request → work item bindings, one JSON file per pull request (`<linksDir>/<slug>.json`).

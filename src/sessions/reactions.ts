@@ -1,5 +1,6 @@
 import type { ReactionsConfig } from "../config/schema.js";
 import { messageOf } from "../errors.js";
+import { bindEvents } from "../events/bound.js";
 import type { EventSink } from "../events/log.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { ReactionTarget, Tracker } from "../trackers/tracker.js";
@@ -55,18 +56,13 @@ export class Reactions {
     }
     if (tracker.react === undefined) return;
     const { ref, target, label } = where;
+    const events = bindEvents(this.options.events, { work_item: ref, delivery_id: event.deliveryId });
     const sent = (async () => {
       try {
         await tracker.react?.(target, content);
-        this.options.events.emit("reaction.added", { work_item: ref, content, target: label, delivery_id: event.deliveryId });
+        events.emit("reaction.added", { content, target: label });
       } catch (error) {
-        this.options.events.emit("reaction.failed", {
-          work_item: ref,
-          content,
-          target: label,
-          error: messageOf(error),
-          delivery_id: event.deliveryId,
-        });
+        events.emit("reaction.failed", { content, target: label, error: messageOf(error) });
       }
     })();
     this.pending.add(sent);

@@ -3,12 +3,10 @@ import * as authz from "../../src/routing/authz.js";
 import * as dedupe from "../../src/routing/dedupe.js";
 import * as inbound from "../../src/routing/inbound.js";
 import * as routing from "../../src/routing/index.js";
-import * as marker from "../../src/routing/marker.js";
 import * as router from "../../src/routing/router.js";
 
 describe("routing/index", () => {
   it.each([
-    ["marker", marker],
     ["inbound", inbound],
     ["authz", authz],
     ["dedupe", dedupe],

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { SpawnPolicy } from "../../src/config/schema.js";
 import type { ControlRecord } from "../../src/control/types.js";
-import { markSelfAuthored } from "../../src/routing/marker.js";
+import { markSelfAuthored } from "../../src/workitem/marker.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { armsSpawn, policyOf, route } from "../../src/routing/router.js";
 import type { ControlView, Decision, RegistryView, SessionView } from "../../src/routing/router.js";

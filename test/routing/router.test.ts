@@ -1,12 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { SpawnPolicy } from "../../src/config/schema.js";
-import { SELF_COMMENT_MARKER, markSelfAuthored } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER, markSelfAuthored } from "../../src/workitem/marker.js";
 import { INBOUND_KINDS } from "../../src/routing/inbound.js";
 import type { InboundEvent, InboundKind } from "../../src/routing/inbound.js";
 import { isArmed, policyOf, route } from "../../src/routing/router.js";
 import type { Decision, DeliveryMemory, DropReason, RegistryView, RoutingPolicy, SessionView } from "../../src/routing/router.js";
-import type { SessionStatus } from "../../src/sessions/record.js";
+import type { SessionStatus } from "../../src/registry/record.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 
 const LABEL = "the-loop: auto-execute";

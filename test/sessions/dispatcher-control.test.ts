@@ -11,7 +11,7 @@ import { policyOf } from "../../src/routing/router.js";
 import { closeSession } from "../../src/sessions/close.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderResumeNote } from "../../src/sessions/prompts.js";
-import { SessionRegistry } from "../../src/sessions/registry.js";
+import { SessionRegistry } from "../../src/registry/registry.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";
 import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, target as ghTarget, tracked } from "./fixture.js";
 

@@ -5,7 +5,7 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import type { HandleResult } from "../../src/ingress/poller.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { LinkedItemCheck } from "../../src/sessions/linkage.js";
-import { SessionRegistry } from "../../src/sessions/registry.js";
+import { SessionRegistry } from "../../src/registry/registry.js";
 import type { TrackerSet } from "../../src/trackers/resolve.js";
 import { WorkItemNotFoundError } from "../../src/trackers/tracker.js";
 import type { Tracker, WorkItemState } from "../../src/trackers/tracker.js";

@@ -4,7 +4,7 @@ import { HookChain } from "../../src/hooks/chain.js";
 import { policyOf } from "../../src/routing/router.js";
 import { BUILTIN_TEMPLATES } from "../../src/sessions/prompts.js";
 import type { HookExecutor } from "../../src/hooks/types.js";
-import { isSelfAuthored } from "../../src/routing/marker.js";
+import { isSelfAuthored } from "../../src/workitem/marker.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { closeSession } from "../../src/sessions/close.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";

@@ -3,7 +3,7 @@ import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { ControlCommand } from "../../src/config/schema.js";
 import { HookChain } from "../../src/hooks/chain.js";
 import type { HookExecutor } from "../../src/hooks/types.js";
-import { isSelfAuthored } from "../../src/routing/marker.js";
+import { isSelfAuthored } from "../../src/workitem/marker.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { HandleResult } from "../../src/ingress/poller.js";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import type { Dispatcher } from "../../src/sessions/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderBootPrompt, renderEventPrompt } from "../../src/sessions/prompts.js";
 import { ProgramNotFoundError } from "../../src/harness/runner.js";

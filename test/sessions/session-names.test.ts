@@ -1,7 +1,7 @@
 import { mkdir, symlink } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
-import { stateRootTag, tmuxTargetFor } from "../../src/sessions/record.js";
+import { stateRootTag, tmuxTargetFor } from "../../src/registry/record.js";
 import { parseWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
 import { localSetup } from "./fixture.js";

@@ -6,11 +6,11 @@ import type { EventFields, EventSink, EventType } from "../../events/index.js";
 import { inboundFromGitHub } from "../../ingress/github-events.js";
 import type { InboundEvent } from "../../routing/inbound.js";
 import { ControlStore } from "../../control/store.js";
-import { policyOf, route } from "../../routing/router.js";
+import { policyOf, registryViewOf, route } from "../../routing/router.js";
 import type { Decision, DropReason } from "../../routing/router.js";
 import { applyLink } from "../../sessions/linkage.js";
 import { PullRequestLinks } from "../../sessions/links.js";
-import { SessionRegistry } from "../../sessions/registry.js";
+import { SessionRegistry } from "../../registry/registry.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
@@ -61,7 +61,7 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
     decision = route(
       linked,
       policyOf(project.config.routing),
-      { sessionFor: (ref) => registry.get(ref), controlFor: (ref) => control.get(ref) },
+      registryViewOf(registry, control),
       { has: () => false },
     );
   } catch (error) {

@@ -1,0 +1,51 @@
+import { messageOf } from "../errors.js";
+import { closeSession } from "./close.js";
+import { SETTLED, closeOptions, settle } from "./context.js";
+import type { DispatchContext, HandleResult, Turn } from "./context.js";
+import { workItemComplete } from "./hook-points.js";
+import type { PoolSlot } from "./keyed-queue.js";
+import type { SessionWorkspace } from "../registry/record.js";
+
+/**
+ * What the dispatcher does when a work item closes: its session goes through the one close path
+ * (close.ts) and work_item_complete runs; with no session, a checkout a failed spawn left is
+ * released.
+ */
+
+/** The router's `close`: the item's session is closed (`item-closed`). */
+export async function closeForEvent(ctx: DispatchContext, turn: Turn, slot: PoolSlot): Promise<HandleResult> {
+  const closed = await closeSession(closeOptions(ctx), turn.workItem.ref, "item-closed");
+  // Closed by someone else since the decision: a dropped event gets no reaction.
+  if (!closed) return settle(turn, "no-session");
+  ctx.react(turn.event, "started");
+  await workItemComplete(ctx, turn, slot, closed);
+  return SETTLED;
+}
+
+/**
+ * A checkout prepared for a spawn whose harness then failed is left for the next attempt to
+ * reuse; once the item closes there will be none, so it is released — unless something still
+ * runs in the session's tmux target (a harness an earlier close left running there).
+ */
+export async function releaseLeftCheckout(ctx: DispatchContext, ref: string): Promise<void> {
+  const { workspaces: provider, registry, runner, events } = ctx.options;
+  if (provider === undefined) return;
+  const record = registry.get(ref);
+  const checkout = record?.workspace?.checkout;
+  if (record?.status !== "closed" || record.closeReason !== "spawn-failed" || checkout === undefined) return;
+  let left: SessionWorkspace | undefined;
+  try {
+    if ((await runner.probe(record.tmuxTarget)) === "live") return;
+    // Off the record first, so the checkout is released once even if two closes race.
+    await registry.update(ref, (current) => {
+      if (current.status !== "closed" || current.workspace?.checkout !== checkout) return undefined;
+      left = current.workspace;
+      const { workspace: _released, ...rest } = current;
+      return rest;
+    });
+  } catch (error) {
+    events.emit("workspace.clean_failed", { work_item: ref, checkout, error: messageOf(error) });
+    return;
+  }
+  if (left !== undefined) await provider.release(ref, left);
+}

@@ -1,0 +1,10 @@
+export { questionText } from "./announce.js";
+export type { CloseOptions } from "./close.js";
+export { Dispatcher } from "./dispatcher.js";
+export { harnessPreparer } from "./harness-trust.js";
+export { workItemEntityOfRef } from "./lifecycle.js";
+export { applyLink } from "./linkage.js";
+export { PullRequestLinks } from "./links.js";
+export { loadPromptTemplates, unknownPlaceholders } from "./prompts.js";
+export type { PromptTemplates } from "./prompts.js";
+export { CLI_ENTRY, ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "./session-env.js";

@@ -1,0 +1,200 @@
+import { messageOf } from "../errors.js";
+import { isResumableSessionId, newHarnessSessionId } from "../harness/adapters.js";
+import type { HarnessAdapter } from "../harness/adapters.js";
+import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
+import { adapterOf, sameLiveSession } from "./context.js";
+import type { DispatchContext } from "./context.js";
+import { HarnessNotReadyError, awaitReady } from "./readiness.js";
+import type { SessionRecord } from "../registry/record.js";
+
+/**
+ * A session's harness in its tmux pane: waiting until it can take input, handing it text,
+ * starting it again when its pane died, and the record's mark that it runs. What to paste and
+ * when a missing pane means a dead harness is delivery's to decide; this only does it.
+ */
+
+/** Pastes into the session's pane, Enter waiting for the harness to show the paste where it knows how to tell. */
+export async function deliverText(ctx: DispatchContext, record: SessionRecord, text: string): Promise<void> {
+  let pastedPattern: RegExp | undefined;
+  try {
+    pastedPattern = adapterOf(ctx, record.harness).pastedPattern;
+  } catch {
+    pastedPattern = undefined;
+  }
+  await ctx.options.runner.deliver(record.tmuxTarget, text, pastedPattern === undefined ? {} : { pastedPattern });
+}
+
+/**
+ * Waits until the harness can take input: for one with a ready pattern (Claude Code), until its
+ * screen shows it and no dialog, up to tmux.readyTimeoutSeconds; for the rest, the startup grace.
+ * Throws HarnessNotReadyError (after recording session.not_ready) when it never is: the text is
+ * not pasted where it would answer a dialog, and the event is tried again.
+ */
+export async function untilReady(ctx: DispatchContext, record: SessionRecord): Promise<void> {
+  const runner = ctx.options.runner;
+  let adapter: HarnessAdapter | undefined;
+  try {
+    adapter = adapterOf(ctx, record.harness);
+  } catch {
+    adapter = undefined;
+  }
+  const readyPattern = adapter?.readyPattern;
+  if (readyPattern === undefined || runner.screen === undefined) return startupGrace(ctx, record);
+  const target = record.tmuxTarget;
+  const outcome = await awaitReady({
+    rule: { readyPattern, ...(adapter?.blockedPattern ? { blockedPattern: adapter.blockedPattern } : {}) },
+    screen: async () => {
+      try {
+        return await runner.screen?.(target);
+      } catch (error) {
+        if (error instanceof SessionMissingError) return undefined;
+        throw error;
+      }
+    },
+    boundMs: ctx.routing.tmux.readyTimeoutSeconds * 1000,
+    keepWaiting: () => ctx.accepting,
+  });
+  ctx.readyAt.delete(target);
+  if (outcome.ready) return;
+  const blocked = outcome.state === "blocked";
+  ctx.options.events.emit("session.not_ready", {
+    work_item: record.workItem.ref,
+    tmux_target: target,
+    waited_ms: outcome.waitedMs,
+    blocked,
+    screen: outcome.tail.slice(-600),
+  });
+  throw new HarnessNotReadyError(target, outcome.waitedMs, blocked);
+}
+
+/**
+ * A harness that has just started may not read its terminal yet (a TUI sets up bracketed paste
+ * first); input pasted before that can be split into lines or lost. Only this work item waits.
+ */
+async function startupGrace(ctx: DispatchContext, record: SessionRecord): Promise<void> {
+  const graceMs = ctx.routing.tmux.startupGraceSeconds * 1000;
+  // The record's mark says when a harness another process started came up; readyAt, one started here.
+  const startedAt = Math.max(Date.parse(record.createdAt), record.harnessStartedAt === undefined ? 0 : Date.parse(record.harnessStartedAt) || 0);
+  const readyAt = Math.max(startedAt + graceMs, ctx.readyAt.get(record.tmuxTarget) ?? 0);
+  const wait = readyAt - ctx.now().getTime();
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, Math.min(wait, graceMs)));
+  ctx.readyAt.delete(record.tmuxTarget);
+}
+
+function markStarted(ctx: DispatchContext, target: string): void {
+  ctx.readyAt.set(target, ctx.now().getTime() + ctx.routing.tmux.startupGraceSeconds * 1000);
+}
+
+/** What the harness would ask a person before it starts; never fails the spawn it precedes. */
+export async function prepareHarness(ctx: DispatchContext, workItem: string, harness: string, cwd: string): Promise<void> {
+  const { options } = ctx;
+  await options.prepareHarness?.({
+    workItem,
+    harness,
+    cwd,
+    routing: ctx.routing,
+    env: { ...process.env, ...options.sessionEnv(workItem) },
+  });
+}
+
+/**
+ * Notes on the record that the session's harness has been started (harnessStartedAt), with
+ * `extra` beside it, unless the record no longer holds this session live. Whether it did.
+ */
+export async function markHarnessStarted(
+  ctx: DispatchContext,
+  session: SessionRecord,
+  extra: { readonly harnessSessionId?: string } = {},
+): Promise<boolean> {
+  let marked = false;
+  await ctx.options.registry.update(session.workItem.ref, (current) => {
+    if (!sameLiveSession(current, session)) return undefined;
+    marked = true;
+    return { ...current, ...extra, harnessStartedAt: ctx.now().toISOString() };
+  });
+  return marked;
+}
+
+/**
+ * Whether the session `started` for was closed (by another process) while its harness was being
+ * started; if so, that harness is ended again, whatever killHarnessOnClose says — it started
+ * after the close and has done nothing worth keeping. The close marks the record first and ends
+ * the harness after, so either that close found this harness running, or this check sees it closed.
+ */
+export async function endIfClosed(ctx: DispatchContext, started: SessionRecord): Promise<boolean> {
+  const { registry, runner, events } = ctx.options;
+  const ref = started.workItem.ref;
+  if (sameLiveSession(registry.get(ref), started)) return false;
+  const tmux = ctx.routing.tmux;
+  const result = await runner.terminate(started.tmuxTarget, {
+    killHarness: true,
+    graceMs: Math.round(tmux.harnessKillGraceSeconds * 1000),
+    killSession: !tmux.keepSessionOnClose,
+  });
+  if (result.signal !== "none") {
+    events.emit("session.harness_terminated", { work_item: ref, tmux_target: started.tmuxTarget, signal: result.signal });
+  }
+  return true;
+}
+
+/**
+ * The pane died: start the harness again, resuming its conversation when it can; the event is
+ * the prompt. False when the session is no longer live (nothing was started). The record is
+ * marked before the spawn: a claimer still starting this session (one slower than
+ * harnessStartBound) whose spawn then meets this harness finds it taken over (startedByOther)
+ * instead of closing the session under it.
+ */
+export async function respawn(ctx: DispatchContext, record: SessionRecord, prompt: string): Promise<boolean> {
+  const { options } = ctx;
+  const ref = record.workItem.ref;
+  const adapter = adapterOf(ctx, record.harness);
+  if (!(await markHarnessStarted(ctx, record))) return false;
+  await prepareHarness(ctx, ref, adapter.name, record.cwd);
+  const spawnWith = async (argv: string[]): Promise<void> => {
+    await options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: options.sessionEnv(ref) });
+    markStarted(ctx, record.tmuxTarget);
+  };
+  // A harness started without the text in its argv is handed it as its first input.
+  const handOver = async (inArgv: boolean): Promise<void> => {
+    if (inArgv) return;
+    await untilReady(ctx, record);
+    await deliverText(ctx, record, prompt);
+  };
+  const canResume = ctx.routing.tmux.resumeOnRespawn && adapter.resume && isResumableSessionId(record.harnessSessionId);
+  if (canResume && adapter.resume) {
+    try {
+      await spawnWith(adapter.resume({ sessionId: record.harnessSessionId, prompt, workItem: ref }));
+      await new Promise((resolve) => setTimeout(resolve, options.resumeProbeMs ?? 1_500));
+      if ((await options.runner.probe(record.tmuxTarget)) === "live") {
+        options.events.emit("session.respawned", {
+          work_item: ref,
+          tmux_target: record.tmuxTarget,
+          harness_session_id: record.harnessSessionId,
+          resumed: true,
+        });
+        await handOver(adapter.promptInArgv.resume);
+        return true;
+      }
+      throw new Error("the resumed harness exited at once");
+    } catch (error) {
+      // A harness another process started meanwhile: no resume failed, and none is to be made.
+      if (error instanceof TargetLiveError) throw error;
+      options.events.emit("session.resume_failed", {
+        work_item: ref,
+        tmux_target: record.tmuxTarget,
+        error: messageOf(error),
+      });
+    }
+  }
+  const sessionId = newHarnessSessionId();
+  await spawnWith(adapter.fresh({ sessionId, prompt, workItem: ref }));
+  await markHarnessStarted(ctx, record, { harnessSessionId: sessionId });
+  options.events.emit("session.respawned", {
+    work_item: ref,
+    tmux_target: record.tmuxTarget,
+    harness_session_id: sessionId,
+    resumed: false,
+  });
+  await handOver(adapter.promptInArgv.fresh);
+  return true;
+}
