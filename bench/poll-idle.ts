@@ -9,7 +9,7 @@
  * BENCH_RUNS overrides the number of idle cycles measured.
  */
 import { GitHubClient } from "../src/trackers/github/client.js";
-import { GitHubFeed } from "../src/trackers/github/feed.js";
+import { GitHubFeed } from "../src/ingress/github-feed/index.js";
 import { FakeGitHub } from "../test/support/fake-github.js";
 import { median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
 

@@ -26,3 +26,5 @@ export { DEFAULT_DEDUPE_SIZE, WebhookReceiver } from "./webhook/server.js";
 export type { WebhookAddress, WebhookReceiverOptions, WebhookRejection } from "./webhook/server.js";
 export { WebhookSecretError, webhookSecret } from "./webhook/secret.js";
 export type { WebhookSecret } from "./webhook/secret.js";
+export { GitHubFeed } from "./github-feed/index.js";
+export type { GitHubFeedOptions, GitHubReader } from "./github-feed/index.js";

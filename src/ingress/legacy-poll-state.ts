@@ -1,7 +1,5 @@
-import { existsSync } from "node:fs";
 import { z } from "zod";
 import type { EventSink } from "../events/index.js";
-import type { StatePaths } from "../state/layout.js";
 import { RefError, parseWorkItemRef } from "../workitem/index.js";
 import type { WorkItemRef } from "../workitem/index.js";
 
@@ -13,27 +11,7 @@ import type { WorkItemRef } from "../workitem/index.js";
  * starting point rather than refused.
  */
 
-export interface ResolvedPollStateFile {
-  readonly file: string;
-  /** The pre-state-root file, used because the new default does not exist yet. */
-  readonly legacy: boolean;
-}
-
-/**
- * Where the poller keeps its state. A configured `polling.stateFile` is used as written (the
- * layout then has no legacy path); otherwise the legacy file wins only while it exists and the
- * new default does not, so moving it is all an operator has to do.
- */
-export function resolvePollStateFile(
-  paths: Pick<StatePaths, "pollStateFile" | "legacyPollStateFile">,
-  exists: (path: string) => boolean = existsSync,
-): ResolvedPollStateFile {
-  const legacy = paths.legacyPollStateFile;
-  if (legacy !== null && legacy !== paths.pollStateFile && exists(legacy) && !exists(paths.pollStateFile)) {
-    return { file: legacy, legacy: true };
-  }
-  return { file: paths.pollStateFile, legacy: false };
-}
+export { resolvePollStateFile, type ResolvedPollStateFile } from "../state/poll-state-file.js";
 
 // A daemon composes its poller once, but tests and the bench build many in one process: the
 // operator hears about a given file once.

@@ -1,8 +1,8 @@
 import type { PollSource } from "../config/schema.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import type { InboundEvent, InboundKind } from "../routing/inbound.js";
-import type { Tracker, TrackerChange, TrackerComment, TrackerScope } from "../trackers/tracker.js";
-import type { PollSourceRuntime, SourceBatch } from "./poller.js";
+import type { FeedTracker, TrackerChange, TrackerComment, TrackerScope } from "../trackers/tracker.js";
+import type { PollSourceRuntime, SourceBatch } from "./source.js";
 
 /**
  * Normalizes one change of a tracker's feed into the shape every ingress hands the router. Only
@@ -49,12 +49,13 @@ export function inboundFromChange(change: TrackerChange): InboundEvent {
 export interface TrackerPollSource {
   /** Names the source in the poll state and in events, e.g. `local:*` or `local:demo,other`. */
   readonly key: string;
-  readonly tracker: Tracker;
+  /** Only a tracker with a change feed (the GitHub one has none: see TrackerChangeFeed). */
+  readonly tracker: FeedTracker;
   readonly scope: TrackerScope;
 }
 
 /** The poller's view of a tracker's change feed: each change becomes one item, keyed by its id. */
-export function trackerPollSource(key: string, tracker: Tracker, scope: TrackerScope): PollSourceRuntime & TrackerPollSource {
+export function trackerPollSource(key: string, tracker: FeedTracker, scope: TrackerScope): PollSourceRuntime & TrackerPollSource {
   return {
     key,
     tracker,
@@ -71,7 +72,7 @@ export function trackerPollSource(key: string, tracker: Tracker, scope: TrackerS
  * the sorted project list, so reordering the config keeps the cursor; changing the list starts
  * a new source from now.
  */
-export function localPollSources(sources: readonly PollSource[], tracker: Tracker): (PollSourceRuntime & TrackerPollSource)[] {
+export function localPollSources(sources: readonly PollSource[], tracker: FeedTracker): (PollSourceRuntime & TrackerPollSource)[] {
   const runtimes = new Map<string, PollSourceRuntime & TrackerPollSource>();
   for (const source of sources) {
     if (source.provider !== "local") continue;

@@ -2,7 +2,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/index.js";
-import type { InboundEvent } from "../routing/inbound.js";
+import type { EventHandler } from "../routing/inbound.js";
 import { writeJsonAtomic } from "../state/index.js";
 import { warnLegacyPollState } from "./legacy-poll-state.js";
 import type { LegacyLedger } from "./legacy-poll-state.js";
@@ -10,9 +10,12 @@ import { trackerPollSource } from "./local-source.js";
 import type { TrackerPollSource } from "./local-source.js";
 import { MAX_HANDLED_IDS, loadPollState, savePollState } from "./poll-state.js";
 import type { PollSourceState, PollState } from "./poll-state.js";
+import type { PollSourceRuntime, SourceBatch, SourceItem } from "./source.js";
 
 export { localPollSources, trackerPollSource } from "./local-source.js";
 export type { TrackerPollSource } from "./local-source.js";
+export type { PollSourceRuntime, SourceBatch, SourceItem } from "./source.js";
+export type { EventHandler, HandleResult } from "../routing/inbound.js";
 
 /**
  * Pull ingress: reads each source's change feed, hands every new change to the handler (the
@@ -21,63 +24,6 @@ export type { TrackerPollSource } from "./local-source.js";
  * settled, and each settled change is on disk as soon as it settles, so neither a failure nor a
  * `kill -9` at any instant loses a change or hands out a settled one again.
  */
-
-export interface HandleResult {
-  /** False: handling failed and the change should be handed out again next cycle. */
-  readonly settled: boolean;
-}
-
-export interface EventHandler {
-  /**
-   * Must queue the event before returning (synchronously, in call order): calling handle(a) then
-   * handle(b) keeps a before b for the same work item. Resolves once the event is dealt with.
-   */
-  handle(event: InboundEvent): Promise<HandleResult>;
-}
-
-/** One new thing a source saw, already normalized. */
-export interface SourceItem {
-  /** Stable across reads from the same cursor: the poll state remembers settled items by it. */
-  readonly id: string;
-  readonly event: InboundEvent;
-}
-
-export interface SourceBatch {
-  /** Oldest first. */
-  readonly items: readonly SourceItem[];
-  /** Where the next read starts once every item is settled. */
-  readonly cursor: string;
-  /** Do not read this source again before. */
-  readonly notBefore?: Date;
-  /** Why (`poll-interval`, `rate-limit`, `secondary-limit`); recorded with poll.rate_limited. */
-  readonly notBeforeReason?: string;
-  /**
-   * Parts of the source that could not be read this time while the rest progressed (one
-   * repository of several): reported and counted as errors, read again next cycle.
-   */
-  readonly errors?: readonly string[];
-  /**
-   * Part of the source was not read (`errors`, or a rate limit cut the read short): its changes
-   * may come back from a later cursor, so what is settled of them is remembered past this batch.
-   */
-  readonly partial?: boolean;
-}
-
-/**
- * A change feed the poller reads. `read(undefined)` is first sight: it answers the cursor that
- * marks "now" and no items, since history is taken as read rather than replayed. A read throwing
- * an error with a `resetAt` date (a rate limit) defers the source until then.
- */
-export interface PollSourceRuntime {
-  /** Names the source in the poll state and in events, e.g. `local:*` or `github:octo/repo`. */
-  readonly key: string;
-  read(cursor: string | undefined, signal?: AbortSignal): Promise<SourceBatch>;
-  /**
-   * The cursor to start from when the state file is an older per-item ledger (see
-   * legacy-poll-state.ts); undefined when the ledger says nothing about this source.
-   */
-  adoptLegacy?(ledger: LegacyLedger): string | undefined;
-}
 
 export interface PollerOptions {
   /** A tracker-bound source (`{key, tracker, scope}`) is read through its change feed. */

@@ -1,11 +1,13 @@
 export { WorkItemNotFoundError } from "./tracker.js";
 export type {
   ChangeBatch,
+  FeedTracker,
   ItemState,
   ReactionTarget,
   RepositoryInfo,
   Tracker,
   TrackerChange,
+  TrackerChangeFeed,
   TrackerChangeKind,
   TrackerComment,
   TrackerScope,

@@ -2,9 +2,10 @@ import { NotFoundError } from "../errors.js";
 import type { TrackerKind, WorkItem, WorkItemRef } from "../workitem/index.js";
 
 /**
- * The seam between the-loop and an issue tracker. The embedded local tracker implements it now;
- * GitHub implements the same interface, so the poller, the router and the dispatcher never know
- * which one they talk to. Everything here is data; nothing carries a credential.
+ * The seam between the-loop and an issue tracker. The embedded local tracker and GitHub both
+ * implement `Tracker`, so the router and the dispatcher never know which one they talk to; the
+ * local tracker also has a change feed (`TrackerChangeFeed`). Everything here is data; nothing
+ * carries a credential.
  */
 
 export type ItemState = "open" | "closed";
@@ -82,15 +83,12 @@ export interface RepositoryInfo {
   readonly defaultBranch: string;
 }
 
+/**
+ * What every tracker does: read an item, write to it. The change feed is not part of it; see
+ * TrackerChangeFeed.
+ */
 export interface Tracker {
   readonly kind: TrackerKind;
-  /** Open items in scope that carry `label` (the arming label). */
-  listArmedItems(scope: TrackerScope, label: string): Promise<WorkItemState[]>;
-  /**
-   * What happened after `cursor`, oldest first. Without a cursor this is first sight: no
-   * history is replayed, and the returned cursor marks "now".
-   */
-  changesSince(scope: TrackerScope, cursor: string | undefined): Promise<ChangeBatch>;
   /** Throws WorkItemNotFoundError when there is no such item. */
   getItem(ref: WorkItemRef): Promise<WorkItemState>;
   /** Posts a comment as the-loop itself. The caller marks the body (loop prevention). */
@@ -103,6 +101,30 @@ export interface Tracker {
   /** The repository behind a work item, for checkouts; absent for trackers without code. */
   repository?(ref: WorkItemRef): Promise<RepositoryInfo>;
 }
+
+/**
+ * A tracker that keeps its own change feed, which the poller reads through `trackerPollSource`
+ * (`ingress/local-source.ts`). Only the local tracker has one: its journal is the feed.
+ *
+ * A capability of its own, rather than a `Tracker` method, because GitHub has no such feed to
+ * give: what changed on GitHub is read by the poller's GitHub feed (`ingress/github-feed/`), from
+ * conditional listings behind ETags, with rate-limit pauses, per-repository errors and partial
+ * batches that a `ChangeBatch` cannot carry, and normalized from webhook-shaped payloads by the
+ * webhook's own normalizer — a feed of ingress, not of the tracker. Implementing `changesSince`
+ * on `GitHubTracker` would mean either a second GitHub feed or a wrapper that drops those, and
+ * it would pull ingress back under trackers. So `GitHubTracker` does not claim it, and a caller
+ * that needs a feed asks for `Tracker & TrackerChangeFeed`: the compiler does the checking.
+ */
+export interface TrackerChangeFeed {
+  /**
+   * What happened after `cursor`, oldest first. Without a cursor this is first sight: no
+   * history is replayed, and the returned cursor marks "now".
+   */
+  changesSince(scope: TrackerScope, cursor: string | undefined): Promise<ChangeBatch>;
+}
+
+/** A tracker the poller can read changes from. */
+export type FeedTracker = Tracker & TrackerChangeFeed;
 
 export class WorkItemNotFoundError extends NotFoundError {
   override readonly name: string = "WorkItemNotFoundError";

@@ -10,7 +10,7 @@ import { Poller, trackerPollSource } from "../../src/ingress/poller.js";
 import type { EventHandler, HandleResult, PollSourceRuntime } from "../../src/ingress/poller.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import { GitHubClient } from "../../src/trackers/github/client.js";
-import { GitHubFeed } from "../../src/trackers/github/feed.js";
+import { GitHubFeed } from "../../src/ingress/github-feed/index.js";
 import { FakeGitHub } from "../support/fake-github.js";
 import { tempDir } from "../support/temp.js";
 import { makeTracker, ref } from "../trackers/local/helpers.js";

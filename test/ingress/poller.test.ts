@@ -9,7 +9,7 @@ import { trackerPollSource } from "../../src/ingress/poller.js";
 import type { PollSourceRuntime, SourceBatch } from "../../src/ingress/poller.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import type { LocalTracker } from "../../src/trackers/local/index.js";
-import type { ChangeBatch, Tracker, TrackerScope } from "../../src/trackers/tracker.js";
+import type { ChangeBatch, Tracker, TrackerChangeFeed, TrackerScope } from "../../src/trackers/tracker.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 import { makeTracker, ref } from "../trackers/local/helpers.js";
@@ -92,7 +92,7 @@ async function twoItems(tracker: LocalTracker): Promise<void> {
 }
 
 /** A tracker that fails its feed while `failing` is set and otherwise reads the real one. */
-class FlakyTracker implements Tracker {
+class FlakyTracker implements Tracker, TrackerChangeFeed {
   readonly kind = "local" as const;
   failing = false;
   constructor(private readonly inner: LocalTracker) {}
@@ -100,9 +100,6 @@ class FlakyTracker implements Tracker {
     if (this.failing) return Promise.reject(new Error("tracker unreachable"));
     return this.inner.changesSince(scope, cursor);
   }
-  listArmedItems = (): never => {
-    throw new Error("not used");
-  };
   getItem = (): never => {
     throw new Error("not used");
   };

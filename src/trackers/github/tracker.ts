@@ -1,14 +1,12 @@
-import { formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf } from "../../workitem/index.js";
+import { formatWorkItemRef, githubItemUrl, workItemOf } from "../../workitem/index.js";
 import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
 import type {
-  ChangeBatch,
   ItemState,
   ReactionTarget,
   RepositoryInfo,
   Tracker,
   TrackerComment,
-  TrackerScope,
   WorkItemState,
 } from "../tracker.js";
 import type { GitHubClient } from "./client.js";
@@ -66,10 +64,12 @@ export interface PullRequestInfo {
 }
 
 const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
-const ARMED_PAGE_SIZE = 100;
-const ARMED_MAX_PAGES = 50;
 
-/** The GitHub side of the tracker seam, over one API (github.com or one Enterprise host). */
+/**
+ * The GitHub side of the tracker seam, over one API (github.com or one Enterprise host). It has
+ * no change feed (`TrackerChangeFeed`): GitHub's changes are read by the poller's GitHub feed in
+ * `ingress/github-feed/` (see TrackerChangeFeed for why).
+ */
 export class GitHubTracker implements Tracker {
   readonly kind = "github" as const;
   private readonly repositories = new Map<string, Promise<RepositoryInfo>>();
@@ -198,37 +198,6 @@ export class GitHubTracker implements Tracker {
     };
   }
 
-  /** Open issues and pull requests carrying `label` in each of `scope.repositories`. */
-  async listArmedItems(scope: TrackerScope, label: string): Promise<WorkItemState[]> {
-    const repositories = scope.repositories;
-    if (repositories === undefined) {
-      throw new Error("the GitHub tracker lists armed items only for named repositories (scope.repositories)");
-    }
-    const wanted = label.toLowerCase();
-    const states: WorkItemState[] = [];
-    for (const entry of repositories) {
-      const repo = this.repositoryRef(entry);
-      const result = await this.client.list<GitHubIssueJson>(
-        "GET /repos/{owner}/{repo}/issues",
-        { owner: repo.owner, repo: repo.repo, state: "open", labels: label, per_page: ARMED_PAGE_SIZE },
-        { maxPages: ARMED_MAX_PAGES },
-      );
-      if (result.notModified) continue;
-      for (const issue of result.items) {
-        const state = workItemStateOf({ ...repo, number: issue.number }, issue);
-        // GitHub splits the labels filter at commas; the item must really carry this one label.
-        if (state.labels.some((name) => name.toLowerCase() === wanted)) states.push(state);
-      }
-    }
-    return states;
-  }
-
-  changesSince(_scope: TrackerScope, _cursor: string | undefined): Promise<ChangeBatch> {
-    return Promise.reject(
-      new Error("the GitHub tracker has no changesSince: GitHub changes are read by the poller's GitHub feed"),
-    );
-  }
-
   /** A GitHub ref on the host this client serves; anything else is refused with the fix. */
   private check(ref: WorkItemRef): GitHubRef {
     if (ref.tracker !== "github") {
@@ -238,14 +207,6 @@ export class GitHubTracker implements Tracker {
       throw new UnsupportedGitHubHostError(formatWorkItemRef(ref), ref.host, this.client.apiUrl, this.client.host);
     }
     return ref;
-  }
-
-  /** `owner/repo` (on this client's host) or `host/owner/repo`, checked like a ref. */
-  private repositoryRef(entry: string): Omit<GitHubRef, "number"> {
-    const parsed = parseWorkItemRef(`github:${entry}#1`);
-    const bare = parsed.tracker === "github" && entry.split("/").length === 2;
-    const { number: _number, ...repo } = this.check(bare ? { ...parsed, host: this.client.host } : parsed);
-    return repo;
   }
 }
 

@@ -1,3 +1,4 @@
+import { hasLabel } from "../../workitem/index.js";
 import { LocalTrackerInputError } from "./errors.js";
 
 /**
@@ -74,17 +75,7 @@ export function checkLabel(label: string): string {
   return trimmed;
 }
 
-/** Labels match case-insensitively, as on GitHub: `Bug` and `bug` are one label. */
-export function labelKey(label: string): string {
-  return label.toLowerCase();
-}
-
-export function hasLabel(labels: readonly string[], label: string): boolean {
-  const key = labelKey(label);
-  return labels.some((existing) => labelKey(existing) === key);
-}
-
-/** Checks every label and drops repeats (case-insensitively), keeping the first spelling. */
+/** Checks every label and drops repeats (as labels compare: see workitem/label.ts), keeping the first spelling. */
 export function checkLabels(labels: readonly string[]): string[] {
   const result: string[] = [];
   for (const label of labels) {

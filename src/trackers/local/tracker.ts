@@ -1,49 +1,27 @@
 import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import type { Dirent } from "node:fs";
-import { join, sep } from "node:path";
-import { pathToFileURL } from "node:url";
 import { errnoOf } from "../../errors.js";
 import type { EventSink } from "../../events/index.js";
-import { isSelfAuthored } from "../../routing/marker.js";
-import {
-  CorruptFileError,
-  fsyncDirectory,
-  isTemporaryName,
-  readJsonFile,
-  readJsonFileSync,
-  withLock,
-  writeJsonAtomic,
-} from "../../state/index.js";
+import { isSelfAuthored } from "../../workitem/index.js";
+import { fsyncDirectory, withLock, writeJsonAtomic } from "../../state/index.js";
 import type { LockOptions } from "../../state/index.js";
-import { RefError, checkLocalProject, formatWorkItemRef, workItemOf } from "../../workitem/index.js";
-import type { LocalRef, WorkItem, WorkItemRef } from "../../workitem/index.js";
+import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, labelMatches } from "../../workitem/index.js";
+import type { LocalRef, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
-import type {
-  ChangeBatch,
-  ItemState,
-  Tracker,
-  TrackerChange,
-  TrackerComment,
-  TrackerScope,
-  WorkItemState,
-} from "../tracker.js";
+import type { ChangeBatch, ItemState, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
+import { exists, highestItemNumber, isProjectName, itemNumbers, itemPath, projectFiles, readMeta, readSnapshot, readSnapshotSync } from "./files.js";
+import type { ProjectFiles } from "./files.js";
 import { appendJournalLine, readJournal, readJournalTail, truncateJournal } from "./journal.js";
-import {
-  SELF_LOGIN,
-  checkActor,
-  checkBody,
-  checkCommentBody,
-  checkLabelCount,
-  checkLabels,
-  checkTitle,
-  hasLabel,
-  labelKey,
-} from "./limits.js";
-import { JournalMismatchError, applyLine, itemSnapshotSchema, projectMetaSchema, schemaProblem } from "./records.js";
+import { SELF_LOGIN, checkActor, checkBody, checkCommentBody, checkLabelCount, checkLabels, checkTitle } from "./limits.js";
+import { JournalMismatchError, applyLine } from "./records.js";
 import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
+import { changeOf, commentOf, localItemOf, localWorkItem, stateOf } from "./shapes.js";
+import type { LocalItem } from "./shapes.js";
+
+export type { LocalItem } from "./shapes.js";
 
 export interface LocalTrackerOptions {
   /** `<state root>/tracker`: one folder per project below it. */
@@ -53,11 +31,6 @@ export interface LocalTrackerOptions {
   readonly now?: () => Date;
   /** How long a writer waits for the project lock (default: withLock's). */
   readonly lock?: LockOptions;
-}
-
-/** A local work item with its conversation. */
-export interface LocalItem extends WorkItemState {
-  readonly comments: readonly TrackerComment[];
 }
 
 export interface OpenItemInput {
@@ -97,15 +70,6 @@ export interface ListItemsFilter {
   readonly labels?: readonly string[];
 }
 
-interface ProjectFiles {
-  readonly dir: string;
-  readonly journal: string;
-  readonly itemsDir: string;
-  readonly meta: string;
-  /** `file://` URL of itemsDir, the base of every item's URL. */
-  readonly itemsUrl: string;
-}
-
 /** Where a project's journal stands, as a writer under the lock sees it. */
 interface Head {
   lastSeq: number;
@@ -115,8 +79,6 @@ interface Head {
 
 type LineDraft = (seq: number, ts: string) => JournalLine;
 
-const ITEM_FILE = /^([1-9][0-9]{0,9})\.json$/;
-
 /**
  * The embedded tracker: work items as files under `<trackerDir>/<project>/`, no network, no
  * credentials. Each project's append-only journal is the source of truth and the change feed;
@@ -124,7 +86,7 @@ const ITEM_FILE = /^([1-9][0-9]{0,9})\.json$/;
  * crash between the append and their rewrite), which the next writer applies and every reader
  * applies in memory. See docs/local-tracker.md for the crash-safety argument.
  */
-export class LocalTracker implements Tracker {
+export class LocalTracker implements Tracker, TrackerChangeFeed {
   readonly kind = "local" as const;
   private readonly trackerDir: string;
   private readonly events: EventSink;
@@ -139,18 +101,7 @@ export class LocalTracker implements Tracker {
     this.lockOptions = options.lock;
   }
 
-  // ---- the Tracker interface -------------------------------------------------------------
-
-  async listArmedItems(scope: TrackerScope, label: string): Promise<WorkItemState[]> {
-    const projects = await this.projectsInScope(scope);
-    const armed: WorkItemState[] = [];
-    for (const project of projects) {
-      for (const snapshot of await this.readProjectItems(project)) {
-        if (snapshot.state === "open" && hasLabel(snapshot.labels, label)) armed.push(this.stateOf(project, snapshot));
-      }
-    }
-    return armed;
-  }
+  // ---- the Tracker and TrackerChangeFeed interfaces --------------------------------------
 
   async changesSince(scope: TrackerScope, cursor: string | undefined): Promise<ChangeBatch> {
     const projects = await this.projectsInScope(scope);
@@ -183,12 +134,12 @@ export class LocalTracker implements Tracker {
         (a.project < b.project ? -1 : a.project > b.project ? 1 : 0) ||
         a.line.seq - b.line.seq,
     );
-    return { changes: pending.map(({ project, line }) => this.changeOf(project, line)), cursor: encodeCursor(positions) };
+    return { changes: pending.map(({ project, line }) => changeOf(this.files(project), line)), cursor: encodeCursor(positions) };
   }
 
   async getItem(ref: WorkItemRef): Promise<WorkItemState> {
     const local = this.localRef(ref);
-    return this.stateOf(local.project, await this.readCurrentItem(local));
+    return stateOf(this.files(local.project), await this.readCurrentItem(local));
   }
 
   async postComment(ref: WorkItemRef, body: string): Promise<TrackerComment> {
@@ -215,7 +166,7 @@ export class LocalTracker implements Tracker {
     const itemId = randomUUID();
     return this.mutate(project, async (files, head) => {
       const number = head.lastNumber + 1;
-      if (await this.readSnapshot(project, number)) {
+      if (await readSnapshot(this.files(project), number)) {
         throw new CorruptTrackerFileError(files.meta, `it hands out #${number} next, but items/${number}.json already exists`);
       }
       const snapshot = await this.commit(project, head, undefined, (seq, ts) => ({
@@ -230,7 +181,7 @@ export class LocalTracker implements Tracker {
         title,
         body,
       }));
-      return this.localItemOf(project, snapshot);
+      return localItemOf(this.files(project), snapshot);
     });
   }
 
@@ -254,7 +205,7 @@ export class LocalTracker implements Tracker {
       }));
       const stored = next.comments.at(-1);
       if (!stored) throw new Error("a committed comment is missing from its item");
-      return this.commentOf(this.workItemOf(local.project, next), stored);
+      return commentOf(localWorkItem(this.files(local.project), next), stored);
     });
   }
 
@@ -275,7 +226,7 @@ export class LocalTracker implements Tracker {
       const toRemove: string[] = [];
       const absent: string[] = [];
       for (const label of remove) {
-        const stored = snapshot.labels.find((existing) => labelKey(existing) === labelKey(label));
+        const stored = snapshot.labels.find((existing) => labelMatches(existing, label));
         if (stored === undefined) absent.push(label);
         else toRemove.push(stored);
       }
@@ -302,7 +253,7 @@ export class LocalTracker implements Tracker {
         await step("unlabeled", label, snapshot.labels.filter((existing) => existing !== label));
       }
       for (const label of toAdd) await step("labeled", label, [...snapshot.labels, label]);
-      return { item: this.localItemOf(local.project, snapshot), added: toAdd, removed: toRemove, alreadyPresent, absent };
+      return { item: localItemOf(this.files(local.project), snapshot), added: toAdd, removed: toRemove, alreadyPresent, absent };
     });
   }
 
@@ -320,7 +271,7 @@ export class LocalTracker implements Tracker {
     await this.requireProject(local);
     return this.mutate(local.project, async (_files, head) => {
       const snapshot = await this.requireSnapshot(local);
-      if (snapshot.state === state) return { item: this.localItemOf(local.project, snapshot), changed: false };
+      if (snapshot.state === state) return { item: localItemOf(this.files(local.project), snapshot), changed: false };
       const next = await this.commit(local.project, head, snapshot, (seq, ts) => ({
         seq,
         ts,
@@ -331,7 +282,7 @@ export class LocalTracker implements Tracker {
         labels: snapshot.labels,
         state,
       }));
-      return { item: this.localItemOf(local.project, next), changed: true };
+      return { item: localItemOf(this.files(local.project), next), changed: true };
     });
   }
 
@@ -344,7 +295,7 @@ export class LocalTracker implements Tracker {
       for (const snapshot of await this.readProjectItems(project)) {
         if (state !== "all" && snapshot.state !== state) continue;
         if (!labels.every((label) => hasLabel(snapshot.labels, label))) continue;
-        items.push(this.localItemOf(project, snapshot));
+        items.push(localItemOf(this.files(project), snapshot));
       }
     }
     return items;
@@ -352,7 +303,7 @@ export class LocalTracker implements Tracker {
 
   async getItemWithComments(ref: WorkItemRef): Promise<LocalItem> {
     const local = this.localRef(ref);
-    return this.localItemOf(local.project, await this.readCurrentItem(local));
+    return localItemOf(this.files(local.project), await this.readCurrentItem(local));
   }
 
   /** The projects that have a journal, sorted. */
@@ -393,7 +344,7 @@ export class LocalTracker implements Tracker {
   private async recover(project: string, files: ProjectFiles): Promise<Head> {
     const tail = await readJournalTail(files.journal);
     if (tail.size > tail.completeLength) await truncateJournal(files.journal, tail.completeLength);
-    const meta = await this.readMeta(files);
+    const meta = await readMeta(files);
     const last = tail.last;
     if (!last) {
       if (meta && meta.lastSeq > 0) {
@@ -415,14 +366,14 @@ export class LocalTracker implements Tracker {
     }
     // The last change was committed, then the writer stopped before applying it (or meta.json
     // is gone): apply it now, before anything new is appended.
-    const snapshot = await this.readSnapshot(project, last.number);
+    const snapshot = await readSnapshot(files, last.number);
     if (snapshot && snapshot.seq > last.seq) {
-      throw new CorruptTrackerFileError(this.itemPath(project, last.number), `it is at change ${snapshot.seq}, beyond the journal's last (${last.seq})`);
+      throw new CorruptTrackerFileError(itemPath(files, last.number), `it is at change ${snapshot.seq}, beyond the journal's last (${last.seq})`);
     }
     if (!snapshot || snapshot.seq < last.seq) {
-      await writeJsonAtomic(this.itemPath(project, last.number), this.applyPending(files.journal, snapshot, last));
+      await writeJsonAtomic(itemPath(files, last.number), this.applyPending(files.journal, snapshot, last));
     }
-    const lastNumber = Math.max(meta ? meta.lastNumber : await this.highestItemNumber(files), last.number);
+    const lastNumber = Math.max(meta ? meta.lastNumber : await highestItemNumber(files), last.number);
     await writeJsonAtomic(files.meta, { lastSeq: last.seq, lastNumber } satisfies ProjectMeta);
     return { lastSeq: last.seq, lastNumber, lastTs: last.ts };
   }
@@ -441,7 +392,7 @@ export class LocalTracker implements Tracker {
     const next = applyLine(snapshot, line);
     await appendJournalLine(files.journal, line);
     if (seq === 1) await fsyncDirectory(files.dir);
-    await writeJsonAtomic(this.itemPath(project, line.number), next);
+    await writeJsonAtomic(itemPath(files, line.number), next);
     head.lastSeq = seq;
     head.lastNumber = Math.max(head.lastNumber, line.number);
     head.lastTs = ts;
@@ -486,47 +437,10 @@ export class LocalTracker implements Tracker {
   private files(project: string): ProjectFiles {
     let files = this.projectFiles.get(project);
     if (!files) {
-      const dir = join(this.trackerDir, project);
-      const itemsDir = join(dir, "items");
-      files = {
-        dir,
-        journal: join(dir, "journal.jsonl"),
-        itemsDir,
-        meta: join(dir, "meta.json"),
-        itemsUrl: pathToFileURL(itemsDir).href,
-      };
+      files = projectFiles(this.trackerDir, project);
       this.projectFiles.set(project, files);
     }
     return files;
-  }
-
-  private itemPath(project: string, number: number): string {
-    return `${this.files(project).itemsDir}${sep}${number}.json`;
-  }
-
-  private async readMeta(files: ProjectFiles): Promise<ProjectMeta | undefined> {
-    const value = await readTrackerJson(files.meta);
-    if (value === undefined) return undefined;
-    const result = projectMetaSchema.safeParse(value);
-    if (!result.success) throw new CorruptTrackerFileError(files.meta, schemaProblem(result.error));
-    return result.data;
-  }
-
-  private async readSnapshot(project: string, number: number): Promise<ItemSnapshot | undefined> {
-    return this.snapshotOf(project, number, await readTrackerJson(this.itemPath(project, number)));
-  }
-
-  private readSnapshotSync(project: string, number: number): ItemSnapshot | undefined {
-    return this.snapshotOf(project, number, readTrackerJsonSync(this.itemPath(project, number)));
-  }
-
-  private snapshotOf(project: string, number: number, value: unknown): ItemSnapshot | undefined {
-    const path = this.itemPath(project, number);
-    if (value === undefined) return undefined;
-    const result = itemSnapshotSchema.safeParse(value);
-    if (!result.success) throw new CorruptTrackerFileError(path, schemaProblem(result.error));
-    if (result.data.number !== number) throw new CorruptTrackerFileError(path, `it holds item #${result.data.number}`);
-    return result.data;
   }
 
   /**
@@ -536,7 +450,7 @@ export class LocalTracker implements Tracker {
    */
   private async readCurrentItem(local: LocalRef): Promise<ItemSnapshot> {
     const tail = await readJournalTail(this.files(local.project).journal);
-    const snapshot = await this.readSnapshot(local.project, local.number);
+    const snapshot = await readSnapshot(this.files(local.project), local.number);
     const current = this.withPending(local.project, snapshot, tail.last, local.number);
     if (!current) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
     return current;
@@ -545,7 +459,7 @@ export class LocalTracker implements Tracker {
   private async missingItemHint(local: LocalRef): Promise<string> {
     const files = this.files(local.project);
     if (!(await exists(files.journal))) return `the local project "${local.project}" has no items`;
-    const lastNumber = (await this.readMeta(files))?.lastNumber ?? 0;
+    const lastNumber = (await readMeta(files))?.lastNumber ?? 0;
     return lastNumber > 0 ? `the items of "${local.project}" are #1 to #${lastNumber}` : "";
   }
 
@@ -553,13 +467,13 @@ export class LocalTracker implements Tracker {
   private async readProjectItems(project: string): Promise<ItemSnapshot[]> {
     const files = this.files(project);
     const tail = await readJournalTail(files.journal);
-    const numbers = await this.itemNumbers(files);
+    const numbers = await itemNumbers(files);
     const pending = tail.last;
     if (pending?.kind === "opened" && !numbers.includes(pending.number)) numbers.push(pending.number);
     numbers.sort((a, b) => a - b);
     // Read synchronously: for many small files that is far cheaper than one promise round trip
     // per file (see readJsonFileSync), and a listing is short either way.
-    return numbers.flatMap((number) => this.withPending(project, this.readSnapshotSync(project, number), pending, number) ?? []);
+    return numbers.flatMap((number) => this.withPending(project, readSnapshotSync(files, number), pending, number) ?? []);
   }
 
   private withPending(
@@ -582,27 +496,6 @@ export class LocalTracker implements Tracker {
     }
   }
 
-  private async itemNumbers(files: ProjectFiles): Promise<number[]> {
-    let names: string[];
-    try {
-      names = await fs.readdir(files.itemsDir);
-    } catch (error) {
-      if (errnoOf(error) === "ENOENT") return [];
-      throw error;
-    }
-    const numbers: number[] = [];
-    for (const name of names) {
-      if (isTemporaryName(name)) continue;
-      const match = ITEM_FILE.exec(name);
-      if (match) numbers.push(Number(match[1]));
-    }
-    return numbers;
-  }
-
-  private async highestItemNumber(files: ProjectFiles): Promise<number> {
-    return Math.max(0, ...(await this.itemNumbers(files)));
-  }
-
   private async requireProject(local: LocalRef): Promise<void> {
     // Checked before taking the lock, which would otherwise create the project's folder.
     if (!(await exists(this.files(local.project).journal))) {
@@ -611,7 +504,7 @@ export class LocalTracker implements Tracker {
   }
 
   private async requireSnapshot(local: LocalRef): Promise<ItemSnapshot> {
-    const snapshot = await this.readSnapshot(local.project, local.number);
+    const snapshot = await readSnapshot(this.files(local.project), local.number);
     if (!snapshot) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
     return snapshot;
   }
@@ -621,7 +514,7 @@ export class LocalTracker implements Tracker {
     return [...new Set(scope.repositories.map((name) => this.checkProject(name)))].sort();
   }
 
-  // ---- shapes ----------------------------------------------------------------------------
+  // ---- refs ------------------------------------------------------------------------------
 
   private checkProject(name: string): string {
     try {
@@ -639,117 +532,5 @@ export class LocalTracker implements Tracker {
       throw new LocalTrackerInputError(`invalid work item number ${ref.number}`);
     }
     return { tracker: "local", project, number: ref.number };
-  }
-
-  private workItemOf(project: string, snapshot: { number: number; id: string }): WorkItem {
-    return workItemOf(
-      { tracker: "local", project, number: snapshot.number },
-      { kind: "issue", url: `${this.files(project).itemsUrl}/${snapshot.number}.json`, id: snapshot.id },
-    );
-  }
-
-  private commentOf(
-    item: WorkItem,
-    comment: { id: string; seq: number; author: string; body: string; createdAt: string },
-  ): TrackerComment {
-    return {
-      id: comment.id,
-      author: comment.author,
-      body: comment.body,
-      createdAt: comment.createdAt,
-      url: `${item.url}#c${comment.seq}`,
-      kind: "comment",
-    };
-  }
-
-  private stateOf(project: string, snapshot: ItemSnapshot): WorkItemState {
-    return {
-      item: this.workItemOf(project, snapshot),
-      title: snapshot.title,
-      body: snapshot.body,
-      author: snapshot.author,
-      state: snapshot.state,
-      labels: [...snapshot.labels],
-      createdAt: snapshot.createdAt,
-      updatedAt: snapshot.updatedAt,
-      closedAt: snapshot.closedAt,
-    };
-  }
-
-  private localItemOf(project: string, snapshot: ItemSnapshot): LocalItem {
-    const state = this.stateOf(project, snapshot);
-    return { ...state, comments: snapshot.comments.map((comment) => this.commentOf(state.item, comment)) };
-  }
-
-  private changeOf(project: string, line: JournalLine): TrackerChange {
-    const item = this.workItemOf(project, { number: line.number, id: line.itemId });
-    const base = {
-      id: `${project}:${line.seq}`,
-      kind: line.kind,
-      item,
-      actor: line.actor,
-      at: line.ts,
-      labels: [...line.labels],
-      state: line.state,
-    };
-    switch (line.kind) {
-      case "opened":
-        return { ...base, title: line.title, body: line.body };
-      case "commented":
-        return {
-          ...base,
-          comment: this.commentOf(item, {
-            id: line.comment.id,
-            seq: line.seq,
-            author: line.actor,
-            body: line.comment.body,
-            createdAt: line.ts,
-          }),
-        };
-      case "labeled":
-      case "unlabeled":
-        return { ...base, label: line.label };
-      case "closed":
-      case "reopened":
-        return base;
-    }
-  }
-}
-
-function isProjectName(name: string): boolean {
-  try {
-    return checkLocalProject(name) === name;
-  } catch {
-    return false;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await fs.stat(path);
-    return true;
-  } catch (error) {
-    if (errnoOf(error) === "ENOENT") return false;
-    throw error;
-  }
-}
-
-function trackerReadError(path: string, error: unknown): unknown {
-  return error instanceof CorruptFileError ? new CorruptTrackerFileError(path, "it is not valid JSON") : error;
-}
-
-async function readTrackerJson(path: string): Promise<unknown> {
-  try {
-    return await readJsonFile(path);
-  } catch (error) {
-    throw trackerReadError(path, error);
-  }
-}
-
-function readTrackerJsonSync(path: string): unknown {
-  try {
-    return readJsonFileSync(path);
-  } catch (error) {
-    throw trackerReadError(path, error);
   }
 }

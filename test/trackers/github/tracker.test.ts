@@ -3,6 +3,7 @@ import { GitHubClient } from "../../../src/trackers/github/client.js";
 import { GitHubError, UnsupportedGitHubHostError } from "../../../src/trackers/github/errors.js";
 import { GitHubTracker } from "../../../src/trackers/github/tracker.js";
 import { WorkItemNotFoundError } from "../../../src/trackers/tracker.js";
+import type { TrackerChangeFeed } from "../../../src/trackers/tracker.js";
 import { parseWorkItemRef } from "../../../src/workitem/index.js";
 import type { WorkItemRef } from "../../../src/workitem/index.js";
 import { FakeGitHub } from "../../support/fake-github.js";
@@ -164,41 +165,21 @@ describe("GitHubTracker", () => {
     await expect(tracker.pullRequest(ref(issue))).rejects.toThrow(WorkItemNotFoundError);
   });
 
-  it("lists the open items carrying the arming label in each repository, across pages", async () => {
-    const { gh, tracker } = await setup();
-    gh.addRepo("octo/other");
-    const armed: number[] = [];
-    // More than one page of 100.
-    for (let i = 0; i < 105; i++) armed.push(gh.addIssue("octo/repo", { title: `a${i}`, user: "alice", labels: ["The-Loop"] }));
-    gh.addIssue("octo/repo", { title: "unarmed", user: "alice", labels: ["bug"] });
-    const closed = gh.addIssue("octo/repo", { title: "closed", user: "alice", labels: ["the-loop"] });
-    gh.closeItem("octo/repo", closed);
-    const pr = gh.addPullRequest("octo/other", { title: "pr", user: "bob", head: "x", labels: ["the-loop"] });
-    const states = await tracker.listArmedItems({ repositories: ["octo/repo", `${gh.host}/Octo/Other`] }, "the-loop");
-    expect(states.map((s) => s.item.ref).sort()).toEqual(
-      [...armed.map((n) => `github:${gh.host}/octo/repo#${n}`), `github:${gh.host}/octo/other#${pr}`].sort(),
-    );
-    expect(states.find((s) => s.item.repository === "octo/other")?.item.kind).toBe("pull_request");
-    const listings = gh.requests.filter((r) => r.path === "/repos/octo/repo/issues");
-    expect(listings).toHaveLength(2);
-    expect(listings[0]?.query).toMatchObject({ state: "open", labels: "the-loop" });
-  });
-
   it("refuses refs on another host, naming the setting", async () => {
     const { tracker } = await setup();
     const error = await tracker.getItem(parseWorkItemRef("github:octo/repo#1")).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedGitHubHostError);
     expect((error as Error).message).toContain("integrations.github.apiUrl");
     expect((error as Error).message).toContain("https://api.github.com");
-    await expect(tracker.listArmedItems({ repositories: ["ghe.example.com/octo/repo"] }, "x")).rejects.toThrow(
-      "set integrations.github.apiUrl to https://ghe.example.com/api/v3",
-    );
     await expect(tracker.repository(parseWorkItemRef("github:octo/repo#1"))).rejects.toThrow(UnsupportedGitHubHostError);
   });
 
-  it("has no changesSince: the GitHub poller reads its own feed", async () => {
+  it("has no change feed: the GitHub poller reads its own (ingress/github-feed)", async () => {
     const { tracker } = await setup();
-    await expect(tracker.changesSince({ repositories: ["octo/repo"] }, undefined)).rejects.toThrow(/poller/);
+    expect("changesSince" in tracker).toBe(false);
+    // @ts-expect-error: GitHubTracker does not claim TrackerChangeFeed.
+    const feed: TrackerChangeFeed = tracker;
+    expect(feed).toBe(tracker);
   });
 
   it("never lets the token into an error", async () => {

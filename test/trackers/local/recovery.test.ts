@@ -105,7 +105,7 @@ describe("LocalTracker crash recovery", () => {
 
     expect(await tracker.getItem(ref("demo", 2))).toMatchObject({ title: "two", author: "bob" });
     expect((await tracker.listItems()).map((item) => item.title)).toEqual(["one", "two"]);
-    expect((await tracker.listArmedItems({}, "the-loop: auto-execute")).map((item) => item.item.ref)).toEqual(["local:demo#2"]);
+    expect((await tracker.listItems({ labels: ["the-loop: auto-execute"] })).map((item) => item.item.ref)).toEqual(["local:demo#2"]);
 
     const third = await tracker.openItem({ project: "demo", title: "three", actor: "carol" });
     expect(third.item.ref).toBe("local:demo#3");

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { EXIT_FAILURE, EXIT_USAGE } from "../../../src/errors.js";
-import { markSelfAuthored } from "../../../src/routing/marker.js";
+import { markSelfAuthored } from "../../../src/workitem/marker.js";
 import {
   CorruptTrackerFileError,
   LocalTrackerInputError,
@@ -187,22 +187,6 @@ describe("LocalTracker: listing", () => {
     await fs.writeFile(join(dir, "demo", "items", ".2.json.123.abcd.tmp"), "{ torn");
     await fs.writeFile(join(dir, "demo", "items", "notes.txt"), "not an item");
     expect((await tracker.listItems()).map((item) => item.item.ref)).toEqual(["local:demo#1"]);
-  });
-
-  it("lists armed items: open, carrying the label, in scope", async () => {
-    const { tracker } = makeTracker(await tempDir());
-    const label = "the-loop: auto-execute";
-    await tracker.openItem({ project: "demo", title: "armed", labels: [label], actor: "alice" });
-    await tracker.openItem({ project: "demo", title: "plain", actor: "alice" });
-    await tracker.openItem({ project: "demo", title: "closed", labels: [label], actor: "alice" });
-    await tracker.setState(ref("demo", 3), "closed", "alice");
-    await tracker.openItem({ project: "other", title: "armed elsewhere", labels: ["The-Loop: Auto-Execute"], actor: "alice" });
-
-    const all = await tracker.listArmedItems({}, label);
-    expect(all.map((item) => item.item.ref)).toEqual(["local:demo#1", "local:other#1"]);
-    expect(all[0]).not.toHaveProperty("comments");
-    const scoped = await tracker.listArmedItems({ repositories: ["other"] }, label);
-    expect(scoped.map((item) => item.title)).toEqual(["armed elsewhere"]);
   });
 });
 

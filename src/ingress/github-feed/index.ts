@@ -1,0 +1,3 @@
+export { GitHubFeed } from "./reader.js";
+export type { GitHubFeedOptions } from "./reader.js";
+export type { GitHubReader } from "./conditional.js";
