@@ -20,6 +20,11 @@ export default tseslint.config(
     },
   },
   {
+    // A source file past 600 lines is holding two things (docs/architecture.md).
+    files: ["src/**/*.ts"],
+    rules: { "max-lines": ["error", { max: 600, skipBlankLines: false, skipComments: false }] },
+  },
+  {
     files: ["src/cli/main.ts", "test/**", "bench/**", "scripts/**"],
     rules: { "no-restricted-properties": "off" },
   },

@@ -24,7 +24,7 @@ import type { Runtime } from "../src/daemon/runtime.js";
 import { EventLog } from "../src/events/index.js";
 import type { EventFields, EventSink, EventType } from "../src/events/index.js";
 import type { Dispatcher } from "../src/sessions/dispatcher.js";
-import { isLive } from "../src/sessions/record.js";
+import { isLive } from "../src/registry/record.js";
 import { deriveStatePaths } from "../src/state/layout.js";
 import { parseWorkItemRef } from "../src/workitem/index.js";
 import { median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";

@@ -7,3 +7,6 @@ import type * as Commander from "commander";
  */
 const require = createRequire(import.meta.url);
 export const commander = require("commander") as typeof Commander;
+
+/** Columns every help text is wrapped to, commander's and the ones commands print themselves. */
+export const HELP_WIDTH = 80;

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { commander } from "./commander.js";
+import { HELP_WIDTH, commander } from "./commander.js";
 import type { GlobalOptions } from "./context.js";
 import { packageVersion } from "./version.js";
 import type { AskOptions } from "./commands/ask.js";
@@ -33,7 +33,6 @@ import type {
 const { Command: CommandClass, InvalidArgumentError, Option } = commander;
 type Option = InstanceType<typeof Option>;
 
-export const HELP_WIDTH = 80;
 
 export function parseCount(value: string): number {
   if (!/^[0-9]+$/.test(value)) throw new InvalidArgumentError("expected a whole number (0 or more)");

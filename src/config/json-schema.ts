@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { hookEntrySchema } from "../hooks/declaration.js";
+import { hookEntrySchema } from "./hooks-schema.js";
 import { LIFECYCLE_POINT_NAMES } from "../sdk/hooks/catalog.js";
 import { configSchema } from "./schema.js";
 

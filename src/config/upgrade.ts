@@ -4,7 +4,7 @@ import { isDeepStrictEqual } from "node:util";
 import { Document, isMap, isScalar, parseDocument } from "yaml";
 import type { Node, YAMLMap } from "yaml";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
-import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
+import { resolvePollStateFile } from "../state/poll-state-file.js";
 import { fsyncDirectory } from "../state/atomic.js";
 import type { StatePaths } from "../state/layout.js";
 import { ConfigError } from "./load.js";

@@ -1,4 +1,4 @@
-import { markSelfAuthored } from "../routing/marker.js";
+import { markSelfAuthored } from "../workitem/index.js";
 import type { ControlCommand } from "./types.js";
 
 /**

@@ -1,8 +1,10 @@
-import { readFileSync } from "node:fs";
 import { readFile, unlink } from "node:fs/promises";
 import { EXIT_FAILURE, ExitError, errnoOf } from "../errors.js";
 import { readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
 import { withLock } from "../state/lock.js";
+import { isProcessAlive, processStartTicks } from "../state/process.js";
+
+export { isProcessAlive, processStartTicks } from "../state/process.js";
 
 /**
  * The single-instance lock of a daemon service. Node has no flock(2), so the lock is a pidfile
@@ -42,52 +44,6 @@ export class PidfileHeldError extends ExitError {
       "conflict",
     );
   }
-}
-
-interface ProcStat {
-  readonly state: string;
-  readonly startTicks: number;
-}
-
-function readProcStat(pid: number): ProcStat | undefined {
-  let text: string;
-  try {
-    text = readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return undefined;
-  }
-  // Field 2 is the command name in parentheses and may itself hold spaces and parentheses, so
-  // the fields are counted from the last ")": what follows starts at field 3.
-  const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
-  const state = fields[0];
-  const startTicks = Number(fields[22 - 3]);
-  if (state === undefined || !Number.isSafeInteger(startTicks)) return undefined;
-  return { state, startTicks };
-}
-
-/** The start time of `pid` in clock ticks since boot, where /proc tells it. */
-export function processStartTicks(pid: number): number | undefined {
-  return readProcStat(pid)?.startTicks;
-}
-
-/**
- * Whether `pid` names a running process — and, when `startTicks` is given and /proc can tell,
- * the same process that recorded it. Unknown counts as alive: wrongly refusing a start is
- * recoverable, two daemons on one state root are not.
- */
-export function isProcessAlive(pid: number, startTicks?: number): boolean {
-  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    // EPERM: it exists but belongs to another user.
-    if (errnoOf(error) !== "EPERM") return false;
-  }
-  const stat = readProcStat(pid);
-  if (stat === undefined) return true;
-  // A zombie has exited; only its parent has not collected it yet.
-  if (stat.state === "Z" || stat.state === "X") return false;
-  return startTicks === undefined || stat.startTicks === startTicks;
 }
 
 function holderOf(value: unknown): PidfileHolder | undefined {

@@ -1,7 +1,10 @@
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import { z } from "zod";
+import type { z } from "zod";
 import type { HookKind } from "./types.js";
+import { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema } from "../config/hooks-schema.js";
+
+export { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema };
 
 /**
  * The `hooks:` list of the CLI config: what an operator declares, validated completely before
@@ -10,7 +13,6 @@ import type { HookKind } from "./types.js";
  * does not load; the daemon refuses to start on one.
  */
 
-export const HOOK_NAME_PATTERN = /^[a-z][a-z0-9-]*$/;
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 10;
 export const LOCAL_HOOK_EXTENSIONS = [".js", ".mjs", ".ts"] as const;
 /** A package name with an optional subpath: what `module` names, so it never reads as a file. */
@@ -24,44 +26,6 @@ const SECRET_HEADERS = new Set(["authorization", "proxy-authorization", "cookie"
  */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
-const jsonValue: z.ZodType<unknown> = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
-);
-
-export const hookEntrySchema = z
-  .strictObject({
-    name: z
-      .string()
-      .regex(HOOK_NAME_PATTERN, "lowercase letters, digits and '-', starting with a letter")
-      .describe("The entry's name, unique in the list; events and refusal comments name the hook by it."),
-    module: z
-      .string()
-      .min(1)
-      .optional()
-      .describe("An installed package (or a subpath of one) exporting a LifecycleHooks subclass, resolved from the config file's directory."),
-    path: z
-      .string()
-      .min(1)
-      .optional()
-      .describe("A .js, .mjs or .ts file exporting a LifecycleHooks subclass: absolute, ~-relative, or relative to the config file's directory (never a checkout)."),
-    url: z.string().min(1).optional().describe("A remote JSON-RPC 2.0 endpoint: https://, or http:// to a loopback host."),
-    executor: z.string().min(1).optional().describe("Local entries: the export to use, when the module exports several LifecycleHooks subclasses."),
-    with: z.record(z.string(), jsonValue).optional().describe("Local entries: the options object handed to the executor's constructor."),
-    tokenEnv: z
-      .string()
-      .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")
-      .optional()
-      .describe("Remote entries: the environment variable whose value is sent as `Authorization: Bearer …`, read at each call."),
-    headers: z.record(z.string(), z.string()).optional().describe("Remote entries: extra, non-secret request headers."),
-    timeoutSeconds: z.number().positive().max(600).optional().describe("Remote entries: how long one call may take (default 10)."),
-    on: z.array(z.string()).optional().describe("The points the entry runs at (default: every point a local executor overrides; every point for a remote one)."),
-    required: z.boolean().optional().describe("When true, a failure at a point with `proceed` refuses the operation (default false)."),
-    enabled: z.boolean().optional().describe("false keeps the entry declared but never runs it (default true)."),
-  })
-  .describe("One lifecycle hook executor: exactly one of module, path or url.");
-
-export const hooksSchema = z.array(hookEntrySchema).describe("Lifecycle hooks, run in this order at the points they handle (see docs/hooks.md).");
 
 interface EntryCommon {
   readonly name: string;

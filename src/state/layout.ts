@@ -1,6 +1,5 @@
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
-import type { CliConfig } from "../config/schema.js";
 
 /**
  * Every file the-loop generates, derived from one root (`state.root`). A path the config sets
@@ -53,7 +52,19 @@ export function resolveConfiguredPath(path: string, baseDir: string, home: strin
   return isAbsolute(path) ? resolve(path) : resolve(baseDir, path);
 }
 
-export function deriveStatePaths(config: CliConfig, baseDir: string, home: string = homedir()): StatePaths {
+/**
+ * The settings the layout is derived from, as the config holds them: the state root stands below
+ * the config, so it names what it reads rather than importing the config's type.
+ */
+export interface StateLayoutSettings {
+  readonly state: { readonly root: string };
+  readonly routing: { readonly registryDir?: string | undefined; readonly workspace: { readonly root?: string | undefined } };
+  readonly polling: { readonly stateFile?: string | undefined };
+  readonly eventLog: { readonly path?: string | undefined };
+  readonly webhooks: { readonly ghWebhook: { readonly pidfile?: string | undefined } };
+}
+
+export function deriveStatePaths(config: StateLayoutSettings, baseDir: string, home: string = homedir()): StatePaths {
   const at = (path: string): string => resolveConfiguredPath(path, baseDir, home);
   const root = at(config.state.root);
   const sessions = join(root, "sessions");

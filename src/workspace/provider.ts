@@ -1,4 +1,4 @@
-import type { SessionWorkspace } from "../sessions/record.js";
+import type { SessionWorkspace } from "../registry/record.js";
 import type { WorkItem } from "../workitem/index.js";
 
 /** What a spawn asks of the workspace: the pull request head to check out, when there is one. */

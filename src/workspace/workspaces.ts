@@ -2,7 +2,7 @@ import { lstat, mkdir, rename, rm } from "node:fs/promises";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
-import type { SessionWorkspace } from "../sessions/record.js";
+import type { SessionWorkspace } from "../registry/record.js";
 import { withLock } from "../state/lock.js";
 import type { RepositoryInfo } from "../trackers/tracker.js";
 import { parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";

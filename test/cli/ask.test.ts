@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 

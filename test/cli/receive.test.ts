@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
+import { ARM } from "../support/builders.js";
 
-const ARM = "the-loop: auto-execute";
 
 const CONFIG = `routing:
   authorizedUsers: [alice]

@@ -12,7 +12,7 @@ import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { compileVocabulary, parseControl } from "../../src/control/keywords.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { ControlRecord } from "../../src/control/types.js";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import type { CliResult } from "../support/cli.js";
 import { FakeGitHub } from "../support/fake-github.js";
@@ -20,6 +20,7 @@ import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
 /**
  * `the-loop sessions start|pause|resume|stop` against the real CLI, with no daemon running: the
@@ -28,7 +29,6 @@ import { waitFor } from "../support/wait.js";
  * keyword on the work item — which the daemon, started afterwards, never acts on.
  */
 
-const ARM = "the-loop: auto-execute";
 const ACTOR = userInfo().username;
 const run = promisify(execFile);
 const vocabulary = compileVocabulary(DEFAULT_CONTROL_KEYWORDS);

@@ -10,6 +10,7 @@ import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } fr
 import { testProject, type TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
 /**
  * The main job with the real agent: Claude Code, pinned, runs in the session the-loop spawns,
@@ -17,7 +18,6 @@ import { waitFor } from "../support/wait.js";
  */
 
 const run = promisify(execFile);
-const ARM = "the-loop: auto-execute";
 const QUESTION = "Which database should the service use?";
 const ANSWER = "Use PostgreSQL 16, please.";
 

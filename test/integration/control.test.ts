@@ -1,11 +1,12 @@
 import { userInfo } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 import { count, inputs, paneState, tmuxSessions, waitForCount } from "../support/e2e.js";
+import { ARM } from "../support/builders.js";
 
 /**
  * Execution control (docs/control.md, issue #106 "How we will check"), end to end on the local
@@ -16,7 +17,6 @@ import { count, inputs, paneState, tmuxSessions, waitForCount } from "../support
  * comment no ingress acts on.
  */
 
-const ARM = "the-loop: auto-execute";
 const START = "the-loop:start-execution";
 const STOP = "the-loop:stop-execution";
 const PAUSE = "the-loop:pause-execution";

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { isProcessAlive } from "../../src/daemon/pidfile.js";
 import { MemoryEventSink, parseEventLine } from "../../src/events/index.js";
 import { loadPollState } from "../../src/ingress/poll-state.js";
-import { SessionRegistry } from "../../src/sessions/registry.js";
+import { SessionRegistry } from "../../src/registry/registry.js";
 import { isTemporaryName } from "../../src/state/atomic.js";
 import { LocalTracker } from "../../src/trackers/local/index.js";
 import { workItemSlug } from "../../src/workitem/index.js";
@@ -14,6 +14,7 @@ import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject, TranscriptEntry } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
 /**
  * docs/sessions.md, "What a crash can do": a `kill -9` of the daemon at any moment, then
@@ -23,7 +24,6 @@ import { waitFor } from "../support/wait.js";
  * times, each time at a different point of the burst.
  */
 
-const ARM = "the-loop: auto-execute";
 const BURST = 10;
 /**
  * Where each round's kill lands: right after a given number of the burst's deliveries (between

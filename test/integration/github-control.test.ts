@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { userInfo } from "node:os";
 import { describe, expect, it } from "vitest";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { sendWebhook } from "../support/fake-github.js";
 import type { FakeGitHub } from "../support/fake-github.js";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { isSelfAuthored } from "../../src/routing/marker.js";
+import { isSelfAuthored } from "../../src/workitem/marker.js";
 import { HookServer, LifecycleHooks } from "../../src/sdk/hooks/index.js";
 import type { SessionSpawnContext, WorkItemStartContext } from "../../src/sdk/hooks/index.js";
 import { sendWebhook } from "../support/fake-github.js";

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { paneState } from "../support/e2e.js";
 import { sendWebhook } from "../support/fake-github.js";

@@ -10,8 +10,8 @@ import type { WorkItem } from "../../src/workitem/index.js";
 import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
+import { ARM } from "../support/builders.js";
 
-const ARM = "the-loop: auto-execute";
 const ITEMS = 8;
 const run = promisify(execFile);
 let project: TestProject | undefined;

@@ -6,8 +6,8 @@ import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
-const ARM = "the-loop: auto-execute";
 let project: TestProject | undefined;
 
 afterEach(async () => {

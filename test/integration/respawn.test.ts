@@ -3,8 +3,8 @@ import { jsonOf } from "../support/cli.js";
 import { FAKE_HARNESS, testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
-const ARM = "the-loop: auto-execute";
 let project: TestProject | undefined;
 
 afterEach(async () => {

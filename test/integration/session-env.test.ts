@@ -6,9 +6,9 @@ import { TMUX_PANE_VARIABLES } from "../../src/harness/pane-env.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
 const run = promisify(execFile);
-const ARM = "the-loop: auto-execute";
 const SECRET = "webhook-secret-never-in-a-session";
 const TOKEN = "ghp_token_never_in_a_session";
 

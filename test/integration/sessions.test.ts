@@ -1,11 +1,11 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { SELF_COMMENT_MARKER } from "../../src/routing/marker.js";
+import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
-const ARM = "the-loop: auto-execute";
 let project: TestProject | undefined;
 
 afterEach(async () => {

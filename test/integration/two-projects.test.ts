@@ -8,9 +8,9 @@ import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
 
 const run = promisify(execFile);
-const ARM = "the-loop: auto-execute";
 
 let projects: TestProject[] = [];
 let sharedSocket: string | undefined;

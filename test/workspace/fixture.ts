@@ -3,7 +3,7 @@ import { chmod, mkdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { EventType } from "../../src/events/catalog.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import type { SessionWorkspace } from "../../src/sessions/record.js";
+import type { SessionWorkspace } from "../../src/registry/record.js";
 import type { RepositoryInfo } from "../../src/trackers/tracker.js";
 import { Workspaces } from "../../src/workspace/index.js";
 import type { WorkspacesOptions } from "../../src/workspace/index.js";

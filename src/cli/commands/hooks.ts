@@ -8,7 +8,7 @@ import type { LoadedConfig } from "../../config/load.js";
 import { displayPath, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stdout } from "../output.js";
-import { HELP_WIDTH } from "../program.js";
+import { HELP_WIDTH } from "../commander.js";
 
 export interface HooksOptions {
   readonly json: boolean;
