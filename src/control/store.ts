@@ -23,11 +23,8 @@ const REMEDY = "inspect it and repair it, or delete it to forget the item's last
 /** A control file that does not hold the item's control record. Stopping beats guessing what it meant. */
 export class ControlRecordError extends DamagedRecordError {
   override readonly name: string = "ControlRecordError";
-  /** The record's file. */
-  readonly path: string;
   constructor(damage: RecordDamage) {
     super(damage, REMEDY);
-    this.path = damage.where;
   }
 }
 

@@ -44,11 +44,8 @@ const REMEDY = "inspect it and repair it, or move it aside to forget that sessio
 /** A session record file that does not hold its work item's record. */
 export class RegistryRecordError extends DamagedRecordError {
   override readonly name: string = "RegistryRecordError";
-  /** The record's file. */
-  readonly path: string;
   constructor(damage: RecordDamage) {
     super(damage, REMEDY);
-    this.path = damage.where;
   }
 }
 

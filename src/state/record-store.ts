@@ -59,6 +59,11 @@ export class DamagedRecordError extends ExitError implements RecordDamage {
     this.where = damage.where;
     this.reason = damage.reason;
   }
+
+  /** The record's file, for the file-backed store (the same as `where`). */
+  get path(): string {
+    return this.where;
+  }
 }
 
 /** A kind of record kept per work item. */
