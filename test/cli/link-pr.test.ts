@@ -9,6 +9,7 @@ import { workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
+import { sessionRecord } from "../support/builders.js";
 
 /**
  * `the-loop sessions link-pr` on the local tracker. It has no pull requests, so any existing item
@@ -46,19 +47,9 @@ async function liveRecord(cwd: string, number: number): Promise<string> {
   const item: WorkItem = { ref, tracker: "local", host: "local", repository: "proj", number, kind: "issue", url: "", id: `proj-${number}` };
   const target = tmuxTargetFor(workItemSlug(ref));
   const at = new Date().toISOString();
-  await new SessionRegistry({ dir: join(cwd, ".the-loop", "sessions") }).claim(item, () => ({
-    version: 1,
-    workItem: item,
-    harness: "claude",
-    harnessSessionId: "6f1c1c2e-4a8f-4f55-9f57-1f0e8a1b2c3d",
-    cwd,
-    status: "active",
-    createdAt: at,
-    lastEventAt: at,
-    tmuxTarget: target,
-    recentDeliveries: [],
-    url: "",
-  }));
+  await new SessionRegistry({ dir: join(cwd, ".the-loop", "sessions") }).claim(item, () =>
+    sessionRecord(item, { cwd, createdAt: at, lastEventAt: at, tmuxTarget: target }),
+  );
   return target;
 }
 

@@ -14,6 +14,7 @@ import { workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { FakeRunner } from "../support/fake-runner.js";
 import { ARM, T0, dispatcherSetup, settle, tracked } from "./fixture.js";
+import { sessionRecord } from "../support/builders.js";
 
 /**
  * Two processes on one state root and one work item (the daemon and `the-loop sessions start`):
@@ -63,20 +64,17 @@ async function setup(routing: Record<string, unknown> = {}) {
   };
   /** What a claimer leaves before it starts the harness: a live record, no mark, no pane. */
   const claimedBy = async (item: WorkItem, target: string, claimer: SessionRecord["claimedBy"]): Promise<void> => {
-    await new SessionRegistry({ dir: base.paths.registryDir }).claim(item, () => ({
-      version: 1,
-      workItem: { ...item },
-      harness: "fake",
-      harnessSessionId: "11111111-2222-4333-8444-555555555555",
-      cwd: base.spawnCwd,
-      status: "active",
-      createdAt: T0.toISOString(),
-      lastEventAt: T0.toISOString(),
-      tmuxTarget: target,
-      recentDeliveries: ["race-0"],
-      url: item.url,
-      ...(claimer === undefined ? {} : { claimedBy: claimer }),
-    }));
+    await new SessionRegistry({ dir: base.paths.registryDir }).claim(item, () =>
+      sessionRecord(item, {
+        harness: "fake",
+        harnessSessionId: "11111111-2222-4333-8444-555555555555",
+        cwd: base.spawnCwd,
+        createdAt: T0.toISOString(),
+        tmuxTarget: target,
+        recentDeliveries: ["race-0"],
+        ...(claimer === undefined ? {} : { claimedBy: claimer }),
+      }),
+    );
   };
   return { ...base, daemon, other, open, event, setClock, claimedBy };
 }
@@ -198,19 +196,16 @@ describe("a delivery into a session whose claimer is still starting its harness"
     const { item, target } = await t.open("Racing");
     // What a process killed between its claim and its spawn leaves behind.
     const claimer = new SessionRegistry({ dir: t.paths.registryDir });
-    await claimer.claim(item, () => ({
-      version: 1,
-      workItem: { ...item },
-      harness: "fake",
-      harnessSessionId: "11111111-2222-4333-8444-555555555555",
-      cwd: t.spawnCwd,
-      status: "active",
-      createdAt: T0.toISOString(),
-      lastEventAt: T0.toISOString(),
-      tmuxTarget: target,
-      recentDeliveries: ["race-0"],
-      url: item.url,
-    }));
+    await claimer.claim(item, () =>
+      sessionRecord(item, {
+        harness: "fake",
+        harnessSessionId: "11111111-2222-4333-8444-555555555555",
+        cwd: t.spawnCwd,
+        createdAt: T0.toISOString(),
+        tmuxTarget: target,
+        recentDeliveries: ["race-0"],
+      }),
+    );
 
     const started = Date.now();
     const later = t.event(item);
@@ -328,19 +323,16 @@ describe("a delivery into a session whose claimer is still starting its harness"
     const { item, target } = await t.open("Racing");
     const claimer = new SessionRegistry({ dir: t.paths.registryDir });
     const yesterday = new Date(T0.getTime() - 24 * 3600_000).toISOString();
-    await claimer.claim(item, () => ({
-      version: 1,
-      workItem: { ...item },
-      harness: "fake",
-      harnessSessionId: "11111111-2222-4333-8444-555555555555",
-      cwd: t.spawnCwd,
-      status: "active",
-      createdAt: yesterday,
-      lastEventAt: yesterday,
-      tmuxTarget: target,
-      recentDeliveries: ["race-0"],
-      url: item.url,
-    }));
+    await claimer.claim(item, () =>
+      sessionRecord(item, {
+        harness: "fake",
+        harnessSessionId: "11111111-2222-4333-8444-555555555555",
+        cwd: t.spawnCwd,
+        createdAt: yesterday,
+        tmuxTarget: target,
+        recentDeliveries: ["race-0"],
+      }),
+    );
     // The harness of that session died (a reboot took the tmux server). The default bound is
     // longer than the test may run, so passing proves it was not waited out.
     expect(await t.other().handle(t.event(item))).toEqual({ settled: true });

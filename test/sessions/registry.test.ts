@@ -4,7 +4,7 @@ import type * as FsModule from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { ExitError } from "../../src/errors.js";
-import { RECENT_DELIVERIES_MAX, tmuxTargetFor } from "../../src/registry/record.js";
+import { RECENT_DELIVERIES_MAX } from "../../src/registry/record.js";
 import { sessionRecordSchema } from "../../src/registry/record-schema.js";
 import type { SessionRecord, SessionStatus } from "../../src/registry/record.js";
 import { listSessionSummaries } from "../../src/registry/listing.js";
@@ -12,6 +12,7 @@ import { RegistryRecordError, SessionRegistry } from "../../src/registry/registr
 import { RefError, parseWorkItemRef, workItemOf, workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
+import { sessionRecord } from "../support/builders.js";
 
 // Wrapped, not replaced, so the tests can count how many files the registry opens and lists.
 vi.mock("node:fs", async (importOriginal) => {
@@ -34,21 +35,7 @@ function itemOf(ref: string): WorkItem {
 }
 
 function recordOf(item: WorkItem, fields: Partial<SessionRecord> = {}): SessionRecord {
-  const slug = workItemSlug(item.ref);
-  return {
-    version: 1,
-    workItem: { ...item },
-    harness: "claude",
-    harnessSessionId: "session-1",
-    cwd: `/work/${slug}`,
-    status: "active",
-    createdAt: T0.toISOString(),
-    lastEventAt: T0.toISOString(),
-    tmuxTarget: tmuxTargetFor(slug),
-    recentDeliveries: [],
-    url: item.url,
-    ...fields,
-  };
+  return sessionRecord(item, { harnessSessionId: "session-1", createdAt: T0.toISOString(), ...fields });
 }
 
 async function registryWith(...records: SessionRecord[]): Promise<SessionRegistry> {
