@@ -187,7 +187,7 @@ describe("the webhook receiver", () => {
       chunks: [body],
     });
     expect(answer.status).toBe(413);
-    // Closed rather than kept alive: the rest of the body is never read.
+    // Closed rather than kept alive: the rest of the body is read and thrown away, never held.
     expect(answer.headers.connection).toBe("close");
     await waitFor("the rejection", () => (rejections(h.events).length === 1 ? true : undefined));
     expect(rejections(h.events)).toEqual([{ reason: "body-too-large", status: 413, delivery_id: "big-1", github_event: "issues" }]);
@@ -306,20 +306,23 @@ describe("the webhook receiver", () => {
     const push = await post(h.url, { event: "push", payload: { ref: "refs/heads/main" } });
     const edited = await post(h.url, { event: "issues", payload: { ...commentPayload(), action: "assigned" } });
     const malformed = await post(h.url, { event: "issues", payload: { action: "opened" } });
-    for (const sent of [disabled, ping, push, edited, malformed]) {
+    for (const sent of [disabled, ping, push, edited]) {
       expect(sent.status).toBe(202);
       expect(sent.json).toEqual({ status: "ignored" });
     }
+    // An event it acts on whose payload is not what GitHub sends is refused, not ignored.
+    expect([malformed.status, malformed.json]).toEqual([400, { status: "rejected", reason: "invalid-payload" }]);
     const ignored = h.events.events.filter((e) => e.type === "webhook.ignored").map((e) => [e.fields.github_event, e.fields.reason]);
     expect(ignored).toEqual([
       ["issue_comment", "disabled-event"],
       ["ping", "ping"],
       ["push", "unsupported-event"],
       ["issues", "unsupported-action:assigned"],
-      ["issues", "malformed-payload: repository is not an object"],
     ]);
     expect(h.handler.received).toEqual([]);
-    expect(rejections(h.events)).toEqual([]);
+    expect(rejections(h.events)).toEqual([
+      { reason: "invalid-payload", status: 400, delivery_id: malformed.deliveryId, github_event: "issues", detail: expect.stringMatching(/^repository: /) },
+    ]);
   });
 
   it("answers health checks, 404 elsewhere and 405 for other methods on its path", async () => {

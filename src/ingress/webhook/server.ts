@@ -3,7 +3,6 @@ import { createServer } from "node:http";
 import type { IncomingMessage, OutgoingHttpHeaders, Server, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Duplex } from "node:stream";
-import { verify } from "@octokit/webhooks-methods";
 import { GITHUB_WEBHOOK_EVENTS } from "../../config/schema.js";
 import type { GhWebhookConfig } from "../../config/schema.js";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../../errors.js";
@@ -13,6 +12,7 @@ import { DeliveryLru } from "../../routing/dedupe.js";
 import type { InboundEvent } from "../../routing/inbound.js";
 import { inboundFromGitHub } from "../github-events.js";
 import type { EventHandler, HandleResult } from "../poller.js";
+import { BodyBudget, BodySignature, isIdentityEncoding, utf8Text } from "./body.js";
 import { webhookSecret } from "./secret.js";
 import type { WebhookSecret } from "./secret.js";
 
@@ -38,6 +38,15 @@ export interface WebhookReceiverOptions {
   readonly stopGraceMs?: number;
   /** How long one request (headers and body) may take to arrive before it is cut off with 408 (default 30 s). */
   readonly requestTimeoutMs?: number;
+  /**
+   * Bytes every body in flight may hold together before any signature is checked; a body that
+   * does not fit is refused with 503 and Retry-After (default the larger of maxBodyBytes and 64 MiB).
+   */
+  readonly bodyBudgetBytes?: number;
+  /** How much of a refused upload is read and thrown away so its sender can read the answer (default 64 MiB). */
+  readonly drainBytes?: number;
+  /** How long a refused upload is read and thrown away before its connection is cut (default 5 s). */
+  readonly drainMs?: number;
 }
 
 export interface WebhookAddress {
@@ -49,6 +58,9 @@ export type WebhookRejection =
   | "missing-signature"
   | "invalid-signature"
   | "body-too-large"
+  | "overloaded"
+  | "unsupported-content-encoding"
+  | "not-utf8"
   | "invalid-payload"
   | "duplicate-delivery"
   | "not-found"
@@ -63,6 +75,13 @@ const DEFAULT_STOP_GRACE_MS = 10_000;
 // nothing hold one of the daemon's file descriptors for up to ninety seconds.
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const MAX_HEADERS_TIMEOUT_MS = 10_000;
+const MIB = 1024 * 1024;
+const MIN_BODY_BUDGET_BYTES = 64 * MIB;
+// A sender cut off mid-upload often never reads the answer (the reset discards it), so a refused
+// upload is read and thrown away — bounded, so that this is no way to keep a connection busy.
+const DEFAULT_DRAIN_BYTES = 64 * MIB;
+const DEFAULT_DRAIN_MS = 5_000;
+const RETRY_AFTER_SECONDS = "5";
 const MAX_TIMEOUT_CHECK_INTERVAL_MS = 1_000;
 const HEALTH_PATHS: ReadonlySet<string> = new Set(["/healthz", "/health"]);
 const SUPPORTED_EVENTS: ReadonlySet<string> = new Set(GITHUB_WEBHOOK_EVENTS);
@@ -100,6 +119,9 @@ const REJECTIONS: Readonly<Record<WebhookRejection, Reply>> = {
   "missing-signature": reply(401, { status: "rejected", reason: "missing-signature" }),
   "invalid-signature": reply(401, { status: "rejected", reason: "invalid-signature" }),
   "body-too-large": reply(413, { status: "rejected", reason: "body-too-large" }),
+  overloaded: reply(503, { status: "rejected", reason: "overloaded" }, { "retry-after": RETRY_AFTER_SECONDS }),
+  "unsupported-content-encoding": reply(415, { status: "rejected", reason: "unsupported-content-encoding" }),
+  "not-utf8": reply(400, { status: "rejected", reason: "not-utf8" }),
   "invalid-payload": reply(400, { status: "rejected", reason: "invalid-payload" }),
   "duplicate-delivery": DUPLICATE,
   "not-found": reply(404, { status: "rejected", reason: "not-found" }),
@@ -110,6 +132,9 @@ export class WebhookReceiver {
   private readonly config: GhWebhookConfig;
   private readonly enabled: ReadonlySet<string>;
   private readonly seen: DeliveryLru;
+  private readonly budget: BodyBudget;
+  /** Connections whose answer is out while the rest of a refused upload is thrown away. */
+  private readonly draining = new WeakSet<Duplex>();
   private server: Server | undefined;
   private secret: WebhookSecret = { mode: "unsigned" };
   private listening: WebhookAddress | undefined;
@@ -128,6 +153,7 @@ export class WebhookReceiver {
     this.config = options.config;
     this.enabled = new Set(options.config.events);
     this.seen = new DeliveryLru(options.dedupeSize ?? DEFAULT_DEDUPE_SIZE);
+    this.budget = new BodyBudget(options.bodyBudgetBytes ?? Math.max(options.config.maxBodyBytes, MIN_BODY_BUDGET_BYTES));
   }
 
   /** Whether deliveries must be signed; false only in insecure mode, once started. */
@@ -226,10 +252,23 @@ export class WebhookReceiver {
    * HTTP is closed without one.
    */
   private clientError(error: Error & { code?: string }, socket: Duplex): void {
+    // Answered already; what is left of its upload is being thrown away.
+    if (this.draining.has(socket)) {
+      socket.destroy();
+      return;
+    }
     const timedOut = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    const overflow = error.code === "HPE_HEADER_OVERFLOW";
     if (timedOut) this.defer({ type: "webhook.rejected", fields: { reason: "timeout", status: 408 } });
+    if (overflow) this.defer({ type: "webhook.rejected", fields: { reason: "headers-too-large", status: 431 } });
     if (socket.writable && error.code !== "ECONNRESET") {
-      socket.end(timedOut ? "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n" : "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+      socket.end(
+        timedOut
+          ? "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n"
+          : overflow
+            ? "HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+            : "HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n",
+      );
     }
     socket.destroy();
   }
@@ -254,32 +293,48 @@ export class WebhookReceiver {
     this.receive(req, res);
   }
 
+  /**
+   * Reads a delivery's body, holding at most maxBodyBytes of it and only what the shared budget
+   * has room for; the signature is computed over the raw bytes as they arrive. A refusal is
+   * answered at once (the rest of the upload is thrown away, see send()).
+   */
   private receive(req: IncomingMessage, res: ServerResponse): void {
+    // A compressed body is never inflated: that would be unbounded work before any signature.
+    if (!isIdentityEncoding(headerOf(req, "content-encoding"))) return this.reject(req, res, "unsupported-content-encoding", true);
     const max = this.config.maxBodyBytes;
-    const declared = req.headers["content-length"];
-    // Refused before a byte is read; the connection closes rather than swallow the body.
-    if (declared !== undefined && Number(declared) > max) {
-      this.reject(req, res, "body-too-large", true);
-      return;
-    }
-    const chunks: Buffer[] = [];
+    const length = req.headers["content-length"];
+    // node:http refuses a malformed Content-Length itself; a number is all that gets here.
+    const declared = length === undefined || !/^\d+$/.test(length) ? 0 : Number(length);
+    // Refused before a byte is read.
+    if (declared > max) return this.reject(req, res, "body-too-large", true);
+    const reservation = this.budget.open(declared);
+    if (reservation === undefined) return this.reject(req, res, "overloaded", true);
+    const signature = this.secret.mode === "signed" ? new BodySignature(this.secret.secret) : undefined;
+    let chunks: Buffer[] = [];
     let size = 0;
-    let refused = false;
+    let done = false;
+    const finish = (): void => {
+      done = true;
+      chunks = [];
+      reservation.release();
+    };
     req.on("data", (chunk: Buffer) => {
-      if (refused) return;
+      if (done) return;
       size += chunk.length;
-      if (size > max) {
-        refused = true;
-        chunks.length = 0;
-        this.reject(req, res, "body-too-large", true);
+      if (size > max || !reservation.cover(size)) {
+        finish();
+        this.reject(req, res, size > max ? "body-too-large" : "overloaded", true);
         return;
       }
       chunks.push(chunk);
+      signature?.update(chunk);
     });
     req.on("end", () => {
-      if (refused) return;
-      const raw = chunks.length === 1 ? (chunks[0] as Buffer).toString("utf8") : Buffer.concat(chunks, size).toString("utf8");
-      this.deliver(req, res, raw, size).catch((error: unknown) => {
+      if (done) return;
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      try {
+        this.deliver(req, res, body, signature);
+      } catch (error) {
         // Only a bug gets here; the sender still gets an answer.
         if (!res.headersSent) this.reject(req, res, "invalid-payload", false);
         this.options.events.emit("dispatch.failed", {
@@ -289,19 +344,24 @@ export class WebhookReceiver {
           error: messageOf(error),
           will_retry: false,
         });
-      });
+      } finally {
+        finish();
+      }
     });
-    // A sender that goes away mid-body leaves nothing to answer.
+    // A sender that goes away mid-body leaves nothing to answer, and gives its bytes back.
+    req.on("close", finish);
     req.on("error", () => undefined);
   }
 
-  private async deliver(req: IncomingMessage, res: ServerResponse, raw: string, bytes: number): Promise<void> {
-    const verified = this.secret.mode === "signed";
-    if (this.secret.mode === "signed") {
-      const signature = headerOf(req, "x-hub-signature-256");
-      if (signature === undefined) return this.reject(req, res, "missing-signature", false);
-      if (!(await signedBy(this.secret.secret, raw, signature))) return this.reject(req, res, "invalid-signature", false);
+  private deliver(req: IncomingMessage, res: ServerResponse, body: Buffer, signature: BodySignature | undefined): void {
+    const verified = signature !== undefined;
+    if (signature !== undefined) {
+      const header = headerOf(req, "x-hub-signature-256");
+      if (header === undefined) return this.reject(req, res, "missing-signature", false);
+      if (!signature.matches(header)) return this.reject(req, res, "invalid-signature", false);
     }
+    const raw = utf8Text(body);
+    if (raw === undefined) return this.reject(req, res, "not-utf8", false);
     const name = headerOf(req, "x-github-event");
     if (name === undefined) return this.reject(req, res, "invalid-payload", false);
     const payload = parsePayload(raw, req.headers["content-type"]);
@@ -314,10 +374,11 @@ export class WebhookReceiver {
       source: "gh-webhook",
       ...(this.options.defaultHost !== undefined ? { defaultHost: this.options.defaultHost } : {}),
     });
+    if ("rejected" in result) return this.reject(req, res, "invalid-payload", false, result.rejected);
     if (!("event" in result)) return this.ignore(res, deliveryId, name, result.ignored);
     this.seen.add(deliveryId);
     this.send(res, ACCEPTED, false);
-    const fields = { delivery_id: deliveryId, github_event: name, action: actionOf(payload), bytes, verified };
+    const fields = { delivery_id: deliveryId, github_event: name, action: actionOf(payload), bytes: body.length, verified };
     this.defer({ type: "webhook.received", fields, event: result.event });
   }
 
@@ -388,16 +449,58 @@ export class WebhookReceiver {
     this.defer({ type: "webhook.ignored", fields: { delivery_id: deliveryId, github_event: event, reason } });
   }
 
-  private reject(req: IncomingMessage, res: ServerResponse, reason: WebhookRejection, close: boolean): void {
+  private reject(req: IncomingMessage, res: ServerResponse, reason: WebhookRejection, close: boolean, detail?: string): void {
     const answer = REJECTIONS[reason];
     this.send(res, answer, close);
-    const fields = { reason, status: answer.status, delivery_id: headerOf(req, "x-github-delivery"), github_event: headerOf(req, "x-github-event") };
+    const fields = {
+      reason,
+      status: answer.status,
+      delivery_id: headerOf(req, "x-github-delivery"),
+      github_event: headerOf(req, "x-github-event"),
+      ...(detail === undefined ? {} : { detail }),
+    };
     this.defer({ type: "webhook.rejected", fields });
   }
 
   private send(res: ServerResponse, answer: Reply, close: boolean): void {
-    res.writeHead(answer.status, close || this.stopping ? answer.closing : answer.headers);
-    res.end(answer.body);
+    const closing = close || this.stopping;
+    res.writeHead(answer.status, closing ? answer.closing : answer.headers);
+    if (!closing || res.req.complete) {
+      res.end(answer.body);
+      return;
+    }
+    // The sender may still be uploading. Closing now would reset the connection under it, and a
+    // reset often discards the answer before the sender reads it: the answer goes out whole, the
+    // rest of the upload is read and thrown away (up to drainBytes, for up to drainMs), and only
+    // then is the connection closed.
+    res.write(answer.body);
+    this.drain(res.req, res);
+  }
+
+  private drain(req: IncomingMessage, res: ServerResponse): void {
+    const socket = req.socket;
+    this.draining.add(socket);
+    const limit = this.options.drainBytes ?? DEFAULT_DRAIN_BYTES;
+    let drained = 0;
+    const count = (chunk: Buffer): void => {
+      drained += chunk.length;
+      if (drained > limit) cut();
+    };
+    const finish = (): void => {
+      clearTimeout(timer);
+      req.off("data", count);
+      if (!res.writableEnded) res.end();
+    };
+    const cut = (): void => {
+      finish();
+      socket.destroy();
+    };
+    const timer = setTimeout(cut, this.options.drainMs ?? DEFAULT_DRAIN_MS);
+    timer.unref();
+    req.on("data", count);
+    req.once("end", finish);
+    req.once("close", finish);
+    req.resume();
   }
 }
 
@@ -410,15 +513,6 @@ function headerOf(req: IncomingMessage, name: string): string | undefined {
 function hasBody(req: IncomingMessage): boolean {
   const length = req.headers["content-length"];
   return (length !== undefined && length !== "0") || req.headers["transfer-encoding"] !== undefined;
-}
-
-/** verify() throws on an empty body or signature; neither is a valid signature. */
-async function signedBy(secret: string, raw: string, signature: string): Promise<boolean> {
-  try {
-    return await verify(secret, raw, signature);
-  } catch {
-    return false;
-  }
 }
 
 /**
