@@ -64,6 +64,13 @@ export const EVENT_CATALOG = {
     summary: "A closed local work item was reopened.",
     fields: { work_item: "string", actor: "string" },
   },
+  "item.repaired": {
+    family: "item",
+    level: "warning",
+    summary:
+      "A local project's journal was repaired (`the-loop item repair`): its readable lines were kept, the others (`moved`, a torn last line among them when `torn`) went to the file `aside`.",
+    fields: { project: "string", journal: "string", kept: "integer", moved: "integer", torn: "boolean", aside: "string" },
+  },
   "routing.routed": {
     family: "routing",
     level: "debug",
@@ -74,7 +81,7 @@ export const EVENT_CATALOG = {
     family: "routing",
     level: "info",
     summary:
-      "An inbound event was dropped by a guard. Reasons: disabled-event, duplicate-delivery, no-work-item, self-authored, unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
+      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-authored, unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
     fields: { reason: "string", delivery_id: "string", kind: "string", work_item: "string?", actor: "string?" },
   },
   "routing.fail_closed": {
@@ -298,6 +305,13 @@ export const EVENT_CATALOG = {
     summary: "Reading a source failed; it is retried next cycle.",
     fields: { poll_source: "string", error: "string" },
   },
+  "poll.rejected": {
+    family: "poll",
+    level: "warning",
+    summary:
+      "A change the poller read is not what GitHub sends (a field the-loop reads has another type, an html_url not https on the configured host); it is not acted on. `reason` names the field.",
+    fields: { poll_source: "string", delivery_id: "string", github_event: "string", reason: "string" },
+  },
   "poll.rate_limited": {
     family: "poll",
     level: "warning",
@@ -338,8 +352,8 @@ export const EVENT_CATALOG = {
     family: "webhook",
     level: "warning",
     summary:
-      "A delivery was refused. Reasons: missing-signature, invalid-signature, body-too-large, invalid-payload, duplicate-delivery, not-found, method-not-allowed, timeout.",
-    fields: { reason: "string", status: "integer", delivery_id: "string?", github_event: "string?" },
+      "A delivery was refused. Reasons: missing-signature, invalid-signature, body-too-large, overloaded, unsupported-content-encoding, not-utf8, invalid-payload, duplicate-delivery, not-found, method-not-allowed, timeout, headers-too-large. `detail`: which field of a signed payload did not match what GitHub sends (never its value).",
+    fields: { reason: "string", status: "integer", delivery_id: "string?", github_event: "string?", detail: "string?" },
   },
   "reaction.added": {
     family: "reaction",

@@ -5,26 +5,38 @@ import type { ItemState } from "../trackers/tracker.js";
 import { DEFAULT_GITHUB_HOST, RefError, formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf } from "../workitem/index.js";
 import type { GitHubRef, WorkItem, WorkItemKind } from "../workitem/index.js";
 import { branchIssueNumber, closingReferences } from "./github-links.js";
+import { checkGitHubPayload } from "./github-payloads.js";
+import type { RoutedGitHubEvent } from "./github-payloads.js";
 
 /**
  * Turns one GitHub webhook delivery (or a payload of the same shape read by the poller or the
  * CLI) into an InboundEvent. It only normalizes: whether the event matters is the router's call.
- * Payloads come from the network, so every field is checked before use, and a payload that is
- * not what GitHub sends is ignored with a reason instead of throwing into the receiver.
+ * Payloads come from the network: the part of a routed payload the-loop reads is checked against
+ * GitHub's shapes (github-payloads.ts) before use, and one that is not what GitHub sends is
+ * rejected with a reason — never acted on, never thrown into the receiver. What the-loop does not
+ * act on (ping, another event or action) is ignored, whatever its shape.
  */
 
 export interface GitHubEventContext {
   readonly deliveryId: string;
   readonly source: InboundSource;
-  /** ref host when the payload has no html_url */
+  /**
+   * The configured GitHub's web host (github.com when unset; a GHES host as refHostForApiUrl
+   * derives it from `integrations.github.apiUrl`). Refs are on it, and every html_url in a
+   * payload must be an https URL on it.
+   */
   readonly defaultHost?: string;
 }
 
-export type NormalizeResult = { readonly event: InboundEvent } | { readonly ignored: string };
+/**
+ * `ignored`: nothing to act on (the receiver answers 202). `rejected`: a routed event whose payload
+ * is not what GitHub sends, with the first mismatch — refused, and recorded, by its caller.
+ */
+export type NormalizeResult = { readonly event: InboundEvent } | { readonly ignored: string } | { readonly rejected: string };
 
 type Json = Readonly<Record<string, unknown>>;
 
-/** Thrown inside this module only; inboundFromGitHub turns it into an ignored result. */
+/** Thrown inside this module only; inboundFromGitHub turns it into a rejected result. */
 class MalformedPayload extends Error {}
 
 const ITEM_ACTIONS: ReadonlyMap<string, InboundKind> = new Map<string, InboundKind>([
@@ -44,16 +56,27 @@ const PULL_REQUEST_ACTIONS: ReadonlyMap<string, InboundKind> = new Map<string, I
 
 export function inboundFromGitHub(name: string, payload: unknown, context: GitHubEventContext): NormalizeResult {
   if (name === "ping") return { ignored: "ping" };
-  const normalize = NORMALIZERS.get(name);
-  if (normalize === undefined) return { ignored: "unsupported-event" };
+  const normalizer = NORMALIZERS.get(name);
+  if (normalizer === undefined) return { ignored: "unsupported-event" };
+  const root = objectOrUndefined(payload);
+  if (root === undefined) return { rejected: "payload: is not an object" };
+  const action = root.action;
+  if (typeof action !== "string" || action === "") return { rejected: "action: is missing" };
+  if (!normalizer.actions.has(action)) return unsupportedAction(action);
+  const check = checkGitHubPayload(normalizer.name, root, configuredHost(context));
+  if (!check.ok) return { rejected: check.reason };
   try {
-    const root = objectOf(payload, "payload");
-    return normalize(root, stringOf(root.action, "action"), context);
+    return normalizer.normalize(root, action, context);
   } catch (error) {
-    if (error instanceof MalformedPayload) return { ignored: `malformed-payload: ${error.message}` };
-    // Nothing in a payload may take the receiver down; an unforeseen shape is still just ignored.
-    return { ignored: `malformed-payload: ${messageOf(error)}` };
+    if (error instanceof MalformedPayload) return { rejected: error.message };
+    // Nothing in a payload may take the receiver down; an unforeseen shape is still refused.
+    return { rejected: messageOf(error) };
   }
+}
+
+/** The configured GitHub's web host, in lower case. */
+function configuredHost(context: GitHubEventContext): string {
+  return context.defaultHost ? context.defaultHost.toLowerCase() : DEFAULT_GITHUB_HOST;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -210,13 +233,25 @@ function closingOf(pull: Json, sender: unknown, item: Item): { merged: boolean; 
   return { merged, actor, contentKey: `github:${item.workItem.host}/${item.workItem.repository}:closed:pull_request:${item.ref.number}:${closedAt}` };
 }
 
+interface RoutedEvent {
+  readonly name: RoutedGitHubEvent;
+  /** The actions acted on: a payload is checked only for those. */
+  readonly actions: ReadonlySet<string>;
+  readonly normalize: Normalizer;
+}
+
+const routed = (name: RoutedGitHubEvent, actions: Iterable<string>, normalize: Normalizer): [string, RoutedEvent] => [
+  name,
+  { name, actions: new Set(actions), normalize },
+];
+
 // A Map, not an object: an event named `constructor` or `__proto__` must find nothing.
-const NORMALIZERS: ReadonlyMap<string, Normalizer> = new Map<string, Normalizer>([
-  ["issues", issuesEvent],
-  ["issue_comment", issueCommentEvent],
-  ["pull_request", pullRequestEvent],
-  ["pull_request_review", reviewEvent],
-  ["pull_request_review_comment", reviewCommentEvent],
+const NORMALIZERS: ReadonlyMap<string, RoutedEvent> = new Map<string, RoutedEvent>([
+  routed("issues", ITEM_ACTIONS.keys(), issuesEvent),
+  routed("issue_comment", ["created"], issueCommentEvent),
+  routed("pull_request", PULL_REQUEST_ACTIONS.keys(), pullRequestEvent),
+  routed("pull_request_review", ["submitted"], reviewEvent),
+  routed("pull_request_review_comment", ["created"], reviewCommentEvent),
 ]);
 
 // ---------------------------------------------------------------------------------------------
@@ -292,13 +327,8 @@ function repositoryOf(root: Json, context: GitHubEventContext): Repository {
     repo = optionalString(repository.name, "repository.name");
   }
   if (!owner || !repo) throw new MalformedPayload("repository names no owner/repo");
-  const item = objectOrUndefined(root.issue) ?? objectOrUndefined(root.pull_request);
-  const host =
-    hostOfUrl(repository.html_url) ??
-    hostOfUrl(item?.html_url) ??
-    (context.defaultHost ? context.defaultHost.toLowerCase() : undefined) ??
-    DEFAULT_GITHUB_HOST;
-  return { host, owner, repo, fullName: `${owner}/${repo}` };
+  // Every html_url was checked to be on this host.
+  return { host: configuredHost(context), owner, repo, fullName: `${owner}/${repo}` };
 }
 
 function itemOf(raw: Json, kind: WorkItemKind, repository: Repository): Item {
@@ -370,11 +400,6 @@ function objectOf(value: unknown, what: string): Json {
   return object;
 }
 
-function stringOf(value: unknown, what: string): string {
-  if (typeof value !== "string" || value === "") throw new MalformedPayload(`${what} is missing`);
-  return value;
-}
-
 /** Absent and null read as undefined; any other non-string is a malformed payload. */
 function optionalString(value: unknown, what: string): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -437,17 +462,6 @@ function labelOf(root: Json): string {
 
 function lineOf(value: unknown): number | undefined {
   return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined;
-}
-
-/** `host[:port]` in lower case, or undefined when the value is not an http(s) URL. */
-function hostOfUrl(value: unknown): string | undefined {
-  if (typeof value !== "string" || !/^https?:\/\//i.test(value)) return undefined;
-  try {
-    const host = new URL(value).host.toLowerCase();
-    return host === "" ? undefined : host;
-  } catch {
-    return undefined;
-  }
 }
 
 function nowIso(): string {

@@ -166,6 +166,19 @@ describe("the-loop receive", () => {
     expect(jsonOf<{ error: { message: string } }>(json).error.message).toMatch(message);
   });
 
+  it("refuses a payload that is not what GitHub sends, naming the field, as the receiver would (400)", async () => {
+    const cwd = await project();
+    const strings = await payloadFile(cwd, { ...issueComment("alice", []), issue: { ...(issueComment("alice", []).issue as object), labels: [ARM] } });
+    const result = await runCli(["receive", "--event", "issue_comment", "--payload", strings, "--json"], { cwd });
+    expect(result.code).toBe(2);
+    expect(jsonOf<{ error: { message: string } }>(result).error.message).toMatch(/not what GitHub sends.*issue\.labels\.0.*400 \(invalid-payload\)/);
+    const elsewhere = await payloadFile(cwd, { ...issueComment("alice", [ARM]), repository: { full_name: "octo/repo", html_url: "https://evil.example/octo/repo" } }, "host.json");
+    const text = await runCli(["receive", "--event", "issue_comment", "--payload", elsewhere], { cwd });
+    expect(text.code).toBe(2);
+    expect(text.stderr).toMatch(/repository\.html_url: is not an https URL on github\.com/);
+    expect(await eventLog(cwd)).toEqual([]);
+  });
+
   it("refuses a payload over webhooks.ghWebhook.maxBodyBytes, as the receiver would (413)", async () => {
     const cwd = await project(`${CONFIG}webhooks:\n  ghWebhook:\n    maxBodyBytes: 1024\n`);
     const file = await payloadFile(cwd, { ...issueComment("alice", [ARM]), padding: "x".repeat(2_000) });

@@ -50,7 +50,7 @@ function pull(extra: Record<string, unknown> = {}): Record<string, unknown> {
 }
 
 function eventOf(result: NormalizeResult): InboundEvent {
-  if (!("event" in result)) throw new Error(`ignored: ${result.ignored}`);
+  if (!("event" in result)) throw new Error(`not an event: ${JSON.stringify(result)}`);
   return result.event;
 }
 
@@ -373,10 +373,10 @@ describe("inboundFromGitHub: reviews", () => {
 describe("inboundFromGitHub: hosts", () => {
   it.each<[string, Record<string, unknown>, string | undefined, string]>([
     ["github.com: no host in the ref", { html_url: "https://github.com/Octo/Repo" }, undefined, "github:octo/repo#12"],
-    ["an Enterprise host", { html_url: "https://GHE.Example.com/Octo/Repo" }, undefined, "github:ghe.example.com/octo/repo#12"],
-    ["a host with a port", { html_url: "http://127.0.0.1:8123/Octo/Repo" }, undefined, "github:127.0.0.1:8123/octo/repo#12"],
-    ["the item's URL when the repository has none", { html_url: undefined }, undefined, "github:ghe.example.com/octo/repo#12"],
-    ["the default host when nothing says", { html_url: undefined }, "ghe.other.org", "github:ghe.other.org/octo/repo#12"],
+    ["an Enterprise host", { html_url: "https://GHE.Example.com/Octo/Repo" }, "ghe.example.com", "github:ghe.example.com/octo/repo#12"],
+    ["a host with a port, on this machine (plain http)", { html_url: "http://127.0.0.1:8123/Octo/Repo" }, "127.0.0.1:8123", "github:127.0.0.1:8123/octo/repo#12"],
+    ["the item's URL when the repository has none", { html_url: undefined }, "ghe.example.com", "github:ghe.example.com/octo/repo#12"],
+    ["the configured host when nothing says", { html_url: undefined }, "ghe.other.org", "github:ghe.other.org/octo/repo#12"],
   ])("%s", (_name, repoExtra, defaultHost, ref) => {
     const itemUrl = _name.startsWith("the item") ? "https://ghe.example.com/Octo/Repo/issues/12" : undefined;
     const payload = {
@@ -396,7 +396,7 @@ describe("inboundFromGitHub: hosts", () => {
       repository: { ...repository, html_url: "https://ghe.example.com/Octo/Repo" },
       sender,
     };
-    const event = eventOf(inboundFromGitHub("pull_request", payload, context));
+    const event = eventOf(inboundFromGitHub("pull_request", payload, { ...context, defaultHost: "ghe.example.com" }));
     expect(event.workItems.map((item) => [item.ref, item.url, item.host])).toEqual([
       ["github:ghe.example.com/octo/repo#12", "https://ghe.example.com/octo/repo/issues/12", "ghe.example.com"],
       ["github:ghe.example.com/octo/repo#13", "https://ghe.example.com/octo/repo/issues/13", "ghe.example.com"],
@@ -436,9 +436,9 @@ describe("inboundFromGitHub: what is not acted on", () => {
     ["a comment body that is an object", "issue_comment", { action: "created", issue: issue(), comment: { id: 1, body: {} }, repository, sender }],
     ["no pull_request", "pull_request", { action: "opened", repository, sender }],
     ["no review", "pull_request_review", { action: "submitted", pull_request: pull(), repository, sender }],
-  ])("a payload with %s is ignored as malformed, never thrown", (_name, name, payload) => {
+  ])("a payload with %s is rejected as not what GitHub sends, never thrown", (_name, name, payload) => {
     const result = inboundFromGitHub(name, payload, context);
-    expect("ignored" in result && result.ignored.startsWith("malformed-payload: ")).toBe(true);
+    expect("rejected" in result && result.rejected !== "").toBe(true);
   });
 
   it("bounds the excerpt", () => {

@@ -43,7 +43,13 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
   const normalized =
     supported && !webhook.events.some((enabled) => enabled === name)
       ? { ignored: "disabled-event" }
-      : inboundFromGitHub(name, payload, { deliveryId, source: "gh-webhook", ...defaultHostOf(project) });
+      : inboundFromGitHub(name, payload, { deliveryId, source: "gh-webhook", defaultHost: await defaultHostOf(project) });
+  if ("rejected" in normalized) {
+    // Like a body that is not JSON: nothing is decided, so nothing is recorded.
+    throw new UsageError(
+      `the payload is not what GitHub sends for ${name} (${normalized.rejected}): the receiver would refuse it with 400 (invalid-payload)`,
+    );
+  }
   if (!("event" in normalized)) {
     project.events.emit("webhook.ignored", { delivery_id: deliveryId, github_event: name, reason: normalized.ignored });
     printIgnored(options, deliveryId, name, normalized.ignored);
@@ -129,16 +135,13 @@ async function readBounded(stream: NodeJS.ReadableStream, max: number): Promise<
   return { text: Buffer.concat(chunks, bytes).toString("utf8"), bytes };
 }
 
-/** The web host of the configured GitHub, for payloads that carry no html_url. */
-function defaultHostOf(project: Project): { defaultHost?: string } {
-  const api = project.config.integrations.github.apiUrl ?? process.env.GITHUB_API_URL;
-  if (!api) return {};
-  try {
-    const host = new URL(api).host.toLowerCase();
-    return { defaultHost: host === "api.github.com" ? "github.com" : host };
-  } catch {
-    return {};
-  }
+/**
+ * The web host of the configured GitHub, as the daemon derives it: refs are on it, and a payload
+ * whose html_url is elsewhere is refused. Loaded on use: the client module brings in Octokit.
+ */
+async function defaultHostOf(project: Project): Promise<string> {
+  const { githubApiUrl, refHostForApiUrl } = await import("../../trackers/github/client.js");
+  return refHostForApiUrl(githubApiUrl(project.config.integrations.github));
 }
 
 function actionOf(payload: unknown): string | undefined {
@@ -213,7 +216,6 @@ function reportOf(deliveryId: string, name: string, event: InboundEvent, decisio
 }
 
 const DROP_EXPLANATIONS: Readonly<Record<DropReason | "control-ambiguous", string>> = {
-  "disabled-event": "this kind of event is not routed",
   "duplicate-delivery": "this delivery id already reached the session",
   "no-work-item": "the event names no work item",
   "self-authored": "the text carries the-loop's own marker",

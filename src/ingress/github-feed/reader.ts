@@ -41,7 +41,7 @@ export interface GitHubFeedOptions {
   readonly label: string | null;
   /** Whether events on `ref` matter regardless of the label: a live session, or a PR bound to one. */
   readonly isWatched: (ref: string) => boolean;
-  /** Told about payloads the normalizer could not read (a sign GitHub changed a shape). */
+  /** Told about payloads the normalizer refused (`poll.rejected`: not what GitHub sends). */
   readonly events?: EventSink;
   /** Only for X-Poll-Interval: a duration from now, not a boundary. */
   readonly now?: () => Date;
@@ -154,8 +154,9 @@ export class GitHubFeed implements PollSourceRuntime {
     for (const entry of found) {
       const result = inboundFromGitHub(entry.name, entry.payload, { deliveryId: `poll-${entry.id}`, source: "poll", defaultHost: this.host });
       if ("event" in result) items.push({ id: entry.id, event: result.event });
-      else if (result.ignored.startsWith("malformed-payload")) {
-        this.events?.emit("poll.provider_error", { poll_source: this.key, error: `${entry.id}: ${result.ignored}` });
+      // Not what GitHub sends: refused as the receiver refuses such a delivery, and said.
+      else if ("rejected" in result) {
+        this.events?.emit("poll.rejected", { poll_source: this.key, delivery_id: `poll-${entry.id}`, github_event: entry.name, reason: result.rejected });
       }
     }
 

@@ -1,0 +1,134 @@
+import { z } from "zod";
+
+/**
+ * The part of each routed GitHub payload the-loop reads, as zod schemas: a signed delivery (or a
+ * REST answer the poller shapes the same way) that does not match is refused, never acted on.
+ * Objects are loose — GitHub adds fields all the time, and what the-loop does not read may be
+ * anything — but every field it does read must have GitHub's type. Checked against GitHub's own
+ * example payloads (test/ingress/fixtures/github-webhook-examples.json).
+ *
+ * Every `html_url` must be a web address on the configured GitHub host (https; plain http only
+ * when that host is this machine, as for the API itself): an item's URL is written into the
+ * agent's prompt and into records, so `javascript:` or another host must never get there.
+ */
+
+export type PayloadCheck = { readonly ok: true } | { readonly ok: false; readonly reason: string };
+
+/** At most this much of a reason is kept: it is recorded, and built from what the sender wrote. */
+const REASON_MAX = 200;
+
+const text = z.string().nullish();
+const time = z.string().nullish();
+const user = z.looseObject({ login: z.string() }).nullish();
+const label = z.looseObject({ name: z.string().min(1) });
+const id = z.number().int().positive();
+
+/** `host[:port]`, lower case, as refHostForApiUrl gives it. */
+function isLoopback(host: string): boolean {
+  const name = host.replace(/:\d+$/, "");
+  return name === "localhost" || name === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(name);
+}
+
+/** Whether `value` is a web address on `host`: https (http on this machine only), no credentials. */
+export function isGitHubWebUrl(value: string, host: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  const schemeOk = url.protocol === "https:" || (url.protocol === "http:" && isLoopback(host));
+  return schemeOk && url.username === "" && url.password === "" && url.host.toLowerCase() === host;
+}
+
+interface Schemas {
+  readonly issues: z.ZodType;
+  readonly issue_comment: z.ZodType;
+  readonly pull_request: z.ZodType;
+  readonly pull_request_review: z.ZodType;
+  readonly pull_request_review_comment: z.ZodType;
+}
+
+function schemasFor(host: string): Schemas {
+  const webUrl = z.string().refine((value) => isGitHubWebUrl(value, host), { message: `is not an https URL on ${host}` }).nullish();
+  const repository = z.looseObject({
+    full_name: text,
+    name: text,
+    owner: user,
+    html_url: webUrl,
+  });
+  const item = {
+    number: id,
+    node_id: text,
+    id: z.number().int().nullish(),
+    state: z.enum(["open", "closed"]),
+    title: text,
+    body: text,
+    labels: z.array(label).nullish(),
+    html_url: webUrl,
+    updated_at: time,
+  };
+  // On an issue, GitHub marks a pull request with an object of its URLs; null or absent otherwise.
+  const issue = z.looseObject({ ...item, pull_request: z.looseObject({}).nullish() });
+  const pull = z.looseObject({
+    ...item,
+    head: z
+      .looseObject({
+        ref: text,
+        // null when the head's repository was deleted
+        repo: z.looseObject({ full_name: text }).nullish(),
+      })
+      .nullish(),
+    base: z.looseObject({ repo: z.looseObject({ full_name: text }).nullish() }).nullish(),
+    merged: z.boolean().nullish(),
+    merged_at: time,
+    merged_by: user,
+    closed_at: time,
+  });
+  const comment = z.looseObject({
+    id,
+    body: text,
+    user,
+    html_url: webUrl,
+    created_at: time,
+  });
+  const common = { action: z.string().min(1), repository, sender: user, label: label.nullish() };
+  return {
+    issues: z.looseObject({ ...common, issue }),
+    issue_comment: z.looseObject({ ...common, issue, comment }),
+    pull_request: z.looseObject({ ...common, pull_request: pull }),
+    pull_request_review: z.looseObject({
+      ...common,
+      pull_request: pull,
+      review: z.looseObject({ id, body: text, state: text, user, html_url: webUrl, submitted_at: time }),
+    }),
+    pull_request_review_comment: z.looseObject({
+      ...common,
+      pull_request: pull,
+      comment: comment.extend({ path: text, line: z.number().int().nullish(), original_line: z.number().int().nullish() }),
+    }),
+  };
+}
+
+// One set per configured host: a daemon has one, a test a few.
+const cache = new Map<string, Schemas>();
+
+/**
+ * Checks a payload of a routed event (`name` one of the keys of Schemas) against what GitHub
+ * sends on `host`. The reason names the first field that does not match, never its value.
+ */
+export function checkGitHubPayload(name: keyof Schemas, payload: unknown, host: string): PayloadCheck {
+  let schemas = cache.get(host);
+  if (schemas === undefined) {
+    schemas = schemasFor(host);
+    cache.set(host, schemas);
+  }
+  const result = schemas[name].safeParse(payload);
+  if (result.success) return { ok: true };
+  const issue = result.error.issues[0];
+  const path = issue === undefined || issue.path.length === 0 ? "payload" : issue.path.map(String).join(".");
+  const message = issue?.message ?? "does not match";
+  return { ok: false, reason: `${path}: ${message}`.slice(0, REASON_MAX) };
+}
+
+export type RoutedGitHubEvent = keyof Schemas;
