@@ -21,6 +21,7 @@ import type {
   ItemLabelOptions,
   ItemListOptions,
   ItemNewOptions,
+  ItemRepairOptions,
   ItemShowOptions,
 } from "./commands/item.js";
 
@@ -209,6 +210,16 @@ export function buildProgram(): Command {
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: ItemShowOptions, command: Command) => {
       await (await import("./commands/item.js")).runItemShow(globalsOf(command), ref, options);
+    });
+  item
+    .command("repair")
+    .description(
+      "keep the readable lines of a local project's journal and move the unreadable ones aside (to journal.jsonl.damaged-<time>, never deleted)",
+    )
+    .option("--project <name>", "local project (default: integrations.local.project)")
+    .option("--json", "print the report as JSON", false)
+    .action(async (options: ItemRepairOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemRepair(globalsOf(command), options);
     });
 
   program

@@ -238,6 +238,49 @@ describe("the-loop item", () => {
     expect(await treeOf(join(cwd, ".the-loop"))).toEqual(before);
   });
 
+  it("refuses to write to a journal with a damaged line, and `item repair` moves it aside", async () => {
+    await ok(["item", "new", "t"]);
+    await ok(["item", "comment", "#1", "one"]);
+    await ok(["item", "comment", "#1", "two"]);
+    const dir = join(cwd, ".the-loop", "tracker", "default");
+    const journal = join(dir, "journal.jsonl");
+    const lines = (await fs.readFile(journal, "utf8")).split("\n");
+    await fs.writeFile(journal, [lines[0], "{ not json", lines[2], ""].join("\n"));
+
+    const refused = await cli(["item", "comment", "#1", "three"]);
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe("");
+    expect(refused.stderr).toContain(`${journal} is damaged: line 2 is not JSON; run \`the-loop item repair --project default\``);
+    expect((await fs.readFile(journal, "utf8")).split("\n")).toHaveLength(4);
+
+    let report!: { project: string; journal: string; kept: number; moved: { line: number; reason: string }[]; aside: string };
+    const repaired = await eventsOf(async () => {
+      report = jsonOf(await ok(["item", "repair", "--json"]));
+    });
+    expect(report).toMatchObject({ project: "default", journal, kept: 2, moved: [{ line: 2, reason: "line 2 is not JSON" }] });
+    expect(report.aside).toMatch(/\/journal\.jsonl\.damaged-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/);
+    expect(await fs.readFile(report.aside, "utf8")).toBe("{ not json\n");
+    expect(repaired).toMatchObject([{ event: "item.repaired", level: "warning", project: "default", journal, kept: 2, moved: 1, torn: false, aside: report.aside }]);
+
+    expect((await ok(["item", "comment", "#1", "three"])).stdout).toBe("commented on local:default#1 (default:c4)\n");
+    const again = await ok(["item", "repair"]);
+    expect(again.stdout).toBe(`${journal}: all 3 lines are readable; nothing to repair\n`);
+    expect(jsonOf(await ok(["item", "repair", "--json"]))).toEqual({ project: "default", journal, kept: 3, moved: [], torn: false, aside: null });
+  });
+
+  it("prints what a repair kept and moved", async () => {
+    await ok(["item", "new", "t", "--project", "web"]);
+    await ok(["item", "comment", "local:web#1", "one"]);
+    const journal = join(cwd, ".the-loop", "tracker", "web", "journal.jsonl");
+    const lines = (await fs.readFile(journal, "utf8")).split("\n");
+    await fs.writeFile(journal, ["garbage", lines[0], lines[1], ""].join("\n"));
+    const { stdout } = await ok(["item", "repair", "--project", "Web"]);
+    expect(stdout).toMatch(/^kept 2 lines of .*journal\.jsonl; moved 1 aside to .*journal\.jsonl\.damaged-\S+\n {2}line 1 is not JSON\n$/);
+    const missing = await cli(["item", "repair", "--project", "nothing-here"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/the local project "nothing-here" has no journal/);
+  });
+
   it("uses the configured default project for #N", async () => {
     await fs.mkdir(join(cwd, ".the-loop"), { recursive: true });
     await fs.writeFile(join(cwd, ".the-loop", "cli-config.yaml"), "integrations:\n  local:\n    project: Acme\n");

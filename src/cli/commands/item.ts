@@ -32,6 +32,10 @@ export interface ItemListOptions {
 export interface ItemShowOptions {
   readonly json: boolean;
 }
+export interface ItemRepairOptions {
+  readonly project?: string;
+  readonly json: boolean;
+}
 
 interface ItemCommandContext {
   readonly tracker: LocalTracker;
@@ -264,4 +268,23 @@ export async function runItemShow(globals: GlobalOptions, refText: string, optio
   const item = await tracker.getItemWithComments(parseLocalRef(refText, defaultProject));
   if (options.json) stdout.json(itemJson(item));
   else printItem(item);
+}
+
+function lines(count: number): string {
+  return `${count} line${count === 1 ? "" : "s"}`;
+}
+
+export async function runItemRepair(globals: GlobalOptions, options: ItemRepairOptions): Promise<void> {
+  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const report = await tracker.repair(options.project ?? defaultProject);
+  if (options.json) {
+    stdout.json({ ...report, aside: report.aside ?? null });
+    return;
+  }
+  if (report.aside === undefined) {
+    stdout.line(`${report.journal}: ${report.kept === 1 ? "its 1 line is" : `all ${report.kept} lines are`} readable; nothing to repair`);
+    return;
+  }
+  stdout.line(`kept ${lines(report.kept)} of ${report.journal}; moved ${report.moved.length} aside to ${report.aside}`);
+  for (const { reason } of report.moved) stdout.line(`  ${reason}`);
 }

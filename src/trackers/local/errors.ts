@@ -22,9 +22,15 @@ export class CorruptTrackerFileError extends ExitError {
   constructor(
     readonly path: string,
     reason: string,
+    remedy = "move it aside (or repair it) before using this project again",
   ) {
-    super(`local tracker file ${path} is damaged: ${reason}; move it aside (or repair it) before using this project again`, EXIT_FAILURE);
+    super(`local tracker file ${path} is damaged: ${reason}; ${remedy}`, EXIT_FAILURE);
   }
+}
+
+/** What to do about a journal line that does not read: the repair command, for this project. */
+export function journalRemedy(project: string): string {
+  return `run \`the-loop item repair --project ${project}\` to keep its readable lines and move the rest aside`;
 }
 
 /** A change-feed cursor the local tracker did not issue. */

@@ -6,6 +6,7 @@ export type {
   LocalItem,
   LocalTrackerOptions,
   OpenItemInput,
+  RepairReport,
   StateChangeResult,
 } from "./tracker.js";
 export { CorruptTrackerFileError, InvalidCursorError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";

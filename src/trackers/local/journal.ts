@@ -1,6 +1,7 @@
 import { promises as fs } from "node:fs";
+import { basename, dirname } from "node:path";
 import { errnoOf } from "../../errors.js";
-import { CorruptTrackerFileError } from "./errors.js";
+import { CorruptTrackerFileError, journalRemedy } from "./errors.js";
 import { journalLineSchema, schemaProblem } from "./records.js";
 import type { JournalLine } from "./records.js";
 
@@ -8,6 +9,10 @@ import type { JournalLine } from "./records.js";
  * The append-only journal of one project. A line is committed once its newline is on disk; a
  * line without one is a torn append (a crash mid-write, or a writer still writing) and every
  * reader ignores it. Only a writer holding the project lock truncates it away.
+ *
+ * A complete line that does not read (not JSON, not a change record, a seq not above the one
+ * before it) is damage no crash explains: readers and writers refuse the journal, naming the line,
+ * until `the-loop item repair` moves such lines aside (see scanJournal).
  */
 
 const NEWLINE = 0x0a;
@@ -21,16 +26,32 @@ export interface JournalTail {
   readonly size: number;
 }
 
-function parseLine(text: string, path: string, where: string): JournalLine {
+/** The project a journal belongs to: the name of its folder. */
+function projectOf(path: string): string {
+  return basename(dirname(path));
+}
+
+function damaged(path: string, reason: string): CorruptTrackerFileError {
+  return new CorruptTrackerFileError(path, reason, journalRemedy(projectOf(path)));
+}
+
+/** The line, or why it is not one (a phrase to follow `line N is`/`its last line is`). */
+function readLine(text: string): JournalLine | { problem: string } {
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw new CorruptTrackerFileError(path, `${where} is not JSON`);
+    return { problem: "not JSON" };
   }
   const result = journalLineSchema.safeParse(value);
-  if (!result.success) throw new CorruptTrackerFileError(path, `${where} is not a change record (${schemaProblem(result.error)})`);
+  if (!result.success) return { problem: `not a change record (${schemaProblem(result.error)})` };
   return result.data;
+}
+
+function parseLine(text: string, path: string, where: string): JournalLine {
+  const line = readLine(text);
+  if ("problem" in line) throw damaged(path, `${where} is ${line.problem}`);
+  return line;
 }
 
 async function openForReading(path: string): Promise<fs.FileHandle | undefined> {
@@ -82,30 +103,82 @@ export async function readJournalTail(path: string): Promise<JournalTail> {
   }
 }
 
-/** Every complete line, oldest first; checks that seqs strictly increase. */
-export async function readJournal(path: string): Promise<JournalLine[]> {
+/** A line scanJournal could not keep, with its bytes as they were (without the newline). */
+export interface JournalProblem {
+  /** 1-based. */
+  readonly line: number;
+  /** e.g. `line 3 is not JSON`, `line 9 is torn (no newline)`. */
+  readonly reason: string;
+  readonly bytes: Buffer;
+}
+
+export interface JournalScan {
+  /** The readable lines, oldest first; their seqs strictly increase. */
+  readonly lines: JournalLine[];
+  /** The bytes of each readable line, without its newline, in the same order. */
+  readonly texts: Buffer[];
+  /** Complete lines that do not read, in file order. */
+  readonly damaged: JournalProblem[];
+  /** Bytes after the last newline: a torn append, which no reader counts. */
+  readonly torn: JournalProblem | undefined;
+  /** Bytes up to and including the last newline. */
+  readonly completeLength: number;
+  readonly size: number;
+}
+
+/**
+ * Every line of the journal, sorted into those that read and those that do not; never throws
+ * for content. A line reads when it is JSON, a change record, and its seq is above the seq of
+ * the last readable line before it.
+ */
+export async function scanJournal(path: string): Promise<JournalScan> {
   let data: Buffer;
   try {
     data = await fs.readFile(path);
   } catch (error) {
-    if (errnoOf(error) === "ENOENT") return [];
+    if (errnoOf(error) === "ENOENT") return { lines: [], texts: [], damaged: [], torn: undefined, completeLength: 0, size: 0 };
     throw error;
   }
-  const complete = data.subarray(0, data.lastIndexOf(NEWLINE) + 1).toString("utf8");
-  if (complete === "") return [];
-  const texts = complete.split("\n");
-  texts.pop();
+  const completeLength = data.lastIndexOf(NEWLINE) + 1;
   const lines: JournalLine[] = [];
+  const texts: Buffer[] = [];
+  const damagedLines: JournalProblem[] = [];
   let previousSeq = 0;
-  for (const [index, text] of texts.entries()) {
-    const line = parseLine(text, path, `line ${index + 1}`);
-    if (line.seq <= previousSeq) {
-      throw new CorruptTrackerFileError(path, `line ${index + 1} has seq ${line.seq}, not above the ${previousSeq} before it`);
+  let start = 0;
+  let number = 0;
+  while (start < completeLength) {
+    const end = data.indexOf(NEWLINE, start);
+    const bytes = data.subarray(start, end);
+    start = end + 1;
+    number += 1;
+    const line = readLine(bytes.toString("utf8"));
+    if ("problem" in line) {
+      damagedLines.push({ line: number, reason: `line ${number} is ${line.problem}`, bytes });
+    } else if (line.seq <= previousSeq) {
+      damagedLines.push({ line: number, reason: `line ${number} has seq ${line.seq}, not above the ${previousSeq} before it`, bytes });
+    } else {
+      previousSeq = line.seq;
+      lines.push(line);
+      texts.push(bytes);
     }
-    previousSeq = line.seq;
-    lines.push(line);
   }
-  return lines;
+  const torn =
+    completeLength < data.length
+      ? { line: number + 1, reason: `line ${number + 1} is torn (no newline)`, bytes: data.subarray(completeLength) }
+      : undefined;
+  return { lines, texts, damaged: damagedLines, torn, completeLength, size: data.length };
+}
+
+/** Throws for the first damaged line, naming the file, the line and the repair. */
+export function requireSound(path: string, scan: JournalScan): JournalScan {
+  const first = scan.damaged[0];
+  if (first) throw damaged(path, first.reason);
+  return scan;
+}
+
+/** Every complete line, oldest first; refuses a journal with a line that does not read. */
+export async function readJournal(path: string): Promise<JournalLine[]> {
+  return requireSound(path, await scanJournal(path)).lines;
 }
 
 /** The commit point of a change: one write of one whole line, then fsync. */

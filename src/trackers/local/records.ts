@@ -66,6 +66,12 @@ export type ItemSnapshot = z.infer<typeof itemSnapshotSchema>;
 export const projectMetaSchema = z.object({
   lastSeq: z.int().nonnegative(),
   lastNumber: z.int().nonnegative(),
+  /**
+   * Written only by a repair that moved the journal's last lines aside: every seq up to here was
+   * handed out, so the journal may end below `lastSeq` and the next change is numbered above it.
+   * Gone with the next change.
+   */
+  seqFloor: z.int().nonnegative().optional(),
 });
 
 export type ProjectMeta = z.infer<typeof projectMetaSchema>;

@@ -8,15 +8,17 @@ import { fsyncDirectory, withLock, writeJsonAtomic } from "../../state/index.js"
 import type { LockOptions } from "../../state/index.js";
 import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, labelMatches } from "../../workitem/index.js";
 import type { LocalRef, WorkItemRef } from "../../workitem/index.js";
+import { NotFoundError } from "../../errors.js";
 import { WorkItemNotFoundError } from "../tracker.js";
 import type { ChangeBatch, ItemState, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
 import { exists, highestItemNumber, isProjectName, itemNumbers, itemPath, projectFiles, readMeta, readSnapshot, readSnapshotSync } from "./files.js";
 import type { ProjectFiles } from "./files.js";
-import { appendJournalLine, readJournal, readJournalTail, truncateJournal } from "./journal.js";
+import { appendJournalLine, readJournal, readJournalTail, requireSound, scanJournal, truncateJournal } from "./journal.js";
 import { SELF_LOGIN, checkActor, checkBody, checkCommentBody, checkLabelCount, checkLabels, checkTitle } from "./limits.js";
 import { JournalMismatchError, applyLine } from "./records.js";
+import { repairJournal } from "./repair.js";
 import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
 import { changeOf, commentOf, localItemOf, localWorkItem, stateOf } from "./shapes.js";
 import type { LocalItem } from "./shapes.js";
@@ -70,6 +72,20 @@ export interface ListItemsFilter {
   readonly labels?: readonly string[];
 }
 
+/** What `repair` did to one project's journal. */
+export interface RepairReport {
+  readonly project: string;
+  readonly journal: string;
+  /** Readable lines, kept in the journal in their order. */
+  readonly kept: number;
+  /** Lines moved aside (a torn last line among them), in file order. */
+  readonly moved: readonly { readonly line: number; readonly reason: string }[];
+  /** Whether the journal ended in a torn line (moved aside with the others). */
+  readonly torn: boolean;
+  /** The file the moved lines were written to, next to the journal; undefined when nothing moved. */
+  readonly aside: string | undefined;
+}
+
 /** Where a project's journal stands, as a writer under the lock sees it. */
 interface Head {
   lastSeq: number;
@@ -120,8 +136,9 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
       const lines = await readJournal(this.files(project).journal);
       const lastSeq = lines.at(-1)?.seq ?? 0;
       let after = positions.get(project) ?? 0;
-      // A journal shorter than the cursor was started afresh (its folder wiped): all of it is new.
-      if (lastSeq < after) after = 0;
+      // A journal shorter than the cursor was started afresh (its folder wiped): all of it is new —
+      // unless a repair moved its last lines aside, and meta.json says those seqs were handed out.
+      if (lastSeq < after && ((await readMeta(this.files(project)))?.seqFloor ?? 0) < after) after = 0;
       for (const line of lines) if (line.seq > after) pending.push({ project, line });
       if (lastSeq > 0) positions.set(project, lastSeq);
       else positions.delete(project);
@@ -323,6 +340,37 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     return projects.sort();
   }
 
+  /**
+   * Keeps every readable line of a project's journal and moves the others (a torn last line
+   * among them) to a file next to it, named with the time; then recovers as a writer does.
+   * Records `item.repaired` when it moved something; a sound journal is left as it is.
+   */
+  async repair(projectName: string): Promise<RepairReport> {
+    const project = this.checkProject(projectName);
+    const files = this.files(project);
+    if (!(await exists(files.journal))) throw new NotFoundError(`the local project "${project}" has no journal (${files.journal})`);
+    return withLock(
+      files.journal,
+      async () => {
+        const repair = await repairJournal(files, this.now());
+        const moved = repair.moved.map(({ line, reason }) => ({ line, reason }));
+        if (repair.aside !== undefined) {
+          this.events.emit("item.repaired", {
+            project,
+            journal: files.journal,
+            kept: repair.kept,
+            moved: moved.length,
+            torn: repair.torn,
+            aside: repair.aside,
+          });
+        }
+        await this.recover(project, files);
+        return { project, journal: files.journal, kept: repair.kept, moved, torn: repair.torn, aside: repair.aside };
+      },
+      this.lockOptions,
+    );
+  }
+
   // ---- writing ---------------------------------------------------------------------------
 
   /**
@@ -342,10 +390,15 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
   }
 
   private async recover(project: string, files: ProjectFiles): Promise<Head> {
-    const tail = await readJournalTail(files.journal);
-    if (tail.size > tail.completeLength) await truncateJournal(files.journal, tail.completeLength);
+    // The whole journal is read, not just its tail: a damaged line anywhere would make every
+    // later read of the feed fail, so nothing is appended after one (issue 15, item 7).
+    const scan = requireSound(files.journal, await scanJournal(files.journal));
+    if (scan.size > scan.completeLength) await truncateJournal(files.journal, scan.completeLength);
     const meta = await readMeta(files);
-    const last = tail.last;
+    const last = scan.lines.at(-1);
+    // A repair moved the journal's last lines aside: their seqs stay used.
+    const repairedEnd = meta !== undefined && (meta.seqFloor ?? 0) >= meta.lastSeq && (last?.seq ?? 0) <= meta.lastSeq;
+    if (repairedEnd) return { lastSeq: meta.lastSeq, lastNumber: meta.lastNumber, lastTs: last?.ts };
     if (!last) {
       if (meta && meta.lastSeq > 0) {
         throw new CorruptTrackerFileError(files.journal, `it holds no change, but meta.json records ${meta.lastSeq}`);
