@@ -2,16 +2,17 @@
  * Figure: CLI cold start — `the-loop --version`, `--help`, and `item list` over 1,000 local
  * items — as the median wall time of whole processes, against bare Node starting an empty
  * module (the baseline: what no CLI on Node can beat). Budget: --version/--help ≤ 80 ms.
+ * BENCH_RUNS overrides the number of runs; BENCH_QUICK=1 makes 3 runs over 50 items.
  */
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { EventLog } from "../src/events/log.js";
 import { LocalTracker } from "../src/trackers/local/index.js";
-import { BIN, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, timeProcess } from "./lib.js";
+import { BIN, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, scaled, timeProcess } from "./lib.js";
 
-const ITEMS = 1_000;
-const runs = runsFromEnv(21);
+const ITEMS = scaled(1_000, 50);
+const runs = runsFromEnv(21, 3);
 
 async function projectWithItems(count: number): Promise<string> {
   const cwd = await mkdtemp(join(tmpdir(), "the-loop-bench-"));

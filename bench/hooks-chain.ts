@@ -4,6 +4,7 @@
  * the prompt, one reads the context and hands it back), as the median time per chain run over
  * batches. The same point with no hooks declared is printed beside it: what every operator who
  * declares none pays. Budget: ≤ 20 µs median per run with three executors.
+ * BENCH_RUNS overrides the number of batches; BENCH_QUICK=1 makes 5.
  */
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -12,11 +13,12 @@ import { mkdtemp } from "node:fs/promises";
 import { MemoryEventSink } from "../src/events/log.js";
 import { HookChain } from "../src/hooks/chain.js";
 import { loadHooks } from "../src/hooks/load.js";
-import { median, percentile, printFigure, printHeading, REPO_ROOT, runsFromEnv, sampleSpawnContext } from "./lib.js";
+import { median, percentile, printFigure, printHeading, REPO_ROOT, runsFromEnv, sampleSpawnContext, scaled } from "./lib.js";
 
 const BUDGET_US = 20;
 const BATCH = 200;
-const batches = runsFromEnv(200);
+const batches = runsFromEnv(200, 5);
+const WARMUP_BATCHES = scaled(5, 1);
 
 const HOOKS: Record<string, string> = {
   "pass.mjs": "export default class Pass extends LifecycleHooks {\n  sessionSpawn() { return undefined; }\n}\n",
@@ -43,7 +45,7 @@ const none = HookChain.empty(events);
 const context = sampleSpawnContext();
 
 async function perRunUs(run: () => Promise<unknown>): Promise<{ median: number; p90: number }> {
-  for (let i = 0; i < BATCH * 5; i++) await run();
+  for (let i = 0; i < BATCH * WARMUP_BATCHES; i++) await run();
   const samples: number[] = [];
   for (let b = 0; b < batches; b++) {
     const started = performance.now();

@@ -3,15 +3,17 @@
  * JSON-RPC endpoint on loopback (the SDK's HookServer hosting a class that rewrites the prompt),
  * with a bearer token, run one after another as a dispatch would; the median over the runs, and
  * how many TCP connections the runs took (keep-alive: one). Budget: ≤ 2 ms median.
+ * BENCH_RUNS overrides the number of runs; BENCH_QUICK=1 makes 50.
  */
 import { MemoryEventSink } from "../src/events/log.js";
 import { loadHooks } from "../src/hooks/load.js";
 import { HookServer, LifecycleHooks } from "../src/sdk/hooks/index.js";
 import type { SessionSpawnContext } from "../src/sdk/hooks/index.js";
-import { median, percentile, printFigure, printHeading, runsFromEnv, sampleSpawnContext } from "./lib.js";
+import { median, percentile, printFigure, printHeading, runsFromEnv, sampleSpawnContext, scaled } from "./lib.js";
 
 const BUDGET_MS = 2;
-const runs = runsFromEnv(1_000);
+const runs = runsFromEnv(1_000, 50);
+const WARMUP_RUNS = scaled(500, 20);
 const TOKEN = "bench-hook-token";
 
 class Prefix extends LifecycleHooks {
@@ -44,7 +46,7 @@ async function once(): Promise<number> {
   return elapsed;
 }
 
-for (let i = 0; i < 500; i++) await once();
+for (let i = 0; i < WARMUP_RUNS; i++) await once();
 const before = connections;
 const times: number[] = [];
 for (let i = 0; i < runs; i++) times.push(await once());

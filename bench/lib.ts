@@ -51,9 +51,24 @@ export function benchEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
   return env;
 }
 
-export function runsFromEnv(fallback: number): number {
+/**
+ * Quick mode (`BENCH_QUICK=1`, what CI runs): every figure script runs through its real path with
+ * few runs and small data, prints its figures and checks what it checks on correctness, but its
+ * figures are not comparable with the budgets, so no budget is printed against them. Nothing in
+ * bench/ asserts on time in either mode: a figure script fails only when the path it measures does.
+ */
+export const QUICK = process.env.BENCH_QUICK === "1";
+
+/** The number of runs: BENCH_RUNS when set, else `quick` in quick mode, else `fallback`. */
+export function runsFromEnv(fallback: number, quick = Math.min(fallback, 3)): number {
   const value = Number(process.env.BENCH_RUNS);
-  return Number.isInteger(value) && value > 0 ? value : fallback;
+  if (Number.isInteger(value) && value > 0) return value;
+  return QUICK ? quick : fallback;
+}
+
+/** A data size or fixed count: `quick` in quick mode, else `full`. */
+export function scaled(full: number, quick: number): number {
+  return QUICK ? quick : full;
 }
 
 export interface FigureLine {
@@ -70,13 +85,13 @@ export function printFigure(line: FigureLine): void {
   const digits = line.value >= 100 ? 0 : line.value >= 10 ? 1 : 2;
   const parts = [`  ${line.label.padEnd(44)} ${line.value.toFixed(digits).padStart(9)} ${line.unit.padEnd(6)}`];
   if (line.baseline !== undefined) parts.push(`${(line.value / line.baseline).toFixed(2)}× baseline`);
-  if (line.budget !== undefined) parts.push(`budget ${line.budget} ${line.unit}${line.value > line.budget ? " (OVER)" : ""}`);
+  if (line.budget !== undefined && !QUICK) parts.push(`budget ${line.budget} ${line.unit}${line.value > line.budget ? " (OVER)" : ""}`);
   if (line.note) parts.push(line.note);
   console.log(parts.join("   "));
 }
 
 export function printHeading(title: string): void {
-  console.log(`\n${title}`);
+  console.log(`\n${title}${QUICK ? " [quick mode: few runs, small data, not comparable with the budgets]" : ""}`);
 }
 
 /** A `session_spawn` context of a realistic size (a boot prompt of about 3 KB), for the hook figures. */

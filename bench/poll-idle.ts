@@ -6,22 +6,23 @@
  * The baseline is a per-item strategy: one listing of the labelled items plus one read of each
  * item's thread, every cycle, without conditional requests — 20 × (1 + 50) requests, each charged;
  * it is run against the same server, so its time is measured too.
- * BENCH_RUNS overrides the number of idle cycles measured.
+ * BENCH_RUNS overrides the number of idle cycles measured; BENCH_QUICK=1 measures 3 over 3
+ * repositories of 10 items.
  */
 import { GitHubClient } from "../src/trackers/github/client.js";
 import { GitHubFeed } from "../src/ingress/github-feed/index.js";
 import { FakeGitHub } from "../test/support/fake-github.js";
-import { median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
+import { median, percentile, printFigure, printHeading, runsFromEnv, scaled } from "./lib.js";
 
-const runs = runsFromEnv(20);
-const REPOSITORIES = 20;
-const ITEMS_PER_REPOSITORY = 50;
+const runs = runsFromEnv(20, 3);
+const REPOSITORIES = scaled(20, 3);
+const ITEMS_PER_REPOSITORY = scaled(50, 10);
 const COMMENTS_PER_REPOSITORY = 5;
 const LABEL = "the-loop: auto-execute";
 const TOKEN = "bench-token-not-a-secret";
 const BUDGET_UNITS = 0;
 /** The per-item strategy is slow by nature (a thousand charged requests a cycle): timed twice. */
-const PER_ITEM_RUNS = 2;
+const PER_ITEM_RUNS = scaled(2, 1);
 
 interface Cost {
   readonly requests: number;

@@ -5,7 +5,7 @@
  * records in ≤ 300 ms including process start, so the listing must leave room for Node, the CLI
  * and the config (bare Node's start is printed for that comparison). The listing followed by a
  * full schema parse of every record is printed too: the price list() avoids by checking shapes
- * by hand.
+ * by hand. BENCH_RUNS overrides the number of runs; BENCH_QUICK=1 makes 3 over 200 records.
  */
 import { spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
@@ -18,11 +18,11 @@ import { sessionRecordSchema } from "../src/registry/record-schema.js";
 import { SessionRegistry } from "../src/registry/registry.js";
 import { toJsonText } from "../src/state/atomic.js";
 import { workItemSlug } from "../src/workitem/index.js";
-import { BIN, REPO_ROOT, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, timeProcess } from "./lib.js";
+import { BIN, REPO_ROOT, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, scaled, timeProcess } from "./lib.js";
 
-const RECORDS = 10_000;
+const RECORDS = scaled(10_000, 200);
 const BUDGET_MS = 300;
-const runs = runsFromEnv(11);
+const runs = runsFromEnv(11, 3);
 
 /** A record of typical size: a GitHub issue, a dozen recent deliveries, a third of them closed. */
 function recordFor(index: number): SessionRecord {
@@ -70,7 +70,7 @@ async function registryWith(count: number): Promise<string> {
   return dir;
 }
 
-const REGISTRY_MODULE = new URL("../src/sessions/registry.ts", import.meta.url).href;
+const REGISTRY_MODULE = new URL("../src/registry/registry.ts", import.meta.url).href;
 
 /**
  * The first list() of a new process, timed inside it: what `sessions list` pays, with code not

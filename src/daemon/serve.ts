@@ -1,6 +1,7 @@
-import { readdirSync, statSync, unlinkSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { unlinkSync } from "node:fs";
+import { dirname } from "node:path";
 import { sweepStaleTemporaries, writeJsonAtomic } from "../state/atomic.js";
+import { sweepScratchFiles } from "../state/scratch.js";
 import type { StatePaths } from "../state/layout.js";
 import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { WebhookReceiver } from "../ingress/webhook/server.js";
@@ -51,7 +52,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const dispatcher = await runtime.dispatcher(options.warn, hooks);
   const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
   await poller?.load();
-  // For the rare payload without an html_url: its refs land on the host the tracker serves.
+  // The host the tracker serves: refs land on it, and a payload whose html_url is elsewhere is refused.
   const defaultHost = refHostForApiUrl(githubApiUrl(config.integrations.github));
   const receiver = runs("gh-webhook")
     ? new WebhookReceiver({
@@ -206,27 +207,14 @@ function removeQuietly(path: string): void {
 }
 
 /**
- * What a killed process may have left: temporary siblings of atomic writes (their writer's pid is
- * in the name) and text files on their way into a session. Swept once the locks are held, so no
- * other daemon is using them; nothing depends on this succeeding.
+ * What a killed process may have left: temporary siblings of atomic writes and text files on
+ * their way into a session (each names its writer, and a file whose writer is gone goes, however
+ * young). Swept once the locks are held; a live process's files (a `sessions start` in another
+ * process) stay. Nothing depends on this succeeding.
  */
 function sweepLeftovers(paths: StatePaths): void {
   for (const dir of new Set([paths.root, paths.registryDir, paths.controlDir, dirname(paths.pollStateFile)])) {
     sweepStaleTemporaries(dir);
   }
-  const cutoff = Date.now() - 60_000;
-  let names: string[];
-  try {
-    names = readdirSync(paths.tmpDir);
-  } catch {
-    return;
-  }
-  for (const name of names) {
-    const file = join(paths.tmpDir, name);
-    try {
-      if (name.startsWith("the-loop-") && statSync(file).mtimeMs < cutoff) unlinkSync(file);
-    } catch {
-      // Gone already.
-    }
-  }
+  sweepScratchFiles(paths.tmpDir);
 }

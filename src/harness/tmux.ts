@@ -19,6 +19,7 @@ import { findExecutable } from "./preflight.js";
 import { definedEnvironment, inheritedEnvironment, isEnvName, paneEnvPlan, parseShellEnvironment } from "./pane-env.js";
 import { pasteText } from "./paste-text.js";
 import { screenTail } from "./screen.js";
+import { scratchFileName } from "../state/scratch.js";
 
 export interface TmuxRunnerOptions {
   /** `tmux -L <name>`: a separate server; the default server when unset. */
@@ -195,8 +196,9 @@ export class TmuxRunner implements SessionRunner {
     const state = await this.probe(target);
     if (state !== "live") throw new SessionMissingError(target, state);
     const nonce = randomBytes(8).toString("hex");
-    const textFile = join(this.tempDir, `the-loop-paste-${nonce}.txt`);
-    const submitFile = join(this.tempDir, `the-loop-submit-${nonce}.txt`);
+    // Named with this process as their writer, so a restart after a crash removes what it left.
+    const textFile = join(this.tempDir, scratchFileName("paste", nonce));
+    const submitFile = join(this.tempDir, scratchFileName("submit", nonce));
     const eventBuffer = `the-loop-evt-${nonce}`;
     const submitBuffer = `the-loop-submit-${nonce}`;
     const pane = windowOf(target);
