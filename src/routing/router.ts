@@ -9,7 +9,7 @@ import { hasLabel } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
 import { isAuthorized } from "./authz.js";
 import { COMMENT_KINDS } from "./inbound.js";
-import type { InboundEvent, InboundKind } from "./inbound.js";
+import type { InboundEvent } from "./inbound.js";
 import { isSelfAuthored } from "../workitem/index.js";
 
 /**
@@ -23,8 +23,6 @@ export interface RoutingPolicy {
   readonly authorizedUsers: ReadonlySet<string>;
   readonly spawnOnUnmatched: SpawnPolicy;
   readonly autoExecuteLabel: string;
-  /** null: every kind. */
-  readonly acceptedKinds: ReadonlySet<InboundKind> | null;
   readonly control: {
     /** Whether comments are read for control keywords. */
     readonly enabled: boolean;
@@ -36,13 +34,11 @@ export interface RoutingPolicy {
 /** Built once per config load: the router then does set lookups, never list scans. */
 export function policyOf(
   routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel" | "control">,
-  acceptedKinds: readonly InboundKind[] | null = null,
 ): RoutingPolicy {
   return {
     authorizedUsers: new Set(routing.authorizedUsers),
     spawnOnUnmatched: routing.spawnOnUnmatched,
     autoExecuteLabel: routing.autoExecuteLabel,
-    acceptedKinds: acceptedKinds === null ? null : new Set(acceptedKinds),
     control: {
       enabled: routing.control.enabled,
       requireStartCommand: routing.control.requireStartCommand,
@@ -86,7 +82,6 @@ export interface DeliveryMemory {
 }
 
 export type DropReason =
-  | "disabled-event"
   | "duplicate-delivery"
   | "no-work-item"
   | "self-authored"
@@ -128,23 +123,23 @@ export type Decision =
 export type DecisionAction = Decision["action"];
 
 /**
- * The guards run in this order and the first that fails decides:
- *  1. event filter       kind not accepted                      → drop disabled-event
- *  2. delivery dedupe    delivery id or content key seen        → drop duplicate-delivery
- *  3. work item          the event names none                   → drop no-work-item
- *  4. self-authored      the text carries the-loop's marker     → drop self-authored
- *  5. authorization      actor not allowed (a close is exempt)  → drop unauthorized-actor
- *  6. control keyword    a comment naming a command             → control, or drop (ambiguous,
+ * The guards run in this order and the first that fails decides. (The event filter is not here:
+ * it is the webhook receiver's, `webhooks.ghWebhook.events`, which acts on GitHub's event names
+ * before a payload is even parsed; the poller reads only what it lists.)
+ *  1. delivery dedupe    delivery id or content key seen        → drop duplicate-delivery
+ *  2. work item          the event names none                   → drop no-work-item
+ *  3. self-authored      the text carries the-loop's marker     → drop self-authored
+ *  4. authorization      actor not allowed (a close is exempt)  → drop unauthorized-actor
+ *  5. control keyword    a comment naming a command             → control, or drop (ambiguous,
  *                                                                 actor-less, redelivered)
- *  7. session match      a live session on one of the items     → deliver, or duplicate; a
+ *  6. session match      a live session on one of the items     → deliver, or duplicate; a
  *                                                                 closing: close its own item's
  *                                                                 session, else deliver a PR's
  *                                                                 closing to a linked one
- *  8. spawn policy       no live session                        → spawn, or drop (incl. the start
+ *  7. spawn policy       no live session                        → spawn, or drop (incl. the start
  *                                                                 gate: awaiting-start, stopped)
  */
 export function route(event: InboundEvent, policy: RoutingPolicy, registry: RegistryView, memory: DeliveryMemory): Decision {
-  if (policy.acceptedKinds !== null && !policy.acceptedKinds.has(event.kind)) return drop("disabled-event");
   if (memory.has(event.deliveryId) || (event.contentKey !== undefined && memory.has(event.contentKey))) {
     return drop("duplicate-delivery");
   }

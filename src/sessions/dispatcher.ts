@@ -36,7 +36,6 @@ export type { DispatcherConfig, DispatcherOptions } from "./context.js";
 
 /** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
 const EVENT_GUARDS: ReadonlySet<string> = new Set([
-  "disabled-event",
   "duplicate-delivery",
   "no-work-item",
   "self-authored",

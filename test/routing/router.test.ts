@@ -3,7 +3,7 @@ import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { SpawnPolicy } from "../../src/config/schema.js";
 import { SELF_COMMENT_MARKER, markSelfAuthored } from "../../src/workitem/marker.js";
 import { INBOUND_KINDS } from "../../src/routing/inbound.js";
-import type { InboundEvent, InboundKind } from "../../src/routing/inbound.js";
+import type { InboundEvent } from "../../src/routing/inbound.js";
 import { isArmed, policyOf, route } from "../../src/routing/router.js";
 import type { Decision, DeliveryMemory, DropReason, RegistryView, RoutingPolicy, SessionView } from "../../src/routing/router.js";
 import type { SessionStatus } from "../../src/registry/record.js";
@@ -56,7 +56,7 @@ function event(overrides: Partial<InboundEvent> = {}): InboundEvent {
 /** CONTROL: the start gate off, so these tables pin the label path; router-control.test.ts covers the gate. */
 export const CONTROL = { enabled: true, requireStartCommand: false, keywords: DEFAULT_CONTROL_KEYWORDS };
 
-function policy(overrides: { users?: string[]; spawn?: SpawnPolicy; label?: string; kinds?: InboundKind[] | null } = {}): RoutingPolicy {
+function policy(overrides: { users?: string[]; spawn?: SpawnPolicy; label?: string } = {}): RoutingPolicy {
   return policyOf(
     {
       authorizedUsers: overrides.users ?? ["alice"],
@@ -64,7 +64,6 @@ function policy(overrides: { users?: string[]; spawn?: SpawnPolicy; label?: stri
       autoExecuteLabel: overrides.label ?? LABEL,
       control: CONTROL,
     },
-    overrides.kinds ?? null,
   );
 }
 
@@ -92,11 +91,6 @@ const dropped = (reason: DropReason, workItem?: WorkItem): Decision =>
   workItem === undefined ? { action: "drop", reason } : { action: "drop", reason, workItem };
 
 const cases: Case[] = [
-  // 1. event filter
-  { name: "a kind outside acceptedKinds is dropped", event: { kind: "labeled" }, policy: { kinds: ["commented"] }, expected: dropped("disabled-event") },
-  { name: "an accepted kind passes the filter", policy: { kinds: ["commented"] }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
-  { name: "an empty acceptedKinds list accepts nothing", policy: { kinds: [] }, sessions: { [A.ref]: session("active") }, expected: dropped("disabled-event") },
-  { name: "a disabled event that is also a duplicate: disabled-event wins", policy: { kinds: ["opened"] }, seen: ["d-1"], expected: dropped("disabled-event") },
 
   // 2. delivery dedupe (memory)
   { name: "a delivery id in memory is a duplicate", seen: ["d-1"], sessions: { [A.ref]: session("active") }, expected: dropped("duplicate-delivery") },
@@ -235,12 +229,6 @@ describe("route", () => {
     expect(asked).toEqual([A.ref]);
   });
 
-  it("consults neither memory nor registry for a disabled event", () => {
-    const fail = () => {
-      throw new Error("consulted");
-    };
-    expect(route(event(), policy({ kinds: ["opened"] }), { sessionFor: fail, controlFor: fail }, { has: fail })).toEqual(dropped("disabled-event"));
-  });
 });
 
 /**
@@ -258,7 +246,6 @@ describe("guard order", () => {
   }
   const live = { [A.ref]: session("active") };
   const failures: Failure[] = [
-    { guard: "event filter", policy: { kinds: ["opened"] }, reason: "disabled-event" },
     { guard: "memory dedupe", seen: ["d-1"], reason: "duplicate-delivery" },
     { guard: "work item", event: { workItems: [] }, reason: "no-work-item" },
     { guard: "self-authored", event: { body: markSelfAuthored("x") }, reason: "self-authored" },
@@ -305,17 +292,12 @@ describe("isArmed", () => {
 
 describe("policyOf", () => {
   it("builds sets from the config", () => {
-    const built = policyOf({ authorizedUsers: ["a", "b", "a"], spawnOnUnmatched: "always", autoExecuteLabel: "go", control: CONTROL }, ["commented", "closed"]);
+    const built = policyOf({ authorizedUsers: ["a", "b", "a"], spawnOnUnmatched: "always", autoExecuteLabel: "go", control: CONTROL });
     expect(built).toMatchObject({
       authorizedUsers: new Set(["a", "b"]),
       spawnOnUnmatched: "always",
       autoExecuteLabel: "go",
-      acceptedKinds: new Set(["commented", "closed"]),
     });
-  });
-
-  it.each([[undefined], [null]])("accepts every kind when acceptedKinds is %s", (kinds) => {
-    expect(policyOf({ authorizedUsers: [], spawnOnUnmatched: "never", autoExecuteLabel: "go", control: CONTROL }, kinds).acceptedKinds).toBeNull();
   });
 
   it("does not alias the config's list", () => {
