@@ -9,11 +9,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ghWebhookSchema } from "../../src/config/schema.js";
 import type { GhWebhookConfig } from "../../src/config/schema.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import type { EventHandler, HandleResult } from "../../src/ingress/poller.js";
 import { WebhookReceiver } from "../../src/ingress/webhook/server.js";
 import type { WebhookReceiverOptions } from "../../src/ingress/webhook/server.js";
-import type { InboundEvent } from "../../src/routing/inbound.js";
 import { waitFor } from "../support/wait.js";
+import { RecordingHandler, receiversStoppedAfterEach } from "../support/webhook.js";
 
 /**
  * Hostile input the receiver must bound (issue 15, items 1-3): memory held by unauthenticated
@@ -38,18 +37,7 @@ function commentPayload(body: string): Record<string, unknown> {
   };
 }
 
-class RecordingHandler implements EventHandler {
-  readonly received: InboundEvent[] = [];
-  handle(event: InboundEvent): Promise<HandleResult> {
-    this.received.push(event);
-    return Promise.resolve({ settled: true });
-  }
-}
-
-const started: WebhookReceiver[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((receiver) => receiver.stop()));
-});
+const started = receiversStoppedAfterEach();
 
 async function startReceiver(overrides: Partial<GhWebhookConfig> = {}, options: Partial<WebhookReceiverOptions> = {}) {
   const handler = new RecordingHandler();

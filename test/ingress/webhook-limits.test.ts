@@ -1,15 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { connect } from "node:net";
 import { sign } from "@octokit/webhooks-methods";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ghWebhookSchema } from "../../src/config/schema.js";
 import type { GhWebhookConfig } from "../../src/config/schema.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import type { EventHandler, HandleResult } from "../../src/ingress/poller.js";
 import { WebhookReceiver } from "../../src/ingress/webhook/server.js";
 import type { WebhookReceiverOptions } from "../../src/ingress/webhook/server.js";
-import type { InboundEvent } from "../../src/routing/inbound.js";
 import { waitFor } from "../support/wait.js";
+import { RecordingHandler, receiversStoppedAfterEach } from "../support/webhook.js";
 
 const SECRET = "s3cret-for-the-limits-test";
 const ENV = { THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
@@ -24,18 +23,7 @@ function commentPayload(body: string, number = 7): Record<string, unknown> {
   };
 }
 
-class RecordingHandler implements EventHandler {
-  readonly received: InboundEvent[] = [];
-  handle(event: InboundEvent): Promise<HandleResult> {
-    this.received.push(event);
-    return Promise.resolve({ settled: true });
-  }
-}
-
-const started: WebhookReceiver[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((receiver) => receiver.stop()));
-});
+const started = receiversStoppedAfterEach();
 
 async function startReceiver(overrides: Partial<GhWebhookConfig> = {}, options: Partial<WebhookReceiverOptions> = {}) {
   const handler = new RecordingHandler();

@@ -1,29 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { sign } from "@octokit/webhooks-methods";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ghWebhookSchema } from "../../src/config/schema.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import type { EventHandler, HandleResult } from "../../src/ingress/poller.js";
 import { WebhookReceiver } from "../../src/ingress/webhook/server.js";
-import type { InboundEvent } from "../../src/routing/inbound.js";
 import { waitFor } from "../support/wait.js";
+import { RecordingHandler, receiversStoppedAfterEach } from "../support/webhook.js";
 
 /** A correctly signed delivery that is not what GitHub sends is refused, never handed over (issue 15, item 4). */
 
 const SECRET = "s3cret-for-the-malformed-test";
 
-class RecordingHandler implements EventHandler {
-  readonly received: InboundEvent[] = [];
-  handle(event: InboundEvent): Promise<HandleResult> {
-    this.received.push(event);
-    return Promise.resolve({ settled: true });
-  }
-}
-
-const started: WebhookReceiver[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((receiver) => receiver.stop()));
-});
+const started = receiversStoppedAfterEach();
 
 function payload(issueExtra: Record<string, unknown>): Record<string, unknown> {
   return {

@@ -2,16 +2,15 @@ import { randomUUID } from "node:crypto";
 import { request } from "node:http";
 import type { IncomingHttpHeaders } from "node:http";
 import { sign } from "@octokit/webhooks-methods";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ghWebhookSchema } from "../../src/config/schema.js";
 import type { GhWebhookConfig } from "../../src/config/schema.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import type { EventHandler, HandleResult } from "../../src/ingress/poller.js";
 import { WebhookReceiver } from "../../src/ingress/webhook/server.js";
 import type { WebhookReceiverOptions } from "../../src/ingress/webhook/server.js";
 import { WebhookSecretError } from "../../src/ingress/webhook/secret.js";
-import type { InboundEvent } from "../../src/routing/inbound.js";
 import { waitFor } from "../support/wait.js";
+import { RecordingHandler, receiversStoppedAfterEach } from "../support/webhook.js";
 
 const SECRET = "s3cret-for-the-receiver-test";
 const ENV = { THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
@@ -27,15 +26,6 @@ function commentPayload(body = "please fix it", number = 7): Record<string, unkn
   };
 }
 
-class RecordingHandler implements EventHandler {
-  readonly received: InboundEvent[] = [];
-  constructor(private readonly outcome: (event: InboundEvent) => Promise<HandleResult> = () => Promise.resolve({ settled: true })) {}
-  handle(event: InboundEvent): Promise<HandleResult> {
-    this.received.push(event);
-    return this.outcome(event);
-  }
-}
-
 interface Harness {
   readonly receiver: WebhookReceiver;
   readonly handler: RecordingHandler;
@@ -44,10 +34,7 @@ interface Harness {
   readonly base: string;
 }
 
-const started: WebhookReceiver[] = [];
-afterEach(async () => {
-  await Promise.all(started.splice(0).map((receiver) => receiver.stop()));
-});
+const started = receiversStoppedAfterEach();
 
 function configOf(overrides: Partial<GhWebhookConfig> = {}): GhWebhookConfig {
   return ghWebhookSchema.parse({ enabled: true, port: 0, maxBodyBytes: 4_096, ...overrides });
