@@ -112,6 +112,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     events,
     now: () => new Date(),
     control,
+    stateRootTag: stateRootTag(paths.root),
     ...(workspaces ? { workspaces } : {}),
   };
   return {

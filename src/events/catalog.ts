@@ -176,6 +176,12 @@ export const EVENT_CATALOG = {
     summary: "A session was closed (`reason`: item-closed, cli, spawn-failed, …).",
     fields: { work_item: "string", reason: "string", tmux_target: "string", kept_tmux_session: "boolean" },
   },
+  "session.record_moved_aside": {
+    family: "session",
+    level: "warning",
+    summary: "A session record that did not parse was moved aside (kept, never deleted) so its session could still be closed.",
+    fields: { work_item: "string", file: "string", moved_to: "string", reason: "string" },
+  },
   "session.harness_terminated": {
     family: "session",
     level: "info",

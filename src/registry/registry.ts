@@ -130,6 +130,15 @@ export class SessionRegistry {
     return outcome?.written ? outcome.record : undefined;
   }
 
+  /**
+   * Moves the item's record aside (`<slug>.json.<reason>-<time>`, kept for an operator, never
+   * deleted): what a close does with a record that does not parse. Where it went; undefined when
+   * there was no record.
+   */
+  async moveAside(ref: string, reason: string): Promise<string | undefined> {
+    return this.records.moveAside(ref, reason);
+  }
+
   private async mutateLocked(
     ref: string,
     mutate: (record: SessionRecord) => SessionRecord | undefined,

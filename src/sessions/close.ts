@@ -5,8 +5,10 @@ import type { EventSink } from "../events/log.js";
 import { messageOf } from "../errors.js";
 import type { SessionRunner } from "../harness/runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
+import { RegistryRecordError, tmuxTargetFor } from "../registry/record.js";
 import type { SessionRecord } from "../registry/record.js";
 import type { SessionRegistry } from "../registry/registry.js";
+import { parseWorkItemRef, workItemSlug } from "../workitem/index.js";
 
 export interface CloseOptions {
   readonly registry: SessionRegistry;
@@ -22,6 +24,27 @@ export interface CloseOptions {
    * a new start instead of starting on the old one.
    */
   readonly control?: ControlStore;
+  /**
+   * The state root's tag (stateRootTag): with a damaged record, the tmux name the item's session
+   * has is worked out from it (closeDamaged).
+   */
+  readonly stateRootTag?: string;
+}
+
+/**
+ * What a close of a session whose record did not parse answers: no record (it is moved aside),
+ * the item and the tmux session(s) it ended.
+ */
+export interface DamagedClose {
+  readonly damaged: true;
+  readonly workItem: { readonly ref: string };
+  /** The first tmux name ended, or the name the session would have when none existed. */
+  readonly tmuxTarget: string;
+  readonly movedTo: string | undefined;
+}
+
+export function isDamagedClose(closed: SessionRecord | DamagedClose): closed is DamagedClose {
+  return "damaged" in closed;
 }
 
 /**
@@ -47,11 +70,12 @@ export async function closeSession(
   options: CloseOptions,
   ref: string,
   reason: string,
-): Promise<SessionRecord | undefined> {
+): Promise<SessionRecord | DamagedClose | undefined> {
   const control = KEEPS_CONTROL.has(reason) ? undefined : options.control;
   if (control === undefined) {
-    const closed = await options.registry.close(ref, reason, options.now());
+    const closed = await markClosed(options, ref, reason);
     if (!closed) return undefined;
+    if (closed instanceof RegistryRecordError) return closeDamaged(options, ref, reason, closed);
     await finishClose(options, closed, reason);
     return closed;
   }
@@ -64,11 +88,70 @@ export async function closeSession(
       // reports the file (as it always has).
       standing = { known: false };
     }
-    return options.registry.close(ref, reason, options.now());
+    return markClosed(options, ref, reason);
   });
   if (!closed) return undefined;
+  if (closed instanceof RegistryRecordError) return closeDamaged(options, ref, reason, closed, standing);
   await finishClose(options, closed, reason, standing);
   return closed;
+}
+
+/** registry.close, answering (not throwing) the error of a session record that does not parse. */
+async function markClosed(options: CloseOptions, ref: string, reason: string): Promise<SessionRecord | RegistryRecordError | undefined> {
+  try {
+    return await options.registry.close(ref, reason, options.now());
+  } catch (error) {
+    if (error instanceof RegistryRecordError) return error;
+    throw error;
+  }
+}
+
+/**
+ * The close of a session whose record does not parse: nothing in it can be trusted, so the file
+ * is moved aside (kept with its name and the time, never deleted) and recorded, and the tmux
+ * session the item's session would have is ended by name — the tagged name and the older
+ * untagged one, each that exists. Then it finishes as any close: `session.closed`, and the item's
+ * standing command cleared as the reason says. Only a close does this: a delivery into a damaged
+ * record still fails (and names the file) rather than start a second session beside the first.
+ */
+export async function closeDamaged(
+  options: CloseOptions,
+  ref: string,
+  reason: string,
+  error: RegistryRecordError,
+  standing: Standing = { known: false },
+): Promise<DamagedClose> {
+  const movedTo = await options.registry.moveAside(ref, "damaged");
+  options.events.emit("session.record_moved_aside", {
+    work_item: ref,
+    file: error.where,
+    moved_to: movedTo ?? "",
+    reason: error.reason,
+  });
+  const slug = workItemSlug(parseWorkItemRef(ref));
+  const names = [
+    ...(options.stateRootTag !== undefined ? [tmuxTargetFor(slug, options.stateRootTag)] : []),
+    tmuxTargetFor(slug),
+  ];
+  let ended: string | undefined;
+  let keptSession = false;
+  for (const target of names) {
+    if ((await options.runner.probe(target)) === "absent") continue;
+    const result = await options.runner.terminate(target, {
+      killHarness: options.tmux.killHarnessOnClose,
+      graceMs: Math.round(options.tmux.harnessKillGraceSeconds * 1000),
+      killSession: !options.tmux.keepSessionOnClose,
+    });
+    if (result.signal !== "none") {
+      options.events.emit("session.harness_terminated", { work_item: ref, tmux_target: target, signal: result.signal });
+    }
+    ended ??= target;
+    keptSession ||= result.keptSession;
+  }
+  const tmuxTarget = ended ?? names[0] ?? tmuxTargetFor(slug);
+  options.events.emit("session.closed", { work_item: ref, reason, tmux_target: tmuxTarget, kept_tmux_session: keptSession });
+  await clearControl(options, ref, reason, standing);
+  return { damaged: true, workItem: { ref }, tmuxTarget, movedTo };
 }
 
 /** The item's command when its session was marked closed; `known: false` when it could not be read. */
@@ -118,6 +201,11 @@ export async function finishClose(
     tmux_target: closed.tmuxTarget,
     kept_tmux_session: result.keptSession,
   });
+  await clearControl(options, ref, reason, standing);
+}
+
+/** The item's standing command, cleared once its session is fully closed (unless the reason keeps it). */
+async function clearControl(options: CloseOptions, ref: string, reason: string, standing: Standing): Promise<void> {
   if (options.control !== undefined && !KEEPS_CONTROL.has(reason)) {
     // No command stood when the session closed: one recorded since is the item's next state.
     if (standing.known && standing.record === undefined) return;

@@ -1,5 +1,5 @@
 import { messageOf } from "../errors.js";
-import { closeSession } from "./close.js";
+import { closeSession, isDamagedClose } from "./close.js";
 import { SETTLED, closeOptions, settle } from "./context.js";
 import type { DispatchContext, HandleResult, Turn } from "./context.js";
 import { workItemComplete } from "./hook-points.js";
@@ -18,6 +18,8 @@ export async function closeForEvent(ctx: DispatchContext, turn: Turn, slot: Pool
   // Closed by someone else since the decision: a dropped event gets no reaction.
   if (!closed) return settle(turn, "no-session");
   ctx.react(turn.event, "started");
+  // A record moved aside as damaged: nothing left to tell work_item_complete about the session.
+  if (isDamagedClose(closed)) return SETTLED;
   await workItemComplete(ctx, turn, slot, closed);
   return SETTLED;
 }

@@ -213,6 +213,7 @@ export function closeOptions(ctx: DispatchContext): CloseOptions {
     events: options.events,
     now: ctx.now,
     control: options.control,
+    ...(options.stateRootTag !== undefined ? { stateRootTag: options.stateRootTag } : {}),
     ...(options.workspaces ? { workspaces: options.workspaces } : {}),
   };
 }

@@ -8,6 +8,7 @@ import type { Decision, DeliveryMemory, RegistryView } from "../routing/router.j
 import { deliveryKeys } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
+import type { WorkItem } from "../workitem/index.js";
 import { releaseLeftCheckout, closeForEvent } from "./closing.js";
 import { commandFromComment, controlRequest, finishStop, retryStart, standingCommands } from "./commands.js";
 import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisProcess, turnOf, withSlot } from "./context.js";
@@ -15,7 +16,7 @@ import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptio
 import { deliver } from "./delivery.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
-import { isLive } from "../registry/record.js";
+import { RegistryRecordError, isLive } from "../registry/record.js";
 import { Reactions } from "./reactions.js";
 import { spawn } from "./spawn.js";
 
@@ -228,6 +229,10 @@ export class Dispatcher implements EventHandler {
     try {
       return route(event, this.config.policy, this.view, memory);
     } catch (error) {
+      // The closing of an item whose session record does not parse: the close is what a damaged
+      // record must not block, so the session is closed (the record moved aside, close.ts).
+      const closing = damagedClosing(event, error);
+      if (closing !== undefined) return { action: "close", workItem: closing };
       // A damaged record: nothing can be decided for this item until a person looks at it.
       dispatchFailed(this.eventsOf(event), "route", messageOf(error), true);
       return undefined;
@@ -353,4 +358,16 @@ export class Dispatcher implements EventHandler {
     ]);
     return started.filter(Boolean).length;
   }
+}
+
+/**
+ * The item an item's own closing would close, when what failed its routing is that item's session
+ * record not parsing (RegistryRecordError). Not a pull request's closing told to a linked item:
+ * that is news for a session, and news is not delivered into a record that cannot be read.
+ */
+function damagedClosing(event: InboundEvent, error: unknown): WorkItem | undefined {
+  if (event.kind !== "closed" || !(error instanceof RegistryRecordError)) return undefined;
+  const pullRequest = event.pullRequest?.ref;
+  const closing = pullRequest === undefined ? event.workItems : event.workItems.filter((item) => item.ref === pullRequest);
+  return closing.find((item) => item.ref === error.item);
 }

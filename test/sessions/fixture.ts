@@ -9,7 +9,7 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import type { InboundEvent, InboundKind, LinkSource } from "../../src/routing/inbound.js";
 import { policyOf } from "../../src/routing/router.js";
 import { closeSession } from "../../src/sessions/close.js";
-import type { CloseOptions } from "../../src/sessions/close.js";
+import type { CloseOptions, DamagedClose } from "../../src/sessions/close.js";
 import { Dispatcher } from "../../src/sessions/dispatcher.js";
 import type { DispatcherOptions } from "../../src/sessions/dispatcher.js";
 import { PullRequestLinks } from "../../src/sessions/links.js";
@@ -342,7 +342,7 @@ export async function githubSetup(routingOverrides: Record<string, unknown> = {}
   const dispatcher = (options: Partial<DispatcherOptions> = {}): Dispatcher => base.dispatcher({ links, ...options });
   const record = (item: WorkItem): SessionRecord => base.record(item.ref);
   /** What `the-loop sessions close` does, from another process. */
-  const cliClose = (item: WorkItem): Promise<SessionRecord | undefined> => {
+  const cliClose = (item: WorkItem): Promise<SessionRecord | DamagedClose | undefined> => {
     const options: CloseOptions = { registry, runner, tmux: routing.tmux, events, now: () => T0, workspaces, control };
     return closeSession(options, item.ref, "cli");
   };

@@ -7,7 +7,7 @@ import type { ControlListingProblem } from "../../control/store.js";
 import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../control/types.js";
 import { AnswerGivenExit, EXIT_FAILURE, ExitError, NotFoundError, UsageError, messageOf } from "../../errors.js";
 import type { Runtime, RuntimeInput } from "../../daemon/runtime.js";
-import { isLive } from "../../registry/record.js";
+import { RegistryRecordError, isLive } from "../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../registry/listing.js";
 import { WorkItemNotFoundError } from "../../trackers/tracker.js";
@@ -393,6 +393,19 @@ function workItemActedOn(runtime: Runtime, ref: string): string {
  * the thread is its record); a refused one is not, as nothing happened. Exit 0 when the command
  * applied (a no-op included), 1 when it was refused or its start is pending a failed spawn.
  */
+/** Closes the item's session through close.ts when its record does not parse; otherwise nothing. */
+async function closeDamagedSession(runtime: Runtime, ref: string): Promise<void> {
+  try {
+    runtime.registry.get(ref);
+    return;
+  } catch (error) {
+    if (!(error instanceof RegistryRecordError)) return;
+  }
+  const { closeSession } = await import("../../sessions/close.js");
+  const closed = await closeSession(runtime.closeOptions, ref, "stopped");
+  if (closed !== undefined) stderr.warn(`the session record of ${ref} was damaged: moved aside, its tmux session ${closed.tmuxTarget} ended`);
+}
+
 export async function runSessionsControl(globals: GlobalOptions, command: ControlCommand, options: SessionsControlOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
@@ -406,6 +419,10 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
     stderr.line(`note: ${named} is bound to ${ref}, so the ${command} acts on ${ref}, as the keyword in a comment on ${named} would`);
   }
   const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note: `the-loop sessions ${command}` };
+  // A stop must end an agent whose session record does not parse: the record is moved aside and
+  // its tmux session ended by name (close.ts), and the stop is then recorded as for an item with
+  // no session. Start, pause and resume still refuse a damaged record, naming the file.
+  if (command === "stop") await closeDamagedSession(runtime, ref);
 
   const { loadCommandHooks, loadDaemonHooks } = await import("../../daemon/hooks.js");
   // A start does what the daemon does, so it refuses a declaration that does not load, as the
