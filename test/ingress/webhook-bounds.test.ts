@@ -12,7 +12,7 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import { WebhookReceiver } from "../../src/ingress/webhook/server.js";
 import type { WebhookReceiverOptions } from "../../src/ingress/webhook/server.js";
 import { waitFor } from "../support/wait.js";
-import { RecordingHandler, receiversStoppedAfterEach } from "../support/webhook.js";
+import { RecordingHandler, commentPayload, receiversStoppedAfterEach } from "../support/webhook.js";
 
 /**
  * Hostile input the receiver must bound (issue 15, items 1-3): memory held by unauthenticated
@@ -25,16 +25,6 @@ const BOGUS = `sha256=${"a".repeat(64)}`;
 
 function signed(body: Buffer | string): string {
   return `sha256=${createHmac("sha256", SECRET).update(body).digest("hex")}`;
-}
-
-function commentPayload(body: string): Record<string, unknown> {
-  return {
-    action: "created",
-    issue: { number: 7, title: "Bug", body: "", state: "open", labels: [], html_url: "https://github.com/octo/repo/issues/7" },
-    comment: { id: 100, body, user: { login: "alice" }, created_at: "2025-01-01T00:00:00Z" },
-    repository: { full_name: "octo/repo", html_url: "https://github.com/octo/repo" },
-    sender: { login: "alice" },
-  };
 }
 
 const started = receiversStoppedAfterEach();

@@ -8,20 +8,10 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import { WebhookReceiver } from "../../src/ingress/webhook/server.js";
 import type { WebhookReceiverOptions } from "../../src/ingress/webhook/server.js";
 import { waitFor } from "../support/wait.js";
-import { RecordingHandler, receiversStoppedAfterEach } from "../support/webhook.js";
+import { RecordingHandler, commentPayload, receiversStoppedAfterEach } from "../support/webhook.js";
 
 const SECRET = "s3cret-for-the-limits-test";
 const ENV = { THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
-
-function commentPayload(body: string, number = 7): Record<string, unknown> {
-  return {
-    action: "created",
-    issue: { number, title: "Bug", body: "", state: "open", labels: [], html_url: `https://github.com/octo/repo/issues/${number}` },
-    comment: { id: 100, body, user: { login: "alice" }, created_at: "2025-01-01T00:00:00Z" },
-    repository: { full_name: "octo/repo", html_url: "https://github.com/octo/repo" },
-    sender: { login: "alice" },
-  };
-}
 
 const started = receiversStoppedAfterEach();
 

@@ -20,3 +20,14 @@ export function receiversStoppedAfterEach(): WebhookReceiver[] {
   });
   return started;
 }
+
+/** An `issue_comment` payload for issue `number`, shaped as GitHub sends it. */
+export function commentPayload(body: string, number = 7): Record<string, unknown> {
+  return {
+    action: "created",
+    issue: { number, title: "Bug", body: "", state: "open", labels: [], html_url: `https://github.com/octo/repo/issues/${number}` },
+    comment: { id: 100, body, user: { login: "alice" }, created_at: "2025-01-01T00:00:00Z" },
+    repository: { full_name: "octo/repo", html_url: "https://github.com/octo/repo" },
+    sender: { login: "alice" },
+  };
+}
