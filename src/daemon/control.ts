@@ -6,8 +6,8 @@ import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
 import { CLI_ENTRY } from "../sessions/session-env.js";
 import { webhookSecret } from "../ingress/webhook/secret.js";
-import { readLiveHolder } from "./pidfile.js";
-import type { PidfileHolder } from "./pidfile.js";
+import { holderNote, readLock } from "./pidfile.js";
+import type { HeldLock, PidfileHolder } from "./pidfile.js";
 import { NOTHING_TO_RUN, listeningUrl, readWebhookListening, servicesOf } from "./services.js";
 import type { ServiceSpec } from "./services.js";
 import { readHeartbeat } from "./heartbeat.js";
@@ -15,7 +15,7 @@ import type { PollHeartbeat } from "./heartbeat.js";
 
 /**
  * `start`, `stop` and `status`: a daemon is a detached `the-loop serve`, and what it runs is
- * read from the pidfile locks its services hold, never from a process table.
+ * read from the locks its services hold (pidfile.ts), never from a process table.
  */
 
 /** Where a running webhook receiver listens. */
@@ -44,19 +44,19 @@ export interface ServiceStatus {
  * enabled still answers with the service it would run first); the webhook receiver only once it
  * is enabled or holds its lock.
  */
-export function daemonStatus(config: CliConfig, paths: StatePaths): ServiceStatus[] {
-  return servicesOf(config, paths)
-    .map((service) => statusOf(service, paths))
-    .filter((status) => status.name === "poller" || status.enabled || status.running);
+export async function daemonStatus(config: CliConfig, paths: StatePaths): Promise<ServiceStatus[]> {
+  const statuses = await Promise.all(servicesOf(config, paths).map((service) => statusOf(service, paths)));
+  return statuses.filter((status) => status.name === "poller" || status.enabled || status.running);
 }
 
-function statusOf(service: ServiceSpec, paths: StatePaths): ServiceStatus {
-  const holder = readLiveHolder(service.pidfile);
+async function statusOf(service: ServiceSpec, paths: StatePaths): Promise<ServiceStatus> {
+  const lock = await readLock(service.pidfile);
+  const holder = lock?.holder;
   const listening = holder !== undefined && service.name === "gh-webhook" ? webhookListening(paths, holder.pid) : undefined;
   return {
     name: service.name,
     enabled: service.enabled,
-    running: holder !== undefined,
+    running: lock !== undefined,
     pid: holder?.pid,
     since: holder?.startedAt,
     pidfile: service.pidfile,
@@ -74,8 +74,8 @@ function webhookListening(paths: StatePaths, pid: number): ListeningStatus | und
 }
 
 /** Whether the service is up as far as `start` is concerned: its lock, and for the receiver its address. */
-function ready(service: ServiceSpec, paths: StatePaths, pid: number): boolean {
-  if (readLiveHolder(service.pidfile)?.pid !== pid) return false;
+async function ready(service: ServiceSpec, paths: StatePaths, pid: number): Promise<boolean> {
+  if ((await readLock(service.pidfile))?.holder?.pid !== pid) return false;
   return service.name !== "gh-webhook" || webhookListening(paths, pid) !== undefined;
 }
 
@@ -115,10 +115,10 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
   if (services.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
   if (services.some((service) => service.name === "gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   for (const service of services) {
-    const holder = readLiveHolder(service.pidfile);
-    if (holder) {
+    const lock = await readLock(service.pidfile);
+    if (lock) {
       throw new ExitError(
-        `the-loop is already running on this state root: ${service.name} is held by pid ${holder.pid} since ${holder.startedAt} (pidfile ${service.pidfile}); stop it with \`the-loop stop\``,
+        `the-loop is already running on this state root: ${service.name} is held by ${holderNote(lock)} (pidfile ${service.pidfile}); stop it with \`the-loop stop\``,
         EXIT_FAILURE,
         "conflict",
       );
@@ -145,7 +145,8 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
   const pid = child.pid ?? -1;
   const deadline = Date.now() + (options.timeoutMs ?? 10_000);
   for (;;) {
-    if (services.every((service) => ready(service, paths, pid))) {
+    const readiness = await Promise.all(services.map((service) => ready(service, paths, pid)));
+    if (readiness.every(Boolean)) {
       const listening = services.some((service) => service.name === "gh-webhook") ? webhookListening(paths, pid) : undefined;
       return { pid, services: services.map((service) => service.name), log: paths.daemonLog, ...(listening ? { listening } : {}) };
     }
@@ -170,12 +171,25 @@ export interface StopResult {
   readonly stopped: readonly PidfileHolder[];
 }
 
-/** SIGTERMs whatever holds a service lock (enabled or not), then waits until every lock is free. */
+/**
+ * SIGTERMs whatever holds a service lock (enabled or not), then waits until every lock is free.
+ * A lock whose holder names no one cannot be signalled: that is said, with where to look.
+ */
 export async function stopDaemon(config: CliConfig, paths: StatePaths, timeoutMs = 30_000): Promise<StopResult> {
   const services = servicesOf(config, paths);
-  const holders = services
-    .map((service) => readLiveHolder(service.pidfile))
-    .filter((holder): holder is PidfileHolder => holder !== undefined);
+  const heldLocks = async (): Promise<{ service: ServiceSpec; lock: HeldLock }[]> => {
+    const locks = await Promise.all(services.map(async (service) => ({ service, lock: await readLock(service.pidfile) })));
+    return locks.filter((entry): entry is { service: ServiceSpec; lock: HeldLock } => entry.lock !== undefined);
+  };
+  const held = await heldLocks();
+  const nameless = held.find((entry) => entry.lock.holder === undefined);
+  if (nameless) {
+    throw new ExitError(
+      `${nameless.service.name}'s lock is held by ${holderNote(nameless.lock)}, and its pidfile ${nameless.service.pidfile} names no live process; end that process, then run \`the-loop status\``,
+      EXIT_FAILURE,
+    );
+  }
+  const holders = held.map((entry) => entry.lock.holder).filter((holder): holder is PidfileHolder => holder !== undefined);
   const pids = [...new Set(holders.map((holder) => holder.pid))];
   for (const pid of pids) {
     try {
@@ -186,10 +200,12 @@ export async function stopDaemon(config: CliConfig, paths: StatePaths, timeoutMs
   }
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const remaining = services.map((service) => readLiveHolder(service.pidfile)).filter((holder) => holder !== undefined);
+    const remaining = await heldLocks();
     if (remaining.length === 0) return { stopped: holders };
     if (Date.now() > deadline) {
-      const still = [...new Set(remaining.map((holder) => holder.pid))].join(", ");
+      const named = remaining.flatMap((entry) => (entry.lock.holder ? [entry.lock.holder.pid] : []));
+      // A holder too busy to answer is still the one that was signalled.
+      const still = [...new Set(named.length > 0 ? named : pids)].join(", ");
       throw new ExitError(
         `the daemon did not stop within ${Math.round(timeoutMs / 1000)}s (pid ${still} still running); it may be finishing a slow spawn — wait, or end it with \`kill -9 ${still}\``,
         EXIT_FAILURE,

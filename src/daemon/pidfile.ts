@@ -1,21 +1,27 @@
 import { readFile, unlink } from "node:fs/promises";
 import { EXIT_FAILURE, ExitError, errnoOf } from "../errors.js";
-import { readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
+import { writeJsonAtomic } from "../state/atomic.js";
 import { withLock } from "../state/lock.js";
 import { isProcessAlive, processStartTicks } from "../state/process.js";
+import { askLockSocket, howToFindHolder, lockSocketFor, takeLockSocket } from "./lock-socket.js";
+import type { ListeningLockSocket, LockSocket } from "./lock-socket.js";
 
 export { isProcessAlive, processStartTicks } from "../state/process.js";
 
 /**
- * The single-instance lock of a daemon service. Node has no flock(2), so the lock is a pidfile
- * whose holder is checked for life: a daemon killed with SIGKILL leaves its pidfile behind, and
- * the next start must take it over at once rather than wait for anything to expire. The check
- * and the takeover run under a short-lived proper-lockfile guard (`<pidfile>.lock`), so two
- * starters finding the same stale file cannot both take it over.
+ * The single-instance lock of a daemon service. Node has no flock(2); the lock is a local socket
+ * the holder listens on (lock-socket.ts), which the operating system frees when the holder ends,
+ * however it ends, and which answers with the holder's pid — so neither a SIGKILL nor a damaged
+ * pidfile makes the lock lie. Beside it the pidfile records the holder for people and scripts;
+ * the holder rewrites it whenever it is asked and finds it no longer naming itself. Taking and
+ * releasing run under a short-lived proper-lockfile guard (`<pidfile>.lock`), so two starters
+ * cannot both replace a leftover socket file or both write the pidfile.
  *
+ * The pidfile alone decides only for a holder that does not listen (one started by an earlier
+ * version of the-loop, or where listening failed): it is held while the process it names lives.
  * A pid alone can be reused by an unrelated process after a reboot or a wrap-around; on Linux the
  * holder's start time (`startTicks`, field 22 of /proc/<pid>/stat, clock ticks since boot) tells
- * a reused pid apart. Where /proc is missing the pid check stands alone.
+ * a reused pid apart. A pidfile whose holder listened (`socket`) is stale once nobody listens.
  */
 
 export interface PidfileHolder {
@@ -23,39 +29,66 @@ export interface PidfileHolder {
   readonly service: string;
   readonly startedAt: string;
   readonly startTicks?: number;
+  /** The lock socket the holder listens on; absent when the pidfile is its only lock. */
+  readonly socket?: string;
 }
 
 export interface PidfileLock {
   readonly path: string;
   readonly holder: PidfileHolder;
-  /** Removes the pidfile if it still names this process; safe to call more than once. */
+  /** Why the lock is the pidfile alone, when the socket could not be listened on. */
+  readonly unguarded?: string;
+  /** Frees the lock and removes the pidfile if it still names this process; safe to call more than once. */
   release(): Promise<void>;
+}
+
+/** A held lock as a reader sees it. */
+export interface HeldLock {
+  /** Who holds it; undefined when the holder says nothing believable and the pidfile names no live holder. */
+  readonly holder: PidfileHolder | undefined;
+  readonly socket: LockSocket;
+}
+
+/** `pid 123 since …`, or what to run to find a holder that names no one. */
+export function holderNote(lock: HeldLock): string {
+  if (lock.holder) return `pid ${lock.holder.pid} since ${lock.holder.startedAt}`;
+  return `a process that does not say which (it listens on ${lock.socket.shown}; find it with ${howToFindHolder(lock.socket)})`;
 }
 
 export class PidfileHeldError extends ExitError {
   override readonly name: string = "PidfileHeldError";
+  readonly holder: PidfileHolder | undefined;
   constructor(
     readonly path: string,
-    readonly holder: PidfileHolder,
+    readonly service: string,
+    lock: HeldLock,
   ) {
     super(
-      `${holder.service} is already running (pid ${holder.pid} since ${holder.startedAt}; pidfile ${path}); stop it with \`the-loop stop\``,
+      `${service} is already running (${holderNote(lock)}; pidfile ${path}); stop it with \`the-loop stop\``,
       EXIT_FAILURE,
       "conflict",
     );
+    this.holder = lock.holder;
   }
 }
 
 function holderOf(value: unknown): PidfileHolder | undefined {
   if (typeof value !== "object" || value === null) return undefined;
-  const { pid, service, startedAt, startTicks } = value as Record<string, unknown>;
+  const { pid, service, startedAt, startTicks, socket } = value as Record<string, unknown>;
   if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
   if (typeof service !== "string" || typeof startedAt !== "string") return undefined;
   if (startTicks !== undefined && (typeof startTicks !== "number" || !Number.isSafeInteger(startTicks))) return undefined;
-  return startTicks === undefined ? { pid, service, startedAt } : { pid, service, startedAt, startTicks };
+  if (socket !== undefined && typeof socket !== "string") return undefined;
+  return {
+    pid,
+    service,
+    startedAt,
+    ...(startTicks === undefined ? {} : { startTicks }),
+    ...(socket === undefined ? {} : { socket }),
+  };
 }
 
-/** Garbage and absence read the same: nobody holds the file. */
+/** Garbage and absence read the same: the pidfile names nobody. */
 function parseHolder(text: string | undefined): PidfileHolder | undefined {
   if (text === undefined) return undefined;
   try {
@@ -63,10 +96,6 @@ function parseHolder(text: string | undefined): PidfileHolder | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isAliveHolder(holder: PidfileHolder | undefined): holder is PidfileHolder {
-  return holder !== undefined && isProcessAlive(holder.pid, holder.startTicks);
 }
 
 async function readPidfile(path: string): Promise<PidfileHolder | undefined> {
@@ -78,44 +107,108 @@ async function readPidfile(path: string): Promise<PidfileHolder | undefined> {
   }
 }
 
-/** The holder of the pidfile while it is alive; undefined for an absent, stale or garbage file. */
-export function readLiveHolder(path: string): PidfileHolder | undefined {
-  const text = readTextIfPresent(path);
-  if (text === undefined) return undefined;
-  const holder = parseHolder(text);
-  return isAliveHolder(holder) ? holder : undefined;
+/** The pidfile's holder, when the pidfile is what holds the lock: it never listened and it lives. */
+function pidfileOnlyHolder(holder: PidfileHolder | undefined): holder is PidfileHolder {
+  return holder !== undefined && holder.socket === undefined && isProcessAlive(holder.pid, holder.startTicks);
 }
 
 /**
- * Takes the pidfile for this process, or throws PidfileHeldError naming the live holder. A file
- * naming this very process (a pid reused across a container restart) is ours to take.
+ * Whether the lock is held, and by whom: the listener's answer first, then — for a holder that
+ * names no one — a live pidfile holder; a pidfile alone only for a holder that never listened.
+ */
+export async function readLock(path: string): Promise<HeldLock | undefined> {
+  const socket = lockSocketFor(path);
+  const reply = await askLockSocket(socket);
+  // The pidfile is a record: an unreadable one names nobody, as a garbage one does.
+  const recorded = await readPidfile(path).catch(() => undefined);
+  if (reply.state === "held") {
+    const fallback = recorded !== undefined && isProcessAlive(recorded.pid, recorded.startTicks) ? recorded : undefined;
+    return { holder: holderOf(reply.answer) ?? fallback, socket };
+  }
+  return pidfileOnlyHolder(recorded) ? { holder: recorded, socket } : undefined;
+}
+
+const sameHolder = (a: PidfileHolder | undefined, b: PidfileHolder): boolean =>
+  a !== undefined && a.pid === b.pid && a.startedAt === b.startedAt && a.socket === b.socket;
+
+/**
+ * Takes the lock for this process, or throws PidfileHeldError naming the holder. A pidfile naming
+ * this very process (a pid reused across a container restart) is ours to take.
  */
 export async function acquirePidfile(path: string, service: string): Promise<PidfileLock> {
   const startTicks = processStartTicks(process.pid);
-  const ours: PidfileHolder = {
+  const socket = lockSocketFor(path);
+  const base: PidfileHolder = {
     pid: process.pid,
     service,
     startedAt: new Date().toISOString(),
     ...(startTicks === undefined ? {} : { startTicks }),
   };
+  // What the listener answers from its first connection on; the pidfile says the same once written.
+  const listened: PidfileHolder = { ...base, socket: socket.shown };
+  let ours: PidfileHolder = listened;
+  let listening: ListeningLockSocket | undefined;
+  let unguarded: string | undefined;
+  // Only between taking the lock and letting it go: while taking it, the pidfile may still be an
+  // earlier holder's, which is read, not overwritten.
+  let holding = false;
+  let repairing: Promise<void> | undefined;
+  // Whoever asks who holds the lock may have found the pidfile damaged: it is put right, once at a time.
+  const repair = (): void => {
+    if (!holding || repairing) return;
+    repairing = readPidfile(path)
+      .then((current) => (!holding || sameHolder(current, ours) ? undefined : writeJsonAtomic(path, ours)))
+      .catch(() => undefined)
+      .finally(() => (repairing = undefined));
+  };
   await withLock(path, async () => {
-    const current = await readPidfile(path);
-    if (isAliveHolder(current) && current.pid !== process.pid) throw new PidfileHeldError(path, current);
-    await writeJsonAtomic(path, ours);
+    const taken = await takeLockSocket(socket, () => {
+      repair();
+      return JSON.stringify(ours);
+    });
+    if (taken.state === "held") {
+      const recorded = await readPidfile(path).catch(() => undefined);
+      const fallback = recorded !== undefined && isProcessAlive(recorded.pid, recorded.startTicks) ? recorded : undefined;
+      throw new PidfileHeldError(path, service, { holder: holderOf(taken.answer) ?? fallback, socket });
+    }
+    if (taken.state === "taken") {
+      listening = taken.listening;
+    } else {
+      unguarded = taken.reason;
+      ours = base;
+    }
+    try {
+      const current = await readPidfile(path);
+      if (pidfileOnlyHolder(current) && current.pid !== process.pid) throw new PidfileHeldError(path, service, { holder: current, socket });
+      await writeJsonAtomic(path, ours);
+      holding = true;
+    } catch (error) {
+      listening?.close();
+      throw error;
+    }
   });
   let released = false;
   return {
     path,
     holder: ours,
+    ...(unguarded === undefined ? {} : { unguarded }),
     async release() {
       if (released) return;
-      await withLock(path, async () => {
-        // Another process may have taken the file over (if ours was judged stale): leave theirs.
-        if ((await readPidfile(path))?.pid !== process.pid) return;
-        await unlink(path).catch((error: unknown) => {
-          if (errnoOf(error) !== "ENOENT") throw error;
+      holding = false;
+      await repairing;
+      try {
+        await withLock(path, async () => {
+          // Under the guard, so a starter never finds the socket free and this pidfile still here.
+          listening?.close();
+          // Another process may have taken the file over (if ours was judged stale): leave theirs.
+          if ((await readPidfile(path))?.pid !== process.pid) return;
+          await unlink(path).catch((error: unknown) => {
+            if (errnoOf(error) !== "ENOENT") throw error;
+          });
         });
-      });
+      } finally {
+        listening?.close();
+      }
       released = true;
     },
   };

@@ -32,7 +32,7 @@ export interface ServeOptions {
 
 /**
  * Runs the daemon in the foreground until the signal aborts: takes each enabled service's
- * pidfile lock (refusing when another daemon holds one), runs the services, then drains —
+ * lock (refusing when another daemon holds one), runs the services, then drains —
  * queued events are carried out before the locks are released. While it runs, a change to the
  * config file is applied to the routing at once (reload.ts), and sessions whose start was
  * honoured but never carried out (a spawn that failed, or a restart that cut it) are started.
@@ -68,7 +68,15 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   let reloads: ConfigFollower | undefined;
   let retrying: Promise<void> | undefined;
   try {
-    for (const service of enabled) locks.push(await acquirePidfile(service.pidfile, service.name));
+    for (const service of enabled) {
+      const lock = await acquirePidfile(service.pidfile, service.name);
+      locks.push(lock);
+      if (lock.unguarded !== undefined) {
+        options.warn(
+          `${service.name}'s lock is its pidfile alone (could not listen on its lock socket: ${lock.unguarded}): a damaged ${service.pidfile} would let a second daemon start`,
+        );
+      }
+    }
     sweepLeftovers(paths);
     warnIfFailClosed(config.routing, input, options);
     if (receiver) {

@@ -1,7 +1,9 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { spawn } from "node:child_process";
+import { isProcessAlive } from "../../src/state/process.js";
 import { BIN, cliEnv, jsonOf, runCli } from "../support/cli.js";
 import { waitFor } from "../support/wait.js";
 import { tempDir } from "../support/temp.js";
@@ -62,5 +64,48 @@ describe("daemon lifecycle failures", () => {
     expect(jsonOf<{ services: { name: string; enabled: boolean; running: boolean }[] }>(status).services).toEqual([
       expect.objectContaining({ name: "poller", enabled: false, running: false }),
     ]);
+  });
+
+  it("keeps the lock of a running daemon whose pidfile is damaged: status names it, start refuses, stop stops it", async () => {
+    const cwd = await projectWith(`${POLLING}routing:\n  authorizedUsers: [alice]\n`);
+    const pidfile = join(cwd, ".the-loop", "poll.pid");
+    const start = await runCli(["start", "--json"], { cwd });
+    expect(start.code).toBe(0);
+    const { pid } = jsonOf<{ pid: number }>(start);
+    // Damaged again before each command: the daemon puts its pidfile right whenever it is asked.
+    const damage = async (): Promise<void> => {
+      await waitFor("the daemon to put its pidfile right", async () => {
+        try {
+          return (JSON.parse(await readFile(pidfile, "utf8")) as { pid?: number }).pid === pid ? true : undefined;
+        } catch {
+          return undefined;
+        }
+      });
+      await writeFile(pidfile, randomBytes(64));
+    };
+    try {
+      await damage();
+      const status = await runCli(["status", "--json"], { cwd });
+      expect(status.code).toBe(0);
+      expect(jsonOf<{ healthy: boolean; services: unknown[] }>(status)).toMatchObject({
+        healthy: true,
+        services: [expect.objectContaining({ name: "poller", running: true, pid })],
+      });
+
+      await damage();
+      const again = await runCli(["start"], { cwd });
+      expect(again.code).toBe(1);
+      expect(again.stderr).toContain(`the-loop is already running on this state root: poller is held by pid ${pid}`);
+
+      await damage();
+      const stop = await runCli(["stop"], { cwd });
+      expect(stop.code).toBe(0);
+      expect(stop.stdout).toContain(`stopped poller (pid ${pid})`);
+      await waitFor("the daemon to exit", () => (isProcessAlive(pid) ? undefined : true));
+      const after = await runCli(["status", "--json"], { cwd });
+      expect(jsonOf<{ services: unknown[] }>(after).services).toEqual([expect.objectContaining({ name: "poller", running: false })]);
+    } finally {
+      if (isProcessAlive(pid)) process.kill(pid, "SIGKILL");
+    }
   });
 });

@@ -67,7 +67,7 @@ function lastCycleOf(service: ServiceStatus): string {
 
 export async function runStatus(globals: GlobalOptions, options: JsonOption): Promise<void> {
   const project = await openProject(globals, "daemon");
-  const services = daemonStatus(project.config, project.paths);
+  const services = await daemonStatus(project.config, project.paths);
   const healthy = services.every((service) => !service.enabled || service.running);
   if (options.json) {
     stdout.json({ healthy, services });

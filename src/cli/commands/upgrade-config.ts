@@ -2,7 +2,7 @@ import { readFile, realpath } from "node:fs/promises";
 import { CONFIG_DIR_NAME, CONFIG_FILE_NAME, loadConfig } from "../../config/load.js";
 import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../config/upgrade.js";
 import type { DecisionNeeded, ConfigInsertion, UpgradeOffer } from "../../config/upgrade.js";
-import { readLiveHolder } from "../../daemon/pidfile.js";
+import { holderNote, readLock } from "../../daemon/pidfile.js";
 import { EXIT_FAILURE, ExitError, messageOf } from "../../errors.js";
 import { writeFileAtomic } from "../../state/atomic.js";
 import type { StatePaths } from "../../state/layout.js";
@@ -60,7 +60,7 @@ export async function runUpgradeConfig(globals: GlobalOptions, options: UpgradeC
   const offers = upgradeOffers(upgrade, loaded.paths);
 
   const move = options.movePollState ? legacyPollStateMove(loaded.paths) : undefined;
-  if (move) refuseWhilePolling(loaded.paths, move.from);
+  if (move) await refuseWhilePolling(loaded.paths, move.from);
 
   if (!dryRun) {
     // The config first: a move that then fails leaves a config that is upgraded and still right.
@@ -104,11 +104,11 @@ export async function runUpgradeConfig(globals: GlobalOptions, options: UpgradeC
 }
 
 /** The poller reads and rewrites the poll state every cycle: the file moves only while it is stopped. */
-function refuseWhilePolling(paths: Pick<StatePaths, "pollPidfile">, file: string): void {
-  const holder = readLiveHolder(paths.pollPidfile);
-  if (holder === undefined) return;
+async function refuseWhilePolling(paths: Pick<StatePaths, "pollPidfile">, file: string): Promise<void> {
+  const lock = await readLock(paths.pollPidfile);
+  if (lock === undefined) return;
   throw new ExitError(
-    `the poller is running (pid ${holder.pid}, pidfile ${displayPath(paths.pollPidfile)}) and uses ${displayPath(file)}; ` +
+    `the poller is running (${lock.holder ? `pid ${lock.holder.pid}` : holderNote(lock)}, pidfile ${displayPath(paths.pollPidfile)}) and uses ${displayPath(file)}; ` +
       "stop the daemon with `the-loop stop`, run `the-loop upgrade-config --move-poll-state` again, then `the-loop start`. Nothing was changed.",
     EXIT_FAILURE,
     "conflict",
