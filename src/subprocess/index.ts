@@ -1,0 +1,16 @@
+/**
+ * The bounded command runner: argv (never a shell), a working directory, a deadline that stops
+ * the command's whole process group, exactly the environment given, output capped per stream.
+ * It imports only node: built-ins, so any floor above may run commands through it.
+ */
+export {
+  BASE_ENV_NAMES,
+  DEFAULT_OUTPUT_CAP_BYTES,
+  InvalidCommandError,
+  allowListedEnv,
+  describeOutcome,
+  formatDuration,
+  runBounded,
+} from "./run.js";
+export type { BoundedCommand, BoundedResult } from "./run.js";
+export { clip, outputTail, stripControl } from "./text.js";
