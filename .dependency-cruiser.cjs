@@ -12,14 +12,14 @@
 
 /** From the ground up. A folder may import only folders on lower floors. */
 const FLOORS = [
-  ["errors.ts"],
-  ["sdk", "workitem"],
+  ["errors.ts", "secrets.ts"],
+  ["sdk", "workitem", "subprocess"],
   ["state", "events"],
   ["config"],
   ["registry"],
   ["trackers", "harness"],
   ["workspace", "hooks", "control"],
-  ["routing"],
+  ["routing", "graph"],
   ["ingress"],
   ["sessions"],
   ["daemon"],

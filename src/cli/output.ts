@@ -1,4 +1,5 @@
 import { styleText } from "node:util";
+import { redactKnownSecrets } from "../secrets.js";
 
 type Style = "red" | "yellow" | "green" | "cyan" | "dim" | "bold";
 
@@ -17,13 +18,24 @@ export function paint(stream: NodeJS.WriteStream, style: Style, text: string): s
   return colorEnabled(stream) ? styleText(style, text) : text;
 }
 
+/*
+ * Everything the CLI prints goes through `stdout` and `stderr` here, and none of it carries a
+ * secret the process read (src/secrets.ts): an error quoting a hook's reply or a server's answer
+ * reaches a terminal, a CI log or a bug report.
+ */
+
+/** A JSON.stringify replacer: every string, wherever it sits (a class's toJSON included), redacted. */
+function redactedString(_key: string, value: unknown): unknown {
+  return typeof value === "string" ? redactKnownSecrets(value) : value;
+}
+
 export const stdout = {
   line(text = ""): void {
-    process.stdout.write(`${text}\n`);
+    process.stdout.write(`${redactKnownSecrets(text)}\n`);
   },
-  /** The whole of stdout for a --json command: one JSON document. */
+  /** The whole of stdout for a --json command: one JSON document. Redacted string by string, so it stays JSON. */
   json(value: unknown): void {
-    process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify(value, redactedString, 2)}\n`);
   },
   paint(style: Style, text: string): string {
     return paint(process.stdout, style, text);
@@ -32,13 +44,13 @@ export const stdout = {
 
 export const stderr = {
   line(text = ""): void {
-    process.stderr.write(`${text}\n`);
+    process.stderr.write(`${redactKnownSecrets(text)}\n`);
   },
   warn(text: string): void {
-    process.stderr.write(`${paint(process.stderr, "yellow", "warning:")} ${text}\n`);
+    process.stderr.write(`${paint(process.stderr, "yellow", "warning:")} ${redactKnownSecrets(text)}\n`);
   },
   error(text: string): void {
-    process.stderr.write(`${paint(process.stderr, "red", "error:")} ${text}\n`);
+    process.stderr.write(`${paint(process.stderr, "red", "error:")} ${redactKnownSecrets(text)}\n`);
   },
   paint(style: Style, text: string): string {
     return paint(process.stderr, style, text);

@@ -1,6 +1,13 @@
+import { REDACTED } from "../secrets.js";
 import type { JsonSchemaNode } from "./json-schema.js";
 
-export const REDACTED = "[redacted]";
+/*
+ * Redaction by place: the config's values the schema marks secret, for `config show`. Values
+ * themselves — a token however it is spelled, wherever text quotes it — are redacted by
+ * src/secrets.ts, at every sink.
+ */
+
+export { REDACTED };
 
 /**
  * Paths of every value the schema marks `x-secret`, with `*` for any map key and `[]` for any

@@ -1,6 +1,7 @@
 import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { errnoOf, messageOf } from "../errors.js";
+import { redactKnownSecrets } from "../secrets.js";
 import { EVENT_CATALOG } from "./catalog.js";
 import type { EventFields, EventSource, EventType } from "./catalog.js";
 
@@ -20,7 +21,8 @@ export interface EventLogOptions {
 
 const MAX_STRING = 4_000;
 const MAX_LIST = 200;
-// Tokens must never reach the log, even when a caller passes text that quotes one.
+// Tokens must never reach the log, even when a caller passes text that quotes one: the secrets
+// this process read, in every spelling they come back in (src/secrets.ts), and text shaped like a token.
 const SECRET_PATTERNS = [
   /\bgh[pousr]_[A-Za-z0-9]{20,}\b/g,
   /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
@@ -28,9 +30,10 @@ const SECRET_PATTERNS = [
 ];
 
 export function scrubSecrets(text: string): string {
-  return SECRET_PATTERNS.reduce((current, pattern) => current.replace(pattern, "[redacted]"), text);
+  return SECRET_PATTERNS.reduce((current, pattern) => current.replace(pattern, "[redacted]"), redactKnownSecrets(text));
 }
 
+/** Scrubbed before it is cut: a secret cut in two would leave its first part unmatched. */
 function boundedValue(value: unknown): unknown {
   if (typeof value === "string") {
     const scrubbed = scrubSecrets(value);

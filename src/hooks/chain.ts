@@ -1,5 +1,6 @@
 import type { EventSink } from "../events/log.js";
 import { lifecyclePoint } from "../sdk/hooks/catalog.js";
+import { redactKnownSecrets } from "../secrets.js";
 import type { ContextOf, FieldKind, HookPoint, LifecyclePointName } from "../sdk/hooks/catalog.js";
 import type { ChainOutcome, HookContext, HookExecutor, HookRefusal, RunOptions } from "./types.js";
 import { describe, isPlainObject, sameJson } from "./values.js";
@@ -304,8 +305,10 @@ function describeError(error: unknown): string {
   }
 }
 
+/** Redacted before it is cut: a secret cut in two would leave its first part for no sink to match. */
 function bounded(text: string): string {
-  return text.length > MAX_ERROR ? `${text.slice(0, MAX_ERROR - 1)}…` : text;
+  const redacted = redactKnownSecrets(text);
+  return redacted.length > MAX_ERROR ? `${redacted.slice(0, MAX_ERROR - 1)}…` : redacted;
 }
 
 function withWorkItem<F extends object>(fields: F, options: RunOptions): F & { work_item?: string } {

@@ -1,6 +1,7 @@
 import { Agent as HttpAgent, request as httpRequest } from "node:http";
 import type { ClientRequest, IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { REDACTED, redactKnownSecrets, rememberSecret } from "../secrets.js";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
 import { describe, isPlainObject } from "./values.js";
 import type { RemoteHookEntry } from "./declaration.js";
@@ -19,7 +20,6 @@ import type { HookContext, HookExecutor } from "./types.js";
 /** A hook's answer is decisions, not a download: a reply larger than this is a failure. */
 export const MAX_REPLY_BYTES = 1024 * 1024;
 const MAX_REMOTE_MESSAGE = 300;
-const REDACTED = "[redacted]";
 /** A hook's words are applied as a prompt or a question: bytes that are not UTF-8 are refused, not repaired. */
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -57,7 +57,7 @@ class RemoteHookExecutor implements HookExecutor {
       const message = error instanceof Error ? error.message : String(error);
       // Not chained: the cause may quote the token (a server echoing it back), and a cause is logged whole.
       // eslint-disable-next-line preserve-caught-error
-      throw new Error(token === undefined ? message : message.replaceAll(token, REDACTED));
+      throw new Error(redactedText(message, token));
     }
   }
 
@@ -71,6 +71,8 @@ class RemoteHookExecutor implements HookExecutor {
     if (variable === undefined) return undefined;
     const value = (this.options.env ?? process.env)[variable];
     if (value === undefined || value === "") throw new Error(`tokenEnv ${variable} is unset or empty; no request was sent`);
+    // Known to the whole process: text quoting it may reach any sink (src/secrets.ts).
+    rememberSecret(value);
     return value;
   }
 
@@ -86,7 +88,8 @@ class RemoteHookExecutor implements HookExecutor {
     const seconds = this.entry.timeoutSeconds;
     const bytes = await post(this.entry.url, { headers, body, agent: this.agent, timeoutMs: seconds * 1000 });
     // A server that echoes the token back must not carry it into a context, an event or a comment.
-    // Redacted once parsed: in the text, JSON's escapes (`\/`, `\u0074`) could spell it unmatched.
+    // Redacted once parsed: in the text, JSON's escapes (`\/`, `\u0074`) could spell it unmatched;
+    // in a parsed string it may still be spelled URL-encoded or JSON-escaped (src/secrets.ts).
     return readReply(bytes, id, token);
   }
 }
@@ -217,12 +220,20 @@ function readReply(bytes: Buffer, id: number, token: string | undefined): unknow
   return result;
 }
 
+/**
+ * `text` without `token` in any spelling of it. The token as is even when it is too short to be
+ * redacted inside other text in general: here it is known to be what the text may quote.
+ */
+function redactedText(text: string, token: string | undefined): string {
+  return redactKnownSecrets(token === undefined ? text : text.replaceAll(token, REDACTED));
+}
+
 /** `value` with `token` replaced in every string, keys included: a key reaches hooks.ignored by name. */
 function redact(value: unknown, token: string): unknown {
-  if (typeof value === "string") return value.replaceAll(token, REDACTED);
+  if (typeof value === "string") return redactedText(value, token);
   if (Array.isArray(value)) return value.map((item) => redact(item, token));
   if (isPlainObject(value)) {
-    return Object.fromEntries(Object.entries(value).map(([key, item]) => [key.replaceAll(token, REDACTED), redact(item, token)]));
+    return Object.fromEntries(Object.entries(value).map(([key, item]) => [redactedText(key, token), redact(item, token)]));
   }
   return value;
 }

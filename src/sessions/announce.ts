@@ -1,3 +1,4 @@
+import { redactKnownSecrets } from "../secrets.js";
 import { markSelfAuthored } from "../workitem/index.js";
 
 /**
@@ -67,17 +68,39 @@ export interface RefusalInput {
   readonly disarmed?: boolean;
 }
 
-/** The one comment a lifecycle hook's refusal leaves on the work item. */
+/**
+ * How much of a refusal's reason the comment quotes. A reason is a hook's words, or a failing
+ * hook's error — which can be a server's reply at length, quoting what it was sent: a work item
+ * is read by more people than the event log, so it gets a sentence's worth; hooks.failed,
+ * hooks.refused and the control record keep more of it.
+ */
+export const REFUSAL_COMMENT_REASON_MAX = 300;
+
+/**
+ * The one comment a lifecycle hook's refusal leaves on the work item. Of what the hook gave it
+ * quotes the hook's name and its reason only: on one line, without any secret this process
+ * knows (src/secrets.ts, redacted before the cut, so no part of one is left at the cut), and
+ * bounded.
+ */
 export function refusalText(input: RefusalInput): string {
   const what = input.point === "session_spawn" ? "did not launch a session for" : "did not start";
-  const reason = input.reason.trim().replace(/\s+/g, " ");
+  const reason = commentReason(input.reason);
   return markSelfAuthored(
     [
-      `🛑 **the-loop ${what} \`${input.ref}\`**: the lifecycle hook \`${input.hook}\` refused (\`${input.point}\`).`,
+      `🛑 **the-loop ${what} \`${input.ref}\`**: the lifecycle hook \`${redactKnownSecrets(input.hook)}\` refused (\`${input.point}\`).`,
       "",
       `> ${reason || "no reason given"}`,
       "",
       `${input.disarmed === false ? "The work item is left as the command given meanwhile left it." : "The work item is disarmed."} An authorized person can comment \`${input.startKeyword}\` to try again, or run \`the-loop sessions start --work-item ${input.ref}\`.`,
     ].join("\n"),
   );
+}
+
+function commentReason(reason: string): string {
+  const line = redactKnownSecrets(reason).trim().replace(/\s+/g, " ");
+  if (line.length <= REFUSAL_COMMENT_REASON_MAX) return line;
+  let cut = line.slice(0, REFUSAL_COMMENT_REASON_MAX - 1);
+  // Not half a character: a surrogate pair cut in two is not text.
+  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
+  return `${cut}…`;
 }

@@ -4,6 +4,7 @@ import { messageOf } from "../errors.js";
 import type { HookRefusal } from "../hooks/types.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { LifecyclePointName } from "../sdk/hooks/catalog.js";
+import { redactKnownSecrets } from "../secrets.js";
 import type { WorkItem } from "../workitem/index.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import { announcementText, refusalText } from "./announce.js";
@@ -146,7 +147,9 @@ export async function refuse(
   const { workItem, event } = turn;
   const { registry, control, trackers, events } = ctx.options;
   const ref = workItem.ref;
-  const reason = boundedReason(refusal.reason);
+  // Redacted before it is cut, so no part of a secret is left at the cut: it goes to the control
+  // record, hooks.refused, the comment and the caller's outcome alike.
+  const reason = boundedReason(redactKnownSecrets(refusal.reason));
   const applied = await control.transaction(ref, async (tx): Promise<{ readonly occupant: SessionRecord } | { readonly disarmed: boolean }> => {
     const live = registry.get(ref);
     if (live !== undefined && isLive(live)) return { occupant: live };

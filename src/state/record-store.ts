@@ -5,6 +5,7 @@ import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import type { z } from "zod";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
+import { redactKnownSecretsIn } from "../secrets.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
 import { fsyncDirectory, isTemporaryName, readTextIfPresent, writeJsonAtomic } from "./atomic.js";
 import { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.js";
@@ -317,7 +318,8 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
         },
         write: async (record) => {
           ensureOpen("write");
-          const valid = this.validated(schema, canonical, record);
+          // No record keeps a secret this process knows, whatever text quoting one a caller put in it.
+          const valid = this.validated(schema, canonical, redactKnownSecretsIn(record));
           await track(writeJsonAtomic(path, valid));
           return valid;
         },

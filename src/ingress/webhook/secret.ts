@@ -1,5 +1,6 @@
 import type { GhWebhookConfig } from "../../config/schema.js";
 import { EXIT_USAGE, ExitError } from "../../errors.js";
+import { rememberSecret } from "../../secrets.js";
 
 /**
  * The webhook secret, read from the environment variable the config names (never from the
@@ -30,7 +31,10 @@ export function webhookSecret(
   env: NodeJS.ProcessEnv = process.env,
 ): WebhookSecret {
   const secret = env[config.secretEnv];
-  if (secret !== undefined && secret !== "") return { mode: "signed", secret };
+  if (secret !== undefined && secret !== "") {
+    rememberSecret(secret);
+    return { mode: "signed", secret };
+  }
   if (config.insecureAllowUnsigned) return { mode: "unsigned" };
   throw new WebhookSecretError(config.secretEnv);
 }

@@ -4,6 +4,7 @@ import type { ThrottlingOptions } from "@octokit/plugin-throttling";
 import { Octokit } from "@octokit/rest";
 import { DEFAULT_GITHUB_API_URL } from "../../config/schema.js";
 import { EXIT_USAGE } from "../../errors.js";
+import { rememberSecret } from "../../secrets.js";
 import type { GitHubIntegrationConfig } from "../../config/schema.js";
 import { DEFAULT_GITHUB_HOST } from "../../workitem/index.js";
 import { GitHubError, githubErrorFrom, headerOf, isHttpError } from "./errors.js";
@@ -182,6 +183,7 @@ export class GitHubClient {
       }
       const token = await this.tokens.token();
       this.#secrets.add(token);
+      rememberSecret(token);
       request.headers.authorization = `token ${token}`;
     });
   }
