@@ -1,6 +1,6 @@
 import { messageOf } from "../errors.js";
 import { boundExcerpt } from "../routing/inbound.js";
-import type { InboundEvent, InboundKind, InboundPullRequest, InboundSource, LinkSource } from "../routing/inbound.js";
+import type { InboundEvent, InboundKind, InboundPullRequest, InboundSource, LinkSource, ReviewState } from "../routing/inbound.js";
 import type { ItemState } from "../trackers/tracker.js";
 import { DEFAULT_GITHUB_HOST, RefError, formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf } from "../workitem/index.js";
 import type { GitHubRef, WorkItem, WorkItemKind } from "../workitem/index.js";
@@ -184,6 +184,7 @@ function reviewEvent(root: Json, action: string, context: GitHubEventContext): N
   // An approval without words still reaches the router, which decides what an empty review means.
   const body = optionalString(review.body, "review.body") ?? null;
   const state = optionalString(review.state, "review.state");
+  const reviewState = reviewStateOf(state);
   return eventOf(context, "reviewed", `pull_request_review.${action}`, item, {
     ...pullRequestShape(item, repository, head.branch, head.inRepository),
     actor: personOf(review.user),
@@ -191,6 +192,7 @@ function reviewEvent(root: Json, action: string, context: GitHubEventContext): N
     commentId: idOf(review.id, "review.id"),
     commentKind: "review",
     ...optionalField("commentUrl", optionalString(review.html_url, "review.html_url")),
+    ...(reviewState !== undefined ? { reviewState } : {}),
     occurredAt: optionalString(review.submitted_at, "review.submitted_at") ?? nowIso(),
     excerpt: boundExcerpt({ title: item.title, state: state?.toLowerCase(), review: body }),
   });
@@ -216,6 +218,23 @@ function reviewCommentEvent(root: Json, action: string, context: GitHubEventCont
     occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
     excerpt: boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body }),
   });
+}
+
+// A Map, not an object: a state named `constructor` must find nothing.
+const REVIEW_STATES: ReadonlyMap<string, ReviewState> = new Map<string, ReviewState>([
+  ["approved", "approved"],
+  ["changes_requested", "changes_requested"],
+  ["commented", "commented"],
+  ["dismissed", "dismissed"],
+]);
+
+/**
+ * A review's state in the event's vocabulary. The webhook writes it in lower case (`approved`),
+ * the REST answers the poller reads in upper case (`APPROVED`); both mean the same. Anything else
+ * (`PENDING`, a state GitHub adds later) is no state at all: a gate must never guess an approval.
+ */
+function reviewStateOf(state: string | undefined): ReviewState | undefined {
+  return state === undefined ? undefined : REVIEW_STATES.get(state.toLowerCase());
 }
 
 /**

@@ -51,6 +51,12 @@ export const INBOUND_KINDS: readonly InboundKind[] = [
   "updated",
 ];
 
+/**
+ * What a pull request review decided, as GitHub names its states (lower case): the structured
+ * half of a human gate's answer, next to the gate keywords in a comment's text.
+ */
+export type ReviewState = "approved" | "changes_requested" | "commented" | "dismissed";
+
 /** Kinds whose body is a person's comment: the only text that can carry instructions. */
 export const COMMENT_KINDS: ReadonlySet<InboundKind> = new Set(["commented", "reviewed", "review_commented"]);
 
@@ -92,6 +98,11 @@ export interface InboundEvent {
   /** Which kind of text `commentId` names (reactions go to different places for each). */
   readonly commentKind?: "comment" | "review" | "review_comment";
   readonly commentUrl?: string;
+  /**
+   * For `reviewed` only: the review's state, when the tracker gave one this type names. An
+   * unknown state is left out rather than guessed, so nothing reads it as an approval.
+   */
+  readonly reviewState?: ReviewState;
   readonly pullRequest?: InboundPullRequest;
   /** Work items named through a pull request, by ref, with how they were found; absent for the event's own entity. */
   readonly linkedBy?: Readonly<Record<string, LinkSource>>;

@@ -1,5 +1,5 @@
 export { COMMENT_KINDS, EXCERPT_FIELD_MAX, EXCERPT_TOTAL_MAX, INBOUND_KINDS, boundExcerpt, deliveryKeys } from "./inbound.js";
-export type { EventHandler, HandleResult, InboundEvent, InboundKind, InboundSource } from "./inbound.js";
+export type { EventHandler, HandleResult, InboundEvent, InboundKind, InboundSource, ReviewState } from "./inbound.js";
 export { failClosedWarning, isAuthorized } from "./authz.js";
 export { DeliveryLru } from "./dedupe.js";
 export { armsSpawn, isArmed, policyOf, registryViewOf, route, standingState } from "./router.js";

@@ -100,6 +100,13 @@ export interface Tracker {
   react?(target: ReactionTarget, content: string): Promise<void>;
   /** The repository behind a work item, for checkouts; absent for trackers without code. */
   repository?(ref: WorkItemRef): Promise<RepositoryInfo>;
+  /**
+   * The login the tracker shows as the author of what the-loop posts, so that an answer written
+   * under the-loop's own name (an agent acting with the operator's token) can be told apart from
+   * a person's. Undefined when the tracker cannot say right now; the caller decides what an
+   * unknown identity allows. Never throws.
+   */
+  selfLogin(): Promise<string | undefined>;
 }
 
 /**

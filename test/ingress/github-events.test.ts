@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { inboundFromGitHub } from "../../src/ingress/github-events.js";
 import type { GitHubEventContext, NormalizeResult } from "../../src/ingress/github-events.js";
@@ -5,6 +6,17 @@ import { EXCERPT_FIELD_MAX, EXCERPT_TOTAL_MAX } from "../../src/routing/inbound.
 import type { InboundEvent } from "../../src/routing/inbound.js";
 
 const context: GitHubEventContext = { deliveryId: "d-1", source: "gh-webhook" };
+
+interface ReviewExample {
+  readonly source: string;
+  readonly name: string;
+  readonly payload: { readonly repository: { readonly html_url: string }; readonly review: { readonly id: number; readonly state: string } };
+}
+
+/** GitHub's own `pull_request_review` examples (see github-events-malformed.test.ts). */
+const GITHUB_REVIEW_EXAMPLES = (
+  JSON.parse(readFileSync(new URL("./fixtures/github-webhook-examples.json", import.meta.url), "utf8")) as { examples: ReviewExample[] }
+).examples.filter((example) => example.name === "pull_request_review");
 
 const repository = {
   id: 1,
@@ -321,6 +333,7 @@ describe("inboundFromGitHub: reviews", () => {
       commentKind: "review",
       commentUrl: review.html_url,
       occurredAt: "2025-01-05T00:00:00Z",
+      reviewState: "approved",
       excerpt: { title: "Fix the parser", state: "approved", review: "Looks fine, one nit." },
       pullRequest: { ref: "github:octo/repo#40", headBranch: "issue-13-parser", headInRepository: true },
     });
@@ -334,6 +347,42 @@ describe("inboundFromGitHub: reviews", () => {
     expect(event.body).toBeNull();
     expect(event.excerpt).toEqual({ title: "Fix the parser", state: "approved" });
   });
+
+  const submitted = (state: unknown): InboundEvent =>
+    eventOf(inboundFromGitHub("pull_request_review", { action: "submitted", review: { ...review, state }, pull_request: pull(), repository, sender }, context));
+
+  // The webhook spells a state in lower case, the REST answers the poller forwards in upper case.
+  it.each([
+    ["approved", "approved"],
+    ["APPROVED", "approved"],
+    ["changes_requested", "changes_requested"],
+    ["CHANGES_REQUESTED", "changes_requested"],
+    ["commented", "commented"],
+    ["COMMENTED", "commented"],
+    ["dismissed", "dismissed"],
+    ["DISMISSED", "dismissed"],
+  ])("carries the review state %s as %s", (state, reviewState) => {
+    expect(submitted(state).reviewState).toBe(reviewState);
+  });
+
+  // Nothing may read an approval into a state it does not know.
+  it.each([["PENDING"], ["approve"], ["changes-requested"], ["constructor"], [""], [null], [undefined]])(
+    "leaves the review state out for %j, and still hands the review on",
+    (state) => {
+      const event = submitted(state);
+      expect(event.kind).toBe("reviewed");
+      expect(event).not.toHaveProperty("reviewState");
+    },
+  );
+
+  it.each(GITHUB_REVIEW_EXAMPLES.flatMap((example) => ["approved", "changes_requested"].map((state) => [`${example.source} #${example.payload.review.id}`, state, example] as const)))(
+    "GitHub's own example review from %s, %s, carries its state",
+    (_name, state, example) => {
+      const host = new URL(example.payload.repository.html_url).host;
+      const payload = { ...example.payload, review: { ...example.payload.review, state } };
+      expect(eventOf(inboundFromGitHub("pull_request_review", payload, { ...context, defaultHost: host })).reviewState).toBe(state);
+    },
+  );
 
   it.each(["edited", "dismissed"])("ignores %s reviews", (action) => {
     expect(inboundFromGitHub("pull_request_review", { action, review, pull_request: pull(), repository, sender }, context)).toEqual({
@@ -364,6 +413,7 @@ describe("inboundFromGitHub: reviews", () => {
       occurredAt: "2025-01-06T00:00:00Z",
       excerpt: { title: "Fix the parser", path: "src/parser.ts", line: "42", comment: "off by one here" },
     });
+    expect(event).not.toHaveProperty("reviewState");
     expect(
       inboundFromGitHub("pull_request_review_comment", { action: "edited", comment, pull_request: pull(), repository, sender }, context),
     ).toEqual({ ignored: "unsupported-action:edited" });

@@ -119,6 +119,7 @@ describe("GitHubFeed", () => {
     expect(reviewed.items[0]?.event).toMatchObject({
       deliveryId: `poll-review-${review.id}`,
       body: "please rename",
+      reviewState: "changes_requested",
       pullRequest: { ref: s.ref(pr), headBranch: `issue-${issue}`, headInRepository: true },
     });
 
@@ -211,6 +212,25 @@ describe("GitHubFeed", () => {
     s.gh.advance(2);
     s.gh.addLabel(REPO, issue, LABEL, { actor: "carol" });
     expect(summary(await s.cycle()).map(([, kind, , actor]) => [kind, actor])).toEqual([["labeled", "carol"]]);
+  });
+
+  it("carries each review's state, as GitHub's REST answer spells it, in the webhook's vocabulary", async () => {
+    const s = await setup();
+    const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
+    const pr = s.gh.addPullRequest(REPO, { title: "the fix", body: `Fixes #${issue}`, user: "bob", head: `issue-${issue}` });
+    await s.settle();
+
+    s.gh.advance(1);
+    const approved = s.gh.addReview(REPO, pr, { user: "alice", body: "", state: "APPROVED" });
+    const changes = s.gh.addReview(REPO, pr, { user: "carol", body: "not yet", state: "CHANGES_REQUESTED" });
+    const remark = s.gh.addReview(REPO, pr, { user: "dave", body: "a thought", state: "COMMENTED" });
+    s.gh.addReview(REPO, pr, { user: "erin", body: "draft", state: "PENDING" });
+    const batch = await s.cycle();
+    expect(batch.items.map(({ id, event }) => [id, event.kind, event.reviewState])).toEqual([
+      [`review-${approved.id}`, "reviewed", "approved"],
+      [`review-${changes.id}`, "reviewed", "changes_requested"],
+      [`review-${remark.id}`, "reviewed", "commented"],
+    ]);
   });
 
   it("hands out nothing about items nobody watches, and reads no reviews for them", async () => {

@@ -112,6 +112,7 @@ class FlakyTracker implements Tracker, TrackerChangeFeed {
   removeLabel = (): never => {
     throw new Error("not used");
   };
+  selfLogin = (): Promise<string | undefined> => this.inner.selfLogin();
 }
 
 describe("Poller", () => {

@@ -176,6 +176,9 @@ export class FakeGitHubTracker implements Tracker {
   }
   async addLabel(): Promise<void> {}
   async removeLabel(): Promise<void> {}
+  async selfLogin(): Promise<string | undefined> {
+    return "the-loop";
+  }
   async react(reactionTarget: ReactionTarget, content: string): Promise<void> {
     this.reactions.push({ target: reactionTarget, content });
     if (this.reactImpl) await this.reactImpl(reactionTarget, content);

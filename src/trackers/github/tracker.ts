@@ -1,3 +1,4 @@
+import { redactKnownSecrets } from "../../secrets.js";
 import { formatWorkItemRef, githubItemUrl, workItemOf } from "../../workitem/index.js";
 import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
@@ -73,6 +74,7 @@ const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
 export class GitHubTracker implements Tracker {
   readonly kind = "github" as const;
   private readonly repositories = new Map<string, Promise<RepositoryInfo>>();
+  private selfLoginAnswer: Promise<string | undefined> | undefined;
 
   constructor(readonly client: GitHubClient) {}
 
@@ -93,7 +95,8 @@ export class GitHubTracker implements Tracker {
     try {
       const data = await this.client.request<CommentJson>("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
         ...itemParams(github),
-        body,
+        // What the-loop posts may quote text a hook or a server echoed a secret in (src/secrets.ts).
+        body: redactKnownSecrets(body),
       });
       return commentOf(data, "comment");
     } catch (error) {
@@ -169,6 +172,26 @@ export class GitHubTracker implements Tracker {
       });
     }
     return info;
+  }
+
+  /**
+   * Whom the token acts as (`GET /user`), asked once for the life of the tracker once GitHub has
+   * said. A failure answers undefined and is not remembered: the next call asks again. A GitHub
+   * App installation token cannot read /user (GitHub answers 403), and nothing else it is given
+   * names the app's `<slug>[bot]` login, so for such a token this is undefined.
+   */
+  selfLogin(): Promise<string | undefined> {
+    if (this.selfLoginAnswer === undefined) {
+      const answer = this.client.request<{ readonly login?: unknown }>("GET /user").then(
+        (data) => (typeof data.login === "string" && data.login !== "" ? data.login : undefined),
+        () => undefined,
+      );
+      this.selfLoginAnswer = answer;
+      void answer.then((login) => {
+        if (login === undefined && this.selfLoginAnswer === answer) this.selfLoginAnswer = undefined;
+      });
+    }
+    return this.selfLoginAnswer;
   }
 
   async pullRequest(ref: WorkItemRef): Promise<PullRequestInfo> {

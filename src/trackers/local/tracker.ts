@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import type { Dirent } from "node:fs";
 import { errnoOf } from "../../errors.js";
+import { redactKnownSecrets } from "../../secrets.js";
 import type { EventSink } from "../../events/index.js";
 import { isSelfAuthored } from "../../workitem/index.js";
 import { fsyncDirectory, withLock, writeJsonAtomic } from "../../state/index.js";
@@ -160,7 +161,8 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
   }
 
   async postComment(ref: WorkItemRef, body: string): Promise<TrackerComment> {
-    return this.addComment(ref, body, SELF_LOGIN);
+    // What the-loop posts may quote text a hook or a server echoed a secret in (src/secrets.ts).
+    return this.addComment(ref, redactKnownSecrets(body), SELF_LOGIN);
   }
 
   async addLabel(ref: WorkItemRef, label: string): Promise<void> {
@@ -169,6 +171,10 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
 
   async removeLabel(ref: WorkItemRef, label: string): Promise<void> {
     await this.changeLabels(ref, { remove: [label] }, SELF_LOGIN);
+  }
+
+  async selfLogin(): Promise<string | undefined> {
+    return SELF_LOGIN;
   }
 
   // ---- local-only operations -------------------------------------------------------------

@@ -145,6 +145,32 @@ describe("GitHubTracker", () => {
     expect((await tracker.repository(ref(1))).defaultBranch).toBe("trunk");
   });
 
+  it("answers the login it posts as, asking GitHub once", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
+    const posted = await tracker.postComment(ref(n), "hello");
+    const [first, second] = await Promise.all([tracker.selfLogin(), tracker.selfLogin()]);
+    expect(first).toBe(posted.author);
+    expect(second).toBe("the-loop-bot");
+    expect(await tracker.selfLogin()).toBe("the-loop-bot");
+    expect(gh.requests.filter((r) => r.path === "/user")).toHaveLength(1);
+  });
+
+  it("answers undefined when GitHub will not say (an app installation token gets 403), and asks again next time", async () => {
+    const { gh, tracker } = await setup();
+    gh.failNext(403);
+    expect(await tracker.selfLogin()).toBeUndefined();
+    expect(await tracker.selfLogin()).toBe("the-loop-bot");
+    expect(gh.requests.filter((r) => r.path === "/user").map((r) => r.status)).toEqual([403, 200]);
+  });
+
+  it("answers undefined, never throws, without a token GitHub accepts", async () => {
+    const gh = await FakeGitHub.start({ token: TOKEN });
+    fakes.push(gh);
+    const client = new GitHubClient({ apiUrl: gh.apiUrl, tokens: { token: () => Promise.resolve("ghp_wrong") }, spaceWrites: false, retries: 0 });
+    expect(await new GitHubTracker(client).selfLogin()).toBeUndefined();
+  });
+
   it("reads a pull request's head, body and state", async () => {
     const { gh, tracker, ref } = await setup();
     const own = gh.addPullRequest("octo/repo", { title: "p", body: "Fixes #1", user: "alice", head: "fix-1" });
