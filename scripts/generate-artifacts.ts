@@ -1,7 +1,7 @@
 /**
- * Regenerates the checked-in files derived from code: the config JSON Schema, the shapes of the
- * record kinds (state/record-shape.ts) and the generated tables in docs/. Tests fail when any of
- * them is stale; run `npm run generate` to fix that.
+ * Regenerates the checked-in files derived from code: the config and graph JSON Schemas, the
+ * shapes of the record kinds (state/record-shape.ts) and the generated tables and pictures in
+ * docs/. Tests fail when any of them is stale; run `npm run generate` to fix that.
  */
 import { readFile, writeFile } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
@@ -12,6 +12,10 @@ import { EVENT_CATALOG_SECTION, renderEventCatalogTable } from "../src/events/re
 import { HELP_TEXT_FILE, helpTextModule } from "../src/cli/help-source.js";
 import { CONTROL_RECORD_SHAPE_FILE, controlRecordShapeModule } from "../src/control/record-schema.js";
 import { SESSION_RECORD_SHAPE_FILE, sessionRecordShapeModule } from "../src/registry/record-schema.js";
+import { GRAPH_STATE_SHAPE_FILE, graphStateShapeModule } from "../src/graph/state.js";
+import { GRAPH_SCHEMA_FILE, graphJsonSchemaText } from "../src/graph/definition.js";
+import { SHIPPED_GRAPHS_SECTION, renderShippedGraphs } from "../src/graph/reference.js";
+import { loadBuiltinGraphs } from "../src/graph/registry.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -29,11 +33,15 @@ await writeFile(at(CONFIG_SCHEMA_FILE), configJsonSchemaText());
 console.log(`wrote ${CONFIG_SCHEMA_FILE}`);
 await updateSection("docs/config.md", CONFIG_REFERENCE_SECTION, renderReferenceTable(configJsonSchema()));
 await updateSection("docs/events.md", EVENT_CATALOG_SECTION, renderEventCatalogTable());
+await writeFile(at(GRAPH_SCHEMA_FILE), graphJsonSchemaText());
+console.log(`wrote ${GRAPH_SCHEMA_FILE}`);
+await updateSection("docs/graph.md", SHIPPED_GRAPHS_SECTION, renderShippedGraphs(await loadBuiltinGraphs()));
 // Generated modules: the help text, and the shape of each record kind (a new kind adds its line).
 for (const [file, text] of [
   [HELP_TEXT_FILE, helpTextModule()],
   [SESSION_RECORD_SHAPE_FILE, sessionRecordShapeModule()],
   [CONTROL_RECORD_SHAPE_FILE, controlRecordShapeModule()],
+  [GRAPH_STATE_SHAPE_FILE, graphStateShapeModule()],
 ] as const) {
   if ((await readFile(at(file), "utf8").catch(() => "")) !== text) {
     await writeFile(at(file), text);

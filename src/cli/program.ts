@@ -16,6 +16,8 @@ import type { ReceiveOptions } from "./commands/receive.js";
 import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
 import type { EventsOptions } from "./commands/events.js";
 import type { HooksOptions } from "./commands/hooks.js";
+import type { GraphListOptions, GraphShowOptions } from "./commands/graph.js";
+import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph-run.js";
 import type {
   ItemActOptions,
   ItemLabelOptions,
@@ -139,6 +141,54 @@ export function buildProgram(): Command {
     .action(async (_options: HooksOptions, command: Command) => {
       // Commander gives `--json` after `hooks points` to `hooks`, which has the same flag.
       (await import("./commands/hooks.js")).runHooksPoints(command.optsWithGlobals<HooksOptions>());
+    });
+
+  const graph = program
+    .command("graph")
+    .description("process graphs: the phases, gates and claims a started work item moves through (docs/graph.md)");
+  graph
+    .command("list")
+    .description("list the graphs the config can run (built-in and declared under graphs), the default, and whether graphs are on")
+    .option("--json", "print as JSON", false)
+    .action(async (options: GraphListOptions, command: Command) => {
+      await (await import("./commands/graph.js")).runGraphList(globalsOf(command), options);
+    });
+  graph
+    .command("show")
+    .description("show a graph's nodes and edges in words, as JSON, or as a Mermaid flowchart to paste into a comment")
+    .argument("<name>", "the graph, e.g. work-item")
+    .option("--mermaid", "print only the Mermaid flowchart (inside a ```mermaid block it renders on GitHub)", false)
+    .option("--json", "print as JSON", false)
+    .action(async (name: string, options: GraphShowOptions, command: Command) => {
+      await (await import("./commands/graph.js")).runGraphShow(globalsOf(command), name, options);
+    });
+  graph
+    .command("status")
+    .description("where a work item is in its graph: node, phase, status, generation, why it waits, and its history")
+    .argument("<ref>", "the work item, e.g. local:demo#1 or #1")
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string, options: GraphStatusOptions, command: Command) => {
+      await (await import("./commands/graph-run.js")).runGraphStatus(globalsOf(command), ref, options);
+    });
+  graph
+    .command("complete")
+    .description("claim the current node done (run by the agent in its session): the daemon runs the node's checks and answers whether the item moved")
+    .argument("[ref]", "the work item (default: $THE_LOOP_WORK_ITEM)")
+    .option("--node <id>", "the node claimed; refused when the item is elsewhere")
+    .option("--timeout <seconds>", "how long to wait for the daemon's decision", "3900")
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string | undefined, options: GraphCompleteOptions, command: Command) => {
+      await (await import("./commands/graph-run.js")).runGraphComplete(globalsOf(command), ref, options);
+    });
+  graph
+    .command("force")
+    .description("put a work item on a node of its graph, whatever its checks or gates say (audited: event, history, marked comment)")
+    .argument("<ref>", "the work item")
+    .requiredOption("--to <node>", "the node to put it on")
+    .requiredOption("--reason <text>", "why (recorded and posted)")
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string, options: GraphForceOptions, command: Command) => {
+      await (await import("./commands/graph-run.js")).runGraphForce(globalsOf(command), ref, options);
     });
 
   const item = program

@@ -29,17 +29,22 @@ export interface CachedConfig {
   readonly warnings: readonly ConfigProblem[];
 }
 
-/** Size and mtime of the schema module this process runs: changes whenever the schema can. */
+/** The modules the config schema is built from: a change to any of them can change what is valid. */
+const SCHEMA_MODULES = ["schema", "graph-schema", "keyword-schema"];
+
+/** Size and mtime of the schema modules this process runs: changes whenever the schema can. */
 function schemaFingerprint(): string {
-  for (const name of ["./schema.js", "./schema.ts"]) {
-    try {
-      const stat = statSync(fileURLToPath(new URL(name, import.meta.url)));
-      return `${stat.size}:${stat.mtimeMs}`;
-    } catch {
-      // Not this one (compiled or run from source).
+  return SCHEMA_MODULES.map((module) => {
+    for (const name of [`./${module}.js`, `./${module}.ts`]) {
+      try {
+        const stat = statSync(fileURLToPath(new URL(name, import.meta.url)));
+        return `${stat.size}:${stat.mtimeMs}`;
+      } catch {
+        // Not this one (compiled or run from source).
+      }
     }
-  }
-  return "unknown";
+    return "unknown";
+  }).join(",");
 }
 
 export function cacheKey(path: string, text: string): string {

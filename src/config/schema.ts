@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
+import { commandKeywordSchema } from "./keyword-schema.js";
 
 /**
  * The one source of truth for the CLI config: the TypeScript types (`CliConfig`), validation,
@@ -206,20 +208,7 @@ export const DEFAULT_CONTROL_KEYWORDS = {
 } as const;
 
 const controlKeyword = (command: (typeof CONTROL_COMMANDS)[number], meaning: string) =>
-  z
-    .string()
-    .trim()
-    .min(3)
-    .max(100)
-    // A keyword is matched as a whole token on one line, so it cannot span lines or hold a tab.
-    .regex(/^[^\s](?:[^\t\r\n]*[^\s])?$/, "one line of text without tabs")
-    // What the parser skips as quoted or hidden text (code spans, quotes, HTML comments) could
-    // never be typed as a command: refuse it here rather than configure a keyword that never works.
-    .refine((keyword) => !keyword.includes("`") && !keyword.includes("<!--") && !keyword.startsWith(">"), {
-      message: "a keyword cannot contain a backtick or `<!--`, or start with `>`: the parser reads those as quoted text",
-    })
-    .default(DEFAULT_CONTROL_KEYWORDS[command])
-    .describe(`Comment keyword that ${meaning}. Matched as a whole token, case-insensitively.`);
+  commandKeywordSchema(DEFAULT_CONTROL_KEYWORDS[command], meaning);
 
 export const controlSchema = z
   .strictObject({
@@ -558,7 +547,10 @@ export const configSchema = z
       .describe(
         "Lifecycle hooks: local modules or remote JSON-RPC services run at the points of a work item's delivery, in this order (see docs/hooks.md). Each entry is checked when hooks load, not here, so a one-shot command still runs on a declaration that does not load.",
       ),
+    graph: graphSettingsSchema.prefault({}),
+    graphs: graphFilesSchema.default([]),
   })
+  .superRefine(checkGraphChoices)
   .meta({
     title: "the-loop CLI config",
     description: "Configuration of the-loop's daemon and CLI (.the-loop/cli-config.yaml).",
@@ -579,3 +571,4 @@ export type WorkspaceConfig = RoutingConfig["workspace"];
 export type ReactionsConfig = RoutingConfig["reactions"];
 export type ControlConfig = RoutingConfig["control"];
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
+export type { GraphConfig, GraphFileConfig } from "./graph-schema.js";

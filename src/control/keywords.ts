@@ -2,9 +2,11 @@ import { CONTROL_COMMANDS } from "../config/schema.js";
 import type { ControlCommand, ControlConfig } from "../config/schema.js";
 
 /**
- * The control-keyword parser: the one place that decides whether a comment body is a command.
- * Both ingress paths (webhook receiver and poller) reach it through the router, so they cannot
- * diverge. It only ever yields one of the four command names; no text from the comment leaves it.
+ * The control-keyword parser: the one place that decides whether a comment body is a command,
+ * or an answer to a human gate of the process graph (graph/gate.ts reads gate keywords with the
+ * same rules). Both ingress paths (webhook receiver and poller) reach it through the router, so
+ * they cannot diverge. It only ever yields the keys of its vocabulary (the four command names, the
+ * two gate answers); no text from the comment leaves it.
  *
  * Rules (the product's documented behaviour):
  *
@@ -55,12 +57,16 @@ import type { ControlCommand, ControlConfig } from "../config/schema.js";
  * quantifiers ever sees comment text.
  */
 
-/** The configured keywords compiled once per config load (the router calls parseControl per comment). */
-export interface ControlVocabulary {
-  /** Each command's keyword as configured: what the CLI posts and what messages print. */
-  readonly keywords: Readonly<Record<ControlCommand, string>>;
-  /** Each command's keyword with ASCII letters lowered, in CONTROL_COMMANDS order. */
-  readonly needles: readonly { readonly command: ControlCommand; readonly folded: string }[];
+/**
+ * A set of keywords compiled once per config load (the router reads every comment with one): the
+ * control commands, and the answers to a human gate of the process graph. Both are read by the
+ * same rules; only the keys differ.
+ */
+export interface KeywordVocabulary<K extends string> {
+  /** Each key's keyword as configured: what the CLI posts and what messages print. */
+  readonly keywords: Readonly<Record<K, string>>;
+  /** Each key's keyword with ASCII letters lowered, in the order the vocabulary was compiled with. */
+  readonly needles: readonly { readonly key: K; readonly folded: string }[];
   /**
    * Finds any keyword in any case, without folding the body first: the cheap test that settles
    * the common comment, which names none. It may say yes where the rules say no (non-ASCII
@@ -69,41 +75,72 @@ export interface ControlVocabulary {
   readonly mentioned: RegExp;
 }
 
+export type ParsedKeywords<K extends string> =
+  | { readonly kind: "none" }
+  | { readonly kind: "keyword"; readonly key: K }
+  | { readonly kind: "ambiguous"; readonly keys: readonly K[] }; // distinct keys, in the vocabulary's order
+
+/** The configured control keywords, compiled. */
+export type ControlVocabulary = KeywordVocabulary<ControlCommand>;
+
 export type ParsedControl =
   | { readonly kind: "none" }
   | { readonly kind: "command"; readonly command: ControlCommand }
   | { readonly kind: "ambiguous"; readonly commands: readonly ControlCommand[] }; // distinct commands, in CONTROL_COMMANDS order
 
-const NONE: ParsedControl = Object.freeze({ kind: "none" });
+const NONE = Object.freeze({ kind: "none" } as const);
 
 /**
- * Compiles the configured keywords. The config schema already guarantees each is non-empty, one
- * line, trimmed and distinct; a keyword that is blank or holds a line break, tab or NUL (which this
- * parser uses to stand for hidden text) is refused here too, loudly, rather than matching everywhere
- * or nowhere.
+ * Compiles keywords, taken in `order` (which is also the order an ambiguous parse lists them in).
+ * The config schema already guarantees each is non-empty, one line, trimmed and distinct; a
+ * keyword that is blank or holds a line break, tab or NUL (which this parser uses to stand for
+ * hidden text) is refused here too, loudly, rather than matching everywhere or nowhere. `what`
+ * names the set in that message ("control", "gate").
  */
-export function compileVocabulary(keywords: ControlConfig["keywords"]): ControlVocabulary {
-  const configured: Partial<Record<ControlCommand, string>> = {};
-  const needles: { readonly command: ControlCommand; readonly folded: string }[] = [];
-  for (const command of CONTROL_COMMANDS) {
-    const keyword = keywords[command].trim();
+export function compileKeywordVocabulary<K extends string>(
+  keywords: Readonly<Record<K, string>>,
+  order: readonly K[],
+  what: string,
+): KeywordVocabulary<K> {
+  const configured: Partial<Record<K, string>> = {};
+  const needles: { readonly key: K; readonly folded: string }[] = [];
+  for (const key of order) {
+    const keyword = keywords[key].trim();
     if (keyword === "" || /[\t\n\r]/.test(keyword) || keyword.includes(HIDDEN)) {
-      throw new TypeError(`the ${command} control keyword must be one line of visible text, got ${JSON.stringify(keywords[command])}`);
+      throw new TypeError(`the ${key} ${what} keyword must be one line of visible text, got ${JSON.stringify(keywords[key])}`);
     }
-    configured[command] = keyword;
-    needles.push(Object.freeze({ command, folded: foldAscii(keyword) }));
+    configured[key] = keyword;
+    needles.push(Object.freeze({ key, folded: foldAscii(keyword) }));
   }
   // Without the `u` flag, `i` never folds a non-ASCII letter into an ASCII one (`ſ` stays `ſ`).
   const mentioned = new RegExp(needles.map((needle) => needle.folded.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "i");
   return Object.freeze({
-    keywords: Object.freeze(configured as Record<ControlCommand, string>),
+    keywords: Object.freeze(configured as Record<K, string>),
     needles: Object.freeze(needles),
     mentioned,
   });
 }
 
+/** Compiles the configured control keywords (see compileKeywordVocabulary). */
+export function compileVocabulary(keywords: ControlConfig["keywords"]): ControlVocabulary {
+  return compileKeywordVocabulary(keywords, CONTROL_COMMANDS, "control");
+}
+
 /** Reads a comment body for control keywords; see the module comment for the rules. */
 export function parseControl(body: string | null | undefined, vocabulary: ControlVocabulary): ParsedControl {
+  const parsed = parseKeywords(body, vocabulary);
+  switch (parsed.kind) {
+    case "none":
+      return NONE;
+    case "keyword":
+      return Object.freeze({ kind: "command", command: parsed.key });
+    case "ambiguous":
+      return Object.freeze({ kind: "ambiguous", commands: parsed.keys });
+  }
+}
+
+/** Reads a comment body for a vocabulary's keywords; see the module comment for the rules. */
+export function parseKeywords<K extends string>(body: string | null | undefined, vocabulary: KeywordVocabulary<K>): ParsedKeywords<K> {
   if (body == null || body === "") return NONE;
   // Hiding text never creates a keyword, so a body without one anywhere is settled cheaply.
   if (!vocabulary.mentioned.test(body)) return NONE;
@@ -111,33 +148,33 @@ export function parseControl(body: string | null | undefined, vocabulary: Contro
   if (!vocabulary.needles.some((needle) => folded.includes(needle.folded))) return NONE;
 
   const text = visibleText(folded);
-  const matches: Match[] = [];
-  for (const { command, folded: needle } of vocabulary.needles) {
+  const matches: Match<K>[] = [];
+  for (const { key, folded: needle } of vocabulary.needles) {
     for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) {
       const end = at + needle.length;
-      if (opensToken(text, at) && closesToken(text, end)) matches.push({ command, start: at, end });
+      if (opensToken(text, at) && closesToken(text, end)) matches.push({ key, start: at, end });
     }
   }
 
-  const found = new Set<ControlCommand>();
+  const found = new Set<K>();
   // Longest match first at each start; a match inside an earlier, longer one does not count.
   matches.sort((a, b) => a.start - b.start || b.end - a.end);
   let reach = -1;
   for (const match of matches) {
     if (match.end <= reach) continue;
     reach = match.end;
-    found.add(match.command);
+    found.add(match.key);
   }
 
-  const commands = CONTROL_COMMANDS.filter((command) => found.has(command));
-  const [only] = commands;
+  const keys = vocabulary.needles.map((needle) => needle.key).filter((key) => found.has(key));
+  const [only] = keys;
   if (only === undefined) return NONE;
-  if (commands.length === 1) return Object.freeze({ kind: "command", command: only });
-  return Object.freeze({ kind: "ambiguous", commands: Object.freeze(commands) });
+  if (keys.length === 1) return Object.freeze({ kind: "keyword", key: only });
+  return Object.freeze({ kind: "ambiguous", keys: Object.freeze(keys) });
 }
 
-interface Match {
-  readonly command: ControlCommand;
+interface Match<K extends string> {
+  readonly key: K;
   readonly start: number;
   readonly end: number;
 }

@@ -16,6 +16,7 @@ import { policyOf } from "../routing/router.js";
 import { openTrackers } from "../trackers/resolve.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import { Dispatcher } from "../sessions/dispatcher.js";
+import { graphSetupFor } from "./graph-setup.js";
 import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js";
 import { SessionRegistry } from "../registry/registry.js";
 import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
@@ -141,6 +142,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         warn?.(`routing.tmux.passEnv names ${secret}, the webhook secret: it is never passed to a session`);
       }
       const binDir = ensureSessionBin(paths.binDir);
+      const graph = await graphSetupFor(input);
       return new Dispatcher({
         routing,
         policy: policyOf(routing),
@@ -157,6 +159,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
         ...(workspaces ? { workspaces } : {}),
         ...(hooks ? { hooks } : {}),
+        ...(graph ? { graph } : {}),
       });
     },
   };

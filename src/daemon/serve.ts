@@ -10,6 +10,9 @@ import { failClosedWarning } from "../routing/authz.js";
 import type { RoutingConfig } from "../config/schema.js";
 import type { Dispatcher } from "../sessions/dispatcher.js";
 import { acquirePidfile } from "./pidfile.js";
+import { graphHandlers } from "./graph-setup.js";
+import { serveRpc } from "./rpc.js";
+import type { RpcServer } from "./rpc.js";
 import type { PidfileLock } from "./pidfile.js";
 import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
 import type { ReloadState } from "./reload.js";
@@ -67,6 +70,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const statusFile = paths.ghWebhookStatusFile;
   let reloads: ConfigFollower | undefined;
   let retrying: Promise<void> | undefined;
+  let rpc: RpcServer | undefined;
   try {
     for (const service of enabled) {
       const lock = await acquirePidfile(service.pidfile, service.name);
@@ -78,6 +82,8 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       }
     }
     sweepLeftovers(paths);
+    // After the locks: a socket file a killed daemon left is this daemon's to replace.
+    rpc = await serveRpc(paths.root, graphHandlers(dispatcher));
     warnIfFailClosed(config.routing, input, options);
     if (receiver) {
       const address = await receiver.start();
@@ -115,6 +121,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
+    await rpc?.close().catch((error: unknown) => options.warn(`could not close the daemon's socket: ${messageOf(error)}`));
     await reloads?.stop();
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);

@@ -1,4 +1,5 @@
 import { sessionStateOf } from "../control/plan.js";
+import { deliverPendingAssignment } from "./graph-effects.js";
 import type { ControlTransaction } from "../control/store.js";
 import type { CommandEffect, ControlRecord, PlanRejection } from "../control/types.js";
 import { messageOf } from "../errors.js";
@@ -250,6 +251,8 @@ const FOLLOW_UPS: { readonly [F in FollowUp]: (ctx: DispatchContext, run: Comman
     if (session === undefined) return done(ctx, run, decided);
     const { input } = run;
     const error = await notifyResumed(ctx, session, input);
+    // An assignment the graph gave while the session was paused is its to take now.
+    if (error === undefined) await deliverPendingAssignment(ctx, input.workItem.ref);
     ctx.options.events.emit("session.resumed", {
       work_item: input.workItem.ref,
       tmux_target: session.tmuxTarget,

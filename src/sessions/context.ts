@@ -1,3 +1,7 @@
+import type { GateKeywords } from "../graph/comments.js";
+import type { GateVocabulary } from "../graph/gate.js";
+import type { GraphStateStore } from "../graph/store.js";
+import type { Graph } from "../graph/types.js";
 import type { RoutingConfig } from "../config/schema.js";
 import type { SpawnHold } from "../control/plan.js";
 import { CONTROL_RECENT_DELIVERIES_MAX } from "../control/store.js";
@@ -39,6 +43,18 @@ import type { SessionRegistry } from "../registry/registry.js";
 
 export type { HandleResult } from "../ingress/poller.js";
 
+/** What the dispatcher is given when `graph.enabled` is on. */
+export interface GraphSetup {
+  readonly graphs: ReadonlyMap<string, Graph>;
+  readonly defaultGraph: Graph;
+  readonly states: GraphStateStore;
+  readonly vocabulary: GateVocabulary;
+  readonly keywords: GateKeywords;
+  readonly allowSelfApproval: boolean;
+  /** The config file the daemon runs with: a claim made under another config is refused. */
+  readonly configFile: string | undefined;
+}
+
 export interface DispatcherOptions {
   readonly routing: RoutingConfig;
   readonly policy: RoutingPolicy;
@@ -76,6 +92,8 @@ export interface DispatcherOptions {
   readonly hooks?: HookChain;
   /** Settles what a harness would ask a person before it starts (Claude Code's folder trust). */
   readonly prepareHarness?: HarnessPreparer;
+  /** The process graph, when `graph.enabled` is on; without it a started item is one session. */
+  readonly graph?: GraphSetup;
 }
 
 /**

@@ -1,6 +1,7 @@
 import { messageOf } from "../errors.js";
 import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import { deliveryKeys } from "../routing/inbound.js";
+import { graphContext } from "../graph/assignment.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { WorkItem } from "../workitem/index.js";
 import { parseWorkItemRef } from "../workitem/index.js";
@@ -51,7 +52,22 @@ export async function promptInput(ctx: DispatchContext, workItem: WorkItem, even
     title,
     askCommand: `the-loop ask --work-item ${workItem.ref} "your question"`,
     awaitingQuestion: record?.awaitingInput?.question,
+    graphContext: await graphContextOf(ctx, workItem.ref),
   };
+}
+
+/** `{{graph_context}}` for the item: empty without a graph or a readable run. */
+async function graphContextOf(ctx: DispatchContext, ref: string): Promise<string> {
+  const setup = ctx.options.graph;
+  if (setup === undefined) return "";
+  try {
+    const state = await setup.states.get(ref);
+    const graph = state === undefined ? undefined : setup.graphs.get(state.graph);
+    return graph === undefined ? "" : graphContext(graph, state);
+  } catch {
+    // A damaged record is reported where the graph reads it to move; a prompt goes without it.
+    return "";
+  }
 }
 
 /**

@@ -14,6 +14,8 @@ import { commandFromComment, controlRequest, finishStop, retryStart, standingCom
 import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisProcess, turnOf, withSlot } from "./context.js";
 import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult, Turn } from "./context.js";
 import { deliver } from "./delivery.js";
+import { graphClaim, graphForce, graphGate } from "./graph-run.js";
+import type { ClaimAnswer, ClaimRequest, ForceRequest } from "./graph-run.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
 import { RegistryRecordError, isLive } from "../registry/record.js";
@@ -271,6 +273,8 @@ export class Dispatcher implements EventHandler {
       ctx.react(event, "failed");
       return RETRY;
     }
+    const gated = await this.gateAnswer(decision, event, held);
+    if (gated !== undefined) return gated;
     if (decision.action === "drop") {
       if (event.kind === "closed" && decision.reason === "no-session" && decision.workItem !== undefined) {
         await releaseLeftCheckout(ctx, decision.workItem.ref);
@@ -298,6 +302,43 @@ export class Dispatcher implements EventHandler {
     } catch (error) {
       return handBack(ctx, turn, action, messageOf(error));
     }
+  }
+
+  /**
+   * A gate answer, with the graph on: a person's comment or review on an item whose run waits for
+   * one moves the graph instead of reaching the session (graph-run.ts). Whatever the router made
+   * of the comment (deliver, a paused or absent session): a gate answered while the session is
+   * paused still moves. Commands and closings are not gate answers.
+   */
+  private async gateAnswer(decision: Decision, event: InboundEvent, held: ReadonlySet<string> | undefined): Promise<HandleResult | Hop | undefined> {
+    if (this.options.graph === undefined || decision.action === "control" || decision.action === "close") return undefined;
+    const workItem = decision.workItem;
+    if (workItem === undefined) return undefined;
+    if (held !== undefined && !held.has(workItem.ref)) return { hop: workItem.ref };
+    const turn = turnOf(this.ctx, workItem, event);
+    try {
+      return (await graphGate(this.ctx, workItem.ref, event)) === "taken" ? SETTLED : undefined;
+    } catch (error) {
+      dispatchFailed(turn.events, "route", `the gate answer could not be read: ${messageOf(error)}`);
+      return SETTLED;
+    }
+  }
+
+  /**
+   * An agent's claim (`the-loop graph complete`, through the daemon's socket): decided in the
+   * item's queue, so it never interleaves with the item's events.
+   */
+  async graphClaim(request: ClaimRequest): Promise<ClaimAnswer> {
+    if (!this.accepting) throw new Error("the daemon is shutting down and takes no more claims; claim again once it runs");
+    const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
+    return this.counted(() => this.exclusive([ref], () => graphClaim(this.ctx, { ...request, ref })));
+  }
+
+  /** `the-loop graph force`, in the item's queue. */
+  async graphForce(request: ForceRequest): Promise<ClaimAnswer> {
+    if (!this.accepting) throw new Error("the daemon is shutting down and takes no more commands");
+    const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
+    return this.counted(() => this.exclusive([ref], () => graphForce(this.ctx, { ...request, ref })));
   }
 
   /** The router's spawn, and what its outcome leaves the event to (the session found running takes it as input). */

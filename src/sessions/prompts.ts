@@ -20,6 +20,8 @@ export interface PromptInput {
   readonly askCommand: string;
   /** The question the agent is waiting on: the event is likely its answer. */
   readonly awaitingQuestion?: string;
+  /** Where the item's process graph run stands (`{{graph_context}}`); empty without one. */
+  readonly graphContext?: string;
 }
 
 export interface PromptTemplates {
@@ -72,6 +74,11 @@ export const PROMPT_PLACEHOLDERS: readonly { readonly name: string; readonly mea
   },
   { name: "ask_command", meaning: "The command the agent runs to ask a person a question on the work item." },
   { name: "answer_note", meaning: "When the agent is waiting on a question it asked: a sentence saying this event may answer it, quoting the question; otherwise empty." },
+  {
+    name: "graph_context",
+    meaning:
+      "With the process graph on: the item's graph, node, status and generation and what to do at the node (how to claim it); empty without a graph run. The boot prompt also ends with the node's assignment.",
+  },
 ];
 
 const PLACEHOLDER = /\{\{[ \t]*([A-Za-z0-9_]+)[ \t]*\}\}/g;
@@ -122,6 +129,7 @@ export function promptValues(input: PromptInput): Record<string, string> {
       input.awaitingQuestion === undefined || input.awaitingQuestion.trim() === ""
         ? ""
         : `This event may answer the question you asked: "${bounded(input.awaitingQuestion)}"`,
+    graph_context: input.graphContext ?? "",
   };
 }
 

@@ -14,6 +14,7 @@ import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workite
 import { SESSION_CLOSED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle } from "./context.js";
 import type { DispatchContext, SpawnOutcome, StartTrigger, Turn } from "./context.js";
 import { paste, promptInput, recordLink } from "./delivery.js";
+import { graphAtStart } from "./graph-run.js";
 import { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLaunch, startRefusal } from "./hook-points.js";
 import type { PoolSlot } from "./keyed-queue.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
@@ -151,7 +152,10 @@ export async function startClaimed(
   }
   const cwd = prepared.cwd;
 
-  const bootPrompt = renderBootPrompt(ctx.templates, await promptInput(ctx, workItem, event));
+  // The item's graph run begins (or goes on) before the harness starts: its assignment is part of the boot prompt.
+  const graphBoot = await graphAtStart(ctx, turn);
+  const rendered = renderBootPrompt(ctx.templates, { ...(await promptInput(ctx, workItem, event)), graphContext: graphBoot?.context ?? "" });
+  const bootPrompt = graphBoot === undefined ? rendered : `${rendered}\n\n${graphBoot.text}`;
   const launch = await launchPoint(ctx, turn, slot, claimed, cwd, bootPrompt);
   if (launch.refusal !== undefined) return await refuseLaunch(ctx, turn, claimed, launch.refusal, unchanged);
   const prompt = launch.prompt;
@@ -195,6 +199,7 @@ export async function startClaimed(
     return { kind: "closed" };
   }
   if (!adapter.promptInArgv.fresh) await bootAsInput(ctx, turn, claimed, prompt);
+  graphBoot?.delivered();
   turn.events.emit("session.spawned", {
     harness: harnessName,
     harness_session_id: claimed.harnessSessionId,

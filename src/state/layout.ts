@@ -9,6 +9,7 @@ import { isAbsolute, join, resolve } from "node:path";
  *   <root>/sessions/<slug>.json            session records (routing.registryDir)
  *   <root>/sessions/control/<slug>.json    the last control command per work item
  *   <root>/sessions/links/<slug>.json      pull request → work item bindings
+ *   <root>/graphs/<slug>.json              each work item's process graph state (where it is, how it got there)
  *   <root>/sessions/poll-state.json        poller cursors (polling.stateFile)
  *   <root>/logs/events.jsonl               the event log (eventLog.path)
  *   <root>/gh-webhook.pid                  webhook receiver pidfile (webhooks.ghWebhook.pidfile)
@@ -30,6 +31,7 @@ export interface StatePaths {
   readonly registryDir: string;
   readonly controlDir: string;
   readonly linksDir: string;
+  readonly graphsDir: string;
   readonly pollStateFile: string;
   /** null when polling.stateFile is configured: an explicit path is never second-guessed. */
   readonly legacyPollStateFile: string | null;
@@ -74,6 +76,7 @@ export function deriveStatePaths(config: StateLayoutSettings, baseDir: string, h
     registryDir,
     controlDir: join(sessions, "control"),
     linksDir: join(sessions, "links"),
+    graphsDir: join(root, "graphs"),
     pollStateFile: config.polling.stateFile ? at(config.polling.stateFile) : join(sessions, "poll-state.json"),
     legacyPollStateFile: config.polling.stateFile ? null : join(baseDir, ".the-loop", "poll-state.json"),
     eventLog: config.eventLog.path ? at(config.eventLog.path) : join(root, "logs", "events.jsonl"),

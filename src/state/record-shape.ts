@@ -23,7 +23,9 @@ export interface RecordShape {
   readonly enum?: readonly unknown[];
   readonly properties?: { readonly [key: string]: RecordShape };
   readonly required?: readonly string[];
-  readonly additionalProperties?: boolean;
+  /** false: no other key; a shape: every other key's value (a map, `z.record`), its keys checked by `propertyNames`. */
+  readonly additionalProperties?: boolean | RecordShape;
+  readonly propertyNames?: RecordShape;
   /** `{a: ["b"]}`: when a is present, so is b (both ways: the two go together). */
   readonly dependentRequired?: { readonly [key: string]: readonly string[] };
   readonly minLength?: number;
@@ -51,6 +53,7 @@ const KNOWN: ReadonlySet<string> = new Set([
   "properties",
   "required",
   "additionalProperties",
+  "propertyNames",
   "dependentRequired",
   "minLength",
   "maxLength",
@@ -143,12 +146,20 @@ function compileObject(shape: RecordShape, path: string): Check {
     check: compileNode(properties[key] as RecordShape, path === "" ? key : `${path}.${key}`),
   }));
   const closed = shape.additionalProperties === false;
+  const entries = mapEntryCheck(shape, path);
   const together = dependencyChecks(shape.dependentRequired ?? {}, order);
   return (value) => {
     if (!isObject(value)) return here(`expected an object; ${got(value)}`);
     if (closed) {
       const unknown = Object.keys(value).find((key) => !Object.hasOwn(properties, key));
       if (unknown !== undefined) return here(`unknown key ${JSON.stringify(unknown)}`);
+    }
+    if (entries !== undefined) {
+      for (const key of Object.keys(value)) {
+        if (Object.hasOwn(properties, key)) continue;
+        const problem = entries(key, value[key]);
+        if (problem !== undefined) return problem;
+      }
     }
     for (const field of fields) {
       const fieldValue = value[field.key];
@@ -161,6 +172,27 @@ function compileObject(shape: RecordShape, path: string): Check {
       if (problem !== undefined) return problem;
     }
     return undefined;
+  };
+}
+
+/**
+ * The check of a map's entries (`z.record`: `propertyNames` for the keys, `additionalProperties`
+ * for the values), or undefined for an object that is not one. A key is checked as a string and
+ * reported as `key "…": …`; a value is reported under its key.
+ */
+function mapEntryCheck(shape: RecordShape, path: string): ((key: string, value: unknown) => Problem | undefined) | undefined {
+  const values = shape.additionalProperties;
+  if (typeof values !== "object") {
+    if (shape.propertyNames !== undefined) throw new Error(`a record shape has propertyNames without a value shape at ${path || "its root"}`);
+    return undefined;
+  }
+  const keyCheck = shape.propertyNames === undefined ? undefined : compileNode(shape.propertyNames, `${path}{}`);
+  const valueCheck = compileNode(values, `${path}{}`);
+  return (key, value) => {
+    const keyProblem = keyCheck?.(key);
+    if (keyProblem !== undefined) return here(`key ${JSON.stringify(key)}: ${keyProblem.text}`);
+    const problem = valueCheck(value);
+    return problem === undefined ? undefined : under(key, problem);
   };
 }
 

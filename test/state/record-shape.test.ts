@@ -120,6 +120,31 @@ describe("compileShape", () => {
   });
 });
 
+describe("compileShape: maps (z.record)", () => {
+  const schema = z.strictObject({
+    counts: z.record(z.string().min(1), z.number().int().positive()),
+    modes: z.record(z.string().regex(/^[a-z]+$/), z.enum(["a", "b"])).optional(),
+  });
+  const check = compileShape(shapeOf(schema));
+
+  it.each<[string, unknown, string | undefined]>([
+    ["an empty map", { counts: {} }, undefined],
+    ["entries that fit", { counts: { x: 1, y: 2 }, modes: { x: "a" } }, undefined],
+    ["a value that does not fit", { counts: { x: 0 } }, "counts.x: expected a positive integer; got 0"],
+    ["a key that does not fit", { counts: { "": 1 } }, 'counts: key "": expected a non-empty string; got ""'],
+    ["a key off the pattern", { counts: {}, modes: { X: "a" } }, 'modes: key "X": expected a string matching /^[a-z]+$/; got "X"'],
+    ["a value outside the enum", { counts: {}, modes: { x: "c" } }, 'modes.x: expected one of a, b; got "c"'],
+    ["a list for a map", { counts: [1] }, "counts: expected an object; got [1]"],
+  ])("%s (and agrees with the schema)", (_case, value, problem) => {
+    expect(check(value)).toBe(problem);
+    expect(schema.safeParse(value).success).toBe(problem === undefined);
+  });
+
+  it("refuses key names without a value shape", () => {
+    expect(() => compileShape({ type: "object", properties: { m: { type: "object", propertyNames: { type: "string" } } } })).toThrow(/propertyNames without a value shape at m/);
+  });
+});
+
 describe("recordShapeModuleText", () => {
   it("writes a module exporting the shape as a constant", () => {
     const text = recordShapeModuleText("demoShape", "demoSchema (somewhere)", { type: "object" });

@@ -178,14 +178,24 @@ async function withHookProblems(globals: GlobalOptions, error: ConfigError): Pro
   }
 }
 
+/** Every graph the config can run, compiled: a bad graph file fails validation, naming the file and the node. */
+async function graphNames(loaded: LoadedConfig): Promise<string[]> {
+  const { loadGraphs } = await import("../../graph/registry.js");
+  const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
+  const graphs = await loadGraphs(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {});
+  return [...graphs.graphs.keys()];
+}
+
 export async function runConfigValidate(globals: GlobalOptions, options: { json: boolean }): Promise<void> {
   const loaded = await loadValidated(globals);
   printConfigWarnings(loaded);
+  const graphs = await graphNames(loaded);
   if (options.json) {
-    stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, warnings: loaded.warnings });
+    stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, graphs, warnings: loaded.warnings });
     return;
   }
   stdout.line(`${stdout.paint("green", "config OK:")} ${sourceLine(loaded)}`);
+  stdout.line(`graphs OK: ${graphs.join(", ")}`);
   if (loaded.warnings.length > 0) stdout.line(`${loaded.warnings.length} warning(s) on stderr`);
 }
 

@@ -115,4 +115,10 @@ export async function runServe(globals: GlobalOptions): Promise<void> {
     process.off("SIGTERM", stopOn);
     process.off("SIGINT", stopOn);
   }
+  // Drained and unlocked: `the-loop stop` has answered, and the next daemon may take the state
+  // root. What the drain stopped waiting for (reactions queued behind GitHub's one write a
+  // second) would otherwise keep this process calling GitHub and writing the event log for as
+  // long again, unseen by `status`.
+  // eslint-disable-next-line no-restricted-properties -- the daemon's end is its process's; nothing above it is left to run
+  process.exit(0);
 }

@@ -1,0 +1,179 @@
+import { messageOf } from "../errors.js";
+import { assignmentText } from "../graph/assignment.js";
+import type { GraphEffect } from "../graph/advance.js";
+import { forceText, phaseText, reviewRequestText } from "../graph/comments.js";
+import type { GraphState } from "../graph/state.js";
+import type { Graph } from "../graph/types.js";
+import { isLive } from "../registry/record.js";
+import { parseWorkItemRef } from "../workitem/index.js";
+import type { DispatchContext } from "./context.js";
+import { paste } from "./delivery.js";
+import { workItemEntityOfRef } from "./lifecycle.js";
+
+/**
+ * Carries out what an advance of the graph decided, after its state was written: the phase
+ * label, the hooks, the comments, the assignment. The state is committed first, so a crash in
+ * between repeats nothing the state says happened and loses no move; an effect that fails is
+ * recorded (`graph.effect_failed`, or `graph.assignment_failed`) and the rest still run.
+ */
+
+export interface EffectOptions {
+  /** The assignment went into the session's boot prompt: nothing to paste. */
+  readonly bootDelivered?: boolean;
+}
+
+export async function applyGraphEffects(
+  ctx: DispatchContext,
+  graph: Graph,
+  state: GraphState,
+  effects: readonly GraphEffect[],
+  options: EffectOptions = {},
+): Promise<void> {
+  const ref = state.ref;
+  const events = ctx.options.events;
+  // phase_changed's `notify: false` silences the announcement that follows it, never the label.
+  let notify = true;
+  for (const effect of effects) {
+    const failed = (error: unknown): void =>
+      events.emit("graph.effect_failed", { work_item: ref, graph: graph.name, node: state.node, effect: effect.kind, error: messageOf(error) });
+    try {
+      switch (effect.kind) {
+        case "event":
+          events.emit(effect.name, effect.fields as never);
+          break;
+        case "phase-label":
+          await relabel(ctx, ref, effect.remove, effect.add);
+          break;
+        case "hook":
+          if (effect.point === "phase_changed") {
+            const outcome = await ctx.hooks.run(
+              "phase_changed",
+              {
+                workItem: workItemEntityOfRef(ref, ctx.options.registry.get(ref)),
+                graph: effect.graph,
+                node: effect.node,
+                fromPhase: effect.fromPhase,
+                toPhase: effect.toPhase,
+                terminal: effect.terminal,
+                notify: true,
+              },
+              { workItem: ref },
+            );
+            notify = outcome.context.notify !== false;
+          } else {
+            // The request's text is the graph's: a hook's question or summary is not read here.
+            await ctx.hooks.run(
+              "waiting_for_input",
+              { workItem: workItemEntityOfRef(ref, ctx.options.registry.get(ref)), asker: "gate", node: effect.node, question: "", summary: "" },
+              { workItem: ref },
+            );
+          }
+          break;
+        case "announce-phase": {
+          const node = graph.nodes.get(effect.node);
+          if (notify && node !== undefined) await post(ctx, ref, phaseText(ref, graph, node, effect.terminal));
+          notify = true;
+          break;
+        }
+        case "request-review": {
+          const node = graph.nodes.get(effect.node);
+          const keywords = ctx.options.graph?.keywords;
+          if (node !== undefined && keywords !== undefined) await post(ctx, ref, reviewRequestText(ref, graph, node, keywords, effect.generation));
+          break;
+        }
+        case "announce-force":
+          await post(ctx, ref, forceText(ref, graph, effect.from, effect.to, effect.reason, effect.actor));
+          break;
+        case "deliver-assignment":
+          // In the boot prompt: recorded once the harness started with it (spawn.ts).
+          if (!options.bootDelivered) await deliverAssignment(ctx, graph, state, effect.node, effect.generation);
+          break;
+        case "run-ended":
+          break;
+      }
+    } catch (error) {
+      failed(error);
+    }
+  }
+}
+
+/** Replaces the one old `loop:` label with the new one; every other label is left alone. */
+async function relabel(ctx: DispatchContext, ref: string, remove: string | null, add: string): Promise<void> {
+  const tracker = ctx.options.trackers.forRef(ref);
+  const item = parseWorkItemRef(ref);
+  if (remove !== null && remove !== add) {
+    const current = await tracker.getItem(item);
+    if (current.labels.some((label) => label.toLowerCase() === remove.toLowerCase())) await tracker.removeLabel(item, remove);
+  }
+  await tracker.addLabel(item, add);
+}
+
+async function post(ctx: DispatchContext, ref: string, text: string): Promise<void> {
+  await ctx.options.trackers.forRef(ref).postComment(parseWorkItemRef(ref), text);
+}
+
+/**
+ * Pastes the node's assignment into the item's live session. A paused session is not typed into:
+ * the state remembers the assignment, and the resume delivers it (deliverPendingAssignment).
+ */
+export async function deliverAssignment(ctx: DispatchContext, graph: Graph, state: GraphState, nodeId: string, generation: number): Promise<void> {
+  const events = ctx.options.events;
+  const node = graph.nodes.get(nodeId);
+  if (node === undefined) return;
+  const fields = { work_item: state.ref, graph: graph.name, node: nodeId, generation };
+  const record = ctx.options.registry.get(state.ref);
+  const later = async (why: string): Promise<void> => {
+    await rememberUndelivered(ctx, state.ref, nodeId, generation);
+    events.emit("graph.assignment_failed", { ...fields, error: why, will_retry: true });
+  };
+  if (record === undefined || !isLive(record)) return later("the item has no live session: the assignment goes into its next session's boot prompt");
+  if (record.status === "paused") return later("the session is paused: the assignment is delivered when it is resumed");
+  const outcome = await paste(ctx, record, assignmentText(graph, node, state));
+  if (outcome === "pasted") {
+    await forgetUndelivered(ctx, state.ref, nodeId, generation);
+    events.emit("graph.assignment_delivered", { ...fields, how: "pasted" });
+    return;
+  }
+  return later(`the session could not take it (${outcome})`);
+}
+
+async function rememberUndelivered(ctx: DispatchContext, ref: string, node: string, generation: number): Promise<void> {
+  const states = ctx.options.graph?.states;
+  await states?.transaction(ref, async (tx) => {
+    const current = tx.read();
+    if (current === undefined || current.node !== node || current.generation !== generation) return;
+    await tx.write({ ...current, undelivered: { node, generation } });
+  });
+}
+
+async function forgetUndelivered(ctx: DispatchContext, ref: string, node: string, generation: number): Promise<void> {
+  const states = ctx.options.graph?.states;
+  await states?.transaction(ref, async (tx) => {
+    const current = tx.read();
+    if (current?.undelivered === undefined) return;
+    if (current.undelivered.node !== node || current.undelivered.generation !== generation) return;
+    const { undelivered: _delivered, ...rest } = current;
+    await tx.write(rest);
+  });
+}
+
+/** On resume: the assignment a paused session missed, if it is still the current one. */
+export async function deliverPendingAssignment(ctx: DispatchContext, ref: string): Promise<void> {
+  const setup = ctx.options.graph;
+  if (setup === undefined) return;
+  let state: GraphState | undefined;
+  try {
+    state = await setup.states.get(ref);
+  } catch (error) {
+    ctx.options.events.emit("graph.effect_failed", { work_item: ref, graph: "", node: "", effect: "deliver-assignment", error: messageOf(error) });
+    return;
+  }
+  const pending = state?.undelivered;
+  if (state === undefined || pending === undefined) return;
+  const graph = setup.graphs.get(state.graph);
+  if (graph === undefined || state.node !== pending.node || state.generation !== pending.generation || state.status !== "running") {
+    await forgetUndelivered(ctx, ref, pending.node, pending.generation);
+    return;
+  }
+  await deliverAssignment(ctx, graph, state, pending.node, pending.generation);
+}

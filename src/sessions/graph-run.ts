@@ -1,0 +1,303 @@
+import { randomUUID } from "node:crypto";
+import { messageOf } from "../errors.js";
+import { applyClaimResult, applyGateAnswer, decideClaim, forceTo, recordRefusal, startRun } from "../graph/advance.js";
+import type { GraphEffect, Refusal, Transition } from "../graph/advance.js";
+import { assignmentText, graphContext } from "../graph/assignment.js";
+import { runChecks } from "../graph/checks.js";
+import { decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer } from "../graph/gate.js";
+import type { GraphState } from "../graph/state.js";
+import type { Graph, GraphActor } from "../graph/types.js";
+import { isLive } from "../registry/record.js";
+import { COMMENT_KINDS } from "../routing/inbound.js";
+import type { InboundEvent } from "../routing/inbound.js";
+import { DamagedRecordError } from "../state/record-store.js";
+import { allowListedEnv } from "../subprocess/index.js";
+import type { DispatchContext, GraphSetup, Turn } from "./context.js";
+import { applyGraphEffects } from "./graph-effects.js";
+import { inputReceived } from "./hook-points.js";
+import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
+
+/**
+ * The process graph at the dispatcher's call sites: a start begins (or continues) the item's
+ * run, an authorized person's gate answer moves it, an agent's claim (sent by
+ * `the-loop graph complete` through the daemon's socket) is checked and decided, an operator's
+ * force is applied. Deciding is the graph's pure advance (src/graph/advance.ts); this reads and
+ * writes the item's graph state under its lock and then carries the effects out.
+ */
+
+const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
+
+function graphOf(setup: GraphSetup, state: GraphState): Graph {
+  const graph = setup.graphs.get(state.graph);
+  if (graph === undefined) {
+    throw new Error(
+      `${state.ref} runs the graph "${state.graph}", which the config no longer has; add it back under \`graphs\`, or put the item on another graph's node with \`the-loop graph force\``,
+    );
+  }
+  return graph;
+}
+
+/**
+ * The item's graph state. A record that does not parse is moved aside (kept, with its name and
+ * time) and the item starts afresh: a damaged record must not stop its work item for good.
+ */
+async function readState(ctx: DispatchContext, setup: GraphSetup, ref: string): Promise<GraphState | undefined> {
+  try {
+    return await setup.states.get(ref);
+  } catch (error) {
+    if (!(error instanceof DamagedRecordError)) throw error;
+    const movedTo = await setup.states.moveAside(ref, error.reason);
+    ctx.options.events.emit("graph.record_moved_aside", { work_item: ref, file: error.where, reason: error.reason, moved_to: movedTo ?? error.where });
+    return undefined;
+  }
+}
+
+// ---- start -------------------------------------------------------------------------------------
+
+export interface GraphBoot {
+  /** Appended to the boot prompt: the current node's assignment, or where the run stands. */
+  readonly text: string;
+  /** `{{graph_context}}`. */
+  readonly context: string;
+  /** Records that the boot prompt, assignment included, reached a started harness. */
+  delivered(): void;
+}
+
+/**
+ * A session is starting for the item: its run begins at the graph's start node (or continues,
+ * when one is under way — a restarted session picks up where the item is). The effects of a new
+ * run (the phase label, phase_changed, the announcement) are carried out here, before the
+ * harness starts; the assignment itself goes into the boot prompt.
+ */
+export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<GraphBoot | undefined> {
+  const setup = ctx.options.graph;
+  if (setup === undefined) return undefined;
+  const ref = turn.workItem.ref;
+  await readState(ctx, setup, ref);
+  const begun = await setup.states.transaction(ref, async (tx) => {
+    const current = tx.read();
+    if (current !== undefined && current.status !== "done" && current.status !== "failed") {
+      return { graph: graphOf(setup, current), state: current, effects: [] as readonly GraphEffect[] };
+    }
+    const graph = setup.defaultGraph;
+    const transition = startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor: actorOf(turn.event), ...(current ? { previous: current } : {}) });
+    return { graph, state: await tx.write(transition.state), effects: transition.effects };
+  });
+  await applyGraphEffects(ctx, begun.graph, begun.state, begun.effects, { bootDelivered: true });
+  const node = begun.graph.nodes.get(begun.state.node);
+  const context = graphContext(begun.graph, begun.state);
+  const assigned = node !== undefined && node.actor === "agent" && !node.terminal && begun.state.status === "running";
+  return {
+    text: assigned ? assignmentText(begun.graph, node, begun.state) : context,
+    context,
+    delivered: () => {
+      if (!assigned) return;
+      ctx.options.events.emit("graph.assignment_delivered", {
+        work_item: ref,
+        graph: begun.graph.name,
+        node: node.id,
+        generation: begun.state.generation,
+        how: "boot-prompt",
+      });
+    },
+  };
+}
+
+function actorOf(event: InboundEvent): GraphActor {
+  if (event.source === "cli") return { kind: "operator", id: event.actor ?? "operator" };
+  return event.actor ? { kind: "human", id: event.actor } : DAEMON;
+}
+
+// ---- gates -------------------------------------------------------------------------------------
+
+/**
+ * A person's comment or review on an item whose run waits for a gate answer (or is blocked).
+ * Undefined when the event is not one (no graph, no run waiting, no answer in it): it goes on as
+ * any comment does. The router has already dropped what an unauthorized or self-marked author
+ * wrote, so the author here is an authorized person; the self-approval guard is checked here.
+ * `input_received` fires before the answer is read. A paused session is not typed into: the
+ * answer moves the graph, and the next assignment waits for the resume.
+ */
+export async function graphGate(ctx: DispatchContext, ref: string, event: InboundEvent): Promise<"taken" | undefined> {
+  const setup = ctx.options.graph;
+  if (setup === undefined || !COMMENT_KINDS.has(event.kind) || event.source === "cli") return undefined;
+  const answer = mergeGateAnswers(parseGateAnswer(event.body, setup.vocabulary), gateAnswerOfReview(event.reviewState));
+  if (answer.kind === "none") return undefined;
+  const state = await readState(ctx, setup, ref);
+  if (state === undefined) return undefined;
+  const graph = graphOf(setup, state);
+  const inputKind = deliveredInputKind(event, ctx.options.registry.get(ref));
+  const workItem = event.workItems.find((item) => item.ref === ref) ?? event.workItems[0];
+  if (inputKind !== undefined && workItem !== undefined) {
+    await inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
+  }
+  const selfLogin = (await ctx.options.trackers.forRef(ref).selfLogin().catch(() => undefined)) ?? null;
+  const actor: GraphActor = { kind: "human", id: event.actor ?? "unknown" };
+  const at = ctx.now();
+  const effects = await setup.states.transaction(ref, async (tx) => {
+    const current = tx.read();
+    const decided = decideGateInput({
+      answer,
+      authorized: event.actor !== null,
+      author: event.actor,
+      selfLogin,
+      allowSelfApproval: setup.allowSelfApproval,
+      state: current,
+      graph,
+    });
+    if (decided.kind === "refuse") {
+      const kind = decided.reasonCode === "ambiguous" ? "gate-ambiguous" : "gate-refused";
+      const recorded = recordRefusal(graph, current, { kind, ref, reasonCode: decided.reasonCode, reason: decided.reason, actor, at });
+      if (recorded.state !== undefined && recorded.state !== current) await tx.write(recorded.state);
+      return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
+    }
+    if (current === undefined) return undefined;
+    const via = answer.kind === "answer" && gateAnswerOfReview(event.reviewState).kind === "answer" ? "review" : "keyword";
+    const applied = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
+    if (applied.kind === "refuse") {
+      const recorded = recordRefusal(graph, current, { kind: "gate-refused", ref, reasonCode: applied.reasonCode, reason: applied.reason, actor, at });
+      if (recorded.state !== undefined) await tx.write(recorded.state);
+      return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
+    }
+    return { state: await tx.write(applied.state), effects: applied.effects, moved: true };
+  });
+  if (effects === undefined) return undefined;
+  await applyGraphEffects(ctx, graph, effects.state ?? state, effects.effects);
+  ctx.react(event, effects.moved ? "completed" : "failed");
+  return "taken";
+}
+
+// ---- claims ------------------------------------------------------------------------------------
+
+export interface ClaimRequest {
+  readonly ref: string;
+  readonly node?: string | undefined;
+  /** Who claims: the session's work item env, the OS user. */
+  readonly actor: string;
+  /** The config file the claiming command loaded (resolved), or null for none. */
+  readonly configFile: string | null;
+}
+
+export interface ClaimAnswer {
+  readonly moved: boolean;
+  readonly ref: string;
+  readonly graph: string | null;
+  readonly node: string | null;
+  readonly status: string | null;
+  readonly reasonCode: string | null;
+  readonly reason: string | null;
+}
+
+function answerOf(ref: string, graph: Graph | undefined, state: GraphState | undefined, moved: boolean, refusal?: Refusal): ClaimAnswer {
+  return {
+    moved,
+    ref,
+    graph: graph?.name ?? state?.graph ?? null,
+    node: state?.node ?? null,
+    status: state?.status ?? null,
+    reasonCode: refusal?.reasonCode ?? (moved ? null : (state?.reasonCode ?? null)),
+    reason: refusal?.reason ?? (moved ? null : (state?.reason ?? null)),
+  };
+}
+
+/**
+ * An agent's claim that its node is done. The daemon is the judge: the node's checks run in the
+ * session's working directory with a scrubbed environment, and the claim is decided again under
+ * the record's lock with their results, so two claims at once move the item once.
+ */
+export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): Promise<ClaimAnswer> {
+  const setup = ctx.options.graph;
+  const ref = request.ref;
+  if (setup === undefined) {
+    return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
+  }
+  const actor: GraphActor = { kind: "agent", id: request.actor };
+  const at = ctx.now();
+  const state = await readState(ctx, setup, ref);
+  const graph = state ? graphOf(setup, state) : setup.defaultGraph;
+  if (request.configFile !== (setup.configFile ?? null)) {
+    const refusal: Refusal = {
+      kind: "refuse",
+      reasonCode: "other-config",
+      reason: `the claim was made under ${request.configFile ?? "no config file"}, but the daemon runs ${setup.configFile ?? "without a config file"}; claim without --config inside the session`,
+    } as Refusal;
+    await refuseClaim(ctx, setup, graph, ref, actor, refusal, request.node);
+    return answerOf(ref, graph, state, false, refusal);
+  }
+  const decided = decideClaim(graph, state, { node: request.node, actor });
+  if (decided.kind === "refuse" || state === undefined) {
+    const refusal = decided.kind === "refuse" ? decided : undefined;
+    if (refusal) await refuseClaim(ctx, setup, graph, ref, actor, refusal, request.node);
+    return answerOf(ref, graph, state, false, refusal);
+  }
+  const record = ctx.options.registry.get(ref);
+  const cwd = record !== undefined && isLive(record) ? record.cwd : ctx.options.spawnCwd;
+  const results = await runChecks(decided.checks, { cwd, env: allowListedEnv([]) });
+  const outcome = await setup.states.transaction(ref, async (tx) => {
+    const current = tx.read();
+    if (current === undefined) return { refusal: { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" } as Refusal, state: current };
+    const applied: Refusal | Transition = applyClaimResult(graph, current, { node: decided.node, generation: decided.generation, results, actor, at });
+    if (applied.kind === "refuse") return { refusal: applied, state: current };
+    return { transition: applied, state: await tx.write(applied.state) };
+  });
+  if (outcome.refusal !== undefined) {
+    await refuseClaim(ctx, setup, graph, ref, actor, outcome.refusal, request.node);
+    return answerOf(ref, graph, outcome.state, false, outcome.refusal);
+  }
+  const transition = outcome.transition;
+  await applyGraphEffects(ctx, graph, outcome.state ?? transition.state, transition.effects);
+  const moved = transition.moved;
+  return answerOf(ref, graph, outcome.state, moved);
+}
+
+async function refuseClaim(
+  ctx: DispatchContext,
+  setup: GraphSetup,
+  graph: Graph,
+  ref: string,
+  actor: GraphActor,
+  refusal: Refusal,
+  claimed: string | undefined,
+): Promise<void> {
+  try {
+    const recorded = await setup.states.transaction(ref, async (tx) => {
+      const current = tx.read();
+      const result = recordRefusal(graph, current, { kind: "claim-refused", ref, reasonCode: refusal.reasonCode, reason: refusal.reason, actor, at: ctx.now(), claimed });
+      if (result.state !== undefined && result.state !== current) await tx.write(result.state);
+      return result;
+    });
+    await applyGraphEffects(ctx, graph, recorded.state ?? ({ ref, node: claimed ?? "" } as GraphState), recorded.effects);
+  } catch (error) {
+    ctx.options.events.emit("graph.effect_failed", { work_item: ref, graph: graph.name, node: claimed ?? "", effect: "claim-refused", error: messageOf(error) });
+  }
+}
+
+// ---- force -------------------------------------------------------------------------------------
+
+export interface ForceRequest {
+  readonly ref: string;
+  readonly to: string;
+  readonly reason: string;
+  readonly actor: string;
+}
+
+/** `the-loop graph force`: audited (event, history, marked comment), and the node entered as any move enters it. */
+export async function graphForce(ctx: DispatchContext, request: ForceRequest): Promise<ClaimAnswer> {
+  const setup = ctx.options.graph;
+  const ref = request.ref;
+  if (setup === undefined) {
+    return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
+  }
+  const actor: GraphActor = { kind: "operator", id: request.actor };
+  await readState(ctx, setup, ref);
+  const outcome = await setup.states.transaction(ref, async (tx) => {
+    const current = tx.read();
+    const graph = current ? graphOf(setup, current) : setup.defaultGraph;
+    const applied = forceTo(graph, current, { to: request.to, reason: request.reason, actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } });
+    if (applied.kind === "refuse") return { graph, refusal: applied, state: current };
+    return { graph, transition: applied, state: await tx.write(applied.state) };
+  });
+  if (outcome.refusal !== undefined) return answerOf(ref, outcome.graph, outcome.state, false, outcome.refusal);
+  await applyGraphEffects(ctx, outcome.graph, outcome.state ?? outcome.transition.state, outcome.transition.effects);
+  return answerOf(ref, outcome.graph, outcome.state, true);
+}

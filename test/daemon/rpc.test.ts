@@ -1,0 +1,96 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { createConnection } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { NoDaemonError, callDaemon, daemonSocketPath, serveRpc } from "../../src/daemon/rpc.js";
+import type { RpcServer } from "../../src/daemon/rpc.js";
+
+const roots: string[] = [];
+const servers: RpcServer[] = [];
+
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((server) => server.close()));
+  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
+});
+
+function stateRoot(): string {
+  const root = mkdtempSync(join(tmpdir(), "the-loop-rpc-"));
+  roots.push(root);
+  return root;
+}
+
+function rawRequest(path: string, line: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = createConnection(path);
+    let received = "";
+    socket.setEncoding("utf8");
+    socket.on("connect", () => socket.write(line));
+    socket.on("data", (chunk: string) => (received += chunk));
+    socket.on("end", () => resolve(received));
+    socket.on("error", reject);
+  });
+}
+
+describe("the daemon's request channel", () => {
+  it("answers a request with its handler's result", async () => {
+    const root = stateRoot();
+    servers.push(await serveRpc(root, { echo: async (params) => ({ got: params }) }));
+    await expect(callDaemon(root, "echo", { a: 1 }, 5_000)).resolves.toEqual({ got: { a: 1 } });
+  });
+
+  it("keeps the socket in the state root, readable by its owner only", async () => {
+    const root = stateRoot();
+    const server = await serveRpc(root, {});
+    servers.push(server);
+    expect(server.path).toBe(join(root, "daemon.sock"));
+    expect(statSync(server.path).mode & 0o077).toBe(0);
+  });
+
+  it("moves the socket to a private temporary folder when the state root's path is too long for one", async () => {
+    const root = join(stateRoot(), "x".repeat(120));
+    const path = daemonSocketPath(root);
+    expect(path.startsWith(root)).toBe(false);
+    expect(Buffer.byteLength(path)).toBeLessThanOrEqual(100);
+  });
+
+  it("passes a handler's failure back as the daemon's refusal", async () => {
+    const root = stateRoot();
+    servers.push(await serveRpc(root, { fail: () => Promise.reject(new Error("not today")) }));
+    await expect(callDaemon(root, "fail", {}, 5_000)).rejects.toThrow("the daemon refused: not today");
+  });
+
+  it("refuses a method it does not know, and a line that is not JSON", async () => {
+    const root = stateRoot();
+    const server = await serveRpc(root, {});
+    servers.push(server);
+    await expect(callDaemon(root, "toString", {}, 5_000)).rejects.toThrow('does not answer "toString"');
+    expect(JSON.parse(await rawRequest(server.path, "{ not json\n"))).toEqual({ ok: false, error: "a request is one line of JSON" });
+  });
+
+  it("refuses an oversized request without waiting for its end", async () => {
+    const root = stateRoot();
+    const server = await serveRpc(root, {});
+    servers.push(server);
+    const answer = JSON.parse(await rawRequest(server.path, "x".repeat(100 * 1024)));
+    expect(answer.ok).toBe(false);
+    expect(answer.error).toMatch(/at most/);
+  });
+
+  it("says no daemon runs when nothing listens, and after a killed daemon left its socket file", async () => {
+    const root = stateRoot();
+    await expect(callDaemon(root, "echo", {}, 5_000)).rejects.toBeInstanceOf(NoDaemonError);
+    const server = await serveRpc(root, {});
+    await server.close();
+    await expect(callDaemon(root, "echo", {}, 5_000)).rejects.toThrow(/no daemon is running.*the-loop start/);
+  });
+
+  it("takes over a socket file a killed daemon left behind", async () => {
+    const root = stateRoot();
+    const first = await serveRpc(root, { who: async () => "first" });
+    // A kill -9 leaves the file; the next daemon holds the service lock, so the file is stale.
+    servers.push(await serveRpc(root, { who: async () => "second" }));
+    await expect(callDaemon(root, "who", {}, 5_000)).resolves.toBe("second");
+    await first.close().catch(() => undefined);
+  });
+});
