@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { mkdir, rename, utimes, writeFile } from "node:fs/promises";
+import { mkdir, readFile, rename, utimes, writeFile } from "node:fs/promises";
 import { request as httpRequest, createServer } from "node:http";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -12,6 +12,10 @@ import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { compileVocabulary, parseControl } from "../../src/control/keywords.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { ControlRecord } from "../../src/control/types.js";
+import type { GraphState } from "../../src/graph/state.js";
+import { openGraphStates } from "../../src/graph/store.js";
+import { sessionRecordFiles } from "../../src/registry/listing.js";
+import type { WorkItem } from "../../src/workitem/index.js";
 import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import type { CliResult } from "../support/cli.js";
@@ -20,7 +24,7 @@ import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
-import { ARM } from "../support/builders.js";
+import { ARM, sessionRecord } from "../support/builders.js";
 
 /**
  * `the-loop sessions start|pause|resume|stop` against the real CLI, with no daemon running: the
@@ -357,6 +361,35 @@ describe("the-loop sessions start|pause|resume|stop", () => {
   });
 });
 
+/** A folder last changed a while ago: nothing can change it again within the same clock tick. */
+const LONG_AGO = new Date("2026-01-01T00:00:00.000Z");
+
+/** `the-loop sessions list` run in this process, with what it printed. */
+async function listed(config: string, json = false): Promise<{ out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const outSpy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
+    out.push(String(chunk));
+    return true;
+  });
+  const errSpy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+    err.push(String(chunk));
+    return true;
+  });
+  try {
+    await runSessionsList({ config }, { json });
+  } finally {
+    outSpy.mockRestore();
+    errSpy.mockRestore();
+  }
+  return { out: out.join(""), err: err.join("") };
+}
+
+/** A control record as a CLI command leaves it. */
+function recordOf(ref: string, command: ControlRecord["command"], actor: string): ControlRecord {
+  return { version: 1, ref, command, source: "cli", actor, requestedAt: "2026-11-30T09:00:00.000Z", effect: "recorded" };
+}
+
 /**
  * `sessions list` reads every item's last control command: with the start gate on, that is one
  * file per item that ever started. Ten thousand of them took about a second to read on every
@@ -364,32 +397,6 @@ describe("the-loop sessions start|pause|resume|stop", () => {
  * records are cached too, for as long as their folder is unchanged.
  */
 describe("the-loop sessions list: the control column's cache", () => {
-  const LONG_AGO = new Date("2026-01-01T00:00:00.000Z");
-
-  async function listed(config: string, json = false): Promise<{ out: string; err: string }> {
-    const out: string[] = [];
-    const err: string[] = [];
-    const outSpy = vi.spyOn(process.stdout, "write").mockImplementation((chunk: string | Uint8Array) => {
-      out.push(String(chunk));
-      return true;
-    });
-    const errSpy = vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
-      err.push(String(chunk));
-      return true;
-    });
-    try {
-      await runSessionsList({ config }, { json });
-    } finally {
-      outSpy.mockRestore();
-      errSpy.mockRestore();
-    }
-    return { out: out.join(""), err: err.join("") };
-  }
-
-  function recordOf(ref: string, command: ControlRecord["command"], actor: string): ControlRecord {
-    return { version: 1, ref, command, source: "cli", actor, requestedAt: "2026-11-30T09:00:00.000Z", effect: "recorded" };
-  }
-
   it("reads the control records once while their folder is unchanged, and again as soon as it changes", async () => {
     const dir = await tempDir();
     vi.stubEnv("XDG_CACHE_HOME", join(dir, "xdg-cache"));
@@ -439,6 +446,113 @@ describe("the-loop sessions list: the control column's cache", () => {
       expect(damaged.err).toContain("local-demo-9-0badf00d.json: not valid JSON");
       expect(row(damaged.out, "local:demo#4")[2]).toBe("stop (cli, carol)");
     }
+  });
+});
+
+/** A graph run of the built-in work-item graph waiting at its review gate. */
+function graphStateOf(ref: string): GraphState {
+  const at = "2026-11-30T09:00:00.000Z";
+  const daemon = { kind: "daemon", id: "the-loop" } as const;
+  return {
+    version: 1,
+    ref,
+    graph: "work-item",
+    loopRunId: "run-1",
+    node: "review",
+    phase: "review",
+    status: "waiting",
+    generation: 1,
+    attempts: {},
+    outcomes: { implement: "pass" },
+    startedAt: at,
+    updatedAt: at,
+    history: [
+      { at, kind: "started", node: "implement", actor: daemon },
+      { at, kind: "entered", node: "review", from: "implement", actor: daemon },
+    ],
+  };
+}
+
+/** A local item of the project `demo`, as a session record carries it. */
+function localItem(number: number): WorkItem {
+  return { ref: `local:demo#${number}`, tracker: "local", host: "local", repository: "demo", number, kind: "issue", url: "", id: `demo-${number}` };
+}
+
+/**
+ * The node column: where each item is in its graph, read from `<state.root>/graphs/` once per
+ * listing. Without the process graph the table is as before; a graph state file that does not
+ * read shows `?` on its item's row and is reported, and the rest still list.
+ */
+describe("the-loop sessions list: each item's graph node", () => {
+  interface GraphListJson extends ListJson {
+    sessions: (ListJson["sessions"][number] & { graph: unknown })[];
+    problems: { file: string; message: string }[];
+  }
+
+  it("shows the node once an item has a graph run or the graph is on, and reports a damaged record without failing", async () => {
+    const dir = await tempDir();
+    vi.stubEnv("XDG_CACHE_HOME", join(dir, "xdg-cache"));
+    const root = join(dir, ".the-loop");
+    const paths = { root, graphsDir: join(root, "graphs") };
+    await mkdir(root, { recursive: true });
+    const config = join(root, "cli-config.yaml");
+    await writeFile(config, "version: 1\nintegrations: {local: {project: demo}}\n");
+    const sessions = sessionRecordFiles(join(root, "sessions"));
+    for (const number of [1, 2]) {
+      await sessions.transaction(`local:demo#${number}`, (tx) => tx.write(sessionRecord(localItem(number), { harness: "fake" })));
+    }
+    await new ControlStore({ dir: join(root, "sessions", "control") }).transaction("local:demo#3", (tx) =>
+      tx.write(recordOf("local:demo#3", "pause", "bob")),
+    );
+
+    // No graph run and the graph off: the table is as it always was, and --json says there is no run.
+    const before = await listed(config);
+    expect(before.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "tmux", "last event"]);
+    const none = JSON.parse((await listed(config, true)).out) as GraphListJson;
+    expect(none.sessions.map((s) => [s.workItem.ref, s.graph])).toEqual([["local:demo#1", null], ["local:demo#2", null]]);
+
+    // The graph on, with no run yet: the column is there, every row at `-`.
+    const enabled = join(root, "graph-config.yaml");
+    await writeFile(enabled, "version: 1\nintegrations: {local: {project: demo}}\ngraph: {enabled: true}\n");
+    const empty = await listed(enabled);
+    expect(empty.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "node", "harness", "tmux", "last event"]);
+    expect(row(empty.out, "local:demo#1")[3]).toBe("-");
+
+    // A run of #1 written into the state root: its node and status, with the graph off too.
+    await openGraphStates(paths).transaction("local:demo#1", (tx) => tx.write(graphStateOf("local:demo#1")));
+    await utimes(paths.graphsDir, LONG_AGO, LONG_AGO);
+    for (let run = 0; run < 2; run++) {
+      const table = await listed(config);
+      expect(table.err).toBe("");
+      expect(table.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "node", "harness", "tmux", "last event"]);
+      expect(row(table.out, "local:demo#1").slice(0, 4)).toEqual(["local:demo#1", "active", "-", "review (waiting)"]);
+      expect(row(table.out, "local:demo#2")[3]).toBe("-");
+      expect(row(table.out, "local:demo#3")).toEqual(["local:demo#3", "-", "pause (cli, bob)", "-", "-", "-", "-"]);
+    }
+    // The listing keeps a few words of each record, not its history.
+    const cache = JSON.parse(await readFile(join(root, "cache", "sessions-list-graph.json"), "utf8")) as { entries: unknown };
+    expect(cache.entries).toEqual([["local:demo#1", "work-item", "review", "waiting", "review"]]);
+    const json = JSON.parse((await listed(config, true)).out) as GraphListJson;
+    expect(json.sessions.map((s) => [s.workItem.ref, s.graph])).toEqual([
+      ["local:demo#1", { name: "work-item", node: "review", status: "waiting", phase: "review" }],
+      ["local:demo#2", null],
+    ]);
+
+    // #2's graph state file does not read: `?` on its row, reported on every listing, the rest listed.
+    const damagedFile = openGraphStates(paths).locate("local:demo#2");
+    await writeFile(join(dir, "damaged.tmp"), "{ not json");
+    await rename(join(dir, "damaged.tmp"), damagedFile);
+    await utimes(paths.graphsDir, LONG_AGO, LONG_AGO);
+    for (let run = 0; run < 2; run++) {
+      const damaged = await listed(config);
+      expect(damaged.err).toContain(`${damagedFile}: not valid JSON`);
+      expect(row(damaged.out, "local:demo#1")[3]).toBe("review (waiting)");
+      expect(row(damaged.out, "local:demo#2")[3]).toBe("?");
+      expect(row(damaged.out, "local:demo#3")[3]).toBe("-");
+    }
+    const damagedJson = JSON.parse((await listed(config, true)).out) as GraphListJson;
+    expect(damagedJson.sessions.map((s) => [s.workItem.ref, s.graph === null])).toEqual([["local:demo#1", false], ["local:demo#2", true]]);
+    expect(damagedJson.problems).toEqual([{ file: damagedFile, message: expect.stringContaining("not valid JSON") as unknown }]);
   });
 });
 

@@ -5,6 +5,7 @@ import { folderStamp, readFolderCache, writeFolderCache } from "../../state/fold
 import { ControlStore } from "../../control/store.js";
 import type { ControlListingProblem } from "../../control/store.js";
 import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../control/types.js";
+import { openGraphStates } from "../../graph/store.js";
 import { AnswerGivenExit, EXIT_FAILURE, ExitError, NotFoundError, UsageError, messageOf } from "../../errors.js";
 import type { Runtime, RuntimeInput } from "../../daemon/runtime.js";
 import { RegistryRecordError, isLive } from "../../registry/record.js";
@@ -66,13 +67,25 @@ export function controlSummary(record: ControlRecord | undefined): string {
 type ControlRow = [ref: string, summary: string];
 
 /**
+ * The entries a listing of `dir` needs, kept in `cacheFile` while the folder is unchanged (the
+ * stamp is taken before the read, so a write during it makes the next listing read again). A
+ * listing with a problem is not kept, so a damaged record is reported every time until it is
+ * repaired.
+ */
+function cachedListing<T, P>(dir: string, cacheFile: string, read: () => { entries: T[]; problems: P[] }): { entries: T[]; problems: P[] } {
+  const stamp = folderStamp(dir);
+  const cached = stamp === undefined ? undefined : readFolderCache<T>(cacheFile, dir, stamp);
+  if (cached) return { entries: cached, problems: [] };
+  const { entries, problems } = read();
+  if (stamp !== undefined && problems.length === 0) writeFolderCache(cacheFile, { dir, stamp, entries });
+  return { entries, problems };
+}
+
+/**
  * Every item's last control command, read from the control folder once for the whole listing
  * (not once per row), with the store's own light reader: no schema library, no runtime. With the
  * start gate on, every item that ever started has a record, so the folder can hold thousands:
- * what the listing needs of them is kept in `<state.root>/cache/` while the folder is unchanged
- * (the stamp is taken before the read, so a write during it makes the next listing read again).
- * A listing with a problem is not kept, so a damaged record is reported every time until it is
- * repaired.
+ * what the listing needs of them is kept in `<state.root>/cache/` while the folder is unchanged.
  */
 function listControls<T>(
   project: Project,
@@ -80,14 +93,10 @@ function listControls<T>(
   entriesOf: (records: ControlRecord[]) => T[],
 ): { entries: T[]; problems: ControlListingProblem[] } {
   const dir = project.paths.controlDir;
-  const cacheFile = join(project.paths.root, "cache", cacheName);
-  const stamp = folderStamp(dir);
-  const cached = stamp === undefined ? undefined : readFolderCache<T>(cacheFile, dir, stamp);
-  if (cached) return { entries: cached, problems: [] };
-  const { records, problems } = new ControlStore({ dir }).list();
-  const entries = entriesOf(records);
-  if (stamp !== undefined && problems.length === 0) writeFolderCache(cacheFile, { dir, stamp, entries });
-  return { entries, problems };
+  return cachedListing(dir, join(project.paths.root, "cache", cacheName), () => {
+    const { records, problems } = new ControlStore({ dir }).list();
+    return { entries: entriesOf(records), problems };
+  });
 }
 
 const CONTROL_CACHE = "sessions-list-control.json";
@@ -106,10 +115,71 @@ function controlColumnByRef(project: Project): { byRef: Map<string, string>; pro
   return { byRef: new Map(entries), problems };
 }
 
+/** Where an item is in its graph, as `sessions list --json` shows it (`graph status` has the rest). */
+export interface GraphRunSummary {
+  readonly name: string;
+  readonly node: string;
+  readonly status: string;
+  readonly phase: string | null;
+}
+
+/** What the listing keeps of a graph state record: a few words of a record that carries its history. */
+type GraphRow = [ref: string, name: string, node: string, status: string, phase: string | null];
+
+/** The node column of the `sessions list` table: `review (waiting)`; `?` for a damaged record; `-` without a run. */
+export function graphColumn(run: GraphRunSummary | "damaged" | undefined): string {
+  if (run === undefined) return "-";
+  return run === "damaged" ? "?" : `${run.node} (${run.status})`;
+}
+
+interface GraphRuns {
+  /** Each item's graph run; "damaged" when its record does not read (the file is among `problems`). */
+  readonly of: (ref: string) => GraphRunSummary | "damaged" | undefined;
+  readonly problems: ControlListingProblem[];
+}
+
+const GRAPH_CACHE = "sessions-list-graph.json";
+
 /**
- * Sessions with their status and their item's last control command. An item with a control
- * record and no session record (paused or stopped before anything spawned) is listed too, with
- * status `-`, when no --status filter is given: it has no session status to match.
+ * Every item's graph run, read from the graph state folder once for the whole listing, with the
+ * store's light reader (no schema library). The records carry their history, so only the few
+ * fields shown are kept in `<state.root>/cache/` while the folder is unchanged.
+ */
+function graphRunsByRef(project: Project): GraphRuns {
+  const states = openGraphStates(project.paths);
+  const { entries, problems } = cachedListing(states.dir, join(project.paths.root, "cache", GRAPH_CACHE), () => {
+    const listing = states.listSync();
+    return {
+      entries: listing.records.map((state): GraphRow => [state.ref, state.graph, state.node, state.status, state.phase ?? null]),
+      problems: listing.problems.map(({ where, message }) => ({ file: where, message })),
+    };
+  });
+  const byRef = new Map(entries.map(([ref, name, node, status, phase]) => [ref, { name, node, status, phase }]));
+  const damagedFiles = new Set(problems.map((problem) => problem.file));
+  const fileOf = (ref: string): string | undefined => {
+    try {
+      return states.locate(ref);
+    } catch {
+      // Not a ref a record could be kept for: it has no graph state file at all.
+      return undefined;
+    }
+  };
+  return {
+    of: (ref) => {
+      const run = byRef.get(ref);
+      if (run !== undefined || damagedFiles.size === 0) return run;
+      const file = fileOf(ref);
+      return file !== undefined && damagedFiles.has(file) ? "damaged" : undefined;
+    },
+    problems,
+  };
+}
+
+/**
+ * Sessions with their status, their item's last control command and, once the process graph is
+ * in use, the node their item is on. An item with a control record and no session record (paused
+ * or stopped before anything spawned) is listed too, with status `-`, when no --status filter is
+ * given: it has no session status to match.
  */
 export async function runSessionsList(globals: GlobalOptions, options: SessionsListOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
@@ -121,15 +191,24 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   // filtered-out session is never mistaken for one without a session.
   const withoutSession = <T>(byRef: ReadonlyMap<string, T>, refs: ReadonlySet<string>): [string, T][] =>
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
+  const graphRuns = graphRunsByRef(project);
   if (options.json) {
     const controls = controlRecordsByRef(project);
     const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
-    const allProblems = [...problems, ...controls.problems];
+    const allProblems = [...problems, ...controls.problems, ...graphRuns.problems];
     for (const problem of allProblems) stderr.warn(`${problem.file}: ${problem.message}`);
+    const graphOf = (ref: string): GraphRunSummary | null => {
+      const run = graphRuns.of(ref);
+      return run === undefined || run === "damaged" ? null : run;
+    };
     stdout.json({
       sessions: records
         .filter((record) => keep(record.status))
-        .map((record) => ({ ...record, control: controls.byRef.get(record.workItem.ref) ?? null })),
+        .map((record) => ({
+          ...record,
+          control: controls.byRef.get(record.workItem.ref) ?? null,
+          graph: graphOf(record.workItem.ref),
+        })),
       controls: withoutSession(controls.byRef, new Set(records.map((record) => record.workItem.ref))).map(([, record]) => record),
       problems: allProblems,
     });
@@ -137,7 +216,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   }
   const controls = controlColumnByRef(project);
   const { summaries, problems } = listSessionSummaries(project.paths.registryDir, listing);
-  for (const problem of [...problems, ...controls.problems]) stderr.warn(`${problem.file}: ${problem.message}`);
+  for (const problem of [...problems, ...controls.problems, ...graphRuns.problems]) stderr.warn(`${problem.file}: ${problem.message}`);
   const rows = summaries
     .filter((summary) => keep(summary.status))
     .map((summary) => [
@@ -155,7 +234,15 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     stdout.line(wanted ? `no ${wanted} sessions` : "no sessions yet");
     return;
   }
-  stdout.line(formatTable(["work item", "status", "control", "harness", "tmux", "last event"], rows));
+  const header = ["work item", "status", "control", "harness", "tmux", "last event"];
+  // Without the process graph every row's node would be `-`: the column appears once it is in use.
+  const nodes = rows.map(([ref]) => graphRuns.of(ref ?? ""));
+  if (!project.config.graph.enabled && nodes.every((run) => run === undefined)) {
+    stdout.line(formatTable(header, rows));
+    return;
+  }
+  const withNode = <T>(cells: T[], node: T): T[] => [...cells.slice(0, 3), node, ...cells.slice(3)];
+  stdout.line(formatTable(withNode(header, "node"), rows.map((cells, index) => withNode(cells, graphColumn(nodes[index])))));
 }
 
 function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
