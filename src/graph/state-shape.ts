@@ -112,6 +112,14 @@ export const graphStateShape = {
       ],
       "additionalProperties": false
     },
+    "pendingEffects": {
+      "maxItems": 100,
+      "type": "array",
+      "items": {
+        "type": "string",
+        "maxLength": 200000
+      }
+    },
     "history": {
       "maxItems": 200,
       "type": "array",

@@ -105,6 +105,12 @@ export const graphStateSchema = keysGoTogether(
      * Entering a node forgets it.
      */
     undelivered: z.strictObject({ node: nodeId, generation: z.number().int().positive() }).optional(),
+    /**
+     * The effects of the last move (labels, hooks, comments, an assignment), one JSON text each,
+     * written with the move and removed once they were carried out: a daemon killed in between
+     * carries them out on its next start. So a crash repeats an effect, and never loses a move.
+     */
+    pendingEffects: z.array(z.string().max(200_000)).max(100).optional(),
     /** Oldest first, the newest GRAPH_HISTORY_MAX entries. */
     history: z.array(graphHistoryEntrySchema).max(GRAPH_HISTORY_MAX),
   }),

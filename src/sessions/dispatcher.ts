@@ -15,6 +15,7 @@ import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisP
 import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult, Turn } from "./context.js";
 import { deliver } from "./delivery.js";
 import { graphClaim, graphForce, graphGate } from "./graph-run.js";
+import { resumeJournalledEffects } from "./graph-effects.js";
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "./graph-run.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
@@ -393,11 +394,24 @@ export class Dispatcher implements EventHandler {
     if (!this.accepting) return 0;
     const { starts, stops } = standingCommands(this.ctx);
     const inQueue = <T>(ref: string, job: () => Promise<T>): Promise<T> => this.counted(() => this.exclusive([ref], job));
+    // Graph moves whose effects a killed process never carried out (graph-effects.ts), first in their items' queues.
+    const journalled = await this.journalledGraphMoves();
     const [started] = await Promise.all([
       Promise.all(starts.map((ref) => inQueue(ref, () => retryStart(this.ctx, ref)))),
       Promise.all(stops.map((ref) => inQueue(ref, () => finishStop(this.ctx, ref)))),
+      Promise.all(journalled.map((ref) => inQueue(ref, () => resumeJournalledEffects(this.ctx, ref)))),
     ]);
     return started.filter(Boolean).length;
+  }
+
+  private async journalledGraphMoves(): Promise<string[]> {
+    const states = this.options.graph?.states;
+    if (states === undefined) return [];
+    const listing = await states.list({ keep: (state) => state.pendingEffects !== undefined });
+    for (const problem of listing.problems) {
+      this.options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "resume", error: `${problem.where}: ${problem.message}` });
+    }
+    return listing.records.map((state) => state.ref);
   }
 }
 

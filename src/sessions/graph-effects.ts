@@ -22,6 +22,70 @@ export interface EffectOptions {
   readonly bootDelivered?: boolean;
 }
 
+/** The state as a move writes it: with its effects journalled (see GraphState.pendingEffects). */
+export function withPendingEffects(state: GraphState, effects: readonly GraphEffect[]): GraphState {
+  const { pendingEffects: _carriedOut, ...rest } = state;
+  return effects.length === 0 ? rest : { ...rest, pendingEffects: effects.map((effect) => JSON.stringify(effect)) };
+}
+
+/**
+ * Carries out a committed move's effects, then takes them off the record — unless a later move
+ * journalled its own meanwhile (those are that move's to clear).
+ */
+export async function carryOut(ctx: DispatchContext, graph: Graph, written: GraphState, effects: readonly GraphEffect[], options: EffectOptions = {}): Promise<void> {
+  await applyGraphEffects(ctx, graph, written, effects, options);
+  const journalled = written.pendingEffects;
+  const states = ctx.options.graph?.states;
+  if (journalled === undefined || states === undefined) return;
+  await states.transaction(written.ref, async (tx) => {
+    const current = tx.read();
+    if (current?.pendingEffects === undefined || current.pendingEffects.join("\n") !== journalled.join("\n")) return;
+    const { pendingEffects: _done, ...rest } = current;
+    await tx.write(rest);
+  });
+}
+
+const EFFECT_KINDS: ReadonlySet<string> = new Set([
+  "event",
+  "phase-label",
+  "hook",
+  "announce-phase",
+  "deliver-assignment",
+  "request-review",
+  "announce-force",
+  "run-ended",
+]);
+
+/** A journalled effect read back; undefined for text that is not one (it is dropped, reported). */
+export function parseJournalledEffect(text: string): GraphEffect | undefined {
+  try {
+    const value = JSON.parse(text) as unknown;
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
+    const kind = (value as { kind?: unknown }).kind;
+    return typeof kind === "string" && EFFECT_KINDS.has(kind) ? (value as GraphEffect) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * After a restart: the effects a killed daemon journalled and never carried out, for one item.
+ * They run again whole: an effect that ran before the kill runs twice (a label added twice is
+ * one label; a comment may be posted twice), which beats losing one.
+ */
+export async function resumeJournalledEffects(ctx: DispatchContext, ref: string): Promise<boolean> {
+  const setup = ctx.options.graph;
+  if (setup === undefined) return false;
+  const state = await setup.states.get(ref);
+  const journalled = state?.pendingEffects;
+  if (state === undefined || journalled === undefined) return false;
+  const graph = setup.graphs.get(state.graph);
+  if (graph === undefined) return false;
+  const effects = journalled.map(parseJournalledEffect).filter((effect): effect is GraphEffect => effect !== undefined);
+  await carryOut(ctx, graph, state, effects);
+  return true;
+}
+
 export async function applyGraphEffects(
   ctx: DispatchContext,
   graph: Graph,

@@ -13,7 +13,7 @@ import type { InboundEvent } from "../routing/inbound.js";
 import { DamagedRecordError } from "../state/record-store.js";
 import { allowListedEnv } from "../subprocess/index.js";
 import type { DispatchContext, GraphSetup, Turn } from "./context.js";
-import { applyGraphEffects } from "./graph-effects.js";
+import { applyGraphEffects, carryOut, withPendingEffects } from "./graph-effects.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 
@@ -31,7 +31,7 @@ function graphOf(setup: GraphSetup, state: GraphState): Graph {
   const graph = setup.graphs.get(state.graph);
   if (graph === undefined) {
     throw new Error(
-      `${state.ref} runs the graph "${state.graph}", which the config no longer has; add it back under \`graphs\`, or put the item on another graph's node with \`the-loop graph force\``,
+      `${state.ref} runs the graph "${state.graph}", which the config no longer has; add it back under \`graphs\`, or put the item on a node of the default graph with \`the-loop graph force\``,
     );
   }
   return graph;
@@ -81,9 +81,9 @@ export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<Gr
     }
     const graph = setup.defaultGraph;
     const transition = startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor: actorOf(turn.event), ...(current ? { previous: current } : {}) });
-    return { graph, state: await tx.write(transition.state), effects: transition.effects };
+    return { graph, state: await tx.write(withPendingEffects(transition.state, transition.effects)), effects: transition.effects };
   });
-  await applyGraphEffects(ctx, begun.graph, begun.state, begun.effects, { bootDelivered: true });
+  await carryOut(ctx, begun.graph, begun.state, begun.effects, { bootDelivered: true });
   const node = begun.graph.nodes.get(begun.state.node);
   const context = graphContext(begun.graph, begun.state);
   const assigned = node !== undefined && node.actor === "agent" && !node.terminal && begun.state.status === "running";
@@ -159,10 +159,10 @@ export async function graphGate(ctx: DispatchContext, ref: string, event: Inboun
       if (recorded.state !== undefined) await tx.write(recorded.state);
       return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
     }
-    return { state: await tx.write(applied.state), effects: applied.effects, moved: true };
+    return { state: await tx.write(withPendingEffects(applied.state, applied.effects)), effects: applied.effects, moved: true };
   });
   if (effects === undefined) return undefined;
-  await applyGraphEffects(ctx, graph, effects.state ?? state, effects.effects);
+  await carryOut(ctx, graph, effects.state ?? state, effects.effects);
   ctx.react(event, effects.moved ? "completed" : "failed");
   return "taken";
 }
@@ -238,14 +238,14 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
     if (current === undefined) return { refusal: { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" } as Refusal, state: current };
     const applied: Refusal | Transition = applyClaimResult(graph, current, { node: decided.node, generation: decided.generation, results, actor, at });
     if (applied.kind === "refuse") return { refusal: applied, state: current };
-    return { transition: applied, state: await tx.write(applied.state) };
+    return { transition: applied, state: await tx.write(withPendingEffects(applied.state, applied.effects)) };
   });
   if (outcome.refusal !== undefined) {
     await refuseClaim(ctx, setup, graph, ref, actor, outcome.refusal, request.node);
     return answerOf(ref, graph, outcome.state, false, outcome.refusal);
   }
   const transition = outcome.transition;
-  await applyGraphEffects(ctx, graph, outcome.state ?? transition.state, transition.effects);
+  await carryOut(ctx, graph, outcome.state ?? transition.state, transition.effects);
   const moved = transition.moved;
   return answerOf(ref, graph, outcome.state, moved);
 }
@@ -291,13 +291,15 @@ export async function graphForce(ctx: DispatchContext, request: ForceRequest): P
   const actor: GraphActor = { kind: "operator", id: request.actor };
   await readState(ctx, setup, ref);
   const outcome = await setup.states.transaction(ref, async (tx) => {
-    const current = tx.read();
+    const read = tx.read();
+    // A run on a graph the config no longer has is put on the default graph's node, as a new run.
+    const current = read !== undefined && setup.graphs.has(read.graph) ? read : undefined;
     const graph = current ? graphOf(setup, current) : setup.defaultGraph;
     const applied = forceTo(graph, current, { to: request.to, reason: request.reason, actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } });
     if (applied.kind === "refuse") return { graph, refusal: applied, state: current };
-    return { graph, transition: applied, state: await tx.write(applied.state) };
+    return { graph, transition: applied, state: await tx.write(withPendingEffects(applied.state, applied.effects)) };
   });
   if (outcome.refusal !== undefined) return answerOf(ref, outcome.graph, outcome.state, false, outcome.refusal);
-  await applyGraphEffects(ctx, outcome.graph, outcome.state ?? outcome.transition.state, outcome.transition.effects);
+  await carryOut(ctx, outcome.graph, outcome.state ?? outcome.transition.state, outcome.transition.effects);
   return answerOf(ref, outcome.graph, outcome.state, true);
 }
