@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
+import { DIR_MARKER, RUN_KEY, RUN_MARKER, WORKER_MARKER } from "./processes.js";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const BIN = fileURLToPath(new URL("../../bin/the-loop.js", import.meta.url));
@@ -18,7 +20,10 @@ export interface CliOptions {
   readonly input?: string;
 }
 
-/** A minimal, predictable environment for the CLI under test. */
+/**
+ * A minimal, predictable environment for the CLI under test, marked so that what it starts can
+ * be found again when a test ends (processes.ts).
+ */
 export function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH,
@@ -32,6 +37,9 @@ export function cliEnv(options: CliOptions): NodeJS.ProcessEnv {
     if (value === undefined) delete env[key];
     else env[key] = value;
   }
+  env[RUN_MARKER] = inject(RUN_KEY);
+  env[WORKER_MARKER] = String(process.pid);
+  env[DIR_MARKER] = options.cwd;
   return env;
 }
 

@@ -3,11 +3,13 @@ import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { afterEach, inject } from "vitest";
 import { stringify } from "yaml";
 import { parseEventLine } from "../../src/events/reader.js";
 import type { EventRecord } from "../../src/events/reader.js";
 import { runCli } from "./cli.js";
 import type { CliResult } from "./cli.js";
+import { DIR_MARKER, RUN_KEY, RUN_MARKER, describeProcesses, endProcesses, markedProcesses } from "./processes.js";
 import { tempDir } from "./temp.js";
 import { waitFor } from "./wait.js";
 
@@ -36,11 +38,27 @@ export interface TestProject {
   events(): Promise<EventRecord[]>;
   waitForEvent(what: string, match: (record: EventRecord) => boolean, timeoutMs?: number): Promise<EventRecord>;
   transcript(): Promise<TranscriptEntry[]>;
-  /** Stops any daemon and the project's tmux server. */
+  /**
+   * Stops any daemon, then ends every process the project's CLI runs started that is still
+   * running, and the project's tmux server. Runs once; after each test it runs by itself for
+   * every project the test made, after the test's own teardown.
+   */
   cleanup(): Promise<void>;
 }
 
 const run = promisify(execFile);
+
+/** How long a daemon gets to exit by itself once `stop` has answered, before it is killed. */
+const STOPPED_EXIT_GRACE_MS = 3_000;
+
+const open = new Set<TestProject>();
+
+// Registered when this module loads, before any test file's own hooks: vitest runs later-registered
+// after-hooks first, so a test's own teardown goes first and this catches what it missed — and
+// still runs before tempDir's removal, so no daemon writes into a removed project.
+afterEach(async () => {
+  for (const project of [...open]) await project.cleanup();
+});
 
 export interface ProjectOverrides {
   /** Merged over the routing block; a function receives the transcript path the fake harness should write. */
@@ -51,6 +69,9 @@ export interface ProjectOverrides {
   readonly github?: Record<string, unknown>;
   /** The `hooks:` list, as written in the config file. */
   readonly hooks?: readonly unknown[];
+  /** The `graph:` block and the `graphs:` list, as written in the config file. */
+  readonly graph?: Record<string, unknown>;
+  readonly graphs?: readonly unknown[];
 }
 
 export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
@@ -77,6 +98,8 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
     },
     polling: { enabled: true, intervalSeconds: 0.1, sources: [{ provider: "local" }], ...overrides.polling },
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
+    ...(overrides.graph ? { graph: overrides.graph } : {}),
+    ...(overrides.graphs ? { graphs: overrides.graphs } : {}),
   };
   await writeFile(join(root, "cli-config.yaml"), stringify(config));
   const eventLog = join(root, "logs", "events.jsonl");
@@ -88,6 +111,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
       .map((line) => parseEventLine(line))
       .filter((record): record is EventRecord => record !== undefined);
   };
+  let cleaning: Promise<void> | undefined;
   const project: TestProject = {
     dir,
     root,
@@ -113,12 +137,24 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
         .filter(Boolean)
         .map((line) => JSON.parse(line) as TranscriptEntry);
     },
-    async cleanup() {
-      await runCli(["stop"], { cwd: dir });
-      await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
-      // tmux leaves its socket file behind.
-      await rm(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socketName), { force: true });
+    cleanup() {
+      cleaning ??= (async () => {
+        await runCli(["stop", "--timeout", "20"], { cwd: dir });
+        // `stop` answers once the daemon's locks are free, and fails when it does not stop in
+        // time: either way, nothing started here may outlive the test (a daemon, a CLI a test
+        // left running, the git a daemon ran).
+        const killed = await endProcesses(markedProcesses({ [RUN_MARKER]: inject(RUN_KEY), [DIR_MARKER]: dir }), STOPPED_EXIT_GRACE_MS);
+        if (killed.length > 0) {
+          console.warn(`still running ${STOPPED_EXIT_GRACE_MS / 1000}s after \`the-loop stop\` (killed now):\n${describeProcesses(killed)}`);
+        }
+        await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
+        // tmux leaves its socket file behind.
+        await rm(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socketName), { force: true });
+        open.delete(project);
+      })();
+      return cleaning;
     },
   };
+  open.add(project);
   return project;
 }
