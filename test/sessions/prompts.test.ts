@@ -104,6 +104,7 @@ describe("promptValues", () => {
       pull_request: "",
       ask_command: ASK,
       answer_note: 'This event may answer the question you asked: "Which flag name?"',
+      graph_context: "",
     });
   });
 
