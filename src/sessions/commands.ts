@@ -11,7 +11,7 @@ import type { Decision } from "../routing/router.js";
 import type { WorkItemState } from "../trackers/tracker.js";
 import type { WorkItem } from "../workitem/index.js";
 import { parseWorkItemRef } from "../workitem/index.js";
-import { finishClose } from "./close.js";
+import { closeDamaged, finishClose } from "./close.js";
 import { applyUnderLock, followUp } from "./command-effects.js";
 import type { CommandRun } from "./command-effects.js";
 import type { CommandInput } from "./command-plan.js";
@@ -29,7 +29,7 @@ import {
 import type { DispatchContext, HandleResult, Refused, Turn } from "./context.js";
 import { inputReceived, refuse, startRefusal } from "./hook-points.js";
 import { boundedInputText } from "./lifecycle.js";
-import { isLive } from "../registry/record.js";
+import { RegistryRecordError, isLive } from "../registry/record.js";
 import { spawn } from "./spawn.js";
 
 /**
@@ -60,6 +60,7 @@ export async function controlRequest(ctx: DispatchContext, ref: string, request:
     actor: request.actor,
     note: request.note,
     deliveryId,
+    graph: request.graph,
     armed: armsSpawn(state.labels, ctx.policy),
     itemClosed: state.state === "closed",
     event,
@@ -145,6 +146,7 @@ export async function commandFromComment(
     actor,
     note: comment.commentUrl,
     deliveryId: comment.deliveryId,
+    graph: decision.graph,
     armed,
     itemClosed,
     event,
@@ -293,7 +295,16 @@ export function standingCommands(ctx: DispatchContext): { readonly starts: reado
 export async function finishStop(ctx: DispatchContext, ref: string): Promise<void> {
   const { registry, control, events } = ctx.options;
   try {
-    if (!isLive(registry.get(ref))) return;
+    let live: boolean;
+    try {
+      live = isLive(registry.get(ref));
+    } catch (error) {
+      if (!(error instanceof RegistryRecordError)) throw error;
+      // A stop stands and the session record does not parse: the stop still ends the session.
+      await ctx.heavy.use(() => closeDamaged(closeOptions(ctx), ref, "stopped", error));
+      return;
+    }
+    if (!live) return;
     const finished = await control.transaction(ref, async (tx) => {
       const standing = tx.read();
       if (standing?.command !== "stop" || controlStateOf(standing) !== "disarmed") return undefined;

@@ -1,6 +1,7 @@
 import { readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { ControlStore } from "../../src/control/store.js";
 import { ARM } from "../support/builders.js";
 import { count, paneState } from "../support/e2e.js";
 import { testProject } from "../support/project.js";
@@ -66,6 +67,33 @@ describe("a damaged session record does not make its agent unstoppable", () => {
     const events = await p.events();
     expect(count(events, (r) => r.event === "session.record_moved_aside")).toBe(1);
     expect(events.some((r) => r.event === "session.closed" && r.reason === "stopped")).toBe(true);
+  });
+
+  it("a stop that stands when the daemon restarts ends the session of a damaged record", async () => {
+    project = await testProject();
+    const p = project;
+    const { target, dir, file } = await damagedSession(p);
+    expect((await p.cli(["stop"])).code).toBe(0);
+    // What a stop leaves when its process dies after recording it and before closing the session.
+    const control = new ControlStore({ dir: join(p.root, "sessions", "control") });
+    await control.transaction("local:demo#1", async (tx) => {
+      await tx.write({
+        version: 1,
+        ref: "local:demo#1",
+        command: "stop",
+        source: "cli",
+        actor: "alice",
+        requestedAt: new Date().toISOString(),
+        effect: "recorded",
+      });
+    });
+    expect(await paneState(p.socketName, target)).toBe("alive");
+
+    expect((await p.cli(["start"])).code).toBe(0);
+    await p.waitForEvent("the record moved aside", (r) => r.event === "session.record_moved_aside" && r.work_item === "local:demo#1");
+    await waitFor("the harness ended", async () => (await paneState(p.socketName, target)) !== "alive");
+    const names = await readdir(dir);
+    expect(names.filter((name) => name.startsWith(`${file.slice(dir.length + 1)}.`))).toHaveLength(1);
   });
 
   it("closing the item closes it once: no retry loop", async () => {
