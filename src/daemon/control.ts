@@ -76,7 +76,19 @@ function webhookListening(paths: StatePaths, pid: number): ListeningStatus | und
 /** Whether the service is up as far as `start` is concerned: its lock, and for the receiver its address. */
 async function ready(service: ServiceSpec, paths: StatePaths, pid: number): Promise<boolean> {
   if ((await readLock(service.pidfile))?.holder?.pid !== pid) return false;
+  // The socket answers from the moment it listens, a little before the pidfile is written: scripts
+  // that read the pidfile once `start` returns must find the new holder there.
+  if (pidfilePid(service.pidfile) !== pid) return false;
   return service.name !== "gh-webhook" || webhookListening(paths, pid) !== undefined;
+}
+
+function pidfilePid(path: string): number | undefined {
+  try {
+    const { pid } = JSON.parse(readFileSync(path, "utf8")) as { pid?: unknown };
+    return typeof pid === "number" ? pid : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
