@@ -9,7 +9,7 @@ import { commandKeywordSchema } from "./keyword-schema.js";
 
 /** A graph's name: kebab words, as `graph.default`, `graphs[].name` and a graph file's `name` spell it. */
 export const GRAPH_NAME_PATTERN = "^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$";
-const GRAPH_NAME_MAX = 64;
+export const GRAPH_NAME_MAX = 64;
 
 /** The graphs the package ships (`graphs/<name>.yaml`); an operator's graph cannot take their names. */
 export const BUILTIN_GRAPH_NAMES = ["work-item", "adhoc"] as const;

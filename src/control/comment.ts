@@ -13,6 +13,8 @@ export interface ControlCommentInput {
   readonly command: ControlCommand;
   /** Who ran the command: the local OS user. */
   readonly actor: string;
+  /** The graph a start chose (`--graph`), written after the keyword as a person would. */
+  readonly graph?: string | undefined;
 }
 
 /**
@@ -24,10 +26,12 @@ function codeSpanText(text: string): string {
   return flat === "" ? "unknown" : flat;
 }
 
-export function controlCommentText({ keyword, command, actor }: ControlCommentInput): string {
+export function controlCommentText({ keyword, command, actor, graph }: ControlCommentInput): string {
+  // A graph name is kebab words (the CLI checked it): nothing in it can break the line or the span.
+  const [argument, option] = graph === undefined ? ["", ""] : [` graph=${graph}`, ` --graph ${graph}`];
   return markSelfAuthored(
-    `${keyword}\n\n` +
-      `_Issued from the-loop CLI by \`${codeSpanText(actor)}\` (\`the-loop sessions ${command}\`) and already applied locally; ` +
+    `${keyword}${argument}\n\n` +
+      `_Issued from the-loop CLI by \`${codeSpanText(actor)}\` (\`the-loop sessions ${command}${option}\`) and already applied locally; ` +
       `posted so this thread keeps the record of every control action._`,
   );
 }

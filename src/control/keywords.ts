@@ -1,3 +1,4 @@
+import { GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "../config/graph-schema.js";
 import { CONTROL_COMMANDS } from "../config/schema.js";
 import type { ControlCommand, ControlConfig } from "../config/schema.js";
 
@@ -6,7 +7,8 @@ import type { ControlCommand, ControlConfig } from "../config/schema.js";
  * or an answer to a human gate of the process graph (graph/gate.ts reads gate keywords with the
  * same rules). Both ingress paths (webhook receiver and poller) reach it through the router, so
  * they cannot diverge. It only ever yields the keys of its vocabulary (the four command names, the
- * two gate answers); no text from the comment leaves it.
+ * two gate answers) and a start's graph argument, which is a graph name by construction (rule 7);
+ * no other text from the comment leaves it.
  *
  * Rules (the product's documented behaviour):
  *
@@ -51,6 +53,11 @@ import type { ControlCommand, ControlConfig } from "../config/schema.js";
  *    that place.
  * 6. The same command any number of times is that command. Two or more different commands make the
  *    comment ambiguous: the caller executes nothing and forwards nothing.
+ * 7. A start may choose its item's graph: the token after the start keyword, past spaces or tabs
+ *    on the same line, is `graph=<name>` (the token runs to whitespace, less closing punctuation
+ *    at its end; `<name>` matches GRAPH_NAME_PATTERN as written, at most GRAPH_NAME_MAX long).
+ *    Anything else — a malformed name, the argument on the next line or in a code span — is no
+ *    argument, and the start stands without one. Starts naming different graphs choose none.
  *
  * The parser runs in time linear in the body (a line scanner for blocks, a single pass for inline
  * code and comments, plain substring search for the keywords): no regular expression with nested
@@ -85,7 +92,8 @@ export type ControlVocabulary = KeywordVocabulary<ControlCommand>;
 
 export type ParsedControl =
   | { readonly kind: "none" }
-  | { readonly kind: "command"; readonly command: ControlCommand }
+  /** `graph`: the graph a start chose (rule 7); only ever on a start, absent when it chose none. */
+  | { readonly kind: "command"; readonly command: ControlCommand; readonly graph?: string }
   | { readonly kind: "ambiguous"; readonly commands: readonly ControlCommand[] }; // distinct commands, in CONTROL_COMMANDS order
 
 const NONE = Object.freeze({ kind: "none" } as const);
@@ -128,12 +136,15 @@ export function compileVocabulary(keywords: ControlConfig["keywords"]): ControlV
 
 /** Reads a comment body for control keywords; see the module comment for the rules. */
 export function parseControl(body: string | null | undefined, vocabulary: ControlVocabulary): ParsedControl {
-  const parsed = parseKeywords(body, vocabulary);
+  const scanned = scanKeywords(body, vocabulary);
+  const parsed = parsedOf(scanned, vocabulary);
   switch (parsed.kind) {
     case "none":
       return NONE;
-    case "keyword":
-      return Object.freeze({ kind: "command", command: parsed.key });
+    case "keyword": {
+      const graph = parsed.key === "start" && scanned !== undefined ? graphChosen(scanned) : undefined;
+      return Object.freeze({ kind: "command", command: parsed.key, ...(graph !== undefined ? { graph } : {}) });
+    }
     case "ambiguous":
       return Object.freeze({ kind: "ambiguous", commands: parsed.keys });
   }
@@ -141,13 +152,27 @@ export function parseControl(body: string | null | undefined, vocabulary: Contro
 
 /** Reads a comment body for a vocabulary's keywords; see the module comment for the rules. */
 export function parseKeywords<K extends string>(body: string | null | undefined, vocabulary: KeywordVocabulary<K>): ParsedKeywords<K> {
-  if (body == null || body === "") return NONE;
-  // Hiding text never creates a keyword, so a body without one anywhere is settled cheaply.
-  if (!vocabulary.mentioned.test(body)) return NONE;
-  const folded = foldAscii(body);
-  if (!vocabulary.needles.some((needle) => folded.includes(needle.folded))) return NONE;
+  return parsedOf(scanKeywords(body, vocabulary), vocabulary);
+}
 
-  const text = visibleText(folded);
+/** The whole-token matches that count (rule 5 applied), in the visible text as written and folded (same length). */
+interface Scanned<K extends string> {
+  readonly visible: string;
+  readonly folded: string;
+  readonly matches: readonly Match<K>[];
+}
+
+/** Undefined when the body names no keyword anywhere (the common comment, settled cheaply). */
+function scanKeywords<K extends string>(body: string | null | undefined, vocabulary: KeywordVocabulary<K>): Scanned<K> | undefined {
+  if (body == null || body === "") return undefined;
+  // Hiding text never creates a keyword, so a body without one anywhere is settled cheaply.
+  if (!vocabulary.mentioned.test(body)) return undefined;
+  const lowered = foldAscii(body);
+  if (!vocabulary.needles.some((needle) => lowered.includes(needle.folded))) return undefined;
+
+  // Hiding depends on no letter, so folding after it is folding before it, and rule 7 reads the argument as written.
+  const visible = visibleText(body);
+  const text = foldAscii(visible);
   const matches: Match<K>[] = [];
   for (const { key, folded: needle } of vocabulary.needles) {
     for (let at = text.indexOf(needle); at >= 0; at = text.indexOf(needle, at + 1)) {
@@ -156,21 +181,63 @@ export function parseKeywords<K extends string>(body: string | null | undefined,
     }
   }
 
-  const found = new Set<K>();
   // Longest match first at each start; a match inside an earlier, longer one does not count.
   matches.sort((a, b) => a.start - b.start || b.end - a.end);
+  const kept: Match<K>[] = [];
   let reach = -1;
   for (const match of matches) {
     if (match.end <= reach) continue;
     reach = match.end;
-    found.add(match.key);
+    kept.push(match);
   }
+  return { visible, folded: text, matches: kept };
+}
 
+function parsedOf<K extends string>(scanned: Scanned<K> | undefined, vocabulary: KeywordVocabulary<K>): ParsedKeywords<K> {
+  if (scanned === undefined) return NONE;
+  const found = new Set(scanned.matches.map((match) => match.key));
   const keys = vocabulary.needles.map((needle) => needle.key).filter((key) => found.has(key));
   const [only] = keys;
   if (only === undefined) return NONE;
   if (keys.length === 1) return Object.freeze({ kind: "keyword", key: only });
   return Object.freeze({ kind: "ambiguous", keys: Object.freeze(keys) });
+}
+
+// ---------------------------------------------------------------------------------------------
+// A start's graph argument (rule 7).
+
+const GRAPH_ARGUMENT = "graph=";
+const GRAPH_NAME = new RegExp(GRAPH_NAME_PATTERN);
+/** Closing punctuation allowed after the name (`graph=adhoc.`, `**…graph=adhoc**`), beyond which the token is no argument. */
+const TRAILING_PUNCTUATION_MAX = 8;
+const ARGUMENT_TOKEN_MAX = GRAPH_ARGUMENT.length + GRAPH_NAME_MAX + TRAILING_PUNCTUATION_MAX;
+
+/** The one graph the body's starts name; undefined when none does, or they name different ones. */
+function graphChosen(scanned: Scanned<ControlCommand>): string | undefined {
+  const names = new Set<string>();
+  for (const match of scanned.matches) {
+    if (match.key !== "start") continue;
+    const name = graphArgument(scanned, match.end);
+    if (name !== undefined) names.add(name);
+  }
+  const [only] = names;
+  return names.size === 1 ? only : undefined;
+}
+
+/** The name in the token after a keyword ending at `end`, if it is `graph=<name>`; bounded, so many starts stay linear. */
+function graphArgument({ visible, folded }: Scanned<ControlCommand>, end: number): string | undefined {
+  let at = end;
+  while (at < visible.length && isSpaceOnLine(visible.charAt(at))) at++;
+  if (at === end || !folded.startsWith(GRAPH_ARGUMENT, at)) return undefined;
+  const from = at + GRAPH_ARGUMENT.length;
+  let to = from;
+  while (to < visible.length && !isWhitespace(visible.charAt(to))) {
+    if (to - at >= ARGUMENT_TOKEN_MAX) return undefined;
+    to++;
+  }
+  while (to > from && CLOSING_PUNCTUATION.has(visible.charAt(to - 1))) to--;
+  const name = visible.slice(from, to);
+  return name.length <= GRAPH_NAME_MAX && GRAPH_NAME.test(name) ? name : undefined;
 }
 
 interface Match<K extends string> {
@@ -204,6 +271,12 @@ function isWhitespace(char: string): boolean {
     code === 0x205f ||
     code === 0x3000
   );
+}
+
+/** Whitespace that does not end the line (rule 3's whitespace less the line breaks). */
+function isSpaceOnLine(char: string): boolean {
+  const code = char.charCodeAt(0);
+  return isWhitespace(char) && !(code >= 0x0a && code <= 0x0d) && code !== 0x2028 && code !== 0x2029;
 }
 
 function opensToken(text: string, start: number): boolean {

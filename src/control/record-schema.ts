@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "../config/graph-schema.js";
 import { CONTROL_COMMANDS } from "../config/schema.js";
 import { keysGoTogether, recordShapeModuleText } from "../state/index.js";
 
@@ -59,6 +60,11 @@ export const controlRecordSchema = keysGoTogether(
     effect: z.enum(CONTROL_EFFECTS),
     /** The comment's URL, or the CLI command that was run. */
     note: z.string().optional(),
+    /**
+     * The graph a start chose for the item (`graph=NAME` after the keyword, `sessions start
+     * --graph NAME`): the run the item begins next is on it, when the config has it.
+     */
+    graph: z.string().max(GRAPH_NAME_MAX).regex(new RegExp(GRAPH_NAME_PATTERN)).optional(),
     deliveryId: z.string().optional(),
     /**
      * Delivery ids and content keys of the commands the item took (this one included), newest

@@ -58,6 +58,11 @@ export const controlRecordShape = {
     "note": {
       "type": "string"
     },
+    "graph": {
+      "type": "string",
+      "maxLength": 64,
+      "pattern": "^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
+    },
     "deliveryId": {
       "type": "string"
     },

@@ -66,6 +66,8 @@ export interface ControlRequest {
   readonly actor: string;
   readonly note?: string;
   readonly deliveryId?: string;
+  /** The graph a start chose for the item (`--graph`); ignored on the other commands. */
+  readonly graph?: string;
 }
 
 export type ControlOutcome =

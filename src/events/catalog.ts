@@ -435,6 +435,13 @@ export const EVENT_CATALOG = {
     summary: "A work item's process graph run began at `node` (the graph's start node); `loop_run_id` names the run.",
     fields: { work_item: "string", graph: "string", node: "string", generation: "integer", loop_run_id: "string", actor: "string", actor_kind: "string" },
   },
+  "graph.choice_refused": {
+    family: "graph",
+    level: "warning",
+    summary:
+      "A start chose a graph (`chosen`) the config does not have: the item's run began on `graph` (graph.default) instead; `known` lists the graphs the config has.",
+    fields: { work_item: "string", chosen: "string", graph: "string", known: "string[]", actor: "string", command_source: "string" },
+  },
   "graph.advanced": {
     family: "graph",
     level: "info",

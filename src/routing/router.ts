@@ -114,6 +114,8 @@ export type Decision =
       readonly action: "control";
       readonly workItem: WorkItem;
       readonly command: ControlCommand;
+      /** The graph a start chose (`graph=NAME` after its keyword); absent when it chose none. */
+      readonly graph?: string;
       readonly session: SessionState;
       /** The spawn policy arms the item (what a start needs when there is no session). */
       readonly armed: boolean;
@@ -227,6 +229,7 @@ function controlDecision(event: InboundEvent, policy: RoutingPolicy, registry: R
     action: "control",
     workItem,
     command: parsed.command,
+    ...(parsed.graph !== undefined ? { graph: parsed.graph } : {}),
     session: sessionStateOf(match?.session),
     armed: armsSpawn(event.labels, policy),
     itemClosed: event.itemState === "closed",

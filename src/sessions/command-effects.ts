@@ -107,6 +107,7 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
     requestedAt: at.toISOString(),
     effect,
     ...(input.note !== undefined ? { note: input.note } : {}),
+    ...(input.command === "start" && input.graph !== undefined ? { graph: input.graph } : {}),
     deliveryId: input.deliveryId,
     recentDeliveries: rememberedCommands(tx.read(), input.event),
   });

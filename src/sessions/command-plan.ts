@@ -21,6 +21,8 @@ export interface CommandInput {
   readonly actor: string;
   readonly note?: string | undefined;
   readonly deliveryId: string;
+  /** The graph a start chose for the item, kept in its record (graphAtStart reads it). */
+  readonly graph?: string | undefined;
   /** The spawn policy arms the item (its labels, as the event or the tracker shows them). */
   readonly armed: boolean;
   readonly itemClosed: boolean;

@@ -8,8 +8,10 @@ import { decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer 
 import type { GraphState } from "../graph/state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 import { isLive } from "../registry/record.js";
+import type { ControlRecord } from "../control/types.js";
 import { COMMENT_KINDS } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
+import { standingState } from "../routing/router.js";
 import { DamagedRecordError } from "../state/record-store.js";
 import { allowListedEnv } from "../subprocess/index.js";
 import type { DispatchContext, GraphSetup, Turn } from "./context.js";
@@ -64,25 +66,51 @@ export interface GraphBoot {
 }
 
 /**
- * A session is starting for the item: its run begins at the graph's start node (or continues,
- * when one is under way — a restarted session picks up where the item is). The effects of a new
- * run (the phase label, phase_changed, the announcement) are carried out here, before the
- * harness starts; the assignment itself goes into the boot prompt.
+ * The graph a new run of the item begins on: the one its standing start chose (a keyword argument
+ * or `--graph`, authorized as the start itself was), else the config's default. A choice of a
+ * graph the config does not have (removed since, or never there) is refused, and the default runs.
+ */
+function graphChosen(ctx: DispatchContext, setup: GraphSetup, ref: string): { readonly graph: Graph; readonly refused?: ControlRecord } {
+  const standing = ctx.options.control.get(ref);
+  if (standing?.command !== "start" || standing.graph === undefined) return { graph: setup.defaultGraph };
+  // A start given by someone no longer authorized stands for nothing, its choice included.
+  if (standingState(standing, ctx.policy) !== "start-requested") return { graph: setup.defaultGraph };
+  const chosen = setup.graphs.get(standing.graph);
+  return chosen !== undefined ? { graph: chosen } : { graph: setup.defaultGraph, refused: standing };
+}
+
+/**
+ * A session is starting for the item: its run begins at the start node of the graph chosen for
+ * it (graphChosen), or continues on its own graph when one is under way — a restarted session
+ * picks up where the item is. The effects of a new run (the phase label, phase_changed, the
+ * announcement) are carried out here, before the harness starts; the assignment itself goes
+ * into the boot prompt.
  */
 export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<GraphBoot | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   const ref = turn.workItem.ref;
   await readState(ctx, setup, ref);
+  const choice = graphChosen(ctx, setup, ref);
   const begun = await setup.states.transaction(ref, async (tx) => {
     const current = tx.read();
     if (current !== undefined && current.status !== "done" && current.status !== "failed") {
-      return { graph: graphOf(setup, current), state: current, effects: [] as readonly GraphEffect[] };
+      return { graph: graphOf(setup, current), state: current, effects: [] as readonly GraphEffect[], began: false };
     }
-    const graph = setup.defaultGraph;
+    const graph = choice.graph;
     const transition = startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor: actorOf(turn.event), ...(current ? { previous: current } : {}) });
-    return { graph, state: await tx.write(withPendingEffects(transition.state, transition.effects)), effects: transition.effects };
+    return { graph, state: await tx.write(withPendingEffects(transition.state, transition.effects)), effects: transition.effects, began: true };
   });
+  if (begun.began && choice.refused !== undefined) {
+    ctx.options.events.emit("graph.choice_refused", {
+      work_item: ref,
+      chosen: choice.refused.graph ?? "",
+      graph: begun.graph.name,
+      known: [...setup.graphs.keys()],
+      actor: choice.refused.actor,
+      command_source: choice.refused.source,
+    });
+  }
   await carryOut(ctx, begun.graph, begun.state, begun.effects, { bootDelivered: true });
   const node = begun.graph.nodes.get(begun.state.node);
   const context = graphContext(begun.graph, begun.state);

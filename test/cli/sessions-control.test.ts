@@ -294,6 +294,39 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     expect(nothing.stderr).toContain("local:demo#1 has no live session");
   });
 
+  it("starts on the graph --graph names, and exits 2 on a name the config does not have", async () => {
+    project = await testProject({ routing: { control: { requireStartCommand: true } }, graph: { enabled: true } });
+    const p = project;
+    ok(await p.cli(["item", "new", "A small fix", "--label", ARM, "--as", "alice"]));
+
+    // An unknown name: exit 2 with the known ones, nothing recorded, nothing posted, nothing started.
+    const unknown = await p.cli(["sessions", "start", "--work-item", "#1", "--graph", "no-such-graph"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no graph is named "no-such-graph" (--graph); known: work-item, adhoc');
+    const malformed = await p.cli(["sessions", "start", "--work-item", "#1", "--graph", "../adhoc"]);
+    expect(malformed.code).toBe(2);
+    expect(jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"])))).toMatchObject({ sessions: [], controls: [] });
+
+    // A known one: the item's run begins on it rather than on graph.default (work-item).
+    const started = jsonOf<ControlJson & { graph?: string }>(
+      ok(await p.cli(["sessions", "start", "--work-item", "#1", "--graph", "adhoc", "--json"])),
+    );
+    expect(started).toMatchObject({ workItem: "local:demo#1", command: "start", graph: "adhoc", applied: true, effect: "started" });
+    const status = jsonOf<{ graph: string; node: string }>(ok(await p.cli(["graph", "status", "#1", "--json"])));
+    expect(status).toMatchObject({ graph: "adhoc", node: "work" });
+    const listed = jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"])));
+    expect(listed.sessions[0]?.control).toMatchObject({ command: "start", source: "cli", graph: "adhoc", note: "the-loop sessions start --graph adhoc" });
+    // The thread's record carries the argument as a person would have written it.
+    const comments = jsonOf<ItemJson>(ok(await p.cli(["item", "show", "#1", "--json"]))).comments;
+    const posted = comments.find((c) => c.body.startsWith(DEFAULT_CONTROL_KEYWORDS.start));
+    expect(posted?.body.split("\n")[0]).toBe(`${DEFAULT_CONTROL_KEYWORDS.start} graph=adhoc`);
+    expect(parseControl(posted?.body.replace(SELF_COMMENT_MARKER, ""), vocabulary)).toEqual({ kind: "command", command: "start", graph: "adhoc" });
+
+    // Only a start takes --graph.
+    const pause = await p.cli(["sessions", "pause", "--work-item", "#1", "--graph", "adhoc"]);
+    expect(pause.code).toBe(2);
+  });
+
   it("exits 1 when the start is honoured but the session cannot be spawned, and keeps the start", async () => {
     project = await testProject({
       routing: { control: { requireStartCommand: true }, harnesses: { fake: { command: ["/nonexistent/harness", "{prompt}"] } } },

@@ -51,6 +51,14 @@ describe("controlCommentText", () => {
     expect(parseControl(unmarked(body), compileVocabulary(keywords))).toEqual({ kind: "command", command: "pause" });
   });
 
+  it("writes a start's graph after its keyword, where a person would, and in the command it names", () => {
+    const body = controlCommentText({ keyword: DEFAULT_CONTROL_KEYWORDS.start, command: "start", actor: "bob", graph: "adhoc" });
+    const lines = body.split("\n");
+    expect(lines[0]).toBe(`${DEFAULT_CONTROL_KEYWORDS.start} graph=adhoc`);
+    expect(lines[2]).toContain("`the-loop sessions start --graph adhoc`");
+    expect(parseControl(unmarked(body), vocabulary)).toEqual({ kind: "command", command: "start", graph: "adhoc" });
+  });
+
   it("is marked as the-loop's own, once", () => {
     const body = controlCommentText({ keyword: DEFAULT_CONTROL_KEYWORDS.stop, command: "stop", actor: "bob" });
     expect(isSelfAuthored(body)).toBe(true);

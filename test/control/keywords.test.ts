@@ -10,13 +10,13 @@ const STOP = "the-loop:stop-execution";
 const PAUSE = "the-loop:pause-execution";
 const RESUME = "the-loop:resume-execution";
 
-/** "none", a command name, or "ambiguous:<commands in order>". */
+/** "none", a command name (with ` graph=<name>` when a start chose one), or "ambiguous:<commands in order>". */
 function summary(parsed: ParsedControl): string {
   switch (parsed.kind) {
     case "none":
       return "none";
     case "command":
-      return parsed.command;
+      return parsed.graph === undefined ? parsed.command : `${parsed.command} graph=${parsed.graph}`;
     case "ambiguous":
       return `ambiguous:${parsed.commands.join(",")}`;
   }
@@ -220,6 +220,76 @@ describe("parseControl: default keywords", () => {
   });
 });
 
+describe("parseControl: a start's graph argument", () => {
+  const rows: Row[] = [
+    // The argument: the token right after the start keyword, on its line.
+    ["the argument", `${START} graph=adhoc`, "start graph=adhoc"],
+    ["a kebab name", `${START} graph=spec-review-2`, "start graph=spec-review-2"],
+    ["after several spaces", `${START}   graph=adhoc`, "start graph=adhoc"],
+    ["after a tab", `${START}\tgraph=adhoc`, "start graph=adhoc"],
+    ["after a no-break space", `${START}\u00A0graph=adhoc`, "start graph=adhoc"],
+    ["then more text", `${START} graph=adhoc please, it is small`, "start graph=adhoc"],
+    ["then a full stop", `${START} graph=adhoc.`, "start graph=adhoc"],
+    ["bold around both", `**${START} graph=adhoc**`, "start graph=adhoc"],
+    ["in parentheses", `(${START} graph=adhoc)`, "start graph=adhoc"],
+    ["the key in upper case", `${START} GRAPH=adhoc`, "start graph=adhoc"],
+    ["an upper-case keyword", `${START.toUpperCase()} graph=adhoc`, "start graph=adhoc"],
+    ["with CRLF endings", `Ready.\r\n${START} graph=adhoc\r\nThanks`, "start graph=adhoc"],
+    ["in a list item", `- ${START} graph=adhoc`, "start graph=adhoc"],
+    ["a repeated start without one", `${START} graph=adhoc\n\n${START}`, "start graph=adhoc"],
+    ["a repeated start naming the same graph", `${START} graph=adhoc ${START} graph=adhoc`, "start graph=adhoc"],
+    ["the longest name", `${START} graph=${"a".repeat(64)}`, `start graph=${"a".repeat(64)}`],
+
+    // Malformed: the start stands, with no choice.
+    ["a name in capitals", `${START} graph=Adhoc`, "start"],
+    ["a name with a dot inside", `${START} graph=adhoc.v2`, "start"],
+    ["a name with an underscore", `${START} graph=ad_hoc`, "start"],
+    ["a name ending in a hyphen", `${START} graph=adhoc-`, "start"],
+    ["a name starting with a digit", `${START} graph=2adhoc`, "start"],
+    ["a doubled hyphen", `${START} graph=ad--hoc`, "start"],
+    ["an empty name", `${START} graph=`, "start"],
+    ["a name too long", `${START} graph=${"a".repeat(65)}`, "start"],
+    ["a name with a slash", `${START} graph=../adhoc`, "start"],
+    ["a space after the equals sign", `${START} graph= adhoc`, "start"],
+    ["a colon for the equals sign", `${START} graph:adhoc`, "start"],
+    ["another key", `${START} graphs=adhoc`, "start"],
+    ["a quoted name", `${START} graph="adhoc"`, "start"],
+    ["another token first", `${START} now graph=adhoc`, "start"],
+    ["no space after the keyword", `${START}, graph=adhoc`, "start"],
+    ["a name run on by a code span", `${START} graph=adhoc\`x\``, "start"],
+    ["a name against an HTML comment", `${START} graph=adhoc<!-- x -->`, "start"],
+
+    // Not on the keyword's line, or not visible.
+    ["on the next line", `${START}\ngraph=adhoc`, "start"],
+    ["on the next line after CRLF", `${START}\r\ngraph=adhoc`, "start"],
+    ["in the next paragraph", `${START}\n\ngraph=adhoc`, "start"],
+    ["after a line separator", `${START}\u2028graph=adhoc`, "start"],
+    ["in a code span", `${START} \`graph=adhoc\``, "start"],
+    ["in an HTML comment", `${START} <!-- graph=adhoc -->`, "start"],
+    ["the whole start in a code span", `\`${START} graph=adhoc\``, "none"],
+    ["the whole start in a quote", `> ${START} graph=adhoc`, "none"],
+    ["the whole start in a fence", `\`\`\`\n${START} graph=adhoc\n\`\`\``, "none"],
+    ["a quoted start with one, a new start without", `> ${START} graph=adhoc\n\n${START}`, "start"],
+
+    // Only a start takes one; starts that disagree choose none.
+    ["after a stop", `${STOP} graph=adhoc`, "stop"],
+    ["after a pause", `${PAUSE} graph=adhoc`, "pause"],
+    ["starts naming different graphs", `${START} graph=adhoc\n${START} graph=work-item`, "start"],
+    ["a start with one and a stop", `${START} graph=adhoc\n${STOP}`, "ambiguous:start,stop"],
+    ["the argument without a keyword", "graph=adhoc", "none"],
+  ];
+
+  it.each(rows)("%s", (_name, body, expected) => {
+    expect(summary(parseControl(body, defaults))).toBe(expected);
+  });
+
+  it("reads the argument after a custom start keyword", () => {
+    const custom = compileVocabulary({ start: "Go Now", stop: "halt", pause: "hold", resume: "carry on" });
+    expect(parseControl("go now graph=adhoc", custom)).toEqual({ kind: "command", command: "start", graph: "adhoc" });
+    expect(Object.isFrozen(parseControl("go now graph=adhoc", custom))).toBe(true);
+  });
+});
+
 describe("parseControl: custom keywords", () => {
   const custom = compileVocabulary({
     start: "go+(now)",
@@ -331,6 +401,10 @@ describe("parseControl: linear time", () => {
     ["50k headings over indented lines", `${"# x\n    y\n".repeat(25_000)}\n${START}`, "start"],
     ["50k indented lines", `${"\n    x".repeat(50_000)}\n\n${START}`, "start"],
     ["100 KB of line breaks", `${"\r\n".repeat(50_000)}${START}`, "start"],
+    ["100 KB of starts, each with an argument", `${START} graph=adhoc `.repeat(Math.ceil(KB100 / 37)), "start graph=adhoc"],
+    ["100 KB of starts against one long token", `${START} (${`${START})(`.repeat(Math.ceil(KB100 / 26))}`, "start"],
+    ["a start before 100 KB of spaces and an argument", `${START}${" ".repeat(KB100)}graph=adhoc`, "start graph=adhoc"],
+    ["a start before a 100 KB argument", `${START} graph=${"a".repeat(KB100)}`, "start"],
   ];
 
   // CPU time rather than wall-clock, so a busy machine does not fail the test; catastrophic

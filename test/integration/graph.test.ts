@@ -91,12 +91,13 @@ interface ItemJson {
   comments: { author: string; body: string }[];
 }
 
-async function graphProject(): Promise<TestProject> {
+/** `routing` is merged over the project's own (the session's working directory, `work`). */
+async function graphProject(routing: Record<string, unknown> = {}): Promise<TestProject> {
   const p = await testProject({
     graph: { enabled: true, default: "spec-review" },
     graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
     hooks: [{ name: "recorder", path: "recorder.ts" }],
-    routing: { spawnWorkdir: "work" },
+    routing: { spawnWorkdir: "work", ...routing },
   });
   await writeFile(join(p.root, "spec-review.yaml"), stringify(GRAPH));
   await writeFile(join(p.root, "recorder.ts"), RECORDER);
@@ -106,8 +107,8 @@ async function graphProject(): Promise<TestProject> {
   return p;
 }
 
-async function status(p: TestProject): Promise<StatusJson> {
-  const result = await p.cli(["graph", "status", "#1", "--json"]);
+async function status(p: TestProject, ref = "#1"): Promise<StatusJson> {
+  const result = await p.cli(["graph", "status", ref, "--json"]);
   expect(result.code, result.stderr).toBe(0);
   return jsonOf<StatusJson>(result);
 }
@@ -121,8 +122,8 @@ async function item(p: TestProject): Promise<ItemJson> {
   return jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"]));
 }
 
-async function comment(p: TestProject, text: string, as = "alice"): Promise<void> {
-  const result = await p.cli(["item", "comment", "#1", text, "--as", as]);
+async function comment(p: TestProject, text: string, as = "alice", ref = "#1"): Promise<void> {
+  const result = await p.cli(["item", "comment", ref, text, "--as", as]);
   expect(result.code, result.stderr).toBe(0);
 }
 
@@ -250,6 +251,38 @@ describe("the process graph on the local tracker, through the daemon", () => {
     await waitFor("the pasted assignment", async () =>
       (await p.transcript()).some((entry) => entry.type === "input" && (entry.text ?? "").includes('you are now at node "write"')),
     );
+  });
+
+  it("runs the graph an authorized start chose with graph=NAME, and the default, with a warning, for a name it does not have", async () => {
+    project = await graphProject({ control: { requireStartCommand: true } });
+    const p = project;
+    const started = await p.cli(["start", "--json"], { GRAPH_HOOK_LOG: join(p.dir, "hooks.jsonl") });
+    expect(started.code, started.stderr).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "A small fix", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    expect((await p.cli(["item", "new", "Another small fix", "--label", ARM, "--as", "alice"])).code).toBe(0);
+
+    // alice's start chooses adhoc: the item enters adhoc's start node, not the default's.
+    await comment(p, "the-loop:start-execution graph=adhoc");
+    await p.waitForEvent("the spawn of #1", (r) => r.event === "session.spawned" && r.work_item === REF);
+    expect(await status(p)).toMatchObject({ ref: REF, graph: "adhoc", node: "work", phase: "work", status: "running", generation: 1 });
+    expect(loopLabels((await item(p)).labels)).toEqual(["loop:work"]);
+    const boot = (await p.transcript()).find((entry) => entry.type === "boot");
+    expect(boot?.argv?.join(" ")).toContain('you are now at node "work"');
+
+    // A start naming another graph while the run is under way changes nothing: the run keeps its graph.
+    await comment(p, "the-loop:start-execution graph=spec-review");
+    await p.waitForEvent("the second start", (r) => r.event === "control.command" && r.work_item === REF && r.effect === "noop");
+    expect(await status(p)).toMatchObject({ graph: "adhoc", node: "work", generation: 1 });
+
+    // A name the config does not have: the start still happens, on the default graph, and says so.
+    await comment(p, "the-loop:start-execution graph=no-such-graph", "alice", "#2");
+    const refused = await p.waitForEvent("the refused choice", (r) => r.event === "graph.choice_refused");
+    expect(refused).toMatchObject({ work_item: "local:demo#2", chosen: "no-such-graph", graph: "spec-review", actor: "alice", command_source: "comment" });
+    expect(refused.known).toEqual(["work-item", "adhoc", "spec-review"]);
+    await p.waitForEvent("the spawn of #2", (r) => r.event === "session.spawned" && r.work_item === "local:demo#2");
+    expect(await status(p, "#2")).toMatchObject({ graph: "spec-review", node: "write", status: "running" });
+    expect((await p.events()).filter((r) => r.event === "graph.choice_refused").length).toBe(1);
   });
 
   it("refuses to start on a graph file with a dangling edge, naming the file and the node", async () => {

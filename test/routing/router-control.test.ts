@@ -123,6 +123,8 @@ describe("control keywords", () => {
     ["a keyword in a review", { kind: "reviewed", body: `LGTM\n\n${PAUSE}` }, {}, view({ [ISSUE.ref]: live("active") }), control("pause", "active")],
     ["a keyword in a review comment", { kind: "review_commented", body: `(${STOP})` }, {}, view({ [ISSUE.ref]: live("active") }), control("stop", "active")],
     ["the same keyword twice is one command", { body: `${START}\n${START.toUpperCase()}` }, {}, view(), control("start", "none")],
+    ["a start choosing a graph carries the choice", { body: `${START} graph=adhoc` }, {}, view(), { action: "control", workItem: ISSUE, command: "start", graph: "adhoc", session: "none", armed: true, itemClosed: false }],
+    ["a graph argument on the next line is none", { body: `${START}\ngraph=adhoc` }, {}, view(), control("start", "none")],
     [
       "a PR comment acts on the linked item whose session is live",
       { workItems: [ISSUE, PR], body: PAUSE },

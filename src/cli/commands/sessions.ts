@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { userInfo } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { folderStamp, readFolderCache, writeFolderCache } from "../../state/folder-cache.js";
 import { ControlStore } from "../../control/store.js";
 import type { ControlListingProblem } from "../../control/store.js";
@@ -392,6 +392,22 @@ export interface SessionsControlOptions {
   /** False under --no-comment: leave no comment on the work item. */
   readonly comment: boolean;
   readonly json: boolean;
+  /** start only: the graph the item's run begins on, instead of graph.default. */
+  readonly graph?: string;
+}
+
+/** A start's `--graph`, checked: an unknown name is refused here (exit 2), not run on the default as a comment's is. */
+async function checkedGraphChoice(project: Project, name: string): Promise<string> {
+  const { loadGraphs } = await import("../../graph/registry.js");
+  const configFile = project.loaded.source.path ?? undefined;
+  const configDir = configFile !== undefined ? dirname(configFile) : project.loaded.baseDir;
+  const loaded = await loadGraphs(project.config, configDir, configFile !== undefined ? { configFile } : {});
+  const known = [...loaded.graphs.keys()].join(", ");
+  if (!loaded.graphs.has(name)) throw new UsageError(`no graph is named ${JSON.stringify(name)} (--graph); known: ${known}`);
+  if (!loaded.enabled) {
+    stderr.warn(`graphs are off (graph.enabled: false): the start records graph ${name}, and the item's next run begins on it once they are on`);
+  }
+  return name;
 }
 
 /** The person at the keyboard: the local OS user (shell access is the authority, R4). */
@@ -417,7 +433,7 @@ async function announceControl(runtime: Runtime, project: Project, request: Cont
   const { controlCommentText } = await import("../../control/comment.js");
   const keyword = project.config.routing.control.keywords[request.command];
   try {
-    const body = controlCommentText({ keyword, command: request.command, actor: request.actor });
+    const body = controlCommentText({ keyword, command: request.command, actor: request.actor, graph: request.graph });
     const comment = await runtime.trackers.forRef(request.ref).postComment(parseWorkItemRef(request.ref), body);
     project.events.emit("control.announced", { work_item: request.ref, command: request.command, comment_id: comment.id });
     return { posted: true, id: comment.id };
@@ -505,7 +521,9 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   if (ref !== named) {
     stderr.line(`note: ${named} is bound to ${ref}, so the ${command} acts on ${ref}, as the keyword in a comment on ${named} would`);
   }
-  const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note: `the-loop sessions ${command}` };
+  const graph = command === "start" && options.graph !== undefined ? await checkedGraphChoice(project, options.graph) : undefined;
+  const note = `the-loop sessions ${command}${graph !== undefined ? ` --graph ${graph}` : ""}`;
+  const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note, ...(graph !== undefined ? { graph } : {}) };
   // A stop must end an agent whose session record does not parse: the record is moved aside and
   // its tmux session ended by name (close.ts), and the stop is then recorded as for an item with
   // no session. Start, pause and resume still refuse a damaged record, naming the file.
@@ -554,6 +572,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
       workItem: ref,
       ...via,
       command,
+      ...(request.graph !== undefined ? { graph: request.graph } : {}),
       applied: true,
       effect: outcome.effect,
       ...(outcome.session ? { session: outcome.session } : {}),
