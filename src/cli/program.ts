@@ -15,7 +15,7 @@ import type {
 import type { ReceiveOptions } from "./commands/receive.js";
 import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
 import type { EventsOptions } from "./commands/events.js";
-import type { HooksOptions } from "./commands/hooks.js";
+import type { HookPointsOptions, HooksOptions } from "./commands/hooks.js";
 import type { GraphListOptions, GraphShowOptions } from "./commands/graph.js";
 import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph-run.js";
 import type {
@@ -136,11 +136,12 @@ export function buildProgram(): Command {
     });
   hooks
     .command("points")
-    .description("list the lifecycle points: when each fires, its facts and its decisions")
+    .description("list the hook points, lifecycle and loop.*: when each fires, its facts and its decisions")
+    .addOption(new Option("--family <family>", "only one family's points").choices(["lifecycle", "loop"]))
     .option("--json", "print the catalog as JSON", false)
-    .action(async (_options: HooksOptions, command: Command) => {
+    .action(async (_options: HookPointsOptions, command: Command) => {
       // Commander gives `--json` after `hooks points` to `hooks`, which has the same flag.
-      (await import("./commands/hooks.js")).runHooksPoints(command.optsWithGlobals<HooksOptions>());
+      (await import("./commands/hooks.js")).runHooksPoints(command.optsWithGlobals<HookPointsOptions>());
     });
 
   const graph = program
@@ -376,11 +377,18 @@ export function buildProgram(): Command {
     ["resume", "resume a paused session, which is told to re-read the thread; refused when there is no session"],
     ["stop", "stop execution: close the session as a close of the item would; the item does not start again until a start"],
   ] as const) {
-    sessions
+    const control = sessions
       .command(name)
       .description(what)
       .addHelpText("after", controlHelp)
-      .option("--work-item <ref>", "the work item (default: $THE_LOOP_WORK_ITEM, set in every session)")
+      .option("--work-item <ref>", "the work item (default: $THE_LOOP_WORK_ITEM, set in every session)");
+    if (name === "start") {
+      control.option(
+        "--graph <name>",
+        "the process graph the item's run begins on, instead of graph.default (`the-loop graph list`); a run under way keeps its graph",
+      );
+    }
+    control
       .option("--no-comment", "do not post the comment on the work item")
       .option("--json", "print the result as JSON", false)
       .action(async (options: SessionsControlOptions, command: Command) => {

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { hookEntrySchema } from "./hooks-schema.js";
-import { LIFECYCLE_POINT_NAMES } from "../sdk/hooks/catalog.js";
+import { HOOK_POINT_NAMES } from "../sdk/hooks/points.js";
 import { configSchema } from "./schema.js";
 
 /** The subset of JSON Schema our config schema produces, as read by the generators below. */
@@ -44,7 +44,7 @@ function hookEntryJsonSchema(): JsonSchemaNode {
     Object.entries(entry.properties).map(([key, node]) => {
       if (key === "with") return [key, { description: node.description, type: "object" }];
       // The loader checks `on` against the catalog; an editor can too.
-      if (key === "on") return [key, { ...node, items: { enum: LIFECYCLE_POINT_NAMES } }];
+      if (key === "on") return [key, { ...node, items: { enum: HOOK_POINT_NAMES } }];
       return [key, node];
     }),
   );

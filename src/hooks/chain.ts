@@ -1,8 +1,13 @@
 import type { EventSink } from "../events/log.js";
 import { lifecyclePoint } from "../sdk/hooks/catalog.js";
 import { redactKnownSecrets } from "../secrets.js";
-import type { ContextOf, FieldKind, HookPoint, LifecyclePointName } from "../sdk/hooks/catalog.js";
-import type { ChainOutcome, HookContext, HookExecutor, HookRefusal, RunOptions } from "./types.js";
+import type { ContextOf, HookPoint, LifecyclePointName } from "../sdk/hooks/catalog.js";
+import { kindInWords, ofSpec } from "./kinds.js";
+import { loopPoint } from "../sdk/hooks/loop-catalog.js";
+import type { LoopPayloadOf, LoopPoint, LoopPointName } from "../sdk/hooks/loop-catalog.js";
+import { readLoopAnswer } from "./loop-answer.js";
+import type { LoopAnswer } from "./loop-answer.js";
+import type { ChainOutcome, HookContext, HookExecutor, HookRefusal, LoopAnnotation, LoopOutcome, RunOptions } from "./types.js";
 import { describe, isPlainObject, sameJson } from "./values.js";
 
 /**
@@ -72,6 +77,51 @@ export class HookChain {
       } catch {
         return { context, changed: [] };
       }
+    }
+  }
+
+  /**
+   * Runs a `loop.*` event with its payload. At a `.pre` event the first executor that denies
+   * decides, and the ones after it are not called; at an observe-only event every executor runs
+   * and its labels come back as annotations. A hook that fails — throws, times out, answers
+   * something malformed — never denies, whatever its `required` says (the family is fail-open by
+   * contract): `hooks.failed` is recorded and the next executor runs. Never rejects.
+   */
+  async runLoop<N extends LoopPointName>(name: N, payload: LoopPayloadOf<N>, options: RunOptions = {}): Promise<LoopOutcome> {
+    const annotations: LoopAnnotation[] = [];
+    try {
+      const point = loopPoint(name);
+      if (point === undefined) return { annotations };
+      const executors = this.executors.filter((executor) => executor.points.has(name));
+      for (const executor of executors) {
+        const answer = await this.askLoop(executor, point, payload);
+        if (typeof answer === "string") {
+          this.emitSafely(() =>
+            this.events.emit("hooks.failed", withWorkItem({ point: name, hook: executor.name, error: bounded(answer), required: false }, options)),
+          );
+          continue;
+        }
+        if (answer === undefined) continue;
+        if (answer.ignored.length > 0) {
+          this.emitSafely(() => this.events.emit("hooks.ignored", withWorkItem({ point: name, hook: executor.name, fields: [...answer.ignored] }, options)));
+        }
+        if (answer.denial !== undefined) {
+          const changed = answer.denial.reason === "" ? ["denied"] : ["denied", "deny_reason"];
+          this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: name, hook: executor.name, changed }, options)));
+          return { denied: { hook: executor.name, reason: answer.denial.reason }, annotations };
+        }
+        if (answer.labels !== undefined) {
+          annotations.push({ hook: executor.name, labels: answer.labels });
+          this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: name, hook: executor.name, changed: ["labels"] }, options)));
+        }
+      }
+      return { annotations };
+    } catch (error) {
+      // The chain itself broke: the run goes on undenied, as it would past a failing hook.
+      this.emitSafely(() =>
+        this.events.emit("hooks.failed", withWorkItem({ point: name, hook: CHAIN, error: bounded(describeError(error)), required: false }, options)),
+      );
+      return { annotations };
     }
   }
 
@@ -158,6 +208,23 @@ export class HookChain {
     }
   }
 
+  /** One executor's answer at a loop event: undefined to pass, or why it failed. */
+  private async askLoop(executor: HookExecutor, point: LoopPoint, payload: HookContext): Promise<LoopAnswer | string | undefined> {
+    let value: unknown;
+    try {
+      value = await executor.invoke(point, structuredClone(payload));
+    } catch (error) {
+      return describeError(error);
+    }
+    if (value === undefined || value === null) return undefined;
+    try {
+      if (!isPlainObject(value)) return `answered ${describe(value)}, not an object`;
+      return readLoopAnswer(point, payload, value);
+    } catch (error) {
+      return `answered an object that cannot be read: ${describeError(error)}`;
+    }
+  }
+
   private failed(point: HookPoint, executor: HookExecutor, error: string, options: RunOptions): void {
     this.emitSafely(() =>
       this.events.emit(
@@ -227,8 +294,8 @@ function readAnswer(
       read.push([key, raw]);
       continue;
     }
-    const checked = ofKind(raw, spec.kind);
-    if (checked === undefined) return `decision "${key}" must be ${article(spec.kind)}, not ${describe(raw)}`;
+    const checked = ofSpec(raw, spec);
+    if (checked === undefined) return `decision "${key}" must be ${kindInWords(spec)}, not ${describe(raw)}`;
     read.push([key, checked.value]);
   }
   const values: Record<string, unknown> = {};
@@ -245,50 +312,6 @@ function readAnswer(
   const changed = Object.keys(point.decisions).filter((key) => Object.hasOwn(values, key));
   const proceed = read.find(([key]) => key === "proceed")?.[1];
   return { changed, values, ignored, ...(typeof proceed === "boolean" && !fixed.has("proceed") ? { proceed } : {}) };
-}
-
-/**
- * The value a decision of `kind` is applied as, or undefined when `value` is not of that kind.
- * Always the chain's own copy (the hook may keep and later mutate what it returned); a list is
- * copied item by item as it is checked, so a hole or a late-changing item cannot slip through.
- */
-function ofKind(value: unknown, kind: FieldKind): { value: unknown } | undefined {
-  switch (kind) {
-    case "string":
-      return typeof value === "string" ? { value } : undefined;
-    case "boolean":
-      return typeof value === "boolean" ? { value } : undefined;
-    case "integer":
-      return typeof value === "number" && Number.isSafeInteger(value) ? { value } : undefined;
-    case "string[]": {
-      if (!Array.isArray(value)) return undefined;
-      const items: string[] = [];
-      const length = value.length;
-      for (let index = 0; index < length; index += 1) {
-        const item: unknown = value[index];
-        if (typeof item !== "string") return undefined;
-        items.push(item);
-      }
-      return { value: items };
-    }
-    case "work-item":
-      return isPlainObject(value) ? { value: structuredClone(value) } : undefined;
-  }
-}
-
-function article(kind: FieldKind): string {
-  switch (kind) {
-    case "string":
-      return "a string";
-    case "boolean":
-      return "a boolean";
-    case "integer":
-      return "an integer";
-    case "string[]":
-      return "a list of strings";
-    case "work-item":
-      return "a work item object";
-  }
 }
 
 function describeError(error: unknown): string {

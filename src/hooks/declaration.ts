@@ -1,6 +1,8 @@
 import { homedir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import type { z } from "zod";
+import type { HookPoint } from "../sdk/hooks/catalog.js";
+import { loopPoint } from "../sdk/hooks/loop-catalog.js";
 import type { HookKind } from "./types.js";
 import { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema } from "../config/hooks-schema.js";
 
@@ -54,7 +56,19 @@ export interface RemoteHookEntry extends EntryCommon {
   readonly timeoutSeconds: number;
 }
 
-export type HookEntry = LocalHookEntry | RemoteHookEntry;
+export interface SubprocessHookEntry extends EntryCommon {
+  readonly kind: "command";
+  /** As written: the first word of `command`. */
+  readonly target: string;
+  /** `command` with its first word resolved: an absolute path, or a bare name looked up on PATH. */
+  readonly argv: readonly string[];
+  /** The variables passed beyond the base ones (src/subprocess `BASE_ENV_NAMES`). */
+  readonly env: readonly string[];
+  readonly timeoutSeconds: number;
+  readonly options: Readonly<Record<string, unknown>>;
+}
+
+export type HookEntry = LocalHookEntry | RemoteHookEntry | SubprocessHookEntry;
 
 /** A declaration that cannot be loaded; the message names the entry and how to fix it. */
 export class HookDeclarationError extends Error {
@@ -88,7 +102,7 @@ function resolvePath(path: string, context: DeclarationContext): string {
 /**
  * The validated entries of `hooks:` (undefined or empty: none). Throws HookDeclarationError
  * naming the first entry that breaks a rule: a missing or duplicate name, none or several of
- * module/path/url, an unknown key, a local-only key on a remote entry or the reverse, an `on`
+ * module/path/url/command, an unknown key, a local-only key on a remote entry or the reverse, an `on`
  * naming no point (the valid ones listed), a cleartext URL that would carry a token.
  */
 export function parseHookDeclaration(raw: unknown, context: DeclarationContext): HookEntry[] {
@@ -107,10 +121,10 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
     const entry = parsed.data;
     if (seen.has(entry.name)) throw new HookDeclarationError(`${where}: the name "${entry.name}" is declared twice; names must be unique`);
     seen.add(entry.name);
-    const targets = (["module", "path", "url"] as const).filter((key) => entry[key] !== undefined);
+    const targets = (["module", "path", "url", "command"] as const).filter((key) => entry[key] !== undefined);
     if (targets.length !== 1) {
       throw new HookDeclarationError(
-        `${where}: give exactly one of module, path or url${targets.length > 1 ? ` (it has ${targets.join(" and ")})` : ""}`,
+        `${where}: give exactly one of module, path, url or command${targets.length > 1 ? ` (it has ${targets.join(" and ")})` : ""}`,
       );
     }
     const kind: HookKind = targets[0] ?? "url";
@@ -120,17 +134,15 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
         `${where}: on lists no point, so the hook would never run; name the points it runs at, remove on to run it at every point it handles, or set enabled: false`,
       );
     }
-    for (const point of entry.on ?? []) {
-      if (!context.points.includes(point)) {
-        throw new HookDeclarationError(`${where}: on names "${point}", which is not a hook point; the points are ${context.points.join(", ")}`);
-      }
-    }
+    checkOn(where, entry.on, entry.required === true, context);
     const common = {
       name: entry.name,
       ...(entry.on !== undefined ? { on: [...new Set(entry.on)] } : {}),
       required: entry.required ?? false,
       enabled: entry.enabled ?? true,
     };
+    if (kind === "command") return subprocessEntry(where, entry, common, context);
+    if (entry.env !== undefined) throw new HookDeclarationError(`${where}: env applies to command entries only, not to a ${kind}`);
     if (kind === "url") {
       for (const key of ["executor", "with"] as const) {
         if (entry[key] !== undefined) throw new HookDeclarationError(`${where}: ${key} applies to module and path entries only, not to a url`);
@@ -156,6 +168,70 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
       options: entry.with ?? {},
     } satisfies LocalHookEntry;
   });
+}
+
+const COMMAND_ONLY_FOR: Readonly<Record<"executor" | "tokenEnv" | "headers", string>> = {
+  executor: "module and path entries",
+  tokenEnv: "url entries",
+  headers: "url entries",
+};
+
+function subprocessEntry(where: string, entry: z.output<typeof hookEntrySchema>, common: EntryCommon, context: DeclarationContext): SubprocessHookEntry {
+  for (const [key, owners] of Object.entries(COMMAND_ONLY_FOR)) {
+    if (entry[key as keyof typeof COMMAND_ONLY_FOR] !== undefined) throw new HookDeclarationError(`${where}: ${key} applies to ${owners} only, not to a command`);
+  }
+  const command = entry.command ?? [];
+  const withNul = command.findIndex((word) => word.includes("\0"));
+  if (withNul >= 0) throw new HookDeclarationError(`${where}: command[${withNul}] holds a NUL byte, which no program can receive`);
+  const [program = "", ...args] = command;
+  // A bare name is the PATH's to find; anything naming a file is the operator's folder's, as a `path` is.
+  const resolved = program.includes("/") ? resolvePath(program, context) : program;
+  return {
+    ...common,
+    kind: "command",
+    target: program,
+    argv: [resolved, ...args],
+    env: [...new Set(entry.env ?? [])],
+    timeoutSeconds: entry.timeoutSeconds ?? DEFAULT_HOOK_TIMEOUT_SECONDS,
+    options: entry.with ?? {},
+  };
+}
+
+/**
+ * The `on` rules: every name an exact point (the loop family has no wildcards: `loop.*` names
+ * nothing), and `required: true` never on an entry that runs only at loop events, where a failing
+ * hook never denies — an operator reading `required` there would expect what the family refuses.
+ */
+function checkOn(where: string, on: readonly string[] | undefined, required: boolean, context: DeclarationContext): void {
+  if (on === undefined) return;
+  for (const point of on) {
+    if (context.points.includes(point)) continue;
+    if (/[*?[\]{}]/.test(point)) {
+      const loop = point.startsWith("loop.");
+      const valid = loop ? context.points.filter(isLoopPointName) : context.points;
+      throw new HookDeclarationError(
+        `${where}: on names "${point}", a pattern; on takes exact names, no wildcards, so list each one: the ${loop ? "loop events" : "points"} are ${valid.join(", ")}`,
+      );
+    }
+    throw new HookDeclarationError(`${where}: on names "${point}", which is not a hook point; the points are ${context.points.join(", ")}`);
+  }
+  if (required && on.every(isLoopPointName)) {
+    throw new HookDeclarationError(
+      `${where}: required: true on an entry that runs only at loop events (${on.join(", ")}); the loop family is fail-open, so a failing hook never denies there; remove required (a hook denies by answering denied: true)`,
+    );
+  }
+}
+
+function isLoopPointName(name: string): boolean {
+  return loopPoint(name) !== undefined;
+}
+
+/**
+ * The points an entry without `on` runs at: every point but the opt-in ones (the loop family),
+ * which reach only an entry whose `on` names them.
+ */
+export function pointsWithoutOn<P extends HookPoint>(points: readonly P[]): P[] {
+  return points.filter((point) => point.optIn !== true);
 }
 
 function remoteEntry(where: string, entry: z.output<typeof hookEntrySchema>, common: EntryCommon): RemoteHookEntry {

@@ -7,5 +7,6 @@ export { HookChain } from "./chain.js";
 export { HookLoadError, loadHooks, loadHooksOrNone } from "./load.js";
 export type { LoadHooksOptions } from "./load.js";
 export { HookDeclarationError, parseHookDeclaration } from "./declaration.js";
-export type { DeclarationContext, HookEntry, LocalHookEntry, RemoteHookEntry } from "./declaration.js";
+export type { DeclarationContext, HookEntry, LocalHookEntry, RemoteHookEntry, SubprocessHookEntry } from "./declaration.js";
+export type { SubprocessHookRequest } from "./subprocess.js";
 export type { ChainOutcome, HookContext, HookExecutor, HookKind, HookRefusal, RunOptions } from "./types.js";

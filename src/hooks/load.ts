@@ -1,18 +1,20 @@
 import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
-import { LIFECYCLE_POINTS } from "../sdk/hooks/catalog.js";
+import { HOOK_POINTS } from "../sdk/hooks/points.js";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
 import { HookChain } from "./chain.js";
-import { parseHookDeclaration } from "./declaration.js";
+import { parseHookDeclaration, pointsWithoutOn } from "./declaration.js";
 import type { HookEntry } from "./declaration.js";
 import { loadLocalExecutor } from "./local.js";
 import { createRemoteExecutor } from "./remote.js";
+import { createSubprocessExecutor } from "./subprocess.js";
 import type { HookExecutor } from "./types.js";
 
 /**
  * Loading the `hooks:` declaration: validated whole, every enabled local module imported and
- * constructed, every remote entry built (not contacted). All of it or nothing: a declaration with
- * one bad entry yields no chain at all, never the entries that happened to load.
+ * constructed, every remote entry built (not contacted), every command's program found (not run).
+ * All of it or nothing: a declaration with one bad entry yields no chain at all, never the
+ * entries that happened to load.
  *
  * A process loads its hooks once (R3.7). Nothing here caches across calls; Node's module cache
  * does, so a hook module edited while the process runs takes effect at the next start.
@@ -26,9 +28,9 @@ export interface LoadHooksOptions {
   /** The config file, named in the events. */
   readonly configPath?: string;
   readonly events: EventSink;
-  /** The points a declaration may name (default LIFECYCLE_POINTS). */
+  /** The points a declaration may name (default HOOK_POINTS: every family). */
   readonly points?: readonly HookPoint[];
-  /** Where a remote entry's tokenEnv is read at each call (default process.env). */
+  /** Where a remote entry's tokenEnv and a command's environment are read at each call (default process.env). */
   readonly env?: NodeJS.ProcessEnv;
   /** What `~/` in a path means (default the user's home). */
   readonly homeDir?: string;
@@ -52,7 +54,9 @@ export class HookLoadError extends ExitError {
 }
 
 export async function loadHooks(options: LoadHooksOptions): Promise<HookChain> {
-  const points = options.points ?? LIFECYCLE_POINTS;
+  const points = options.points ?? HOOK_POINTS;
+  // An entry without `on` is not called at an opt-in point (a loop event): its executor never hears of one.
+  const defaultPoints = pointsWithoutOn(points);
   const config = options.configPath === undefined ? {} : { config: options.configPath };
   const fail = (message: string, hook?: string): never => {
     try {
@@ -79,15 +83,7 @@ export async function loadHooks(options: LoadHooksOptions): Promise<HookChain> {
     // A disabled entry is declared and listed, never imported or contacted.
     if (!entry.enabled) continue;
     try {
-      executors.push(
-        entry.kind === "url"
-          ? createRemoteExecutor(entry, { points, ...(options.env === undefined ? {} : { env: options.env }) })
-          : await loadLocalExecutor(entry, {
-              points,
-              configDir: options.configDir,
-              ...(options.importTimeoutMs === undefined ? {} : { importTimeoutMs: options.importTimeoutMs }),
-            }),
-      );
+      executors.push(await buildExecutor(entry, entry.on === undefined ? defaultPoints : points, options));
     } catch (error) {
       await Promise.allSettled(executors.map(async (executor) => executor.close?.()));
       fail(`hooks[${index}] "${entry.name}": ${messageOf(error)}`, entry.name);
@@ -102,6 +98,23 @@ export async function loadHooks(options: LoadHooksOptions): Promise<HookChain> {
     }
   }
   return new HookChain(executors, options.events);
+}
+
+async function buildExecutor(entry: HookEntry, points: readonly HookPoint[], options: LoadHooksOptions): Promise<HookExecutor> {
+  const env = options.env === undefined ? {} : { env: options.env };
+  switch (entry.kind) {
+    case "url":
+      return createRemoteExecutor(entry, { points, ...env });
+    case "command":
+      return createSubprocessExecutor(entry, { points, configDir: options.configDir, ...env });
+    case "module":
+    case "path":
+      return await loadLocalExecutor(entry, {
+        points,
+        configDir: options.configDir,
+        ...(options.importTimeoutMs === undefined ? {} : { importTimeoutMs: options.importTimeoutMs }),
+      });
+  }
 }
 
 /**

@@ -9,7 +9,7 @@ import type { HookPoint } from "../sdk/hooks/catalog.js";
 export type HookContext = Readonly<Record<string, unknown>>;
 
 /** Where a declared entry's code lives. */
-export type HookKind = "module" | "path" | "url";
+export type HookKind = "module" | "path" | "url" | "command";
 
 /** One loaded entry of `hooks:`, ready to be invoked. */
 export interface HookExecutor {
@@ -50,4 +50,24 @@ export interface RunOptions {
   readonly fixed?: readonly string[];
   /** The work item the run is about, for the events it records. */
   readonly workItem?: string;
+}
+
+/** A `loop.*` `.pre` event's denial: the first executor that answered `denied: true` (or `deny: true`). */
+export interface LoopDenial {
+  readonly hook: string;
+  /** Its `deny_reason`, or "" when it gave none. */
+  readonly reason: string;
+}
+
+/** Labels one executor answered at an observe-only `loop.*` event: recorded, never applied. */
+export interface LoopAnnotation {
+  readonly hook: string;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** What a `loop.*` event's chain leaves for the runtime. */
+export interface LoopOutcome {
+  /** Set only at a `.pre` event, when a hook denied; a hook that failed never denies. */
+  readonly denied?: LoopDenial;
+  readonly annotations: readonly LoopAnnotation[];
 }

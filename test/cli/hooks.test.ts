@@ -238,6 +238,42 @@ describe("the-loop hooks", () => {
     expect(existsSync(marker), "a hook module was imported").toBe(false);
     expect(server.requests(), "a hook URL was contacted").toBe(0);
   });
+
+  it("lists a command entry with its argv resolved and its env names, and never runs it", async () => {
+    const { cwd, configDir } = await project(`hooks:
+  - name: audit
+    command: [./hooks/audit.mjs, --quiet]
+    env: [AUDIT_URL]
+    on: [session_spawned]
+  - name: jq-gate
+    command: [jq, .]
+    timeoutSeconds: 2
+`);
+    const marker = join(cwd, "ran.marker");
+    await mkdir(join(configDir, "hooks"));
+    await writeFile(join(configDir, "hooks", "audit.mjs"), `#!/bin/sh\ntouch ${JSON.stringify(marker)}\n`, { mode: 0o755 });
+    const listed = jsonOf<Listing[]>(await runCli(["hooks", "--json"], { cwd, env: { AUDIT_URL: "https://audit.example/secret-path" } }));
+    expect(listed).toEqual([
+      {
+        name: "audit",
+        kind: "command",
+        target: "./hooks/audit.mjs",
+        resolved: join(configDir, "hooks", "audit.mjs"),
+        points: ["session_spawned"],
+        required: false,
+        enabled: true,
+        command: [join(configDir, "hooks", "audit.mjs"), "--quiet"],
+        env: ["AUDIT_URL"],
+        timeoutSeconds: 10,
+        headers: [],
+      },
+      { name: "jq-gate", kind: "command", target: "jq", points: null, required: false, enabled: true, command: ["jq", "."], env: [], timeoutSeconds: 2, headers: [] },
+    ]);
+    const table = await runCli(["hooks"], { cwd });
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toContain(`["${join(configDir, "hooks", "audit.mjs")}","--quiet"]`);
+    expect(existsSync(marker), "a command was run").toBe(false);
+  });
 });
 
 describe("the-loop hooks points", () => {
@@ -273,7 +309,7 @@ describe("the-loop hooks points", () => {
   });
 
   it("prints the catalog under --json", async () => {
-    const result = await runCli(["hooks", "points", "--json"], { cwd: await tempDir() });
+    const result = await runCli(["hooks", "points", "--family", "lifecycle", "--json"], { cwd: await tempDir() });
     expect(result.code, result.stderr).toBe(0);
     expect(jsonOf(result)).toEqual(JSON.parse(JSON.stringify(LIFECYCLE_POINTS)));
   });
@@ -301,7 +337,7 @@ hooks:
     const result = await runCli(["config", "validate"], { cwd });
     expect(result.code).toBe(2);
     expect(result.stderr.trim()).toBe(
-      'error: invalid config: .the-loop/cli-config.yaml:6:5: hooks[1] "both": give exactly one of module, path or url (it has path and url)',
+      'error: invalid config: .the-loop/cli-config.yaml:6:5: hooks[1] "both": give exactly one of module, path, url or command (it has path and url)',
     );
     const json = await runCli(["config", "validate", "--json"], { cwd });
     expect(json.code).toBe(2);
@@ -326,7 +362,7 @@ hooks:
       "error: invalid config .the-loop/cli-config.yaml: 3 problems",
       `  .the-loop/cli-config.yaml:2:5: hooks[0] "Caps": name: lowercase letters, digits and '-', starting with a letter`,
       '  .the-loop/cli-config.yaml:6:5: hooks[2] "fine": the name "fine" is declared twice; names must be unique',
-      '  .the-loop/cli-config.yaml:8:5: hooks[3] "both": give exactly one of module, path or url (it has path and url)',
+      '  .the-loop/cli-config.yaml:8:5: hooks[3] "both": give exactly one of module, path, url or command (it has path and url)',
     ]);
 
     const mixed = await project(`state:

@@ -76,9 +76,9 @@ describe("parseHookDeclaration: R3.1 the list", () => {
   });
 
   it.each([
-    ["none of module, path and url", { name: "a" }, 'hooks[0] "a": give exactly one of module, path or url'],
-    ["path and url", { name: "a", path: "a.mjs", url: "https://x.example" }, 'hooks[0] "a": give exactly one of module, path or url (it has path and url)'],
-    ["module and path", { name: "a", module: "acme", path: "a.mjs" }, 'hooks[0] "a": give exactly one of module, path or url (it has module and path)'],
+    ["none of module, path, url and command", { name: "a" }, 'hooks[0] "a": give exactly one of module, path, url or command'],
+    ["path and url", { name: "a", path: "a.mjs", url: "https://x.example" }, 'hooks[0] "a": give exactly one of module, path, url or command (it has path and url)'],
+    ["module and path", { name: "a", module: "acme", path: "a.mjs" }, 'hooks[0] "a": give exactly one of module, path, url or command (it has module and path)'],
   ])("an entry with %s fails", (_title, entry, message) => {
     expect(failure([entry])).toBe(message);
   });

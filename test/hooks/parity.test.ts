@@ -194,7 +194,7 @@ describe("the lifecycle points agree everywhere", () => {
 
   it("prints the catalog as it is from `the-loop hooks points --json`", async () => {
     const cwd = await tempDir();
-    const result = await runCli(["hooks", "points", "--json"], { cwd });
+    const result = await runCli(["hooks", "points", "--family", "lifecycle", "--json"], { cwd });
     expect(result.code, result.stderr).toBe(0);
     expect(jsonOf(result)).toEqual(JSON.parse(JSON.stringify(LIFECYCLE_POINTS)));
   });

@@ -88,10 +88,10 @@ function hookEntryPosition(text: string, yaml: typeof Yaml, index: number | unde
  * there, so that a one-shot command runs (with no hooks) on a declaration a daemon would refuse.
  */
 async function hookProblems(file: string, text: string, loaded?: { readonly hooks?: unknown }): Promise<ConfigProblem[]> {
-  const [yaml, { HookDeclarationError, parseHookDeclaration }, { LIFECYCLE_POINT_NAMES }] = await Promise.all([
+  const [yaml, { HookDeclarationError, parseHookDeclaration }, { HOOK_POINT_NAMES }] = await Promise.all([
     import("yaml"),
     import("../../hooks/declaration.js"),
-    import("../../sdk/hooks/catalog.js"),
+    import("../../sdk/hooks/points.js"),
   ]);
   // The value the loader read when it read the file; else the file's own, for its problems.
   let raw: unknown = loaded?.hooks;
@@ -104,7 +104,7 @@ async function hookProblems(file: string, text: string, loaded?: { readonly hook
   }
   // Not a list: the loader has said so.
   if (!Array.isArray(raw)) return [];
-  const context = { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES };
+  const context = { configDir: dirname(file), points: HOOK_POINT_NAMES };
   const problems: ConfigProblem[] = [];
   const problem = (message: string): void => {
     // The message starts with the entry it is about (`hooks[2] "audit": …`), as a key path would.

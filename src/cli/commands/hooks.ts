@@ -1,8 +1,11 @@
 import { dirname } from "node:path";
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import type { HookEntry } from "../../hooks/declaration.js";
-import { LIFECYCLE_POINTS, LIFECYCLE_POINT_NAMES } from "../../sdk/hooks/catalog.js";
 import type { DecisionSpec, FieldSpec, HookPoint } from "../../sdk/hooks/catalog.js";
+import { LOOP_CONTEXT_FIELDS } from "../../sdk/hooks/loop-catalog.js";
+import type { LoopPoint } from "../../sdk/hooks/loop-catalog.js";
+import { HOOK_FAMILIES, HOOK_POINT_NAMES, pointsOfFamily } from "../../sdk/hooks/points.js";
+import type { HookFamily } from "../../sdk/hooks/points.js";
 import { ConfigError, loadConfig } from "../../config/load.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { displayPath, printConfigWarnings } from "../context.js";
@@ -14,14 +17,23 @@ export interface HooksOptions {
   readonly json: boolean;
 }
 
+export interface HookPointsOptions extends HooksOptions {
+  /** One family only; undefined: both, grouped. */
+  readonly family?: HookFamily;
+}
+
 /** One entry as `the-loop hooks --json` prints it: where the code is and when it runs, no secret. */
 export interface HookListing {
   readonly name: string;
   readonly kind: HookEntry["kind"];
   /** As written in the config: the specifier, the path or the URL. */
   readonly target: string;
-  /** `path` entries: the file the daemon would import. */
+  /** `path` entries: the file the daemon would import; `command` entries: the program it would run, when a path. */
   readonly resolved?: string;
+  /** `command` entries: the argv, its first word resolved. */
+  readonly command?: readonly string[];
+  /** `command` entries: the NAMES of the variables passed to it; no value is read here. */
+  readonly env?: readonly string[];
   /** The entry's `on`; null for the default (every point a local executor overrides, every point for a remote one). */
   readonly points: readonly string[] | null;
   readonly required: boolean;
@@ -39,6 +51,18 @@ const DOCS = "docs/hooks.md";
 export function listingOf(entry: HookEntry): HookListing {
   const common = { name: entry.name, kind: entry.kind, target: entry.target };
   const when = { points: entry.on ?? null, required: entry.required, enabled: entry.enabled };
+  if (entry.kind === "command") {
+    const program = entry.argv[0] ?? entry.target;
+    return {
+      ...common,
+      ...(program !== entry.target ? { resolved: program } : {}),
+      ...when,
+      command: entry.argv,
+      env: entry.env,
+      timeoutSeconds: entry.timeoutSeconds,
+      headers: [],
+    };
+  }
   if (entry.kind === "url") {
     return {
       ...common,
@@ -59,10 +83,11 @@ export function listingOf(entry: HookEntry): HookListing {
 
 function pointsCell(listing: HookListing): string {
   if (listing.points !== null) return listing.points.length > 0 ? listing.points.join(", ") : "none";
-  return listing.kind === "url" ? "all" : "default: every point it overrides";
+  return listing.kind === "url" || listing.kind === "command" ? "all" : "default: every point it overrides";
 }
 
 function targetCell(listing: HookListing): string {
+  if (listing.command !== undefined) return JSON.stringify(listing.command);
   if (listing.resolved !== undefined && listing.resolved !== listing.target) return `${listing.target} (resolves to ${listing.resolved})`;
   if (listing.tokenEnv !== undefined) return `${listing.target} (bearer token from $${listing.tokenEnv})`;
   return listing.target;
@@ -98,7 +123,7 @@ export async function runHooksList(globals: GlobalOptions, options: HooksOptions
   let entries: HookEntry[] = [];
   if (file !== null) {
     try {
-      entries = parseHookDeclaration(loaded.config.hooks, { configDir: dirname(file), points: LIFECYCLE_POINT_NAMES });
+      entries = parseHookDeclaration(loaded.config.hooks, { configDir: dirname(file), points: HOOK_POINT_NAMES });
     } catch (error) {
       if (!(error instanceof HookDeclarationError)) throw error;
       throw new ExitError(`cannot read the hooks declaration in ${displayPath(file)}: ${error.message}`, EXIT_FAILURE, "config");
@@ -151,11 +176,17 @@ function hanging(label: string, tokens: readonly string[], more = 0, width: numb
 
 const words = (text: string): string[] => text.split(/\s+/).filter((word) => word !== "");
 
+const kindOf = (spec: FieldSpec): string => (spec.nullable === true ? `${spec.kind} or null` : spec.kind);
+
 /** One field per item: `name: kind — description`, and for a decision how it applies. */
 function describeFields(label: string, fields: readonly [string, FieldSpec | DecisionSpec][]): string[] {
   return fields.flatMap(([name, spec], index) =>
-    hanging(index === 0 ? label : "", [`${name}: ${spec.kind}`, "—", ...words(spec.description), ...("applies" in spec ? words(spec.applies) : [])], 2),
+    hanging(index === 0 ? label : "", [`${name}: ${kindOf(spec)}`, "—", ...words(spec.description), ...("applies" in spec ? words(spec.applies) : [])], 2),
   );
+}
+
+function isLoopPoint(point: HookPoint): point is LoopPoint {
+  return point.family === "loop";
 }
 
 function describePoint(point: HookPoint): string[] {
@@ -163,7 +194,15 @@ function describePoint(point: HookPoint): string[] {
   lines.push(...hanging("  what:", words(point.description)));
   lines.push(...hanging("  method:", [point.method]));
   lines.push(...hanging("  fires:", words(point.fires)));
-  lines.push(...describeFields("  facts:", Object.entries(point.facts)));
+  if (isLoopPoint(point)) {
+    lines.push(...hanging("  denies:", words(point.canDeny ? "yes: synchronous, the run waits for the answer" : "no: observe-only, off the run's path")));
+    // The loop context is the same at every event: listed once, above the family's events.
+    const own = Object.entries(point.facts).filter(([name]) => !LOOP_CONTEXT_FIELDS.includes(name));
+    lines.push(...hanging("  facts:", words("the loop context, then:")));
+    lines.push(...describeFields("", own));
+  } else {
+    lines.push(...describeFields("  facts:", Object.entries(point.facts)));
+  }
   const decisions = Object.entries(point.decisions);
   if (decisions.length === 0) {
     lines.push(...hanging("  decisions:", words("none (observation only)")));
@@ -173,14 +212,42 @@ function describePoint(point: HookPoint): string[] {
   return lines;
 }
 
-/** `the-loop hooks points`: the catalog a declaration's `on` names and an executor implements. */
-export function runHooksPoints(options: HooksOptions): void {
+/** The fields every loop event carries, described once for the family. */
+function describeLoopContext(): string[] {
+  const [first] = pointsOfFamily("loop");
+  if (first === undefined) return [];
+  const shared = Object.entries(first.facts).filter(([name]) => LOOP_CONTEXT_FIELDS.includes(name));
+  return [
+    stdout.paint("bold", "the loop context"),
+    ...hanging("  what:", words("The keys every loop event's payload starts with; each is present, null where it does not apply.")),
+    ...describeFields("  facts:", shared),
+  ];
+}
+
+const FAMILY_HEADINGS: Readonly<Record<HookFamily, string>> = {
+  lifecycle: "Lifecycle points: an entry without on runs at each it handles.",
+  loop: "Loop events: only an entry whose on names one runs there; fail-open.",
+};
+
+/**
+ * `the-loop hooks points`: the catalog a declaration's `on` names and an executor implements;
+ * `--family` keeps one family. `--json` prints the points as the SDK exports them, in one list.
+ */
+export function runHooksPoints(options: HookPointsOptions): void {
+  const families = options.family === undefined ? HOOK_FAMILIES : [options.family];
   if (options.json) {
-    stdout.json(LIFECYCLE_POINTS);
+    stdout.json(families.flatMap((family) => pointsOfFamily(family)));
     return;
   }
-  stdout.line(LIFECYCLE_POINTS.map((point) => describePoint(point).join("\n")).join("\n\n"));
+  const sections = families.map((family) => {
+    const blocks = pointsOfFamily(family).map((point) => describePoint(point).join("\n"));
+    if (family === "loop") blocks.unshift(describeLoopContext().join("\n"));
+    const heading = families.length > 1 ? `${stdout.paint("bold", `== ${FAMILY_HEADINGS[family]}`)}\n\n` : "";
+    return `${heading}${blocks.join("\n\n")}`;
+  });
+  stdout.line(sections.join("\n\n"));
   stdout.line("");
   stdout.line("A point's name is what `on` lists and a remote executor's JSON-RPC method;");
-  stdout.line(`"method" is what a LifecycleHooks subclass overrides. See ${DOCS}.`);
+  stdout.line(`"method" is what a LifecycleHooks subclass overrides (LoopHooks for loop.*).`);
+  stdout.line(`See ${DOCS}.`);
 }

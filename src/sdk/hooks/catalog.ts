@@ -3,17 +3,28 @@
  * from and the docs table is checked against. Pure data with no imports, so the SDK stays free of
  * the daemon.
  *
- * A point belongs to a family (`lifecycle` here). The chain, the executors and the declaration
- * loader read a point only through `HookPoint`, never through its family, so another family can
- * be added to the engine by adding its points.
+ * A point belongs to a family (`lifecycle` here; `loop` in loop-catalog.ts). The chain, the
+ * executors and the declaration loader read a point only through `HookPoint`, never through its
+ * family, so another family can be added to the engine by adding its points.
  */
 
-/** What a context field may hold: every value is JSON, never coerced. */
-export type FieldKind = "string" | "boolean" | "integer" | "string[]" | "work-item";
+/**
+ * What a context field may hold: every value is JSON, never coerced. `json-object` is any JSON
+ * object, read-only wherever it is a fact; `string-map` an object whose values are strings.
+ */
+export type FieldKind = "string" | "boolean" | "integer" | "string[]" | "work-item" | "json-object" | "string-map";
 
 export interface FieldSpec {
   readonly kind: FieldKind;
   readonly description: string;
+  /** The key is always present and holds null where the field does not apply. Absent: never null. */
+  readonly nullable?: boolean;
+}
+
+/** A JSON value, as a `json-object` field holds them. */
+export type JsonValue = string | number | boolean | null | readonly JsonValue[] | JsonObject;
+export interface JsonObject {
+  readonly [key: string]: JsonValue;
 }
 
 export interface DecisionSpec extends FieldSpec {
@@ -34,6 +45,11 @@ export interface HookPoint {
   readonly facts: Readonly<Record<string, FieldSpec>>;
   /** What the-loop reads back after the chain. */
   readonly decisions: Readonly<Record<string, DecisionSpec>>;
+  /**
+   * True: the point runs only at an entry whose `on` names it; an entry without `on` is not
+   * called there (the loop family). Absent: an entry without `on` runs at it too.
+   */
+  readonly optIn?: boolean;
 }
 
 /** The facts of the work item a point is about, as one modelled entity. */
@@ -232,9 +248,18 @@ type ValueOf<K extends FieldKind> = K extends "string"
       ? number
       : K extends "string[]"
         ? readonly string[]
-        : WorkItemEntity;
+        : K extends "json-object"
+          ? JsonObject
+          : K extends "string-map"
+            ? Readonly<Record<string, string>>
+            : WorkItemEntity;
 
-type ValueOfSpec<S> = S extends { readonly kind: infer K extends FieldKind } ? ValueOf<K> : never;
+/** The TypeScript type of a field spec's value: `| null` when the spec is nullable. */
+export type ValueOfSpec<S> = S extends { readonly kind: infer K extends FieldKind }
+  ? S extends { readonly nullable: true }
+    ? ValueOf<K> | null
+    : ValueOf<K>
+  : never;
 
 type PointNamed<N extends LifecyclePointName> = Extract<LifecyclePoint, { readonly name: N }>;
 

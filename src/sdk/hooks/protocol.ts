@@ -1,12 +1,12 @@
 /**
  * The server half of the remote hook protocol: one JSON-RPC 2.0 request per point invocation,
- * `method` the point's name, `params` its context; the result is `null` (pass through) or the
- * point's decisions. Notifications and batches are served as JSON-RPC 2.0 defines them, for a
+ * `method` the point's name (`work_item_start`, `loop.gate.pre`: both families alike), `params`
+ * its context; the result is `null` (pass through) or the point's decisions. Notifications and batches are served as JSON-RPC 2.0 defines them, for a
  * client other than the-loop (which sends one request, with an id, per call). Framework-free, so
  * an operator can mount it in whatever HTTP server they run; `HookServer` is the ready-made host.
  */
 import type { LifecycleHooks } from "./base.js";
-import { LIFECYCLE_POINTS, lifecyclePoint } from "./catalog.js";
+import { HOOK_POINT_NAMES, hookPoint } from "./points.js";
 
 export type JsonRpcId = string | number | null;
 
@@ -120,16 +120,20 @@ async function respondToOne(executor: LifecycleHooks, request: unknown): Promise
 }
 
 async function answer(executor: LifecycleHooks, methodName: string, context: unknown, id: JsonRpcId): Promise<JsonRpcResponse> {
-  const point = lifecyclePoint(methodName);
+  const point = hookPoint(methodName);
   if (!point) {
-    const names = LIFECYCLE_POINTS.map((known) => known.name).join(", ");
-    return failure(id, HOOK_RPC_ERRORS.methodNotFound, `Method not found: ${JSON.stringify(truncate(methodName, 100))} is not a lifecycle point; the points are ${names}`);
+    const names = HOOK_POINT_NAMES.join(", ");
+    return failure(id, HOOK_RPC_ERRORS.methodNotFound, `Method not found: ${JSON.stringify(truncate(methodName, 100))} is not a hook point; the points are ${names}`);
   }
   if (!isPlainObject(context)) {
     return failure(id, HOOK_RPC_ERRORS.invalidParams, `Invalid params: params must be the ${point.name} context, an object of its fields`);
   }
 
   const method: unknown = (executor as unknown as Record<string, unknown>)[point.method];
+  if (typeof method !== "function" && point.family === "loop") {
+    // A LifecycleHooks class declared by url with a loop event in its `on`: the class is what to change.
+    return failure(id, HOOK_RPC_ERRORS.methodNotFound, `Method not found: the executor has no ${point.method} method; a class handling ${point.name} extends LoopHooks`);
+  }
   if (typeof method !== "function") {
     return failure(id, HOOK_RPC_ERRORS.internalError, `Internal error: the executor has no ${point.method} method`);
   }
