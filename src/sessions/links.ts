@@ -1,11 +1,10 @@
-import { join } from "node:path";
 import { z } from "zod";
 import { messageOf } from "../errors.js";
 import type { LinkSource } from "../routing/inbound.js";
-import { readTextIfPresent, writeJsonAtomic } from "../state/atomic.js";
-import { withLock } from "../state/lock.js";
+import { DamagedRecordError, FileRecordStore, RECORD_LOCK } from "../state/record-store.js";
+import type { RecordKind } from "../state/record-store.js";
 import type { LockOptions } from "../state/lock.js";
-import { formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
+import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
 import { workItemSchema } from "../registry/record-schema.js";
 
@@ -13,7 +12,8 @@ import { workItemSchema } from "../registry/record-schema.js";
  * Pull request → work item bindings, one JSON file per pull request (`<linksDir>/<slug>.json`).
  * A binding is what lets a PR's events reach the session of the work item it was made for even
  * when the event itself no longer names that item (a review comment carries no closing
- * reference). Reading one is a single file read, cheap enough for every event on a PR.
+ * reference). Reading one is a single file read, cheap enough for every event on a PR. They are
+ * a record kind of the one record store, so a write is atomic and locked like every record's.
  */
 
 export interface PullRequestLink {
@@ -37,18 +37,29 @@ const linkSchema = z.object({
   linkedAt: z.string(),
 });
 
-/** Held for one read-modify-write; a lock this stale belongs to a killed process (as for session records). */
-const LINK_LOCK: LockOptions = { staleMs: 3_000, timeoutMs: 15_000 };
+/** A pull request binding as a record kind of the one record store (state/record-store.ts), keyed by its pull request. */
+const linkKind: RecordKind<typeof linkSchema> = {
+  name: "pull request binding",
+  itemField: "pullRequest",
+  schema: linkSchema,
+  order: (a, b) => (a.pullRequest < b.pullRequest ? -1 : a.pullRequest > b.pullRequest ? 1 : 0),
+  remedy: "it is ignored until it is repaired or moved aside",
+  misaddressed: (named, item) => `refusing to write the binding of ${named} in the transaction of ${item} (bindings carry the canonical ref)`,
+};
 
 export class PullRequestLinks {
+  private readonly store: FileRecordStore<typeof linkSchema>;
+
   constructor(
     readonly dir: string,
-    private readonly lock: LockOptions = LINK_LOCK,
-  ) {}
+    lock: LockOptions = RECORD_LOCK,
+  ) {
+    this.store = new FileRecordStore({ kind: linkKind, dir, lock });
+  }
 
   /** Throws RefError for a ref that is not canonical-parseable. */
   pathFor(pullRequest: string): string {
-    return join(this.dir, `${workItemSlug(parseWorkItemRef(pullRequest))}.json`);
+    return this.store.locate(pullRequest);
   }
 
   /** The binding of one pull request; undefined when there is none or its file is damaged. */
@@ -57,31 +68,18 @@ export class PullRequestLinks {
   }
 
   lookup(pullRequest: string): LinkLookup {
-    let canonical: string;
-    let path: string;
-    let text: string | undefined;
     try {
-      canonical = formatWorkItemRef(parseWorkItemRef(pullRequest));
-      path = this.pathFor(canonical);
+      formatWorkItemRef(parseWorkItemRef(pullRequest));
     } catch (error) {
       return { problem: `cannot look up the binding of "${pullRequest}": ${messageOf(error)}` };
     }
     try {
-      text = readTextIfPresent(path);
+      const link = this.store.readSync(pullRequest);
+      return link === undefined ? {} : { link };
     } catch (error) {
-      return { problem: `cannot read ${path}: ${messageOf(error)}` };
+      if (error instanceof DamagedRecordError) return { problem: damaged(error.where, error.reason) };
+      return { problem: messageOf(error) };
     }
-    if (text === undefined) return {};
-    let value: unknown;
-    try {
-      value = JSON.parse(text) as unknown;
-    } catch (error) {
-      return { problem: damaged(path, `not valid JSON (${messageOf(error)})`) };
-    }
-    const parsed = linkSchema.safeParse(value);
-    if (!parsed.success) return { problem: damaged(path, "not a pull request binding") };
-    if (parsed.data.pullRequest !== canonical) return { problem: damaged(path, `it binds ${parsed.data.pullRequest}, not ${canonical}`) };
-    return { link: parsed.data };
   }
 
   /**
@@ -92,27 +90,16 @@ export class PullRequestLinks {
    */
   async bind(pullRequest: string, workItem: WorkItem, source: LinkSource, now: Date): Promise<boolean> {
     const canonical = formatWorkItemRef(parseWorkItemRef(pullRequest));
-    const path = this.pathFor(canonical);
-    return withLock(
-      path,
-      async () => {
-        const current = this.get(canonical);
-        if (current !== undefined) {
-          const sameItem = current.workItem.ref === workItem.ref;
-          if (source === "explicit" && current.source === "explicit" && sameItem) return false;
-          if (source !== "explicit" && (current.source === "explicit" || sameItem)) return false;
-        }
-        const link: PullRequestLink = {
-          pullRequest: canonical,
-          workItem: { ...workItem },
-          source,
-          linkedAt: now.toISOString(),
-        };
-        await writeJsonAtomic(path, link);
-        return true;
-      },
-      this.lock,
-    );
+    return this.store.transaction(canonical, async (tx) => {
+      const current = this.get(canonical);
+      if (current !== undefined) {
+        const sameItem = current.workItem.ref === workItem.ref;
+        if (source === "explicit" && current.source === "explicit" && sameItem) return false;
+        if (source !== "explicit" && (current.source === "explicit" || sameItem)) return false;
+      }
+      await tx.write({ pullRequest: canonical, workItem: { ...workItem }, source, linkedAt: now.toISOString() });
+      return true;
+    });
   }
 }
 

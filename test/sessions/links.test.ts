@@ -76,7 +76,7 @@ describe("PullRequestLinks", () => {
     await writeFile(path, JSON.stringify({ pullRequest: PR, workItem: { ref: "x" }, source: "explicit", linkedAt: "" }));
     expect(links.lookup(PR).problem).toContain("not a pull request binding");
     await writeFile(path, JSON.stringify({ pullRequest: "github:octo/app#6", workItem: issue(12), source: "explicit", linkedAt: "" }));
-    expect(links.lookup(PR).problem).toContain("it binds github:octo/app#6, not github:octo/app#5");
+    expect(links.lookup(PR).problem).toContain("it holds github:octo/app#6, not github:octo/app#5");
 
     expect(await links.bind(PR, issue(12), "branch", T0)).toBe(true);
     expect(links.lookup(PR)).toEqual({ link: expect.objectContaining({ source: "branch" }) });
