@@ -1,5 +1,5 @@
 import { relative } from "node:path";
-import { loadConfig } from "../config/load.js";
+import { elsewhereNote, loadConfig } from "../config/load.js";
 import { formatProblem } from "../config/problem.js";
 import type { LoadedConfig } from "../config/load.js";
 import type { CliConfig } from "../config/schema.js";
@@ -32,9 +32,21 @@ export function printConfigWarnings(loaded: LoadedConfig): void {
   for (const warning of loaded.warnings) stderr.warn(formatProblem(warning, file));
 }
 
+/**
+ * Loads the config (exit 2 when it is invalid). When it belongs to a folder other than the
+ * current directory — found above it, or in the home directory — one line on stderr says which,
+ * so a command run from `src/deep/` never silently works on another project than the one meant.
+ */
+export async function loadCommandConfig(globals: GlobalOptions): Promise<LoadedConfig> {
+  const loaded = await loadConfig({ explicitPath: globals.config });
+  const note = elsewhereNote(loaded, process.cwd());
+  if (note !== undefined) stderr.line(note);
+  return loaded;
+}
+
 /** Loads the config (exit 2 when it is invalid), reports its warnings on stderr, opens the event log. */
 export async function openProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
-  const loaded = await loadConfig({ explicitPath: globals.config });
+  const loaded = await loadCommandConfig(globals);
   printConfigWarnings(loaded);
   const events = new EventLog({
     path: loaded.config.eventLog.enabled ? loaded.paths.eventLog : null,

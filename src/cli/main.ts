@@ -52,8 +52,8 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   try {
-    const { buildProgram } = await import("./program.js");
-    await buildProgram().parseAsync([...argv]);
+    const [{ buildProgram }, { nestedHelpArgv }] = await Promise.all([import("./program.js"), import("./nested-help.js")]);
+    await buildProgram().parseAsync(nestedHelpArgv(argv));
     return 0;
   } catch (error) {
     return report(error, wantsJson(argv));

@@ -1,12 +1,13 @@
 import type { Command } from "commander";
 import { HELP_WIDTH, commander } from "./commander.js";
 import type { GlobalOptions } from "./context.js";
+import { REF_HELP, withRefHint } from "./ref-hint.js";
 import { packageVersion } from "./version.js";
 import type { AskOptions } from "./commands/ask.js";
 import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
+import type { SessionsAttachOptions } from "./commands/sessions-attach.js";
 import type {
-  SessionsAttachOptions,
   SessionsCloseOptions,
   SessionsControlOptions,
   SessionsLinkPrOptions,
@@ -15,6 +16,7 @@ import type {
 import type { ReceiveOptions } from "./commands/receive.js";
 import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
 import type { EventsOptions } from "./commands/events.js";
+import type { WhyOptions } from "./commands/why.js";
 import type { HookPointsOptions, HooksOptions } from "./commands/hooks.js";
 import type { GraphListOptions, GraphShowOptions } from "./commands/graph.js";
 import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph-run.js";
@@ -57,10 +59,12 @@ export function buildProgram(): Command {
       "Turns issue and pull-request activity into AI coding-agent sessions, with an authorized human in control of every run.",
     )
     .version(packageVersion(), "-V, --version", "print the version")
-    .option("--config <path>", "config file (default: $THE_LOOP_CLI_CONFIG, ./.the-loop/cli-config.yaml, ~/.the-loop/cli-config.yaml)")
+    .option("--config <path>", "config file (default: $THE_LOOP_CLI_CONFIG, else the nearest .the-loop/cli-config.yaml from here up, else ~/.the-loop/cli-config.yaml)")
     // A fixed width: help reads the same on every terminal, and the top-level text can be
     // generated ahead of time (help-text.ts) so `the-loop --help` needs no command table.
     .configureHelp({ helpWidth: HELP_WIDTH })
+    // Inherited by every command declared below: a missing ref may be an `#1` the shell ate.
+    .configureOutput({ outputError: (message, write) => write(withRefHint(message)) })
     .helpOption("-h, --help", "show help")
     .helpCommand("help [command]", "show help for a command")
     .showSuggestionAfterError()
@@ -115,7 +119,14 @@ export function buildProgram(): Command {
     .option("--type <glob>", "event type glob, e.g. 'item.*' (repeatable; any may match)", collect, [])
     .option("--work-item <ref>", "only events about this work item")
     .addOption(new Option("--source <source>", "only events written by this part of the-loop"))
-    .addOption(new Option("--level <level>", "minimum level").choices(["debug", "info", "warning", "error"]))
+    .addOption(
+      new Option("--level <level>", "minimum level (default: info in the table, every level with --format json|jsonl)").choices([
+        "debug",
+        "info",
+        "warning",
+        "error",
+      ]),
+    )
     .option("--since <when>", "only events since a duration ago (30s, 15m, 2h, 1d) or an ISO time")
     .option("--limit <n>", "at most the last N matching events (0 = all)", parseCount, 50)
     .addOption(new Option("--format <format>", "output format").choices(["table", "json", "jsonl"]).default("table"))
@@ -125,6 +136,15 @@ export function buildProgram(): Command {
     .option("--file <path>", "read this log file instead of the configured one")
     .action(async (options: EventsOptions, command: Command) => {
       await (await import("./commands/events.js")).runEvents(globalsOf(command), options);
+    });
+
+  program
+    .command("why")
+    .description("what the-loop saw and decided about one work item, newest first, and the one thing that would move it now")
+    .argument("<ref>", REF_HELP)
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string, options: WhyOptions, command: Command) => {
+      await (await import("./commands/why.js")).runWhy(globalsOf(command), ref, options);
     });
 
   const hooks = program
@@ -166,7 +186,7 @@ export function buildProgram(): Command {
   graph
     .command("status")
     .description("where a work item is in its graph: node, phase, status, generation, why it waits, and its history")
-    .argument("<ref>", "the work item, e.g. local:demo#1 or #1")
+    .argument("<ref>", REF_HELP)
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: GraphStatusOptions, command: Command) => {
       await (await import("./commands/graph-run.js")).runGraphStatus(globalsOf(command), ref, options);
@@ -184,7 +204,7 @@ export function buildProgram(): Command {
   graph
     .command("force")
     .description("put a work item on a node of its graph, whatever its checks or gates say (audited: event, history, marked comment)")
-    .argument("<ref>", "the work item")
+    .argument("<ref>", REF_HELP)
     .requiredOption("--to <node>", "the node to put it on")
     .requiredOption("--reason <text>", "why (recorded and posted)")
     .option("--json", "print as JSON", false)
@@ -194,7 +214,7 @@ export function buildProgram(): Command {
 
   const item = program
     .command("item")
-    .description("work items on the embedded local tracker (refs: local:project#7, or #7 in the default project)");
+    .description("work items on the embedded local tracker (refs: local:project#7, or 7 or '#7' in the default project: quote a #, the shell drops it unquoted)");
   const asOption = (): Option =>
     new Option("--as <login>", "act as this login instead of the OS user (a local-testing aid)");
   item
@@ -212,7 +232,7 @@ export function buildProgram(): Command {
   item
     .command("comment")
     .description("add a comment to a work item ('-' reads the text from stdin)")
-    .argument("<ref>", "the work item")
+    .argument("<ref>", REF_HELP)
     .argument("<text>", "the comment")
     .addOption(asOption())
     .option("--json", "print the new comment as JSON", false)
@@ -222,7 +242,7 @@ export function buildProgram(): Command {
   item
     .command("label")
     .description("add or remove labels")
-    .argument("<ref>", "the work item")
+    .argument("<ref>", REF_HELP)
     .option("--add <label>", "add a label (repeatable)", collect, [])
     .option("--remove <label>", "remove a label (repeatable)", collect, [])
     .addOption(asOption())
@@ -237,7 +257,7 @@ export function buildProgram(): Command {
     item
       .command(name)
       .description(description)
-      .argument("<ref>", "the work item")
+      .argument("<ref>", REF_HELP)
       .addOption(asOption())
       .option("--json", "print the item as JSON", false)
       .action(async (ref: string, options: ItemActOptions, command: Command) => {
@@ -257,7 +277,7 @@ export function buildProgram(): Command {
   item
     .command("show")
     .description("show a work item with its labels and comments")
-    .argument("<ref>", "the work item")
+    .argument("<ref>", REF_HELP)
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: ItemShowOptions, command: Command) => {
       await (await import("./commands/item.js")).runItemShow(globalsOf(command), ref, options);
@@ -282,7 +302,7 @@ export function buildProgram(): Command {
     });
   program
     .command("status")
-    .description("show each service and the poller's last cycle; exit 0 only when every enabled service runs")
+    .description("show each service and every problem keeping it from its work, with its fix; exit 0 healthy, 1 not running, 3 running with problems")
     .option("--json", "print as JSON", false)
     .action(async (options: JsonOption, command: Command) => {
       await (await import("./commands/daemon.js")).runStatus(globalsOf(command), options);
@@ -348,11 +368,13 @@ export function buildProgram(): Command {
     });
   sessions
     .command("attach")
-    .description("attach this terminal to a session's tmux session")
-    .requiredOption("--work-item <ref>", "the work item")
+    .description(
+      "attach this terminal to a session's tmux session (inside the sessions' tmux server: switch to it; inside another: say how to attach)",
+    )
+    .requiredOption("--work-item <ref>", REF_HELP)
     .option("--read-only", "watch without being able to type", false)
     .action(async (options: SessionsAttachOptions, command: Command) => {
-      await (await import("./commands/sessions.js")).runSessionsAttach(globalsOf(command), options);
+      await (await import("./commands/sessions-attach.js")).runSessionsAttach(globalsOf(command), options);
     });
   // Execution control from the CLI (docs/control.md): what the keyword in a comment does.
   const controlHelp = [
@@ -400,7 +422,7 @@ export function buildProgram(): Command {
     .description(
       "close a work item's session: end its harness, keep or kill its tmux session as configured; unlike stop, it records no control command and posts nothing",
     )
-    .requiredOption("--work-item <ref>", "the work item")
+    .requiredOption("--work-item <ref>", REF_HELP)
     .option("--json", "print the result as JSON", false)
     .action(async (options: SessionsCloseOptions, command: Command) => {
       await (await import("./commands/sessions.js")).runSessionsClose(globalsOf(command), options);

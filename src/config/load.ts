@@ -57,16 +57,40 @@ function exists(path: string): Promise<boolean> {
   );
 }
 
-/** `--config` → `$THE_LOOP_CLI_CONFIG` → `./.the-loop/cli-config.yaml` → `~/.the-loop/cli-config.yaml`. */
+/** Where discovery looks when neither `--config` nor the environment names a file, in words. */
+export const DISCOVERY_PLACES = `${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME} in the current directory or a folder above it, then ~/${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME}`;
+
+/**
+ * The nearest `.the-loop/cli-config.yaml` from `cwd` upwards, as git finds `.git`. The home
+ * directory's own is not a project's: the walk stops below it (unless the command runs in the
+ * home directory itself), and it stays the last fallback.
+ */
+async function nearestProjectConfig(cwd: string, homeDir: string): Promise<string | null> {
+  const home = resolve(homeDir);
+  for (let dir = resolve(cwd); ; ) {
+    if (dir === home && dir !== resolve(cwd)) return null;
+    const candidate = join(dir, CONFIG_DIR_NAME, CONFIG_FILE_NAME);
+    if (await exists(candidate)) return candidate;
+    const parent = dirname(dir);
+    if (parent === dir) return null;
+    dir = parent;
+  }
+}
+
+/**
+ * `--config` → `$THE_LOOP_CLI_CONFIG` → the nearest `.the-loop/cli-config.yaml` from the current
+ * directory up → `~/.the-loop/cli-config.yaml`.
+ */
 export async function discoverConfig(options: LoadOptions = {}): Promise<ConfigSource> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
+  const homeDir = options.homeDir ?? homedir();
   if (options.explicitPath) return { path: resolve(cwd, options.explicitPath), origin: "flag" };
   const fromEnv = env[CONFIG_ENV];
   if (fromEnv) return { path: resolve(cwd, fromEnv), origin: "env" };
-  const project = join(cwd, CONFIG_DIR_NAME, CONFIG_FILE_NAME);
-  if (await exists(project)) return { path: project, origin: "project" };
-  const home = join(options.homeDir ?? homedir(), CONFIG_DIR_NAME, CONFIG_FILE_NAME);
+  const project = await nearestProjectConfig(cwd, homeDir);
+  if (project) return { path: project, origin: "project" };
+  const home = join(homeDir, CONFIG_DIR_NAME, CONFIG_FILE_NAME);
   if (await exists(home)) return { path: home, origin: "home" };
   return { path: null, origin: "none" };
 }
@@ -80,6 +104,20 @@ export function baseDirFor(source: ConfigSource, cwd: string): string {
   if (!source.path) return cwd;
   const folder = dirname(source.path);
   return basename(folder) === CONFIG_DIR_NAME ? dirname(folder) : folder;
+}
+
+/**
+ * The line a command prints on stderr when it works on a project other than the current
+ * directory's: a config discovered above it or in the home directory (one named by `--config` or
+ * the environment was chosen on purpose). Names the state root too when it is not beside the
+ * config. Undefined when there is nothing to say.
+ */
+export function elsewhereNote(loaded: Pick<LoadedConfig, "source" | "baseDir" | "paths">, cwd: string): string | undefined {
+  const { path, origin } = loaded.source;
+  if (path === null || (origin !== "project" && origin !== "home")) return undefined;
+  if (resolve(loaded.baseDir) === resolve(cwd)) return undefined;
+  const root = loaded.paths.root;
+  return root === dirname(path) ? `using ${path}` : `using ${path} (state root ${root})`;
 }
 
 const ORIGIN_LABEL: Record<ConfigOrigin, string> = {

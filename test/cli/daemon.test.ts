@@ -109,3 +109,74 @@ describe("daemon lifecycle failures", () => {
     }
   });
 });
+
+interface StatusJson {
+  healthy: boolean;
+  problems: { code: string; message: string; fix: string }[];
+}
+
+describe("status says what keeps the daemon from its work", () => {
+  // No token variable is set (cliEnv starts from a clean environment) and this gh does not exist.
+  const GITHUB_POLLING =
+    "polling:\n  enabled: true\n  intervalSeconds: 0.2\n  sources: [{provider: github, repos: [octo/repo]}]\n" +
+    "integrations:\n  github: {ghBinary: /nonexistent/the-loop-test/gh}\n";
+
+  it("names GH_TOKEN for a GitHub source without a token: 1 while stopped, 3 while running", async () => {
+    const cwd = await projectWith(`${GITHUB_POLLING}routing:\n  authorizedUsers: [alice]\n`);
+    const stopped = await runCli(["status"], { cwd });
+    expect(stopped.code).toBe(1);
+    expect(stopped.stdout).toContain("poller is enabled but not running");
+    expect(stopped.stdout).toContain("GH_TOKEN");
+
+    const start = await runCli(["start", "--json"], { cwd });
+    expect(start.code, start.stderr).toBe(0);
+    const { pid } = jsonOf<{ pid: number }>(start);
+    try {
+      const status = await runCli(["status", "--json"], { cwd });
+      expect(status.code).toBe(3);
+      const answer = jsonOf<StatusJson>(status);
+      expect(answer.healthy).toBe(false);
+      expect(answer.problems).toEqual([
+        expect.objectContaining({ code: "github-token-missing", message: expect.stringContaining("octo/repo"), fix: expect.stringContaining("GH_TOKEN") }),
+      ]);
+      const table = await runCli(["status"], { cwd });
+      expect(table.code).toBe(3);
+      expect(table.stdout).toContain("no GitHub token for the poll source octo/repo");
+      expect(table.stdout).toContain("fix: set GH_TOKEN");
+    } finally {
+      await runCli(["stop"], { cwd });
+      if (isProcessAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+
+  it("names a session record that no longer parses, and exits non-zero", async () => {
+    const cwd = await projectWith("routing:\n  authorizedUsers: [alice]\n");
+    const file = join(cwd, ".the-loop", "sessions", `${"ab".repeat(32)}.json`);
+    await mkdir(join(cwd, ".the-loop", "sessions"), { recursive: true });
+    await writeFile(file, '{"workItem": ');
+    const status = await runCli(["status"], { cwd });
+    expect(status.code).toBe(3);
+    expect(status.stdout).toContain(`session record ${file} is damaged`);
+    const json = jsonOf<StatusJson>(await runCli(["status", "--json"], { cwd }));
+    expect(json.problems).toEqual([expect.objectContaining({ code: "damaged-file", message: expect.stringContaining(file) })]);
+  });
+
+  it("exits 0 with no problems when the running daemon can do its job", async () => {
+    const cwd = await projectWith(`${POLLING}routing:\n  authorizedUsers: [alice]\n`);
+    const start = await runCli(["start", "--json"], { cwd });
+    expect(start.code, start.stderr).toBe(0);
+    const { pid } = jsonOf<{ pid: number }>(start);
+    try {
+      await waitFor("a few poll cycles", async () => {
+        const log = await readFile(join(cwd, ".the-loop", "logs", "events.jsonl"), "utf8").catch(() => "");
+        return log.split('"poll.cycle"').length > 4 ? true : undefined;
+      });
+      const status = await runCli(["status", "--json"], { cwd });
+      expect(status.code, status.stdout).toBe(0);
+      expect(jsonOf<StatusJson>(status)).toMatchObject({ healthy: true, problems: [] });
+    } finally {
+      await runCli(["stop"], { cwd });
+      if (isProcessAlive(pid)) process.kill(pid, "SIGKILL");
+    }
+  });
+});

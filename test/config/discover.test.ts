@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ConfigError, baseDirFor, discoverConfig, loadConfig } from "../../src/config/load.js";
+import { ConfigError, baseDirFor, discoverConfig, elsewhereNote, loadConfig } from "../../src/config/load.js";
 import { tempDir } from "../support/temp.js";
 
 async function writeConfig(path: string, text = "state:\n  root: state\n"): Promise<string> {
@@ -26,6 +26,54 @@ describe("config discovery", () => {
     const elsewhere = await tempDir();
     expect(await discoverConfig({ env: {}, cwd: elsewhere, homeDir: home })).toEqual({ path: inHome, origin: "home" });
     expect(await discoverConfig({ env: {}, cwd: elsewhere, homeDir: elsewhere })).toEqual({ path: null, origin: "none" });
+  });
+
+  it("walks up from the current directory to the nearest project, as git finds .git", async () => {
+    const top = await tempDir();
+    const home = await tempDir();
+    const outer = await writeConfig(join(top, ".the-loop", "cli-config.yaml"));
+    const deep = join(top, "src", "deep");
+    await mkdir(deep, { recursive: true });
+    expect(await discoverConfig({ env: {}, cwd: deep, homeDir: home })).toEqual({ path: outer, origin: "project" });
+    const inner = await writeConfig(join(top, "src", ".the-loop", "cli-config.yaml"));
+    expect(await discoverConfig({ env: {}, cwd: deep, homeDir: home })).toEqual({ path: inner, origin: "project" });
+    // A `.the-loop` folder without a config is no project: the walk goes on past it.
+    await mkdir(join(deep, ".the-loop"));
+    expect(await discoverConfig({ env: {}, cwd: deep, homeDir: home })).toEqual({ path: inner, origin: "project" });
+    const loaded = await loadConfig({ env: {}, cwd: deep, homeDir: home });
+    expect(loaded.baseDir).toBe(join(top, "src"));
+    expect(loaded.paths.root).toBe(join(top, "src", "state"));
+  });
+
+  it("does not take the home directory's config for a project's, but keeps it as the last fallback", async () => {
+    const home = await tempDir();
+    const inHome = await writeConfig(join(home, ".the-loop", "cli-config.yaml"));
+    const below = join(home, "code", "app");
+    await mkdir(below, { recursive: true });
+    expect(await discoverConfig({ env: {}, cwd: below, homeDir: home })).toEqual({ path: inHome, origin: "home" });
+    // Run in the home directory itself, it is that directory's own config.
+    expect(await discoverConfig({ env: {}, cwd: home, homeDir: home })).toEqual({ path: inHome, origin: "project" });
+    const project = await writeConfig(join(home, "code", ".the-loop", "cli-config.yaml"));
+    expect(await discoverConfig({ env: {}, cwd: below, homeDir: home })).toEqual({ path: project, origin: "project" });
+  });
+
+  it.each<[string, string, string, string | undefined]>([
+    ["the current directory's own config", "project", "/p", undefined],
+    ["a project found above", "project", "/p/src/deep", "using /p/.the-loop/cli-config.yaml"],
+    ["the home directory's config", "home", "/elsewhere", "using /p/.the-loop/cli-config.yaml"],
+    ["a config named by --config", "flag", "/p/src", undefined],
+    ["a config named by the environment", "env", "/p/src", undefined],
+  ])("says which config a command uses for %s", (_name, origin, cwd, note) => {
+    const loaded = { source: { path: "/p/.the-loop/cli-config.yaml", origin: origin as "project" }, baseDir: "/p", paths: { root: "/p/.the-loop" } };
+    expect(elsewhereNote(loaded as Parameters<typeof elsewhereNote>[0], cwd)).toBe(note);
+  });
+
+  it("names the state root too when it is not beside the config, and says nothing without a config", () => {
+    const source = { path: "/p/.the-loop/cli-config.yaml", origin: "project" as const };
+    const loaded = { source, baseDir: "/p", paths: { root: "/var/lib/loop" } } as Parameters<typeof elsewhereNote>[0];
+    expect(elsewhereNote(loaded, "/p/src")).toBe("using /p/.the-loop/cli-config.yaml (state root /var/lib/loop)");
+    const none = { source: { path: null, origin: "none" as const }, baseDir: "/p/src", paths: { root: "/p/src/.the-loop" } };
+    expect(elsewhereNote(none as Parameters<typeof elsewhereNote>[0], "/p/src")).toBeUndefined();
   });
 
   it.each([

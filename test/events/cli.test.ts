@@ -106,7 +106,25 @@ describe("the-loop events", () => {
 
   it("says when nothing matches", async () => {
     const { cwd } = await projectWithLog(jsonl(...FIXTURE));
-    expect(await runCli(["events", "--type", "poll.*"], { cwd })).toEqual({ code: 0, stdout: "", stderr: "no matching events\n" });
+    expect(await runCli(["events", "--type", "poll.*"], { cwd })).toEqual({
+      code: 0,
+      stdout: "",
+      stderr: "no matching events at level info or above (--level debug shows every level)\n",
+    });
+    expect(await runCli(["events", "--type", "poll.*", "--level", "debug"], { cwd })).toEqual({ code: 0, stdout: "", stderr: "no matching events\n" });
+  });
+
+  it("hides debug events from the table unless --level debug, and keeps them in json and jsonl", async () => {
+    const debug = record({ pid: 7, ts: ago(30_000), event: "poll.cycle", source: "poll", level: "debug" });
+    const { cwd } = await projectWithLog(jsonl(...FIXTURE, debug));
+    const table = await runCli(["events"], { cwd });
+    expect(table.stdout.trimEnd().split("\n")).toHaveLength(1 + FIXTURE.length);
+    expect(table.stdout).not.toContain("poll.cycle");
+    expect((await runCli(["events", "--level", "debug"], { cwd })).stdout).toContain("poll.cycle");
+    expect(await eventsJson(cwd)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    const lines = await runCli(["events", "--format", "jsonl", "--limit", "1"], { cwd });
+    expect(lines.stdout).toBe(jsonl(debug));
+    expect(await eventsJson(cwd, "--level", "info")).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
   it("--file reads another log, without needing a valid config", async () => {

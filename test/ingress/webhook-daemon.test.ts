@@ -7,6 +7,11 @@ import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
 const SECRET = "daemon-test-webhook-secret";
+/**
+ * `status` looks for the GitHub token the receiver needs in its own environment. The daemons here
+ * are started without one, so that nothing they do can reach GitHub; their status is read with one.
+ */
+const TOKEN_ENV = { GH_TOKEN: "daemon-test-token" };
 
 interface Listening {
   host: string;
@@ -68,8 +73,8 @@ describe("the webhook receiver in the daemon", () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: "ok" });
 
-    const status = await runCli(["status", "--json"], { cwd });
-    expect(status.code, status.stderr).toBe(0);
+    const status = await runCli(["status", "--json"], { cwd, env: TOKEN_ENV });
+    expect(status.code, status.stderr + status.stdout).toBe(0);
     const services = jsonOf<StatusJson>(status).services;
     expect(services.map((s) => s.name)).toEqual(["poller", "gh-webhook"]);
     const receiver = services.find((s) => s.name === "gh-webhook");
@@ -115,7 +120,7 @@ describe("the webhook receiver in the daemon", () => {
     expect(started.code, started.stderr).toBe(0);
     running.push(cwd);
     expect(jsonOf<{ services: string[] }>(started).services).toEqual(["gh-webhook"]);
-    const status = jsonOf<StatusJson>(await runCli(["status", "--json"], { cwd }));
+    const status = jsonOf<StatusJson>(await runCli(["status", "--json"], { cwd, env: TOKEN_ENV }));
     expect(status.healthy).toBe(true);
     expect(status.services.map((s) => [s.name, s.enabled, s.running])).toEqual([
       ["poller", false, false],

@@ -7,6 +7,7 @@ import { SessionRegistry } from "../../registry/registry.js";
 import { openTrackers } from "../../trackers/resolve.js";
 import { parseWorkItemRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
+import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { canonicalRef } from "./sessions.js";
@@ -29,7 +30,7 @@ export async function runAsk(globals: GlobalOptions, asked: string, options: Ask
   const project = await openProject(globals, "ask");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
-    throw new UsageError("which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it)");
+    throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   }
   const text = asked.trim();
   if (!text) throw new UsageError("the question is empty");

@@ -1,7 +1,16 @@
 import { readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, ConfigError, baseDirFor, discoverConfig, loadConfig } from "../../config/load.js";
+import {
+  CONFIG_DIR_NAME,
+  CONFIG_ENV,
+  CONFIG_FILE_NAME,
+  ConfigError,
+  DISCOVERY_PLACES,
+  baseDirFor,
+  discoverConfig,
+  loadConfig,
+} from "../../config/load.js";
 import type { LoadedConfig } from "../../config/load.js";
 import { configJsonSchema, configJsonSchemaText } from "../../config/json-schema.js";
 import { formatProblem } from "../../config/problem.js";
@@ -26,7 +35,7 @@ const ORIGIN_TEXT = {
 function sourceLine(loaded: LoadedConfig): string {
   return loaded.source.path
     ? `${displayPath(loaded.source.path)} (${ORIGIN_TEXT[loaded.source.origin]})`
-    : `${ORIGIN_TEXT.none} (looked for ./${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME} and ~/${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME})`;
+    : `${ORIGIN_TEXT.none} (looked for ${DISCOVERY_PLACES})`;
 }
 
 /** The OS user: on the local tracker, the login a person acts as. */

@@ -1,8 +1,11 @@
-import { AnswerGivenExit, EXIT_FAILURE } from "../../errors.js";
-import { daemonStatus, startDaemon, stopDaemon } from "../../daemon/control.js";
+import { dirname } from "node:path";
+import { AnswerGivenExit } from "../../errors.js";
+import { startDaemon, stopDaemon } from "../../daemon/control.js";
+import { statusReport } from "../../daemon/status-facts.js";
 import type { ListeningStatus, ServiceStatus } from "../../daemon/control.js";
+import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";
 import { displayPath, openProject } from "../context.js";
-import type { GlobalOptions } from "../context.js";
+import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
 
 export interface JsonOption {
@@ -12,8 +15,21 @@ export interface StopOptions extends JsonOption {
   readonly timeout: number;
 }
 
+/**
+ * A daemon with no config file would run on defaults, which enable no service: the operator ran
+ * it in the wrong folder, or has not run init yet. Either way the fix is not "enable a service".
+ */
+function requireConfigFile(project: Project): void {
+  if (project.loaded.source.path !== null) return;
+  throw new ConfigError(
+    `no config found (looked for ${DISCOVERY_PLACES}, from ${process.cwd()}); ` +
+      "run the daemon from inside a project, name one with --config, or write one here with `the-loop init`",
+  );
+}
+
 export async function runStart(globals: GlobalOptions, options: JsonOption): Promise<void> {
   const project = await openProject(globals, "daemon");
+  requireConfigFile(project);
   const result = await startDaemon(project.config, project.paths, {
     configFile: project.loaded.source.path ?? undefined,
     cwd: process.cwd(),
@@ -67,22 +83,32 @@ function lastCycleOf(service: ServiceStatus): string {
 
 export async function runStatus(globals: GlobalOptions, options: JsonOption): Promise<void> {
   const project = await openProject(globals, "daemon");
-  const services = await daemonStatus(project.config, project.paths);
-  const healthy = services.every((service) => !service.enabled || service.running);
+  const configFile = project.loaded.source.path ?? undefined;
+  const report = await statusReport(project.config, project.paths, {
+    configDir: configFile !== undefined ? dirname(configFile) : project.loaded.baseDir,
+  });
+  const { healthy, services, problems } = report;
   if (options.json) {
-    stdout.json({ healthy, services });
+    stdout.json({ healthy, problems, services });
   } else {
     stdout.line(formatTable(["service", "state", "detail"], services.map((s) => [s.name, describe(s), detailOf(s)])));
+    if (problems.length > 0) {
+      stdout.line("");
+      stdout.line(`${problems.length} problem${problems.length > 1 ? "s" : ""}:`);
+      for (const problem of problems) {
+        stdout.line(`- ${problem.message}`);
+        stdout.line(`  fix: ${problem.fix}`);
+      }
+    }
   }
-  if (!healthy) {
-    if (!options.json) stderr.line("not every enabled service runs; start them with `the-loop start`");
-    // The table (or JSON) is the answer; the exit status is what a script checks.
-    throw new AnswerGivenExit(EXIT_FAILURE);
-  }
+  // The table (or JSON) is the answer; the exit status is what a script checks: 1 when an enabled
+  // service does not run, 3 when everything runs but something keeps it from its work.
+  if (!healthy) throw new AnswerGivenExit(report.exitCode);
 }
 
 export async function runServe(globals: GlobalOptions): Promise<void> {
   const project = await openProject(globals, "daemon");
+  requireConfigFile(project);
   const controller = new AbortController();
   const stopOn = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) return;

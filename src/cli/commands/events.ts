@@ -60,7 +60,7 @@ export async function runEvents(globals: GlobalOptions, options: EventsOptions):
     types: options.type,
     workItem: options.workItem === undefined ? undefined : await canonicalWorkItem(options.workItem, defaultLocalProject),
     source: options.source,
-    minLevel: options.level as EventLevel | undefined,
+    minLevel: minLevelFor(options.level as EventLevel | undefined, format),
     since: options.since === undefined ? undefined : sinceInstant(options.since, now),
   };
   if (options.source !== undefined && !(EVENT_SOURCES as readonly string[]).includes(options.source)) {
@@ -78,6 +78,17 @@ export async function runEvents(globals: GlobalOptions, options: EventsOptions):
 
   if (options.follow) await followToStdout(path, filter, options.limit, format);
   else await printOnce(path, filter, options.limit, format);
+}
+
+/**
+ * The table is read by a person, and the poller's debug lines (one per cycle) would bury
+ * everything else within minutes: it starts at info unless --level says otherwise. JSON and JSONL
+ * are read by programs, which get exactly what the filters ask for.
+ */
+export const TABLE_DEFAULT_LEVEL: EventLevel = "info";
+
+export function minLevelFor(level: EventLevel | undefined, format: Format): EventLevel | undefined {
+  return level ?? (format === "table" ? TABLE_DEFAULT_LEVEL : undefined);
 }
 
 async function canonicalWorkItem(text: string, defaultLocalProject: () => Promise<string>): Promise<string> {
@@ -126,7 +137,8 @@ async function printOnce(path: string, filter: EventFilter, limit: number, forma
     return;
   }
   if (result.events.length === 0) {
-    stderr.line("no matching events");
+    const hidden = filter.minLevel !== undefined && filter.minLevel !== "debug";
+    stderr.line(hidden ? `no matching events at level ${filter.minLevel} or above (--level debug shows every level)` : "no matching events");
     return;
   }
   printEventTable(result.events);

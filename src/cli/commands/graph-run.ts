@@ -6,6 +6,7 @@ import type { GraphState } from "../../graph/state.js";
 import { openGraphStates } from "../../graph/store.js";
 import type { ClaimAnswer } from "../../sessions/graph-run.js";
 import { openProject } from "../context.js";
+import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stdout } from "../output.js";
 import { canonicalRef } from "./sessions.js";
@@ -105,7 +106,7 @@ function configFileOf(project: Project): string | null {
 export async function runGraphComplete(globals: GlobalOptions, given: string | undefined, options: GraphCompleteOptions): Promise<void> {
   const project = await openProject(globals);
   const written = given ?? process.env.THE_LOOP_WORK_ITEM;
-  if (!written) throw new UsageError("which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it)");
+  if (!written) throw new UsageError(`which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   const timeout = Number(options.timeout);
   if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
   const ref = canonicalRef(written, project);

@@ -1,9 +1,8 @@
 import { dirname } from "node:path";
 import { NotFoundError, UsageError } from "../../errors.js";
-import { loadConfig } from "../../config/load.js";
 import type { LoadedGraphs } from "../../graph/registry.js";
 import type { Graph, GraphCheck, GraphNode } from "../../graph/types.js";
-import { displayPath, printConfigWarnings } from "../context.js";
+import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stdout } from "../output.js";
 
@@ -20,7 +19,7 @@ const DOCS = "docs/graph.md";
 
 /** The config's graphs, every one compiled: a bad file is exit 2 naming the file and the node. */
 async function openGraphs(globals: GlobalOptions): Promise<LoadedGraphs> {
-  const loaded = await loadConfig({ explicitPath: globals.config });
+  const loaded = await loadCommandConfig(globals);
   printConfigWarnings(loaded);
   const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
   const { loadGraphs } = await import("../../graph/registry.js");

@@ -6,9 +6,9 @@ import { LOOP_CONTEXT_FIELDS } from "../../sdk/hooks/loop-catalog.js";
 import type { LoopPoint } from "../../sdk/hooks/loop-catalog.js";
 import { HOOK_FAMILIES, HOOK_POINT_NAMES, pointsOfFamily } from "../../sdk/hooks/points.js";
 import type { HookFamily } from "../../sdk/hooks/points.js";
-import { ConfigError, loadConfig } from "../../config/load.js";
+import { ConfigError } from "../../config/load.js";
 import type { LoadedConfig } from "../../config/load.js";
-import { displayPath, printConfigWarnings } from "../context.js";
+import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stdout } from "../output.js";
 import { HELP_WIDTH } from "../commander.js";
@@ -102,7 +102,7 @@ const yesNo = (value: boolean): string => (value ? "yes" : "no");
  */
 async function readConfig(globals: GlobalOptions): Promise<LoadedConfig> {
   try {
-    return await loadConfig({ explicitPath: globals.config });
+    return await loadCommandConfig(globals);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     throw new ExitError(`cannot read the hooks declaration: ${error.message}`, EXIT_FAILURE, "config", error.details);

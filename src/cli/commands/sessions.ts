@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { userInfo } from "node:os";
 import { dirname, join } from "node:path";
 import { folderStamp, readFolderCache, writeFolderCache } from "../../state/folder-cache.js";
@@ -15,6 +14,7 @@ import { WorkItemNotFoundError } from "../../trackers/tracker.js";
 import type { WorkItemState } from "../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseRefInput, parseWorkItemRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
+import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
 
@@ -22,17 +22,13 @@ export interface SessionsListOptions {
   readonly status?: SessionStatus | "live";
   readonly json: boolean;
 }
-export interface SessionsAttachOptions {
-  readonly workItem: string;
-  readonly readOnly: boolean;
-}
 export interface SessionsCloseOptions {
   readonly workItem: string;
   readonly json: boolean;
 }
 
 /** Loaded only by the commands that act on sessions: listing must not pay for the dispatcher. */
-async function runtimeOf(project: Project): Promise<Runtime> {
+export async function runtimeOf(project: Project): Promise<Runtime> {
   const { composeRuntime } = await import("../../daemon/runtime.js");
   return composeRuntime(runtimeInputOf(project));
 }
@@ -245,25 +241,10 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   stdout.line(formatTable(withNode(header, "node"), rows.map((cells, index) => withNode(cells, graphColumn(nodes[index])))));
 }
 
-function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
+export function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
   const record = runtime.registry.get(ref);
   if (!record) throw new NotFoundError(`no session for ${ref}; see \`the-loop sessions list\``);
   return record;
-}
-
-export async function runSessionsAttach(globals: GlobalOptions, options: SessionsAttachOptions): Promise<void> {
-  const project = await openProject(globals, "sessions");
-  const runtime = await runtimeOf(project);
-  const ref = canonicalRef(options.workItem, project);
-  const record = recordOrFail(runtime, ref);
-  if ((await runtime.runner.probe(record.tmuxTarget)) === "absent") {
-    throw new NotFoundError(`the tmux session ${record.tmuxTarget} of ${ref} no longer exists (status ${record.status})`);
-  }
-  if (!process.stdin.isTTY) throw new UsageError("sessions attach needs a terminal (stdin is not a TTY)");
-  const [binary, ...args] = runtime.runner.attachArgv(record.tmuxTarget, options.readOnly);
-  const result = spawnSync(binary ?? "tmux", args, { stdio: "inherit" });
-  if (result.error) throw new ExitError(`cannot run tmux: ${result.error.message}`);
-  if (result.status !== 0) throw new ExitError(`tmux attach exited with ${result.status ?? result.signal}`);
 }
 
 export async function runSessionsClose(globals: GlobalOptions, options: SessionsCloseOptions): Promise<void> {
@@ -330,7 +311,7 @@ export async function runSessionsLinkPr(globals: GlobalOptions, options: Session
   const project = await openProject(globals, "sessions");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
-    throw new UsageError("which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it)");
+    throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   }
   const ref = canonicalRef(given, project);
   const pullRequest = pullRequestRef(options.pullRequest, ref, project);
@@ -513,7 +494,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   const project = await openProject(globals, "sessions");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
-    throw new UsageError("which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it)");
+    throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   }
   const named = canonicalRef(given, project);
   const runtime = await runtimeOf(project);

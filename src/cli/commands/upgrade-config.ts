@@ -1,12 +1,12 @@
 import { readFile, realpath } from "node:fs/promises";
-import { CONFIG_DIR_NAME, CONFIG_FILE_NAME, loadConfig } from "../../config/load.js";
+import { DISCOVERY_PLACES } from "../../config/load.js";
 import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../config/upgrade.js";
 import type { DecisionNeeded, ConfigInsertion, UpgradeOffer } from "../../config/upgrade.js";
 import { holderNote, readLock } from "../../daemon/pidfile.js";
 import { EXIT_FAILURE, ExitError, messageOf } from "../../errors.js";
 import { writeFileAtomic } from "../../state/atomic.js";
 import type { StatePaths } from "../../state/layout.js";
-import { displayPath, printConfigWarnings } from "../context.js";
+import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { stdout } from "../output.js";
 
@@ -38,14 +38,14 @@ export interface UpgradeConfigReport {
  */
 export async function runUpgradeConfig(globals: GlobalOptions, options: UpgradeConfigOptions = {}): Promise<void> {
   const dryRun = options.dryRun === true;
-  const loaded = await loadConfig({ explicitPath: globals.config });
+  const loaded = await loadCommandConfig(globals);
   const file = loaded.source.path;
   if (file === null) {
     const report: UpgradeConfigReport = { config: null, added: [], needsDecision: [], offers: [], changed: false, dryRun };
     if (options.json) stdout.json(report);
     else {
       stdout.line(
-        `no config file (looked for ./${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME} and ~/${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME}): ` +
+        `no config file (looked for ${DISCOVERY_PLACES}): ` +
           "nothing to upgrade; the defaults already apply. `the-loop init` writes a commented config.",
       );
     }

@@ -1,0 +1,173 @@
+import { ControlStore } from "../../control/store.js";
+import { daemonStatus } from "../../daemon/control.js";
+import { ExitError, messageOf } from "../../errors.js";
+import type { EventRecord } from "../../events/reader.js";
+import { readLatestEvents } from "../../events/tail.js";
+import type { ReadLatestResult } from "../../events/tail.js";
+import { openGraphStates } from "../../graph/store.js";
+import { SessionRegistry } from "../../registry/registry.js";
+import { DamagedRecordError } from "../../state/index.js";
+import { displayPath, openProject } from "../context.js";
+import type { GlobalOptions, Project } from "../context.js";
+import { stderr, stdout } from "../output.js";
+import { describeEvent } from "../why-events.js";
+import { explainWhy } from "../why-explain.js";
+import type { ControlView, DamagedRecord, GraphView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
+import { canonicalRef } from "./sessions.js";
+
+/**
+ * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one
+ * thing that would move it now. Everything comes from the item's records and the end of the event
+ * log; nothing is kept for it, so it can never disagree with them.
+ */
+
+export interface WhyOptions {
+  readonly json: boolean;
+}
+
+/** Enough of the item's story to explain where it stands, read from the end of the log. */
+const EVENTS_SHOWN = 200;
+/** A log of every item for years is not read to its start for one item's question. */
+const LOG_BYTES_READ = 64 * 1024 * 1024;
+
+export function whySettingsOf(config: Project["config"]): WhySettings {
+  const { routing, graph } = config;
+  return {
+    authorizedUsers: routing.authorizedUsers,
+    spawnOnUnmatched: routing.spawnOnUnmatched,
+    autoExecuteLabel: routing.autoExecuteLabel,
+    control: { enabled: routing.control.enabled, requireStartCommand: routing.control.requireStartCommand, keywords: routing.control.keywords },
+    graph: { enabled: graph.enabled, keywords: graph.keywords },
+  };
+}
+
+/** The record, undefined when there is none, or what is wrong with it when it cannot be read. */
+function readRecord<T>(read: () => T | undefined): T | DamagedRecord | undefined {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof DamagedRecordError) return { damaged: error.message };
+    throw error;
+  }
+}
+
+async function readRecordAsync<T>(read: () => Promise<T | undefined>): Promise<T | DamagedRecord | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof DamagedRecordError) return { damaged: error.message };
+    throw error;
+  }
+}
+
+/** Whether the daemon runs: any enabled service holding its lock. Undefined when nothing is enabled. */
+async function daemonRunning(project: Project): Promise<boolean | undefined> {
+  try {
+    const enabled = (await daemonStatus(project.config, project.paths)).filter((service) => service.enabled);
+    return enabled.length === 0 ? undefined : enabled.some((service) => service.running);
+  } catch (error) {
+    stderr.warn(`cannot tell whether the daemon runs: ${messageOf(error)}`);
+    return undefined;
+  }
+}
+
+async function itemEvents(project: Project, ref: string): Promise<ReadLatestResult> {
+  const path = project.paths.eventLog;
+  try {
+    return await readLatestEvents(path, { workItem: ref, minLevel: "info" }, { limit: EVENTS_SHOWN, maxBytes: LOG_BYTES_READ });
+  } catch (error) {
+    throw new ExitError(`cannot read the event log ${displayPath(path)}: ${messageOf(error)}`);
+  }
+}
+
+export async function runWhy(globals: GlobalOptions, given: string, options: WhyOptions): Promise<void> {
+  const project = await openProject(globals);
+  const ref = canonicalRef(given, project);
+  const settings = whySettingsOf(project.config);
+  const session = readRecord((): SessionView | undefined => new SessionRegistry({ dir: project.paths.registryDir }).get(ref));
+  const control = readRecord((): ControlView | undefined => new ControlStore({ dir: project.paths.controlDir }).get(ref));
+  const graph = await readRecordAsync(async (): Promise<GraphView | undefined> => await openGraphStates(project.paths).get(ref));
+  const [log, running] = await Promise.all([itemEvents(project, ref), daemonRunning(project)]);
+  if (log.malformed > 0) stderr.warn(`skipped ${log.malformed} malformed line${log.malformed === 1 ? "" : "s"} in ${displayPath(project.paths.eventLog)}`);
+  if (!project.config.eventLog.enabled) stderr.warn("the event log is disabled (eventLog.enabled: false): only the records explain the item");
+
+  const situation: WhySituation = { ref, settings, session, control, graph, events: log.events, daemonRunning: running };
+  const verdict = explainWhy(situation);
+  if (options.json) {
+    stdout.json(whyDocument(situation, verdict, log));
+    return;
+  }
+  printWhy(situation, verdict, log);
+}
+
+function sessionSummary(session: WhySituation["session"]): string {
+  if (session === undefined) return "none";
+  if ("damaged" in session) return `damaged: ${session.damaged}`;
+  const closed = session.closedAt ? `, closed ${session.closedAt} (${session.closeReason ?? "no reason recorded"})` : "";
+  return `${session.status}: ${session.harness} in tmux ${session.tmuxTarget}, since ${session.createdAt}${closed}`;
+}
+
+function controlSummary(control: WhySituation["control"]): string {
+  if (control === undefined) return "none";
+  if ("damaged" in control) return `damaged: ${control.damaged}`;
+  const cleared = control.clearedAt ? `; cleared ${control.clearedAt}, it no longer governs starting` : "";
+  return `${control.command} by ${control.actor} (${control.source}) at ${control.requestedAt}: ${control.effect}${cleared}`;
+}
+
+function graphSummary(graph: WhySituation["graph"], enabled: boolean): string {
+  if (graph === undefined) return enabled ? "no run yet" : "off (graph.enabled)";
+  if ("damaged" in graph) return `damaged: ${graph.damaged}`;
+  const because = graph.reason ? ` (${graph.reasonCode ?? "reason"}: ${graph.reason})` : "";
+  return `${graph.graph}, node ${graph.node}, ${graph.status}${because}${enabled ? "" : " (graph.enabled is off now)"}`;
+}
+
+/** What the listing leaves out, when it does. */
+function coverageNote(log: ReadLatestResult, ref: string): string | undefined {
+  if (log.missing) return "no event log yet";
+  if (log.events.length >= EVENTS_SHOWN) return `the newest ${EVENTS_SHOWN} events; \`the-loop events --work-item '${ref}' --limit 0\` shows every one`;
+  if (!log.reachedStart) return `from the last ${Math.round(log.scannedBytes / (1024 * 1024))} MB of the event log; older events are not read`;
+  return undefined;
+}
+
+function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestResult): void {
+  stdout.line(`${situation.ref}: ${stdout.paint("bold", verdict.state)}`);
+  stdout.line(`  ${verdict.summary}`);
+  if (verdict.lastRefusal) stdout.line(`  last refusal: ${verdict.lastRefusal}`);
+  stdout.line(verdict.next ? `${stdout.paint("cyan", "next:")} ${verdict.next}` : `${stdout.paint("green", "next:")} nothing is needed`);
+  stdout.line();
+  stdout.line("records:");
+  stdout.line(`  session  ${sessionSummary(situation.session)}`);
+  stdout.line(`  control  ${controlSummary(situation.control)}`);
+  stdout.line(`  graph    ${graphSummary(situation.graph, situation.settings.graph.enabled)}`);
+  stdout.line();
+  const note = coverageNote(log, situation.ref);
+  if (log.events.length === 0) {
+    stdout.line(`what the-loop saw: nothing${note ? ` (${note})` : ""}`);
+    return;
+  }
+  stdout.line(`what the-loop saw, newest first${note ? ` (${note})` : ""}:`);
+  for (const record of log.events) {
+    stdout.line(`  ${record.ts}  ${levelMark(record)}${describeEvent(record, situation.settings)}`);
+  }
+}
+
+function levelMark(record: EventRecord): string {
+  if (record.level === "error") return `${stdout.paint("red", "error:")} `;
+  if (record.level === "warning") return `${stdout.paint("yellow", "warning:")} `;
+  return "";
+}
+
+/** What `why --json` prints: the verdict, the records as read, and the events with their sentences. */
+export function whyDocument(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestResult) {
+  return {
+    ref: situation.ref,
+    state: verdict.state,
+    summary: verdict.summary,
+    next: verdict.next ?? null,
+    lastRefusal: verdict.lastRefusal ?? null,
+    daemonRunning: situation.daemonRunning ?? null,
+    records: { session: situation.session ?? null, control: situation.control ?? null, graph: situation.graph ?? null },
+    events: log.events.map((record) => ({ says: describeEvent(record, situation.settings), ...record })),
+    log: { scannedBytes: log.scannedBytes, complete: log.reachedStart, malformed: log.malformed, missing: log.missing },
+  };
+}

@@ -1,0 +1,371 @@
+import type { EventRecord } from "../events/reader.js";
+import { armingHow, authorizedList, describeEvent, isArmingLabel } from "./why-events.js";
+import type { WhySettings } from "./why-events.js";
+
+/**
+ * `the-loop why`'s verdict: where a work item stands and the one thing that would move it, as a
+ * pure function of its records (session, control, graph), its recent events and the settings.
+ * Nothing here is remembered anywhere else: the records say what holds now, the events say how
+ * it came to be and fill in what no record keeps (whether the item is armed, whether it is
+ * closed, the last spawn failure).
+ */
+
+export type { WhySettings } from "./why-events.js";
+
+/** A record that exists but cannot be read; `message` says what is wrong and how to fix it. */
+export interface DamagedRecord {
+  readonly damaged: string;
+}
+
+export interface SessionView {
+  readonly status: string;
+  readonly harness: string;
+  readonly tmuxTarget: string;
+  readonly createdAt: string;
+  readonly closedAt?: string;
+  readonly closeReason?: string;
+  readonly awaitingInput?: { readonly question: string };
+}
+
+export interface ControlView {
+  readonly command: string;
+  readonly source: string;
+  readonly actor: string;
+  readonly effect: string;
+  readonly requestedAt: string;
+  readonly clearedAt?: string;
+}
+
+export interface GraphView {
+  readonly graph: string;
+  readonly node: string;
+  readonly status: string;
+  readonly reasonCode?: string;
+  readonly reason?: string;
+  /** A loop hook's denial of the run's generation or gate. */
+  readonly denial?: { readonly hook: string; readonly point: string; readonly reason: string };
+}
+
+export interface WhySituation {
+  readonly ref: string;
+  readonly settings: WhySettings;
+  readonly session: SessionView | DamagedRecord | undefined;
+  readonly control: ControlView | DamagedRecord | undefined;
+  readonly graph: GraphView | DamagedRecord | undefined;
+  /** The item's recent events, newest first. */
+  readonly events: readonly EventRecord[];
+  /** Whether the daemon's poller runs; undefined when that is not known. */
+  readonly daemonRunning?: boolean;
+}
+
+export type WhyState =
+  | "fail-closed"
+  | "damaged-record"
+  | "running"
+  | "awaiting-input"
+  | "harness-blocked"
+  | "paused"
+  | "at-gate"
+  | "graph-blocked"
+  | "closed"
+  | "stopped"
+  | "hook-refused"
+  | "start-pending"
+  | "starting"
+  | "not-armed"
+  | "awaiting-start"
+  | "armed"
+  | "unseen";
+
+export interface WhyVerdict {
+  readonly state: WhyState;
+  /** Where the item stands, in a sentence. */
+  readonly summary: string;
+  /** The one thing that would move it; undefined when nothing is needed. */
+  readonly next?: string;
+  /** The newest refusal, drop or failure, when nothing good happened since. */
+  readonly lastRefusal?: string;
+}
+
+const isDamaged = (value: object | undefined): value is DamagedRecord => value !== undefined && "damaged" in value;
+
+function field(record: EventRecord, key: string): string | undefined {
+  const value = record[key];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** The newest event `judge` has an opinion on, and that opinion. */
+function newest<T>(events: readonly EventRecord[], judge: (record: EventRecord) => T | undefined): T | undefined {
+  for (const record of events) {
+    const verdict = judge(record);
+    if (verdict !== undefined) return verdict;
+  }
+  return undefined;
+}
+
+/** Whether the spawn policy arms the item, from the newest event that tells; undefined when none does. */
+export function armedFromEvents(events: readonly EventRecord[], settings: WhySettings): boolean | undefined {
+  if (settings.spawnOnUnmatched === "never") return false;
+  if (settings.spawnOnUnmatched === "always") return true;
+  return newest(events, (record): boolean | undefined => {
+    switch (record.event) {
+      case "item.opened": {
+        const labels = record.labels;
+        return Array.isArray(labels) && labels.some((label) => typeof label === "string" && isArmingLabel(label, settings));
+      }
+      case "item.labeled":
+        return isArmingLabel(field(record, "label"), settings) ? true : undefined;
+      case "item.unlabeled":
+        return isArmingLabel(field(record, "label"), settings) ? false : undefined;
+      case "routing.dropped": {
+        const reason = field(record, "reason");
+        if (reason === "spawn-policy") return false;
+        return reason === "awaiting-start" || reason === "execution-stopped" ? true : undefined;
+      }
+      case "control.rejected":
+        return field(record, "reason") === "not-armed" ? false : undefined;
+      case "control.command":
+        return field(record, "effect") === "started" || field(record, "effect") === "start-pending" ? true : undefined;
+      case "session.spawned":
+        return true;
+      default:
+        return undefined;
+    }
+  });
+}
+
+/** Whether the item is closed, from the newest event that tells; undefined when none does. */
+export function closedFromEvents(events: readonly EventRecord[]): boolean | undefined {
+  return newest(events, (record): boolean | undefined => {
+    switch (record.event) {
+      case "item.closed":
+        return true;
+      case "item.reopened":
+      case "item.opened":
+      case "session.spawned":
+        return false;
+      case "session.closed":
+        return field(record, "reason") === "item-closed" ? true : undefined;
+      case "routing.dropped":
+        if (field(record, "reason") === "item-closed") return true;
+        return field(record, "kind") === "reopened" ? false : undefined;
+      case "control.rejected":
+        return field(record, "reason") === "item-closed" ? true : undefined;
+      default:
+        return undefined;
+    }
+  });
+}
+
+const GOOD_NEWS = new Set(["session.spawned", "dispatch.succeeded", "control.command", "session.resumed", "graph.advanced", "graph.gate_decided", "graph.completed"]);
+const BAD_NEWS = new Set([
+  "routing.dropped",
+  "control.rejected",
+  "control.ambiguous",
+  "hooks.refused",
+  "hooks.failed",
+  "dispatch.failed",
+  "session.spawn_failed",
+  "session.not_ready",
+  "workspace.failed",
+  "graph.gate_refused",
+  "graph.gate_ambiguous",
+  "graph.claim_refused",
+  "graph.assignment_failed",
+  "graph.effect_failed",
+]);
+
+/** Drops that are the-loop working as meant (its own comments, a redelivery), never what someone asks about. */
+const ROUTINE_DROPS = new Set(["self-authored", "duplicate-delivery"]);
+
+function isRefusal(record: EventRecord): boolean {
+  if (record.event === "routing.dropped") return !ROUTINE_DROPS.has(field(record, "reason") ?? "");
+  return BAD_NEWS.has(record.event);
+}
+
+/** The newest refusal or failure with nothing good after it: what an operator most likely asks about. */
+function lastRefusalOf(events: readonly EventRecord[]): EventRecord | undefined {
+  return newest(events, (record) => (GOOD_NEWS.has(record.event) ? null : isRefusal(record) ? record : undefined)) ?? undefined;
+}
+
+/** The error of the newest spawn failure since the newest start, if it is newer than any spawn. */
+function spawnFailureOf(events: readonly EventRecord[]): string | undefined {
+  return (
+    newest(events, (record) => {
+      if (record.event === "session.spawned" || record.event === "control.command") return null;
+      if (record.event === "session.spawn_failed" || record.event === "workspace.failed") return field(record, "error") ?? "no error given";
+      if (record.event === "hooks.refused") return null;
+      return undefined;
+    }) ?? undefined
+  );
+}
+
+/** `comment `KEYWORD` as one of: alice, bob` — the command a person gives by comment. */
+function commentAs(keyword: string, settings: WhySettings): string {
+  return `comment \`${keyword}\` as one of: ${authorizedList(settings)}`;
+}
+
+/** How to start an armed item: the start keyword when control reads comments (and, as the second way, the CLI). */
+function howToStart(ref: string, settings: WhySettings, orCli = true): string {
+  if (!settings.control.enabled) return `run \`the-loop sessions start --work-item ${ref}\` (routing.control is off, so no comment is a command)`;
+  const comment = commentAs(settings.control.keywords.start, settings);
+  return orCli ? `${comment}, or run \`the-loop sessions start --work-item ${ref}\`` : comment;
+}
+
+/** What a start needs on an item that may not be armed: the label first, under the labeled policy. */
+function armThenStart(ref: string, settings: WhySettings): string {
+  if (settings.spawnOnUnmatched === "never") {
+    return `set routing.spawnOnUnmatched to labeled (then label it "${settings.autoExecuteLabel}") or always, then start it: ${howToStart(ref, settings, false)}`;
+  }
+  const gated = settings.control.enabled && settings.control.requireStartCommand;
+  if (!gated) return `label it "${settings.autoExecuteLabel}": its next event then starts a session`;
+  return `label it "${settings.autoExecuteLabel}", then ${howToStart(ref, settings, false)}`;
+}
+
+/** Starting the item again, armed or not. */
+function startAgain(ref: string, armed: boolean | undefined, settings: WhySettings): string {
+  return armed === false ? armThenStart(ref, settings) : howToStart(ref, settings);
+}
+
+function withDaemon(verdict: WhyVerdict, situation: WhySituation): WhyVerdict {
+  if (situation.daemonRunning !== false) return verdict;
+  if (verdict.state === "fail-closed" || verdict.state === "damaged-record") return verdict;
+  const next = verdict.next === undefined ? "start the daemon (`the-loop start`): until it runs, nothing reads the item's events" : `start the daemon (\`the-loop start\`), then ${verdict.next}`;
+  return { ...verdict, next };
+}
+
+/** The verdict on one work item. */
+export function explainWhy(situation: WhySituation): WhyVerdict {
+  const verdict = decide(situation);
+  const refusal = lastRefusalOf(situation.events);
+  const withRefusal = refusal ? { ...verdict, lastRefusal: describeEvent(refusal, situation.settings) } : verdict;
+  return withDaemon(withRefusal, situation);
+}
+
+function decide(situation: WhySituation): WhyVerdict {
+  const { ref, settings, session, control, graph, events } = situation;
+  if (settings.authorizedUsers.length === 0) {
+    return {
+      state: "fail-closed",
+      summary: "routing.authorizedUsers is empty, so nothing a person does is acted on",
+      next: "add the logins that may drive sessions to routing.authorizedUsers",
+    };
+  }
+  for (const [kind, record] of [["session", session], ["control", control], ["graph state", graph]] as const) {
+    if (isDamaged(record)) return { state: "damaged-record", summary: `the item's ${kind} record cannot be read`, next: record.damaged };
+  }
+  const live = session !== undefined && !isDamaged(session) && (session.status === "active" || session.status === "paused") ? session : undefined;
+  const run = graph !== undefined && !isDamaged(graph) && settings.graph.enabled ? graph : undefined;
+  const atGate = run && gateVerdict(ref, run, settings);
+  if (atGate) return atGate;
+  if (live) return liveVerdict(ref, live, run, events, settings);
+
+  const armed = armedFromEvents(events, settings);
+  const closedSession = session !== undefined && !isDamaged(session) ? session : undefined;
+  const lastSession = closedSession ? `; its last session closed (${closedSession.closeReason ?? "no reason recorded"})` : "";
+  const runEnded = run && run.status !== "running" ? `; its ${run.graph} graph run is ${run.status} at node ${run.node}, so a start begins a new run` : "";
+
+  if (closedFromEvents(events) === true) {
+    return { state: "closed", summary: `the item is closed${lastSession}`, next: `reopen the item, then ${startAgain(ref, armed, settings)}` };
+  }
+  const standing = control !== undefined && !isDamaged(control) && control.clearedAt === undefined ? control : undefined;
+  if (standing?.effect === "refused") {
+    return {
+      state: "hook-refused",
+      summary: `a lifecycle hook (${standing.actor}) refused the start at ${standing.requestedAt}; the item is disarmed${runEnded}`,
+      next: `deal with the hook's reason (in the events below), then ${startAgain(ref, armed, settings)}`,
+    };
+  }
+  if (standing && (standing.command === "pause" || standing.command === "stop")) {
+    const verb = standing.command === "pause" ? "paused" : "stopped";
+    return {
+      state: "stopped",
+      summary: `${standing.actor} ${verb} execution (${standing.source}) at ${standing.requestedAt}: nothing starts until the next start${lastSession}`,
+      next: startAgain(ref, armed, settings),
+    };
+  }
+  if (standing) {
+    const failure = spawnFailureOf(events);
+    if (standing.effect === "start-pending" || failure !== undefined) {
+      return {
+        state: "start-pending",
+        summary: `${standing.actor}'s ${standing.command} (${standing.source}) stands, but the session could not be spawned${failure ? `: ${failure}` : ""}`,
+        next: `fix that, then run \`the-loop sessions start --work-item ${ref}\` (the daemon also retries it at the item's next event and when it starts)`,
+      };
+    }
+    return { state: "starting", summary: `${standing.actor}'s ${standing.command} (${standing.source}) stands and its session is being started` };
+  }
+  if (armed === false) {
+    const refused = events.find((record) => record.event === "control.rejected" || record.event === "routing.dropped");
+    const why = refused?.event === "control.rejected" && field(refused, "reason") === "not-armed"
+      ? `${field(refused, "actor") ?? "someone"}'s start was refused because the item is not armed (${armingHow(settings)}); a refused start is not remembered`
+      : `the item is not armed (${armingHow(settings)})`;
+    return { state: "not-armed", summary: `${why}${lastSession}${runEnded}`, next: armThenStart(ref, settings) };
+  }
+  const gated = settings.control.enabled && settings.control.requireStartCommand;
+  if (armed === true) {
+    if (gated) return { state: "awaiting-start", summary: `the item is armed and waits for a start${lastSession}${runEnded}`, next: howToStart(ref, settings) };
+    return { state: "armed", summary: `the item is armed: its next event starts a session${lastSession}${runEnded}`, next: `comment on it as one of: ${authorizedList(settings)}` };
+  }
+  return {
+    state: "unseen",
+    summary: `nothing in the records or the part of the event log read says the-loop has seen this item${lastSession}`,
+    next: armThenStart(ref, settings),
+  };
+}
+
+/** A graph run that waits for a person, or is blocked, whatever the session does. */
+function gateVerdict(ref: string, run: GraphView, settings: WhySettings): WhyVerdict | undefined {
+  const denial = run.denial ? `; the loop hook ${run.denial.hook} denied it at ${run.denial.point}: ${run.denial.reason}` : "";
+  const because = run.reason ? ` (${run.reasonCode ?? "reason"}: ${run.reason})` : "";
+  if (run.status === "waiting") {
+    const { approve, requestChanges } = settings.graph.keywords;
+    return {
+      state: "at-gate",
+      summary: `the ${run.graph} graph run waits at the gate ${run.node}${because}${denial}`,
+      next: `comment \`${approve}\` or \`${requestChanges}\` as one of: ${authorizedList(settings)}`,
+    };
+  }
+  if (run.status === "blocked") {
+    return {
+      state: "graph-blocked",
+      summary: `the ${run.graph} graph run is blocked at node ${run.node}${because}${denial}`,
+      next: `an authorized gate answer, or \`the-loop graph force ${ref} --to NODE --reason TEXT\` (\`the-loop graph show ${run.graph}\` names the nodes)`,
+    };
+  }
+  return undefined;
+}
+
+function liveVerdict(ref: string, live: SessionView, run: GraphView | undefined, events: readonly EventRecord[], settings: WhySettings): WhyVerdict {
+  const where = run ? `, at node ${run.node} of the ${run.graph} graph (${run.status})` : "";
+  if (live.status === "paused") {
+    const paused = events.find((record) => record.event === "session.paused");
+    const by = paused ? ` by ${field(paused, "actor") ?? "someone"} (${field(paused, "command_source") ?? "?"})` : "";
+    return {
+      state: "paused",
+      summary: `the session is paused${by}: its events are recorded and dropped until it resumes${where}`,
+      next: settings.control.enabled
+        ? `${commentAs(settings.control.keywords.resume, settings)}, or run \`the-loop sessions resume --work-item ${ref}\``
+        : `run \`the-loop sessions resume --work-item ${ref}\``,
+    };
+  }
+  const running = `a ${live.harness} session runs in tmux ${live.tmuxTarget} since ${live.createdAt}${where}`;
+  if (live.awaitingInput) {
+    return {
+      state: "awaiting-input",
+      summary: `${running}; its agent asked: "${live.awaitingInput.question}"`,
+      next: `answer it: comment on the item as one of: ${authorizedList(settings)}`,
+    };
+  }
+  const screen = newest(events, (record) =>
+    record.event === "session.not_ready" ? record.blocked === true : GOOD_NEWS.has(record.event) || record.event === "session.respawned" ? false : undefined,
+  );
+  if (screen === true) {
+    return {
+      state: "harness-blocked",
+      summary: `${running}, but its harness shows a dialog and takes no input`,
+      next: `attach (\`the-loop sessions attach --work-item ${ref}\`) and answer the dialog`,
+    };
+  }
+  return { state: "running", summary: `running and healthy: ${running}; comments by ${authorizedList(settings)} reach it` };
+}

@@ -1,0 +1,258 @@
+/**
+ * What keeps a daemon from doing its job, as `the-loop status` reports it. Every check here is
+ * pure: it reads facts gathered from the state root, the event log and this machine
+ * (status-facts.ts) and answers the problems it sees, each with the fix a person can carry out.
+ * A daemon is healthy only when there are none.
+ */
+
+/** `status` when an enabled service is not running (its problems, if any, are listed too). */
+export const EXIT_STATUS_NOT_RUNNING = 1;
+/** `status` when every enabled service runs (or none is enabled) but something stops the work. */
+export const EXIT_STATUS_PROBLEMS = 3;
+
+export type StatusProblemCode =
+  | "service-stopped"
+  | "github-token-missing"
+  | "poll-source-failing"
+  | "damaged-file"
+  | "start-pending"
+  | "hook-server-down";
+
+export interface StatusProblem {
+  readonly code: StatusProblemCode;
+  readonly message: string;
+  readonly fix: string;
+}
+
+/** 0 when healthy; 1 when an enabled service does not run; 3 when everything runs but problems remain. */
+export function statusExitCode(problems: readonly StatusProblem[]): number {
+  if (problems.length === 0) return 0;
+  return problems.some((problem) => problem.code === "service-stopped") ? EXIT_STATUS_NOT_RUNNING : EXIT_STATUS_PROBLEMS;
+}
+
+// ---- services ----------------------------------------------------------------------------
+
+export interface ServiceFact {
+  readonly name: string;
+  readonly enabled: boolean;
+  readonly running: boolean;
+}
+
+export function stoppedServiceProblems(services: readonly ServiceFact[], daemonLog: string): StatusProblem[] {
+  return services
+    .filter((service) => service.enabled && !service.running)
+    .map((service) => ({
+      code: "service-stopped",
+      message: `${service.name} is enabled but not running`,
+      fix: `start it with \`the-loop start\` (a daemon that stopped on its own said why in ${daemonLog})`,
+    }));
+}
+
+// ---- the GitHub token ----------------------------------------------------------------------
+
+export interface GitHubTokenFact {
+  /** What needs a token, in words: `poll source octo/repo`, `the webhook receiver`. Empty: nothing does. */
+  readonly neededBy: readonly string[];
+  /** Whether the lookup the daemon makes (the token variables, then `gh auth token`) found one here. */
+  readonly found: boolean;
+  /** integrations.github.tokenEnv. */
+  readonly tokenEnv: readonly string[];
+  /** The GitHub host the token is for (`gh auth login --hostname` when not github.com). */
+  readonly host: string;
+  /**
+   * The running daemon's last poll cycle read its GitHub sources without an error: it has a token
+   * of its own, whatever this shell's environment holds.
+   */
+  readonly daemonReachedGitHub: boolean;
+}
+
+export function githubTokenProblem(fact: GitHubTokenFact): StatusProblem | undefined {
+  if (fact.neededBy.length === 0 || fact.found || fact.daemonReachedGitHub) return undefined;
+  const [first = "GH_TOKEN", ...rest] = fact.tokenEnv;
+  const variables = [first, ...rest].join(", ");
+  const others = rest.length > 0 ? ` (or ${rest.join(", or ")})` : "";
+  const login = fact.host !== "github.com" ? `gh auth login --hostname ${fact.host}` : "gh auth login";
+  return {
+    code: "github-token-missing",
+    message: `no GitHub token for ${fact.neededBy.join(" and ")}: ${variables} ${rest.length > 0 ? "are" : "is"} not set and \`gh auth token\` gives none`,
+    fix:
+      `set ${first}${others}, or log in with \`${login}\`; then restart the daemon from that shell ` +
+      "(`the-loop stop`, `the-loop start`): it keeps the environment it was started in",
+  };
+}
+
+// ---- poll sources ----------------------------------------------------------------------------
+
+/** One poll cycle as the event log tells it: the sources that reported an error in it. */
+export interface PollCycle {
+  /** When the cycle ended (its `poll.cycle` event). */
+  readonly at: string;
+  /** Source key → the last error it reported in the cycle. `*` is the poller itself. */
+  readonly failures: ReadonlyMap<string, string>;
+}
+
+/** The event fields the cycle and spawn checks read. */
+export interface LoggedEvent {
+  readonly ts: string;
+  readonly event: string;
+  readonly pid?: number;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * The cycles of the poller `pid` in event order: each `poll.provider_error` belongs to the cycle
+ * whose `poll.cycle` comes next. Events of other processes (an earlier daemon) are not its cycles.
+ */
+export function pollCyclesOf(events: readonly LoggedEvent[], pid: number): PollCycle[] {
+  const cycles: PollCycle[] = [];
+  let failures = new Map<string, string>();
+  for (const event of events) {
+    if (event.pid !== pid) continue;
+    if (event.event === "poll.provider_error") {
+      const source = typeof event.poll_source === "string" ? event.poll_source : "*";
+      failures.set(source, typeof event.error === "string" ? event.error : "an error");
+    } else if (event.event === "poll.cycle") {
+      cycles.push({ at: event.ts, failures });
+      failures = new Map();
+    }
+  }
+  return cycles;
+}
+
+/** How many cycles in a row a source must fail before status calls it failing. */
+export const FAILING_CYCLES = 3;
+
+/** The sources that reported an error in each of the last `window` cycles (none before that many cycles ran). */
+export function failingSourceProblems(cycles: readonly PollCycle[], window = FAILING_CYCLES): StatusProblem[] {
+  if (cycles.length < window) return [];
+  const recent = cycles.slice(-window);
+  const last = recent[recent.length - 1];
+  if (last === undefined) return [];
+  const problems: StatusProblem[] = [];
+  for (const [source, error] of last.failures) {
+    if (!recent.every((cycle) => cycle.failures.has(source))) continue;
+    const what = source === "*" ? "the poller" : `poll source ${source}`;
+    problems.push({
+      code: "poll-source-failing",
+      message: `${what} failed in each of the last ${window} cycles (last at ${last.at}): ${error}`,
+      fix: "fix what the error names; `the-loop events --type poll.provider_error` shows every failure",
+    });
+  }
+  return problems;
+}
+
+// ---- damaged files ---------------------------------------------------------------------------
+
+export interface DamagedFile {
+  /** What the file should hold: `session record`, `control record`, `local tracker journal`. */
+  readonly kind: string;
+  readonly file: string;
+  readonly reason: string;
+  /** What the kind's own error tells the operator to do. */
+  readonly remedy: string;
+}
+
+export function damagedFileProblems(files: readonly DamagedFile[]): StatusProblem[] {
+  return files.map((file) => ({
+    code: "damaged-file",
+    message: `${file.kind} ${file.file} is damaged: ${file.reason}`,
+    fix: file.remedy,
+  }));
+}
+
+// ---- pending starts --------------------------------------------------------------------------
+
+export interface PendingStart {
+  readonly ref: string;
+  /** When the start was requested: only failures since count. */
+  readonly requestedAt: string;
+}
+
+export interface SpawnFailure {
+  readonly ref: string;
+  readonly at: string;
+  readonly error: string;
+}
+
+/** Spawn failures since its request after which a pending start is reported. */
+export const REPEATED_SPAWN_FAILURES = 2;
+
+/** Starts that stand (`start-pending`) after their spawn failed repeatedly since they were asked for. */
+export function pendingStartProblems(
+  pending: readonly PendingStart[],
+  failures: readonly SpawnFailure[],
+  repeated = REPEATED_SPAWN_FAILURES,
+): StatusProblem[] {
+  const problems: StatusProblem[] = [];
+  for (const start of pending) {
+    const since = Date.parse(start.requestedAt);
+    const own = failures.filter((failure) => failure.ref === start.ref && !(Date.parse(failure.at) < since));
+    const last = own[own.length - 1];
+    if (own.length < repeated || last === undefined) continue;
+    problems.push({
+      code: "start-pending",
+      message: `the start of ${start.ref} (asked for at ${start.requestedAt}) is pending: its session failed to spawn ${own.length} times, last at ${last.at}: ${last.error}`,
+      fix:
+        `fix what the error names; the item's next event or the next \`the-loop start\` tries again, ` +
+        `and \`the-loop sessions stop --work-item ${start.ref}\` withdraws the start`,
+    });
+  }
+  return problems;
+}
+
+// ---- required remote hooks -------------------------------------------------------------------
+
+export interface HookProbe {
+  readonly name: string;
+  /** The server's origin (`https://hooks.example.com:8443`): never the path or a token. */
+  readonly origin: string;
+  /** Why it did not answer; undefined when it did. */
+  readonly error?: string;
+}
+
+export function hookServerProblems(probes: readonly HookProbe[]): StatusProblem[] {
+  return probes.flatMap((probe): StatusProblem[] =>
+    probe.error === undefined
+      ? []
+      : [
+          {
+            code: "hook-server-down",
+            message: `the required hook "${probe.name}" does not answer at ${probe.origin}: ${probe.error}`,
+            fix:
+              `start its server (every operation the hook guards is refused until it answers), ` +
+              `or set \`required: false\` (or \`enabled: false\`) on the hooks entry "${probe.name}"`,
+          },
+        ],
+  );
+}
+
+// ---- all together ----------------------------------------------------------------------------
+
+export interface StatusFacts {
+  readonly services: readonly ServiceFact[];
+  readonly daemonLog: string;
+  readonly token: GitHubTokenFact;
+  /** The running poller's cycles (empty when it does not run). */
+  readonly cycles: readonly PollCycle[];
+  readonly damaged: readonly DamagedFile[];
+  readonly pending: readonly PendingStart[];
+  readonly spawnFailures: readonly SpawnFailure[];
+  readonly hooks: readonly HookProbe[];
+}
+
+/** Every problem, most basic first: a stopped service, then what a running one cannot do. */
+export function statusProblems(facts: StatusFacts): StatusProblem[] {
+  const token = githubTokenProblem(facts.token);
+  // A GitHub source failing for want of a token is the token problem, said once.
+  const sources = failingSourceProblems(facts.cycles).filter(
+    (problem) => token === undefined || !problem.message.includes("no GitHub token"),
+  );
+  return [
+    ...stoppedServiceProblems(facts.services, facts.daemonLog),
+    ...(token ? [token] : []),
+    ...sources,
+    ...hookServerProblems(facts.hooks),
+    ...damagedFileProblems(facts.damaged),
+    ...pendingStartProblems(facts.pending, facts.spawnFailures),
+  ];
+}
