@@ -15,6 +15,9 @@ export const GRAPH_NAME_MAX = 64;
 export const BUILTIN_GRAPH_NAMES = ["work-item", "adhoc"] as const;
 export const DEFAULT_GRAPH_NAME = "work-item";
 
+/** The longest stall window: a week. */
+export const MAX_STALL_MINUTES = 7 * 24 * 60;
+
 export const DEFAULT_GATE_KEYWORDS = {
   approve: "the-loop:approve",
   requestChanges: "the-loop:request-changes",
@@ -61,6 +64,14 @@ export const graphSettingsSchema = z
       .default(false)
       .describe(
         "Accept gate answers from the login the-loop itself posts as. Off: the agent works with the operator's token, so a comment by that login may be the agent answering its own gate; give the-loop a separate bot identity instead (docs/graph.md).",
+      ),
+    stallAfterMinutes: z
+      .number()
+      .positive()
+      .max(MAX_STALL_MINUTES)
+      .optional()
+      .describe(
+        "End a run `stalled` when it has made no progress at an agent node for this many minutes (fractions allowed), checked every poll interval. A gate waiting for a person, a blocked run and a paused session never stall. Unset: runs never stall.",
       ),
   })
   .describe("The process graph a started work item moves through.");

@@ -34,6 +34,7 @@ export async function graphSetupFor(input: GraphSetupInput): Promise<GraphSetup 
     keywords: settings.keywords,
     allowSelfApproval: settings.allowSelfApproval,
     configFile: input.configFile !== undefined ? resolve(input.configFile) : undefined,
+    ...(settings.stallAfterMinutes !== undefined ? { stallAfterMs: Math.round(settings.stallAfterMinutes * 60_000) } : {}),
   };
 }
 

@@ -9,6 +9,7 @@ import { webhookSecret } from "../ingress/webhook/secret.js";
 import { failClosedWarning } from "../routing/authz.js";
 import type { RoutingConfig } from "../config/schema.js";
 import type { Dispatcher } from "../sessions/dispatcher.js";
+import { watchForStalls } from "../sessions/graph-outcomes.js";
 import { acquirePidfile } from "./pidfile.js";
 import { graphHandlers } from "./graph-setup.js";
 import { serveRpc } from "./rpc.js";
@@ -38,7 +39,8 @@ export interface ServeOptions {
  * lock (refusing when another daemon holds one), runs the services, then drains —
  * queued events are carried out before the locks are released. While it runs, a change to the
  * config file is applied to the routing at once (reload.ts), and sessions whose start was
- * honoured but never carried out (a spawn that failed, or a restart that cut it) are started.
+ * honoured but never carried out (a spawn that failed, or a restart that cut it) are started,
+ * and (with `graph.stallAfterMinutes`) graph runs that stopped making progress are ended.
  */
 export async function serveDaemon(input: RuntimeInput, options: ServeOptions): Promise<void> {
   const { config, paths, events } = input;
@@ -113,7 +115,13 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
     );
     if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options);
+    // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`.
+    const stalls =
+      config.graph.enabled && config.graph.stallAfterMinutes !== undefined
+        ? watchForStalls(() => dispatcher.endStalledRuns(), config.polling.intervalSeconds * 1000, options.signal)
+        : undefined;
     await (poller ? poller.run(options.signal) : aborted(options.signal));
+    await stalls;
     await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();

@@ -1,6 +1,8 @@
+import { GRAPH_EVENTS } from "./graph-catalog.js";
+
 /**
- * The closed catalog of event types. Every type the-loop records is declared here once, with its
- * family, its level and the fields it carries; `EventLog.emit` accepts nothing else, so a type
+ * The closed catalog of event types. Every type the-loop records is declared here once (the graph
+ * family in graph-catalog.ts, taken in below), with its family, its level and the fields it carries; `EventLog.emit` accepts nothing else, so a type
  * missing from this table fails type-checking, and `the-loop events --types` lists exactly this.
  *
  * Field specs: "string" | "integer" | "boolean" | "string[]", with a trailing "?" when optional.
@@ -281,6 +283,18 @@ export const EVENT_CATALOG = {
     summary: "A `proceed: false` was applied: the start or launch did not happen, the item was disarmed and the refusal commented on it.",
     fields: { point: "string", hook: "string", reason: "string", work_item: "string", delivery_id: "string?", comment_posted: "boolean" },
   },
+  "hooks.loop_annotated": {
+    family: "hooks",
+    level: "info",
+    summary: "A hook answered labels at an observe-only `loop.*` event (`labels`: `name=text`): recorded, never applied.",
+    fields: { point: "string", hook: "string", labels: "string[]", loop_run_id: "string", work_item: "string" },
+  },
+  "hooks.loop_dropped": {
+    family: "hooks",
+    level: "warning",
+    summary: "An observe-only `loop.*` event was not delivered: its run already had `waiting` events queued behind a slow hook.",
+    fields: { point: "string", loop_run_id: "string", waiting: "integer", work_item: "string" },
+  },
   "config.reloaded": {
     family: "config",
     level: "info",
@@ -429,103 +443,7 @@ export const EVENT_CATALOG = {
     summary: "A work item inferred from a pull request's branch name does not exist, so the PR is not linked to it.",
     fields: { pull_request: "string", work_item: "string", reason: "string" },
   },
-  "graph.started": {
-    family: "graph",
-    level: "info",
-    summary: "A work item's process graph run began at `node` (the graph's start node); `loop_run_id` names the run.",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", loop_run_id: "string", actor: "string", actor_kind: "string" },
-  },
-  "graph.choice_refused": {
-    family: "graph",
-    level: "warning",
-    summary:
-      "A start chose a graph (`chosen`) the config does not have: the item's run began on `graph` (graph.default) instead; `known` lists the graphs the config has.",
-    fields: { work_item: "string", chosen: "string", graph: "string", known: "string[]", actor: "string", command_source: "string" },
-  },
-  "graph.advanced": {
-    family: "graph",
-    level: "info",
-    summary: "A work item moved along an edge of its graph, from `from` to `node`, on `outcome` (pass, fail, approved, changes-requested).",
-    fields: { work_item: "string", graph: "string", from: "string", node: "string", outcome: "string", generation: "integer", actor: "string", actor_kind: "string" },
-  },
-  "graph.waiting": {
-    family: "graph",
-    level: "info",
-    summary: "A work item reached a human gate: it waits for an authorized person's answer (`reason` says how to give it).",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", reason: "string", actor: "string", actor_kind: "string" },
-  },
-  "graph.blocked": {
-    family: "graph",
-    level: "warning",
-    summary: "Automatic progress stopped at `node` (`reason_code`: max-attempts, no-edge, or a hook's veto); an authorized gate answer or `the-loop graph force` resumes it.",
-    fields: { work_item: "string", graph: "string", node: "string", reason_code: "string", reason: "string", attempts: "integer", actor: "string", actor_kind: "string" },
-  },
-  "graph.gate_decided": {
-    family: "graph",
-    level: "info",
-    summary: "An authorized person answered the gate at `node` (`decision`: approved or changes-requested; `via`: keyword or review).",
-    fields: { work_item: "string", graph: "string", node: "string", decision: "string", generation: "integer", actor: "string", actor_kind: "string", via: "string?" },
-  },
-  "graph.gate_ambiguous": {
-    family: "graph",
-    level: "warning",
-    summary: "A comment carried both gate answers: it was recorded and nothing moved. `node`: where the item is (absent when it has no graph run).",
-    fields: { work_item: "string", graph: "string", reason: "string", actor: "string", actor_kind: "string", node: "string?" },
-  },
-  "graph.gate_refused": {
-    family: "graph",
-    level: "warning",
-    summary: "A gate answer did not count (`reason_code`: unauthorized, self-authored, not-waiting, no-edge); nothing moved. `node`: where the item is (absent when it has no graph run).",
-    fields: { work_item: "string", graph: "string", reason_code: "string", reason: "string", actor: "string", actor_kind: "string", node: "string?" },
-  },
-  "graph.claim_refused": {
-    family: "graph",
-    level: "info",
-    summary: "A claim did not move the item (`reason_code`: not-running, not-current, not-agent-node, blocked, done, failed, check-failed); `reason` names what is missing, `node` where the item is (absent when it has no graph run), `claimed` the node claimed.",
-    fields: { work_item: "string", graph: "string", node: "string?", reason_code: "string", reason: "string", actor: "string", actor_kind: "string", claimed: "string?", attempts: "integer?" },
-  },
-  "graph.forced": {
-    family: "graph",
-    level: "warning",
-    summary: "An operator put a work item on `node` with `the-loop graph force` (`from`: where it was, absent when it had no run).",
-    fields: { work_item: "string", graph: "string", node: "string", reason: "string", actor: "string", actor_kind: "string", from: "string?" },
-  },
-  "graph.completed": {
-    family: "graph",
-    level: "info",
-    summary: "A work item reached a terminal node of its graph: the run is done.",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", actor: "string", actor_kind: "string" },
-  },
-  "graph.failed": {
-    family: "graph",
-    level: "error",
-    summary: "A work item's graph run ended without reaching a terminal node (`reason_code` says why).",
-    fields: { work_item: "string", graph: "string", node: "string", reason_code: "string", reason: "string", actor: "string", actor_kind: "string" },
-  },
-  "graph.assignment_delivered": {
-    family: "graph",
-    level: "info",
-    summary: "The session received its assignment for `node` (`how`: pasted into the live session, or part of the boot prompt).",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", how: "string", actor: "string?" },
-  },
-  "graph.assignment_failed": {
-    family: "graph",
-    level: "warning",
-    summary: "The assignment for `node` could not be given to the session; `will_retry` says whether it is delivered later (on resume, or the next event).",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", error: "string", will_retry: "boolean", actor: "string?" },
-  },
-  "graph.record_moved_aside": {
-    family: "graph",
-    level: "warning",
-    summary: "A work item's graph state that did not parse was moved aside (kept, never deleted); the item's next start begins a new run, or `the-loop graph force` puts it on a node.",
-    fields: { work_item: "string", file: "string", moved_to: "string", reason: "string" },
-  },
-  "graph.effect_failed": {
-    family: "graph",
-    level: "warning",
-    summary: "An effect of a committed graph move could not be carried out (`effect`: phase-label, hook, announce-phase, request-review, announce-force, …); the move stands and the other effects still ran.",
-    fields: { work_item: "string", graph: "string", node: "string", effect: "string", error: "string" },
-  },
+  ...GRAPH_EVENTS,
   "daemon.started": {
     family: "daemon",
     level: "info",

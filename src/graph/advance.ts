@@ -1,7 +1,9 @@
-import type { EventFields } from "../events/catalog.js";
-import { GRAPH_HISTORY_LIMIT, phaseLabel } from "./effects.js";
-import type { GraphEffect, GraphEventEffect, GraphEventName, GraphRefusalCode, Refusal, Transition } from "./effects.js";
+import { phaseLabel } from "./effects.js";
+import type { GraphEffect, Refusal, Transition } from "./effects.js";
+import { endRun, exhaustRun, finalRefusal, outOfGenerations } from "./outcomes.js";
 import type { GraphHistoryEntry, GraphHistoryKind, GraphState } from "./state.js";
+import { actorFields, applied, bounded, event, itemFields, refuse, withHistory } from "./steps.js";
+import type { Moment } from "./steps.js";
 import type { CheckResult, Graph, GraphActor, GraphCheck, GraphEdge, GraphNode, GraphOutcome } from "./types.js";
 
 /**
@@ -24,17 +26,15 @@ import type { CheckResult, Graph, GraphActor, GraphCheck, GraphEdge, GraphNode, 
  *    posted, as for an agent's question), `request-review` (one marked comment), status
  *    `waiting`. A terminal node: status `done`, `graph.completed`, `run-ended`.
  *
- * `done` and `failed` are final: every input on them is refused with a reason. `blocked` stops
+ * `done` and the ends short of a terminal node (`failed`, `exhausted`, `stalled`, `canceled`:
+ * outcomes.ts) are final: every input on them is refused with a reason. `blocked` stops
  * automatic progress at the node; an authorized gate answer or `graph force` resumes it.
  */
 
 export { GRAPH_HISTORY_LIMIT, GRAPH_REFUSAL_CODES, PHASE_LABEL_PREFIX, phaseLabel } from "./effects.js";
 export type { GraphEffect, GraphEventEffect, GraphEventName, GraphRefusalCode, Refusal, Transition } from "./effects.js";
-
-interface Moment {
-  readonly actor: GraphActor;
-  readonly at: Date;
-}
+export { END_REASON_CODES, endRun } from "./outcomes.js";
+export type { EndInput } from "./outcomes.js";
 
 // ---------------------------------------------------------------------------------------------
 // Starting
@@ -209,7 +209,8 @@ export interface GateAnswerInput extends Moment {
  * Applies an authorized person's gate answer (gate.ts decides whether one counts). At a human
  * gate it follows the answer's edge. At a blocked agent node, `approved` accepts the node's work
  * as it is and follows its `pass` edge, and `changes-requested` gives the agent the node again.
- * A changes-requested answer starts the next generation, with no failed claims counted.
+ * A changes-requested answer starts the next generation, with no failed claims counted — unless
+ * the graph's `maxGenerations` are spent: then the run ends `exhausted` (outcomes.ts).
  */
 export function applyGateAnswer(graph: Graph, state: GraphState, input: GateAnswerInput): Refusal | Transition {
   const refusal = gateRefusal(graph, state);
@@ -225,12 +226,13 @@ export function applyGateAnswer(graph: Graph, state: GraphState, input: GateAnsw
     );
   }
   const at = input.at.toISOString();
-  const nextGeneration = decision === "changes-requested" ? state.generation + 1 : state.generation;
+  const exhausted = decision === "changes-requested" && outOfGenerations(graph, state);
+  const nextGeneration = decision === "changes-requested" && !exhausted ? state.generation + 1 : state.generation;
   const decided = withHistory(
     {
       ...state,
       generation: nextGeneration,
-      attempts: decision === "changes-requested" ? {} : state.attempts,
+      attempts: nextGeneration !== state.generation ? {} : state.attempts,
       outcomes: { ...state.outcomes, [node.id]: decision },
     },
     { at, kind: "gate-decided", node: node.id, outcome: decision, actor: input.actor },
@@ -245,6 +247,7 @@ export function applyGateAnswer(graph: Graph, state: GraphState, input: GateAnsw
       ...(input.via !== undefined ? { via: input.via } : {}),
     }),
   ];
+  if (exhausted) return exhaustRun(graph, decided, input, effects);
   if (edgeOutcome === null) return enter(graph, decided, node, input, effects, node.id); // changes requested at a blocked agent node
   return follow(graph, decided, node, edgeOutcome, decision, input, effects);
 }
@@ -310,25 +313,9 @@ export function blockRun(graph: Graph, state: GraphState, input: HaltInput): Ref
   return block(graph, state, input.reasonCode, input.reason, input);
 }
 
-/** Ends the run without reaching a terminal node. Final. */
+/** Ends the run without reaching a terminal node (`failed`; endRun for the other ends). Final. */
 export function failRun(graph: Graph, state: GraphState, input: HaltInput): Refusal | Transition {
-  const final = finalRefusal(state);
-  if (final) return final;
-  const at = input.at.toISOString();
-  const failed = withHistory(
-    { ...state, status: "failed", reasonCode: input.reasonCode, reason: input.reason },
-    { at, kind: "failed", node: state.node, actor: input.actor, reason: input.reason },
-  );
-  return applied(false, failed, [
-    event("graph.failed", {
-      ...itemFields(graph, failed),
-      node: state.node,
-      reason_code: input.reasonCode,
-      reason: input.reason,
-      ...actorFields(input.actor),
-    }),
-    { kind: "run-ended", status: "failed" },
-  ]);
+  return endRun(graph, state, { ...input, status: "failed" });
 }
 
 export type RefusalKind = Extract<GraphHistoryKind, "claim-refused" | "gate-refused" | "gate-ambiguous">;
@@ -499,17 +486,6 @@ function block(graph: Graph, state: GraphState, reasonCode: string, reason: stri
   ]);
 }
 
-function finalRefusal(state: GraphState): Refusal | undefined {
-  if (state.status === "done") {
-    return refuse("done", `the item's ${state.graph} run is done (at node "${state.node}"); a done run takes no more input`);
-  }
-  if (state.status === "failed") {
-    const why = state.reason ? ` (${state.reason})` : "";
-    return refuse("failed", `the item's ${state.graph} run failed at node "${state.node}"${why}; a failed run takes no more input`);
-  }
-  return undefined;
-}
-
 function blockedReason(state: GraphState): string {
   const why = state.reason ? `: ${state.reason}` : "";
   return `the item is blocked at node "${state.node}"${why}; an authorized person's gate answer or \`the-loop graph force\` resumes it`;
@@ -550,34 +526,6 @@ function requireNode(graph: Graph, id: string): GraphNode {
   return node;
 }
 
-function withHistory(state: GraphState, entry: GraphHistoryEntry): GraphState {
-  return { ...state, history: bounded([...state.history, entry]), updatedAt: entry.at };
-}
-
-function bounded(history: GraphHistoryEntry[]): GraphHistoryEntry[] {
-  return history.length > GRAPH_HISTORY_LIMIT ? history.slice(history.length - GRAPH_HISTORY_LIMIT) : history;
-}
-
 function sameActor(a: GraphActor, b: GraphActor): boolean {
   return a.kind === b.kind && a.id === b.id;
-}
-
-function refuse(reasonCode: GraphRefusalCode, reason: string): Refusal {
-  return { kind: "refuse", reasonCode, reason };
-}
-
-function applied(moved: boolean, state: GraphState, effects: readonly GraphEffect[]): Transition {
-  return { kind: "applied", moved, state, effects };
-}
-
-function itemFields(graph: Graph, state: GraphState): { work_item: string; graph: string } {
-  return { work_item: state.ref, graph: graph.name };
-}
-
-function actorFields(actor: GraphActor): { actor: string; actor_kind: string } {
-  return { actor: actor.id, actor_kind: actor.kind };
-}
-
-function event<N extends GraphEventName>(name: N, fields: EventFields<N>): GraphEffect {
-  return { kind: "event", name, fields } as GraphEventEffect;
 }

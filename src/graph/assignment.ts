@@ -67,6 +67,11 @@ export function graphContext(graph: Graph, state: GraphState | undefined): strin
     case "failed":
       lines.push(`The run failed${reasonNote(state)}.`);
       break;
+    case "exhausted":
+    case "stalled":
+    case "canceled":
+      lines.push(`The run ended ${state.status}${reasonNote(state)}: there is no node left to work on.`);
+      break;
   }
   return lines.join("\n");
 }

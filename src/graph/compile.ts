@@ -229,5 +229,6 @@ export function compileGraph(file: GraphFile, source: string): CompileOutcome {
   }
 
   if (problems.length > 0) return { problems };
-  return { graph: { name: file.name, source, start: file.start, nodes, edges }, problems };
+  const maxGenerations = file.maxGenerations !== undefined ? { maxGenerations: file.maxGenerations } : {};
+  return { graph: { name: file.name, source, start: file.start, nodes, edges, ...maxGenerations }, problems };
 }

@@ -18,6 +18,8 @@ export const PHASE_MAX = 50 - "loop:".length;
 export const DEFAULT_MAX_ATTEMPTS = 3;
 export const DEFAULT_CHECK_TIMEOUT_SECONDS = 600;
 export const MAX_CHECK_TIMEOUT_SECONDS = 3_600;
+/** The largest `maxGenerations` a graph file may set (a bound, not a default: without one, runs are unbounded). */
+export const MAX_GENERATIONS = 1_000;
 
 /** Separates the alternatives of one artifact entry: `requirements.md|docs/requirements.md`. */
 export const ALTERNATIVE_SEPARATOR = "|";
@@ -172,6 +174,15 @@ export const graphFileSchema = z
       .regex(new RegExp(GRAPH_NAME_PATTERN), "a graph name is lowercase words joined by '-', such as work-item")
       .describe("The graph's name; a graph the config declares must have the name its `graphs` entry gives."),
     start: nodeId("The node a work item enters first."),
+    maxGenerations: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_GENERATIONS)
+      .optional()
+      .describe(
+        "Generations a run may have (each changes-requested answer starts one): the answer that would start one more ends the run `exhausted`. Without it, a run may have any number.",
+      ),
     nodes: z.array(nodeSchema).min(1).describe("Every node, each with its own id."),
     edges: z.array(edgeSchema).min(1).describe("Every move between nodes."),
   })

@@ -1,7 +1,7 @@
 import type { EventFields, EventType } from "../events/catalog.js";
 import { graphStateShape } from "./state-shape.js";
 import type { GraphState } from "./state.js";
-import type { GraphActor } from "./types.js";
+import type { FinalGraphStatus, GraphActor } from "./types.js";
 
 /**
  * What the advance (advance.ts) answers with: a refusal, or a transition — the next state and the
@@ -31,6 +31,9 @@ export const GRAPH_REFUSAL_CODES = [
   "blocked",
   "done",
   "failed",
+  "exhausted",
+  "stalled",
+  "canceled",
   /** The node has no edge for the answer given. */
   "no-edge",
   /** The state, or a force, names a node the graph does not have. */
@@ -93,7 +96,7 @@ export type GraphEffect =
       readonly reason: string;
       readonly actor: GraphActor;
     }
-  /** The run is over: the runtime stops treating the item as in its graph. */
-  | { readonly kind: "run-ended"; readonly status: "done" | "failed" }
+  /** The run is over (`status`: how it ended): the runtime stops treating the item as in its graph. */
+  | { readonly kind: "run-ended"; readonly status: FinalGraphStatus }
   | GraphEventEffect;
 

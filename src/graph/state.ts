@@ -41,14 +41,23 @@ export const GRAPH_HISTORY_KINDS = [
   "completed",
   /** The run ended without reaching a terminal node. */
   "failed",
+  /** A changes-requested answer would have started a generation past the graph's `maxGenerations`: the run ended. */
+  "exhausted",
+  /** The run made no progress at an agent node within `graph.stallAfterMinutes`: it ended. */
+  "stalled",
+  /** The item was closed, or stopped, while its run was under way: the run ended. */
+  "canceled",
 ] as const;
 export type GraphHistoryKind = (typeof GRAPH_HISTORY_KINDS)[number];
 
 /** A node id, as the graph file spells it (the loader checks the pattern; a record only needs one). */
 const nodeId = z.string().min(1);
 
-/** A reason code: kebab words (`check-failed`, `max-attempts`), stable for scripts to match. */
-const reasonCode = z.string().regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/);
+/**
+ * A reason code: kebab words (`check-failed`, `max-attempts`), stable for scripts to match; the
+ * loop family's codes keep the spelling its payloads use (`hook_denied`).
+ */
+const reasonCode = z.string().regex(/^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$/);
 
 /** ISO 8601 in UTC with seconds (`2025-03-01T10:00:00.000Z`): what toISOString() writes. */
 const timestamp = z.iso.datetime();
@@ -96,7 +105,7 @@ export const graphStateSchema = keysGoTogether(
     outcomes: z.record(nodeId, z.enum(GRAPH_OUTCOMES)),
     startedAt: timestamp,
     updatedAt: timestamp,
-    /** Why the item is waiting, blocked, failed or stayed after its last claim (`graph status` shows them as null otherwise). */
+    /** Why the item is waiting, blocked, ended short of a terminal node, or stayed after its last claim (`graph status` shows them as null otherwise). */
     reasonCode: reasonCode.optional(),
     reason: z.string().min(1).optional(),
     /**
@@ -111,6 +120,21 @@ export const graphStateSchema = keysGoTogether(
      * carries them out on its next start. So a crash repeats an effect, and never loses a move.
      */
     pendingEffects: z.array(z.string().max(200_000)).max(100).optional(),
+    /**
+     * The `resolved_network_participation` of the run's loop events, frozen when it started, so a
+     * later change of the-loop's channels never changes what a running loop says it is.
+     */
+    networkParticipation: z.strictObject({ version: z.string().min(1), mode: z.string().min(1), source: z.string().min(1) }).optional(),
+    /** What started the run, for the loop events' `origin_kind` and `origin_ref`. */
+    origin: z.strictObject({ kind: z.enum(["comment", "cli", "event", "retry"]), ref: z.string().min(1).optional() }).optional(),
+    /** The `timestamp` of the run's last loop event: the next one is never earlier (loop-payload.ts). */
+    lastLoopAt: timestamp.optional(),
+    /** When an attempt at a node last ended (loop.node.terminal): the run's last progress. */
+    lastProgressAt: timestamp.optional(),
+    /** Attempts ended per node over the whole run, every generation: the `N` of a loop event's `task_id` (`NODE#N`). */
+    tasks: z.record(nodeId, z.number().int().positive()).optional(),
+    /** The loop hook that denied the run's generation or gate (reason code `hook_denied`): its name, the event, its reason. */
+    denial: z.strictObject({ hook: z.string().min(1), point: z.string().min(1), reason: z.string() }).optional(),
     /** Oldest first, the newest GRAPH_HISTORY_MAX entries. */
     history: z.array(graphHistoryEntrySchema).max(GRAPH_HISTORY_MAX),
   }),

@@ -61,11 +61,27 @@ export interface Graph {
   readonly start: string;
   readonly nodes: ReadonlyMap<string, GraphNode>;
   readonly edges: readonly GraphEdge[];
+  /** Generations a run may have: a changes-requested answer that would start one more ends it `exhausted`. None: unbounded. */
+  readonly maxGenerations?: number;
 }
 
-/** A work item's graph run. */
-export const GRAPH_STATUSES = ["running", "waiting", "blocked", "done", "failed"] as const;
+/**
+ * A work item's graph run. `done` and the ends without a terminal node are final: `failed`,
+ * `exhausted` (out of generations, `maxGenerations`), `stalled` (no progress within
+ * `graph.stallAfterMinutes`) and `canceled` (the item was closed or stopped mid-run).
+ */
+export const GRAPH_STATUSES = ["running", "waiting", "blocked", "done", "failed", "exhausted", "stalled", "canceled"] as const;
 export type GraphStatus = (typeof GRAPH_STATUSES)[number];
+
+/** The statuses a run ends with; a final run takes no more input. */
+export const FINAL_GRAPH_STATUSES = ["done", "failed", "exhausted", "stalled", "canceled"] as const satisfies readonly GraphStatus[];
+export type FinalGraphStatus = (typeof FINAL_GRAPH_STATUSES)[number];
+/** How a run ends short of a terminal node. */
+export type RunEndStatus = Exclude<FinalGraphStatus, "done">;
+
+export function isFinalGraphStatus(status: GraphStatus): status is FinalGraphStatus {
+  return (FINAL_GRAPH_STATUSES as readonly GraphStatus[]).includes(status);
+}
 
 /** Who moved the graph: the agent's claim, a person's gate answer, an operator's force, or the daemon itself. */
 export const GRAPH_ACTOR_KINDS = ["agent", "human", "operator", "daemon"] as const;

@@ -2,19 +2,22 @@ import { messageOf } from "../errors.js";
 import { closeSession, isDamagedClose } from "./close.js";
 import { SETTLED, closeOptions, settle } from "./context.js";
 import type { DispatchContext, HandleResult, Turn } from "./context.js";
+import { cancelRunOfClosedItem } from "./graph-outcomes.js";
 import { workItemComplete } from "./hook-points.js";
 import type { PoolSlot } from "./keyed-queue.js";
 import type { SessionWorkspace } from "../registry/record.js";
 
 /**
  * What the dispatcher does when a work item closes: its session goes through the one close path
- * (close.ts) and work_item_complete runs; with no session, a checkout a failed spawn left is
- * released.
+ * (close.ts), its graph run (when under way) ends `canceled`, and work_item_complete runs; with no
+ * session, a checkout a failed spawn left is released.
  */
 
-/** The router's `close`: the item's session is closed (`item-closed`). */
+/** The router's `close`: the item's session is closed (`item-closed`) and its graph run canceled. */
 export async function closeForEvent(ctx: DispatchContext, turn: Turn, slot: PoolSlot): Promise<HandleResult> {
   const closed = await closeSession(closeOptions(ctx), turn.workItem.ref, "item-closed");
+  // Before work_item_complete, so the hooks told of the closing see the run ended.
+  await cancelRunOfClosedItem(ctx, turn.workItem.ref, turn.event);
   // Closed by someone else since the decision: a dropped event gets no reaction.
   if (!closed) return settle(turn, "no-session");
   ctx.react(turn.event, "started");

@@ -13,6 +13,7 @@ import type { WorkItem } from "../workitem/index.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import { closeDamaged, finishClose } from "./close.js";
 import { applyUnderLock, followUp } from "./command-effects.js";
+import { cancelRunOfStoppedItem } from "./graph-outcomes.js";
 import type { CommandRun } from "./command-effects.js";
 import type { CommandInput } from "./command-plan.js";
 import {
@@ -209,6 +210,9 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
     return { applied: false, reason: decided.reason, message: rejectionMessage(ctx, ref, command, decided.reason) };
   }
 
+  // A stop ends the item's graph run under way (`canceled`), with a session or without one; before
+  // the session's close, so a process killed in between leaves a stop that finishStop completes.
+  if (command === "stop") await cancelRunOfStoppedItem(ctx, ref, input);
   const finished = await followUp(ctx, run, decided);
   if ("refused" in finished) return refusedCommand(turn, input, finished.refused);
   const { effect, problem } = finished;
@@ -314,6 +318,7 @@ export async function finishStop(ctx: DispatchContext, ref: string): Promise<voi
     if (finished === undefined) return;
     const { standing, closed } = finished;
     await ctx.heavy.use(() => finishClose(closeOptions(ctx), closed, "stopped"));
+    await cancelRunOfStoppedItem(ctx, ref, standing);
     // The stop's own control.command was never emitted: its process died before the close.
     events.emit("control.command", {
       work_item: ref,

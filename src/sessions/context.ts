@@ -53,6 +53,8 @@ export interface GraphSetup {
   readonly allowSelfApproval: boolean;
   /** The config file the daemon runs with: a claim made under another config is refused. */
   readonly configFile: string | undefined;
+  /** `graph.stallAfterMinutes` in milliseconds: a run with no progress for that long ends `stalled`. Absent: never. */
+  readonly stallAfterMs?: number;
 }
 
 export interface DispatcherOptions {

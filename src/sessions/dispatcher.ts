@@ -16,6 +16,8 @@ import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptio
 import { deliver } from "./delivery.js";
 import { graphClaim, graphForce, graphGate } from "./graph-run.js";
 import { resumeJournalledEffects } from "./graph-effects.js";
+import { drainLoopEvents } from "./graph-loop.js";
+import { cancelRunOfClosedItem, endStalledRun, stalledRuns } from "./graph-outcomes.js";
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "./graph-run.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
@@ -218,6 +220,7 @@ export class Dispatcher implements EventHandler {
     this.accepting = false;
     const queued = this.inFlight;
     await this.queue.idle();
+    await drainLoopEvents(this.ctx);
     await this.reactions.idle();
     return queued;
   }
@@ -279,6 +282,7 @@ export class Dispatcher implements EventHandler {
     if (decision.action === "drop") {
       if (event.kind === "closed" && decision.reason === "no-session" && decision.workItem !== undefined) {
         await releaseLeftCheckout(ctx, decision.workItem.ref);
+        await cancelRunOfClosedItem(ctx, decision.workItem.ref, event);
       }
       return this.dropped(event, decision);
     }
@@ -340,6 +344,23 @@ export class Dispatcher implements EventHandler {
     if (!this.accepting) throw new Error("the daemon is shutting down and takes no more commands");
     const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
     return this.counted(() => this.exclusive([ref], () => graphForce(this.ctx, { ...request, ref })));
+  }
+
+  /**
+   * Ends the runs that made no progress within `graph.stallAfterMinutes` (`stalled`), each in its
+   * item's queue and decided again there; the daemon calls it every poll interval. How many ended.
+   */
+  async endStalledRuns(): Promise<number> {
+    if (!this.accepting) return 0;
+    let refs: string[];
+    try {
+      refs = await stalledRuns(this.ctx);
+    } catch (error) {
+      this.options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "stall-check", error: messageOf(error) });
+      return 0;
+    }
+    const ended = await Promise.all(refs.map((ref) => this.counted(() => this.exclusive([ref], () => endStalledRun(this.ctx, ref)))));
+    return ended.filter(Boolean).length;
   }
 
   /** The router's spawn, and what its outcome leaves the event to (the session found running takes it as input). */

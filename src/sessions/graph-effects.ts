@@ -1,13 +1,14 @@
 import { messageOf } from "../errors.js";
 import { assignmentText } from "../graph/assignment.js";
-import type { GraphEffect } from "../graph/advance.js";
 import { forceText, phaseText, reviewRequestText } from "../graph/comments.js";
+import type { RunEffect } from "../graph/loop-plan.js";
 import type { GraphState } from "../graph/state.js";
 import type { Graph } from "../graph/types.js";
 import { isLive } from "../registry/record.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import type { DispatchContext } from "./context.js";
 import { paste } from "./delivery.js";
+import { loopDenialText, queueLoopEvent, queueLoopTerminal } from "./graph-loop.js";
 import { workItemEntityOfRef } from "./lifecycle.js";
 
 /**
@@ -23,7 +24,7 @@ export interface EffectOptions {
 }
 
 /** The state as a move writes it: with its effects journalled (see GraphState.pendingEffects). */
-export function withPendingEffects(state: GraphState, effects: readonly GraphEffect[]): GraphState {
+export function withPendingEffects(state: GraphState, effects: readonly RunEffect[]): GraphState {
   const { pendingEffects: _carriedOut, ...rest } = state;
   return effects.length === 0 ? rest : { ...rest, pendingEffects: effects.map((effect) => JSON.stringify(effect)) };
 }
@@ -32,7 +33,7 @@ export function withPendingEffects(state: GraphState, effects: readonly GraphEff
  * Carries out a committed move's effects, then takes them off the record — unless a later move
  * journalled its own meanwhile (those are that move's to clear).
  */
-export async function carryOut(ctx: DispatchContext, graph: Graph, written: GraphState, effects: readonly GraphEffect[], options: EffectOptions = {}): Promise<void> {
+export async function carryOut(ctx: DispatchContext, graph: Graph, written: GraphState, effects: readonly RunEffect[], options: EffectOptions = {}): Promise<void> {
   await applyGraphEffects(ctx, graph, written, effects, options);
   const journalled = written.pendingEffects;
   const states = ctx.options.graph?.states;
@@ -54,15 +55,17 @@ const EFFECT_KINDS: ReadonlySet<string> = new Set([
   "request-review",
   "announce-force",
   "run-ended",
+  "loop",
+  "loop-denial",
 ]);
 
 /** A journalled effect read back; undefined for text that is not one (it is dropped, reported). */
-export function parseJournalledEffect(text: string): GraphEffect | undefined {
+export function parseJournalledEffect(text: string): RunEffect | undefined {
   try {
     const value = JSON.parse(text) as unknown;
     if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
     const kind = (value as { kind?: unknown }).kind;
-    return typeof kind === "string" && EFFECT_KINDS.has(kind) ? (value as GraphEffect) : undefined;
+    return typeof kind === "string" && EFFECT_KINDS.has(kind) ? (value as RunEffect) : undefined;
   } catch {
     return undefined;
   }
@@ -81,7 +84,7 @@ export async function resumeJournalledEffects(ctx: DispatchContext, ref: string)
   if (state === undefined || journalled === undefined) return false;
   const graph = setup.graphs.get(state.graph);
   if (graph === undefined) return false;
-  const effects = journalled.map(parseJournalledEffect).filter((effect): effect is GraphEffect => effect !== undefined);
+  const effects = journalled.map(parseJournalledEffect).filter((effect): effect is RunEffect => effect !== undefined);
   await carryOut(ctx, graph, state, effects);
   return true;
 }
@@ -90,7 +93,7 @@ export async function applyGraphEffects(
   ctx: DispatchContext,
   graph: Graph,
   state: GraphState,
-  effects: readonly GraphEffect[],
+  effects: readonly RunEffect[],
   options: EffectOptions = {},
 ): Promise<void> {
   const ref = state.ref;
@@ -153,6 +156,15 @@ export async function applyGraphEffects(
           if (!options.bootDelivered) await deliverAssignment(ctx, graph, state, effect.node, effect.generation);
           break;
         case "run-ended":
+          // loop.terminal, whatever ended the run: after every other loop event of its last move.
+          queueLoopTerminal(ctx, graph, state, effect.status);
+          break;
+        case "loop":
+          queueLoopEvent(ctx, ref, effect.name, effect.payload);
+          break;
+        case "loop-denial":
+          // Its event is the move's own graph.failed or graph.blocked (reason_code hook_denied, the reason naming the hook).
+          await post(ctx, ref, loopDenialText(ref, effect.point, effect.hook, effect.reason, effect.node, effect.status));
           break;
       }
     } catch (error) {

@@ -7,6 +7,7 @@ import { runChecks } from "../graph/checks.js";
 import { decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer } from "../graph/gate.js";
 import type { GraphState } from "../graph/state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
+import { isFinalGraphStatus } from "../graph/types.js";
 import { isLive } from "../registry/record.js";
 import type { ControlRecord } from "../control/types.js";
 import { COMMENT_KINDS } from "../routing/inbound.js";
@@ -16,6 +17,7 @@ import { DamagedRecordError } from "../state/record-store.js";
 import { allowListedEnv } from "../subprocess/index.js";
 import type { DispatchContext, GraphSetup, Turn } from "./context.js";
 import { applyGraphEffects, carryOut, withPendingEffects } from "./graph-effects.js";
+import { askAhead, committedMove, loopGateMove, loopClaimMove, loopForceMove, loopStartMove, STALE_MOVE } from "./graph-loop.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 
@@ -90,16 +92,23 @@ export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<Gr
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   const ref = turn.workItem.ref;
-  await readState(ctx, setup, ref);
+  const seen = await readState(ctx, setup, ref);
   const choice = graphChosen(ctx, setup, ref);
+  const actor = actorOf(turn.event);
+  // A new run's loop.generation.pre is answered before its first state is written: a denial leaves no assignment to give.
+  const fresh = seen === undefined || isFinalGraphStatus(seen.status)
+    ? startRun(choice.graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor, ...(seen ? { previous: seen } : {}) })
+    : undefined;
+  const ahead = fresh ? await askAhead(ctx, ref, seen, loopStartMove(choice.graph, fresh, actor, turn.event)) : undefined;
   const begun = await setup.states.transaction(ref, async (tx) => {
     const current = tx.read();
-    if (current !== undefined && current.status !== "done" && current.status !== "failed") {
+    if (current !== undefined && !isFinalGraphStatus(current.status)) {
       return { graph: graphOf(setup, current), state: current, effects: [] as readonly GraphEffect[], began: false };
     }
     const graph = choice.graph;
-    const transition = startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor: actorOf(turn.event), ...(current ? { previous: current } : {}) });
-    return { graph, state: await tx.write(withPendingEffects(transition.state, transition.effects)), effects: transition.effects, began: true };
+    const transition = fresh ?? startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor, ...(current ? { previous: current } : {}) });
+    const written = committedMove(ctx, ref, current, ahead, () => loopStartMove(graph, transition, actor, turn.event), true);
+    return { graph, state: await tx.write(withPendingEffects(written.state, written.effects)), effects: written.effects, began: true };
   });
   if (begun.began && choice.refused !== undefined) {
     ctx.options.events.emit("graph.choice_refused", {
@@ -162,17 +171,26 @@ export async function graphGate(ctx: DispatchContext, ref: string, event: Inboun
   const selfLogin = (await ctx.options.trackers.forRef(ref).selfLogin().catch(() => undefined)) ?? null;
   const actor: GraphActor = { kind: "human", id: event.actor ?? "unknown" };
   const at = ctx.now();
+  const via = answer.kind === "answer" && gateAnswerOfReview(event.reviewState).kind === "answer" ? "review" : "keyword";
+  const gateInput = (current: GraphState | undefined): Parameters<typeof decideGateInput>[0] => ({
+    answer,
+    authorized: event.actor !== null,
+    author: event.actor,
+    selfLogin,
+    allowSelfApproval: setup.allowSelfApproval,
+    state: current,
+    graph,
+  });
+  // loop.gate.pre (and the next generation's loop.generation.pre) are answered before the decision is written.
+  const foreseen = decideGateInput(gateInput(state));
+  const foreseenMove = foreseen.kind === "refuse" ? undefined : applyGateAnswer(graph, state, { decision: foreseen.decision, actor, at, via });
+  const ahead =
+    foreseen.kind !== "refuse" && foreseenMove?.kind === "applied"
+      ? await askAhead(ctx, ref, state, loopGateMove(graph, state, foreseenMove, actor, foreseen.decision))
+      : undefined;
   const effects = await setup.states.transaction(ref, async (tx) => {
     const current = tx.read();
-    const decided = decideGateInput({
-      answer,
-      authorized: event.actor !== null,
-      author: event.actor,
-      selfLogin,
-      allowSelfApproval: setup.allowSelfApproval,
-      state: current,
-      graph,
-    });
+    const decided = decideGateInput(gateInput(current));
     if (decided.kind === "refuse") {
       const kind = decided.reasonCode === "ambiguous" ? "gate-ambiguous" : "gate-refused";
       const recorded = recordRefusal(graph, current, { kind, ref, reasonCode: decided.reasonCode, reason: decided.reason, actor, at });
@@ -180,14 +198,15 @@ export async function graphGate(ctx: DispatchContext, ref: string, event: Inboun
       return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
     }
     if (current === undefined) return undefined;
-    const via = answer.kind === "answer" && gateAnswerOfReview(event.reviewState).kind === "answer" ? "review" : "keyword";
-    const applied = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
-    if (applied.kind === "refuse") {
+    const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
+    const written = answered.kind === "refuse" ? undefined : committedMove(ctx, ref, current, ahead, () => loopGateMove(graph, current, answered, actor, decided.decision));
+    if (answered.kind === "refuse" || written === undefined) {
+      const applied = answered.kind === "refuse" ? answered : STALE_MOVE;
       const recorded = recordRefusal(graph, current, { kind: "gate-refused", ref, reasonCode: applied.reasonCode, reason: applied.reason, actor, at });
       if (recorded.state !== undefined) await tx.write(recorded.state);
       return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
     }
-    return { state: await tx.write(withPendingEffects(applied.state, applied.effects)), effects: applied.effects, moved: true };
+    return { state: await tx.write(withPendingEffects(written.state, written.effects)), effects: written.effects, moved: written.denied !== true };
   });
   if (effects === undefined) return undefined;
   await carryOut(ctx, graph, effects.state ?? state, effects.effects);
@@ -261,20 +280,27 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   const record = ctx.options.registry.get(ref);
   const cwd = record !== undefined && isLive(record) ? record.cwd : ctx.options.spawnCwd;
   const results = await runChecks(decided.checks, { cwd, env: allowListedEnv([]) });
+  const claimed = { node: decided.node, generation: decided.generation, results, actor, at };
+  // loop.gate.pre, when the claim steps into a terminal node, is answered before the claim is written.
+  const seen = await setup.states.get(ref).catch(() => undefined);
+  const foreseen = seen === undefined ? undefined : applyClaimResult(graph, seen, claimed);
+  const ahead = seen !== undefined && foreseen?.kind === "applied" ? await askAhead(ctx, ref, seen, loopClaimMove(graph, seen, foreseen, actor, decided.node, results)) : undefined;
   const outcome = await setup.states.transaction(ref, async (tx) => {
     const current = tx.read();
     if (current === undefined) return { refusal: { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" } as Refusal, state: current };
-    const applied: Refusal | Transition = applyClaimResult(graph, current, { node: decided.node, generation: decided.generation, results, actor, at });
+    const applied: Refusal | Transition = applyClaimResult(graph, current, claimed);
     if (applied.kind === "refuse") return { refusal: applied, state: current };
-    return { transition: applied, state: await tx.write(withPendingEffects(applied.state, applied.effects)) };
+    const written = committedMove(ctx, ref, current, ahead, () => loopClaimMove(graph, current, applied, actor, decided.node, results));
+    if (written === undefined) return { refusal: STALE_MOVE, state: current };
+    return { transition: applied, written, state: await tx.write(withPendingEffects(written.state, written.effects)) };
   });
   if (outcome.refusal !== undefined) {
     await refuseClaim(ctx, setup, graph, ref, actor, outcome.refusal, request.node);
     return answerOf(ref, graph, outcome.state, false, outcome.refusal);
   }
   const transition = outcome.transition;
-  await carryOut(ctx, graph, outcome.state ?? transition.state, transition.effects);
-  const moved = transition.moved;
+  await carryOut(ctx, graph, outcome.state, outcome.written.effects);
+  const moved = transition.moved && outcome.written.denied !== true;
   return answerOf(ref, graph, outcome.state, moved);
 }
 
@@ -317,17 +343,24 @@ export async function graphForce(ctx: DispatchContext, request: ForceRequest): P
     return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
   }
   const actor: GraphActor = { kind: "operator", id: request.actor };
-  await readState(ctx, setup, ref);
+  // A run on a graph the config no longer has is put on the default graph's node, as a new run.
+  const runOf = (read: GraphState | undefined): GraphState | undefined => (read !== undefined && setup.graphs.has(read.graph) ? read : undefined);
+  const forced = { to: request.to, reason: request.reason, actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } };
+  // loop.gate.pre (a force into a terminal node) and a new run's loop.generation.pre are answered before the force is written.
+  const seen = runOf(await readState(ctx, setup, ref));
+  const seenGraph = seen ? graphOf(setup, seen) : setup.defaultGraph;
+  const foreseen = forceTo(seenGraph, seen, forced);
+  const ahead = foreseen.kind === "applied" ? await askAhead(ctx, ref, seen, loopForceMove(seenGraph, seen, foreseen, actor, forced)) : undefined;
   const outcome = await setup.states.transaction(ref, async (tx) => {
-    const read = tx.read();
-    // A run on a graph the config no longer has is put on the default graph's node, as a new run.
-    const current = read !== undefined && setup.graphs.has(read.graph) ? read : undefined;
+    const current = runOf(tx.read());
     const graph = current ? graphOf(setup, current) : setup.defaultGraph;
-    const applied = forceTo(graph, current, { to: request.to, reason: request.reason, actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } });
+    const applied = forceTo(graph, current, forced);
     if (applied.kind === "refuse") return { graph, refusal: applied, state: current };
-    return { graph, transition: applied, state: await tx.write(withPendingEffects(applied.state, applied.effects)) };
+    const written = committedMove(ctx, ref, current, ahead, () => loopForceMove(graph, current, applied, actor, forced));
+    if (written === undefined) return { graph, refusal: STALE_MOVE, state: current };
+    return { graph, written, state: await tx.write(withPendingEffects(written.state, written.effects)) };
   });
   if (outcome.refusal !== undefined) return answerOf(ref, outcome.graph, outcome.state, false, outcome.refusal);
-  await carryOut(ctx, outcome.graph, outcome.state ?? outcome.transition.state, outcome.transition.effects);
-  return answerOf(ref, outcome.graph, outcome.state, true);
+  await carryOut(ctx, outcome.graph, outcome.state, outcome.written.effects);
+  return answerOf(ref, outcome.graph, outcome.state, outcome.written.denied !== true);
 }

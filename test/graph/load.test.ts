@@ -136,7 +136,7 @@ describe("parseGraphText", () => {
     {
       what: "an unknown top-level key",
       lines: ["owner: me", ...VALID],
-      expected: ['g.yaml:1:1: owner: unknown key "owner"; the keys here are: version, name, start, nodes, edges'],
+      expected: ['g.yaml:1:1: owner: unknown key "owner"; the keys here are: version, name, start, maxGenerations, nodes, edges'],
     },
     {
       what: "a non-terminal node with no outgoing edge",
