@@ -11,6 +11,7 @@ import { appendFileSync } from "node:fs";
 const QUESTION = "Should the /healthz endpoint also report the build version?";
 const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
+const LINE_WIDTH = 70;
 
 const prompt = process.argv[2] ?? "";
 const workItem = process.env.THE_LOOP_WORK_ITEM;
@@ -60,9 +61,17 @@ let buffer = "";
 let pasting = false;
 let pending: string | undefined;
 
+/** Short enough that the demo's narration, which quotes these lines indented, fits an 80-column terminal. */
+function clipped(line: string): string {
+  return line.length > LINE_WIDTH ? `${line.slice(0, LINE_WIDTH - 1)}…` : line;
+}
+
+/** The first lines of an input, so the answer a person wrote is seen arriving, not only its header. */
 function submit(text: string): void {
   record({ type: "input", text });
-  say(`✅ got it: ${firstLines(text, 1)}`);
+  const [first = "", ...rest] = firstLines(text, 3).split("\n");
+  say(clipped(`✅ got it: ${first}`));
+  for (const line of rest) say(clipped(`   │ ${line}`));
 }
 
 process.stdin.setEncoding("utf8");

@@ -3,6 +3,8 @@ import { access, readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
+import { demoSummary } from "../../src/cli/commands/demo.js";
+import type { EventRecord } from "../../src/events/reader.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
@@ -19,6 +21,20 @@ function socketOf(output: string): string {
   const socket = /tmux server -L (\S+)/.exec(output)?.[1];
   if (!socket) throw new Error(`the demo did not name its tmux server:\n${output}`);
   return socket;
+}
+
+/** The figures of the demo's closing account, as it printed them. */
+function summaryOf(output: string): string[] {
+  const summary = /^Done\. .*\n((?: {2}.*\n)+)/m.exec(output)?.[1];
+  if (!summary) throw new Error(`the demo printed no summary:\n${output}`);
+  return summary.trimEnd().split("\n").map((line) => line.trim());
+}
+
+/** The rows of the event table the demo printed (the lines between its header and the summary). */
+function eventRowsOf(output: string): string[] {
+  const table = /^TIME\s+LEVEL\s+SOURCE\s+EVENT.*\n([\s\S]*?)\n\nDone\./m.exec(output)?.[1];
+  if (table === undefined) throw new Error(`the demo printed no event table:\n${output}`);
+  return table.split("\n").filter((line) => line.trim() !== "");
 }
 
 async function tmuxServerRuns(socket: string): Promise<boolean> {
@@ -41,7 +57,8 @@ describe("the-loop demo", () => {
     expect(result.stdout).toContain("alice comments the-loop:start-execution: the-loop spawns a session");
     expect(result.stdout).toMatch(/control\.command\s+local:demo#1\s+.*command=start/);
     expect(result.stdout).toMatch(/control\.command\s+local:demo#1\s+.*effect=started/);
-    expect(result.stdout).toContain("✅ got it");
+    // The answer is read back from the agent's own screen, its words and all.
+    expect(result.stdout).toMatch(/│ ✅ got it: New event on local:demo#1 \(commented by alice\):\n.*│ +│ comment: Plain JSON is fine; keep it dependency-free\./);
     // mallory's stop keyword is dropped like any unauthorized comment: the session closes with the item.
     expect(result.stdout).toMatch(/routing\.dropped\s+local:demo#1\s+reason=unauthorized-actor/);
     expect(result.stdout).toMatch(/session\.closed\s+local:demo#1\s+reason=item-closed/);
@@ -49,6 +66,16 @@ describe("the-loop demo", () => {
     expect(result.stdout).toMatch(/^work item\s+status\s+control\s+harness\s+tmux\s+last event$/m);
     expect(result.stdout).toMatch(/^local:demo#1\s+closed\s+start \(cleared\)\s+demo-agent\s+loop-[0-9a-f]{8}-local-demo-1-\S+\s+\d{4}-\d\d-\d\dT/m);
     expect(result.stdout).toContain("<!-- the-loop:agent-comment -->");
+    expect(summaryOf(result.stdout).slice(0, 4)).toEqual([
+      "1 session spawned, 1 closed with its work item",
+      "1 question asked with `the-loop ask`, 1 answer delivered into the session",
+      "1 event held at the start gate, 1 unauthorized comment dropped",
+      "5 comments on the work item: 2 by alice, 2 by the-loop, 1 by mallory",
+    ]);
+    expect(result.stdout).toContain("5 comments:");
+    // The event count is the table's: what the summary counts is what the demo showed.
+    expect(summaryOf(result.stdout)[4]).toMatch(new RegExp(`^${eventRowsOf(result.stdout).length} of \\d+ events in the table above`));
+    expect(result.stdout).toContain("`the-loop sessions close --work-item REF` ends one");
     expect(await exists(dirname(stateRootOf(result.stdout)))).toBe(false);
     expect(await tmuxServerRuns(socketOf(result.stdout))).toBe(false);
     expect(await exists(join(cwd, ".the-loop"))).toBe(false);
@@ -63,6 +90,8 @@ describe("the-loop demo", () => {
       const log = (await readFile(join(root, "logs", "events.jsonl"), "utf8")).trim().split("\n");
       const records = log.map((line) => JSON.parse(line) as { event: string; reason?: string; command?: string; actor?: string });
       const types = records.map((record) => record.event);
+      const debug = (records as { level?: string }[]).filter((record) => record.level === "debug").length;
+      expect(summaryOf(result.stdout)[4]).toBe(`${records.length - debug} of ${records.length} events in the table above (the other ${debug} are debug: \`--level debug\`)`);
       for (const type of ["daemon.started", "control.command", "session.spawned", "session.awaiting_input", "dispatch.succeeded", "session.closed", "daemon.stopped"]) {
         expect(types).toContain(type);
       }
@@ -80,5 +109,54 @@ describe("the-loop demo", () => {
     } finally {
       await rm(dirname(root), { recursive: true, force: true });
     }
+  });
+});
+
+describe("the demo's closing account", () => {
+  const record = (event: string, fields: Record<string, unknown> = {}): EventRecord => ({
+    ts: "2026-01-01T00:00:00.000Z",
+    source: "daemon",
+    level: "info",
+    event,
+    work_item: "local:demo#1",
+    ...fields,
+  });
+
+  it.each([
+    {
+      name: "counts only what happened to the demo's item",
+      records: [record("session.spawned"), record("session.spawned", { work_item: "local:demo#2" }), record("session.closed", { reason: "item-closed" })],
+      line: 0,
+      expected: "1 session spawned, 1 closed with its work item",
+    },
+    {
+      name: "calls a delivery an answer only once a question was asked",
+      records: [record("dispatch.succeeded"), record("session.awaiting_input"), record("dispatch.succeeded")],
+      line: 1,
+      expected: "1 question asked with `the-loop ask`, 1 answer delivered into the session",
+    },
+    {
+      name: "says so when nothing was asked",
+      records: [record("dispatch.succeeded")],
+      line: 1,
+      expected: "0 questions asked with `the-loop ask`, 0 answers delivered into the session",
+    },
+    {
+      name: "tells the start gate's holds from unauthorized drops",
+      records: [record("routing.dropped", { reason: "awaiting-start" }), record("routing.dropped", { reason: "unauthorized-actor" }), record("routing.dropped", { reason: "unauthorized-actor" })],
+      line: 2,
+      expected: "1 event held at the start gate, 2 unauthorized comments dropped",
+    },
+  ])("$name", ({ records, line, expected }) => {
+    expect(demoSummary(records, "local:demo#1", [], records.length)[line]).toBe(expected);
+  });
+
+  it("names the comments' authors and the events the table left out", () => {
+    const records = [record("poll.cycle", { level: "debug" }), record("item.commented"), record("item.commented")];
+    const summary = demoSummary(records, "local:demo#1", [{ author: "alice" }, { author: null }, { author: "alice" }], 2);
+    expect(summary[3]).toBe("3 comments on the work item: 2 by alice, 1 by (unknown)");
+    expect(summary[4]).toBe("2 of 3 events in the table above (the other 1 is debug: `--level debug`)");
+    expect(demoSummary(records, "local:demo#1", [], 3)[4]).toBe("3 of 3 events in the table above");
+    expect(demoSummary(records, "local:demo#1", [], 3)[3]).toBe("0 comments on the work item");
   });
 });
