@@ -56,6 +56,7 @@ export interface TrackerPollSource {
 
 /** The poller's view of a tracker's change feed: each change becomes one item, keyed by its id. */
 export function trackerPollSource(key: string, tracker: FeedTracker, scope: TrackerScope): PollSourceRuntime & TrackerPollSource {
+  const watchChanges = tracker.watchChanges?.bind(tracker);
   return {
     key,
     tracker,
@@ -64,6 +65,7 @@ export function trackerPollSource(key: string, tracker: FeedTracker, scope: Trac
       const batch = await tracker.changesSince(scope, cursor);
       return { cursor: batch.cursor, items: batch.changes.map((change) => ({ id: change.id, event: inboundFromChange(change) })) };
     },
+    ...(watchChanges ? { watch: (onChange, onUnwatchable) => watchChanges(scope, onChange, onUnwatchable) } : {}),
   };
 }
 

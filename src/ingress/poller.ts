@@ -1,5 +1,4 @@
 import { performance } from "node:perf_hooks";
-import { setTimeout as delay } from "node:timers/promises";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/index.js";
 import type { EventHandler } from "../routing/inbound.js";
@@ -97,6 +96,10 @@ export class Poller {
   private readonly startedAt: string;
   private state: PollState | undefined;
   private cycling = false;
+  /** A wake came since the current (or last) cycle began: the next one follows after the shortest pause. */
+  private wakeWanted = false;
+  /** Ends the pause under way, if any. */
+  private endPause: (() => void) | undefined;
   private last: CycleSummary | undefined;
   // Saves are serialized: one write in flight, later requests coalesced into the next write.
   private saving: Promise<void> | undefined;
@@ -124,31 +127,45 @@ export class Poller {
   }
 
   /**
-   * Loops cycle → pause until the signal aborts; the pause ends at once on abort. A corrupt state
-   * file rejects before the first cycle (a person must move it aside); anything that goes wrong
-   * inside a cycle is reported and the loop goes on.
+   * Loops cycle → pause until the signal aborts; the pause ends at once on abort, and on a wake
+   * (`wake()`, or a source that watches for its own news). A corrupt state file rejects before
+   * the first cycle (a person must move it aside); anything that goes wrong inside a cycle is
+   * reported and the loop goes on.
    */
   async run(signal: AbortSignal): Promise<void> {
     await this.loadState();
-    while (!signal.aborted) {
-      try {
-        await this.runOnce(signal);
-      } catch (error) {
-        this.options.events.emit("poll.provider_error", { poll_source: "*", error: messageOf(error) });
+    const unwatch = this.watchSources();
+    try {
+      while (!signal.aborted) {
+        try {
+          await this.runOnce(signal);
+        } catch (error) {
+          this.options.events.emit("poll.provider_error", { poll_source: "*", error: messageOf(error) });
+        }
+        if (signal.aborted) break;
+        await this.pause(this.pauseMs(), signal);
       }
-      if (signal.aborted) break;
-      try {
-        await delay(this.pauseMs(), undefined, { signal });
-      } catch {
-        // Aborted: the loop condition ends it.
-      }
+    } finally {
+      for (const stop of unwatch) stop();
     }
+  }
+
+  /**
+   * Asks for a cycle now: the pause under way ends, or, while a cycle runs, the next one follows it
+   * without a pause (the running cycle may have read its sources before the news). Never a second
+   * cycle alongside one, and a burst of wakes costs at most one extra cycle.
+   */
+  wake(): void {
+    this.wakeWanted = true;
+    this.endPause?.();
   }
 
   /** One pass over every source. Rejects only when the state file cannot be loaded. */
   async runOnce(signal?: AbortSignal): Promise<CycleSummary> {
     if (this.cycling) throw new Error("a poll cycle is already running");
     this.cycling = true;
+    // What woke it is read by this cycle; a wake from here on asks for another.
+    this.wakeWanted = false;
     try {
       const started = performance.now();
       const state = await this.loadState();
@@ -204,6 +221,45 @@ export class Poller {
       if (wait > 0 && reason !== POLL_INTERVAL) pause = Math.min(pause, Math.max(wait, MIN_PAUSE_MS));
     }
     return pause;
+  }
+
+  /** Waits `ms`, or less: an abort or a wake ends it. */
+  private pause(ms: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    // Woken while the cycle ran: the shortest pause, so that wakes can never spin the loop.
+    const wait = this.wakeWanted ? Math.min(ms, MIN_PAUSE_MS) : ms;
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener("abort", done);
+        this.endPause = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, wait);
+      signal.addEventListener("abort", done, { once: true });
+      this.endPause = done;
+    });
+  }
+
+  /**
+   * Each source that can tell when it has news wakes the loop with it; one that cannot watch
+   * says so once and is read at the interval.
+   */
+  private watchSources(): (() => void)[] {
+    const interval = this.options.intervalMs / 1000;
+    const stops: (() => void)[] = [];
+    for (const source of this.sources) {
+      if (!source.watch) continue;
+      const unwatchable = (problem: string): void => {
+        this.options.warn?.(`${problem}; changes from the poll source ${source.key} are read every ${interval}s instead`);
+      };
+      try {
+        stops.push(source.watch(() => this.wake(), unwatchable));
+      } catch (error) {
+        unwatchable(`cannot watch the poll source ${source.key}: ${messageOf(error)}`);
+      }
+    }
+    return stops;
   }
 
   private async loadState(): Promise<PollState> {

@@ -49,4 +49,9 @@ export interface PollSourceRuntime {
    * legacy-poll-state.ts); undefined when the ledger says nothing about this source.
    */
   adoptLegacy?(ledger: LegacyLedger): string | undefined;
+  /**
+   * For a source that can tell when it has news (the local tracker's journals): calls `onChange`
+   * soon after, and `onUnwatchable` once if that stops working. Returns how to stop.
+   */
+  watch?(onChange: () => void, onUnwatchable: (problem: string) => void): () => void;
 }

@@ -128,6 +128,11 @@ export interface TrackerChangeFeed {
    * history is replayed, and the returned cursor marks "now".
    */
   changesSince(scope: TrackerScope, cursor: string | undefined): Promise<ChangeBatch>;
+  /**
+   * Calls `onChange` soon after the feed may hold something new, so a reader need not wait for
+   * its next poll; `onUnwatchable` is told once when that stops working. Returns how to stop.
+   */
+  watchChanges?(scope: TrackerScope, onChange: () => void, onUnwatchable: (problem: string) => void): () => void;
 }
 
 /** A tracker the poller can read changes from. */

@@ -7,7 +7,7 @@ import type { TrackerComment } from "../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
 import type { LocalRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
-import type { GlobalOptions } from "../context.js";
+import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
 
 export interface ItemActOptions {
@@ -41,6 +41,7 @@ interface ItemCommandContext {
   readonly tracker: LocalTracker;
   /** What `#7` and `7` refer to: integrations.local.project. */
   readonly defaultProject: string;
+  readonly project: Project;
 }
 
 async function openLocalTracker(globals: GlobalOptions): Promise<ItemCommandContext> {
@@ -48,7 +49,35 @@ async function openLocalTracker(globals: GlobalOptions): Promise<ItemCommandCont
   return {
     tracker: new LocalTracker({ trackerDir: project.paths.trackerDir, events: project.events }),
     defaultProject: project.config.integrations.local.project,
+    project,
   };
+}
+
+/**
+ * After a change the daemon acts on, one line on stderr saying what happens next: a running
+ * daemon reads it at once (it watches the journals), otherwise nothing happens until one runs.
+ * Only reads (the config and the poller's lock); says nothing when it cannot tell.
+ */
+async function sayWhatHappensNext(project: Project, ref: LocalRef): Promise<void> {
+  const { polling } = project.config;
+  const name = formatWorkItemRef(ref);
+  let next: string;
+  if (!polling.enabled) {
+    next = "the poller is off (polling.enabled: false), so no daemon reads local items; turn it on and run `the-loop start`";
+  } else if (!polling.sources.some((source) => source.provider === "local" && (source.projects?.includes(ref.project) ?? true))) {
+    next = `no poll source reads the local project "${ref.project}" (polling.sources), so no daemon sees this change`;
+  } else {
+    try {
+      const { readLock } = await import("../../daemon/pidfile.js");
+      next =
+        (await readLock(project.paths.pollPidfile)) === undefined
+          ? "no daemon is running: nothing happens until `the-loop start`"
+          : `the daemon picks this up now; follow it with \`the-loop sessions list\` or \`the-loop why ${name}\``;
+    } catch {
+      return;
+    }
+  }
+  stderr.line(stderr.paint("dim", next));
 }
 
 function parseLocalRef(text: string, defaultProject: string): LocalRef {
@@ -188,7 +217,7 @@ export function printItem(item: LocalItem): void {
 
 export async function runItemNew(globals: GlobalOptions, title: string, options: ItemNewOptions): Promise<void> {
   const actor = actorOf(options.as);
-  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openLocalTracker(globals);
   const item = await tracker.openItem({
     project: options.project ?? defaultProject,
     title,
@@ -196,18 +225,26 @@ export async function runItemNew(globals: GlobalOptions, title: string, options:
     labels: options.label,
     actor,
   });
-  if (options.json) stdout.json(itemJson(item));
-  else stdout.line(`created ${item.item.ref}: ${item.title}`);
+  if (options.json) {
+    stdout.json(itemJson(item));
+    return;
+  }
+  stdout.line(`created ${item.item.ref}: ${item.title}`);
+  await sayWhatHappensNext(project, { tracker: "local", project: item.item.repository, number: item.item.number });
 }
 
 export async function runItemComment(globals: GlobalOptions, refText: string, text: string, options: ItemActOptions): Promise<void> {
   const actor = actorOf(options.as);
-  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openLocalTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   const body = text === "-" ? await readStdinText() : text;
   const comment = await tracker.addComment(ref, body, actor);
-  if (options.json) stdout.json({ workItem: formatWorkItemRef(ref), ...commentJson(comment) });
-  else stdout.line(`commented on ${formatWorkItemRef(ref)} (${comment.id})`);
+  if (options.json) {
+    stdout.json({ workItem: formatWorkItemRef(ref), ...commentJson(comment) });
+    return;
+  }
+  stdout.line(`commented on ${formatWorkItemRef(ref)} (${comment.id})`);
+  await sayWhatHappensNext(project, ref);
 }
 
 export async function runItemLabel(globals: GlobalOptions, refText: string, options: ItemLabelOptions): Promise<void> {
@@ -215,7 +252,7 @@ export async function runItemLabel(globals: GlobalOptions, refText: string, opti
     throw new UsageError("say which labels to change: --add LABEL and/or --remove LABEL");
   }
   const actor = actorOf(options.as);
-  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openLocalTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   const result = await tracker.changeLabels(ref, { add: options.add, remove: options.remove }, actor);
   const name = formatWorkItemRef(ref);
@@ -227,17 +264,23 @@ export async function runItemLabel(globals: GlobalOptions, refText: string, opti
   }
   for (const label of result.removed) stdout.line(`removed the label "${label}" from ${name}`);
   for (const label of result.added) stdout.line(`added the label "${label}" to ${name}`);
+  if (result.added.length + result.removed.length > 0) await sayWhatHappensNext(project, ref);
 }
 
 export async function runItemSetState(globals: GlobalOptions, refText: string, state: ItemState, options: ItemActOptions): Promise<void> {
   const actor = actorOf(options.as);
-  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openLocalTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   const result = await tracker.setState(ref, state, actor);
   const name = formatWorkItemRef(ref);
   if (!result.changed) stderr.line(`${name} is already ${state === "closed" ? "closed" : "open"}; nothing changed`);
-  if (options.json) stdout.json(itemJson(result.item));
-  else if (result.changed) stdout.line(`${state === "closed" ? "closed" : "reopened"} ${name}`);
+  if (options.json) {
+    stdout.json(itemJson(result.item));
+    return;
+  }
+  if (!result.changed) return;
+  stdout.line(`${state === "closed" ? "closed" : "reopened"} ${name}`);
+  await sayWhatHappensNext(project, ref);
 }
 
 export async function runItemList(globals: GlobalOptions, options: ItemListOptions): Promise<void> {

@@ -20,6 +20,7 @@ import { appendJournalLine, readJournal, readJournalTail, requireSound, scanJour
 import { SELF_LOGIN, checkActor, checkBody, checkCommentBody, checkLabelCount, checkLabels, checkTitle } from "./limits.js";
 import { JournalMismatchError, applyLine } from "./records.js";
 import { repairJournal } from "./repair.js";
+import { watchJournals } from "./watch.js";
 import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
 import { changeOf, commentOf, localItemOf, localWorkItem, stateOf } from "./shapes.js";
 import type { LocalItem } from "./shapes.js";
@@ -153,6 +154,10 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
         a.line.seq - b.line.seq,
     );
     return { changes: pending.map(({ project, line }) => changeOf(this.files(project), line)), cursor: encodeCursor(positions) };
+  }
+
+  watchChanges(scope: TrackerScope, onChange: () => void, onUnwatchable: (problem: string) => void): () => void {
+    return watchJournals(this.trackerDir, scope.repositories, onChange, { onUnwatchable });
   }
 
   async getItem(ref: WorkItemRef): Promise<WorkItemState> {
