@@ -18,8 +18,8 @@ function keyOf(pair: unknown): unknown {
   return isPair(pair) && isScalar(pair.key) ? pair.key.value : isPair(pair) ? pair.key : undefined;
 }
 
-/** The start offset of the deepest node along `path` that exists: a key where there is one. */
-function offsetOf(doc: Document, path: readonly Segment[]): number | undefined {
+/** The start offset of the deepest node along `path` that exists: a key where there is one (graph files use it too). */
+export function offsetOf(doc: Document, path: readonly Segment[]): number | undefined {
   let node: unknown = doc.contents;
   let offset = (doc.contents as Node | null)?.range?.[0];
   for (const segment of path) {

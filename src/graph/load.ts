@@ -1,9 +1,9 @@
 import { promises as fs } from "node:fs";
 import { relative } from "node:path";
-import { LineCounter, isMap, isPair, isScalar, isSeq, parseDocument } from "yaml";
-import type { Document, Node } from "yaml";
+import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { EXIT_USAGE, ExitError, errnoOf } from "../errors.js";
+import { offsetOf } from "../config/parse.js";
 import { compileGraph, suggestion } from "./compile.js";
 import type { GraphProblem, Segment } from "./compile.js";
 import { CHECK_KEYS, CHECK_SCHEMAS, edgeSchema, graphFileSchema, nodeSchema } from "./definition.js";
@@ -62,31 +62,6 @@ export function formatGraphProblem(problem: LocatedGraphProblem, file: string): 
   return `${file}${position}: ${key}${problem.message}`;
 }
 
-function keyOf(pair: unknown): unknown {
-  return isPair(pair) && isScalar(pair.key) ? pair.key.value : isPair(pair) ? pair.key : undefined;
-}
-
-/** The start offset of the deepest node along `path` that exists: a key where there is one. */
-function offsetOf(doc: Document, path: readonly Segment[]): number | undefined {
-  let node: unknown = doc.contents;
-  let offset = (doc.contents as Node | null)?.range?.[0];
-  for (const segment of path) {
-    if (isMap(node)) {
-      const pair = node.items.find((item) => String(keyOf(item)) === String(segment));
-      if (!pair) break;
-      offset = (pair.key as Node | null)?.range?.[0] ?? offset;
-      node = pair.value;
-    } else if (isSeq(node) && typeof segment === "number") {
-      const item = node.items[segment] as Node | undefined;
-      if (!item) break;
-      offset = item.range?.[0] ?? offset;
-      node = item;
-    } else {
-      break;
-    }
-  }
-  return offset;
-}
 
 function valueAt(raw: unknown, path: readonly Segment[]): unknown {
   let value = raw;
