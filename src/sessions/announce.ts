@@ -96,7 +96,8 @@ export function refusalText(input: RefusalInput): string {
   );
 }
 
-function commentReason(reason: string): string {
+/** A hook's reason as a comment quotes it: one line, redacted, bounded, never half a character. */
+export function commentReason(reason: string): string {
   const line = redactKnownSecrets(reason).trim().replace(/\s+/g, " ");
   if (line.length <= REFUSAL_COMMENT_REASON_MAX) return line;
   let cut = line.slice(0, REFUSAL_COMMENT_REASON_MAX - 1);

@@ -12,7 +12,7 @@ import type { LoopPayloadOf, LoopPointName } from "../sdk/hooks/loop-catalog.js"
 import { isLive } from "../registry/record.js";
 import { redactKnownSecrets } from "../secrets.js";
 import { markSelfAuthored } from "../workitem/index.js";
-import { REFUSAL_COMMENT_REASON_MAX } from "./announce.js";
+import { commentReason } from "./announce.js";
 import type { DispatchContext } from "./context.js";
 import { LoopQueue } from "./loop-queue.js";
 
@@ -214,14 +214,6 @@ export function loopDenialText(ref: string, point: string, hook: string, reason:
       outcome,
     ].join("\n"),
   );
-}
-
-function commentReason(reason: string): string {
-  const line = redactKnownSecrets(reason).trim().replace(/\s+/g, " ");
-  if (line.length <= REFUSAL_COMMENT_REASON_MAX) return line;
-  let cut = line.slice(0, REFUSAL_COMMENT_REASON_MAX - 1);
-  if (/[\uD800-\uDBFF]$/.test(cut)) cut = cut.slice(0, -1);
-  return `${cut}…`;
 }
 
 /** A move's `.pre` events asked ahead of its transaction, on the state it was planned from. */
