@@ -4,6 +4,8 @@ import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
+import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import type { GraphStatusJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -24,29 +26,9 @@ afterEach(async () => {
   project = undefined;
 });
 
-const GRAPH = {
-  name: "spec-review",
-  start: "write",
-  nodes: [
-    { id: "write", phase: "writing", description: "Write spec.md.", produces: ["spec.md"] },
-    { id: "review", phase: "review", actor: "human", description: "Review spec.md." },
-    { id: "done", phase: "done", terminal: true },
-  ],
-  edges: [
-    { from: "write", to: "review", on: "pass" },
-    { from: "review", to: "done", on: "approved" },
-    { from: "review", to: "write", on: "changes-requested" },
-  ],
-};
+const GRAPH = SPEC_REVIEW_GRAPH;
 
-interface StatusJson {
-  node: string;
-  status: string;
-  generation: number;
-  reason_code: string | null;
-  reason: string | null;
-  history: { kind: string }[];
-}
+type StatusJson = GraphStatusJson;
 
 async function outcomesProject(options: { graph?: Record<string, unknown>; settings?: Record<string, unknown> } = {}): Promise<TestProject> {
   const p = await testProject({
@@ -59,11 +41,7 @@ async function outcomesProject(options: { graph?: Record<string, unknown>; setti
   return p;
 }
 
-async function status(p: TestProject): Promise<StatusJson> {
-  const result = await p.cli(["graph", "status", "#1", "--json"]);
-  expect(result.code, result.stderr).toBe(0);
-  return jsonOf<StatusJson>(result);
-}
+const status = (p: TestProject): Promise<GraphStatusJson> => graphStatus(p);
 
 /** The daemon running, and #1 started at the write node. */
 async function runningItem(p: TestProject): Promise<void> {

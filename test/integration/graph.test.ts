@@ -4,6 +4,8 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
+import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import type { GraphStatusJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -28,18 +30,8 @@ afterEach(async () => {
 });
 
 const GRAPH = {
-  name: "spec-review",
-  start: "write",
-  nodes: [
-    { id: "write", phase: "writing", description: "Write spec.md.", produces: ["spec.md"], maxAttempts: 5 },
-    { id: "review", phase: "review", actor: "human", description: "Review spec.md." },
-    { id: "done", phase: "done", terminal: true },
-  ],
-  edges: [
-    { from: "write", to: "review", on: "pass" },
-    { from: "review", to: "done", on: "approved" },
-    { from: "review", to: "write", on: "changes-requested" },
-  ],
+  ...SPEC_REVIEW_GRAPH,
+  nodes: SPEC_REVIEW_GRAPH.nodes.map((node) => (node.id === "write" ? { ...node, maxAttempts: 5 } : node)),
 };
 
 const RECORDER = [
@@ -66,17 +58,7 @@ const RECORDER = [
   "",
 ].join("\n");
 
-interface StatusJson {
-  ref: string;
-  graph: string;
-  node: string;
-  phase: string | null;
-  status: string;
-  generation: number;
-  reason_code: string | null;
-  reason: string | null;
-  history: unknown[];
-}
+type StatusJson = GraphStatusJson;
 
 interface ClaimJson {
   moved: boolean;
@@ -107,11 +89,7 @@ async function graphProject(routing: Record<string, unknown> = {}): Promise<Test
   return p;
 }
 
-async function status(p: TestProject, ref = "#1"): Promise<StatusJson> {
-  const result = await p.cli(["graph", "status", ref, "--json"]);
-  expect(result.code, result.stderr).toBe(0);
-  return jsonOf<StatusJson>(result);
-}
+const status = (p: TestProject, ref = "#1"): Promise<StatusJson> => graphStatus(p, ref);
 
 async function claim(p: TestProject, ...args: string[]): Promise<{ code: number; answer: ClaimJson; stderr: string }> {
   const result = await p.cli(["graph", "complete", "--json", ...args], { THE_LOOP_WORK_ITEM: REF });

@@ -6,6 +6,8 @@ import { HookServer, LoopHooks } from "../../src/sdk/hooks/index.js";
 import type { LoopAnnotateAnswer, LoopDenyAnswer, LoopGatePrePayload, LoopGenerationPrePayload } from "../../src/sdk/hooks/index.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
+import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import type { GraphStatusJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -18,20 +20,7 @@ import { waitFor } from "../support/wait.js";
 
 const LOOP_EVENTS = ["loop.started", "loop.generation.pre", "loop.generation.post", "loop.gate.pre", "loop.gate.post", "loop.node.terminal", "loop.terminal"];
 
-const GRAPH = {
-  name: "spec-review",
-  start: "write",
-  nodes: [
-    { id: "write", phase: "writing", description: "Write spec.md.", produces: ["spec.md"] },
-    { id: "review", phase: "review", actor: "human", description: "Review spec.md." },
-    { id: "done", phase: "done", terminal: true },
-  ],
-  edges: [
-    { from: "write", to: "review", on: "pass" },
-    { from: "review", to: "done", on: "approved" },
-    { from: "review", to: "write", on: "changes-requested" },
-  ],
-};
+const GRAPH = SPEC_REVIEW_GRAPH;
 
 const COMMAND_RECORDER = `
 import { appendFileSync } from "node:fs";
@@ -112,20 +101,7 @@ async function loopProject(hooks: readonly Record<string, unknown>[]): Promise<T
   return p;
 }
 
-interface StatusJson {
-  node: string;
-  phase: string | null;
-  status: string;
-  generation: number;
-  reason_code: string | null;
-  reason: string | null;
-}
-
-async function status(p: TestProject, ref = "#1"): Promise<StatusJson> {
-  const result = await p.cli(["graph", "status", ref, "--json"]);
-  expect(result.code, result.stderr).toBe(0);
-  return jsonOf<StatusJson>(result);
-}
+const status = (p: TestProject, ref = "#1"): Promise<GraphStatusJson> => graphStatus(p, ref);
 
 async function claim(p: TestProject, ref = "local:demo#1"): Promise<{ moved: boolean; node: string | null; status: string | null }> {
   return jsonOf(await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: ref }));
