@@ -19,7 +19,7 @@ const FLOORS = [
   ["registry"],
   ["trackers", "harness"],
   ["workspace", "hooks", "control"],
-  ["routing", "graph"],
+  ["routing", "graph", "capabilities"],
   ["ingress"],
   ["sessions"],
   ["daemon"],

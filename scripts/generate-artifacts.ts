@@ -16,6 +16,7 @@ import { GRAPH_STATE_SHAPE_FILE, graphStateShapeModule } from "../src/graph/stat
 import { GRAPH_SCHEMA_FILE, graphJsonSchemaText } from "../src/graph/definition.js";
 import { SHIPPED_GRAPHS_SECTION, renderShippedGraphs } from "../src/graph/reference.js";
 import { loadBuiltinGraphs } from "../src/graph/registry.js";
+import { CAPABILITY_SCHEMA_FILE, capabilityJsonSchemaText } from "../src/capabilities/manifest.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -35,6 +36,8 @@ await updateSection("docs/config.md", CONFIG_REFERENCE_SECTION, renderReferenceT
 await updateSection("docs/events.md", EVENT_CATALOG_SECTION, renderEventCatalogTable());
 await writeFile(at(GRAPH_SCHEMA_FILE), graphJsonSchemaText());
 console.log(`wrote ${GRAPH_SCHEMA_FILE}`);
+await writeFile(at(CAPABILITY_SCHEMA_FILE), capabilityJsonSchemaText());
+console.log(`wrote ${CAPABILITY_SCHEMA_FILE}`);
 await updateSection("docs/graph.md", SHIPPED_GRAPHS_SECTION, renderShippedGraphs(await loadBuiltinGraphs()));
 // Generated modules: the help text, and the shape of each record kind (a new kind adds its line).
 for (const [file, text] of [

@@ -18,6 +18,7 @@ import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
 import type { EventsOptions } from "./commands/events.js";
 import type { WhyOptions } from "./commands/why.js";
 import type { HookPointsOptions, HooksOptions } from "./commands/hooks.js";
+import type { CapabilitiesAddOptions, CapabilitiesListOptions, CapabilitiesRemoveOptions } from "./commands/capabilities.js";
 import type { GraphListOptions, GraphShowOptions } from "./commands/graph.js";
 import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph-run.js";
 import type {
@@ -210,6 +211,34 @@ export function buildProgram(): Command {
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: GraphForceOptions, command: Command) => {
       await (await import("./commands/graph-run.js")).runGraphForce(globalsOf(command), ref, options);
+    });
+
+  const capabilities = program
+    .command("capabilities")
+    .description("capability bundles that add steps, contributions and gates at the loop points, installed with consent (docs/capabilities.md)");
+  capabilities
+    .command("add")
+    .description("show everything a bundle runs; with --yes, declare it in the config at its current hash (again, to consent to a changed bundle)")
+    .argument("<dir>", "the bundle's folder (holding capability.yaml or capability.json)")
+    .option("--yes", "consent: declare the capability in the config", false)
+    .option("--json", "print as JSON", false)
+    .action(async (dir: string, options: CapabilitiesAddOptions, command: Command) => {
+      await (await import("./commands/capabilities.js")).runCapabilitiesAdd(globalsOf(command), dir, options);
+    });
+  capabilities
+    .command("list")
+    .description("list the installed capabilities: id, version, path, consented hash, and whether the bundle still matches it")
+    .option("--json", "print as JSON", false)
+    .action(async (options: CapabilitiesListOptions, command: Command) => {
+      await (await import("./commands/capabilities.js")).runCapabilitiesList(globalsOf(command), options);
+    });
+  capabilities
+    .command("remove")
+    .description("take an installed capability out of the config (its files stay)")
+    .argument("<id>", "the capability's id (or its configured path)")
+    .option("--json", "print as JSON", false)
+    .action(async (id: string, options: CapabilitiesRemoveOptions, command: Command) => {
+      await (await import("./commands/capabilities.js")).runCapabilitiesRemove(globalsOf(command), id, options);
     });
 
   const item = program

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
 
@@ -549,6 +550,7 @@ export const configSchema = z
       ),
     graph: graphSettingsSchema.prefault({}),
     graphs: graphFilesSchema.default([]),
+    capabilities: capabilitiesSchema.default([]),
   })
   .superRefine(checkGraphChoices)
   .meta({
@@ -572,3 +574,4 @@ export type ReactionsConfig = RoutingConfig["reactions"];
 export type ControlConfig = RoutingConfig["control"];
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 export type { GraphConfig, GraphFileConfig } from "./graph-schema.js";
+export type { CapabilityEntryConfig } from "./capability-schema.js";

@@ -18,6 +18,7 @@ import type { PidfileLock } from "./pidfile.js";
 import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
 import type { ReloadState } from "./reload.js";
 import { loadDaemonHooks } from "./hooks.js";
+import { loadCapabilities } from "../capabilities/load.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
@@ -50,6 +51,11 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
   // run must never hold a lock. The secret first, since it needs nothing built.
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
+  // A capability changed since consent (or not a bundle at all) refuses the start, like a bad graph.
+  await loadCapabilities(input.config, input.configFile !== undefined ? dirname(input.configFile) : input.baseDir, {
+    events,
+    ...(input.configFile !== undefined ? { configFile: input.configFile } : {}),
+  });
   // Loaded once for the daemon's life (R3.7); one entry that does not load stops the start.
   const hooks = await loadDaemonHooks(input);
   const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);

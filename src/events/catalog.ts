@@ -1,3 +1,4 @@
+import { CAPABILITY_EVENTS } from "./capability-catalog.js";
 import { GRAPH_EVENTS } from "./graph-catalog.js";
 
 /**
@@ -444,6 +445,7 @@ export const EVENT_CATALOG = {
     fields: { pull_request: "string", work_item: "string", reason: "string" },
   },
   ...GRAPH_EVENTS,
+  ...CAPABILITY_EVENTS,
   "daemon.started": {
     family: "daemon",
     level: "info",

@@ -195,16 +195,27 @@ async function graphNames(loaded: LoadedConfig): Promise<string[]> {
   return [...graphs.graphs.keys()];
 }
 
+/** Every installed capability, read and matched against its consent, as a daemon start would. */
+async function capabilityIds(loaded: LoadedConfig): Promise<string[]> {
+  if (loaded.config.capabilities.length === 0) return [];
+  const { loadCapabilities } = await import("../../capabilities/load.js");
+  const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
+  const capabilities = await loadCapabilities(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {});
+  return capabilities.map((capability) => capability.manifest.id);
+}
+
 export async function runConfigValidate(globals: GlobalOptions, options: { json: boolean }): Promise<void> {
   const loaded = await loadValidated(globals);
   printConfigWarnings(loaded);
   const graphs = await graphNames(loaded);
+  const capabilities = await capabilityIds(loaded);
   if (options.json) {
-    stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, graphs, warnings: loaded.warnings });
+    stdout.json({ valid: true, source: loaded.source, baseDir: loaded.baseDir, graphs, capabilities, warnings: loaded.warnings });
     return;
   }
   stdout.line(`${stdout.paint("green", "config OK:")} ${sourceLine(loaded)}`);
   stdout.line(`graphs OK: ${graphs.join(", ")}`);
+  if (capabilities.length > 0) stdout.line(`capabilities OK: ${capabilities.join(", ")}`);
   if (loaded.warnings.length > 0) stdout.line(`${loaded.warnings.length} warning(s) on stderr`);
 }
 

@@ -30,6 +30,16 @@ function requireConfigFile(project: Project): void {
 export async function runStart(globals: GlobalOptions, options: JsonOption): Promise<void> {
   const project = await openProject(globals, "daemon");
   requireConfigFile(project);
+  // Here as well as in the daemon, so a changed capability bundle fails the start with its own exit status.
+  if (project.config.capabilities.length > 0) {
+    const { loadCapabilities } = await import("../../capabilities/load.js");
+    const configFile = project.loaded.source.path ?? undefined;
+    await loadCapabilities(project.config, configFile !== undefined ? dirname(configFile) : project.loaded.baseDir, {
+      events: project.events,
+      checkOnly: true,
+      ...(configFile !== undefined ? { configFile } : {}),
+    });
+  }
   const result = await startDaemon(project.config, project.paths, {
     configFile: project.loaded.source.path ?? undefined,
     cwd: process.cwd(),

@@ -1,0 +1,206 @@
+import { access, readFile, realpath } from "node:fs/promises";
+import { homedir } from "node:os";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { parse as parseYaml } from "yaml";
+import type { CapabilityEntryConfig } from "../config/capability-schema.js";
+import { EXIT_USAGE, ExitError } from "../errors.js";
+import type { EventSink } from "../events/log.js";
+import { bundleHash } from "./consent.js";
+import { MANIFEST_FILES, commandReferences, parseManifest } from "./manifest.js";
+import type { CapabilityManifest } from "./manifest.js";
+
+/**
+ * Reading capability bundles: one bundle with every problem named by file and field
+ * (`readBundle`), the rules across the installed set (`crossCheck`), and the config's
+ * capabilities as a daemon runs them — consented hashes checked, all or nothing
+ * (`loadCapabilities`).
+ */
+
+export interface CapabilityBundle {
+  /** The bundle's folder, absolute. */
+  readonly dir: string;
+  /** The manifest file, absolute. */
+  readonly file: string;
+  readonly manifest: CapabilityManifest;
+  readonly sha256: string;
+}
+
+export interface BundleOutcome {
+  readonly bundle?: CapabilityBundle;
+  readonly problems: string[];
+}
+
+export class CapabilityError extends ExitError {
+  override readonly name: string = "CapabilityError";
+  constructor(readonly problems: readonly string[]) {
+    const only = problems.length === 1 ? problems[0] : undefined;
+    super(only ? `capability refused: ${only}` : `capabilities refused: ${problems.length} problems`, EXIT_USAGE, "config", only ? [] : problems);
+  }
+}
+
+/** Where a `capabilities[].path` points: absolute, `~`-relative, or relative to the config file's folder. */
+export function resolveCapabilityPath(path: string, configDir: string, homeDir: string = homedir()): string {
+  if (path === "~" || path.startsWith("~/")) return join(homeDir, path.slice(1));
+  return isAbsolute(path) ? resolve(path) : resolve(configDir, path);
+}
+
+const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+
+function within(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
+}
+
+/**
+ * A file the manifest names inside its bundle: relative, no `..`, and still inside once every
+ * symlink is followed. The problem, or undefined when it is fine.
+ */
+async function bundlePathProblem(dir: string, realDir: string, path: string): Promise<string | undefined> {
+  if (isAbsolute(path)) return `${JSON.stringify(path)} is absolute; name a file inside the bundle, relative to it`;
+  if (path.split(/[\\/]/).includes("..")) return `${JSON.stringify(path)} climbs out with '..'; name a file inside the bundle`;
+  const real = await realpath(join(dir, path)).catch(() => undefined);
+  if (real === undefined) return `${JSON.stringify(path)} does not exist in the bundle`;
+  if (!within(realDir, real)) return `${JSON.stringify(path)} leads outside the bundle through a symlink`;
+  return undefined;
+}
+
+/** A program is a bundle file when it is relative and has a '/': a bare name is looked up on PATH. */
+const isBundleProgram = (program: string): boolean => !isAbsolute(program) && /[\\/]/.test(program);
+
+async function pathProblems(dir: string, manifest: CapabilityManifest): Promise<string[]> {
+  const realDir = await realpath(dir);
+  const named: { field: string; path: string }[] = [
+    ...manifest.contributions.flatMap((contribution, index) =>
+      contribution.fragment.file !== undefined ? [{ field: `contributions[${index}].fragment.file`, path: contribution.fragment.file }] : [],
+    ),
+    ...manifest.commands.flatMap((command, index) => (isBundleProgram(command.argv[0] ?? "") ? [{ field: `commands[${index}].argv[0]`, path: command.argv[0] ?? "" }] : [])),
+    ...(manifest.taskContentResolver && isBundleProgram(manifest.taskContentResolver.invoke.binary)
+      ? [{ field: "taskContentResolver.invoke.binary", path: manifest.taskContentResolver.invoke.binary }]
+      : []),
+  ];
+  const problems: string[] = [];
+  for (const { field, path } of named) {
+    const problem = await bundlePathProblem(dir, realDir, path);
+    if (problem !== undefined) problems.push(`${field}: ${problem}`);
+  }
+  return problems;
+}
+
+/** The bundle at `dir`: its manifest checked on its own and its files hashed, or every problem, each naming the file and the field. */
+export async function readBundle(dir: string): Promise<BundleOutcome> {
+  const present = [];
+  for (const name of MANIFEST_FILES) if (await exists(join(dir, name))) present.push(name);
+  if (present.length !== 1) {
+    const why = present.length === 0 ? `no ${MANIFEST_FILES.join(" or ")} in it` : `both ${present.join(" and ")} in it; keep one`;
+    return { problems: [`${dir}: not a capability bundle (${why})`] };
+  }
+  const file = join(dir, present[0] as string);
+  let raw: unknown;
+  try {
+    const text = await readFile(file, "utf8");
+    raw = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    return { problems: [`${file}: not ${file.endsWith(".json") ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`] };
+  }
+  const parsed = parseManifest(raw);
+  const problems = parsed.problems.map((problem) => `${file}: ${problem}`);
+  if (!parsed.manifest) return { problems };
+  problems.push(...(await pathProblems(dir, parsed.manifest)).map((problem) => `${file}: ${problem}`));
+  if (problems.length > 0) return { problems };
+  return { bundle: { dir, file, manifest: parsed.manifest, sha256: await bundleHash(dir) }, problems: [] };
+}
+
+/**
+ * The rules across the installed set: ids and tracker prefixes unique, every `requires` present,
+ * and every `ref.command` and `check.query` naming a command some installed capability declares.
+ */
+export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
+  const problems: string[] = [];
+  const byId = new Map<string, CapabilityBundle>();
+  const prefixes = new Map<string, CapabilityBundle>();
+  for (const bundle of bundles) {
+    const { manifest } = bundle;
+    const earlier = byId.get(manifest.id);
+    if (earlier !== undefined) problems.push(`${bundle.file}: id: "${manifest.id}" is already installed from ${earlier.dir}`);
+    byId.set(manifest.id, bundle);
+    const prefix = manifest.taskContentResolver?.trackerPrefix;
+    if (prefix !== undefined) {
+      const owner = prefixes.get(prefix);
+      if (owner !== undefined) problems.push(`${bundle.file}: taskContentResolver.trackerPrefix: "${prefix}" is already the prefix of ${owner.manifest.id}`);
+      prefixes.set(prefix, bundle);
+    }
+  }
+  const commands = new Set(bundles.flatMap((bundle) => bundle.manifest.commands.map((command) => command.name)));
+  for (const bundle of bundles) {
+    for (const required of bundle.manifest.requires) {
+      if (!byId.has(required)) problems.push(`${bundle.file}: requires: "${required}" is not installed; install it first`);
+    }
+    for (const { field, command } of commandReferences(bundle.manifest)) {
+      if (!commands.has(command)) problems.push(`${bundle.file}: ${field}: no installed capability declares the command "${command}"`);
+    }
+  }
+  return problems;
+}
+
+export interface LoadedCapability extends CapabilityBundle {
+  /** The entry's path as the config writes it. */
+  readonly configuredPath: string;
+}
+
+export interface LoadCapabilitiesOptions {
+  readonly events?: EventSink;
+  readonly homeDir?: string;
+  /** Named in messages: the config file. */
+  readonly configFile?: string;
+  /** A check ahead of the load (`the-loop start`, before it spawns the daemon): refusals are recorded, loads are not. */
+  readonly checkOnly?: boolean;
+}
+
+/** The command that consents to the bundle at `dir` again. */
+export const consentCommand = (dir: string): string => `the-loop capabilities add ${JSON.stringify(dir)} --yes`;
+
+/**
+ * The config's capabilities, each bundle read, checked and matched against the hash consented
+ * to. Any problem refuses them all (`CapabilityError`, exit 2) with every problem at once, so a
+ * daemon never runs on part of them or on a bundle changed since consent.
+ */
+export async function loadCapabilities(
+  config: { readonly capabilities: readonly CapabilityEntryConfig[] },
+  configDir: string,
+  options: LoadCapabilitiesOptions = {},
+): Promise<LoadedCapability[]> {
+  const where = options.configFile ?? "the config";
+  const problems: string[] = [];
+  const loaded: LoadedCapability[] = [];
+  for (const [index, entry] of config.capabilities.entries()) {
+    const dir = resolveCapabilityPath(entry.path, configDir, options.homeDir);
+    const outcome = await readBundle(dir).catch((error: unknown): BundleOutcome => ({ problems: [`${dir}: ${(error as Error).message}`] }));
+    const refuse = (reason: string, id?: string): void => {
+      problems.push(reason);
+      options.events?.emit("capability.refused", { path: dir, bundle_hash: entry.sha256, reason, ...(id ? { id } : {}) });
+    };
+    if (!outcome.bundle) {
+      for (const problem of outcome.problems) refuse(`capabilities[${index}] in ${where}: ${problem}`);
+      continue;
+    }
+    const { bundle } = outcome;
+    if (bundle.sha256 !== entry.sha256) {
+      refuse(
+        `capability "${bundle.manifest.id}" (${dir}) changed since it was consented to (its files hash to ${bundle.sha256}, consented ${entry.sha256}); read what it runs and consent again with \`${consentCommand(dir)}\``,
+        bundle.manifest.id,
+      );
+      continue;
+    }
+    loaded.push({ ...bundle, configuredPath: entry.path });
+  }
+  for (const problem of crossCheck(loaded)) {
+    problems.push(problem);
+    options.events?.emit("capability.refused", { path: where, bundle_hash: "", reason: problem });
+  }
+  if (problems.length > 0) throw new CapabilityError(problems);
+  if (options.checkOnly === true) return loaded;
+  for (const capability of loaded) {
+    options.events?.emit("capability.loaded", { id: capability.manifest.id, version: capability.manifest.version, path: capability.dir, bundle_hash: capability.sha256 });
+  }
+  return loaded;
+}
