@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { LOOP_POINTS } from "../graph/types.js";
 
 /**
  * A capability's manifest (`capability.yaml` or `capability.json` at the root of its bundle): what
@@ -10,22 +11,8 @@ import { z } from "zod";
  * predicate is a known kind with its fields, and a resolver's id travels as a whole argv element.
  */
 
-/** The loop points a step, a contribution or a gate binds to, in the loop's order. */
-export const LOOP_POINTS = [
-  "discuss:pre",
-  "discuss:post",
-  "plan:pre",
-  "plan:post",
-  "execute:pre",
-  "execute:wave:pre",
-  "execute:wave:post",
-  "execute:post",
-  "verify:pre",
-  "verify:post",
-  "ship:pre",
-  "ship:post",
-] as const;
-export type LoopPoint = (typeof LOOP_POINTS)[number];
+export { LOOP_POINTS } from "../graph/types.js";
+export type { LoopPoint } from "../graph/types.js";
 
 /** A command's words: what `ref.command` and `check.query` name and `the-loop <words> …` runs. */
 export const COMMAND_PATTERN = "^[a-z][a-z0-9-]*( [a-z][a-z0-9-]*)*$";

@@ -1,6 +1,7 @@
 /**
  * The capability family of the event catalog (catalog.ts takes them in, in this order): a
- * capability bundle consented to, installed, loaded or refused. The same field specs and rules
+ * capability bundle consented to, installed, loaded or refused, and what its hooks did at a loop
+ * point (a step run or failed, a gate decided, a task's resolver failed). The same field specs and rules
  * as the rest of the catalog.
  */
 export const CAPABILITY_EVENTS = {
@@ -35,5 +36,45 @@ export const CAPABILITY_EVENTS = {
     summary:
       "An installed capability did not load (`reason`): its bundle changed since consent, or it is not a valid bundle; nothing loads and the daemon does not start.",
     fields: { path: "string", bundle_hash: "string", reason: "string", id: "string?" },
+  },
+  "capability.step_run": {
+    family: "capability",
+    level: "info",
+    summary:
+      "A capability's step ran at a loop `point` of the work item's node: `how` is `command` (its `the-loop <words>` ran and exited 0), `skill` or `agent` (an instruction went into the assignment).",
+    fields: { work_item: "string", graph: "string", node: "string", point: "string", capability: "string", hook: "string", how: "string", ref: "string" },
+  },
+  "capability.step_failed": {
+    family: "capability",
+    level: "warning",
+    summary:
+      "A capability's step at a loop `point` failed or was skipped (`error`: a malformed command, a non-zero exit, a timeout). `on_error` says what followed: `skip` went on, `halt` blocked the item at its node.",
+    fields: { work_item: "string", graph: "string", node: "string", point: "string", capability: "string", hook: "string", ref: "string", error: "string", on_error: "string" },
+  },
+  "capability.gate_decided": {
+    family: "capability",
+    level: "info",
+    summary:
+      "A capability's gate at a loop `point` was evaluated. `decision`: `pass`, `block` (a blocking gate stopped the item at its node with `message`), `advisory` (a non-blocking gate's block, surfaced), `error-skipped` or `error-halted` (the check itself failed: `error`).",
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      point: "string",
+      capability: "string",
+      hook: "string",
+      check: "string",
+      blocking: "boolean",
+      decision: "string",
+      message: "string",
+      error: "string?",
+    },
+  },
+  "capability.resolver_failed": {
+    family: "capability",
+    level: "error",
+    summary:
+      "A task's content resolver (execute:task) failed for `task_id` (`error`): the item is blocked at its node, never handed the task without its content.",
+    fields: { work_item: "string", graph: "string", node: "string", capability: "string", task_id: "string", error: "string" },
   },
 } as const;

@@ -99,3 +99,24 @@ export interface CheckResult {
   readonly passed: boolean;
   readonly message: string;
 }
+
+/**
+ * The loop points a capability's steps, contributions and gates bind to, in the loop's order. A
+ * graph's nodes bind them (`points:` in a graph file), so the runtime knows where it passes each.
+ * `execute:task` is not one of them: it runs for each task of a node's plan.
+ */
+export const LOOP_POINTS = [
+  "discuss:pre",
+  "discuss:post",
+  "plan:pre",
+  "plan:post",
+  "execute:pre",
+  "execute:wave:pre",
+  "execute:wave:post",
+  "execute:post",
+  "verify:pre",
+  "verify:post",
+  "ship:pre",
+  "ship:post",
+] as const;
+export type LoopPoint = (typeof LOOP_POINTS)[number];
