@@ -1,11 +1,13 @@
 import { DEFAULT_MAX_ATTEMPTS, alternativesOf } from "./definition.js";
 import type { GraphFile, GraphFileCheck, GraphFileNode } from "./definition.js";
-import type { Graph, GraphCheck, GraphEdge, GraphNode, GraphOutcome, NodeActor } from "./types.js";
+import { isPostPoint, isWavePoint } from "./points.js";
+import { LOOP_POINTS } from "./types.js";
+import type { Graph, GraphCheck, GraphEdge, GraphNode, GraphOutcome, LoopPoint, NodeActor } from "./types.js";
 
 /**
  * A validated graph file → a `Graph`, after the rules between its values: every edge names
  * nodes, the outcomes fit the node they leave, every node is reached from the start and can
- * reach a terminal. Pure: the loader reads the file and says where each problem stands.
+ * reach a terminal, each loop point is bound once and where it can pass. Pure: the loader reads the file and says where each problem stands.
  */
 
 export type Segment = string | number;
@@ -78,6 +80,9 @@ function compileNode(node: GraphFileNode): GraphNode {
     ],
     maxAttempts: node.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     terminal: node.terminal ?? false,
+    // The runtime dispatches in the loop's order, so the file's order is not kept.
+    points: LOOP_POINTS.filter((point) => node.points?.includes(point)),
+    ...(node.taskPlan !== undefined ? { taskPlan: node.taskPlan } : {}),
   };
 }
 
@@ -93,6 +98,7 @@ function nodeShapeProblems(node: GraphFileNode, at: readonly Segment[]): GraphPr
     refuse("produces", why);
     refuse("checks", why);
     refuse("maxAttempts", why);
+    refuse("taskPlan", "a terminal node ends the run: no task of a plan is worked on there; put taskPlan on the agent node that implements it");
     return problems;
   }
   if (node.actor === "human") {
@@ -100,6 +106,7 @@ function nodeShapeProblems(node: GraphFileNode, at: readonly Segment[]): GraphPr
     refuse("produces", why);
     refuse("checks", why);
     refuse("maxAttempts", why);
+    refuse("taskPlan", "a person answers a human node, and no agent works a plan's tasks there; put taskPlan on the agent node that implements it");
   }
   if (!node.description) {
     problems.push({
@@ -107,6 +114,41 @@ function nodeShapeProblems(node: GraphFileNode, at: readonly Segment[]): GraphPr
       message: `node "${node.id}" needs a description: it is what the agent is assigned, or what the reviewer is asked to look at`,
     });
   }
+  return problems;
+}
+
+/**
+ * The problems of the points `node` binds: each point is bound once in the graph (`boundTo`, the
+ * node each earlier one is bound to, is filled in as it goes), and only where it can pass.
+ */
+function pointProblems(node: GraphFileNode, at: readonly Segment[], boundTo: Map<LoopPoint, string>): GraphProblem[] {
+  const problems: GraphProblem[] = [];
+  (node.points ?? []).forEach((point, index) => {
+    const path = [...at, "points", index];
+    const owner = boundTo.get(point);
+    if (owner !== undefined) {
+      const message =
+        owner === node.id
+          ? `node "${node.id}" lists \`${point}\` twice; list each point once`
+          : `node "${node.id}": \`${point}\` is already bound to node "${owner}"; a loop point is bound to one node of a graph`;
+      problems.push({ path, message });
+      return;
+    }
+    boundTo.set(point, node.id);
+    // A terminal node passes every point it binds when it is reached.
+    if (node.terminal === true || node.actor !== "human") return;
+    if (isWavePoint(point)) {
+      problems.push({
+        path,
+        message: `node "${node.id}": \`${point}\` brackets each attempt at an agent node, and a human node has no attempts; bind it to the agent node that does the work`,
+      });
+    } else if (isPostPoint(point)) {
+      problems.push({
+        path,
+        message: `node "${node.id}": a human node passes its points on entry, before anything is approved, so it cannot bind \`${point}\`; bind it to the node the approval leads to`,
+      });
+    }
+  });
   return problems;
 }
 
@@ -129,6 +171,7 @@ export function compileGraph(file: GraphFile, source: string): CompileOutcome {
   const problems: GraphProblem[] = [];
   const nodes = new Map<string, GraphNode>();
   const indexOf = new Map<string, number>();
+  const boundTo = new Map<LoopPoint, string>();
   file.nodes.forEach((node, index) => {
     const earlier = indexOf.get(node.id);
     if (earlier !== undefined) {
@@ -138,6 +181,7 @@ export function compileGraph(file: GraphFile, source: string): CompileOutcome {
     indexOf.set(node.id, index);
     nodes.set(node.id, compileNode(node));
     problems.push(...nodeShapeProblems(node, ["nodes", index]));
+    problems.push(...pointProblems(node, ["nodes", index], boundTo));
   });
   const ids = [...nodes.keys()];
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { GRAPH_NAME_PATTERN } from "../config/graph-schema.js";
-import { GRAPH_OUTCOMES, NODE_ACTORS } from "./types.js";
+import { GRAPH_OUTCOMES, LOOP_POINTS, NODE_ACTORS } from "./types.js";
 
 /**
  * The schema of a graph file, as an operator writes one (docs/graph.md, "The file format"). It
@@ -54,6 +54,35 @@ const artifactEntry = (description: string) =>
       }
     })
     .describe(description);
+
+/** The point a capability's task content resolver runs at: per task of a `taskPlan`, never bound by `points`. */
+export const TASK_POINT = "execute:task";
+
+/** Why `value` is no loop point a node can bind: `execute:task` is the task plan's, not a node's. */
+export function unknownPointMessage(value: unknown): string {
+  if (value === TASK_POINT) {
+    return `${TASK_POINT} is not bound to a node: it runs for each task of a node's taskPlan; give the agent node taskPlan: FILE instead`;
+  }
+  const shown = typeof value === "string" ? `"${value}"` : String(value);
+  return `unknown loop point ${shown}; a node binds any of: ${LOOP_POINTS.join(", ")}`;
+}
+
+const loopPoint = z
+  .enum(LOOP_POINTS, { error: (issue) => unknownPointMessage(issue.input) })
+  .describe("A loop point, one of discuss:pre … ship:post.");
+
+const taskPlanPath = z
+  .string()
+  .trim()
+  .max(1_000)
+  .superRefine((path, context) => {
+    const problem = path.includes(ALTERNATIVE_SEPARATOR)
+      ? `"${path}": a task plan is one file, without \`${ALTERNATIVE_SEPARATOR}\` alternatives`
+      : path === ""
+        ? "an empty path"
+        : artifactPathProblem(path);
+    if (problem !== undefined) context.addIssue({ code: "custom", message: problem });
+  });
 
 const nodeId = (description: string) =>
   z
@@ -150,6 +179,17 @@ export const nodeSchema = z
       .boolean()
       .optional()
       .describe("true: reaching this node ends the run (done). It has no edges out, no actor and no checks."),
+    points: z
+      .array(loopPoint)
+      .optional()
+      .describe(
+        "The loop points this node binds: capabilities' hooks at them run when the item passes them here (docs/graph.md, \"Loop points\"). A point is bound to one node of a graph; execute:wave:pre/post only to an agent node; no :post point to a human node.",
+      ),
+    taskPlan: taskPlanPath
+      .optional()
+      .describe(
+        "Agent nodes: the Markdown checklist (`- [ ] <task-id> <title>` lines) whose tasks' content capabilities' resolvers provide when the item enters this node (execute:task). One path relative to the session's working directory.",
+      ),
   })
   .describe("One step of the process.");
 

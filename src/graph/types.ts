@@ -45,6 +45,10 @@ export interface GraphNode {
   /** Failed claims allowed before the item is blocked here. */
   readonly maxAttempts: number;
   readonly terminal: boolean;
+  /** The loop points bound here, in LOOP_POINTS order whatever order the file wrote; `pointsAt` says when each passes. */
+  readonly points: readonly LoopPoint[];
+  /** Agent nodes: the checklist whose tasks' content is resolved when the item enters (execute:task). */
+  readonly taskPlan?: string;
 }
 
 export interface GraphEdge {

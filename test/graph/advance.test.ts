@@ -263,7 +263,7 @@ describe("applyGateAnswer", () => {
   it("fires phase_changed at a terminal node that has no phase of its own, the label left as it is", () => {
     const graph: Graph = {
       ...GRAPH,
-      nodes: new Map([...GRAPH.nodes].map(([id, n]) => [id, id === "complete" ? { id: n.id, actor: n.actor, description: "", produces: [], checks: [], maxAttempts: 3, terminal: true } : n])),
+      nodes: new Map([...GRAPH.nodes].map(([id, n]) => [id, id === "complete" ? { id: n.id, actor: n.actor, description: "", produces: [], checks: [], maxAttempts: 3, terminal: true, points: [] } : n])),
     };
     const { effects } = applied(applyGateAnswer(graph, walkedTo("review"), { decision: "approved", actor: ALICE, at: at(40) }));
     expect(labelEffects(effects)).toEqual([]);

@@ -24,6 +24,7 @@ const node = (id: string, fields: Partial<GraphNode> = {}): GraphNode => ({
   checks: [],
   maxAttempts: 3,
   terminal: false,
+  points: [],
   ...fields,
 });
 

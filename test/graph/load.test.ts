@@ -35,6 +35,11 @@ function replaced(n: number, ...lines: string[]): string[] {
   return [...VALID.slice(0, n - 1), ...lines, ...VALID.slice(n)];
 }
 
+/** VALID with `lines` added after line `n` (1-based). */
+function inserted(n: number, ...lines: string[]): string[] {
+  return [...VALID.slice(0, n), ...lines, ...VALID.slice(n)];
+}
+
 function problemsOf(source: string): string[] {
   return parseGraphText(source, { source: "/g/small.yaml" }).problems.map((problem) => formatGraphProblem(problem, "g.yaml"));
 }
@@ -62,9 +67,10 @@ describe("parseGraphText", () => {
       ],
       maxAttempts: 3,
       terminal: false,
+      points: [],
     });
-    expect(graph?.nodes.get("review")).toMatchObject({ actor: "human", checks: [], produces: [], terminal: false });
-    expect(graph?.nodes.get("done")).toMatchObject({ terminal: true, description: "", checks: [] });
+    expect(graph?.nodes.get("review")).toMatchObject({ actor: "human", checks: [], produces: [], terminal: false, points: [] });
+    expect(graph?.nodes.get("done")).toMatchObject({ terminal: true, description: "", checks: [], points: [] });
     expect(graph?.edges).toEqual([
       { from: "write", to: "review", on: "pass" },
       { from: "review", to: "done", on: "approved" },
@@ -211,6 +217,71 @@ describe("parseGraphText", () => {
       ],
     },
     {
+      what: "an unknown loop point, listing the ones there are",
+      lines: inserted(10, "    points: [plan:pre, plan:pr]"),
+      expected: [
+        'g.yaml:11:24: nodes[0].points[1]: node "write": unknown loop point "plan:pr"; a node binds any of: discuss:pre, discuss:post, plan:pre, plan:post, execute:pre, execute:wave:pre, execute:wave:post, execute:post, verify:pre, verify:post, ship:pre, ship:post',
+      ],
+    },
+    {
+      what: "execute:task as a node's point",
+      lines: inserted(10, "    points: [execute:task]"),
+      expected: [
+        "g.yaml:11:14: nodes[0].points[0]: node \"write\": execute:task is not bound to a node: it runs for each task of a node's taskPlan; give the agent node taskPlan: FILE instead",
+      ],
+    },
+    {
+      what: "a point bound to two nodes",
+      lines: [...inserted(10, "    points: [plan:pre]").slice(0, 16), "    points: [ship:post, plan:pre]", ...VALID.slice(15)],
+      expected: [
+        'g.yaml:17:25: nodes[2].points[1]: node "done": `plan:pre` is already bound to node "write"; a loop point is bound to one node of a graph',
+      ],
+    },
+    {
+      what: "a point listed twice by one node",
+      lines: inserted(10, "    points: [plan:pre, plan:pre]"),
+      expected: ['g.yaml:11:24: nodes[0].points[1]: node "write" lists `plan:pre` twice; list each point once'],
+    },
+    {
+      what: "wave points on a human node (and no second problem for the :post one)",
+      lines: inserted(13, "    points: [execute:wave:pre, execute:wave:post]"),
+      expected: [
+        'g.yaml:14:14: nodes[1].points[0]: node "review": `execute:wave:pre` brackets each attempt at an agent node, and a human node has no attempts; bind it to the agent node that does the work',
+        'g.yaml:14:32: nodes[1].points[1]: node "review": `execute:wave:post` brackets each attempt at an agent node, and a human node has no attempts; bind it to the agent node that does the work',
+      ],
+    },
+    {
+      what: "a :post point on a human node",
+      lines: inserted(13, "    points: [discuss:pre, discuss:post]"),
+      expected: [
+        'g.yaml:14:27: nodes[1].points[1]: node "review": a human node passes its points on entry, before anything is approved, so it cannot bind `discuss:post`; bind it to the node the approval leads to',
+      ],
+    },
+    {
+      what: "a taskPlan on a human node",
+      lines: inserted(13, "    taskPlan: tasks.md"),
+      expected: [
+        'g.yaml:14:5: nodes[1].taskPlan: node "review": a person answers a human node, and no agent works a plan\'s tasks there; put taskPlan on the agent node that implements it',
+      ],
+    },
+    {
+      what: "a taskPlan on a terminal node",
+      lines: inserted(15, "    taskPlan: tasks.md"),
+      expected: [
+        'g.yaml:16:5: nodes[2].taskPlan: node "done": a terminal node ends the run: no task of a plan is worked on there; put taskPlan on the agent node that implements it',
+      ],
+    },
+    {
+      what: "a taskPlan with alternatives",
+      lines: inserted(10, "    taskPlan: 'tasks.md|TODO.md'"),
+      expected: ['g.yaml:11:5: nodes[0].taskPlan: node "write": "tasks.md|TODO.md": a task plan is one file, without `|` alternatives'],
+    },
+    {
+      what: "a taskPlan outside the working directory",
+      lines: inserted(10, "    taskPlan: ../tasks.md"),
+      expected: ['g.yaml:11:5: nodes[0].taskPlan: node "write": "../tasks.md": a path cannot leave the session\'s working directory (no ..)'],
+    },
+    {
       what: "a bad id and phase",
       lines: replaced(4, "  - id: Write_It", "    phase: Drafting"),
       expected: undefined,
@@ -225,6 +296,24 @@ describe("parseGraphText", () => {
     expect(problems.length).toBeGreaterThan(0);
     if (expected) expect(problems).toEqual(expected);
     for (const problem of problems) expect(problem).toMatch(/^g\.yaml:\d+:\d+: /);
+  });
+
+  it("binds points in the loop's order, a human node's :pre points and any point of a terminal node", () => {
+    const lines = [
+      ...inserted(10, "    points: [execute:post, execute:wave:post, execute:pre]", "    taskPlan: spec/tasks.md").slice(0, 15),
+      "    points: [verify:pre, plan:pre]",
+      ...VALID.slice(13, 15),
+      "    points: [ship:post, plan:post, execute:wave:pre]",
+      ...VALID.slice(15),
+    ];
+    const outcome = parseGraphText(text(lines), { source: "/g/small.yaml" });
+    expect(outcome.problems).toEqual([]);
+    expect(outcome.graph?.nodes.get("write")).toMatchObject({
+      points: ["execute:pre", "execute:wave:post", "execute:post"],
+      taskPlan: "spec/tasks.md",
+    });
+    expect(outcome.graph?.nodes.get("review")?.points).toEqual(["plan:pre", "verify:pre"]);
+    expect(outcome.graph?.nodes.get("done")?.points).toEqual(["plan:post", "execute:wave:pre", "ship:post"]);
   });
 
   it("names the node no terminal can be reached from", () => {

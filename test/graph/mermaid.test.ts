@@ -11,6 +11,7 @@ const node = (id: string, extra: Partial<GraphNode> = {}): GraphNode => ({
   checks: [],
   maxAttempts: 3,
   terminal: false,
+  points: [],
   ...extra,
 });
 

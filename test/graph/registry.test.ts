@@ -83,6 +83,37 @@ describe("the built-in graphs", () => {
   });
 });
 
+describe("the built-in graphs' loop points", () => {
+  /** Each node's points, and its task plan where it has one. */
+  async function bindingOf(name: string): Promise<Record<string, unknown>> {
+    const graph = (await loadBuiltinGraphs()).get(name);
+    if (!graph) throw new Error(`${name} did not load`);
+    return Object.fromEntries([...graph.nodes.values()].map((node) => [node.id, node.taskPlan === undefined ? node.points : { points: node.points, taskPlan: node.taskPlan }]));
+  }
+
+  it("binds every point in work-item, the execute points and the task plan at implementation", async () => {
+    expect(await bindingOf("work-item")).toEqual({
+      requirements: ["discuss:pre", "discuss:post"],
+      "requirements-approval": [],
+      design: ["plan:pre"],
+      "design-approval": [],
+      tasks: ["plan:post"],
+      implementation: { points: ["execute:pre", "execute:wave:pre", "execute:wave:post", "execute:post"], taskPlan: "spec/tasks.md" },
+      verification: ["verify:pre", "verify:post"],
+      "final-review": ["ship:pre"],
+      complete: ["ship:post"],
+    });
+  });
+
+  it("binds execute at adhoc's work and ship around its review, with no task plan", async () => {
+    expect(await bindingOf("adhoc")).toEqual({
+      work: ["execute:pre", "execute:wave:pre", "execute:wave:post", "execute:post"],
+      review: ["ship:pre"],
+      complete: ["ship:post"],
+    });
+  });
+});
+
 describe("loadGraphs", () => {
   it("adds the config's graphs to the built-in ones and picks the default", async () => {
     const dir = await tempDir();

@@ -69,7 +69,9 @@ function nodeKind(node: GraphNode): string {
 function describeNode(graph: Graph, node: GraphNode): string[] {
   const lines = [`  ${stdout.paint("bold", node.id)} (${nodeKind(node)})${node.id === graph.start ? " — start" : ""}`];
   if (node.description) lines.push(`    ${node.description}`);
+  if (node.points.length > 0) lines.push(`    loop points: ${node.points.join(", ")}`);
   if (node.terminal) return lines;
+  if (node.taskPlan !== undefined) lines.push(`    task plan: ${node.taskPlan} (each task's content resolved by the capabilities, execute:task)`);
   if (node.produces.length > 0) lines.push(`    produces: ${node.produces.map((anyOf) => anyOf.join(" or ")).join("; ")}`);
   if (node.actor === "agent") {
     if (node.checks.length > 0) lines.push(`    a claim passes when: ${node.checks.map(checkText).join("; ")}`);
