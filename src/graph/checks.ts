@@ -26,7 +26,7 @@ export interface RunChecksOptions {
 }
 
 /** A checklist larger than this is not read: a task list is a page, not a data file. */
-const CHECKLIST_MAX_BYTES = 4 * 1024 * 1024;
+export const CHECKLIST_MAX_BYTES = 4 * 1024 * 1024;
 /** A command check's message stays short enough for an event, a comment, a terminal line. */
 const COMMAND_MESSAGE_MAX_CHARS = 500;
 const COMMAND_NAME_MAX_CHARS = 80;
@@ -70,14 +70,14 @@ export async function runChecks(checks: readonly GraphCheck[], options: RunCheck
   return results as CheckResult[];
 }
 
-interface Root {
+export interface Root {
   /** As given: commands run here, relative paths resolve against it. */
   readonly cwd: string;
   /** With every symlink resolved: what an artifact's real path must stay inside. */
   readonly real: string;
 }
 
-async function rootOf(cwd: string): Promise<Root | string> {
+export async function rootOf(cwd: string): Promise<Root | string> {
   try {
     const real = await realpath(cwd);
     if (!(await stat(real)).isDirectory()) return `the working directory ${cwd} is not a directory`;
@@ -87,7 +87,7 @@ async function rootOf(cwd: string): Promise<Root | string> {
   }
 }
 
-type Located =
+export type Located =
   | { readonly status: "file"; readonly shown: string; readonly real: string }
   | { readonly status: "missing" | "outside" | "escapes" | "not-a-file" | "not-relative" | "unreadable"; readonly shown: string };
 
@@ -134,7 +134,7 @@ function whyNot(location: Located): string {
 }
 
 /** The first alternative that is a regular file inside the directory, or why none is. */
-async function firstArtifact(root: Root, anyOf: readonly string[]): Promise<Extract<Located, { status: "file" }> | string> {
+export async function firstArtifact(root: Root, anyOf: readonly string[]): Promise<Extract<Located, { status: "file" }> | string> {
   if (anyOf.length === 0) return "the check names no artifact";
   const locations = await Promise.all(anyOf.map((path) => locate(root, path)));
   const found = locations.find((location) => location.status === "file");
@@ -177,7 +177,7 @@ async function checklistComplete(root: Root, anyOf: readonly string[]): Promise<
  * blocking, then checked to be a regular file: the agent may swap the file between the look and
  * the read, and a FIFO put in its place must not hang the claim.
  */
-async function readChecklist(real: string): Promise<string | "too-large" | undefined> {
+export async function readChecklist(real: string): Promise<string | "too-large" | undefined> {
   let handle;
   try {
     handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
@@ -207,8 +207,8 @@ export interface Checklist {
 }
 
 // A list item (`-`, `*`, `+`, `1.`, `1)`) at any indentation whose text starts with a task box.
-const TASK_ITEM = /^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([ xX])\](?:\s|$)/;
-const FENCE = /^\s*(`{3,}|~{3,})/;
+export const TASK_ITEM = /^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([ xX])\](?:\s|$)/;
+export const FENCE = /^\s*(`{3,}|~{3,})/;
 
 /** The markdown task items of `text`; those inside a fenced code block are examples, not tasks. */
 export function checklistOf(text: string): Checklist {

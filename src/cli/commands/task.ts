@@ -1,0 +1,64 @@
+import { readFile, stat } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
+import type { LoadedCapability } from "../../capabilities/load.js";
+import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../../errors.js";
+import { clip, stripControl } from "../../subprocess/index.js";
+import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
+import type { GlobalOptions } from "../context.js";
+import { printJson, untilInterrupted } from "./loop-predicate.js";
+
+export interface TaskResolveContentOptions {
+  readonly plan: string;
+  readonly taskId: string;
+  readonly raw?: boolean;
+}
+
+/** A plan is a page of tasks, not a data file. */
+const PLAN_MAX_BYTES = 4 * 1024 * 1024;
+const TASKS_LISTED = 10;
+
+async function planText(path: string): Promise<string> {
+  const shown = displayPath(path);
+  const info = await stat(path).catch(() => undefined);
+  if (info === undefined) throw new ExitError(`no plan at ${shown}; --plan names the plan file, relative to the current directory`, EXIT_USAGE, "usage");
+  if (!info.isFile()) throw new ExitError(`the plan ${shown} is not a regular file; --plan names the plan file`, EXIT_USAGE, "usage");
+  if (info.size > PLAN_MAX_BYTES) throw new ExitError(`the plan ${shown} is over ${PLAN_MAX_BYTES / 1024 / 1024} MiB; a plan is a Markdown checklist of tasks`, EXIT_USAGE, "usage");
+  return readFile(path, "utf8");
+}
+
+/**
+ * `the-loop task resolve-content --plan PATH --task-id ID [--raw]`: the content of one task of a
+ * plan, from the installed capability whose resolver owns the id's prefix. Prints
+ * `{"resolved": true, "content"}` or `{"resolved": false, "reason": "no-resolver" | "empty"}` and
+ * exits 0; a resolver that fails exits 1 with its error — a hard halt, never a fallback to the
+ * plan's text. A task id not in the plan, or a plan that is not there, exits 2.
+ */
+export async function runTaskResolveContent(globals: GlobalOptions, options: TaskResolveContentOptions): Promise<void> {
+  const planPath = resolve(options.plan);
+  const { parsePlan, resolveTaskContent } = await import("../../capabilities/tasks.js");
+  const tasks = parsePlan(await planText(planPath));
+  if (!tasks.some((task) => task.id === options.taskId)) {
+    const listed = tasks.slice(0, TASKS_LISTED).map((task) => task.id);
+    const more = tasks.length > TASKS_LISTED ? `, and ${tasks.length - TASKS_LISTED} more` : "";
+    throw new ExitError(
+      `${JSON.stringify(clip(stripControl(options.taskId), 80))} is not a task of the plan ${displayPath(planPath)}; ${
+        tasks.length === 0 ? 'it has no tasks (checklist lines like "- [ ] jira-123 the title")' : `its tasks: ${listed.join(", ")}${more}`
+      }`,
+      EXIT_USAGE,
+      "usage",
+    );
+  }
+
+  const loaded = await loadCommandConfig(globals);
+  printConfigWarnings(loaded);
+  let capabilities: readonly LoadedCapability[] = [];
+  if (loaded.config.capabilities.length > 0) {
+    const { loadCapabilities } = await import("../../capabilities/load.js");
+    const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
+    capabilities = await loadCapabilities(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {});
+  }
+
+  const resolution = await untilInterrupted((signal) => resolveTaskContent(capabilities, options.taskId, { signal }));
+  if (resolution.kind === "failed") throw new ExitError(resolution.error, EXIT_FAILURE, "failure");
+  printJson(resolution.kind === "resolved" ? { resolved: true, content: resolution.content } : { resolved: false, reason: resolution.reason }, options.raw);
+}
