@@ -73,7 +73,9 @@ export function disclosureLines(manifest: CapabilityManifest): string[] {
   if (manifest.requires.length > 0) lines.push(`requires: ${manifest.requires.join(", ")}`);
   section(
     "commands (run from inside the bundle, without a shell)",
-    manifest.commands.map((command) => `${JSON.stringify(command.name)} runs ${quoted(command.argv)}`),
+    manifest.commands.map(
+      (command) => `${JSON.stringify(command.name)} runs ${quoted(command.argv)}${command.timeoutMs !== undefined ? ` (for at most ${command.timeoutMs} ms)` : ""}`,
+    ),
   );
   section(
     "steps",

@@ -53,19 +53,35 @@ function within(root: string, path: string): boolean {
 
 /**
  * A file the manifest names inside its bundle: relative, no `..`, and still inside once every
- * symlink is followed. The problem, or undefined when it is fine.
+ * symlink is followed. Its real path, or the problem.
  */
-async function bundlePathProblem(dir: string, realDir: string, path: string): Promise<string | undefined> {
-  if (isAbsolute(path)) return `${JSON.stringify(path)} is absolute; name a file inside the bundle, relative to it`;
-  if (path.split(/[\\/]/).includes("..")) return `${JSON.stringify(path)} climbs out with '..'; name a file inside the bundle`;
+async function locateInBundle(dir: string, realDir: string, path: string): Promise<{ readonly real: string } | { readonly problem: string }> {
+  if (isAbsolute(path)) return { problem: `${JSON.stringify(path)} is absolute; name a file inside the bundle, relative to it` };
+  if (path.split(/[\\/]/).includes("..")) return { problem: `${JSON.stringify(path)} climbs out with '..'; name a file inside the bundle` };
   const real = await realpath(join(dir, path)).catch(() => undefined);
-  if (real === undefined) return `${JSON.stringify(path)} does not exist in the bundle`;
-  if (!within(realDir, real)) return `${JSON.stringify(path)} leads outside the bundle through a symlink`;
-  return undefined;
+  if (real === undefined) return { problem: `${JSON.stringify(path)} does not exist in the bundle` };
+  if (!within(realDir, real)) return { problem: `${JSON.stringify(path)} leads outside the bundle through a symlink` };
+  return { real };
+}
+
+async function bundlePathProblem(dir: string, realDir: string, path: string): Promise<string | undefined> {
+  const located = await locateInBundle(dir, realDir, path);
+  return "problem" in located ? located.problem : undefined;
+}
+
+/**
+ * The real path of a file the bundle at `dir` names, checked again at the moment it is used (the
+ * load checked it too, but a file can change between the two): inside the bundle, through every
+ * symlink. A `CapabilityError` naming `field` when it is not.
+ */
+export async function bundleFile(dir: string, path: string, field: string): Promise<string> {
+  const located = await locateInBundle(dir, await realpath(dir), path);
+  if ("problem" in located) throw new CapabilityError([`${dir}: ${field}: ${located.problem}`]);
+  return located.real;
 }
 
 /** A program is a bundle file when it is relative and has a '/': a bare name is looked up on PATH. */
-const isBundleProgram = (program: string): boolean => !isAbsolute(program) && /[\\/]/.test(program);
+export const isBundleProgram = (program: string): boolean => !isAbsolute(program) && /[\\/]/.test(program);
 
 async function pathProblems(dir: string, manifest: CapabilityManifest): Promise<string[]> {
   const realDir = await realpath(dir);
@@ -111,8 +127,37 @@ export async function readBundle(dir: string): Promise<BundleOutcome> {
 }
 
 /**
+ * The first words of the-loop's own commands (src/cli/program.ts declares them; a test keeps the
+ * two lists together). A capability command may not begin with one: `the-loop <words> …` runs a
+ * capability's command only when the first word is none of these.
+ */
+export const BUILT_IN_COMMAND_WORDS: readonly string[] = [
+  "ask",
+  "capabilities",
+  "config",
+  "demo",
+  "events",
+  "graph",
+  "help",
+  "hooks",
+  "init",
+  "item",
+  "loop",
+  "receive",
+  "serve",
+  "sessions",
+  "start",
+  "status",
+  "stop",
+  "task",
+  "upgrade-config",
+  "why",
+];
+
+/**
  * The rules across the installed set: ids and tracker prefixes unique, every `requires` present,
- * and every `ref.command` and `check.query` naming a command some installed capability declares.
+ * every command name its own (unique, and not beginning with a built-in command's word), and every
+ * `ref.command` and `check.query` naming a command some installed capability declares.
  */
 export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
   const problems: string[] = [];
@@ -130,7 +175,23 @@ export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
       prefixes.set(prefix, bundle);
     }
   }
-  const commands = new Set(bundles.flatMap((bundle) => bundle.manifest.commands.map((command) => command.name)));
+  const owners = new Map<string, CapabilityBundle>();
+  for (const bundle of bundles) {
+    bundle.manifest.commands.forEach((command, index) => {
+      const first = command.name.split(" ")[0] ?? "";
+      if (BUILT_IN_COMMAND_WORDS.includes(first)) {
+        problems.push(
+          `${bundle.file}: commands[${index}].name: "${command.name}" begins with "${first}", a command of the-loop itself, so \`the-loop ${command.name}\` could never reach it; begin it with a word of its own, such as the capability's id`,
+        );
+      }
+      const owner = owners.get(command.name);
+      if (owner !== undefined && owner !== bundle) {
+        problems.push(`${bundle.file}: commands[${index}].name: "${command.name}" is already a command of ${owner.manifest.id}; \`the-loop ${command.name}\` must name one`);
+      }
+      if (owner === undefined) owners.set(command.name, bundle);
+    });
+  }
+  const commands = new Set(owners.keys());
   for (const bundle of bundles) {
     for (const required of bundle.manifest.requires) {
       if (!byId.has(required)) problems.push(`${bundle.file}: requires: "${required}" is not installed; install it first`);
@@ -142,9 +203,38 @@ export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
   return problems;
 }
 
+/** A value of a capability's config slice. */
+export type CapabilityConfigValue = boolean | string | number;
+
 export interface LoadedCapability extends CapabilityBundle {
   /** The entry's path as the config writes it. */
   readonly configuredPath: string;
+  /** The capability's config slice: the manifest's defaults with the config entry's `config` over them. What a hook's `when` reads. */
+  readonly values: Readonly<Record<string, CapabilityConfigValue>>;
+}
+
+/**
+ * The slice's values: the manifest's defaults, the entry's over them. Every key of the entry must
+ * be one the manifest declares (a misspelt key would otherwise leave its default in force, unseen);
+ * the problems name each key that is not.
+ */
+export function configValues(
+  manifest: CapabilityManifest,
+  overrides: Readonly<Record<string, CapabilityConfigValue>> | undefined,
+): { values: Readonly<Record<string, CapabilityConfigValue>>; problems: string[] } {
+  const declared = Object.keys(manifest.config);
+  const problems: string[] = [];
+  const values = new Map<string, CapabilityConfigValue>(Object.entries(manifest.config));
+  for (const [key, value] of Object.entries(overrides ?? {})) {
+    if (!Object.hasOwn(manifest.config, key)) {
+      problems.push(
+        `config.${key}: "${key}" is not a key of ${manifest.id}'s config (${declared.length > 0 ? `it declares ${declared.map((name) => `"${name}"`).join(", ")}` : "it declares none"}); remove it or correct its spelling`,
+      );
+      continue;
+    }
+    values.set(key, value);
+  }
+  return { values: Object.freeze(Object.fromEntries(values)), problems };
 }
 
 export interface LoadCapabilitiesOptions {
@@ -191,7 +281,12 @@ export async function loadCapabilities(
       );
       continue;
     }
-    loaded.push({ ...bundle, configuredPath: entry.path });
+    const slice = configValues(bundle.manifest, entry.config);
+    if (slice.problems.length > 0) {
+      for (const problem of slice.problems) refuse(`capabilities[${index}] in ${where} (${bundle.manifest.id}): ${problem}`, bundle.manifest.id);
+      continue;
+    }
+    loaded.push({ ...bundle, configuredPath: entry.path, values: slice.values });
   }
   for (const problem of crossCheck(loaded)) {
     problems.push(problem);

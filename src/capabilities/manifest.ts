@@ -29,6 +29,9 @@ export const CONFIG_KEY_PATTERN = "^[a-z][a-zA-Z0-9_-]*(\\.[a-z][a-zA-Z0-9_-]*)*
 /** The exact argv element a resolver's `{{id}}` is: replaced as a whole, never inside a string. */
 export const TASK_ID_PLACEHOLDER = "{{id}}";
 export const MAX_RESOLVER_TIMEOUT_MS = 120_000;
+/** How long `the-loop <words> …` lets a declared command run unless it declares its own `timeoutMs`. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 600_000;
+export const MAX_COMMAND_TIMEOUT_MS = 3_600_000;
 
 export const MANIFEST_FILES = ["capability.yaml", "capability.json"] as const;
 export const CAPABILITY_SCHEMA_FILE = ".the-loop/capability.schema.json";
@@ -70,6 +73,13 @@ const commandSchema = z
       .min(1, "argv is empty: give the program and its arguments")
       .describe("The program and its arguments, run from inside the bundle, never through a shell; a relative program with a '/' is a file in the bundle."),
     description: z.string().optional(),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .max(MAX_COMMAND_TIMEOUT_MS, `timeoutMs is at most ${MAX_COMMAND_TIMEOUT_MS} (an hour)`)
+      .optional()
+      .describe(`How long the command may run before it is stopped (default ${DEFAULT_COMMAND_TIMEOUT_MS}: ten minutes).`),
   })
   .describe("A command the capability provides.");
 
@@ -108,7 +118,7 @@ const contributionSchema = z
   .describe("Text that goes verbatim into a role's assignment at a loop point.");
 
 const artifact = () => nonEmpty("artifact").describe("A file the work item's run produces, relative to its working directory.");
-const predicateSchema = z
+export const predicateSchema = z
   .discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("artifact-exists"), artifact: artifact() }),
     z.strictObject({ kind: z.literal("checklist-complete"), artifact: artifact() }),
@@ -211,6 +221,7 @@ export type CapabilityManifest = z.output<typeof manifestSchema>;
 export type CapabilityStep = CapabilityManifest["steps"][number];
 export type CapabilityContribution = CapabilityManifest["contributions"][number];
 export type CapabilityGate = CapabilityManifest["gates"][number];
+export type CapabilityCommand = CapabilityManifest["commands"][number];
 export type GatePredicate = z.output<typeof predicateSchema>;
 export type TaskContentResolver = NonNullable<CapabilityManifest["taskContentResolver"]>;
 

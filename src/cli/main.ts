@@ -1,5 +1,7 @@
 import * as nodeModule from "node:module";
 import { AnswerGivenExit, EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
+import type { Command } from "commander";
+import type { GlobalOptions } from "./context.js";
 import { stderr, stdout } from "./output.js";
 import { packageVersion } from "./version.js";
 
@@ -51,13 +53,50 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stdout.write(TOP_LEVEL_HELP);
     return 0;
   }
+  let installed: readonly string[] = [];
   try {
     const [{ buildProgram }, { nestedHelpArgv }] = await Promise.all([import("./program.js"), import("./nested-help.js")]);
-    await buildProgram().parseAsync(nestedHelpArgv(argv));
+    const program = buildProgram();
+    const capability = capabilityLine(args, program);
+    if (capability !== undefined) {
+      // Not a command of the-loop's own: a command an installed capability declares, perhaps.
+      const outcome = await (await import("./commands/capability-command.js")).runCapabilityCommand(capability.globals, capability.args);
+      if (outcome.ran) return 0;
+      installed = outcome.installed;
+    }
+    await program.parseAsync(nestedHelpArgv(argv));
     return 0;
   } catch (error) {
+    if (installed.length > 0 && error instanceof Error && "code" in error && error.code === "commander.unknownCommand") {
+      stderr.line(`hint: the installed capabilities' commands are ${installed.map((name) => `\`the-loop ${name}\``).join(", ")}`);
+    }
     return report(error, wantsJson(argv));
   }
+}
+
+/**
+ * The line's global options and the arguments from its first operand on, when that operand is not
+ * a command of the program's (its names, aliases and `help`); otherwise undefined, and commander
+ * has the line. Global options are read as commander reads them before a command: `--config`.
+ */
+function capabilityLine(args: readonly string[], program: Command): { globals: GlobalOptions; args: string[] } | undefined {
+  let at = 0;
+  let config: string | undefined;
+  while (at < args.length) {
+    const arg = args[at] ?? "";
+    if (arg === "--config") {
+      config = args[at + 1];
+      at += 2;
+    } else if (arg.startsWith("--config=")) {
+      config = arg.slice("--config=".length);
+      at += 1;
+    } else break;
+  }
+  const first = args[at];
+  if (first === undefined || first.startsWith("-")) return undefined;
+  const builtIn = program.commands.some((command) => command.name() === first || command.aliases().includes(first));
+  if (builtIn || first === "help") return undefined;
+  return { globals: config !== undefined ? { config } : {}, args: args.slice(at) };
 }
 
 // A reader that stops early (`the-loop sessions list | head`) closes the pipe; what is left to

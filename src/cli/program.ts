@@ -20,6 +20,9 @@ import type { WhyOptions } from "./commands/why.js";
 import type { HookPointsOptions, HooksOptions } from "./commands/hooks.js";
 import type { CapabilitiesAddOptions, CapabilitiesListOptions, CapabilitiesRemoveOptions } from "./commands/capabilities.js";
 import type { GraphListOptions, GraphShowOptions } from "./commands/graph.js";
+import type { LoopRenderHooksOptions } from "./commands/loop.js";
+import type { LoopPredicateOptions } from "./commands/loop-predicate.js";
+import type { TaskResolveContentOptions } from "./commands/task.js";
 import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph-run.js";
 import type {
   ItemActOptions,
@@ -215,7 +218,9 @@ export function buildProgram(): Command {
 
   const capabilities = program
     .command("capabilities")
-    .description("capability bundles that add steps, contributions and gates at the loop points, installed with consent (docs/capabilities.md)");
+    .description(
+      "capability bundles that add steps, contributions and gates at the loop points, installed with consent (docs/capabilities.md); a command one declares runs as `the-loop <its words> …`",
+    );
   capabilities
     .command("add")
     .description("show everything a bundle runs; with --yes, declare it in the config at its current hash (again, to consent to a changed bundle)")
@@ -239,6 +244,41 @@ export function buildProgram(): Command {
     .option("--json", "print as JSON", false)
     .action(async (id: string, options: CapabilitiesRemoveOptions, command: Command) => {
       await (await import("./commands/capabilities.js")).runCapabilitiesRemove(globalsOf(command), id, options);
+    });
+
+  // The loop points' side of capabilities: what a session (or the daemon) asks at a point.
+  const loop = program
+    .command("loop")
+    .description("capability hooks at the loop points: which are active at a point, and a gate's predicate evaluated (docs/capabilities.md)");
+  loop
+    .command("render-hooks")
+    .description("the capability steps, contributions and gates active at a loop point, in dispatch order; --raw prints {point, activeHooks, rendered} as JSON")
+    .argument("<point>", "the loop point: discuss:pre, discuss:post, plan:pre, plan:post, execute:pre, execute:wave:pre, execute:wave:post, execute:post, verify:pre, verify:post, ship:pre, ship:post")
+    .option("--work-item <ref>", `${REF_HELP} (checked as a ref; the hooks do not depend on it yet)`)
+    .option("--raw", "print the envelope as JSON, for a script or an agent to act on", false)
+    .option("--json", "same as --raw", false)
+    .action(async (point: string, options: LoopRenderHooksOptions, command: Command) => {
+      await (await import("./commands/loop.js")).runLoopRenderHooks(globalsOf(command), point, options);
+    });
+  loop
+    .command("predicate")
+    .description("evaluate a gate's predicate, given as one argument of JSON, and print {block, message}; exit 2 when it cannot be evaluated")
+    .argument("<json>", "the predicate as JSON, one argument: artifact-exists, checklist-complete, artifact-frontmatter-equals or command-exit-zero")
+    .option("--cwd <dir>", "the directory the predicate looks at (default: the current one)")
+    .option("--raw", "print the verdict as JSON, for a script")
+    .action(async (json: string, options: LoopPredicateOptions, command: Command) => {
+      await (await import("./commands/loop-predicate.js")).runLoopPredicate(globalsOf(command), json, options);
+    });
+
+  const task = program.command("task").description("the tasks of a plan, for execute:task (docs/capabilities.md)");
+  task
+    .command("resolve-content")
+    .description("a task's content from the capability whose taskContentResolver owns its id's prefix; a failing resolver exits 1 (never a fallback)")
+    .requiredOption("--plan <path>", "the plan holding the task (a Markdown checklist)")
+    .requiredOption("--task-id <id>", "the task's id, such as jira-123")
+    .option("--raw", "print the result as JSON, for a script")
+    .action(async (options: TaskResolveContentOptions, command: Command) => {
+      await (await import("./commands/task.js")).runTaskResolveContent(globalsOf(command), options);
     });
 
   const item = program

@@ -19,6 +19,12 @@ export const capabilityEntrySchema = z
       .string()
       .regex(new RegExp(SHA256_PATTERN), "a sha256 is 64 lowercase hex digits, as `the-loop capabilities add DIR --yes` writes it")
       .describe("The hash of the bundle consented to (every file's relative path and content). A bundle that no longer matches refuses to load until consented again."),
+    config: z
+      .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
+      .optional()
+      .describe(
+        "The operator's values for the capability's config slice, over the defaults its manifest declares (a key it does not declare is refused). A hook's `when` holds only for the boolean true. Not part of the consent: changing a value needs no new consent.",
+      ),
   })
   .describe("One installed capability.");
 

@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { isMap, isSeq, parseDocument } from "yaml";
 import { disclosureLines } from "../../capabilities/consent.js";
-import { CapabilityError, crossCheck, readBundle, resolveCapabilityPath } from "../../capabilities/load.js";
+import { CapabilityError, configValues, crossCheck, readBundle, resolveCapabilityPath } from "../../capabilities/load.js";
 import type { CapabilityBundle } from "../../capabilities/load.js";
 import type { CapabilityEntryConfig } from "../../config/capability-schema.js";
 import { CONFIG_DIR_NAME, CONFIG_FILE_NAME } from "../../config/load.js";
@@ -10,7 +10,7 @@ import { EXIT_FAILURE, EXIT_USAGE, ExitError, NotFoundError } from "../../errors
 import { writeFileAtomic } from "../../state/atomic.js";
 import { displayPath, openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
-import { formatTable, stdout } from "../output.js";
+import { formatTable, stderr, stdout } from "../output.js";
 
 export interface CapabilitiesAddOptions {
   readonly yes: boolean;
@@ -121,12 +121,17 @@ export async function runCapabilitiesAdd(globals: GlobalOptions, dirArgument: st
   }
   const configuredPath = configuredPathFor(dir, configDir);
   let reconsented = false;
+  let kept: CapabilityEntryConfig["config"];
   await editCapabilities(file, (entries) => {
     const at = entries.findIndex((entry) => resolveCapabilityPath(entry.path, configDir) === dir);
     reconsented = at !== -1;
+    kept = entries[at]?.config;
     if (at === -1) return [...entries, { path: configuredPath, sha256: bundle.sha256 }];
-    return entries.map((entry, index) => (index === at ? { path: entry.path, sha256: bundle.sha256 } : entry));
+    // Consent covers the bundle; the operator's config values for it stay as they were.
+    return entries.map((entry, index) => (index === at ? { ...entry, sha256: bundle.sha256 } : entry));
   });
+  // A changed bundle may have dropped a key the operator set: the next load would refuse it.
+  for (const problem of configValues(manifest, kept).problems) stderr.warn(`${displayPath(file)}: the entry of ${manifest.id}: ${problem}`);
   project.events.emit("capability.installed", { id: facts.id, version: facts.version, path: dir, bundle_hash: bundle.sha256, config: file, reconsented });
   if (options.json) {
     stdout.json({ installed: true, reconsented, ...facts, config: file, disclosure });
