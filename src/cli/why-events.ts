@@ -208,7 +208,20 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
     `could not give the session its assignment for node ${text(f, "node") ?? "?"}: ${text(f, "error") ?? "?"}${f.will_retry === true ? " (it is given later)" : ""}`,
   "graph.record_moved_aside": (f) => `moved the unreadable graph state aside to ${text(f, "moved_to") ?? "?"} (${text(f, "reason") ?? "?"})`,
   "graph.effect_failed": (f) => `could not carry out ${text(f, "effect") ?? "an effect"} at node ${text(f, "node") ?? "?"}: ${text(f, "error") ?? "?"}`,
+  "capability.step_run": (f) =>
+    `${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}): ${text(f, "how") === "command" ? `ran \`the-loop ${text(f, "ref") ?? "?"}\`` : `asked the session to use the ${text(f, "how") ?? "?"} ${text(f, "ref") ?? "?"}`}`,
+  "capability.step_failed": (f) =>
+    `${hookOf(f)} failed at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}): ${text(f, "error") ?? "?"}; ${text(f, "on_error") === "halt" ? "its onError is halt, so the item was blocked" : "skipped"}`,
+  "capability.gate_decided": (f) =>
+    `${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}) decided ${text(f, "decision") ?? "?"}${text(f, "message") ? `: ${text(f, "message")}` : ""}`,
+  "capability.resolver_failed": (f) =>
+    `the resolver of ${text(f, "capability") ?? "?"} could not resolve task ${text(f, "task_id") ?? "?"}, so node ${text(f, "node") ?? "?"} was blocked: ${text(f, "error") ?? "?"}`,
 };
+
+/** A capability's hook as the sentences name it: `checks gates[1]`. */
+function hookOf(f: Readonly<Record<string, unknown>>): string {
+  return `the capability ${text(f, "capability") ?? "?"}'s ${text(f, "hook") ?? "hook"}`;
+}
 
 const ENVELOPE = new Set(["ts", "source", "event", "level", "pid", "work_item", "work_items"]);
 

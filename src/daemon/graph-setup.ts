@@ -4,7 +4,12 @@ import { compileGateVocabulary } from "../graph/gate.js";
 import { loadGraphs } from "../graph/registry.js";
 import { openGraphStates } from "../graph/store.js";
 import type { Dispatcher } from "../sessions/dispatcher.js";
-import type { GraphSetup } from "../sessions/context.js";
+import type { CapabilityRuntime, GraphSetup } from "../sessions/context.js";
+import { CAPABILITY_HOOK_TIMEOUT_MS } from "../sessions/capability-points.js";
+import { CLI_ENTRY } from "../sessions/session-env.js";
+import { loadCapabilities } from "../capabilities/load.js";
+import type { LoadedCapability } from "../capabilities/load.js";
+import { allowListedEnv } from "../subprocess/index.js";
 import type { RpcHandler } from "./rpc.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
@@ -21,12 +26,23 @@ export interface GraphSetupInput {
   readonly configFile?: string | undefined;
 }
 
-export async function graphSetupFor(input: GraphSetupInput): Promise<GraphSetup | undefined> {
+/**
+ * `capabilities`: the ones the daemon loaded at its start; without them (a CLI command running the
+ * dispatcher in-process) the config's are loaded here, checked against their consent the same way.
+ */
+export async function graphSetupFor(input: GraphSetupInput, capabilities?: readonly LoadedCapability[]): Promise<GraphSetup | undefined> {
   const configDir = input.configFile !== undefined ? dirname(input.configFile) : input.baseDir;
   const loaded = await loadGraphs(input.config, configDir, input.configFile !== undefined ? { configFile: input.configFile } : {});
   if (!loaded.enabled) return undefined;
   const settings = input.config.graph;
+  const installed =
+    capabilities ??
+    (input.config.capabilities.length > 0
+      ? await loadCapabilities(input.config, configDir, { checkOnly: true, ...(input.configFile !== undefined ? { configFile: input.configFile } : {}) })
+      : []);
+  const configFile = input.configFile !== undefined ? resolve(input.configFile) : undefined;
   return {
+    ...(installed.length > 0 ? { capabilities: capabilityRuntime(installed, configFile) } : {}),
     graphs: loaded.graphs,
     defaultGraph: loaded.defaultGraph,
     states: openGraphStates(input.paths),
@@ -35,6 +51,16 @@ export async function graphSetupFor(input: GraphSetupInput): Promise<GraphSetup 
     allowSelfApproval: settings.allowSelfApproval,
     configFile: input.configFile !== undefined ? resolve(input.configFile) : undefined,
     ...(settings.stallAfterMinutes !== undefined ? { stallAfterMs: Math.round(settings.stallAfterMinutes * 60_000) } : {}),
+  };
+}
+
+/** How the daemon dispatches capabilities' hooks: `the-loop` itself, under the daemon's own config, with a scrubbed environment. */
+function capabilityRuntime(loaded: readonly LoadedCapability[], configFile: string | undefined): CapabilityRuntime {
+  return {
+    loaded,
+    selfArgv: [process.execPath, CLI_ENTRY, ...(configFile !== undefined ? ["--config", configFile] : [])],
+    env: { ...allowListedEnv([]), ...(configFile !== undefined ? { THE_LOOP_CLI_CONFIG: configFile } : {}) },
+    timeoutMs: CAPABILITY_HOOK_TIMEOUT_MS,
   };
 }
 

@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import type { LoadedCapability } from "../capabilities/load.js";
 import type { CliConfig } from "../config/schema.js";
 import { resolveConfiguredPath } from "../state/layout.js";
 import type { StatePaths } from "../state/layout.js";
@@ -54,7 +55,7 @@ export interface Runtime {
    * start; `warn` hears of placeholders a custom template names that do not exist. `hooks`: the
    * lifecycle hooks it runs (none when omitted).
    */
-  dispatcher(warn?: (message: string) => void, hooks?: HookChain): Promise<Dispatcher>;
+  dispatcher(warn?: (message: string) => void, hooks?: HookChain, capabilities?: readonly LoadedCapability[]): Promise<Dispatcher>;
 }
 
 /**
@@ -123,7 +124,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     trackers,
     links,
     closeOptions,
-    async dispatcher(warn?: (message: string) => void, hooks?: HookChain): Promise<Dispatcher> {
+    async dispatcher(warn?: (message: string) => void, hooks?: HookChain, capabilities?: readonly LoadedCapability[]): Promise<Dispatcher> {
       const templates = await loadPromptTemplates({
         bootFile: routing.spawnPromptTemplate ? at(routing.spawnPromptTemplate) : undefined,
         eventFile: routing.promptTemplate ? at(routing.promptTemplate) : undefined,
@@ -142,7 +143,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         warn?.(`routing.tmux.passEnv names ${secret}, the webhook secret: it is never passed to a session`);
       }
       const binDir = ensureSessionBin(paths.binDir);
-      const graph = await graphSetupFor(input);
+      const graph = await graphSetupFor(input, capabilities);
       return new Dispatcher({
         routing,
         policy: policyOf(routing),

@@ -52,7 +52,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   // run must never hold a lock. The secret first, since it needs nothing built.
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   // A capability changed since consent (or not a bundle at all) refuses the start, like a bad graph.
-  await loadCapabilities(input.config, input.configFile !== undefined ? dirname(input.configFile) : input.baseDir, {
+  const capabilities = await loadCapabilities(input.config, input.configFile !== undefined ? dirname(input.configFile) : input.baseDir, {
     events,
     ...(input.configFile !== undefined ? { configFile: input.configFile } : {}),
   });
@@ -60,7 +60,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   const hooks = await loadDaemonHooks(input);
   const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);
   const runtime = composeRuntime(input);
-  const dispatcher = await runtime.dispatcher(options.warn, hooks);
+  const dispatcher = await runtime.dispatcher(options.warn, hooks, capabilities);
   const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
   await poller?.load();
   // The host the tracker serves: refs land on it, and a payload whose html_url is elsewhere is refused.

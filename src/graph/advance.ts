@@ -437,7 +437,7 @@ function enter(
     effects.push({ kind: "announce-phase", node: target.id, phase: phase ?? null, terminal: target.terminal });
   }
   // A reason belongs to the node left, and so does an assignment still to deliver.
-  const { reasonCode: _code, reason: _reason, phase: _phase, undelivered: _undelivered, ...rest } = state;
+  const { reasonCode: _code, reason: _reason, phase: _phase, undelivered: _undelivered, capabilityText: _capabilityText, ...rest } = state;
   let next: GraphState = withHistory(
     { ...rest, ...(phase !== undefined ? { phase } : {}), node: target.id, status: "running", updatedAt: at },
     { at, kind: "entered", node: target.id, ...(from !== null ? { from } : {}), actor: moment.actor },

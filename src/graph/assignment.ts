@@ -29,6 +29,10 @@ export function assignmentText(graph: Graph, node: GraphNode, state: GraphState)
   }
   const declared = node.checks.filter((check) => !isImplicitArtifactCheck(node, check));
   if (declared.length > 0) lines.push("", "Checked when you claim the node:", ...declared.map((check) => `- ${describeCheck(check)}`));
+  const fromCapabilities = state.capabilityText;
+  if (fromCapabilities !== undefined && fromCapabilities.node === node.id && fromCapabilities.generation === state.generation) {
+    lines.push("", fromCapabilities.text);
+  }
   lines.push(
     "",
     `When the node's work is done, claim it: ${claimCommand(node.id)}`,

@@ -23,7 +23,7 @@ export function phaseText(ref: string, graph: Graph, node: GraphNode, terminal: 
 }
 
 /** The one marked comment a human gate posts: what is to be reviewed, and how to answer. */
-export function reviewRequestText(ref: string, graph: Graph, node: GraphNode, keywords: GateKeywords, generation: number): string {
+export function reviewRequestText(ref: string, graph: Graph, node: GraphNode, keywords: GateKeywords, generation: number, fromCapabilities = ""): string {
   const produced = previousArtifacts(graph, node);
   const lines = [
     `🙋 **the-loop**: \`${ref}\` waits for a review at \`${node.id}\` (${graph.name} graph${generation > 1 ? `, generation ${generation}` : ""}).`,
@@ -31,6 +31,8 @@ export function reviewRequestText(ref: string, graph: Graph, node: GraphNode, ke
   const description = node.description.trim();
   if (description !== "") lines.push("", description);
   if (produced.length > 0) lines.push("", "To review:", ...produced.map((artifact) => `- \`${artifact}\``));
+  // The operator's consented capabilities: the node's loop points gave the reviewer this.
+  if (fromCapabilities !== "") lines.push("", fromCapabilities);
   lines.push(
     "",
     "Answer as an authorized user, with one of these on a line of its own (not quoted, not in code):",

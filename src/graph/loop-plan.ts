@@ -255,3 +255,9 @@ export function deniedMove(input: LoopDeniedInput): { readonly state: GraphState
   const kept0 = plan.effects.filter((effect) => effect.kind !== "deliver-assignment" && effect.kind !== "run-ended");
   return { state: clock.kept(state), effects: [...kept0, ...woven([], failed.effects, tail)] };
 }
+
+/** The state as a move writes it: with its effects journalled (see GraphState.pendingEffects). */
+export function withPendingEffects(state: GraphState, effects: readonly RunEffect[]): GraphState {
+  const { pendingEffects: _carriedOut, ...rest } = state;
+  return effects.length === 0 ? rest : { ...rest, pendingEffects: effects.map((effect) => JSON.stringify(effect)) };
+}

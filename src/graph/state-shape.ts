@@ -115,6 +115,30 @@ export const graphStateShape = {
       ],
       "additionalProperties": false
     },
+    "capabilityText": {
+      "type": "object",
+      "properties": {
+        "node": {
+          "type": "string",
+          "minLength": 1
+        },
+        "generation": {
+          "type": "integer",
+          "exclusiveMinimum": 0,
+          "maximum": 9007199254740991
+        },
+        "text": {
+          "type": "string",
+          "maxLength": 1000000
+        }
+      },
+      "required": [
+        "node",
+        "generation",
+        "text"
+      ],
+      "additionalProperties": false
+    },
     "pendingEffects": {
       "maxItems": 100,
       "type": "array",

@@ -115,6 +115,12 @@ export const graphStateSchema = keysGoTogether(
      */
     undelivered: z.strictObject({ node: nodeId, generation: z.number().int().positive() }).optional(),
     /**
+     * What the capabilities' hooks gave the node's assignment when the item entered it (each role's
+     * contributions, the steps' instructions, the tasks' resolved content): every later delivery of
+     * that assignment says the same, without running a hook again. Entering a node forgets it.
+     */
+    capabilityText: z.strictObject({ node: nodeId, generation: z.number().int().positive(), text: z.string().max(1_000_000) }).optional(),
+    /**
      * The effects of the last move (labels, hooks, comments, an assignment), one JSON text each,
      * written with the move and removed once they were carried out: a daemon killed in between
      * carries them out on its next start. So a crash repeats an effect, and never loses a move.

@@ -1,3 +1,4 @@
+import type { LoadedCapability } from "../capabilities/load.js";
 import type { GateKeywords } from "../graph/comments.js";
 import type { GateVocabulary } from "../graph/gate.js";
 import type { GraphStateStore } from "../graph/store.js";
@@ -43,6 +44,17 @@ import type { SessionRegistry } from "../registry/registry.js";
 
 export type { HandleResult } from "../ingress/poller.js";
 
+/** The installed capabilities as the graph's runtime dispatches them (capability-points.ts). */
+export interface CapabilityRuntime {
+  readonly loaded: readonly LoadedCapability[];
+  /** How the daemon runs `the-loop` itself: the Node binary, the CLI entry, and `--config` with the daemon's config file. */
+  readonly selfArgv: readonly string[];
+  /** The environment of those runs, exactly (the config file included, so a command finds the same capabilities). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The longest a step, a query or a predicate may run. */
+  readonly timeoutMs: number;
+}
+
 /** What the dispatcher is given when `graph.enabled` is on. */
 export interface GraphSetup {
   readonly graphs: ReadonlyMap<string, Graph>;
@@ -55,6 +67,8 @@ export interface GraphSetup {
   readonly configFile: string | undefined;
   /** `graph.stallAfterMinutes` in milliseconds: a run with no progress for that long ends `stalled`. Absent: never. */
   readonly stallAfterMs?: number;
+  /** The installed capabilities: their hooks pass at the points the graph's nodes bind. Absent: none. */
+  readonly capabilities?: CapabilityRuntime;
 }
 
 export interface DispatcherOptions {

@@ -8,6 +8,8 @@ import { isLive } from "../registry/record.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import type { DispatchContext } from "./context.js";
 import { paste } from "./delivery.js";
+import { blockAtNode, passAt, postBlock, rememberPointText, sessionCwd } from "./capability-points.js";
+import type { PointHalt, PointPass } from "./capability-points.js";
 import { loopDenialText, queueLoopEvent, queueLoopTerminal } from "./graph-loop.js";
 import { workItemEntityOfRef } from "./lifecycle.js";
 
@@ -23,11 +25,7 @@ export interface EffectOptions {
   readonly bootDelivered?: boolean;
 }
 
-/** The state as a move writes it: with its effects journalled (see GraphState.pendingEffects). */
-export function withPendingEffects(state: GraphState, effects: readonly RunEffect[]): GraphState {
-  const { pendingEffects: _carriedOut, ...rest } = state;
-  return effects.length === 0 ? rest : { ...rest, pendingEffects: effects.map((effect) => JSON.stringify(effect)) };
-}
+export { withPendingEffects } from "../graph/loop-plan.js";
 
 /**
  * Carries out a committed move's effects, then takes them off the record — unless a later move
@@ -145,17 +143,25 @@ export async function applyGraphEffects(
         case "request-review": {
           const node = graph.nodes.get(effect.node);
           const keywords = ctx.options.graph?.keywords;
-          if (node !== undefined && keywords !== undefined) await post(ctx, ref, reviewRequestText(ref, graph, node, keywords, effect.generation));
+          if (node === undefined || keywords === undefined) break;
+          const entered = await enterPoints(ctx, graph, state, effect.node, effect.generation);
+          if (entered.blocked) break;
+          await post(ctx, ref, reviewRequestText(ref, graph, node, keywords, effect.generation, entered.pass.text));
           break;
         }
         case "announce-force":
           await post(ctx, ref, forceText(ref, graph, effect.from, effect.to, effect.reason, effect.actor));
           break;
-        case "deliver-assignment":
-          // In the boot prompt: recorded once the harness started with it (spawn.ts).
-          if (!options.bootDelivered) await deliverAssignment(ctx, graph, state, effect.node, effect.generation);
+        case "deliver-assignment": {
+          // In the boot prompt: its points pass there, and it is recorded once the harness started with it (spawn.ts).
+          if (options.bootDelivered) break;
+          const entered = await enterPoints(ctx, graph, state, effect.node, effect.generation);
+          if (!entered.blocked) await deliverAssignment(ctx, graph, entered.state, effect.node, effect.generation);
           break;
+        }
         case "run-ended":
+          // A terminal node's points pass once it is reached: its steps run, its gates are recorded (a done run has nothing to stop).
+          if (effect.status === "done") await enterPoints(ctx, graph, state, state.node, state.generation);
           // loop.terminal, whatever ended the run: after every other loop event of its last move.
           queueLoopTerminal(ctx, graph, state, effect.status);
           break;
@@ -171,6 +177,37 @@ export async function applyGraphEffects(
       failed(error);
     }
   }
+}
+
+export type Entered = { readonly blocked: true } | { readonly blocked: false; readonly state: GraphState; readonly pass: PointPass };
+
+/**
+ * The item entered `nodeId`: the points it binds pass (and, with a task plan, its tasks resolve).
+ * Answers the state to deliver the assignment from — the points' text kept on it — or that a
+ * gate, a halting step or a resolver blocked the item there. A terminal node cannot be blocked:
+ * its halt is surfaced and recorded only.
+ */
+export async function enterPoints(ctx: DispatchContext, graph: Graph, state: GraphState, nodeId: string, generation: number, cwd: string = sessionCwd(ctx, state.ref)): Promise<Entered> {
+  const node = graph.nodes.get(nodeId);
+  if (node === undefined) return { blocked: false, state, pass: { text: "", notes: [] } };
+  const pass = await passAt(ctx, graph, state, node, "enter", cwd);
+  if (pass.halt !== undefined && !node.terminal) {
+    await applyPointHalt(ctx, graph, state.ref, nodeId, generation, pass.halt);
+    return { blocked: true };
+  }
+  if (node.terminal) return { blocked: false, state, pass };
+  const remembered = await rememberPointText(ctx, state.ref, nodeId, generation, pass.text);
+  const withText = pass.text !== "" ? { ...state, capabilityText: { node: nodeId, generation, text: pass.text } } : state;
+  return { blocked: false, state: remembered ?? withText, pass };
+}
+
+/** A halting pass blocks the item at the node (if it is still there) and says so on the ticket. */
+export async function applyPointHalt(ctx: DispatchContext, graph: Graph, ref: string, nodeId: string, generation: number, halt: PointHalt): Promise<GraphState | undefined> {
+  const blocked = await blockAtNode(ctx, graph, ref, nodeId, generation, halt);
+  if (blocked === undefined) return undefined;
+  await carryOut(ctx, graph, blocked.state, blocked.effects);
+  await postBlock(ctx, graph, ref, nodeId, halt);
+  return blocked.state;
 }
 
 /** Replaces the one old `loop:` label with the new one; every other label is left alone. */

@@ -8,7 +8,6 @@ import { decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer 
 import type { GraphState } from "../graph/state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 import { isFinalGraphStatus } from "../graph/types.js";
-import { isLive } from "../registry/record.js";
 import type { ControlRecord } from "../control/types.js";
 import { COMMENT_KINDS } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
@@ -16,7 +15,9 @@ import { standingState } from "../routing/router.js";
 import { DamagedRecordError } from "../state/record-store.js";
 import { allowListedEnv } from "../subprocess/index.js";
 import type { DispatchContext, GraphSetup, Turn } from "./context.js";
-import { applyGraphEffects, carryOut, withPendingEffects } from "./graph-effects.js";
+import { passAt, sessionCwd } from "./capability-points.js";
+import type { PointPass } from "./capability-points.js";
+import { applyGraphEffects, applyPointHalt, carryOut, enterPoints, withPendingEffects } from "./graph-effects.js";
 import { askAhead, committedMove, loopGateMove, loopClaimMove, loopForceMove, loopStartMove, STALE_MOVE } from "./graph-loop.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
@@ -88,7 +89,7 @@ function graphChosen(ctx: DispatchContext, setup: GraphSetup, ref: string): { re
  * announcement) are carried out here, before the harness starts; the assignment itself goes
  * into the boot prompt.
  */
-export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<GraphBoot | undefined> {
+export async function graphAtStart(ctx: DispatchContext, turn: Turn, cwd: string): Promise<GraphBoot | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   const ref = turn.workItem.ref;
@@ -121,11 +122,17 @@ export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<Gr
     });
   }
   await carryOut(ctx, begun.graph, begun.state, begun.effects, { bootDelivered: true });
-  const node = begun.graph.nodes.get(begun.state.node);
-  const context = graphContext(begun.graph, begun.state);
-  const assigned = node !== undefined && node.actor === "agent" && !node.terminal && begun.state.status === "running";
+  let current = begun.state;
+  const node = begun.graph.nodes.get(current.node);
+  if (begun.began && node !== undefined && node.actor === "agent" && !node.terminal && current.status === "running") {
+    // The first node's points pass before the boot prompt: their text is part of its assignment, and a gate may block it.
+    const entered = await enterPoints(ctx, begun.graph, current, node.id, current.generation, cwd);
+    current = entered.blocked ? ((await readState(ctx, setup, ref)) ?? current) : entered.state;
+  }
+  const context = graphContext(begun.graph, current);
+  const assigned = node !== undefined && node.actor === "agent" && !node.terminal && current.status === "running";
   return {
-    text: assigned ? assignmentText(begun.graph, node, begun.state) : context,
+    text: assigned ? assignmentText(begun.graph, node, current) : context,
     context,
     delivered: () => {
       if (!assigned) return;
@@ -133,7 +140,7 @@ export async function graphAtStart(ctx: DispatchContext, turn: Turn): Promise<Gr
         work_item: ref,
         graph: begun.graph.name,
         node: node.id,
-        generation: begun.state.generation,
+        generation: current.generation,
         how: "boot-prompt",
       });
     },
@@ -233,6 +240,8 @@ export interface ClaimAnswer {
   readonly status: string | null;
   readonly reasonCode: string | null;
   readonly reason: string | null;
+  /** What the capabilities' hooks at the claim told the agent: advisories, warnings, the next attempt's text. */
+  readonly notes?: readonly string[];
 }
 
 function answerOf(ref: string, graph: Graph | undefined, state: GraphState | undefined, moved: boolean, refusal?: Refusal): ClaimAnswer {
@@ -277,9 +286,24 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
     if (refusal) await refuseClaim(ctx, setup, graph, ref, actor, refusal, request.node);
     return answerOf(ref, graph, state, false, refusal);
   }
-  const record = ctx.options.registry.get(ref);
-  const cwd = record !== undefined && isLive(record) ? record.cwd : ctx.options.spawnCwd;
+  const cwd = sessionCwd(ctx, ref);
+  const node = graph.nodes.get(decided.node);
+  const notes: string[] = [];
+  // The points of the claim: execute:wave:post ends the attempt (before the checks), the node's :post points follow checks that passed.
+  const halted = async (pass: PointPass): Promise<ClaimAnswer | undefined> => {
+    notes.push(...pass.notes);
+    if (pass.halt === undefined) return undefined;
+    const blocked = await applyPointHalt(ctx, graph, ref, decided.node, decided.generation, pass.halt);
+    const refusal = { kind: "refuse", reasonCode: "blocked", reason: pass.halt.reason } as Refusal;
+    return { ...answerOf(ref, graph, blocked ?? state, false, refusal), notes };
+  };
+  const attemptEnd = node ? await halted(await passAt(ctx, graph, state, node, "attempt-end", cwd)) : undefined;
+  if (attemptEnd !== undefined) return attemptEnd;
   const results = await runChecks(decided.checks, { cwd, env: allowListedEnv([]) });
+  if (node && results.every((result) => result.passed)) {
+    const passed = await halted(await passAt(ctx, graph, state, node, "claim-passed", cwd));
+    if (passed !== undefined) return passed;
+  }
   const claimed = { node: decided.node, generation: decided.generation, results, actor, at };
   // loop.gate.pre, when the claim steps into a terminal node, is answered before the claim is written.
   const seen = await setup.states.get(ref).catch(() => undefined);
@@ -301,7 +325,14 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   const transition = outcome.transition;
   await carryOut(ctx, graph, outcome.state, outcome.written.effects);
   const moved = transition.moved && outcome.written.denied !== true;
-  return answerOf(ref, graph, outcome.state, moved);
+  if (node && !transition.moved && outcome.state.status === "running" && outcome.state.node === node.id) {
+    // Another attempt at the node: execute:wave:pre opens it, and what it gives the agent comes with this answer.
+    const retry = await passAt(ctx, graph, outcome.state, node, "retry", cwd);
+    if (retry.text !== "") notes.push(retry.text);
+    const halt = await halted({ notes: retry.notes, ...(retry.halt ? { halt: retry.halt } : {}), text: "" });
+    if (halt !== undefined) return halt;
+  }
+  return { ...answerOf(ref, graph, outcome.state, moved), ...(notes.length > 0 ? { notes } : {}) };
 }
 
 async function refuseClaim(

@@ -153,7 +153,7 @@ export async function startClaimed(
   const cwd = prepared.cwd;
 
   // The item's graph run begins (or goes on) before the harness starts: its assignment is part of the boot prompt.
-  const graphBoot = await graphAtStart(ctx, turn);
+  const graphBoot = await graphAtStart(ctx, turn, cwd);
   const rendered = renderBootPrompt(ctx.templates, { ...(await promptInput(ctx, workItem, event)), graphContext: graphBoot?.context ?? "" });
   const bootPrompt = graphBoot === undefined ? rendered : `${rendered}\n\n${graphBoot.text}`;
   const launch = await launchPoint(ctx, turn, slot, claimed, cwd, bootPrompt);

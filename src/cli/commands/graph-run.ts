@@ -85,12 +85,14 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
 
 function printAnswer(answer: ClaimAnswer, json: boolean, verb: string): void {
   if (json) {
-    stdout.json({ moved: answer.moved, ref: answer.ref, graph: answer.graph, node: answer.node, status: answer.status, reason_code: answer.reasonCode, reason: answer.reason });
+    stdout.json({ moved: answer.moved, ref: answer.ref, graph: answer.graph, node: answer.node, status: answer.status, reason_code: answer.reasonCode, reason: answer.reason, notes: answer.notes ?? [] });
   } else if (answer.moved) {
     stdout.line(`${answer.ref} ${verb}: now at node ${answer.node} (${answer.status})`);
   } else {
     stdout.line(`${answer.ref} did not move${answer.node ? ` (still at node ${answer.node}, ${answer.status})` : ""}: ${answer.reasonCode ?? "refused"}: ${answer.reason ?? "no reason given"}`);
   }
+  // What the capabilities' hooks at the claim said (advisories, warnings, the next attempt's steps): the agent reads them here.
+  if (!json) for (const note of answer.notes ?? []) stdout.line(note);
   if (!answer.moved) throw new AnswerGivenExit(EXIT_FAILURE);
 }
 

@@ -1,0 +1,197 @@
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { describe, expect, it } from "vitest";
+import { jsonOf } from "../support/cli.js";
+import { graphStatus } from "../support/graph.js";
+import { testProject } from "../support/project.js";
+import type { TestProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
+import { ARM } from "../support/builders.js";
+
+/**
+ * Capabilities dispatched at the loop points of a running graph (issue "How we will check"): the
+ * real CLI and daemon, real tmux, the fake harness as the session, and this test as the agent.
+ * A fixture capability binds a command step, a contribution and two gates to the start node's
+ * points; another resolves a task's content and fails.
+ */
+
+const REF = "local:demo#1";
+const CONTRIBUTION = "Keep every answer short. <<verbatim: $HOME `x` \\n stays as written>>";
+
+const GRAPH = {
+  name: "discuss",
+  start: "write",
+  nodes: [
+    { id: "write", phase: "writing", description: "Write spec.md.", produces: ["spec.md"], points: ["discuss:pre", "discuss:post"] },
+    { id: "review", phase: "review", actor: "human", description: "Review spec.md.", points: ["ship:pre"] },
+    { id: "done", phase: "done", terminal: true, points: ["ship:post"] },
+  ],
+  edges: [
+    { from: "write", to: "review", on: "pass" },
+    { from: "review", to: "done", on: "approved" },
+    { from: "review", to: "write", on: "changes-requested" },
+  ],
+};
+
+/** A step's command: appends its arguments to marks.log beside the bundle (never inside it: that would change its hash). */
+const MARK_SCRIPT = '#!/bin/sh\nprintf "%s\\n" "$*" >> "$(dirname "$0")/../../../marks.log"\n';
+
+const CHECKS_MANIFEST = {
+  id: "checks",
+  version: "1.0.0",
+  description: "A step, a contribution and two gates around the discussion.",
+  commands: [{ name: "mark step", argv: ["bin/mark.sh"] }],
+  steps: [{ point: "discuss:pre", ref: { command: "mark step" } }],
+  contributions: [{ point: "discuss:pre", into: "orchestrator", fragment: { inline: CONTRIBUTION } }],
+  gates: [
+    {
+      point: "discuss:post",
+      check: { predicate: { kind: "checklist-complete", artifact: "spec.md" } },
+      blocking: false,
+      onError: "skip",
+      message: "spec.md still has open items",
+    },
+    {
+      point: "discuss:post",
+      check: { predicate: { kind: "artifact-exists", artifact: "approved.md" } },
+      blocking: true,
+      onError: "halt",
+      message: "approved.md is missing: the discussion is not signed off",
+    },
+  ],
+};
+
+async function installBundle(p: TestProject, name: string, manifest: object, files: Record<string, string>): Promise<void> {
+  const bundle = join(p.dir, "capabilities", name);
+  await mkdir(join(bundle, "bin"), { recursive: true });
+  await writeFile(join(bundle, "capability.json"), JSON.stringify(manifest, null, 2));
+  for (const [path, text] of Object.entries(files)) {
+    await writeFile(join(bundle, path), text);
+    await chmod(join(bundle, path), 0o755);
+  }
+  const added = await p.cli(["capabilities", "add", `capabilities/${name}`, "--yes"]);
+  expect(added.code, added.stderr).toBe(0);
+}
+
+async function graphProject(graph: object): Promise<TestProject> {
+  const p = await testProject({
+    graph: { enabled: true, default: (graph as { name: string }).name },
+    graphs: [{ name: (graph as { name: string }).name, path: "graph.yaml" }],
+    routing: { spawnWorkdir: "work" },
+  });
+  await writeFile(join(p.root, "graph.yaml"), stringify(graph));
+  await mkdir(join(p.dir, "work"), { recursive: true });
+  return p;
+}
+
+interface ClaimJson {
+  moved: boolean;
+  node: string | null;
+  status: string | null;
+  reason_code: string | null;
+  reason: string | null;
+  notes: string[];
+}
+
+async function claim(p: TestProject): Promise<{ code: number; answer: ClaimJson }> {
+  const result = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
+  return { code: result.code ?? -1, answer: jsonOf<ClaimJson>(result) };
+}
+
+const marks = async (p: TestProject): Promise<string[]> =>
+  (await readFile(join(p.dir, "marks.log"), "utf8").catch(() => "")).split("\n").filter((line) => line !== "");
+
+describe("capabilities at the loop points of a running graph", () => {
+  it("renders the envelope, runs the step, puts the contribution verbatim into the assignment, and a blocking gate blocks the claim while an advisory one does not", async () => {
+    const p = await graphProject(GRAPH);
+    await installBundle(p, "checks", CHECKS_MANIFEST, { "bin/mark.sh": MARK_SCRIPT });
+
+    const envelope = jsonOf<{ point: string; activeHooks: { kind: string; capId: string }[]; rendered: string }>(
+      await p.cli(["loop", "render-hooks", "discuss:pre", "--raw"]),
+    );
+    expect(Object.keys(envelope)).toEqual(["point", "activeHooks", "rendered"]);
+    expect(envelope.point).toBe("discuss:pre");
+    expect(envelope.activeHooks.map((hook) => hook.kind)).toEqual(["step", "contribution"]);
+    const empty = jsonOf<{ activeHooks: unknown[] }>(await p.cli(["loop", "render-hooks", "verify:pre", "--raw"]));
+    expect(empty.activeHooks).toEqual([]);
+
+    const started = await p.cli(["start", "--json"]);
+    expect(started.code, started.stderr).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+
+    // discuss:pre passed before the boot prompt: the step ran (with its phase and work item), the fragment is in the assignment verbatim.
+    expect(await marks(p), JSON.stringify((await p.events()).filter((r) => String(r.event).startsWith("capability.")))).toEqual([`--phase writing --work-item ${REF} --raw`]);
+    const boot = await waitFor("the boot prompt", async () => (await p.transcript()).find((entry) => entry.type === "boot"));
+    const prompt = boot.argv?.join(" ") ?? "";
+    expect(prompt).toContain("## For the orchestrator");
+    expect(prompt).toContain(CONTRIBUTION);
+    const stepRun = (await p.events()).find((r) => r.event === "capability.step_run");
+    expect(stepRun).toMatchObject({ work_item: REF, node: "write", point: "discuss:pre", capability: "checks", how: "command", ref: "mark step" });
+
+    // A claim: the advisory gate's message is surfaced, the blocking gate blocks with its message.
+    await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n\n- [ ] an open question\n");
+    const blocked = await claim(p);
+    expect(blocked.code).toBe(1);
+    expect(blocked.answer).toMatchObject({ moved: false, node: "write", status: "blocked", reason_code: "blocked" });
+    expect(blocked.answer.reason).toContain("approved.md is missing: the discussion is not signed off");
+    expect(blocked.answer.notes.join("\n")).toContain("spec.md still has open items");
+    const state = await graphStatus(p);
+    expect(state).toMatchObject({ node: "write", status: "blocked", reason_code: "capability-gate" });
+    const decisions = (await p.events()).filter((r) => r.event === "capability.gate_decided").map((r) => [r.decision, r.blocking]);
+    expect(decisions).toEqual([
+      ["advisory", false],
+      ["block", true],
+    ]);
+    const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
+    expect(comments.some((c) => c.body.includes("is blocked at node `write`") && c.body.includes("approved.md is missing"))).toBe(true);
+
+    // Put back on the node by the operator: discuss:pre passes again (the step runs again), and the signed-off claim moves.
+    const forced = await p.cli(["graph", "force", "#1", "--to", "write", "--reason", "signed off in person"]);
+    expect(forced.code, forced.stderr).toBe(0);
+    await waitFor("the step again", async () => (await marks(p)).length === 2);
+    await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n\n- [x] the question, answered\n");
+    await writeFile(join(p.dir, "work", "approved.md"), "yes\n");
+    const moved = await claim(p);
+    expect(moved.answer).toMatchObject({ moved: true, node: "review", status: "waiting" });
+    expect(moved.answer.notes).toEqual([]);
+  });
+
+  it("blocks the node whose task's resolver fails, and `task resolve-content` exits non-zero", async () => {
+    const graph = {
+      name: "tasks",
+      start: "implementation",
+      nodes: [
+        { id: "implementation", phase: "implementation", description: "Implement tasks.md.", taskPlan: "tasks.md", points: ["execute:pre"] },
+        { id: "done", phase: "done", terminal: true },
+      ],
+      edges: [{ from: "implementation", to: "done", on: "pass" }],
+    };
+    const p = await graphProject(graph);
+    const manifest = {
+      id: "tracker",
+      version: "1.0.0",
+      description: "Resolves jira tasks, and fails.",
+      taskContentResolver: { trackerPrefix: "jira", invoke: { binary: "bin/resolve.sh", args: ["{{id}}"], timeoutMs: 10_000 } },
+    };
+    await installBundle(p, "tracker", manifest, { "bin/resolve.sh": '#!/bin/sh\necho "no such issue: $1" >&2\nexit 1\n' });
+    await writeFile(join(p.dir, "work", "tasks.md"), "# Tasks\n\n- [ ] jira-7 Wire the thing\n");
+
+    const resolved = await p.cli(["task", "resolve-content", "--plan", join(p.dir, "work", "tasks.md"), "--task-id", "jira-7", "--raw"]);
+    expect(resolved.code).not.toBe(0);
+    expect(resolved.stderr).toContain("jira-7");
+
+    expect((await p.cli(["start"])).code).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Build it", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the resolver's failure", (r) => r.event === "capability.resolver_failed" && r.task_id === "jira-7");
+    await waitFor("the block", async () => (await graphStatus(p)).status === "blocked");
+    const state = await graphStatus(p);
+    expect(state).toMatchObject({ node: "implementation", status: "blocked", reason_code: "task-resolver" });
+    expect(state.reason).toContain("jira-7");
+    const boot = await waitFor("the boot prompt", async () => (await p.transcript()).find((entry) => entry.type === "boot"));
+    expect(boot.argv?.join(" ")).not.toContain("the-loop graph complete --node implementation");
+  });
+});
