@@ -1,4 +1,4 @@
-import { readFile, writeFile } from "node:fs/promises";
+import { readFile, realpath, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
@@ -60,6 +60,7 @@ describe("the-loop <words> … runs a capability's command", () => {
     expect(marker.args).toEqual(args);
     expect(marker.env.THE_LOOP_PHASE).toBe("3");
     expect(marker.env.THE_LOOP_WORK_ITEM).toBe("local:demo#7");
+    expect(await realpath(marker.env.THE_LOOP_WORKDIR ?? "")).toBe(await realpath(p.cwd));
     expect(marker.env.GITHUB_TOKEN).toBeUndefined();
     expect(marker.env.THE_LOOP_WEBHOOK_SECRET).toBeUndefined();
 

@@ -1,8 +1,8 @@
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { jsonOf } from "../support/cli.js";
+import { REPO_ROOT, jsonOf } from "../support/cli.js";
 import { graphStatus } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
@@ -193,5 +193,89 @@ describe("capabilities at the loop points of a running graph", () => {
     expect(state.reason).toContain("jira-7");
     const boot = await waitFor("the boot prompt", async () => (await p.transcript()).find((entry) => entry.type === "boot"));
     expect(boot.argv?.join(" ")).not.toContain("the-loop graph complete --node implementation");
+  });
+
+  it("runs the example bundle on the shipped work-item graph: its fragment in the plan's assignment, its ship:pre gates at the final review", async () => {
+    const p = await testProject({ graph: { enabled: true }, routing: { spawnWorkdir: "work" } });
+    await mkdir(join(p.dir, "work"), { recursive: true });
+    await cp(join(REPO_ROOT, "examples/capabilities/release-notes"), join(p.dir, "capabilities", "release-notes"), { recursive: true });
+    expect((await p.cli(["capabilities", "add", "capabilities/release-notes", "--yes"])).code).toBe(0);
+    expect((await p.cli(["start"])).code).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Ship it", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    const force = async (to: string): Promise<void> => {
+      const forced = await p.cli(["graph", "force", "#1", "--to", to, "--reason", "testing the example"]);
+      expect(forced.code, forced.stderr).toBe(0);
+    };
+
+    // design binds plan:pre: the planner's fragment, read from the bundle's file, verbatim in the pasted assignment.
+    const fragment = (await readFile(join(REPO_ROOT, "examples/capabilities/release-notes/fragments/planner.md"), "utf8")).trim();
+    await force("design");
+    const pasted = await waitFor("the design assignment", async () =>
+      (await p.transcript()).find((entry) => entry.type === "input" && (entry.text ?? "").includes('node "design"')),
+    );
+    expect(pasted.text).toContain("## For the planner");
+    expect(pasted.text).toContain(fragment);
+
+    // final-review binds ship:pre: without RELEASE-NOTES.md the blocking predicate blocks the review.
+    await force("final-review");
+    await waitFor("the block", async () => (await graphStatus(p)).status === "blocked");
+    expect((await graphStatus(p)).reason).toContain("Write RELEASE-NOTES.md before shipping.");
+
+    // A thin note passes the predicate; the advisory query (run in the session's directory) surfaces in the review request.
+    await writeFile(join(p.dir, "work", "RELEASE-NOTES.md"), "Fixed it.\n");
+    await force("final-review");
+    await waitFor("the review", async () => (await graphStatus(p)).status === "waiting");
+    const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
+    const request = comments.find((c) => c.body.includes("waits for a review at `final-review`"));
+    expect(request?.body).toContain("The release note reads thin.");
+    expect(request?.body).toContain("RELEASE-NOTES.md has fewer than 20 words");
+  });
+
+  it("brackets each attempt with execute:wave:pre and execute:wave:post, the next attempt's text in the failed claim's answer", async () => {
+    const graph = {
+      name: "waves",
+      start: "implementation",
+      nodes: [
+        { id: "implementation", phase: "implementation", description: "Write out.md.", produces: ["out.md"], points: ["execute:pre", "execute:wave:pre", "execute:wave:post", "execute:post"] },
+        { id: "done", phase: "done", terminal: true },
+      ],
+      edges: [{ from: "implementation", to: "done", on: "pass" }],
+    };
+    const p = await graphProject(graph);
+    const manifest = {
+      id: "waves",
+      version: "1.0.0",
+      description: "Marks every attempt.",
+      commands: [{ name: "mark step", argv: ["bin/mark.sh"] }],
+      steps: [
+        { point: "execute:wave:pre", ref: { command: "mark step" } },
+        { point: "execute:wave:post", ref: { command: "mark step" } },
+        { point: "execute:post", ref: { command: "mark step" } },
+      ],
+      contributions: [{ point: "execute:wave:pre", into: "executor", fragment: { inline: "Attempt text." } }],
+    };
+    await installBundle(p, "waves", manifest, { "bin/mark.sh": MARK_SCRIPT.replace('"$*"', '"$THE_LOOP_PHASE $(date +%s%N)"') });
+    expect((await p.cli(["start"])).code).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Build it", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    const boot = await waitFor("the boot prompt", async () => (await p.transcript()).find((entry) => entry.type === "boot"));
+    expect(boot.argv?.join(" ")).toContain("Attempt text.");
+    expect(await marks(p)).toHaveLength(1);
+
+    const failed = await claim(p);
+    expect(failed.answer).toMatchObject({ moved: false, node: "implementation", status: "running" });
+    expect(failed.answer.notes.join("\n")).toContain("## For the executor\n\nAttempt text.");
+    // The first attempt's wave:pre, its wave:post, and the second attempt's wave:pre.
+    expect(await marks(p)).toHaveLength(3);
+    const points = (await p.events()).filter((r) => r.event === "capability.step_run").map((r) => r.point);
+    expect(points).toEqual(["execute:wave:pre", "execute:wave:post", "execute:wave:pre"]);
+
+    await writeFile(join(p.dir, "work", "out.md"), "done\n");
+    const passed = await claim(p);
+    expect(passed.answer).toMatchObject({ moved: true, node: "done", status: "done" });
+    const after = (await p.events()).filter((r) => r.event === "capability.step_run").map((r) => r.point);
+    expect(after.slice(3)).toEqual(["execute:wave:post", "execute:post"]);
   });
 });

@@ -27,9 +27,13 @@ export type CapabilityCommandOutcome =
 
 const minutes = (ms: number): string => (ms % 60_000 === 0 ? `${ms / 60_000} minute(s)` : `${ms / 1000} s`);
 
-/** The environment the command gets: the base allowlist, and what the line says of the work item and the phase. */
+/**
+ * The environment the command gets: the base allowlist, the directory the line was run from
+ * (`THE_LOOP_WORKDIR`: the session's working directory when the daemon runs a step or a query —
+ * the command itself runs inside its bundle), and what the line says of the work item and the phase.
+ */
 function commandEnv(rest: readonly string[], defaultLocalProject: string): Record<string, string> {
-  const env = allowListedEnv([]);
+  const env: Record<string, string> = { ...allowListedEnv([]), THE_LOOP_WORKDIR: process.cwd() };
   const workItem = optionValue(rest, "--work-item");
   if (workItem !== undefined) {
     try {
