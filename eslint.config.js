@@ -11,6 +11,10 @@ export default tseslint.config(
     rules: {
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
       "@typescript-eslint/consistent-type-imports": "error",
+      // ESLint 10's recommended set adds these; held here so ESLint 9 (which runs on Node 20.18) checks the same.
+      "no-unassigned-vars": "error",
+      "no-useless-assignment": "error",
+      "preserve-caught-error": "error",
       "no-console": "off",
       eqeqeq: ["error", "always", { null: "ignore" }],
       "no-restricted-properties": [
