@@ -4,11 +4,14 @@
  * Folders stand on floors and import downward only; within a floor, folders do not import each
  * other. Type-only imports count: a reader follows them too.
  *
- * Not a rule yet: "another folder is imported through its index.ts only". A re-exporting index.ts
- * loads every module it names, so importing config/ or trackers/ through theirs would load zod and
- * Octokit into every command (measured: `item list` 227 → ~300 ms), undoing the CLI's lazy
- * loading. The rule comes once each surface is split by weight (docs/architecture.md, "Floors").
+ * A folder's index.ts is its public surface: another folder may import only the modules it names
+ * (following the index files it re-exports from). Importers name the module itself rather than the
+ * index: a re-exporting index loads every module it names, so importing config/ or trackers/
+ * through theirs would load zod and Octokit into every command (measured: `item list` 227 →
+ * ~300 ms), undoing the CLI's lazy loading. A module the index does not name is its folder's own.
  */
+const fs = require("node:fs");
+const path = require("node:path");
 
 /** From the ground up. A folder may import only folders on lower floors. */
 const FLOORS = [
@@ -42,6 +45,34 @@ const upward = FLOORS.flatMap((floor, level) =>
   }),
 );
 
+/** The modules `src/<folder>/index.ts` names, following the index files it re-exports from. */
+function surfaceOf(folder) {
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file) || !fs.existsSync(path.join(__dirname, file))) return;
+    seen.add(file);
+    if (!file.endsWith("/index.ts")) return;
+    const text = fs.readFileSync(path.join(__dirname, file), "utf8");
+    for (const match of text.matchAll(/\bfrom\s+"(\.{1,2}\/[^"]+)\.js"/g)) {
+      visit(path.posix.join(path.posix.dirname(file), `${match[1]}.ts`));
+    }
+  };
+  visit(`src/${folder}/index.ts`);
+  return [...seen];
+}
+
+const escape = (text) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+const surfaces = FLOORS.flat()
+  .filter((folder) => !folder.endsWith(".ts") && !["cli", "demo", "docs"].includes(folder))
+  .map((folder) => ({
+    name: `surface-${folder}`,
+    comment: `another folder imports only what src/${folder}/index.ts names: add the module there (it is then public), or import one that is`,
+    severity: "error",
+    from: { pathNot: `^src/${folder}/` },
+    to: { path: `^src/${folder}/`, pathNot: surfaceOf(folder).map((file) => `^${escape(file)}$`) },
+  }));
+
 module.exports = {
   forbidden: [
     {
@@ -59,6 +90,7 @@ module.exports = {
       to: { path: "^src/", pathNot: "^src/sdk/" },
     },
     ...upward,
+    ...surfaces,
   ],
   options: {
     doNotFollow: { path: "node_modules" },

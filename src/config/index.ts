@@ -14,3 +14,37 @@ export { formatProblem } from "./problem.js";
 export type { ConfigProblem } from "./problem.js";
 export { configSchema } from "./schema.js";
 export type { CliConfig, CliConfigInput } from "./schema.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export type { CapabilityEntryConfig } from "./capability-schema.js";
+export { BUILTIN_GRAPH_NAMES, GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "./graph-schema.js";
+export type { GraphConfig } from "./graph-schema.js";
+export { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema } from "./hooks-schema.js";
+export { configJsonSchema, configJsonSchemaText } from "./json-schema.js";
+export { DISCOVERY_PLACES, elsewhereNote } from "./load.js";
+export { offsetOf } from "./parse.js";
+export { redactSecrets, secretPaths } from "./redact.js";
+export {
+  BUILTIN_HARNESSES,
+  CONTROL_COMMANDS,
+  DEFAULT_CONTROL_KEYWORDS,
+  DEFAULT_GITHUB_API_URL,
+  GITHUB_WEBHOOK_EVENTS,
+  githubIntegrationSchema,
+} from "./schema.js";
+export type {
+  ControlCommand,
+  ControlConfig,
+  GhWebhookConfig,
+  GitHubIntegrationConfig,
+  HarnessConfig,
+  HarnessTrustScope,
+  PollSource,
+  ReactionsConfig,
+  RoutingConfig,
+  SpawnPolicy,
+  WorkspaceConfig,
+} from "./schema.js";
+export { projectNameFor, starterConfigText, STATE_GITIGNORE } from "./starter.js";
+export { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "./upgrade.js";
+export type { ConfigInsertion, DecisionNeeded, UpgradeOffer } from "./upgrade.js";

@@ -5,3 +5,11 @@ export { readLock } from "./pidfile.js";
 export type { HeldLock, PidfileHolder } from "./pidfile.js";
 export { tmuxRunnerFor } from "./runtime.js";
 export type { Runtime, RuntimeInput } from "./runtime.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { loadDaemonHooks } from "./hooks.js";
+export { holderNote } from "./pidfile.js";
+export { callDaemon } from "./rpc.js";
+export { composeRuntime } from "./runtime.js";
+export { serveDaemon } from "./serve.js";
+export { statusReport } from "./status-facts.js";

@@ -23,3 +23,7 @@ export { globToRegExp, matchesGlob } from "./glob.js";
 export { parseSince, SINCE_FORMS, SinceFormatError } from "./since.js";
 export { catalogEntries, EVENT_CATALOG_SECTION, fieldNames, renderEventCatalogTable } from "./reference.js";
 export type { CatalogEntry } from "./reference.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { readLatestEvents } from "./tail.js";
+export type { ReadLatestResult } from "./tail.js";

@@ -21,3 +21,7 @@ export {
 export { TmuxRunner, type TmuxRunnerOptions } from "./tmux.js";
 export { findExecutable } from "./preflight.js";
 export { pasteText } from "./paste-text.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { claudeConfigFile, ensureClaudeTrust, trustScope } from "./claude-trust.js";
+export { SCREEN_TAIL_LINES, screenTail } from "./screen.js";

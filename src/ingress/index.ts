@@ -28,3 +28,6 @@ export { WebhookSecretError, webhookSecret } from "./webhook/secret.js";
 export type { WebhookSecret } from "./webhook/secret.js";
 export { GitHubFeed } from "./github-feed/index.js";
 export type { GitHubFeedOptions, GitHubReader } from "./github-feed/index.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { resolvePollStateFile } from "./legacy-poll-state.js";

@@ -13,3 +13,6 @@ export type {
   RoutingPolicy,
   SessionView,
 } from "./router.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export type { InboundPullRequest, LinkSource } from "./inbound.js";

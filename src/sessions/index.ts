@@ -8,3 +8,10 @@ export { PullRequestLinks } from "./links.js";
 export { loadPromptTemplates, unknownPlaceholders } from "./prompts.js";
 export type { PromptTemplates } from "./prompts.js";
 export { CLI_ENTRY, ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "./session-env.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { CAPABILITY_HOOK_TIMEOUT_MS } from "./capability-points.js";
+export { closeSession } from "./close.js";
+export type { CapabilityRuntime, GraphSetup } from "./context.js";
+export { watchForStalls } from "./graph-outcomes.js";
+export type { ClaimAnswer } from "./graph-run.js";

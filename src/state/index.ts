@@ -31,3 +31,10 @@ export type {
 } from "./record-store.js";
 export { compileShape, keysGoTogether, recordShapeModuleText } from "./record-shape.js";
 export type { RecordCheck, RecordShape } from "./record-shape.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { sweepStaleTemporaries } from "./atomic.js";
+export { resolvePollStateFile } from "./poll-state-file.js";
+export type { ResolvedPollStateFile } from "./poll-state-file.js";
+export { isProcessAlive, processStartTicks } from "./process.js";
+export { scratchFileName, sweepScratchFiles } from "./scratch.js";

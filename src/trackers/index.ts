@@ -54,3 +54,8 @@ export type {
   PullRequestInfo,
   TokenSource,
 } from "./github/index.js";
+
+// Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
+export { journalRemedy } from "./local/errors.js";
+export { checkActor, LOGIN_PATTERN } from "./local/index.js";
+export { scanJournal } from "./local/journal.js";

@@ -3,9 +3,9 @@ import type { EventRecord } from "../../src/events/reader.js";
 import { describeEvent } from "../../src/cli/why-events.js";
 import { armedFromEvents, closedFromEvents, explainWhy } from "../../src/cli/why-explain.js";
 import type { ControlView, GraphView, SessionView, WhySettings, WhySituation, WhyState } from "../../src/cli/why-explain.js";
+import { ARM } from "../support/builders.js";
 
 const REF = "local:demo#1";
-const ARM = "the-loop: auto-execute";
 
 const SETTINGS: WhySettings = {
   authorizedUsers: ["alice", "bob"],

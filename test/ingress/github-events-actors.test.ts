@@ -5,9 +5,9 @@ import type { InboundEvent } from "../../src/routing/inbound.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { policyOf, route } from "../../src/routing/router.js";
 import type { RegistryView } from "../../src/routing/router.js";
+import { ARM } from "../support/builders.js";
 
 const context: GitHubEventContext = { deliveryId: "d-1", source: "gh-webhook" };
-const ARM = "the-loop: auto-execute";
 const repository = { full_name: "octo/repo", html_url: "https://github.com/octo/repo" };
 
 function issue(extra: Record<string, unknown> = {}): Record<string, unknown> {

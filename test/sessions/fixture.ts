@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import { expect } from "vitest";
-import { DEFAULT_AUTO_EXECUTE_LABEL, configSchema } from "../../src/config/schema.js";
+import { configSchema } from "../../src/config/schema.js";
+import { ARM } from "../support/builders.js";
 import type { CliConfig } from "../../src/config/schema.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { EventType } from "../../src/events/catalog.js";
@@ -35,7 +36,7 @@ import { tempDir } from "../support/temp.js";
  * a fake runner; for its GitHub side, a GitHub tracker, workspaces and events in memory.
  */
 
-export const ARM = DEFAULT_AUTO_EXECUTE_LABEL;
+export { ARM };
 export const T0 = new Date("2025-03-01T10:00:00.000Z");
 
 /** A promise's state right now, without waiting for it. */

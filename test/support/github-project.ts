@@ -15,7 +15,7 @@ import { tempDir } from "./temp.js";
  */
 
 /** The label that arms an item. */
-export const ARM = "the-loop: auto-execute";
+export { ARM } from "./builders.js";
 /** The token the fake GitHub accepts; it must never reach the event log. */
 export const TOKEN = "ghp_integration-test-token-7f3a";
 
