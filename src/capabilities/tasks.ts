@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import { FENCE, TASK_ITEM } from "../graph/checks.js";
+import { checklistItems } from "../graph/checks.js";
 import { InvalidCommandError, allowListedEnv, clip, describeOutcome, outputTail, runBounded } from "../subprocess/index.js";
 import type { LoadedCapability } from "./load.js";
 import { TASK_ID_PLACEHOLDER } from "./manifest.js";
@@ -49,21 +49,10 @@ export function isTaskId(token: string): boolean {
  */
 export function parsePlan(text: string): PlanTask[] {
   const tasks: PlanTask[] = [];
-  let fence: string | undefined;
-  for (const [index, line] of text.split(/\r?\n/).entries()) {
-    const marker = FENCE.exec(line)?.[1];
-    if (marker !== undefined) {
-      if (fence === undefined) fence = marker;
-      else if (marker[0] === fence[0] && marker.length >= fence.length) fence = undefined;
-      continue;
-    }
-    if (fence !== undefined) continue;
-    const item = TASK_ITEM.exec(line);
-    if (item === null) continue;
-    const rest = line.slice(item[0].length).trim();
-    const [id = ""] = rest.split(/\s/, 1);
+  for (const item of checklistItems(text)) {
+    const [id = ""] = item.rest.split(/\s/, 1);
     if (!isTaskId(id)) continue;
-    tasks.push({ id, title: rest.slice(id.length).trim(), done: item[1] !== " ", line: index + 1 });
+    tasks.push({ id, title: item.rest.slice(id.length).trim(), done: item.box !== " ", line: item.line });
   }
   return tasks;
 }

@@ -207,15 +207,22 @@ export interface Checklist {
 }
 
 // A list item (`-`, `*`, `+`, `1.`, `1)`) at any indentation whose text starts with a task box.
-export const TASK_ITEM = /^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([ xX])\](?:\s|$)/;
-export const FENCE = /^\s*(`{3,}|~{3,})/;
+const TASK_ITEM = /^\s*(?:[-*+]|\d{1,9}[.)])\s+\[([ xX])\](?:\s|$)/;
+const FENCE = /^\s*(`{3,}|~{3,})/;
 
-/** The markdown task items of `text`; those inside a fenced code block are examples, not tasks. */
-export function checklistOf(text: string): Checklist {
-  let items = 0;
-  const unticked: string[] = [];
+/** One checklist item of a Markdown text: its line (1-based), the box's character, and what follows the box. */
+export interface ChecklistItem {
+  readonly line: number;
+  readonly text: string;
+  readonly box: string;
+  readonly rest: string;
+}
+
+/** The checklist items of `text`, in order; those inside a fenced code block are examples, not items. */
+export function checklistItems(text: string): ChecklistItem[] {
+  const items: ChecklistItem[] = [];
   let fence: string | undefined;
-  for (const line of text.split(/\r?\n/)) {
+  for (const [index, line] of text.split(/\r?\n/).entries()) {
     const marker = FENCE.exec(line)?.[1];
     if (marker !== undefined) {
       if (fence === undefined) fence = marker;
@@ -223,12 +230,17 @@ export function checklistOf(text: string): Checklist {
       continue;
     }
     if (fence !== undefined) continue;
-    const box = TASK_ITEM.exec(line)?.[1];
-    if (box === undefined) continue;
-    items++;
-    if (box === " ") unticked.push(line.trim());
+    const item = TASK_ITEM.exec(line);
+    if (item === null) continue;
+    items.push({ line: index + 1, text: line, box: item[1] ?? " ", rest: line.slice(item[0].length).trim() });
   }
-  return { items, unticked };
+  return items;
+}
+
+/** The markdown task items of `text`; those inside a fenced code block are examples, not tasks. */
+export function checklistOf(text: string): Checklist {
+  const items = checklistItems(text);
+  return { items: items.length, unticked: items.filter((item) => item.box === " ").map((item) => item.text.trim()) };
 }
 
 async function commandCheck(

@@ -6,7 +6,7 @@
 export { applyClaimResult, applyGateAnswer, blockRun, decideClaim, forceTo, recordRefusal, startRun } from "./advance.js";
 export type { GateDecision, GraphEffect } from "./advance.js";
 export { assignmentText, graphContext } from "./assignment.js";
-export { FENCE, firstArtifact, readChecklist, rootOf, runChecks, TASK_ITEM } from "./checks.js";
+export { checklistItems, firstArtifact, readChecklist, rootOf, runChecks } from "./checks.js";
 export type { Root } from "./checks.js";
 export { forceText, phaseText, reviewRequestText } from "./comments.js";
 export type { GateKeywords } from "./comments.js";
