@@ -1,4 +1,7 @@
 import { messageOf } from "../errors.js";
+import { RegistryRecordError } from "../registry/record.js";
+import type { InboundEvent } from "../routing/inbound.js";
+import type { WorkItem } from "../workitem/index.js";
 import { closeSession, isDamagedClose } from "./close.js";
 import { SETTLED, closeOptions, settle } from "./context.js";
 import type { DispatchContext, HandleResult, Turn } from "./context.js";
@@ -53,4 +56,16 @@ export async function releaseLeftCheckout(ctx: DispatchContext, ref: string): Pr
     return;
   }
   if (left !== undefined) await provider.release(ref, left);
+}
+
+/**
+ * The item an item's own closing would close, when what failed its routing is that item's session
+ * record not parsing (RegistryRecordError). Not a pull request's closing told to a linked item:
+ * that is news for a session, and news is not delivered into a record that cannot be read.
+ */
+export function damagedClosing(event: InboundEvent, error: unknown): WorkItem | undefined {
+  if (event.kind !== "closed" || !(error instanceof RegistryRecordError)) return undefined;
+  const pullRequest = event.pullRequest?.ref;
+  const closing = pullRequest === undefined ? event.workItems : event.workItems.filter((item) => item.ref === pullRequest);
+  return closing.find((item) => item.ref === error.item);
 }

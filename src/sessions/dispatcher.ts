@@ -8,22 +8,21 @@ import type { Decision, DeliveryMemory, RegistryView } from "../routing/router.j
 import { deliveryKeys } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
-import type { WorkItem } from "../workitem/index.js";
-import { releaseLeftCheckout, closeForEvent } from "./closing.js";
+import { closeForEvent, damagedClosing, releaseLeftCheckout } from "./closing.js";
 import { commandFromComment, controlRequest, finishStop, retryStart, standingCommands } from "./commands.js";
 import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisProcess, turnOf, withSlot } from "./context.js";
-import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult, Turn } from "./context.js";
+import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult } from "./context.js";
 import { deliver } from "./delivery.js";
 import { graphClaim, graphForce, graphGate } from "./graph-run.js";
-import { resumeJournalledEffects } from "./graph-effects.js";
+import { journalledMoves, resumeJournalledEffects } from "./graph-effects.js";
 import { drainLoopEvents } from "./graph-loop.js";
 import { cancelRunOfClosedItem, endStalledRun, stalledRuns } from "./graph-outcomes.js";
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "./graph-run.js";
 import { KeyedQueue, Semaphore } from "./keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./linkage.js";
-import { RegistryRecordError, isLive } from "../registry/record.js";
+import { isLive } from "../registry/record.js";
 import { Reactions } from "./reactions.js";
-import { spawn } from "./spawn.js";
+import { spawnTurn } from "./spawn.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "./context.js";
 
@@ -37,16 +36,12 @@ export type { DispatcherConfig, DispatcherOptions } from "./context.js";
  * This class is the facade: the queues, the routing, and the public methods. What each decision
  * does is carried out by collaborators over one DispatchContext (context.ts): spawn.ts,
  * delivery.ts and pane.ts, commands.ts (with command-plan.ts and command-effects.ts),
- * hook-points.ts and closing.ts. They never call back up into it.
+ * hook-points.ts, closing.ts, and the graph's graph-run.ts, graph-effects.ts (with
+ * capability-points.ts) and graph-outcomes.ts. They never call back up into it.
  */
 
 /** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
-const EVENT_GUARDS: ReadonlySet<string> = new Set([
-  "duplicate-delivery",
-  "no-work-item",
-  "self-authored",
-  "unauthorized-actor",
-]);
+const EVENT_GUARDS: ReadonlySet<string> = new Set(["duplicate-delivery", "no-work-item", "self-authored", "unauthorized-actor"]);
 const NOTHING_SEEN: DeliveryMemory = { has: () => false };
 
 /**
@@ -302,7 +297,7 @@ export class Dispatcher implements EventHandler {
         case "control":
           return await commandFromComment(ctx, decision, event);
         case "spawn":
-          return await this.spawned(turn, held);
+          return await spawnTurn(this.ctx, turn, held);
       }
     } catch (error) {
       return handBack(ctx, turn, action, messageOf(error));
@@ -363,29 +358,6 @@ export class Dispatcher implements EventHandler {
     return ended.filter(Boolean).length;
   }
 
-  /** The router's spawn, and what its outcome leaves the event to (the session found running takes it as input). */
-  private async spawned(turn: Turn, held: ReadonlySet<string> | undefined): Promise<HandleResult> {
-    const ctx = this.ctx;
-    const outcome = await withSlot(ctx, (slot) => spawn(ctx, turn, slot));
-    switch (outcome.kind) {
-      case "started":
-      case "closed":
-        return SETTLED;
-      case "held":
-        return settle(turn, outcome.hold);
-      // Someone else (the CLI, another process) started it first: this event is input for that session.
-      case "occupied":
-        return await deliver(ctx, outcome.occupant, turn);
-      case "failed":
-        return outcome.retry ? RETRY : SETTLED;
-      case "refused":
-        if (outcome.redirect !== undefined && (held === undefined || held.has(outcome.redirect.workItem.ref))) {
-          return await deliver(ctx, outcome.redirect, turn);
-        }
-        return settle(turn, "hook-refused");
-    }
-  }
-
   /**
    * Applies a command the CLI gives (`the-loop sessions start|stop|pause|resume`) exactly as the
    * same keyword in a comment would be applied (see controlRequest). It waits its turn in the
@@ -416,7 +388,7 @@ export class Dispatcher implements EventHandler {
     const { starts, stops } = standingCommands(this.ctx);
     const inQueue = <T>(ref: string, job: () => Promise<T>): Promise<T> => this.counted(() => this.exclusive([ref], job));
     // Graph moves whose effects a killed process never carried out (graph-effects.ts), first in their items' queues.
-    const journalled = await this.journalledGraphMoves();
+    const journalled = await journalledMoves(this.ctx);
     const [started] = await Promise.all([
       Promise.all(starts.map((ref) => inQueue(ref, () => retryStart(this.ctx, ref)))),
       Promise.all(stops.map((ref) => inQueue(ref, () => finishStop(this.ctx, ref)))),
@@ -424,26 +396,4 @@ export class Dispatcher implements EventHandler {
     ]);
     return started.filter(Boolean).length;
   }
-
-  private async journalledGraphMoves(): Promise<string[]> {
-    const states = this.options.graph?.states;
-    if (states === undefined) return [];
-    const listing = await states.list({ keep: (state) => state.pendingEffects !== undefined });
-    for (const problem of listing.problems) {
-      this.options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "resume", error: `${problem.where}: ${problem.message}` });
-    }
-    return listing.records.map((state) => state.ref);
-  }
-}
-
-/**
- * The item an item's own closing would close, when what failed its routing is that item's session
- * record not parsing (RegistryRecordError). Not a pull request's closing told to a linked item:
- * that is news for a session, and news is not delivered into a record that cannot be read.
- */
-function damagedClosing(event: InboundEvent, error: unknown): WorkItem | undefined {
-  if (event.kind !== "closed" || !(error instanceof RegistryRecordError)) return undefined;
-  const pullRequest = event.pullRequest?.ref;
-  const closing = pullRequest === undefined ? event.workItems : event.workItems.filter((item) => item.ref === pullRequest);
-  return closing.find((item) => item.ref === error.item);
 }

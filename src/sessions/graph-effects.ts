@@ -290,3 +290,14 @@ export async function deliverPendingAssignment(ctx: DispatchContext, ref: string
   }
   await deliverAssignment(ctx, graph, state, pending.node, pending.generation);
 }
+
+/** The items whose last graph move journalled effects a killed process never carried out (resumeJournalledEffects). */
+export async function journalledMoves(ctx: DispatchContext): Promise<string[]> {
+  const states = ctx.options.graph?.states;
+  if (states === undefined) return [];
+  const listing = await states.list({ keep: (state) => state.pendingEffects !== undefined });
+  for (const problem of listing.problems) {
+    ctx.options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "resume", error: `${problem.where}: ${problem.message}` });
+  }
+  return listing.records.map((state) => state.ref);
+}

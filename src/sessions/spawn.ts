@@ -11,9 +11,9 @@ import { standingState } from "../routing/router.js";
 import type { WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
 import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
-import { SESSION_CLOSED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle } from "./context.js";
-import type { DispatchContext, SpawnOutcome, StartTrigger, Turn } from "./context.js";
-import { paste, promptInput, recordLink } from "./delivery.js";
+import { RETRY, SESSION_CLOSED, SETTLED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle, withSlot } from "./context.js";
+import type { DispatchContext, HandleResult, SpawnOutcome, StartTrigger, Turn } from "./context.js";
+import { deliver, paste, promptInput, recordLink } from "./delivery.js";
 import { graphAtStart } from "./graph-run.js";
 import { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLaunch, startRefusal } from "./hook-points.js";
 import type { PoolSlot } from "./keyed-queue.js";
@@ -368,5 +368,27 @@ async function confirmPendingStart(ctx: DispatchContext, turn: Turn): Promise<vo
     });
   } catch (error) {
     dispatchFailed(turn.events, "control", `the session started, but its pending start record could not be updated: ${messageOf(error)}`);
+  }
+}
+
+/** The router's spawn, and what its outcome leaves the event to (the session found running takes it as input). */
+export async function spawnTurn(ctx: DispatchContext, turn: Turn, held: ReadonlySet<string> | undefined): Promise<HandleResult> {
+  const outcome = await withSlot(ctx, (slot) => spawn(ctx, turn, slot));
+  switch (outcome.kind) {
+    case "started":
+    case "closed":
+      return SETTLED;
+    case "held":
+      return settle(turn, outcome.hold);
+    // Someone else (the CLI, another process) started it first: this event is input for that session.
+    case "occupied":
+      return await deliver(ctx, outcome.occupant, turn);
+    case "failed":
+      return outcome.retry ? RETRY : SETTLED;
+    case "refused":
+      if (outcome.redirect !== undefined && (held === undefined || held.has(outcome.redirect.workItem.ref))) {
+        return await deliver(ctx, outcome.redirect, turn);
+      }
+      return settle(turn, "hook-refused");
   }
 }
