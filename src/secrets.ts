@@ -195,6 +195,11 @@ export function rememberSecret(value: string | undefined): void {
   known.remember(value);
 }
 
+/** Whether this process knows any secret: with none, a sink may skip redacting (it would change nothing). */
+export function anySecretKnown(): boolean {
+  return !known.empty;
+}
+
 /** `text` with every known secret, in every spelling, replaced by "[redacted]". */
 export function redactKnownSecrets(text: string): string {
   return known.redact(text);

@@ -1,5 +1,5 @@
 import { styleText } from "node:util";
-import { redactKnownSecrets } from "../secrets.js";
+import { anySecretKnown, redactKnownSecrets } from "../secrets.js";
 
 type Style = "red" | "yellow" | "green" | "cyan" | "dim" | "bold";
 
@@ -35,7 +35,8 @@ export const stdout = {
   },
   /** The whole of stdout for a --json command: one JSON document. Redacted string by string, so it stays JSON. */
   json(value: unknown): void {
-    process.stdout.write(`${JSON.stringify(value, redactedString, 2)}\n`);
+    // A replacer makes JSON.stringify several times slower (10,000 sessions: ~250 ms), so only when there is a secret to redact.
+    process.stdout.write(`${JSON.stringify(value, anySecretKnown() ? redactedString : undefined, 2)}\n`);
   },
   paint(style: Style, text: string): string {
     return paint(process.stdout, style, text);
