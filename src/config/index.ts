@@ -48,3 +48,4 @@ export type {
 export { projectNameFor, starterConfigText, STATE_GITIGNORE } from "./starter.js";
 export { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "./upgrade.js";
 export type { ConfigInsertion, DecisionNeeded, UpgradeOffer } from "./upgrade.js";
+export { closestName, editDistance } from "./suggest.js";

@@ -5,6 +5,7 @@ import { configJsonSchema, schemaNodeAt } from "./json-schema.js";
 import type { ConfigProblem } from "./problem.js";
 import { configSchema } from "./schema.js";
 import type { CliConfig } from "./schema.js";
+import { closestName } from "./suggest.js";
 
 /**
  * Config text → config: YAML with a line counter, older spellings normalized (with warnings),
@@ -47,27 +48,10 @@ export function formatPath(path: readonly Segment[]): string {
   );
 }
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0] ?? 0;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j] ?? 0;
-      row[j] = Math.min(above + 1, (row[j - 1] ?? 0) + 1, diagonal + (a[i - 1]?.toLowerCase() === b[j - 1]?.toLowerCase() ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length] ?? 0;
-}
-
 function unknownKeyMessage(parent: readonly Segment[], key: string): string {
   const known = Object.keys(schemaNodeAt(configJsonSchema(), parent)?.properties ?? {});
-  const close = known
-    .map((candidate) => ({ candidate, distance: editDistance(key, candidate) }))
-    .filter(({ distance }) => distance <= Math.max(2, Math.floor(key.length / 3)))
-    .sort((a, b) => a.distance - b.distance)[0];
-  const hint = close ? `; did you mean "${close.candidate}"?` : known.length ? `; known keys here: ${known.join(", ")}` : "";
+  const close = closestName(key, known, { ignoreCase: true });
+  const hint = close ? `; did you mean "${close}"?` : known.length ? `; known keys here: ${known.join(", ")}` : "";
   return `unknown key${hint}`;
 }
 

@@ -3,6 +3,7 @@ import type { GraphFile, GraphFileCheck, GraphFileNode } from "./definition.js";
 import { isPostPoint, isWavePoint } from "./points.js";
 import { LOOP_POINTS } from "./types.js";
 import type { Graph, GraphCheck, GraphEdge, GraphNode, GraphOutcome, LoopPoint, NodeActor } from "./types.js";
+import { closestName } from "../config/suggest.js";
 
 /**
  * A validated graph file → a `Graph`, after the rules between its values: every edge names
@@ -35,27 +36,10 @@ const REQUIRED_OUTCOMES: Readonly<Record<NodeActor, readonly GraphOutcome[]>> = 
   human: ["approved", "changes-requested"],
 };
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let diagonal = row[0] ?? 0;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const above = row[j] ?? 0;
-      row[j] = Math.min(above + 1, (row[j - 1] ?? 0) + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diagonal = above;
-    }
-  }
-  return row[b.length] ?? 0;
-}
-
 /** "did you mean" the closest of `known`, else the whole list. */
 export function suggestion(unknown: string, known: readonly string[], what: string): string {
-  const close = known
-    .map((candidate) => ({ candidate, distance: editDistance(unknown, candidate) }))
-    .filter(({ candidate, distance }) => distance <= Math.max(2, Math.floor(unknown.length / 3)) || candidate.startsWith(unknown))
-    .sort((a, b) => a.distance - b.distance)[0];
-  if (close) return `did you mean "${close.candidate}"?`;
+  const close = closestName(unknown, known, { prefix: true });
+  if (close) return `did you mean "${close}"?`;
   return known.length > 0 ? `the ${what} are: ${known.join(", ")}` : `there are no ${what}`;
 }
 

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { GRAPH_NAME_PATTERN } from "../config/graph-schema.js";
+import { closestName } from "../config/suggest.js";
 import { GRAPH_OUTCOMES, LOOP_POINTS, NODE_ACTORS } from "./types.js";
 
 /**
@@ -64,7 +65,8 @@ export function unknownPointMessage(value: unknown): string {
     return `${TASK_POINT} is not bound to a node: it runs for each task of a node's taskPlan; give the agent node taskPlan: FILE instead`;
   }
   const shown = typeof value === "string" ? `"${value}"` : String(value);
-  return `unknown loop point ${shown}; a node binds any of: ${LOOP_POINTS.join(", ")}`;
+  const close = typeof value === "string" ? closestName(value, LOOP_POINTS) : undefined;
+  return `unknown loop point ${shown}; ${close !== undefined ? `did you mean "${close}"? ` : ""}a node binds any of: ${LOOP_POINTS.join(", ")}`;
 }
 
 const loopPoint = z

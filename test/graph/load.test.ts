@@ -217,10 +217,10 @@ describe("parseGraphText", () => {
       ],
     },
     {
-      what: "an unknown loop point, listing the ones there are",
+      what: "an unknown loop point, suggesting the closest and listing the ones there are",
       lines: inserted(10, "    points: [plan:pre, plan:pr]"),
       expected: [
-        'g.yaml:11:24: nodes[0].points[1]: node "write": unknown loop point "plan:pr"; a node binds any of: discuss:pre, discuss:post, plan:pre, plan:post, execute:pre, execute:wave:pre, execute:wave:post, execute:post, verify:pre, verify:post, ship:pre, ship:post',
+        'g.yaml:11:24: nodes[0].points[1]: node "write": unknown loop point "plan:pr"; did you mean "plan:pre"? a node binds any of: discuss:pre, discuss:post, plan:pre, plan:post, execute:pre, execute:wave:pre, execute:wave:post, execute:post, verify:pre, verify:post, ship:pre, ship:post',
       ],
     },
     {
