@@ -1,5 +1,3 @@
-import { lstat, open, realpath } from "node:fs/promises";
-import { isAbsolute, relative, resolve, sep } from "node:path";
 import { activeHooks, fragmentText } from "../capabilities/active.js";
 import type { ActiveHook } from "../capabilities/active.js";
 import { commandWordsOf, decideGate, decideStepFailure, failureOf, instructionOf, pointText, readCheckOutput } from "../capabilities/dispatch.js";
@@ -7,6 +5,7 @@ import type { CheckOutcome, GateHook, PointTextParts, StepHook } from "../capabi
 import { parsePlan, resolveTaskContent, resolverFor } from "../capabilities/tasks.js";
 import { messageOf } from "../errors.js";
 import { blockRun } from "../graph/advance.js";
+import { firstArtifact, readChecklist, rootOf } from "../graph/checks.js";
 import { withPendingEffects } from "../graph/loop-plan.js";
 import type { RunEffect } from "../graph/loop-plan.js";
 import { pointsAt } from "../graph/points.js";
@@ -30,10 +29,8 @@ import type { CapabilityRuntime, DispatchContext } from "./context.js";
  * are src/capabilities/dispatch.ts; this runs the processes and writes what they decided.
  */
 
-
 /** The longest a capability's step, query or predicate may run when the daemon does not say. */
 export const CAPABILITY_HOOK_TIMEOUT_MS = 10 * 60_000;
-const PLAN_MAX_BYTES = 1024 * 1024;
 
 const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
 
@@ -244,23 +241,18 @@ async function resolveTasks(ctx: DispatchContext, runtime: CapabilityRuntime, in
   return undefined;
 }
 
-/** The plan, read only as a regular file inside the working directory (the agent writes it; nothing in it is trusted). */
-async function readPlan(cwd: string, path: string): Promise<string | { missing: boolean; problem: string }> {
-  const root = await realpath(cwd).catch(() => undefined);
-  if (root === undefined) return { missing: true, problem: "no working directory" };
-  const real = await realpath(resolve(root, path)).catch(() => undefined);
-  if (real === undefined) return { missing: true, problem: "it does not exist" };
-  const rel = relative(root, real);
-  if (rel.startsWith(`..${sep}`) || rel === ".." || isAbsolute(rel)) return { missing: false, problem: "it leads outside the working directory" };
-  const info = await lstat(real);
-  if (!info.isFile()) return { missing: false, problem: "it is not a regular file" };
-  if (info.size > PLAN_MAX_BYTES) return { missing: false, problem: `it is larger than ${PLAN_MAX_BYTES} bytes` };
-  const handle = await open(real, "r");
-  try {
-    return await handle.readFile("utf8");
-  } finally {
-    await handle.close();
-  }
+/**
+ * The plan, read as the graph's checks read a checklist (nothing in the working directory is
+ * trusted: a regular file inside it only, no symlink out); `missing` when it is not there yet.
+ */
+async function readPlan(cwd: string, path: string): Promise<string | { readonly missing: boolean; readonly problem: string }> {
+  const root = await rootOf(cwd);
+  if (typeof root === "string") return { missing: true, problem: root };
+  const found = await firstArtifact(root, [path]);
+  if (typeof found === "string") return { missing: found.endsWith(" is missing"), problem: found };
+  const text = await readChecklist(found.real);
+  if (text === undefined || text === "too-large") return { missing: false, problem: text === "too-large" ? "it is too large to read" : "it could not be read" };
+  return text;
 }
 
 // ---- applying a pass -------------------------------------------------------------------------
