@@ -290,8 +290,9 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   const node = graph.nodes.get(decided.node);
   const notes: string[] = [];
   // The points of the claim: execute:wave:post ends the attempt (before the checks), the node's :post points follow checks that passed.
+  // Their text (contributions, instructions, advisories and warnings) has no assignment to go into: the claim's answer carries it.
   const halted = async (pass: PointPass): Promise<ClaimAnswer | undefined> => {
-    notes.push(...pass.notes);
+    if (pass.text !== "") notes.push(pass.text);
     if (pass.halt === undefined) return undefined;
     const blocked = await applyPointHalt(ctx, graph, ref, decided.node, decided.generation, pass.halt);
     const refusal = { kind: "refuse", reasonCode: "blocked", reason: pass.halt.reason } as Refusal;
@@ -327,9 +328,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   const moved = transition.moved && outcome.written.denied !== true;
   if (node && !transition.moved && outcome.state.status === "running" && outcome.state.node === node.id) {
     // Another attempt at the node: execute:wave:pre opens it, and what it gives the agent comes with this answer.
-    const retry = await passAt(ctx, graph, outcome.state, node, "retry", cwd);
-    if (retry.text !== "") notes.push(retry.text);
-    const halt = await halted({ notes: retry.notes, ...(retry.halt ? { halt: retry.halt } : {}), text: "" });
+    const halt = await halted(await passAt(ctx, graph, outcome.state, node, "retry", cwd));
     if (halt !== undefined) return halt;
   }
   return { ...answerOf(ref, graph, outcome.state, moved), ...(notes.length > 0 ? { notes } : {}) };

@@ -253,6 +253,7 @@ describe("capabilities at the loop points of a running graph", () => {
         { point: "execute:wave:pre", ref: { command: "mark step" } },
         { point: "execute:wave:post", ref: { command: "mark step" } },
         { point: "execute:post", ref: { command: "mark step" } },
+        { point: "execute:post", ref: { skill: "code-review" } },
       ],
       contributions: [{ point: "execute:wave:pre", into: "executor", fragment: { inline: "Attempt text." } }],
     };
@@ -275,7 +276,13 @@ describe("capabilities at the loop points of a running graph", () => {
     await writeFile(join(p.dir, "work", "out.md"), "done\n");
     const passed = await claim(p);
     expect(passed.answer).toMatchObject({ moved: true, node: "done", status: "done" });
-    const after = (await p.events()).filter((r) => r.event === "capability.step_run").map((r) => r.point);
-    expect(after.slice(3)).toEqual(["execute:wave:post", "execute:post"]);
+    // A claim has no assignment to put execute:post's instruction into: its answer carries it.
+    expect(passed.answer.notes.join("\n")).toContain("Use the skill `code-review` now (waves, execute:post).");
+    const after = (await p.events()).filter((r) => r.event === "capability.step_run").map((r) => [r.point, r.how]);
+    expect(after.slice(3)).toEqual([
+      ["execute:wave:post", "command"],
+      ["execute:post", "command"],
+      ["execute:post", "skill"],
+    ]);
   });
 });
