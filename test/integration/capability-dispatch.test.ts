@@ -4,6 +4,7 @@ import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT, jsonOf } from "../support/cli.js";
 import { graphStatus } from "../support/graph.js";
+import type { ClaimJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -85,14 +86,6 @@ async function graphProject(graph: object): Promise<TestProject> {
   return p;
 }
 
-interface ClaimJson {
-  moved: boolean;
-  node: string | null;
-  status: string | null;
-  reason_code: string | null;
-  reason: string | null;
-  notes: string[];
-}
 
 async function claim(p: TestProject): Promise<{ code: number; answer: ClaimJson }> {
   const result = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });

@@ -5,7 +5,7 @@ import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
-import type { GraphStatusJson } from "../support/graph.js";
+import type { ClaimJson, GraphStatusJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -60,13 +60,6 @@ const RECORDER = [
 
 type StatusJson = GraphStatusJson;
 
-interface ClaimJson {
-  moved: boolean;
-  node: string | null;
-  status: string | null;
-  reason_code: string | null;
-  reason: string | null;
-}
 
 interface ItemJson {
   labels: string[];

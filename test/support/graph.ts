@@ -40,3 +40,14 @@ export async function graphStatus(p: TestProject, ref = "#1"): Promise<GraphStat
   expect(result.code, result.stderr).toBe(0);
   return jsonOf<GraphStatusJson>(result);
 }
+
+/** What `the-loop graph complete --json` prints. */
+export interface ClaimJson {
+  moved: boolean;
+  node: string | null;
+  status: string | null;
+  reason_code: string | null;
+  reason: string | null;
+  /** What the claim's loop points gave the agent. */
+  notes: string[];
+}
