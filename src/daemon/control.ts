@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, openSync, closeSync, readFileSync, statSync } from "node:fs";
+import type { Socket } from "node:net";
 import { dirname } from "node:path";
 import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../errors.js";
 import type { CliConfig } from "../config/schema.js";
@@ -12,6 +13,7 @@ import { NOTHING_TO_RUN, listeningUrl, readWebhookListening, servicesOf } from "
 import type { ServiceSpec } from "./services.js";
 import { readHeartbeat } from "./heartbeat.js";
 import type { PollHeartbeat } from "./heartbeat.js";
+import { HANDED_ENV_FD, daemonSecretNames, encodeHandedEnvironment, splitDaemonEnvironment } from "./secret-env.js";
 
 /**
  * `start`, `stop` and `status`: a daemon is a detached `the-loop serve`, and what it runs is
@@ -119,8 +121,10 @@ export interface StartResult {
 
 /**
  * Starts `the-loop serve` detached and returns once every enabled service holds its lock (and
- * the webhook receiver listens). The daemon inherits this environment, so a missing webhook
- * secret is refused here, before anything starts.
+ * the webhook receiver listens). The daemon gets this environment, so a missing webhook
+ * secret is refused here, before anything starts: its boot variables as its environment, and
+ * every other one — the secrets above all — over a pipe, so that none of them shows in its
+ * `/proc/<pid>/environ` (secret-env.ts).
  */
 export async function startDaemon(config: CliConfig, paths: StatePaths, options: StartOptions): Promise<StartResult> {
   const services = servicesOf(config, paths).filter((service) => service.enabled);
@@ -145,12 +149,19 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
   }
   const log = openSync(paths.daemonLog, "a");
   const argv = [CLI_ENTRY, ...(options.configFile ? ["--config", options.configFile] : []), "serve"];
+  const { boot, handed } = splitDaemonEnvironment(process.env, daemonSecretNames(config));
   const child = spawn(process.execPath, argv, {
     cwd: options.cwd,
     detached: true,
-    stdio: ["ignore", log, log],
+    env: { ...boot, [HANDED_ENV_FD]: "3" },
+    stdio: ["ignore", log, log, "pipe"],
   });
   closeSync(log);
+  const channel = child.stdio[3] as Socket | null;
+  // Safe to drop: a daemon that died before reading closed its end, and its exit is reported below.
+  channel?.on("error", () => undefined);
+  channel?.end(encodeHandedEnvironment(handed));
+  channel?.unref();
   let exited: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   child.once("exit", (code, signal) => (exited = { code, signal }));
   child.unref();

@@ -13,3 +13,4 @@ export { callDaemon } from "./rpc.js";
 export { composeRuntime } from "./runtime.js";
 export { serveDaemon } from "./serve.js";
 export { statusReport } from "./status-facts.js";
+export { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "./secret-env.js";

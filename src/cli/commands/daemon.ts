@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { AnswerGivenExit } from "../../errors.js";
 import { startDaemon, stopDaemon } from "../../daemon/control.js";
 import { statusReport } from "../../daemon/status-facts.js";
+import { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "../../daemon/secret-env.js";
 import type { ListeningStatus, ServiceStatus } from "../../daemon/control.js";
 import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";
 import { displayPath, openProject } from "../context.js";
@@ -117,8 +118,12 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
 }
 
 export async function runServe(globals: GlobalOptions): Promise<void> {
+  // First of all, before the config is read: what `start` handed over its pipe, and systemd's credentials.
+  await receiveDaemonEnvironment();
   const project = await openProject(globals, "daemon");
   requireConfigFile(project);
+  const exposed = secretsInEnvironmentWarning(secretsInInitialEnvironment(daemonSecretNames(project.config)));
+  if (exposed !== undefined) stderr.warn(exposed);
   const controller = new AbortController();
   const stopOn = (signal: NodeJS.Signals): void => {
     if (controller.signal.aborted) return;
