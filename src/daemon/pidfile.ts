@@ -158,6 +158,7 @@ export async function acquirePidfile(path: string, service: string): Promise<Pid
     if (!holding || repairing) return;
     repairing = readPidfile(path)
       .then((current) => (!holding || sameHolder(current, ours) ? undefined : writeJsonAtomic(path, ours)))
+      // A repair that fails is tried again at the next lock-socket question; the socket, not the file, is the lock.
       .catch(() => undefined)
       .finally(() => (repairing = undefined));
   };

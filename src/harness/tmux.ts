@@ -183,6 +183,7 @@ export class TmuxRunner implements SessionRunner {
     // tmux makes no buffer of an empty file, so there would be nothing to paste but a bare Enter.
     if (text === "") throw new RunnerError(`nothing to deliver to ${target}: the text is empty`);
     const previous = this.deliveries.get(target) ?? Promise.resolve();
+    // The previous delivery's failure was its own caller's to report; this one waits only for its turn.
     const current = previous.catch(() => undefined).then(() => this.deliverNow(target, text, options.pastedPattern));
     this.deliveries.set(target, current);
     const forget = (): void => {

@@ -48,6 +48,7 @@ export async function runDemo(globals: GlobalOptions, options: DemoOptions): Pro
     await narrate(projectDir, socketName);
   } finally {
     const config = await demoConfig(projectDir, socketName);
+    // The demo's own tmux server: one already gone has nothing left to stop.
     await tmuxRunnerFor(config, deriveStatePaths(config, projectDir)).killServer().catch(() => undefined);
     if (options.keep) {
       stdout.line(`\nThe project is kept at ${projectDir}; look around, then remove it when done.`);
