@@ -1,7 +1,5 @@
-import { createHash } from "node:crypto";
-import { lstat, readFile, readdir, readlink } from "node:fs/promises";
-import { join, relative, sep } from "node:path";
 import { EXIT_USAGE, ExitError } from "../errors.js";
+import { readBundleFiles } from "./bundle-files.js";
 import type { CapabilityManifest } from "./manifest.js";
 
 /**
@@ -9,51 +7,16 @@ import type { CapabilityManifest } from "./manifest.js";
  * unnoticed) and the disclosure of everything in it that runs or reaches an assignment.
  */
 
-/** A bundle is a manifest and a few files; one far larger is a mistake (a checkout, a build folder). */
-export const MAX_BUNDLE_FILES = 1_000;
-export const MAX_BUNDLE_BYTES = 16 * 1024 * 1024;
-
 /**
  * The SHA-256 of the bundle at `dir`: each file's path relative to the bundle (sorted, `/`
- * separated) and its content; a symlink counts by its target, never followed. Nothing is
- * ignored — a dotfile or a lock file could be read by a command as well as any other.
+ * separated) and its content; a symlink counts by what it leads to, and one leading out of the
+ * bundle is refused (bundle-files.ts). Nothing is ignored — a dotfile or a lock file could be
+ * read by a command as well as any other.
  */
 export async function bundleHash(dir: string): Promise<string> {
-  const entries: { path: string; kind: "file" | "link"; absolute: string }[] = [];
-  let bytes = 0;
-  const walk = async (folder: string): Promise<void> => {
-    for (const name of (await readdir(folder)).sort()) {
-      const absolute = join(folder, name);
-      const info = await lstat(absolute);
-      const path = relative(dir, absolute).split(sep).join("/");
-      if (info.isDirectory()) {
-        await walk(absolute);
-        continue;
-      }
-      if (!info.isFile() && !info.isSymbolicLink()) {
-        throw new ExitError(`capability bundle ${dir}: ${path} is neither a file, a folder nor a symlink; a bundle holds files only`, EXIT_USAGE, "config");
-      }
-      bytes += info.size;
-      entries.push({ path, kind: info.isFile() ? "file" : "link", absolute });
-      if (entries.length > MAX_BUNDLE_FILES || bytes > MAX_BUNDLE_BYTES) {
-        throw new ExitError(
-          `capability bundle ${dir} holds more than ${MAX_BUNDLE_FILES} files or ${MAX_BUNDLE_BYTES / 1024 / 1024} MiB; a bundle is its manifest and the few files it runs — point at that folder, not a checkout`,
-          EXIT_USAGE,
-          "config",
-        );
-      }
-    }
-  };
-  await walk(dir);
-  entries.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  const hash = createHash("sha256");
-  for (const entry of entries) {
-    const content = entry.kind === "file" ? await readFile(entry.absolute) : Buffer.from(await readlink(entry.absolute));
-    // Length-prefixed, so no two bundles share a byte stream.
-    hash.update(`${entry.kind}\0${Buffer.byteLength(entry.path)}\0${entry.path}\0${content.length}\0`);
-    hash.update(content);
-  }
-  return hash.digest("hex");
+  const snapshot = await readBundleFiles(dir);
+  if (snapshot.problems.length > 0) throw new ExitError(snapshot.problems.join("; "), EXIT_USAGE, "config");
+  return snapshot.sha256;
 }
 
 const quoted = (argv: readonly string[]): string => JSON.stringify(argv);

@@ -1,11 +1,12 @@
-import { access, readFile, realpath } from "node:fs/promises";
+import { access, realpath } from "node:fs/promises";
 import { homedir } from "node:os";
-import { isAbsolute, join, relative, resolve, sep } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { CapabilityEntryConfig } from "../config/capability-schema.js";
 import { EXIT_USAGE, ExitError } from "../errors.js";
 import type { EventSink } from "../events/log.js";
-import { bundleHash } from "./consent.js";
+import { readBundleFiles, within } from "./bundle-files.js";
+import type { BundleReadOptions } from "./bundle-files.js";
 import { MANIFEST_FILES, commandReferences, parseManifest } from "./manifest.js";
 import type { CapabilityManifest } from "./manifest.js";
 
@@ -23,6 +24,14 @@ export interface CapabilityBundle {
   readonly file: string;
   readonly manifest: CapabilityManifest;
   readonly sha256: string;
+  /** The folder with every symlink followed: where `files`' paths are. */
+  readonly realDir: string;
+  /**
+   * Each file's SHA-256 by its path in the bundle, as read when `sha256` was: once the load has
+   * matched `sha256` with the consented hash, these are the consented files, and every later use
+   * of a file is checked against them (consented.ts).
+   */
+  readonly files: ReadonlyMap<string, string>;
 }
 
 export interface BundleOutcome {
@@ -45,11 +54,6 @@ export function resolveCapabilityPath(path: string, configDir: string, homeDir: 
 }
 
 const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
-
-function within(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !isAbsolute(rel));
-}
 
 /**
  * A file the manifest names inside its bundle: relative, no `..`, and still inside once every
@@ -102,28 +106,42 @@ async function pathProblems(dir: string, manifest: CapabilityManifest): Promise<
   return problems;
 }
 
-/** The bundle at `dir`: its manifest checked on its own and its files hashed, or every problem, each naming the file and the field. */
-export async function readBundle(dir: string): Promise<BundleOutcome> {
+/**
+ * The bundle at `dir`: its manifest checked on its own and its files hashed, or every problem,
+ * each naming the file and the field. Each file is read once: the manifest is parsed from the very
+ * bytes that were hashed, so what is checked against consent is what runs.
+ */
+export async function readBundle(dir: string, options: Pick<BundleReadOptions, "afterRead"> = {}): Promise<BundleOutcome> {
   const present = [];
   for (const name of MANIFEST_FILES) if (await exists(join(dir, name))) present.push(name);
   if (present.length !== 1) {
     const why = present.length === 0 ? `no ${MANIFEST_FILES.join(" or ")} in it` : `both ${present.join(" and ")} in it; keep one`;
     return { problems: [`${dir}: not a capability bundle (${why})`] };
   }
-  const file = join(dir, present[0] as string);
+  const name = present[0] as string;
+  const file = join(dir, name);
+  let snapshot;
+  try {
+    snapshot = await readBundleFiles(dir, { ...options, keep: [name] });
+  } catch (error) {
+    if (error instanceof ExitError) return { problems: [error.message] };
+    throw error;
+  }
+  const bytes = snapshot.bytes.get(name);
+  if (bytes === undefined) return { problems: snapshot.problems.length > 0 ? [...snapshot.problems] : [`${file}: not a regular file; the manifest is a file of the bundle itself`] };
   let raw: unknown;
   try {
-    const text = await readFile(file, "utf8");
+    const text = bytes.toString("utf8");
     raw = file.endsWith(".json") ? JSON.parse(text) : parseYaml(text);
   } catch (error) {
-    return { problems: [`${file}: not ${file.endsWith(".json") ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`] };
+    return { problems: [...snapshot.problems, `${file}: not ${file.endsWith(".json") ? "JSON" : "YAML"}: ${(error as Error).message.split("\n")[0]}`] };
   }
   const parsed = parseManifest(raw);
-  const problems = parsed.problems.map((problem) => `${file}: ${problem}`);
+  const problems = [...snapshot.problems, ...parsed.problems.map((problem) => `${file}: ${problem}`)];
   if (!parsed.manifest) return { problems };
   problems.push(...(await pathProblems(dir, parsed.manifest)).map((problem) => `${file}: ${problem}`));
   if (problems.length > 0) return { problems };
-  return { bundle: { dir, file, manifest: parsed.manifest, sha256: await bundleHash(dir) }, problems: [] };
+  return { bundle: { dir, file, manifest: parsed.manifest, sha256: snapshot.sha256, realDir: snapshot.realDir, files: snapshot.files }, problems: [] };
 }
 
 /**
@@ -244,6 +262,8 @@ export interface LoadCapabilitiesOptions {
   readonly configFile?: string;
   /** A check ahead of the load (`the-loop start`, before it spawns the daemon): refusals are recorded, loads are not. */
   readonly checkOnly?: boolean;
+  /** Called after each bundle file is read (a test's hook point: each file is read once, before it is hashed and parsed). */
+  readonly afterRead?: BundleReadOptions["afterRead"];
 }
 
 /** The command that consents to the bundle at `dir` again. */
@@ -264,7 +284,7 @@ export async function loadCapabilities(
   const loaded: LoadedCapability[] = [];
   for (const [index, entry] of config.capabilities.entries()) {
     const dir = resolveCapabilityPath(entry.path, configDir, options.homeDir);
-    const outcome = await readBundle(dir).catch((error: unknown): BundleOutcome => ({ problems: [`${dir}: ${(error as Error).message}`] }));
+    const outcome = await readBundle(dir, options.afterRead ? { afterRead: options.afterRead } : {}).catch((error: unknown): BundleOutcome => ({ problems: [`${dir}: ${(error as Error).message}`] }));
     const refuse = (reason: string, id?: string): void => {
       problems.push(reason);
       options.events?.emit("capability.refused", { path: dir, bundle_hash: entry.sha256, reason, ...(id ? { id } : {}) });

@@ -130,7 +130,8 @@ describe("a capability bundle", () => {
     const dir = await bundleWith({ ...withFragment("link.md"), commands: [{ name: "lint check", argv: ["../bin/lint"] }] });
     await symlink(join(outside, "secret.md"), join(dir, "link.md"));
     const { problems } = await readBundle(dir);
-    expect(problems).toHaveLength(2);
+    expect(problems).toHaveLength(3);
+    expect(problems.join("\n")).toMatch(/the symlink link\.md leads outside the bundle/);
     expect(problems.join("\n")).toMatch(/fragment\.file: .*symlink/);
     expect(problems.join("\n")).toMatch(/commands\[0\]\.argv\[0\]: .*climbs out/);
   });
