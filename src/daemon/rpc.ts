@@ -5,7 +5,13 @@ import { createConnection, createServer } from "node:net";
 import type { Server, Socket } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { stripControl } from "../subprocess/index.js";
+import type { z } from "zod";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
+import { DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, MAX_ANSWER_BYTES, answerConnection, refuseConnection, replySchema, schemaProblem } from "./rpc-protocol.js";
+import type { RpcHandler, RpcLimits, SessionCredential } from "./rpc-protocol.js";
+
+export type { RpcCaller, RpcHandler, SessionCredential } from "./rpc-protocol.js";
 
 /**
  * The daemon's local request channel: how a command asks the running daemon to decide something
@@ -19,10 +25,6 @@ import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
  * listens, so a socket file left by a killed daemon is replaced without asking whose it was.
  */
 
-/** A request line longer than this is not a request: refused unread. */
-const MAX_REQUEST_BYTES = 64 * 1024;
-/** An answer line longer than this is cut off and refused by the client. */
-const MAX_ANSWER_BYTES = 1024 * 1024;
 /** unix(7): sun_path holds 108 bytes with its NUL; leave room. */
 const MAX_SOCKET_PATH = 100;
 
@@ -33,15 +35,17 @@ export function daemonSocketPath(stateRoot: string): string {
   return join(tmpdir(), `the-loop-${userInfo().uid}`, `${hash}.sock`);
 }
 
-export type RpcHandler = (params: unknown) => Promise<unknown>;
-
 export interface RpcServer {
   readonly path: string;
   close(): Promise<void>;
 }
 
-/** Listens on the state root's daemon socket; each request goes to the handler its method names. */
-export async function serveRpc(stateRoot: string, handlers: Readonly<Record<string, RpcHandler>>): Promise<RpcServer> {
+/**
+ * Listens on the state root's daemon socket; each request goes to the handler its method names.
+ * `limits` (tests shorten them): the idle bound of a connection, and how many are served at once.
+ */
+export async function serveRpc(stateRoot: string, handlers: Readonly<Record<string, RpcHandler>>, limits: Partial<RpcLimits> = {}): Promise<RpcServer> {
+  const bounds: RpcLimits = { idleMs: limits.idleMs ?? DEFAULT_IDLE_MS, maxConnections: limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS };
   const path = daemonSocketPath(stateRoot);
   if (!path.startsWith(stateRoot)) {
     mkdirSync(join(path, ".."), { recursive: true, mode: 0o700 });
@@ -50,10 +54,16 @@ export async function serveRpc(stateRoot: string, handlers: Readonly<Record<stri
   removeSocketFile(path);
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
+    if (sockets.size >= bounds.maxConnections) {
+      refuseConnection(socket, bounds.maxConnections);
+      return;
+    }
     sockets.add(socket);
     socket.on("close", () => sockets.delete(socket));
-    answer(socket, handlers);
+    answerConnection(socket, handlers, bounds);
   });
+  // A failed accept (out of file descriptors) is the listener's error: it goes on listening.
+  server.on("error", () => undefined);
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(path, () => {
@@ -98,44 +108,6 @@ function statIfPresent(path: string): Stats | undefined {
   }
 }
 
-function answer(socket: Socket, handlers: Readonly<Record<string, RpcHandler>>): void {
-  let received = "";
-  let settled = false;
-  const reply = (value: unknown): void => {
-    if (settled) return;
-    settled = true;
-    socket.end(`${JSON.stringify(value)}\n`);
-  };
-  socket.setEncoding("utf8");
-  socket.on("error", () => socket.destroy());
-  socket.on("data", (chunk: string) => {
-    if (settled) return;
-    received += chunk;
-    if (Buffer.byteLength(received) > MAX_REQUEST_BYTES) {
-      reply({ ok: false, error: `a request is at most ${MAX_REQUEST_BYTES} bytes` });
-      return;
-    }
-    const end = received.indexOf("\n");
-    if (end < 0) return;
-    let request: { method?: unknown; params?: unknown };
-    try {
-      request = JSON.parse(received.slice(0, end)) as { method?: unknown; params?: unknown };
-    } catch {
-      reply({ ok: false, error: "a request is one line of JSON" });
-      return;
-    }
-    const handler = typeof request.method === "string" && Object.hasOwn(handlers, request.method) ? handlers[request.method] : undefined;
-    if (handler === undefined) {
-      reply({ ok: false, error: `the daemon does not answer ${JSON.stringify(request.method)}` });
-      return;
-    }
-    handler(request.params).then(
-      (result) => reply({ ok: true, result }),
-      (error: unknown) => reply({ ok: false, error: messageOf(error) }),
-    );
-  });
-}
-
 /** No daemon listens for this state root: the command says how to start one. */
 export class NoDaemonError extends ExitError {
   override readonly name: string = "NoDaemonError";
@@ -144,8 +116,15 @@ export class NoDaemonError extends ExitError {
   }
 }
 
+export interface CallOptions<T> {
+  /** The session this caller runs in, proved by its credential (THE_LOOP_SESSION_TOKEN). */
+  readonly session?: SessionCredential | undefined;
+  /** The answer's schema: an answer that does not match it is refused. */
+  readonly result?: z.ZodType<T>;
+}
+
 /** Sends one request to the daemon of `stateRoot` and waits (at most `timeoutMs`) for its answer. */
-export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number): Promise<unknown> {
+export function callDaemon<T = unknown>(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> = {}): Promise<T> {
   const path = daemonSocketPath(stateRoot);
   return new Promise((resolve, reject) => {
     const socket = createConnection(path);
@@ -159,7 +138,7 @@ export function callDaemon(stateRoot: string, method: string, params: unknown, t
       reject(error);
     };
     socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write(`${JSON.stringify({ method, params })}\n`));
+    socket.on("connect", () => socket.write(`${JSON.stringify({ method, params, ...(options.session !== undefined ? { session: options.session } : {}) })}\n`));
     socket.on("error", (error) => {
       const code = errnoOf(error);
       fail(code === "ENOENT" || code === "ECONNREFUSED" ? new NoDaemonError(path) : new ExitError(`the daemon's socket ${path}: ${messageOf(error)}`, EXIT_FAILURE));
@@ -173,15 +152,29 @@ export function callDaemon(stateRoot: string, method: string, params: unknown, t
     });
     socket.on("end", () => {
       clearTimeout(timer);
-      let parsed: { ok?: unknown; result?: unknown; error?: unknown };
+      let json: unknown;
       try {
-        parsed = JSON.parse(received.split("\n", 1)[0] ?? "") as typeof parsed;
+        json = JSON.parse(received.split("\n", 1)[0] ?? "");
       } catch {
         reject(new ExitError("the daemon's answer was not JSON", EXIT_FAILURE));
         return;
       }
-      if (parsed.ok === true) resolve(parsed.result);
-      else reject(new ExitError(`the daemon refused: ${typeof parsed.error === "string" ? parsed.error : "no reason given"}`, EXIT_FAILURE));
+      const parsed = replySchema.safeParse(json);
+      if (!parsed.success) {
+        reject(new ExitError(`the daemon's answer is not {ok, result} or {ok, error}: ${schemaProblem(parsed.error)}`, EXIT_FAILURE));
+        return;
+      }
+      if (!parsed.data.ok) {
+        reject(new ExitError(`the daemon refused: ${stripControl(parsed.data.error)}`, EXIT_FAILURE));
+        return;
+      }
+      if (options.result === undefined) {
+        resolve(parsed.data.result as T);
+        return;
+      }
+      const result = options.result.safeParse(parsed.data.result);
+      if (result.success) resolve(result.data);
+      else reject(new ExitError(`the daemon's answer to ${method} is not what this version of the-loop expects (${schemaProblem(result.error)}); restart the daemon (\`the-loop stop\`, then \`the-loop start\`)`, EXIT_FAILURE));
     });
   });
 }
