@@ -140,14 +140,14 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
       );
     }
   }
-  mkdirSync(dirname(paths.daemonLog), { recursive: true });
+  mkdirSync(dirname(paths.daemonLog), { recursive: true, mode: 0o700 });
   let logStart: number;
   try {
     logStart = statSync(paths.daemonLog).size;
   } catch {
     logStart = 0;
   }
-  const log = openSync(paths.daemonLog, "a");
+  const log = openSync(paths.daemonLog, "a", 0o600);
   const argv = [CLI_ENTRY, ...(options.configFile ? ["--config", options.configFile] : []), "serve"];
   const { boot, handed } = splitDaemonEnvironment(process.env, daemonSecretNames(config));
   const child = spawn(process.execPath, argv, {

@@ -1,10 +1,9 @@
-import { createHash } from "node:crypto";
 import { chmodSync, mkdirSync, statSync, unlinkSync } from "node:fs";
 import type { Stats } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import type { Server, Socket } from "node:net";
-import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
+import { daemonSocketPath } from "./socket-path.js";
 import { stripControl } from "../subprocess/index.js";
 import type { z } from "zod";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
@@ -20,20 +19,12 @@ export type { RpcCaller, RpcHandler, SessionCredential } from "./rpc-protocol.js
  *
  * It is a socket *file* in the state root, not an abstract name: a file has permissions, so only
  * the operator's OS user (who owns the state root) can connect. A state root whose path is too
- * long for a socket address (about 100 bytes) gets it in a per-user 0700 folder of the temporary
- * directory instead, named by the state root's hash. The daemon holds its service lock before it
+ * long for a socket address (about 100 bytes) gets it in a private folder of $XDG_RUNTIME_DIR,
+ * never a shared temporary one, each folder checked before it is trusted (socket-path.ts). The daemon holds its service lock before it
  * listens, so a socket file left by a killed daemon is replaced without asking whose it was.
  */
 
-/** unix(7): sun_path holds 108 bytes with its NUL; leave room. */
-const MAX_SOCKET_PATH = 100;
-
-export function daemonSocketPath(stateRoot: string): string {
-  const inRoot = join(stateRoot, "daemon.sock");
-  if (Buffer.byteLength(inRoot) <= MAX_SOCKET_PATH) return inRoot;
-  const hash = createHash("sha256").update(stateRoot).digest("hex").slice(0, 24);
-  return join(tmpdir(), `the-loop-${userInfo().uid}`, `${hash}.sock`);
-}
+export { daemonSocketPath };
 
 export interface RpcServer {
   readonly path: string;

@@ -1,7 +1,8 @@
 import { unlinkSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, join } from "node:path";
 import { sweepStaleTemporaries, writeJsonAtomic } from "../state/atomic.js";
 import { sweepScratchFiles } from "../state/scratch.js";
+import { tightenStateRoot } from "../state/index.js";
 import type { StatePaths } from "../state/layout.js";
 import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { WebhookReceiver } from "../ingress/webhook/server.js";
@@ -90,6 +91,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       }
     }
     sweepLeftovers(paths);
+    tightenStateRootOnce(paths, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
     rpc = await serveRpc(paths.root, graphHandlers(dispatcher));
     warnIfFailClosed(config.routing, input, options);
@@ -232,6 +234,29 @@ function removeQuietly(path: string): void {
     unlinkSync(path);
   } catch {
     // Already gone; a stale file is recognised by its pid anyway.
+  }
+}
+
+/**
+ * A state root an older version made open to others (0755, its files 0644) is closed once, here:
+ * 0700, and what the-loop keeps in it 0700 / 0600. The project's own files beside the state (the
+ * config) and the checkouts are left as they are. Said once, in the daemon's log.
+ */
+function tightenStateRootOnce(paths: StatePaths, warn: (message: string) => void): void {
+  const within = [
+    paths.registryDir, paths.controlDir, paths.linksDir, paths.graphsDir, dirname(paths.pollStateFile), dirname(paths.eventLog),
+    paths.trackerDir, paths.tmpDir, paths.binDir, join(paths.root, "cache"),
+    paths.ghWebhookPidfile, paths.ghWebhookStatusFile, paths.pollPidfile, paths.pollStatusFile, paths.daemonLog, paths.eventLog,
+  ];
+  try {
+    const { rootWas, entries } = tightenStateRoot(paths.root, within);
+    if (rootWas === undefined) return;
+    warn(
+      `the state root ${paths.root} was open to others (mode ${rootWas.toString(8).padStart(4, "0")}), as older versions made it: ` +
+        `it is 0700 now, and ${entries} folder${entries === 1 ? "" : "s"} and files in it lost their group and other permissions`,
+    );
+  } catch (error) {
+    warn(`could not make the state root ${paths.root} private (chmod 700 it yourself): ${messageOf(error)}`);
   }
 }
 

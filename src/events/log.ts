@@ -81,16 +81,17 @@ export class EventLog implements EventSink {
 
   private append(path: string, line: string): void {
     if (!this.directoryReady) {
-      mkdirSync(dirname(path), { recursive: true });
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       this.directoryReady = true;
     }
     try {
-      appendFileSync(path, line, { encoding: "utf8", mode: 0o644 });
+      // Private: events quote what people wrote and what hooks answered.
+      appendFileSync(path, line, { encoding: "utf8", mode: 0o600 });
     } catch (error) {
       if (errnoOf(error) !== "ENOENT") throw error;
       // The directory went away under us (a wiped state root): recreate it once and retry.
-      mkdirSync(dirname(path), { recursive: true });
-      appendFileSync(path, line, { encoding: "utf8", mode: 0o644 });
+      mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+      appendFileSync(path, line, { encoding: "utf8", mode: 0o600 });
     }
   }
 

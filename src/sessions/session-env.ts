@@ -13,7 +13,7 @@ export const CLI_ENTRY = fileURLToPath(new URL("../../bin/the-loop.js", import.m
  */
 export function ensureSessionBin(binDir: string, entry: string = CLI_ENTRY): string {
   const link = join(binDir, "the-loop");
-  mkdirSync(binDir, { recursive: true });
+  mkdirSync(binDir, { recursive: true, mode: 0o700 });
   let current: string | undefined;
   try {
     current = readlinkSync(link);

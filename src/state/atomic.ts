@@ -12,8 +12,9 @@ import { errnoOf } from "../errors.js";
 
 export interface WriteOptions {
   /**
-   * File mode (0o600 for anything private). Without it a rewrite keeps the mode the file already
-   * has, so a private file never widens by being rewritten; a new file gets 0o644.
+   * File mode. Without it a rewrite keeps the mode the file already has, so a private file never
+   * widens by being rewritten; a new file gets 0o600, and a missing folder 0o700: what the-loop
+   * writes under its state root is its user's alone.
    */
   readonly mode?: number;
 }
@@ -42,7 +43,7 @@ export async function fsyncDirectory(dir: string): Promise<void> {
 }
 
 async function writeTemporary(path: string, data: string | Uint8Array, mode: number): Promise<string> {
-  await fs.mkdir(dirname(path), { recursive: true });
+  await fs.mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const temporary = temporarySibling(path);
   const handle = await fs.open(temporary, "wx", mode);
   try {
@@ -66,7 +67,7 @@ async function existingMode(path: string): Promise<number | undefined> {
 }
 
 export async function writeFileAtomic(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<void> {
-  const mode = options.mode ?? (await existingMode(path)) ?? 0o644;
+  const mode = options.mode ?? (await existingMode(path)) ?? 0o600;
   const temporary = await writeTemporary(path, data, mode);
   try {
     await fs.rename(temporary, path);
@@ -82,7 +83,7 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
  * processes racing, exactly one returns true. (A hard link fails with EEXIST rather than replace.)
  */
 export async function createFileExclusive(path: string, data: string | Uint8Array, options: WriteOptions = {}): Promise<boolean> {
-  const temporary = await writeTemporary(path, data, options.mode ?? 0o644);
+  const temporary = await writeTemporary(path, data, options.mode ?? 0o600);
   try {
     await fs.link(temporary, path);
   } catch (error) {

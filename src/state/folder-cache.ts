@@ -47,8 +47,8 @@ export function readFolderCache<T>(path: string, dir: string, stamp: string): T[
 export function writeFolderCache<T>(path: string, cache: FolderCache<T>): void {
   const temporary = `${path}.${process.pid}.tmp`;
   try {
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(temporary, JSON.stringify(cache));
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    writeFileSync(temporary, JSON.stringify(cache), { mode: 0o600 });
     renameSync(temporary, path);
   } catch {
     // Left to the next listing.

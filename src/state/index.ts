@@ -12,6 +12,8 @@ export {
 } from "./atomic.js";
 export type { WriteOptions } from "./atomic.js";
 export { LockCompromisedError, LockTimeoutError, withLock } from "./lock.js";
+export { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE, ensurePrivateFolder, folderFacts, folderProblem, lstatIfPresent, ownUid, tightenStateRoot } from "./private.js";
+export type { FolderFacts, Tightened } from "./private.js";
 export type { LockOptions } from "./lock.js";
 export { deriveStatePaths, resolveConfiguredPath } from "./layout.js";
 export type { StatePaths } from "./layout.js";

@@ -42,7 +42,7 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 export async function withLock<T>(target: string, critical: () => Promise<T>, options: LockOptions = {}): Promise<T> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const staleMs = Math.max(options.staleMs ?? 10_000, 2_000);
-  await mkdir(dirname(target), { recursive: true });
+  await mkdir(dirname(target), { recursive: true, mode: 0o700 });
   // Loaded on first use: read-only commands never pay for it at start-up.
   const { default: lockfile } = await import("proper-lockfile");
   let compromised: Error | undefined;

@@ -406,7 +406,7 @@ export class Workspaces implements WorkspaceProvider {
 
   private async isBranchName(name: string): Promise<boolean> {
     if (unsafeBranch(name)) return false;
-    await mkdir(this.root, { recursive: true });
+    await mkdir(this.root, { recursive: true, mode: 0o700 });
     try {
       // Inside a repository `--branch` expands shorthands like @{-1}; only the name itself passes.
       const normalized = await this.git.run(["check-ref-format", "--branch", name], { cwd: this.root });

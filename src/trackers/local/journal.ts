@@ -184,7 +184,7 @@ export async function readJournal(path: string): Promise<JournalLine[]> {
 /** The commit point of a change: one write of one whole line, then fsync. */
 export async function appendJournalLine(path: string, line: JournalLine): Promise<void> {
   const data = Buffer.from(`${JSON.stringify(line)}\n`, "utf8");
-  const handle = await fs.open(path, "a", 0o644);
+  const handle = await fs.open(path, "a", 0o600);
   try {
     let offset = 0;
     while (offset < data.length) {
