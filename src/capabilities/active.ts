@@ -1,5 +1,5 @@
-import { readFile } from "node:fs/promises";
-import { CapabilityError, bundleFile } from "./load.js";
+import { consentedFile } from "./consented.js";
+import { CapabilityError } from "./load.js";
 import type { LoadedCapability } from "./load.js";
 import { whenHolds } from "./manifest.js";
 import type { CapabilityGate, LoopPoint } from "./manifest.js";
@@ -178,12 +178,15 @@ export function hookEnvelope(capabilities: readonly LoadedCapability[], point: L
   return { point, activeHooks: hooks, rendered: renderHooks(point, hooks) };
 }
 
-/** A contribution's text, verbatim: its inline text, or its file read from inside the bundle (re-checked to be inside). */
+/**
+ * A contribution's text, verbatim: its inline text, or its file read from inside the bundle
+ * (re-checked to be inside) when it is still the file consented to — a `ConsentChangedError`
+ * otherwise, and the text is not used.
+ */
 export async function fragmentText(capability: LoadedCapability, fragment: { inline?: string; file?: string }): Promise<string> {
   if (fragment.inline !== undefined && fragment.file === undefined) return fragment.inline;
   if (fragment.file === undefined || fragment.inline !== undefined) {
     throw new CapabilityError([`${capability.file}: a fragment sets exactly one of inline, file`]);
   }
-  const real = await bundleFile(capability.dir, fragment.file, "fragment.file");
-  return readFile(real, "utf8");
+  return (await consentedFile(capability, fragment.file, "fragment.file")).toString("utf8");
 }

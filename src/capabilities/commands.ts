@@ -1,3 +1,4 @@
+import { verifyConsented } from "./consented.js";
 import { bundleFile, isBundleProgram } from "./load.js";
 import type { LoadedCapability } from "./load.js";
 import { isCommandWords } from "./manifest.js";
@@ -66,11 +67,14 @@ export function optionValue(args: readonly string[], option: string): string | u
 }
 
 /**
- * The argv a match runs: the command's own, then the arguments after its name. A program that is a
- * bundle file is checked again to be inside the bundle and named by its real path, so what runs
- * is what was consented to even when the working directory is not where the file is looked up.
+ * The argv a match runs: the command's own, then the arguments after its name. A command runs
+ * from inside its bundle and may read any file of it, so the whole bundle is checked against what
+ * was consented to first (a `ConsentChangedError` when it changed). A program that is a bundle
+ * file is checked again to be inside the bundle and named by its real path, so what runs is what
+ * was consented to even when the working directory is not where the file is looked up.
  */
 export async function commandArgv(match: CommandMatch): Promise<string[]> {
+  await verifyConsented(match.capability);
   const [program = "", ...args] = match.command.argv;
   const resolved = isBundleProgram(program) ? await bundleFile(match.capability.dir, program, `commands[${match.index}].argv[0]`) : program;
   return [resolved, ...args, ...match.rest];

@@ -7,6 +7,7 @@ export { activeHooks, fragmentText, hookEnvelope } from "./active.js";
 export type { ActiveHook } from "./active.js";
 export { commandArgv, commandNames, findCommand, leadingWords, optionValue } from "./commands.js";
 export { disclosureLines } from "./consent.js";
+export { ConsentChangedError, consentedFile, verifyConsented } from "./consented.js";
 export { commandWordsOf, decideGate, decideStepFailure, failureOf, instructionOf, pointText, readCheckOutput } from "./dispatch.js";
 export type { CheckOutcome, GateHook, PointTextParts, StepHook } from "./dispatch.js";
 export { CapabilityError, configValues, crossCheck, loadCapabilities, readBundle, resolveCapabilityPath } from "./load.js";

@@ -1,6 +1,7 @@
 import { isAbsolute, resolve } from "node:path";
 import { checklistItems } from "../graph/checks.js";
 import { InvalidCommandError, allowListedEnv, clip, describeOutcome, outputTail, runBounded } from "../subprocess/index.js";
+import { ConsentChangedError, verifyConsented } from "./consented.js";
 import type { LoadedCapability } from "./load.js";
 import { TASK_ID_PLACEHOLDER } from "./manifest.js";
 
@@ -80,7 +81,13 @@ export function resolverFor(capabilities: readonly LoadedCapability[], taskId: s
 export type TaskResolution =
   | { readonly kind: "resolved"; readonly content: string }
   | { readonly kind: "unresolved"; readonly reason: "no-resolver" | "empty" }
-  | { readonly kind: "failed"; readonly capability: string; readonly error: string };
+  | {
+      readonly kind: "failed";
+      readonly capability: string;
+      readonly error: string;
+      /** The bundle changed since consent: the resolver was not run. */
+      readonly consentChanged?: ConsentChangedError;
+    };
 
 /** Why `taskId` may not reach a resolver, or undefined when it may. */
 function taskIdProblem(taskId: string): string | undefined {
@@ -118,6 +125,13 @@ export async function resolveTaskContent(
   });
   const refused = taskIdProblem(taskId);
   if (refused !== undefined) return failed(refused);
+  // The resolver runs from inside its bundle: the bundle must still be the one consented to.
+  try {
+    await verifyConsented(capability);
+  } catch (error) {
+    if (!(error instanceof ConsentChangedError)) throw error;
+    return { kind: "failed", capability: id, error: error.message, consentChanged: error };
+  }
 
   const { binary, args, timeoutMs } = resolver.invoke;
   // The id replaces an element that is exactly the placeholder, never text inside one.

@@ -214,6 +214,8 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
     `${hookOf(f)} failed at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}): ${text(f, "error") ?? "?"}; ${text(f, "on_error") === "halt" ? "its onError is halt, so the item was blocked" : "skipped"}`,
   "capability.gate_decided": (f) =>
     `${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}) decided ${text(f, "decision") ?? "?"}${text(f, "message") ? `: ${text(f, "message")}` : ""}`,
+  "capability.use_refused": (f) =>
+    `did not use ${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}), so the node was blocked: its bundle changed since consent (${text(f, "files") || text(f, "reason") || "?"})`,
   "capability.resolver_failed": (f) =>
     `the resolver of ${text(f, "capability") ?? "?"} could not resolve task ${text(f, "task_id") ?? "?"}, so node ${text(f, "node") ?? "?"} was blocked: ${text(f, "error") ?? "?"}`,
 };

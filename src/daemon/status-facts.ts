@@ -17,6 +17,7 @@ import { daemonStatus } from "./control.js";
 import type { ServiceStatus } from "./control.js";
 import { pollCyclesOf, statusExitCode, statusProblems } from "./status-problems.js";
 import type {
+  CapabilityRefusal,
   DamagedFile,
   GitHubTokenFact,
   HookProbe,
@@ -52,7 +53,7 @@ export interface StatusReportOptions {
 
 /** Enough of the log's end for many poll cycles, read whatever the log's size. */
 const EVENT_TAIL_BYTES = 4 * 1024 * 1024;
-const WANTED_EVENTS = new Set(["poll.cycle", "poll.provider_error", "session.spawn_failed"]);
+const WANTED_EVENTS = new Set(["poll.cycle", "poll.provider_error", "session.spawn_failed", "capability.use_refused"]);
 const HOOK_PROBE_TIMEOUT_MS = 2_000;
 
 export async function statusReport(config: CliConfig, paths: StatePaths, options: StatusReportOptions): Promise<StatusReport> {
@@ -75,6 +76,7 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     pending: records.pending,
     spawnFailures: spawnFailuresOf(events),
     hooks,
+    capabilityRefusals: capabilityRefusalsOf(events, services),
   });
   return { healthy: problems.length === 0, services, problems, exitCode: statusExitCode(problems) };
 }
@@ -105,7 +107,7 @@ export function readEventTail(path: string, maxBytes: number): LoggedEvent[] {
     const events: LoggedEvent[] = [];
     for (const line of lines) {
       // Cheap test first: most lines of a busy log are none of the few events wanted.
-      if (!line.includes('"poll.') && !line.includes('"session.spawn_failed"')) continue;
+      if (!line.includes('"poll.') && !line.includes('"session.spawn_failed"') && !line.includes('"capability.use_refused"')) continue;
       const record = parseEventLine(line);
       if (record && WANTED_EVENTS.has(record.event)) events.push(record);
     }
@@ -119,6 +121,17 @@ function spawnFailuresOf(events: readonly LoggedEvent[]): SpawnFailure[] {
   return events.flatMap((event) =>
     event.event === "session.spawn_failed" && typeof event.work_item === "string"
       ? [{ ref: event.work_item, at: event.ts, error: typeof event.error === "string" ? event.error : "unknown error" }]
+      : [],
+  );
+}
+
+/** The refusals of changed capability bundles by a running service's process (an earlier daemon's are past). */
+function capabilityRefusalsOf(events: readonly LoggedEvent[], services: readonly ServiceStatus[]): CapabilityRefusal[] {
+  const pids = new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])));
+  const field = (event: LoggedEvent, key: string): string => (typeof event[key] === "string" ? (event[key] as string) : "?");
+  return events.flatMap((event) =>
+    event.event === "capability.use_refused" && event.pid !== undefined && pids.has(event.pid)
+      ? [{ at: event.ts, capability: field(event, "capability"), path: field(event, "path"), workItem: field(event, "work_item"), reason: field(event, "reason") }]
       : [],
   );
 }

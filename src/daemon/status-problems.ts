@@ -16,7 +16,8 @@ export type StatusProblemCode =
   | "poll-source-failing"
   | "damaged-file"
   | "start-pending"
-  | "hook-server-down";
+  | "hook-server-down"
+  | "capability-changed";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;
@@ -226,6 +227,31 @@ export function hookServerProblems(probes: readonly HookProbe[]): StatusProblem[
   );
 }
 
+// ---- capabilities changed since consent ------------------------------------------------------
+
+/** A `capability.use_refused` of the running daemon: a bundle file it did not use, for it changed since consent. */
+export interface CapabilityRefusal {
+  readonly at: string;
+  readonly capability: string;
+  /** The bundle's folder. */
+  readonly path: string;
+  readonly workItem: string;
+  readonly reason: string;
+}
+
+/** One problem per capability whose bundle the running daemon refused to use (its last refusal named). */
+export function capabilityChangedProblems(refusals: readonly CapabilityRefusal[]): StatusProblem[] {
+  const last = new Map<string, { refusal: CapabilityRefusal; count: number }>();
+  for (const refusal of refusals) last.set(refusal.capability, { refusal, count: (last.get(refusal.capability)?.count ?? 0) + 1 });
+  return [...last.values()].map(({ refusal, count }) => ({
+    code: "capability-changed",
+    message: `capability "${refusal.capability}" (${refusal.path}) changed since it was consented to: the daemon refused to use it ${count === 1 ? "once" : `${count} times`}, last at ${refusal.at} for ${refusal.workItem}, and blocked the item there`,
+    fix:
+      `read what changed in ${refusal.path}; consent again with \`the-loop capabilities add ${JSON.stringify(refusal.path)} --yes\` (or put the files back), ` +
+      "restart the daemon (`the-loop stop && the-loop start`), and resume the item with `the-loop graph force`",
+  }));
+}
+
 // ---- all together ----------------------------------------------------------------------------
 
 export interface StatusFacts {
@@ -238,6 +264,8 @@ export interface StatusFacts {
   readonly pending: readonly PendingStart[];
   readonly spawnFailures: readonly SpawnFailure[];
   readonly hooks: readonly HookProbe[];
+  /** The running daemon's refusals of changed capability bundles. */
+  readonly capabilityRefusals?: readonly CapabilityRefusal[];
 }
 
 /** Every problem, most basic first: a stopped service, then what a running one cannot do. */
@@ -252,6 +280,7 @@ export function statusProblems(facts: StatusFacts): StatusProblem[] {
     ...(token ? [token] : []),
     ...sources,
     ...hookServerProblems(facts.hooks),
+    ...capabilityChangedProblems(facts.capabilityRefusals ?? []),
     ...damagedFileProblems(facts.damaged),
     ...pendingStartProblems(facts.pending, facts.spawnFailures),
   ];

@@ -37,6 +37,13 @@ export const CAPABILITY_EVENTS = {
       "An installed capability did not load (`reason`): its bundle changed since consent, or it is not a valid bundle; nothing loads and the daemon does not start.",
     fields: { path: "string", bundle_hash: "string", reason: "string", id: "string?" },
   },
+  "capability.use_refused": {
+    family: "capability",
+    level: "error",
+    summary:
+      "A file of a loaded capability's bundle was about to be used (a fragment for an assignment, the bundle a resolver runs from) but no longer hashes to what was consented to (`files`, or the `reason` it could not be read): it was not used, and the work item is blocked at its node until the bundle is consented to again and the daemon restarted.",
+    fields: { work_item: "string", graph: "string", node: "string", point: "string", capability: "string", hook: "string", path: "string", files: "string", reason: "string" },
+  },
   "capability.step_run": {
     family: "capability",
     level: "info",

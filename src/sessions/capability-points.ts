@@ -1,4 +1,5 @@
 import { activeHooks, fragmentText } from "../capabilities/active.js";
+import { ConsentChangedError } from "../capabilities/consented.js";
 import type { ActiveHook } from "../capabilities/active.js";
 import { commandWordsOf, decideGate, decideStepFailure, failureOf, instructionOf, pointText, readCheckOutput } from "../capabilities/dispatch.js";
 import type { CheckOutcome, GateHook, PointTextParts, StepHook } from "../capabilities/dispatch.js";
@@ -36,7 +37,7 @@ const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
 
 /** Why a pass stops the node: a blocking gate's block, a halting step or check, a resolver's failure. */
 export interface PointHalt {
-  readonly reasonCode: "capability-gate" | "capability-step" | "task-resolver";
+  readonly reasonCode: "capability-gate" | "capability-step" | "task-resolver" | "capability-changed";
   readonly reason: string;
 }
 
@@ -100,6 +101,22 @@ async function passPoints(ctx: DispatchContext, runtime: CapabilityRuntime, inpu
   return finish();
 }
 
+/** A bundle file that is no longer what was consented to: its use refused, recorded, and the node halted. */
+function refuseChanged(ctx: DispatchContext, input: PassInput, point: string, source: string, error: ConsentChangedError): PointHalt {
+  ctx.options.events.emit("capability.use_refused", {
+    work_item: input.ref,
+    graph: input.graph.name,
+    node: input.node.id,
+    point,
+    capability: error.capability,
+    hook: source,
+    path: error.dir,
+    files: error.paths.join(", "),
+    reason: error.message,
+  });
+  return { reasonCode: "capability-changed", reason: error.message };
+}
+
 function hookFields(input: PassInput, point: LoopPoint, hook: ActiveHook) {
   return { work_item: input.ref, graph: input.graph.name, node: input.node.id, point, capability: hook.capId, hook: hook.source };
 }
@@ -120,6 +137,8 @@ async function dispatchHook(
       try {
         parts.contributions.push({ role: hook.into, text: await fragmentText(capability, hook.fragment) });
       } catch (error) {
+        // Not what was consented to: never delivered, and the node stops until consent is given again.
+        if (error instanceof ConsentChangedError) return refuseChanged(ctx, input, point, hook.source, error);
         parts.notes.push(`warning: the contribution ${hook.capId} ${hook.source} could not be read: ${messageOf(error)}`);
       }
       return undefined;
@@ -233,6 +252,7 @@ async function resolveTasks(ctx: DispatchContext, runtime: CapabilityRuntime, in
     if (owner === undefined) continue;
     const resolution = await resolveTaskContent(runtime.loaded, task.id);
     if (resolution.kind === "resolved") parts.tasks.push({ id: task.id, title: task.title, content: resolution.content });
+    if (resolution.kind === "failed" && resolution.consentChanged !== undefined) return refuseChanged(ctx, input, "execute:task", "taskContentResolver", resolution.consentChanged);
     if (resolution.kind === "failed") {
       ctx.options.events.emit("capability.resolver_failed", { work_item: input.ref, graph: input.graph.name, node: input.node.id, capability: resolution.capability, task_id: task.id, error: resolution.error });
       return { reasonCode: "task-resolver", reason: `the content of task ${task.id} could not be resolved (${planPath}): ${resolution.error}` };
@@ -284,7 +304,12 @@ export async function postBlock(ctx: DispatchContext, graph: Graph, ref: string,
 
 /** The marked comment of a capability's block: its reason, one line, bounded and redacted. */
 export function capabilityBlockText(ref: string, node: string, halt: PointHalt): string {
-  const what = halt.reasonCode === "task-resolver" ? "a task's content could not be resolved" : halt.reasonCode === "capability-gate" ? "a capability's gate stopped it" : "a capability's step failed and halts";
+  const what = {
+    "task-resolver": "a task's content could not be resolved",
+    "capability-gate": "a capability's gate stopped it",
+    "capability-step": "a capability's step failed and halts",
+    "capability-changed": "a capability's bundle changed since it was consented to, so it was not used",
+  }[halt.reasonCode];
   return markSelfAuthored(
     [
       `🛑 **the-loop**: \`${ref}\` is blocked at node \`${node}\`: ${what}.`,

@@ -1,8 +1,8 @@
-import { mkdir, symlink, writeFile } from "node:fs/promises";
+import { mkdir, rm, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { commandArgv, commandNames, findCommand, leadingWords, optionValue } from "../../src/capabilities/commands.js";
-import { BUILT_IN_COMMAND_WORDS, configValues, crossCheck } from "../../src/capabilities/load.js";
+import { BUILT_IN_COMMAND_WORDS, configValues, crossCheck, readBundle } from "../../src/capabilities/load.js";
 import type { LoadedCapability } from "../../src/capabilities/load.js";
 import { parseManifest } from "../../src/capabilities/manifest.js";
 import { buildProgram } from "../../src/cli/program.js";
@@ -11,7 +11,7 @@ import { tempDir } from "../support/temp.js";
 function capability(id: string, commands: { name: string; argv: string[] }[], dir = `/bundles/${id}`): LoadedCapability {
   const { manifest, problems } = parseManifest({ id, version: "1.0.0", description: "d", commands });
   if (!manifest) throw new Error(problems.join("\n"));
-  return { dir, file: join(dir, "capability.yaml"), manifest, sha256: "0".repeat(64), configuredPath: dir, values: configValues(manifest, undefined).values };
+  return { dir, file: join(dir, "capability.yaml"), manifest, sha256: "0".repeat(64), realDir: dir, files: new Map(), configuredPath: dir, values: configValues(manifest, undefined).values };
 }
 
 const intel = capability("intel", [
@@ -64,26 +64,47 @@ describe("which declared command a line names", () => {
 });
 
 describe("the argv a declared command runs", () => {
-  it("appends the rest, names a bundle program by its real path, and refuses one leading out", async () => {
+  it("appends the rest, names a bundle program by its real path, and refuses a bundle changed since consent", async () => {
     const dir = await tempDir();
     const outside = await tempDir();
     await mkdir(join(dir, "bin"));
     await writeFile(join(dir, "bin", "check.mjs"), "");
     await writeFile(join(outside, "evil.mjs"), "");
-    await symlink(join(outside, "evil.mjs"), join(dir, "bin", "evil.mjs"));
-    const loaded = capability("notes", [
-      { name: "notes check", argv: ["node", "bin/check.mjs", "--strict"] },
-      { name: "notes run", argv: ["./bin/check.mjs"] },
-      { name: "notes evil", argv: ["bin/evil.mjs"] },
-    ], dir);
+    await writeFile(
+      join(dir, "capability.json"),
+      JSON.stringify({
+        id: "notes",
+        version: "1.0.0",
+        description: "d",
+        commands: [
+          { name: "notes check", argv: ["node", "bin/check.mjs", "--strict"] },
+          { name: "notes run", argv: ["./bin/check.mjs"] },
+          { name: "notes evil", argv: ["bin/evil.mjs"] },
+        ],
+      }),
+    );
+    const outcome = await readBundle(dir);
+    // The load itself does not see bin/evil.mjs yet: it is added after consent.
+    expect(outcome.problems).toEqual([`${join(dir, "capability.json")}: commands[2].argv[0]: "bin/evil.mjs" does not exist in the bundle`]);
+    await writeFile(join(dir, "bin", "evil.mjs"), "");
+    const read = await readBundle(dir);
+    if (!read.bundle) throw new Error(read.problems.join("\n"));
+    await rm(join(dir, "bin", "evil.mjs"));
+    const loaded: LoadedCapability = { ...read.bundle, configuredPath: dir, values: {} };
     const match = (line: string[]) => {
       const found = findCommand([loaded], line);
       if (!found) throw new Error("no match");
       return found;
     };
+    await expect(commandArgv(match(["notes", "check"]))).rejects.toThrow(/changed since it was consented to \(the file "bin\/evil.mjs"\)/);
+    await symlink(join(outside, "evil.mjs"), join(dir, "bin", "evil.mjs"));
+    await expect(commandArgv(match(["notes", "evil"]))).rejects.toThrow(/changed since it was consented to .*leads outside the bundle/);
+    await rm(join(dir, "bin", "evil.mjs"));
+    await writeFile(join(dir, "bin", "evil.mjs"), "");
     expect(await commandArgv(match(["notes", "check", "a b", "--x"]))).toEqual(["node", "bin/check.mjs", "--strict", "a b", "--x"]);
     expect(await commandArgv(match(["notes", "run"]))).toEqual([join(dir, "bin", "check.mjs")]);
-    await expect(commandArgv(match(["notes", "evil"]))).rejects.toThrow(/commands\[2\]\.argv\[0\]: .*leads outside the bundle/);
+    await writeFile(join(dir, "bin", "check.mjs"), "process.exit(0) // edited after consent\n");
+    await expect(commandArgv(match(["notes", "run"]))).rejects.toThrow(/changed since it was consented to \(the file "bin\/check.mjs"\)/);
   });
 });
 

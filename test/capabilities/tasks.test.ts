@@ -112,6 +112,15 @@ describe("resolveTaskContent (real resolver processes)", () => {
     expect(await argvOf(argvFile)).toEqual({ argv: ["jira-123"], cwd: capability.dir, secret: null });
   });
 
+  it("refuses to run a resolver whose bundle changed since consent, and runs nothing", async () => {
+    const { capability, argvFile } = await bundle();
+    await writeFile(join(capability.dir, "bin", "resolve.mjs"), "#!/usr/bin/env node\nprocess.stdout.write('unconsented');\n");
+    const resolution = await resolveTaskContent([capability], "jira-123");
+    expect(resolution).toMatchObject({ kind: "failed", capability: "jira-tasks", consentChanged: expect.objectContaining({ paths: ["bin/resolve.mjs"] }) });
+    expect(resolution.kind === "failed" ? resolution.error : "").toContain("changed since it was consented to");
+    expect(await exists(argvFile)).toBe(false);
+  });
+
   it("gives a hostile id as exactly one argv element, never through a shell", async () => {
     const { capability, argvFile } = await bundle();
     const hostile = "jira-1; rm -rf / $(touch pwned) `id` 'x' \"y\"";
