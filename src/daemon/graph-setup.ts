@@ -1,16 +1,13 @@
 import { dirname, resolve } from "node:path";
-import { UsageError } from "../errors.js";
 import { compileGateVocabulary } from "../graph/gate.js";
 import { loadGraphs } from "../graph/registry.js";
 import { openGraphStates } from "../graph/store.js";
-import type { Dispatcher } from "../sessions/dispatcher.js";
 import type { CapabilityRuntime, GraphSetup } from "../sessions/context.js";
 import { CAPABILITY_HOOK_TIMEOUT_MS } from "../sessions/capability-points.js";
 import { CLI_ENTRY } from "../sessions/session-env.js";
 import { loadCapabilities } from "../capabilities/load.js";
 import type { LoadedCapability } from "../capabilities/load.js";
 import { allowListedEnv } from "../subprocess/index.js";
-import type { RpcHandler } from "./rpc.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
 
@@ -61,47 +58,5 @@ function capabilityRuntime(loaded: readonly LoadedCapability[], configFile: stri
     selfArgv: [process.execPath, CLI_ENTRY, ...(configFile !== undefined ? ["--config", configFile] : [])],
     env: { ...allowListedEnv([]), ...(configFile !== undefined ? { THE_LOOP_CLI_CONFIG: configFile } : {}) },
     timeoutMs: CAPABILITY_HOOK_TIMEOUT_MS,
-  };
-}
-
-/** Longest text a request field may hold: a reason, a ref, a node id. */
-const FIELD_MAX = 2_000;
-
-function field(params: Record<string, unknown>, name: string, required: boolean): string | undefined {
-  const value = params[name];
-  if (value === undefined || value === null) {
-    if (required) throw new UsageError(`the request has no ${name}`);
-    return undefined;
-  }
-  if (typeof value !== "string" || value.length > FIELD_MAX) throw new UsageError(`the request's ${name} is not a string of at most ${FIELD_MAX} characters`);
-  return value;
-}
-
-function objectOf(params: unknown): Record<string, unknown> {
-  if (typeof params !== "object" || params === null || Array.isArray(params)) throw new UsageError("the request's params are not an object");
-  return params as Record<string, unknown>;
-}
-
-/** The daemon socket's graph methods: `the-loop graph complete` and `the-loop graph force`. */
-export function graphHandlers(dispatcher: Dispatcher): Record<string, RpcHandler> {
-  return {
-    "graph.complete": async (raw) => {
-      const params = objectOf(raw);
-      return dispatcher.graphClaim({
-        ref: field(params, "ref", true) ?? "",
-        node: field(params, "node", false),
-        actor: field(params, "actor", true) ?? "",
-        configFile: field(params, "configFile", false) ?? null,
-      });
-    },
-    "graph.force": async (raw) => {
-      const params = objectOf(raw);
-      return dispatcher.graphForce({
-        ref: field(params, "ref", true) ?? "",
-        to: field(params, "to", true) ?? "",
-        reason: field(params, "reason", true) ?? "",
-        actor: field(params, "actor", true) ?? "",
-      });
-    },
   };
 }

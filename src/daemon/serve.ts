@@ -12,7 +12,7 @@ import type { RoutingConfig } from "../config/schema.js";
 import type { Dispatcher } from "../sessions/dispatcher.js";
 import { watchForStalls } from "../sessions/graph-outcomes.js";
 import { acquirePidfile } from "./pidfile.js";
-import { graphHandlers } from "./graph-setup.js";
+import { socketHandlers } from "./socket-methods.js";
 import { serveRpc } from "./rpc.js";
 import type { RpcServer } from "./rpc.js";
 import type { PidfileLock } from "./pidfile.js";
@@ -93,7 +93,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     sweepLeftovers(paths);
     tightenStateRootOnce(paths, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
-    rpc = await serveRpc(paths.root, graphHandlers(dispatcher));
+    rpc = await serveRpc(paths.root, socketHandlers(dispatcher, { config, sessionOf: (ref) => runtime.registry.get(ref) }));
     warnIfFailClosed(config.routing, input, options);
     if (receiver) {
       const address = await receiver.start();

@@ -75,6 +75,12 @@ export const sessionRecordSchema = z.object({
    * of waiting out harnessStartBound. Records written before this field existed have none.
    */
   claimedBy: sessionClaimerSchema.optional(),
+  /**
+   * The SHA-256 (hex) of the credential the session's harness was given at its last start
+   * (THE_LOOP_SESSION_TOKEN): what proves a request on the daemon's socket comes from this
+   * session. The credential itself is never stored. Records written before it existed have none.
+   */
+  credentialSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
 });
 
 export const SESSION_RECORD_SHAPE_FILE = "src/registry/record-shape.ts";

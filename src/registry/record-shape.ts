@@ -193,6 +193,10 @@ export const sessionRecordShape = {
       "required": [
         "pid"
       ]
+    },
+    "credentialSha256": {
+      "type": "string",
+      "pattern": "^[0-9a-f]{64}$"
     }
   },
   "required": [

@@ -14,6 +14,8 @@ import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisP
 import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult } from "./context.js";
 import { deliver } from "./delivery.js";
 import { graphClaim, graphForce, graphGate } from "./graph-run.js";
+import { postQuestion } from "./ask.js";
+import type { AskAnswer } from "./ask.js";
 import { journalledMoves, resumeJournalledEffects } from "./graph-effects.js";
 import { drainLoopEvents } from "./graph-loop.js";
 import { cancelRunOfClosedItem, endStalledRun, stalledRuns } from "./graph-outcomes.js";
@@ -332,6 +334,13 @@ export class Dispatcher implements EventHandler {
     if (!this.accepting) throw new Error("the daemon is shutting down and takes no more claims; claim again once it runs");
     const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
     return this.counted(() => this.exclusive([ref], () => graphClaim(this.ctx, { ...request, ref })));
+  }
+
+  /** `the-loop ask` inside a session, through the daemon's socket: the question posted on the item. */
+  async askQuestion(ref: string, question: string): Promise<AskAnswer> {
+    if (!this.accepting) throw new Error("the daemon is shutting down and takes no more questions; ask again once it runs");
+    const { trackers, registry, events } = this.options;
+    return this.counted(() => postQuestion({ hooks: this.ctx.hooks, trackers, registry, events }, ref, question));
   }
 
   /** `the-loop graph force`, in the item's queue. */

@@ -21,6 +21,7 @@ import { applyGraphEffects, applyPointHalt, carryOut, enterPoints, withPendingEf
 import { askAhead, committedMove, loopGateMove, loopClaimMove, loopForceMove, loopStartMove, STALE_MOVE } from "./graph-loop.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
+import { REASON_MAX, boundedName } from "./names.js";
 
 /**
  * The process graph at the dispatcher's call sites: a start begins (or continues) the item's
@@ -226,8 +227,8 @@ export async function graphGate(ctx: DispatchContext, ref: string, event: Inboun
 export interface ClaimRequest {
   readonly ref: string;
   readonly node?: string | undefined;
-  /** Who claims: the session's work item env, the OS user. */
-  readonly actor: string;
+  /** Who claims: the agent of the session whose credential came with it, or the operator (the OS user). */
+  readonly actor: GraphActor;
   /** The config file the claiming command loaded (resolved), or null for none. */
   readonly configFile: string | null;
 }
@@ -267,7 +268,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   if (setup === undefined) {
     return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
   }
-  const actor: GraphActor = { kind: "agent", id: request.actor };
+  const actor: GraphActor = { kind: request.actor.kind, id: boundedName(request.actor.id) || "unknown" };
   const at = ctx.now();
   const state = await readState(ctx, setup, ref);
   const graph = state ? graphOf(setup, state) : setup.defaultGraph;
@@ -362,7 +363,8 @@ export interface ForceRequest {
   readonly ref: string;
   readonly to: string;
   readonly reason: string;
-  readonly actor: string;
+  /** The operator (the OS user); a session may not force. */
+  readonly actor: GraphActor;
 }
 
 /** `the-loop graph force`: audited (event, history, marked comment), and the node entered as any move enters it. */
@@ -372,10 +374,10 @@ export async function graphForce(ctx: DispatchContext, request: ForceRequest): P
   if (setup === undefined) {
     return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
   }
-  const actor: GraphActor = { kind: "operator", id: request.actor };
+  const actor: GraphActor = { kind: "operator", id: boundedName(request.actor.id) || "operator" };
   // A run on a graph the config no longer has is put on the default graph's node, as a new run.
   const runOf = (read: GraphState | undefined): GraphState | undefined => (read !== undefined && setup.graphs.has(read.graph) ? read : undefined);
-  const forced = { to: request.to, reason: request.reason, actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } };
+  const forced = { to: request.to, reason: boundedName(request.reason, REASON_MAX), actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } };
   // loop.gate.pre (a force into a terminal node) and a new run's loop.generation.pre are answered before the force is written.
   const seen = runOf(await readState(ctx, setup, ref));
   const seenGraph = seen ? graphOf(setup, seen) : setup.defaultGraph;

@@ -2,6 +2,7 @@ import { messageOf } from "../errors.js";
 import { isResumableSessionId, newHarnessSessionId } from "../harness/adapters.js";
 import type { HarnessAdapter } from "../harness/adapters.js";
 import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
+import { SESSION_TOKEN_ENV, issueCredential } from "./credential.js";
 import { adapterOf, sameLiveSession } from "./context.js";
 import type { DispatchContext } from "./context.js";
 import { HarnessNotReadyError, awaitReady } from "./readiness.js";
@@ -104,7 +105,7 @@ export async function prepareHarness(ctx: DispatchContext, workItem: string, har
 export async function markHarnessStarted(
   ctx: DispatchContext,
   session: SessionRecord,
-  extra: { readonly harnessSessionId?: string } = {},
+  extra: { readonly harnessSessionId?: string; readonly credentialSha256?: string } = {},
 ): Promise<boolean> {
   let marked = false;
   await ctx.options.registry.update(session.workItem.ref, (current) => {
@@ -148,10 +149,12 @@ export async function respawn(ctx: DispatchContext, record: SessionRecord, promp
   const { options } = ctx;
   const ref = record.workItem.ref;
   const adapter = adapterOf(ctx, record.harness);
-  if (!(await markHarnessStarted(ctx, record))) return false;
+  // A harness started again gets a credential of its own; the dead one's no longer proves anything.
+  const credential = issueCredential();
+  if (!(await markHarnessStarted(ctx, record, { credentialSha256: credential.sha256 }))) return false;
   await prepareHarness(ctx, ref, adapter.name, record.cwd);
   const spawnWith = async (argv: string[]): Promise<void> => {
-    await options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: options.sessionEnv(ref) });
+    await options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: { ...options.sessionEnv(ref), [SESSION_TOKEN_ENV]: credential.token } });
     markStarted(ctx, record.tmuxTarget);
   };
   // A harness started without the text in its argv is handed it as its first input.

@@ -14,6 +14,7 @@ import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workite
 import { RETRY, SESSION_CLOSED, SETTLED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle, withSlot } from "./context.js";
 import type { DispatchContext, HandleResult, SpawnOutcome, StartTrigger, Turn } from "./context.js";
 import { deliver, paste, promptInput, recordLink } from "./delivery.js";
+import { SESSION_TOKEN_ENV, issueCredential } from "./credential.js";
 import { graphAtStart } from "./graph-run.js";
 import { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLaunch, startRefusal } from "./hook-points.js";
 import type { PoolSlot } from "./keyed-queue.js";
@@ -161,11 +162,14 @@ export async function startClaimed(
   const prompt = launch.prompt;
   try {
     await prepareHarness(ctx, workItem.ref, adapter.name, cwd);
+    // The session's credential is on its record before its harness can present it.
+    const credential = issueCredential();
+    await registry.update(workItem.ref, (record) => (sameLiveSession(record, claimed) ? { ...record, credentialSha256: credential.sha256 } : undefined));
     await runner.spawn({
       target,
       cwd,
       argv: adapter.fresh({ sessionId: claimed.harnessSessionId, prompt, workItem: workItem.ref }),
-      env: sessionEnv(workItem.ref),
+      env: { ...sessionEnv(workItem.ref), [SESSION_TOKEN_ENV]: credential.token },
     });
   } catch (error) {
     const elsewhere = error instanceof TargetLiveError ? startedByOther(ctx, claimed) : undefined;

@@ -53,6 +53,8 @@ describe("a session's environment is what the-loop gives it (real daemon, real t
       FAKE_HARNESS_RECORD_ENV: "1",
       THE_LOOP_WORK_ITEM: "local:demo#1",
       THE_LOOP_CLI_CONFIG: join(p.root, "cli-config.yaml"),
+      // The session's own credential (docs/sessions.md): random, a new one at each start.
+      THE_LOOP_SESSION_TOKEN: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
     });
 
     // What any session could read of the server: its global environment, and its own session's.

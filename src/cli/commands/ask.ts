@@ -1,15 +1,17 @@
-import { ExitError, UsageError, messageOf } from "../../errors.js";
+import { EXIT_FAILURE, ExitError, UsageError } from "../../errors.js";
 import { loadCommandHooks } from "../../daemon/hooks.js";
-import { questionText } from "../../sessions/announce.js";
-import { workItemEntityOfRef } from "../../sessions/lifecycle.js";
-import type { SessionRecord } from "../../registry/record.js";
+import { NoDaemonError, callDaemon } from "../../daemon/rpc.js";
+import type { SessionCredential } from "../../daemon/rpc.js";
+import { askAnswerSchema, servedRefsOf, unservedReason } from "../../daemon/socket-methods.js";
+import { QUESTION_MAX, postQuestion } from "../../sessions/ask.js";
+import type { AskAnswer } from "../../sessions/ask.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { openTrackers } from "../../trackers/resolve.js";
-import { parseWorkItemRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
+import { sessionCredential } from "../session-guard.js";
 import { canonicalRef } from "./sessions.js";
 
 export interface AskOptions {
@@ -17,88 +19,71 @@ export interface AskOptions {
   readonly json: boolean;
 }
 
-const QUESTION_MAX = 20_000;
-/** A hook's summary is one line above the question. */
-const SUMMARY_MAX = 300;
+/** How long a session's ask waits for the daemon (its hooks may reword the question). */
+const ASK_TIMEOUT_MS = 120_000;
 
 /**
- * For the agent inside a session: posts its question on the work item (marked, so no ingress
- * reads it back) and returns at once. The answer is simply the next authorized comment, which
- * the daemon delivers into the session like any other event.
+ * For the agent inside a session: its question posted on its work item (marked, so no ingress
+ * reads it back), and back at once. Inside a session (THE_LOOP_SESSION_TOKEN set) the daemon
+ * posts it, for the work item the session's credential proves; outside one, an operator's
+ * `ask --work-item REF` posts it from this command. The answer is simply the next authorized
+ * comment, which the daemon delivers into the session like any other event.
  */
 export async function runAsk(globals: GlobalOptions, asked: string, options: AskOptions): Promise<void> {
+  const session = sessionCredential();
   const project = await openProject(globals, "ask");
+  const text = asked.trim();
+  if (!text) throw new UsageError("the question is empty");
+  if (text.length > QUESTION_MAX) throw new UsageError(`the question is too long (at most ${QUESTION_MAX} characters)`);
+  const answer = session !== undefined ? await askThroughDaemon(project, session, text, options) : await askAsOperator(project, text, options);
+  if (!answer.posted) throw new ExitError(`could not post the question on ${answer.workItem}: ${answer.error ?? "no reason given"}`);
+  if (options.json) {
+    stdout.json({ workItem: answer.workItem, commentId: answer.commentId ?? undefined, posted: true });
+    return;
+  }
+  stdout.line(`Posted your question on ${answer.workItem}. Now stop and wait: the answer arrives as a new message in this session.`);
+}
+
+async function askThroughDaemon(project: Project, session: SessionCredential, text: string, options: AskOptions): Promise<AskAnswer> {
+  const own = canonicalRef(session.workItem, project);
+  if (options.workItem !== undefined && canonicalRef(options.workItem, project) !== own) {
+    throw new UsageError(`a session asks on its own work item only: this session's is ${own}; leave out --work-item`);
+  }
+  try {
+    return await callDaemon(project.paths.root, "session.ask", { question: text }, ASK_TIMEOUT_MS, { session, result: askAnswerSchema });
+  } catch (error) {
+    if (error instanceof NoDaemonError) {
+      throw new ExitError(
+        `inside a session the daemon posts the question, and no daemon is running for this project (nothing listens on ${error.path}); the operator starts it with \`the-loop start\``,
+        EXIT_FAILURE,
+        "not-found",
+      );
+    }
+    throw error;
+  }
+}
+
+async function askAsOperator(project: Project, text: string, options: AskOptions): Promise<AskAnswer> {
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
     throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   }
-  const text = asked.trim();
-  if (!text) throw new UsageError("the question is empty");
-  if (text.length > QUESTION_MAX) throw new UsageError(`the question is too long (at most ${QUESTION_MAX} characters)`);
   const ref = canonicalRef(given, project);
   const registry = new SessionRegistry({ dir: project.paths.registryDir });
-  const { question, summary } = await hookedQuestion(project, ref, text, registry);
-  const askedAt = new Date().toISOString();
-  let commentId: string | undefined;
-  let failure: string | undefined;
-  try {
-    const tracker = openTrackers(project.paths, project.events).forRef(ref);
-    commentId = (await tracker.postComment(parseWorkItemRef(ref), questionText(ref, question, summary))).id;
-  } catch (error) {
-    failure = messageOf(error);
-  }
-  if (!failure) {
-    await registry.update(ref, (record) => ({ ...record, awaitingInput: { question, askedAt } }));
-  }
-  project.events.emit("session.awaiting_input", {
-    work_item: ref,
-    question,
-    comment_posted: failure === undefined,
-    comment_id: commentId,
-    error: failure,
+  const unserved = unservedReason(servedRefsOf(project.config), ref, (item) => {
+    try {
+      return registry.get(item) !== undefined;
+    } catch {
+      return true;
+    }
   });
-  if (failure) throw new ExitError(`could not post the question on ${ref}: ${failure}`);
-  if (options.json) {
-    stdout.json({ workItem: ref, commentId, posted: true });
-    return;
-  }
-  stdout.line(`Posted your question on ${ref}. Now stop and wait: the answer arrives as a new message in this session.`);
-}
-
-/**
- * `waiting_for_input` (R2.7): the operator's hooks may reword the question and put a summary
- * above it. The hooks are loaded here, once; a declaration that does not load is recorded and the
- * question goes out as the agent wrote it. A hook that blanks the question is not taken: the
- * agent's own text is posted.
- */
-async function hookedQuestion(
-  project: Project,
-  ref: string,
-  text: string,
-  registry: SessionRegistry,
-): Promise<{ readonly question: string; readonly summary: string }> {
+  if (unserved !== undefined) throw new UsageError(unserved);
   const hooks = await loadCommandHooks(
     { config: project.config, configFile: project.loaded.source.path ?? undefined, baseDir: project.loaded.baseDir, events: project.events },
     (message) => stderr.warn(message),
   );
   try {
-    let record: SessionRecord | undefined;
-    try {
-      record = registry.get(ref);
-    } catch {
-      // A damaged record is reported where sessions are listed; the ref alone names the item here.
-      record = undefined;
-    }
-    const outcome = await hooks.run(
-      "waiting_for_input",
-      { workItem: workItemEntityOfRef(ref, record), asker: "agent", node: "", question: text, summary: "" },
-      { workItem: ref },
-    );
-    const question = outcome.context.question.trim();
-    return {
-      question: question === "" ? text : question.slice(0, QUESTION_MAX),
-      summary: outcome.context.summary.slice(0, SUMMARY_MAX),
-    };
+    return await postQuestion({ hooks, trackers: openTrackers(project.paths, project.events), registry, events: project.events }, ref, text);
   } finally {
     await hooks.close();
   }

@@ -1,14 +1,15 @@
-import { userInfo } from "node:os";
 import { resolve } from "node:path";
 import { AnswerGivenExit, EXIT_FAILURE, NotFoundError, UsageError } from "../../errors.js";
 import { callDaemon } from "../../daemon/rpc.js";
+import { claimAnswerSchema } from "../../daemon/socket-methods.js";
 import type { GraphState } from "../../graph/state.js";
 import { openGraphStates } from "../../graph/store.js";
-import type { ClaimAnswer } from "../../sessions/graph-run.js";
+import type { z } from "zod";
 import { openProject } from "../context.js";
 import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stdout } from "../output.js";
+import { refuseInsideSession, sessionCredential } from "../session-guard.js";
 import { canonicalRef } from "./sessions.js";
 
 /**
@@ -34,14 +35,6 @@ export interface GraphForceOptions {
   readonly json: boolean;
 }
 
-
-function operator(): string {
-  try {
-    return userInfo().username || process.env.USER || "operator";
-  } catch {
-    return process.env.USER ?? "operator";
-  }
-}
 
 /** What `graph status --json` prints: the item's run as scripts read it. */
 export function statusDocument(ref: string, state: GraphState, phase: string | null) {
@@ -83,7 +76,7 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
   }
 }
 
-function printAnswer(answer: ClaimAnswer, json: boolean, verb: string): void {
+function printAnswer(answer: z.output<typeof claimAnswerSchema>, json: boolean, verb: string): void {
   if (json) {
     stdout.json({ moved: answer.moved, ref: answer.ref, graph: answer.graph, node: answer.node, status: answer.status, reason_code: answer.reasonCode, reason: answer.reason, notes: answer.notes ?? [] });
   } else if (answer.moved) {
@@ -103,30 +96,32 @@ function configFileOf(project: Project): string | null {
 
 /**
  * `the-loop graph complete`: the agent's claim that its node is done. The daemon runs the node's
- * checks and decides; this prints its answer and exits 1 when the item did not move.
+ * checks and decides; this prints its answer and exits 1 when the item did not move. Inside a
+ * session the session's credential goes with it: the claim is the session's agent's, for its own
+ * item only. Without one it is the operator's (the daemon records its OS user).
  */
 export async function runGraphComplete(globals: GlobalOptions, given: string | undefined, options: GraphCompleteOptions): Promise<void> {
+  const session = sessionCredential();
   const project = await openProject(globals);
   const written = given ?? process.env.THE_LOOP_WORK_ITEM;
   if (!written) throw new UsageError(`which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   const timeout = Number(options.timeout);
   if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
   const ref = canonicalRef(written, project);
-  const answer = (await callDaemon(
-    project.paths.root,
-    "graph.complete",
-    { ref, node: options.node ?? null, actor: operator(), configFile: configFileOf(project) },
-    timeout * 1000,
-  )) as ClaimAnswer;
+  const answer = await callDaemon(project.paths.root, "graph.complete", { ref, node: options.node ?? null, configFile: configFileOf(project) }, timeout * 1000, {
+    session,
+    result: claimAnswerSchema,
+  });
   printAnswer(answer, options.json, "moved on");
 }
 
 /** `the-loop graph force`: an operator puts the item on a node; audited by the daemon (event, history, comment). */
 export async function runGraphForce(globals: GlobalOptions, given: string, options: GraphForceOptions): Promise<void> {
+  refuseInsideSession("graph force");
   const project = await openProject(globals);
   const ref = canonicalRef(given, project);
   if (options.reason.trim() === "") throw new UsageError("a force is audited: give the reason with --reason TEXT");
-  const answer = (await callDaemon(project.paths.root, "graph.force", { ref, to: options.to, reason: options.reason, actor: operator() }, 120_000)) as ClaimAnswer;
+  const answer = await callDaemon(project.paths.root, "graph.force", { ref, to: options.to, reason: options.reason }, 120_000, { result: claimAnswerSchema });
   printAnswer(answer, options.json, "forced");
 }
 

@@ -9,6 +9,7 @@ import type { LocalRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
+import { refuseInsideSession } from "../session-guard.js";
 
 export interface ItemActOptions {
   readonly as?: string;
@@ -234,6 +235,7 @@ export async function runItemNew(globals: GlobalOptions, title: string, options:
 }
 
 export async function runItemComment(globals: GlobalOptions, refText: string, text: string, options: ItemActOptions): Promise<void> {
+  refuseInsideSession("item comment");
   const actor = actorOf(options.as);
   const { tracker, defaultProject, project } = await openLocalTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);

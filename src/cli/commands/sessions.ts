@@ -17,6 +17,7 @@ import { openProject } from "../context.js";
 import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
+import { refuseInsideSession } from "../session-guard.js";
 
 export interface SessionsListOptions {
   readonly status?: SessionStatus | "live";
@@ -248,6 +249,7 @@ export function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
 }
 
 export async function runSessionsClose(globals: GlobalOptions, options: SessionsCloseOptions): Promise<void> {
+  refuseInsideSession("sessions close");
   const project = await openProject(globals, "sessions");
   const runtime = await runtimeOf(project);
   const ref = canonicalRef(options.workItem, project);
@@ -491,6 +493,7 @@ async function closeDamagedSession(runtime: Runtime, ref: string): Promise<void>
 }
 
 export async function runSessionsControl(globals: GlobalOptions, command: ControlCommand, options: SessionsControlOptions): Promise<void> {
+  refuseInsideSession(`sessions ${command}`);
   const project = await openProject(globals, "sessions");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
