@@ -56,7 +56,22 @@ describe("writeFileAtomic", () => {
     await writeFileAtomic(path, "still secret\n");
     expect(await modeOf(path)).toBe(0o600);
     await writeFileAtomic(join(dir, "new.json"), "{}\n");
-    expect(await modeOf(join(dir, "new.json"))).toBe(0o644);
+    expect(await modeOf(join(dir, "new.json"))).toBe(0o600);
+  });
+
+  it("makes a new file 0600 and a missing folder 0700, whatever the umask", async () => {
+    const dir = await tempDir();
+    const previous = process.umask(0);
+    try {
+      await writeJsonAtomic(join(dir, "made", "deep", "record.json"), {});
+      await createFileExclusive(join(dir, "made", "once.json"), "{}\n");
+    } finally {
+      process.umask(previous);
+    }
+    expect(await modeOf(join(dir, "made"))).toBe(0o700);
+    expect(await modeOf(join(dir, "made", "deep"))).toBe(0o700);
+    expect(await modeOf(join(dir, "made", "deep", "record.json"))).toBe(0o600);
+    expect(await modeOf(join(dir, "made", "once.json"))).toBe(0o600);
   });
 
   it("removes its temporary file when the write fails", async () => {
