@@ -14,3 +14,6 @@ export { composeRuntime } from "./runtime.js";
 export { serveDaemon } from "./serve.js";
 export { statusReport } from "./status-facts.js";
 export { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "./secret-env.js";
+export { NoDaemonError } from "./rpc.js";
+export type { SessionCredential } from "./rpc.js";
+export { askAnswerSchema, claimAnswerSchema, servedRefsOf, unservedReason } from "./socket-methods.js";

@@ -2,7 +2,6 @@ import { userInfo } from "node:os";
 import { z } from "zod";
 import { UsageError } from "../errors.js";
 import type { CliConfig } from "../config/schema.js";
-import { NODE_ID_PATTERN } from "../graph/definition.js";
 import type { GraphActor } from "../graph/types.js";
 import type { SessionRecord } from "../registry/record.js";
 import { QUESTION_MAX } from "../sessions/ask.js";
@@ -25,7 +24,8 @@ import { schemaProblem } from "./rpc-protocol.js";
  */
 
 const ref = z.string().min(1).max(300);
-const nodeId = z.string().max(200).regex(NODE_ID_PATTERN, "a node id is lowercase words joined by '-'");
+/** A node id as graph files write them (NODE_ID_PATTERN of src/graph/definition.ts): nothing else is written into a history. */
+const nodeId = z.string().max(200).regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/, "a node id is lowercase words joined by '-'");
 
 export const graphCompleteParams = z.strictObject({
   ref,

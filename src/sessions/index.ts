@@ -15,3 +15,8 @@ export { closeSession } from "./close.js";
 export type { CapabilityRuntime, GraphSetup } from "./context.js";
 export { watchForStalls } from "./graph-outcomes.js";
 export type { ClaimAnswer } from "./graph-run.js";
+export { QUESTION_MAX, postQuestion } from "./ask.js";
+export type { AskAnswer } from "./ask.js";
+export { SESSION_TOKEN_ENV, checkSessionCredential } from "./credential.js";
+export type { CredentialedSession } from "./credential.js";
+export { REASON_MAX, boundedName } from "./names.js";
