@@ -4,6 +4,7 @@ import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { EXIT_USAGE, ExitError, errnoOf } from "../errors.js";
 import { offsetOf } from "../config/parse.js";
+import { escapeControl } from "../config/problem.js";
 import { compileGraph, suggestion } from "./compile.js";
 import type { GraphProblem, Segment } from "./compile.js";
 import { CHECK_KEYS, CHECK_SCHEMAS, edgeSchema, graphFileSchema, nodeSchema } from "./definition.js";
@@ -38,13 +39,14 @@ export interface GraphParseOptions {
 /** A graph that cannot be used: exit 2, as a config error, each problem naming its file and node. */
 export class GraphError extends ExitError {
   override readonly name: string = "GraphError";
-  constructor(
-    readonly problems: readonly string[],
-    files: readonly string[],
-  ) {
-    const only = problems.length === 1 ? problems[0] : undefined;
-    const where = files.length === 1 ? `graph file ${files[0]}` : `graph files ${files.join(", ")}`;
-    super(only ? `invalid graph: ${only}` : `invalid ${where}: ${problems.length} problems`, EXIT_USAGE, "config", only ? [] : problems);
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[], files: readonly string[]) {
+    // What a problem quotes from a file (or a configured path) is input: its control characters are escaped.
+    const escaped = problems.map(escapeControl);
+    const only = escaped.length === 1 ? escaped[0] : undefined;
+    const where = escapeControl(files.length === 1 ? `graph file ${files[0]}` : `graph files ${files.join(", ")}`);
+    super(only ? `invalid graph: ${only}` : `invalid ${where}: ${escaped.length} problems`, EXIT_USAGE, "config", only ? [] : escaped);
+    this.problems = escaped;
   }
 }
 
@@ -55,11 +57,11 @@ export function formatPath(path: readonly Segment[]): string {
   );
 }
 
-/** `file:line:col: key.path: message`, the form every graph problem is reported in. */
+/** `file:line:col: key.path: message`, the form every graph problem is reported in; control characters escaped as the config's are. */
 export function formatGraphProblem(problem: LocatedGraphProblem, file: string): string {
   const position = problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ""}` : "";
   const key = problem.path.length > 0 ? `${formatPath(problem.path)}: ` : "";
-  return `${file}${position}: ${key}${problem.message}`;
+  return escapeControl(`${file}${position}: ${key}${problem.message}`);
 }
 
 
