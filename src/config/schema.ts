@@ -521,6 +521,13 @@ export const githubIntegrationSchema = z
       .min(1)
       .default("gh")
       .describe("The `gh` program asked for a token when no token variable is set."),
+    selfLogin: z
+      .string()
+      .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/, "a GitHub login, or a GitHub App's `<slug>[bot]`")
+      .optional()
+      .describe(
+        "The login the-loop's token posts as: a bot account's login, or a GitHub App's `<slug>[bot]` (an App's installation token cannot read `GET /user`). When set, the-loop never asks GitHub; when unset, it asks `GET /user`, and gate answers wait until it knows (docs/graph.md).",
+      ),
   })
   .describe("GitHub: the token and the API the tracker, the poller and the reactions use.");
 

@@ -5,6 +5,7 @@ export type {
   ItemState,
   ReactionTarget,
   RepositoryInfo,
+  SelfLogin,
   Tracker,
   TrackerChange,
   TrackerChangeFeed,

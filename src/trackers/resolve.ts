@@ -61,7 +61,7 @@ export function openTrackers(paths: StatePaths, events: EventSink, options: Open
         tokens: githubTokenSource(config, env, { host: hostOrUndefined(apiUrl) }),
         ...(options.fetch ? { fetch: options.fetch } : {}),
       });
-      github = new GitHubTracker(client);
+      github = new GitHubTracker(client, { selfLogin: config.selfLogin });
     }
     return github;
   };

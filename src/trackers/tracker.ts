@@ -103,11 +103,25 @@ export interface Tracker {
   /**
    * The login the tracker shows as the author of what the-loop posts, so that an answer written
    * under the-loop's own name (an agent acting with the operator's token) can be told apart from
-   * a person's. Undefined when the tracker cannot say right now; the caller decides what an
-   * unknown identity allows. Never throws.
+   * a person's. A failure is never collapsed into "no login": it is `unknown`, permanent (asking
+   * again cannot help) or not, with the fix. The caller decides what an unknown identity allows
+   * (a gate answer is held, never taken). Never throws.
    */
-  selfLogin(): Promise<string | undefined>;
+  selfLogin(): Promise<SelfLogin>;
 }
+
+/** What a tracker knows of the login the-loop posts as (Tracker.selfLogin). */
+export type SelfLogin =
+  | { readonly kind: "known"; readonly login: string }
+  | {
+      readonly kind: "unknown";
+      /** Asking again cannot help (GitHub's 401 or 403: a GitHub App installation token always gets 403). */
+      readonly permanent: boolean;
+      /** What went wrong, secret-free. */
+      readonly reason: string;
+      /** What a person does about it. */
+      readonly fix: string;
+    };
 
 /**
  * A tracker that keeps its own change feed, which the poller reads through `trackerPollSource`

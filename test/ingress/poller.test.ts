@@ -9,7 +9,7 @@ import { trackerPollSource } from "../../src/ingress/poller.js";
 import type { PollSourceRuntime, SourceBatch } from "../../src/ingress/poller.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
 import type { LocalTracker } from "../../src/trackers/local/index.js";
-import type { ChangeBatch, Tracker, TrackerChangeFeed, TrackerScope } from "../../src/trackers/tracker.js";
+import type { ChangeBatch, SelfLogin, Tracker, TrackerChangeFeed, TrackerScope } from "../../src/trackers/tracker.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 import { makeTracker, ref } from "../trackers/local/helpers.js";
@@ -112,7 +112,7 @@ class FlakyTracker implements Tracker, TrackerChangeFeed {
   removeLabel = (): never => {
     throw new Error("not used");
   };
-  selfLogin = (): Promise<string | undefined> => this.inner.selfLogin();
+  selfLogin = (): Promise<SelfLogin> => this.inner.selfLogin();
 }
 
 describe("Poller", () => {

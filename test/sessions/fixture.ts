@@ -23,7 +23,7 @@ import { deriveStatePaths } from "../../src/state/layout.js";
 import { openTrackers } from "../../src/trackers/resolve.js";
 import type { TrackerSet } from "../../src/trackers/resolve.js";
 import { WorkItemNotFoundError } from "../../src/trackers/tracker.js";
-import type { ChangeBatch, ReactionTarget, Tracker, TrackerComment, WorkItemState } from "../../src/trackers/tracker.js";
+import type { ChangeBatch, ReactionTarget, SelfLogin, Tracker, TrackerComment, WorkItemState } from "../../src/trackers/tracker.js";
 import type { WorkspaceProvider, WorkspaceRequest } from "../../src/workspace/provider.js";
 import { formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf, workItemSlug } from "../../src/workitem/index.js";
 import type { GitHubRef, WorkItem, WorkItemRef } from "../../src/workitem/index.js";
@@ -177,8 +177,8 @@ export class FakeGitHubTracker implements Tracker {
   }
   async addLabel(): Promise<void> {}
   async removeLabel(): Promise<void> {}
-  async selfLogin(): Promise<string | undefined> {
-    return "the-loop";
+  async selfLogin(): Promise<SelfLogin> {
+    return { kind: "known", login: "the-loop" };
   }
   async react(reactionTarget: ReactionTarget, content: string): Promise<void> {
     this.reactions.push({ target: reactionTarget, content });

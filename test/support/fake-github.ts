@@ -442,6 +442,11 @@ export class FakeGitHub {
   readonly requests: RequestLogEntry[] = [];
   /** When set, every response carries `X-Poll-Interval`. */
   pollInterval?: number;
+  /**
+   * When set, `GET /user` answers this status until it is cleared (403 is what a GitHub App
+   * installation token always gets there), whatever else is scripted.
+   */
+  userFailure?: number;
   readonly payload: FakePayloads;
 
   private readonly token: string | undefined;
@@ -1368,6 +1373,7 @@ export class FakeGitHub {
       }
       if (ctx.method === "GET" && segments.length === 1 && segments[0] === "user") {
         if (presented === undefined) throw new HttpError(401, "Requires authentication");
+        if (this.userFailure !== undefined) throw new HttpError(this.userFailure, this.userFailure === 403 ? "Resource not accessible by integration" : `Injected failure ${this.userFailure}`);
         return { status: 200, body: this.user(this.botLogin) };
       }
       for (const route of this.routes) {

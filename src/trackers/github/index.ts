@@ -11,4 +11,6 @@ export {
 export { githubTokenSource, missingTokenMessage, runGhAuthToken } from "./token.js";
 export type { GhRunner, GitHubTokenSourceOptions, TokenSource } from "./token.js";
 export { GitHubTracker, workItemStateOf } from "./tracker.js";
-export type { GitHubIssueJson, PullRequestInfo } from "./tracker.js";
+export type { GitHubIssueJson, GitHubTrackerOptions, PullRequestInfo } from "./tracker.js";
+export { SELF_LOGIN_SETTING } from "./self-login.js";
+export type { SelfLoginRetry } from "./self-login.js";

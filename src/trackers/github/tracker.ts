@@ -6,12 +6,15 @@ import type {
   ItemState,
   ReactionTarget,
   RepositoryInfo,
+  SelfLogin,
   Tracker,
   TrackerComment,
   WorkItemState,
 } from "../tracker.js";
 import type { GitHubClient } from "./client.js";
 import { GitHubError, GitHubNotFoundError, UnsupportedGitHubHostError } from "./errors.js";
+import { lookUpSelfLogin } from "./self-login.js";
+import type { SelfLoginRetry } from "./self-login.js";
 
 /** The parts of GitHub's issue JSON the-loop reads (the issues API serves pull requests too). */
 export interface GitHubIssueJson {
@@ -64,6 +67,13 @@ export interface PullRequestInfo {
   readonly merged: boolean;
 }
 
+export interface GitHubTrackerOptions {
+  /** `integrations.github.selfLogin`: the login the-loop posts as, so GitHub is never asked. */
+  readonly selfLogin?: string | undefined;
+  /** How a `GET /user` lookup retries a transient failure. */
+  readonly selfLoginRetry?: SelfLoginRetry;
+}
+
 const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
 
 /**
@@ -74,9 +84,13 @@ const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
 export class GitHubTracker implements Tracker {
   readonly kind = "github" as const;
   private readonly repositories = new Map<string, Promise<RepositoryInfo>>();
-  private selfLoginAnswer: Promise<string | undefined> | undefined;
+  private knownSelfLogin: string | undefined;
+  private selfLoginLookup: Promise<SelfLogin> | undefined;
 
-  constructor(readonly client: GitHubClient) {}
+  constructor(
+    readonly client: GitHubClient,
+    private readonly options: GitHubTrackerOptions = {},
+  ) {}
 
   async getItem(ref: WorkItemRef): Promise<WorkItemState> {
     const github = this.check(ref);
@@ -175,23 +189,26 @@ export class GitHubTracker implements Tracker {
   }
 
   /**
-   * Whom the token acts as (`GET /user`), asked once for the life of the tracker once GitHub has
-   * said. A failure answers undefined and is not remembered: the next call asks again. A GitHub
-   * App installation token cannot read /user (GitHub answers 403), and nothing else it is given
-   * names the app's `<slug>[bot]` login, so for such a token this is undefined.
+   * Whom the token acts as: `integrations.github.selfLogin` when it is set (then GitHub is never
+   * asked), else `GET /user`, asked once for the life of the tracker once GitHub has said. A
+   * failure is not remembered, and is never "no login": it is unknown, permanent (401, 403: a
+   * GitHub App installation token always gets 403) or transient (5xx, network, rate limits),
+   * and a transient one is asked again with backoff within the lookup's bound (self-login.ts).
+   * Calls while a lookup runs share it.
    */
-  selfLogin(): Promise<string | undefined> {
-    if (this.selfLoginAnswer === undefined) {
-      const answer = this.client.request<{ readonly login?: unknown }>("GET /user").then(
-        (data) => (typeof data.login === "string" && data.login !== "" ? data.login : undefined),
-        () => undefined,
-      );
-      this.selfLoginAnswer = answer;
-      void answer.then((login) => {
-        if (login === undefined && this.selfLoginAnswer === answer) this.selfLoginAnswer = undefined;
+  selfLogin(): Promise<SelfLogin> {
+    if (this.options.selfLogin !== undefined) return Promise.resolve({ kind: "known", login: this.options.selfLogin });
+    if (this.knownSelfLogin !== undefined) return Promise.resolve({ kind: "known", login: this.knownSelfLogin });
+    if (this.selfLoginLookup === undefined) {
+      // The client's own retries are off for this request: the lookup's backoff is the one bound.
+      const lookup = lookUpSelfLogin(() => this.client.request<{ readonly login?: unknown }>("GET /user", { request: { retries: 0 } }), this.options.selfLoginRetry);
+      this.selfLoginLookup = lookup;
+      void lookup.then((answer) => {
+        if (answer.kind === "known") this.knownSelfLogin = answer.login;
+        if (this.selfLoginLookup === lookup) this.selfLoginLookup = undefined;
       });
     }
-    return this.selfLoginAnswer;
+    return this.selfLoginLookup;
   }
 
   async pullRequest(ref: WorkItemRef): Promise<PullRequestInfo> {

@@ -11,7 +11,7 @@ import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, labelMatches 
 import type { LocalRef, WorkItemRef } from "../../workitem/index.js";
 import { NotFoundError } from "../../errors.js";
 import { WorkItemNotFoundError } from "../tracker.js";
-import type { ChangeBatch, ItemState, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
+import type { ChangeBatch, ItemState, SelfLogin, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
 import { exists, highestItemNumber, isProjectName, itemNumbers, itemPath, projectFiles, readMeta, readSnapshot, readSnapshotSync } from "./files.js";
@@ -178,8 +178,8 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     await this.changeLabels(ref, { remove: [label] }, SELF_LOGIN);
   }
 
-  async selfLogin(): Promise<string | undefined> {
-    return SELF_LOGIN;
+  async selfLogin(): Promise<SelfLogin> {
+    return { kind: "known", login: SELF_LOGIN };
   }
 
   // ---- local-only operations -------------------------------------------------------------

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { GitHubClient } from "../../../src/trackers/github/client.js";
 import { GitHubError, UnsupportedGitHubHostError } from "../../../src/trackers/github/errors.js";
 import { GitHubTracker } from "../../../src/trackers/github/tracker.js";
+import type { GitHubTrackerOptions } from "../../../src/trackers/github/tracker.js";
 import { WorkItemNotFoundError } from "../../../src/trackers/tracker.js";
 import type { TrackerChangeFeed } from "../../../src/trackers/tracker.js";
 import { parseWorkItemRef } from "../../../src/workitem/index.js";
@@ -15,7 +16,7 @@ afterEach(async () => {
   await Promise.all(fakes.splice(0).map((fake) => fake.stop()));
 });
 
-async function setup(): Promise<{ gh: FakeGitHub; tracker: GitHubTracker; ref: (n: number, repo?: string) => WorkItemRef }> {
+async function setup(options: GitHubTrackerOptions = {}): Promise<{ gh: FakeGitHub; tracker: GitHubTracker; ref: (n: number, repo?: string) => WorkItemRef }> {
   const gh = await FakeGitHub.start({ token: TOKEN });
   fakes.push(gh);
   gh.addRepo("octo/repo", { defaultBranch: "trunk", cloneUrl: "https://git.example/octo/repo.git" });
@@ -25,7 +26,7 @@ async function setup(): Promise<{ gh: FakeGitHub; tracker: GitHubTracker; ref: (
     spaceWrites: false,
     retries: 0,
   });
-  const tracker = new GitHubTracker(client);
+  const tracker = new GitHubTracker(client, options);
   const ref = (n: number, repo = "octo/repo"): WorkItemRef => parseWorkItemRef(`github:${gh.host}/${repo}#${n}`);
   return { gh, tracker, ref };
 }
@@ -150,25 +151,57 @@ describe("GitHubTracker", () => {
     const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
     const posted = await tracker.postComment(ref(n), "hello");
     const [first, second] = await Promise.all([tracker.selfLogin(), tracker.selfLogin()]);
-    expect(first).toBe(posted.author);
-    expect(second).toBe("the-loop-bot");
-    expect(await tracker.selfLogin()).toBe("the-loop-bot");
+    expect(first).toEqual({ kind: "known", login: posted.author });
+    expect(second).toEqual({ kind: "known", login: "the-loop-bot" });
+    expect(await tracker.selfLogin()).toEqual({ kind: "known", login: "the-loop-bot" });
     expect(gh.requests.filter((r) => r.path === "/user")).toHaveLength(1);
   });
 
-  it("answers undefined when GitHub will not say (an app installation token gets 403), and asks again next time", async () => {
-    const { gh, tracker } = await setup();
-    gh.failNext(403);
-    expect(await tracker.selfLogin()).toBeUndefined();
-    expect(await tracker.selfLogin()).toBe("the-loop-bot");
+  it("answers integrations.github.selfLogin when it is set, and never asks GitHub", async () => {
+    const { gh, tracker } = await setup({ selfLogin: "my-app[bot]" });
+    expect(await tracker.selfLogin()).toEqual({ kind: "known", login: "my-app[bot]" });
+    expect(gh.requests.filter((r) => r.path === "/user")).toHaveLength(0);
+  });
+
+  it("says a 403 (an app installation token) is permanent, with the fix, asks once, and asks again next time", async () => {
+    const waits: number[] = [];
+    const { gh, tracker } = await setup({ selfLoginRetry: { attempts: 3, backoffMs: 10, sleep: async (ms) => void waits.push(ms) } });
+    gh.userFailure = 403;
+    const answer = await tracker.selfLogin();
+    expect(answer).toMatchObject({ kind: "unknown", permanent: true });
+    expect(answer.kind === "unknown" && answer.fix).toContain("integrations.github.selfLogin");
+    expect(waits).toEqual([]);
+    gh.userFailure = undefined;
+    expect(await tracker.selfLogin()).toEqual({ kind: "known", login: "the-loop-bot" });
     expect(gh.requests.filter((r) => r.path === "/user").map((r) => r.status)).toEqual([403, 200]);
   });
 
-  it("answers undefined, never throws, without a token GitHub accepts", async () => {
+  it("retries a 5xx with backoff within its attempts, then says it is transient (not 'no login')", async () => {
+    const waits: number[] = [];
+    const { gh, tracker } = await setup({ selfLoginRetry: { attempts: 3, backoffMs: 10, sleep: async (ms) => void waits.push(ms) } });
+    gh.userFailure = 500;
+    expect(await tracker.selfLogin()).toMatchObject({ kind: "unknown", permanent: false });
+    expect(waits).toEqual([10, 20]);
+    expect(gh.requests.filter((r) => r.path === "/user").map((r) => r.status)).toEqual([500, 500, 500]);
+    // A 5xx that clears within the attempts is a login.
+    gh.userFailure = undefined;
+    gh.failNext(502);
+    expect(await tracker.selfLogin()).toEqual({ kind: "known", login: "the-loop-bot" });
+  });
+
+  it("takes a secondary rate limit for transient", async () => {
+    const { gh, tracker } = await setup({ selfLoginRetry: { attempts: 1 } });
+    gh.rateLimitNext({ secondary: true, resetInSeconds: 600 });
+    expect(await tracker.selfLogin()).toMatchObject({ kind: "unknown", permanent: false });
+  });
+
+  it("says a token GitHub rejects (401) is permanent, and never throws", async () => {
     const gh = await FakeGitHub.start({ token: TOKEN });
     fakes.push(gh);
     const client = new GitHubClient({ apiUrl: gh.apiUrl, tokens: { token: () => Promise.resolve("ghp_wrong") }, spaceWrites: false, retries: 0 });
-    expect(await new GitHubTracker(client).selfLogin()).toBeUndefined();
+    const answer = await new GitHubTracker(client).selfLogin();
+    expect(answer).toMatchObject({ kind: "unknown", permanent: true });
+    expect(JSON.stringify(answer)).not.toContain("ghp_wrong");
   });
 
   it("reads a pull request's head, body and state", async () => {

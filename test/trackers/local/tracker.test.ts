@@ -88,7 +88,7 @@ describe("LocalTracker: opening and reading items", () => {
       kind: "comment",
     });
     expect(own).toMatchObject({ id: "demo:c3", author: "the-loop" });
-    expect(await tracker.selfLogin()).toBe(own.author);
+    expect(await tracker.selfLogin()).toEqual({ kind: "known", login: own.author });
     const read = await tracker.getItemWithComments(ref("demo", 1));
     expect(read.comments).toEqual([first, own]);
     expect(read.updatedAt).toBe(own.createdAt);
