@@ -1,6 +1,7 @@
 import { dirname, resolve } from "node:path";
 import { compileGateVocabulary } from "../graph/gate.js";
 import { loadGraphs } from "../graph/registry.js";
+import { openHeldGateAnswers } from "../graph/held.js";
 import { openGraphStates } from "../graph/store.js";
 import type { CapabilityRuntime, GraphSetup } from "../sessions/context.js";
 import { CAPABILITY_HOOK_TIMEOUT_MS } from "../sessions/capability-points.js";
@@ -43,6 +44,7 @@ export async function graphSetupFor(input: GraphSetupInput, capabilities?: reado
     graphs: loaded.graphs,
     defaultGraph: loaded.defaultGraph,
     states: openGraphStates(input.paths),
+    held: openHeldGateAnswers(input.paths),
     vocabulary: compileGateVocabulary(settings.keywords),
     keywords: settings.keywords,
     allowSelfApproval: settings.allowSelfApproval,

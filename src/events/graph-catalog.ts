@@ -53,6 +53,39 @@ export const GRAPH_EVENTS = {
     summary: "A gate answer did not count (`reason_code`: unauthorized, self-authored, not-waiting, no-edge); nothing moved. `node`: where the item is (absent when it has no graph run).",
     fields: { work_item: "string", graph: "string", reason_code: "string", reason: "string", actor: "string", actor_kind: "string", node: "string?" },
   },
+  "graph.gate_answer_held": {
+    family: "graph",
+    level: "warning",
+    summary:
+      "A gate answer that would count was held, not taken: the login the-loop posts as is not known (`reason`), so it cannot be told from one the agent wrote. It is decided once the login is known, and refused if it is not by `until`.",
+    fields: { work_item: "string", graph: "string", node: "string", decision: "string", via: "string", actor: "string", actor_kind: "string", reason: "string", until: "string" },
+  },
+  "graph.gate_answer_released": {
+    family: "graph",
+    level: "info",
+    summary: "A held gate answer (held since `held_at`) is decided now that the login the-loop posts as is known; graph.gate_decided or graph.gate_refused follows.",
+    fields: { work_item: "string", graph: "string", decision: "string", actor: "string", actor_kind: "string", held_at: "string" },
+  },
+  "graph.gate_answer_refused": {
+    family: "graph",
+    level: "warning",
+    summary:
+      "A held gate answer did not count (`reason_code`: identity-unknown, the lookup failed for good; identity-timeout, the hold's bound ran out): a marked comment asks for it again.",
+    fields: { work_item: "string", graph: "string", actor: "string", actor_kind: "string", reason_code: "string", reason: "string" },
+  },
+  "graph.self_login_unknown": {
+    family: "graph",
+    level: "warning",
+    summary:
+      "The login the-loop posts as could not be learned, so `checked` (the self-approval guard) could not be checked: `permanent` (GitHub's 401 or 403; an App installation token always gets 403) or not; `fix` says what to do (integrations.github.selfLogin).",
+    fields: { work_item: "string", checked: "string", permanent: "boolean", reason: "string", fix: "string" },
+  },
+  "graph.self_login_learned": {
+    family: "graph",
+    level: "info",
+    summary: "The login the-loop posts as is known again after a failed lookup: held gate answers are decided.",
+    fields: { work_item: "string", login: "string" },
+  },
   "graph.claim_refused": {
     family: "graph",
     level: "info",

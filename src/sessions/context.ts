@@ -1,6 +1,7 @@
 import type { LoadedCapability } from "../capabilities/load.js";
 import type { GateKeywords } from "../graph/comments.js";
 import type { GateVocabulary } from "../graph/gate.js";
+import type { HeldGateAnswerStore } from "../graph/held.js";
 import type { GraphStateStore } from "../graph/store.js";
 import type { Graph } from "../graph/types.js";
 import type { RoutingConfig } from "../config/schema.js";
@@ -29,6 +30,7 @@ import type { HarnessPreparer } from "./harness-trust.js";
 import { PoolSlot } from "./keyed-queue.js";
 import type { Semaphore } from "./keyed-queue.js";
 import type { PullRequestLinks } from "./links.js";
+import type { HeldRetrySchedule } from "./held-retry.js";
 import type { PromptTemplates } from "./prompts.js";
 import type { ReactionMoment } from "./reactions.js";
 import { isLive } from "../registry/record.js";
@@ -69,6 +71,15 @@ export interface GraphSetup {
   readonly stallAfterMs?: number;
   /** The installed capabilities: their hooks pass at the points the graph's nodes bind. Absent: none. */
   readonly capabilities?: CapabilityRuntime;
+  /**
+   * Gate answers held while the login the-loop posts as is unknown (graph-gate.ts). Absent: an
+   * answer that would be held is refused instead.
+   */
+  readonly held?: HeldGateAnswerStore;
+  /** The longest an answer is held (default DEFAULT_HOLD_MS). */
+  readonly holdMs?: number;
+  /** How the daemon asks again for the login while answers are held (default DEFAULT_HELD_RETRY). */
+  readonly heldRetry?: HeldRetrySchedule;
 }
 
 export interface DispatcherOptions {
@@ -151,6 +162,8 @@ export interface DispatchContext {
   react(event: InboundEvent, moment: ReactionMoment): void;
   /** The event leaves the in-memory dedupe, so its retry is not taken for a duplicate. */
   forget(event: InboundEvent): void;
+  /** A gate answer was held: the daemon asks for the login again, on a backoff (held-retry.ts). */
+  answersHeld?(): void;
 }
 
 // ---- one event on one work item ------------------------------------------------------------

@@ -13,7 +13,9 @@ import { commandFromComment, controlRequest, finishStop, retryStart, standingCom
 import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisProcess, turnOf, withSlot } from "./context.js";
 import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult } from "./context.js";
 import { deliver } from "./delivery.js";
-import { graphClaim, graphForce, graphGate } from "./graph-run.js";
+import { graphClaim, graphForce } from "./graph-run.js";
+import { graphGate, releaseHeldAnswers } from "./graph-gate.js";
+import { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "./held-retry.js";
 import { postQuestion } from "./ask.js";
 import type { AskAnswer } from "./ask.js";
 import { journalledMoves, resumeJournalledEffects } from "./graph-effects.js";
@@ -68,6 +70,8 @@ export class Dispatcher implements EventHandler {
   private readonly view: RegistryView;
   /** What every collaborator is handed. */
   private readonly ctx: DispatchContext;
+  /** Asks again for the login the-loop posts as while gate answers are held (graph-gate.ts). */
+  private readonly heldRetry: HeldAnswerRetry;
 
   constructor(private readonly options: DispatcherOptions) {
     this.config = { routing: options.routing, policy: options.policy, templates: options.templates };
@@ -113,7 +117,11 @@ export class Dispatcher implements EventHandler {
       forget: (event) => {
         for (const id of deliveryKeys(event)) this.memory.delete(id);
       },
+      answersHeld: () => this.heldRetry.arm(),
     };
+    this.heldRetry = new HeldAnswerRetry(() => this.releaseHeldAnswers(), options.graph?.heldRetry ?? DEFAULT_HELD_RETRY, (error) =>
+      options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "release-held-answers", error: messageOf(error) }),
+    );
   }
 
   /**
@@ -215,6 +223,7 @@ export class Dispatcher implements EventHandler {
    */
   async drain(): Promise<number> {
     this.accepting = false;
+    this.heldRetry.stop();
     const queued = this.inFlight;
     await this.queue.idle();
     await drainLoopEvents(this.ctx);
@@ -368,6 +377,21 @@ export class Dispatcher implements EventHandler {
   }
 
   /**
+   * Decides the gate answers held while the login the-loop posts as was unknown (graph-gate.ts),
+   * each item in its queue: taken once the login is known, refused once it cannot be. Whether
+   * answers are still held; the daemon's retry (held-retry.ts) calls it on a backoff.
+   */
+  async releaseHeldAnswers(): Promise<boolean> {
+    const held = this.options.graph?.held;
+    if (!this.accepting || held === undefined) return false;
+    const { records } = await held.list();
+    const outcomes = await Promise.all(
+      records.map((record) => this.counted(() => this.exclusive([record.ref], () => releaseHeldAnswers(this.ctx, record.ref)))),
+    );
+    return outcomes.includes("waiting");
+  }
+
+  /**
    * Applies a command the CLI gives (`the-loop sessions start|stop|pause|resume`) exactly as the
    * same keyword in a comment would be applied (see controlRequest). It waits its turn in the
    * item's queue like an event, so it never interleaves with the item's events here.
@@ -398,6 +422,8 @@ export class Dispatcher implements EventHandler {
     const inQueue = <T>(ref: string, job: () => Promise<T>): Promise<T> => this.counted(() => this.exclusive([ref], job));
     // Graph moves whose effects a killed process never carried out (graph-effects.ts), first in their items' queues.
     const journalled = await journalledMoves(this.ctx);
+    // Gate answers a stopped daemon held: asked about again soon.
+    if (((await this.options.graph?.held?.list())?.records.length ?? 0) > 0) this.heldRetry.arm();
     const [started] = await Promise.all([
       Promise.all(starts.map((ref) => inQueue(ref, () => retryStart(this.ctx, ref)))),
       Promise.all(stops.map((ref) => inQueue(ref, () => finishStop(this.ctx, ref)))),

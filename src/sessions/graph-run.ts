@@ -1,15 +1,13 @@
 import { randomUUID } from "node:crypto";
 import { messageOf } from "../errors.js";
-import { applyClaimResult, applyGateAnswer, decideClaim, forceTo, recordRefusal, startRun } from "../graph/advance.js";
+import { applyClaimResult, decideClaim, forceTo, recordRefusal, startRun } from "../graph/advance.js";
 import type { GraphEffect, Refusal, Transition } from "../graph/advance.js";
 import { assignmentText, graphContext } from "../graph/assignment.js";
 import { runChecks } from "../graph/checks.js";
-import { decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer } from "../graph/gate.js";
 import type { GraphState } from "../graph/state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 import { isFinalGraphStatus } from "../graph/types.js";
 import type { ControlRecord } from "../control/types.js";
-import { COMMENT_KINDS } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { standingState } from "../routing/router.js";
 import { DamagedRecordError } from "../state/record-store.js";
@@ -18,9 +16,7 @@ import type { DispatchContext, GraphSetup, Turn } from "./context.js";
 import { passAt, sessionCwd } from "./capability-points.js";
 import type { PointPass } from "./capability-points.js";
 import { applyGraphEffects, applyPointHalt, carryOut, enterPoints, withPendingEffects } from "./graph-effects.js";
-import { askAhead, committedMove, loopGateMove, loopClaimMove, loopForceMove, loopStartMove, STALE_MOVE } from "./graph-loop.js";
-import { inputReceived } from "./hook-points.js";
-import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
+import { askAhead, committedMove, loopClaimMove, loopForceMove, loopStartMove, STALE_MOVE } from "./graph-loop.js";
 import { REASON_MAX, boundedName } from "./names.js";
 
 /**
@@ -33,7 +29,7 @@ import { REASON_MAX, boundedName } from "./names.js";
 
 const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
 
-function graphOf(setup: GraphSetup, state: GraphState): Graph {
+export function graphOf(setup: GraphSetup, state: GraphState): Graph {
   const graph = setup.graphs.get(state.graph);
   if (graph === undefined) {
     throw new Error(
@@ -47,7 +43,7 @@ function graphOf(setup: GraphSetup, state: GraphState): Graph {
  * The item's graph state. A record that does not parse is moved aside (kept, with its name and
  * time) and the item starts afresh: a damaged record must not stop its work item for good.
  */
-async function readState(ctx: DispatchContext, setup: GraphSetup, ref: string): Promise<GraphState | undefined> {
+export async function readState(ctx: DispatchContext, setup: GraphSetup, ref: string): Promise<GraphState | undefined> {
   try {
     return await setup.states.get(ref);
   } catch (error) {
@@ -153,74 +149,7 @@ function actorOf(event: InboundEvent): GraphActor {
   return event.actor ? { kind: "human", id: event.actor } : DAEMON;
 }
 
-// ---- gates -------------------------------------------------------------------------------------
-
-/**
- * A person's comment or review on an item whose run waits for a gate answer (or is blocked).
- * Undefined when the event is not one (no graph, no run waiting, no answer in it): it goes on as
- * any comment does. The router has already dropped what an unauthorized or self-marked author
- * wrote, so the author here is an authorized person; the self-approval guard is checked here.
- * `input_received` fires before the answer is read. A paused session is not typed into: the
- * answer moves the graph, and the next assignment waits for the resume.
- */
-export async function graphGate(ctx: DispatchContext, ref: string, event: InboundEvent): Promise<"taken" | undefined> {
-  const setup = ctx.options.graph;
-  if (setup === undefined || !COMMENT_KINDS.has(event.kind) || event.source === "cli") return undefined;
-  const answer = mergeGateAnswers(parseGateAnswer(event.body, setup.vocabulary), gateAnswerOfReview(event.reviewState));
-  if (answer.kind === "none") return undefined;
-  const state = await readState(ctx, setup, ref);
-  if (state === undefined) return undefined;
-  const graph = graphOf(setup, state);
-  const inputKind = deliveredInputKind(event, ctx.options.registry.get(ref));
-  const workItem = event.workItems.find((item) => item.ref === ref) ?? event.workItems[0];
-  if (inputKind !== undefined && workItem !== undefined) {
-    await inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
-  }
-  const selfLogin = (await ctx.options.trackers.forRef(ref).selfLogin().catch(() => undefined)) ?? null;
-  const actor: GraphActor = { kind: "human", id: event.actor ?? "unknown" };
-  const at = ctx.now();
-  const via = answer.kind === "answer" && gateAnswerOfReview(event.reviewState).kind === "answer" ? "review" : "keyword";
-  const gateInput = (current: GraphState | undefined): Parameters<typeof decideGateInput>[0] => ({
-    answer,
-    authorized: event.actor !== null,
-    author: event.actor,
-    selfLogin,
-    allowSelfApproval: setup.allowSelfApproval,
-    state: current,
-    graph,
-  });
-  // loop.gate.pre (and the next generation's loop.generation.pre) are answered before the decision is written.
-  const foreseen = decideGateInput(gateInput(state));
-  const foreseenMove = foreseen.kind === "refuse" ? undefined : applyGateAnswer(graph, state, { decision: foreseen.decision, actor, at, via });
-  const ahead =
-    foreseen.kind !== "refuse" && foreseenMove?.kind === "applied"
-      ? await askAhead(ctx, ref, state, loopGateMove(graph, state, foreseenMove, actor, foreseen.decision))
-      : undefined;
-  const effects = await setup.states.transaction(ref, async (tx) => {
-    const current = tx.read();
-    const decided = decideGateInput(gateInput(current));
-    if (decided.kind === "refuse") {
-      const kind = decided.reasonCode === "ambiguous" ? "gate-ambiguous" : "gate-refused";
-      const recorded = recordRefusal(graph, current, { kind, ref, reasonCode: decided.reasonCode, reason: decided.reason, actor, at });
-      if (recorded.state !== undefined && recorded.state !== current) await tx.write(recorded.state);
-      return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
-    }
-    if (current === undefined) return undefined;
-    const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
-    const written = answered.kind === "refuse" ? undefined : committedMove(ctx, ref, current, ahead, () => loopGateMove(graph, current, answered, actor, decided.decision));
-    if (answered.kind === "refuse" || written === undefined) {
-      const applied = answered.kind === "refuse" ? answered : STALE_MOVE;
-      const recorded = recordRefusal(graph, current, { kind: "gate-refused", ref, reasonCode: applied.reasonCode, reason: applied.reason, actor, at });
-      if (recorded.state !== undefined) await tx.write(recorded.state);
-      return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
-    }
-    return { state: await tx.write(withPendingEffects(written.state, written.effects)), effects: written.effects, moved: written.denied !== true };
-  });
-  if (effects === undefined) return undefined;
-  await carryOut(ctx, graph, effects.state ?? state, effects.effects);
-  ctx.react(event, effects.moved ? "completed" : "failed");
-  return "taken";
-}
+// ---- gates: graph-gate.ts ---------------------------------------------------------------------
 
 // ---- claims ------------------------------------------------------------------------------------
 
