@@ -195,6 +195,14 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
   "graph.gate_decided": (f) => `${who(f)} answered the gate ${text(f, "node") ?? "?"}: ${text(f, "decision") ?? "?"}`,
   "graph.gate_ambiguous": (f) => `${who(f)}'s comment gave both gate answers; nothing moved`,
   "graph.gate_refused": (f) => `${who(f)}'s gate answer did not count (${text(f, "reason_code") ?? "?"}): ${text(f, "reason") ?? "?"}`,
+  "graph.gate_answer_held": (f) =>
+    `${who(f)}'s gate answer (${text(f, "decision") ?? "?"}) is held: the-loop could not check that it is not its own agent's, because the login it posts as is unknown (${text(f, "reason") ?? "?"}); it is decided once the login is known, or refused after ${text(f, "until") ?? "?"}`,
+  "graph.gate_answer_released": (f) => `${who(f)}'s held gate answer (${text(f, "decision") ?? "?"}, held since ${text(f, "held_at") ?? "?"}) is decided: the login the-loop posts as is known`,
+  "graph.gate_answer_refused": (f) =>
+    `${who(f)}'s held gate answer did not count (${text(f, "reason_code") ?? "?"}): ${text(f, "reason") ?? "?"}; a comment asks for it again`,
+  "graph.self_login_unknown": (f) =>
+    `could not check ${text(f, "checked") ?? "the self-approval guard"}: the login the-loop posts as is unknown${f.permanent === true ? " for good" : " for now"} (${text(f, "reason") ?? "?"}); ${text(f, "fix") ?? "?"}`,
+  "graph.self_login_learned": (f) => `learned the login the-loop posts as (${text(f, "login") ?? "?"}): held gate answers are decided`,
   "graph.claim_refused": (f) =>
     `the claim${text(f, "claimed") ? ` of node ${text(f, "claimed")}` : ""} did not move it (${text(f, "reason_code") ?? "?"}): ${text(f, "reason") ?? "?"}`,
   "graph.forced": (f) => `${who(f)} forced it onto node ${text(f, "node") ?? "?"}${text(f, "from") ? ` from ${text(f, "from")}` : ""}: ${text(f, "reason") ?? "?"}`,

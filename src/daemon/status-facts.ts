@@ -15,7 +15,7 @@ import type { StatePaths } from "../state/layout.js";
 import { journalRemedy } from "../trackers/local/errors.js";
 import { daemonStatus } from "./control.js";
 import type { ServiceStatus } from "./control.js";
-import { pollCyclesOf, statusExitCode, statusProblems } from "./status-problems.js";
+import { pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./status-problems.js";
 import type {
   CapabilityRefusal,
   DamagedFile,
@@ -53,7 +53,7 @@ export interface StatusReportOptions {
 
 /** Enough of the log's end for many poll cycles, read whatever the log's size. */
 const EVENT_TAIL_BYTES = 4 * 1024 * 1024;
-const WANTED_EVENTS = new Set(["poll.cycle", "poll.provider_error", "session.spawn_failed", "capability.use_refused"]);
+const WANTED_EVENTS = new Set(["poll.cycle", "poll.provider_error", "session.spawn_failed", "capability.use_refused", "graph.self_login_unknown", "graph.self_login_learned"]);
 const HOOK_PROBE_TIMEOUT_MS = 2_000;
 
 export async function statusReport(config: CliConfig, paths: StatePaths, options: StatusReportOptions): Promise<StatusReport> {
@@ -77,6 +77,7 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     spawnFailures: spawnFailuresOf(events),
     hooks,
     capabilityRefusals: capabilityRefusalsOf(events, services),
+    selfLoginFailure: selfLoginFailureOf(events, new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])))),
   });
   return { healthy: problems.length === 0, services, problems, exitCode: statusExitCode(problems) };
 }
@@ -107,7 +108,7 @@ export function readEventTail(path: string, maxBytes: number): LoggedEvent[] {
     const events: LoggedEvent[] = [];
     for (const line of lines) {
       // Cheap test first: most lines of a busy log are none of the few events wanted.
-      if (!line.includes('"poll.') && !line.includes('"session.spawn_failed"') && !line.includes('"capability.use_refused"')) continue;
+      if (!line.includes('"poll.') && !line.includes('"session.spawn_failed"') && !line.includes('"capability.use_refused"') && !line.includes('"graph.self_login_')) continue;
       const record = parseEventLine(line);
       if (record && WANTED_EVENTS.has(record.event)) events.push(record);
     }

@@ -17,7 +17,8 @@ export type StatusProblemCode =
   | "damaged-file"
   | "start-pending"
   | "hook-server-down"
-  | "capability-changed";
+  | "capability-changed"
+  | "self-login-unknown";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;
@@ -252,6 +253,40 @@ export function capabilityChangedProblems(refusals: readonly CapabilityRefusal[]
   }));
 }
 
+// ---- the login the-loop posts as ------------------------------------------------------------
+
+/** The running daemon's lookup of the login its token posts as, failed for good (GitHub's 401 or 403). */
+export interface SelfLoginFailure {
+  readonly at: string;
+  readonly reason: string;
+  readonly fix: string;
+}
+
+/**
+ * The newest word of the processes `pids` on the login: a permanent failure, unless a lookup
+ * succeeded since (graph.self_login_learned). A transient failure is not a problem: the daemon asks again.
+ */
+export function selfLoginFailureOf(events: readonly LoggedEvent[], pids: ReadonlySet<number>): SelfLoginFailure | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i];
+    if (event === undefined || event.pid === undefined || !pids.has(event.pid)) continue;
+    if (event.event === "graph.self_login_learned") return undefined;
+    if (event.event !== "graph.self_login_unknown") continue;
+    if (event.permanent !== true) return undefined;
+    const text = (key: string): string => (typeof event[key] === "string" ? (event[key] as string) : "?");
+    return { at: event.ts, reason: text("reason"), fix: text("fix") };
+  }
+  return undefined;
+}
+
+export function selfLoginProblem(failure: SelfLoginFailure): StatusProblem {
+  return {
+    code: "self-login-unknown",
+    message: `the daemon cannot learn the login its token posts as (last at ${failure.at}: ${failure.reason}), so every gate answer is refused: it cannot tell a person's from its own agent's`,
+    fix: failure.fix,
+  };
+}
+
 // ---- all together ----------------------------------------------------------------------------
 
 export interface StatusFacts {
@@ -266,6 +301,8 @@ export interface StatusFacts {
   readonly hooks: readonly HookProbe[];
   /** The running daemon's refusals of changed capability bundles. */
   readonly capabilityRefusals?: readonly CapabilityRefusal[];
+  /** The running daemon's permanent failure to learn its own login. */
+  readonly selfLoginFailure?: SelfLoginFailure | undefined;
 }
 
 /** Every problem, most basic first: a stopped service, then what a running one cannot do. */
@@ -281,6 +318,7 @@ export function statusProblems(facts: StatusFacts): StatusProblem[] {
     ...sources,
     ...hookServerProblems(facts.hooks),
     ...capabilityChangedProblems(facts.capabilityRefusals ?? []),
+    ...(facts.selfLoginFailure ? [selfLoginProblem(facts.selfLoginFailure)] : []),
     ...damagedFileProblems(facts.damaged),
     ...pendingStartProblems(facts.pending, facts.spawnFailures),
   ];
