@@ -76,7 +76,9 @@ export async function graphGate(ctx: DispatchContext, ref: string, event: Inboun
     ctx.react(event, "failed");
     return "taken";
   }
-  const decided = await decideGateAnswer(ctx, setup, graph, ref, state, given, checked.selfLogin);
+  // Held answers decided just now may have moved the run: this one is decided on where it stands.
+  const current = (await readState(ctx, setup, ref)) ?? state;
+  const decided = await decideGateAnswer(ctx, setup, graph, ref, current, given, checked.selfLogin);
   if (decided === undefined) return undefined;
   ctx.react(event, decided.moved ? "completed" : "failed");
   return "taken";

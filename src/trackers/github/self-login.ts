@@ -76,7 +76,12 @@ export async function lookUpSelfLogin(lookup: () => Promise<{ readonly login?: u
       return typeof data.login === "string" && data.login !== "" ? { kind: "known", login: data.login } : NO_LOGIN;
     } catch (error) {
       if (!isTransientLookupFailure(error) || attempt >= attempts) return lookupFailure(error, attempt);
+    }
+    try {
       await sleep(backoffMs * 2 ** (attempt - 1));
+    } catch (error) {
+      // The answer never rejects: a wait that failed ends the attempts, unknown for now.
+      return lookupFailure(error, attempt);
     }
   }
 }
