@@ -75,6 +75,8 @@ export async function withLock<T>(target: string, critical: () => Promise<T>, op
     }
     return result;
   } finally {
+    // The work is done (or its failure is being thrown); a lock that cannot be released is stale after
+    // proper-lockfile's stale time, and the next holder takes it over.
     await release().catch(() => undefined);
   }
 }
