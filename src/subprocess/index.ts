@@ -1,6 +1,7 @@
 /**
  * The bounded command runner: argv (never a shell), a working directory, a deadline that stops
- * the command's whole process group, exactly the environment given, output capped per stream.
+ * the command's whole process group and what it started (tree.ts), exactly the environment given
+ * (plus the run's mark), output capped per stream.
  * It imports only node: built-ins, so any floor above may run commands through it.
  */
 export {
@@ -14,3 +15,4 @@ export {
 } from "./run.js";
 export type { BoundedCommand, BoundedResult } from "./run.js";
 export { clip, outputTail, stripControl } from "./text.js";
+export { RUN_ID_ENV } from "./tree.js";

@@ -3,6 +3,7 @@ import { statSync } from "node:fs";
 import { isAbsolute } from "node:path";
 import { performance } from "node:perf_hooks";
 import { wholeUtf8Prefix, wholeUtf8Suffix } from "./text.js";
+import { ProcessTree, RUN_ID_ENV, newRunId } from "./tree.js";
 
 /**
  * The one way the-loop runs a command someone configured — a graph's check today; hooks,
@@ -13,9 +14,12 @@ import { wholeUtf8Prefix, wholeUtf8Suffix } from "./text.js";
  * - **time**: at the deadline (or when the caller aborts) the command's whole process group gets
  *   SIGTERM, then SIGKILL after a short grace. The command runs in a group of its own, so what it
  *   started in the background — `sh -c 'sleep 100 & …'` — is stopped with it; and whatever it
- *   left running when it exited is stopped then, so nothing of the run outlives the answer.
- * - **environment**: exactly the variables the caller passes, nothing inherited; `allowListedEnv`
- *   builds one from names. A daemon's tokens never reach a command that was not given them.
+ *   left running when it exited is stopped then, so nothing of the run outlives the answer. What
+ *   left the group (`setsid`) or lost its parent is followed through `/proc` on Linux and
+ *   signalled with the group (tree.ts).
+ * - **environment**: exactly the variables the caller passes, nothing inherited, plus the run's
+ *   mark `THE_LOOP_RUN_ID` (a random id, no secret: tree.ts); `allowListedEnv` builds one from
+ *   names. A daemon's tokens never reach a command that was not given them.
  * - **output**: each stream is kept up to a cap; past it the bytes are read and dropped (so the
  *   command never stalls on a full pipe) and the result says so.
  *
@@ -73,6 +77,9 @@ const DEFAULT_KILL_GRACE_MS = 1_000;
  * that left its group (setsid) can hold the pipes open, and the exit status is the answer.
  */
 const EXIT_DRAIN_MS = 500;
+/** How often a running command's descendants are looked for: from the first to the last, doubling. */
+const TREE_SCAN_FIRST_MS = 20;
+const TREE_SCAN_MAX_MS = 500;
 /** setTimeout's ceiling (a longer delay fires at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -100,17 +107,24 @@ export function allowListedEnv(names: readonly string[], source: NodeJS.ProcessE
   return env;
 }
 
-// Process groups still running, stopped when this process exits so no command outlives the-loop.
-const running = new Set<number>();
+// Process groups still running, with what they started, stopped when this process exits so no command outlives the-loop.
+const running = new Map<number, ProcessTree>();
 let exitHookInstalled = false;
 
-function track(pid: number): void {
-  running.add(pid);
+function track(pid: number, tree: ProcessTree): void {
+  running.set(pid, tree);
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once("exit", () => {
-    for (const group of running) signalGroup(group, "SIGKILL");
+    for (const [group, descendants] of running) stopAll(group, descendants, "SIGKILL");
   });
+}
+
+/** Signals the command's group and every process found to descend from it, found again first. */
+function stopAll(pid: number, tree: ProcessTree, signal: NodeJS.Signals): void {
+  tree.scan(true);
+  signalGroup(pid, signal);
+  tree.signal(signal);
 }
 
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
@@ -129,11 +143,12 @@ export async function runBounded(command: BoundedCommand): Promise<BoundedResult
   const stderr = new CappedOutput(request.outputCapBytes, command.keep ?? "head");
   if (command.signal?.aborted) return notStarted(stdout, stderr, started, "aborted before it started", true);
 
+  const runId = newRunId();
   let child: ChildProcess;
   try {
     child = spawn(request.program, request.args, {
       cwd: command.cwd,
-      env: command.env,
+      env: { ...command.env, [RUN_ID_ENV]: runId },
       shell: false,
       detached: true,
       windowsHide: true,
@@ -145,7 +160,8 @@ export async function runBounded(command: BoundedCommand): Promise<BoundedResult
 
   return new Promise<BoundedResult>((resolve) => {
     const pid = child.pid;
-    if (pid !== undefined) track(pid);
+    const tree = pid === undefined ? undefined : new ProcessTree(pid, runId);
+    if (pid !== undefined && tree !== undefined) track(pid, tree);
     let settled = false;
     let exitCode: number | null = null;
     let exitSignal: string | null = null;
@@ -155,6 +171,16 @@ export async function runBounded(command: BoundedCommand): Promise<BoundedResult
     let startError: string | undefined;
     let graceTimer: NodeJS.Timeout | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
+    let scanTimer: NodeJS.Timeout | undefined;
+    // Who descends from the command is read while it runs: one that leaves its parent is still known.
+    const scanLater = (delayMs: number): void => {
+      scanTimer = setTimeout(() => {
+        tree?.scan(false);
+        scanLater(Math.min(delayMs * 2, TREE_SCAN_MAX_MS));
+      }, delayMs);
+      scanTimer.unref();
+    };
+    if (tree !== undefined) scanLater(TREE_SCAN_FIRST_MS);
 
     const settle = (): void => {
       if (settled) return;
@@ -162,10 +188,11 @@ export async function runBounded(command: BoundedCommand): Promise<BoundedResult
       clearTimeout(deadline);
       clearTimeout(graceTimer);
       clearTimeout(drainTimer);
+      clearTimeout(scanTimer);
       command.signal?.removeEventListener("abort", onAbort);
-      if (pid !== undefined) {
-        // Whatever the command left behind in its group goes with it.
-        signalGroup(pid, "SIGKILL");
+      if (pid !== undefined && tree !== undefined) {
+        // Whatever the command left behind, in its group or not, goes with it.
+        stopAll(pid, tree, "SIGKILL");
         running.delete(pid);
       }
       child.stdin?.destroy();
@@ -190,9 +217,9 @@ export async function runBounded(command: BoundedCommand): Promise<BoundedResult
         settle();
         return;
       }
-      signalGroup(pid, "SIGTERM");
+      if (tree !== undefined) stopAll(pid, tree, "SIGTERM");
       graceTimer = setTimeout(() => {
-        signalGroup(pid, "SIGKILL");
+        if (tree !== undefined) stopAll(pid, tree, "SIGKILL");
         drainTimer = setTimeout(settle, EXIT_DRAIN_MS);
       }, request.killGraceMs);
     };

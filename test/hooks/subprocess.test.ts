@@ -195,7 +195,8 @@ describe("running a command hook", () => {
     expect(env).not.toHaveProperty("GH_TOKEN");
     expect(env).not.toHaveProperty("THE_LOOP_HOOK_TEST_SECRET");
     expect(env).not.toHaveProperty("UNSET_HERE");
-    const allowed = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "HOOK_LABEL"];
+    // THE_LOOP_RUN_ID marks the run's processes (no secret): the-loop stops what the hook started by it.
+    const allowed = ["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ", "HOOK_LABEL", "THE_LOOP_RUN_ID"];
     expect(Object.keys(env).filter((name) => !allowed.includes(name))).toEqual([]);
   });
 
