@@ -1,6 +1,7 @@
 import { GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "../config/graph-schema.js";
 import { CONTROL_COMMANDS } from "../config/schema.js";
 import type { ControlCommand, ControlConfig } from "../config/schema.js";
+import { HIDDEN, visibleText } from "./visible-text.js";
 
 /**
  * The control-keyword parser: the one place that decides whether a comment body is a command,
@@ -25,30 +26,19 @@ import type { ControlCommand, ControlConfig } from "../config/schema.js";
  *    character such as U+200B–U+200D, U+2060 or U+FEFF) means it is not the keyword. Whitespace is
  *    space, tab, the line breaks (LF, CR, VT, FF, U+2028, U+2029) and the Unicode space separators
  *    (U+00A0, U+1680, U+2000–U+200A, U+202F, U+205F, U+3000). Lines end at LF, CRLF or CR.
- * 4. Quoted or hidden text is not a command, because it is not a visible act of the author's:
- *    - fenced code blocks (``` or ~~~, three or more, per CommonMark: a backtick fence's info string
- *      has no backtick, the closing fence uses the same character, is at least as long and carries
- *      nothing else; an unclosed fence runs to the end of the comment). A fence opened after list
- *      markers (`- `, `1. `) counts too, and ends where its list item does (at a non-blank line
- *      indented less than the fence);
- *    - indented code blocks: a line indented four or more columns that does not continue a
- *      paragraph (a heading, a setext underline or a thematic break ends the paragraph before it);
- *    - blockquote lines: a line whose first text, after indentation and list markers, is `>`, so a
- *      "quote reply" of an earlier command never issues it again — and the lines that continue a
- *      quote's paragraph without a `>` of their own (CommonMark's lazy continuation lines, shown
- *      inside the quote): every line after a quote line with text, up to a blank line, unless it
- *      starts a block that interrupts a paragraph (a list item, a heading, a thematic break, a
- *      fence, an HTML comment);
- *    - inline code spans (`like this`, closed by a backtick run of the same length within the
- *      paragraph; a backslash-escaped backtick opens nothing);
- *    - HTML comments (`<!-- … -->`), which the rendered thread does not show. An unclosed one runs
- *      to the end of the comment.
- *    A backslash-escaped character opens nothing (`\<!--` is text). Hidden text is replaced by a
- *    character that is neither whitespace nor punctuation, so a keyword written directly against a
- *    code span or an HTML comment is not a whole token either. This is a line scanner, not a full
- *    Markdown parser: where the two could disagree it errs towards hiding (a paragraph indented four
- *    columns inside a list item, an HTML comment wrapped around a fence), because a command that was
- *    missed can be issued again while a quoted one must never run.
+ * 4. Only text a reader sees as the author's own counts: what GitHub renders as visible text, read
+ *    by a Markdown parser (CommonMark with GitHub's extensions; see visible-text.ts). Not code
+ *    blocks or code spans, block quotes (a "quote reply" of an earlier command never issues it
+ *    again), HTML comments, link reference definitions, image alt text, a link's destination and
+ *    title, footnote labels, struck-through text (`~~…~~`, `~…~`), and raw HTML — its tags and
+ *    everything inside an element (`<div hidden>`, `<details>`, `<b>`), fail-closed: an element
+ *    that is never closed hides the rest of the comment. A link's own
+ *    text is visible and counts (`[the-loop:approve](…)`). Hidden text is replaced by a character
+ *    that is neither whitespace nor punctuation, so a keyword written directly against a code span
+ *    or an HTML tag is not a whole token either; the markup around visible text (`**`, `[`, `]`) is
+ *    kept, so rule 3 reads it as written. Where the parser and a reader could disagree this errs
+ *    towards hiding, because a command that was missed can be issued again while a hidden one must
+ *    never run.
  * 5. Where one configured keyword contains another (say `go` and `go now`), the longer match wins at
  *    that place.
  * 6. The same command any number of times is that command. Two or more different commands make the
@@ -59,9 +49,9 @@ import type { ControlCommand, ControlConfig } from "../config/schema.js";
  *    Anything else — a malformed name, the argument on the next line or in a code span — is no
  *    argument, and the start stands without one. Starts naming different graphs choose none.
  *
- * The parser runs in time linear in the body (a line scanner for blocks, a single pass for inline
- * code and comments, plain substring search for the keywords): no regular expression with nested
- * quantifiers ever sees comment text.
+ * Reading runs in time linear in the body (markdown-it's parser, one pass over its raw HTML,
+ * plain substring search for the keywords), and only for a body that names a keyword somewhere: no
+ * regular expression with nested quantifiers ever sees comment text.
  */
 
 /**
@@ -246,9 +236,6 @@ interface Match<K extends string> {
   readonly end: number;
 }
 
-/** Stands for hidden text: neither whitespace nor punctuation, so nothing is a token against it. */
-const HIDDEN = "\u0000";
-
 /** Lowers `A`–`Z` only; every other character (and the length) is unchanged. */
 function foldAscii(text: string): string {
   return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
@@ -289,310 +276,4 @@ function closesToken(text: string, end: number): boolean {
   if (end === text.length) return true;
   const after = text.charAt(end);
   return isWhitespace(after) || CLOSING_PUNCTUATION.has(after);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Hiding quoted text: a line scanner for the blocks, then one inline pass per paragraph.
-
-interface OpenFence {
-  readonly marker: string;
-  readonly length: number;
-  /** The column list-item content starts at when the fence opened in a list item, else 0. */
-  readonly container: number;
-}
-
-interface LineStart {
-  /** Columns of leading whitespace (a tab advances to the next multiple of four). */
-  readonly indent: number;
-  /** Index of the first character after the leading whitespace. */
-  readonly first: number;
-  /** Index of the first character after the leading whitespace and any list markers. */
-  readonly content: number;
-  /** Column of `content` when list markers were skipped, else 0. */
-  readonly container: number;
-}
-
-/**
- * The text a reader sees as the author's own words, paragraphs separated by blank lines and hidden
- * runs replaced by HIDDEN.
- */
-function visibleText(body: string): string {
-  const paragraphs: string[] = [];
-  let paragraph: string[] = [];
-  let fence: OpenFence | null = null;
-  let previousWasText = false;
-  const endParagraph = (): void => {
-    if (paragraph.length > 0) paragraphs.push(paragraph.join("\n"));
-    paragraph = [];
-    previousWasText = false;
-  };
-
-  // A quote's paragraph is open: a text line without `>` continues it (a lazy continuation line).
-  let quoteParagraph = false;
-
-  for (const line of body.split(/\r\n|\r|\n/)) {
-    const blank = isBlank(line);
-    if (fence !== null) {
-      if (blank) continue;
-      const start = lineStart(line);
-      if (start.indent >= fence.container) {
-        if (closesFence(line, start, fence)) fence = null;
-        continue;
-      }
-      // Indented less than the list item the fence opened in: the item, and its fence, have ended.
-      fence = null;
-    }
-    if (blank) {
-      endParagraph();
-      quoteParagraph = false;
-      continue;
-    }
-    const start = lineStart(line);
-    if (start.indent >= 4 && (quoteParagraph || !previousWasText)) {
-      endParagraph(); // indented code, or (no block can start here) a lazy line of a quote
-      continue;
-    }
-    if (line.charAt(start.content) === ">") {
-      endParagraph(); // blockquote
-      quoteParagraph = quoteHasText(line, start.content);
-      continue;
-    }
-    const opened = openingFence(line, start);
-    if (opened !== null) {
-      endParagraph();
-      quoteParagraph = false;
-      fence = opened;
-      continue;
-    }
-    if (quoteParagraph) {
-      if (!interruptsParagraph(line, start)) continue; // a lazy continuation line: shown in the quote
-      quoteParagraph = false;
-    }
-    if (isThematicBreak(line, start) || (previousWasText && isSetextUnderline(line, start))) {
-      endParagraph(); // a leaf block of its own (no keyword fits in it), or the end of a heading
-      continue;
-    }
-    if (start.indent < 4 && isAtxHeading(line, start.content)) {
-      // One line, one block: nothing inline runs into or out of it, and no paragraph continues it.
-      endParagraph();
-      paragraph.push(line);
-      endParagraph();
-      continue;
-    }
-    paragraph.push(line);
-    previousWasText = true;
-  }
-  endParagraph();
-
-  const comment = { open: false };
-  return paragraphs.map((text) => hideInline(text, comment)).join("\n\n");
-}
-
-/** Whether a quote line holds a paragraph's text after its `>` markers (not nothing, not a fence). */
-function quoteHasText(line: string, index: number): boolean {
-  let at = index;
-  for (let char = line.charAt(at); char === ">" || char === " " || char === "\t"; char = line.charAt(at)) at++;
-  if (at >= line.length) return false;
-  const char = line.charAt(at);
-  return !((char === "`" || char === "~") && runLength(line, at, char) >= 3);
-}
-
-/**
- * Whether a line starts a block that can interrupt a paragraph, so it is no lazy continuation of
- * a quote: a list item (a bullet, or an ordered item numbered 1) with text, a heading, a thematic
- * break, or an HTML comment (hidden on its own). Fences and quotes are recognised before. Any
- * other line continues the quote's paragraph, which errs towards hiding.
- */
-function interruptsParagraph(line: string, start: LineStart): boolean {
-  if ((start.indent < 4 && isAtxHeading(line, start.first)) || isThematicBreak(line, start)) return true;
-  if (line.startsWith("<!--", start.first)) return true;
-  const marker = listMarkerLength(line, start.first);
-  if (marker === 0 || isBlank(line.slice(start.first + marker))) return false;
-  const first = line.charAt(start.first);
-  return first === "-" || first === "*" || first === "+" || line.slice(start.first, start.first + marker - 1) === "1";
-}
-
-/** `#` to `######` at `index`, then a space, a tab or the line end (the caller checks the indentation). */
-function isAtxHeading(line: string, index: number): boolean {
-  const hashes = runLength(line, index, "#");
-  if (hashes < 1 || hashes > 6) return false;
-  const next = line.charAt(index + hashes);
-  return next === "" || next === " " || next === "\t";
-}
-
-/** Three or more of one of `-`, `*`, `_`, with only spaces and tabs besides, indented less than four columns. */
-function isThematicBreak(line: string, start: LineStart): boolean {
-  if (start.indent >= 4) return false;
-  const char = line.charAt(start.first);
-  if (char !== "-" && char !== "*" && char !== "_") return false;
-  let count = 0;
-  for (let i = start.first; i < line.length; i++) {
-    const c = line.charAt(i);
-    if (c === char) count++;
-    else if (c !== " " && c !== "\t") return false;
-  }
-  return count >= 3;
-}
-
-/** A run of `=` or `-` alone (trailing spaces allowed), under a paragraph: it makes that paragraph a heading. */
-function isSetextUnderline(line: string, start: LineStart): boolean {
-  if (start.indent >= 4) return false;
-  const char = line.charAt(start.first);
-  if (char !== "=" && char !== "-") return false;
-  return isBlank(line.slice(start.first + runLength(line, start.first, char)));
-}
-
-function isBlank(line: string): boolean {
-  for (let i = 0; i < line.length; i++) {
-    const char = line.charAt(i);
-    if (char !== " " && char !== "\t") return false;
-  }
-  return true;
-}
-
-function lineStart(line: string): LineStart {
-  let index = 0;
-  let column = 0;
-  const skipWhitespace = (): void => {
-    for (; index < line.length; index++) {
-      const char = line.charAt(index);
-      if (char === " ") column += 1;
-      else if (char === "\t") column += 4 - (column % 4);
-      else break;
-    }
-  };
-  skipWhitespace();
-  const indent = column;
-  const first = index;
-  let inList = false;
-  for (let marker = listMarkerLength(line, index); marker > 0; marker = listMarkerLength(line, index)) {
-    index += marker;
-    column += marker;
-    inList = true;
-    skipWhitespace();
-  }
-  return { indent, first, content: index, container: inList ? column : 0 };
-}
-
-/** Length of a list marker (`-`, `*`, `+`, `1.`, `1)`) at `index`, or 0; it must be followed by whitespace or the line end. */
-function listMarkerLength(line: string, index: number): number {
-  let end = index;
-  const char = line.charAt(index);
-  if (char === "-" || char === "*" || char === "+") {
-    end = index + 1;
-  } else {
-    while (end < line.length && end - index < 9 && isDigit(line.charAt(end))) end++;
-    if (end === index) return 0;
-    const delimiter = line.charAt(end);
-    if (delimiter !== "." && delimiter !== ")") return 0;
-    end++;
-  }
-  const next = line.charAt(end);
-  return next === "" || next === " " || next === "\t" ? end - index : 0;
-}
-
-function isDigit(char: string): boolean {
-  return char >= "0" && char <= "9";
-}
-
-function runLength(text: string, index: number, char: string): number {
-  let end = index;
-  while (text.charAt(end) === char) end++;
-  return end - index;
-}
-
-function openingFence(line: string, start: LineStart): OpenFence | null {
-  const marker = line.charAt(start.content);
-  if (marker !== "`" && marker !== "~") return null;
-  const length = runLength(line, start.content, marker);
-  if (length < 3) return null;
-  // A backtick fence's info string holds no backtick (otherwise it is inline code).
-  if (marker === "`" && line.includes("`", start.content + length)) return null;
-  return { marker, length, container: start.container };
-}
-
-function closesFence(line: string, start: LineStart, fence: OpenFence): boolean {
-  if (start.indent > fence.container + 3) return false;
-  const length = runLength(line, start.first, fence.marker);
-  return length >= fence.length && isBlank(line.slice(start.first + length));
-}
-
-/**
- * Hides inline code spans and HTML comments in one paragraph, left to right (whichever starts first
- * wins, as in CommonMark). `comment.open` carries an unclosed HTML comment into the next paragraph.
- */
-function hideInline(text: string, comment: { open: boolean }): string {
-  const out: string[] = [];
-  let index = 0;
-  if (comment.open) {
-    const close = text.indexOf("-->");
-    if (close < 0) return HIDDEN;
-    comment.open = false;
-    out.push(HIDDEN);
-    index = close + 3;
-  }
-  let visibleFrom = index;
-  const closers = new BacktickRuns(text);
-  while (index < text.length) {
-    const char = text.charAt(index);
-    if (char === "\\" && isAsciiPunctuation(text.charCodeAt(index + 1))) {
-      index += 2; // an escaped character opens nothing
-    } else if (char === "`") {
-      const length = runLength(text, index, "`");
-      const close = closers.next(length, index + length);
-      if (close < 0) {
-        index += length; // no closing run of the same length: literal backticks
-      } else {
-        out.push(text.slice(visibleFrom, index), HIDDEN);
-        index = close + length;
-        visibleFrom = index;
-      }
-    } else if (char === "<" && text.startsWith("<!--", index)) {
-      out.push(text.slice(visibleFrom, index), HIDDEN);
-      const close = text.indexOf("-->", index + 2); // `<!-->` and `<!--->` are complete comments
-      if (close < 0) {
-        comment.open = true;
-        return out.join("");
-      }
-      index = close + 3;
-      visibleFrom = index;
-    } else {
-      index++;
-    }
-  }
-  out.push(text.slice(visibleFrom));
-  return out.join("");
-}
-
-function isAsciiPunctuation(code: number): boolean {
-  return (code >= 0x21 && code <= 0x2f) || (code >= 0x3a && code <= 0x40) || (code >= 0x5b && code <= 0x60) || (code >= 0x7b && code <= 0x7e);
-}
-
-/**
- * The maximal backtick runs of a paragraph, by length, so the closer of each opening run is found
- * without rescanning: openers come left to right, so each length's cursor only moves forward.
- */
-class BacktickRuns {
-  private readonly starts = new Map<number, number[]>();
-  private readonly cursors = new Map<number, number>();
-
-  constructor(text: string) {
-    for (let index = text.indexOf("`"); index >= 0; ) {
-      const length = runLength(text, index, "`");
-      const list = this.starts.get(length);
-      if (list === undefined) this.starts.set(length, [index]);
-      else list.push(index);
-      index = text.indexOf("`", index + length);
-    }
-  }
-
-  /** Start of the first run of exactly `length` backticks at or after `from`, or -1. */
-  next(length: number, from: number): number {
-    const list = this.starts.get(length);
-    if (list === undefined) return -1;
-    let cursor = this.cursors.get(length) ?? 0;
-    while (cursor < list.length && (list[cursor] ?? Infinity) < from) cursor++;
-    this.cursors.set(length, cursor);
-    return list[cursor] ?? -1;
-  }
 }
