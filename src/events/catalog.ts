@@ -357,6 +357,12 @@ export const EVENT_CATALOG = {
     summary: "The webhook receiver accepts unsigned deliveries (`insecureAllowUnsigned`); anyone who reaches the port can drive sessions.",
     fields: { secret_env: "string" },
   },
+  "webhook.server_error": {
+    family: "webhook",
+    level: "error",
+    summary: "The receiver's listening socket reported an error (a failed accept, for example out of file descriptors); it keeps listening.",
+    fields: { error: "string" },
+  },
   "webhook.received": {
     family: "webhook",
     level: "info",

@@ -201,8 +201,9 @@ export class WebhookReceiver {
         resolve();
       });
     });
-    // A listening server reports later socket errors here rather than crashing the daemon.
-    server.on("error", () => undefined);
+    // A listening server reports later socket errors (a failed accept when out of descriptors) here
+    // rather than crashing the daemon; each is recorded, and the receiver keeps listening.
+    server.on("error", (error: Error) => this.options.events.emit("webhook.server_error", { error: messageOf(error) }));
     server.on("clientError", (error: Error & { code?: string }, socket: Duplex) => this.clientError(error, socket));
     const bound = server.address() as AddressInfo;
     this.server = server;
