@@ -116,7 +116,7 @@ describe.skipIf(process.platform !== "linux")("the daemon's /proc/<pid>/environ"
     }));
     let stderr = "";
     child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-    await waitFor("the daemon serving", async () => (stderr.includes("the-loop serving") ? true : undefined), 20_000);
+    await waitFor("the daemon serving", async () => (stderr.includes("the-loop serving") ? true : undefined), { timeoutMs: 20_000 });
     // The credential made the receiver verified, and is nowhere in the environment block.
     expect(stderr).toMatch(/webhook receiver listening on \S+$/m);
     const environ = await environOf(child.pid ?? -1);
