@@ -31,6 +31,28 @@ export function issueCredential(): IssuedCredential {
   return { token, sha256: credentialHash(token) };
 }
 
+/**
+ * Tokens issued with a claim, until the claiming process starts the claim's harness: the hash
+ * goes on the record in the claim's own write, so the start needs no durable step of its own
+ * (a process killed between the claim and the spawn leaves the record as it was before
+ * credentials). Keyed by the claim's harness session id; only this process ever holds them.
+ */
+const issuedWithClaims = new Map<string, string>();
+
+/** A credential for the session a claim is about to record: its hash for the record, its token kept for takeClaimedToken. */
+export function issueForClaim(harnessSessionId: string): string {
+  const issued = issueCredential();
+  issuedWithClaims.set(harnessSessionId, issued.token);
+  return issued.sha256;
+}
+
+/** The token issued with the claim that recorded `record`, once; undefined when this process did not issue it (or it was taken). */
+export function takeClaimedToken(record: { readonly harnessSessionId: string; readonly credentialSha256?: string | undefined }): string | undefined {
+  const token = issuedWithClaims.get(record.harnessSessionId);
+  issuedWithClaims.delete(record.harnessSessionId);
+  return token !== undefined && credentialMatches(token, record.credentialSha256) ? token : undefined;
+}
+
 /** Whether `token` is the one whose hash is `sha256`, compared in constant time. */
 export function credentialMatches(token: string, sha256: string | undefined): boolean {
   if (sha256 === undefined) return false;

@@ -14,7 +14,7 @@ import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workite
 import { RETRY, SESSION_CLOSED, SETTLED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle, withSlot } from "./context.js";
 import type { DispatchContext, HandleResult, SpawnOutcome, StartTrigger, Turn } from "./context.js";
 import { deliver, paste, promptInput, recordLink } from "./delivery.js";
-import { SESSION_TOKEN_ENV, issueCredential } from "./credential.js";
+import { SESSION_TOKEN_ENV, issueCredential, issueForClaim, takeClaimedToken } from "./credential.js";
 import { graphAtStart } from "./graph-run.js";
 import { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLaunch, startRefusal } from "./hook-points.js";
 import type { PoolSlot } from "./keyed-queue.js";
@@ -109,7 +109,8 @@ export function claimSession(ctx: DispatchContext, workItem: WorkItem, event: In
   const at = ctx.now().toISOString();
   const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)), options.stateRootTag);
   const sessionId = newHarnessSessionId();
-  return options.registry.claim(workItem, () => ({
+  const credentialSha256 = issueForClaim(sessionId);
+  const claimed = options.registry.claim(workItem, () => ({
     version: 1,
     workItem: { ...workItem },
     harness: harnessName,
@@ -122,7 +123,16 @@ export function claimSession(ctx: DispatchContext, workItem: WorkItem, event: In
     recentDeliveries: [...deliveryKeys(event)],
     url: workItem.url,
     claimedBy: { ...ctx.self },
+    credentialSha256,
   }));
+  // A claim lost to a live session (or failed) never starts a harness: its token is dropped.
+  void claimed.then(
+    (result) => {
+      if (!result.claimed) takeClaimedToken({ harnessSessionId: sessionId });
+    },
+    () => takeClaimedToken({ harnessSessionId: sessionId }),
+  );
+  return claimed;
 }
 
 /**
@@ -162,14 +172,19 @@ export async function startClaimed(
   const prompt = launch.prompt;
   try {
     await prepareHarness(ctx, workItem.ref, adapter.name, cwd);
-    // The session's credential is on its record before its harness can present it.
-    const credential = issueCredential();
-    await registry.update(workItem.ref, (record) => (sameLiveSession(record, claimed) ? { ...record, credentialSha256: credential.sha256 } : undefined));
+    // The session's credential is on its record before its harness can present it: written with
+    // the claim when this process made it, else here.
+    let token = takeClaimedToken(claimed);
+    if (token === undefined) {
+      const credential = issueCredential();
+      await registry.update(workItem.ref, (record) => (sameLiveSession(record, claimed) ? { ...record, credentialSha256: credential.sha256 } : undefined));
+      token = credential.token;
+    }
     await runner.spawn({
       target,
       cwd,
       argv: adapter.fresh({ sessionId: claimed.harnessSessionId, prompt, workItem: workItem.ref }),
-      env: { ...sessionEnv(workItem.ref), [SESSION_TOKEN_ENV]: credential.token },
+      env: { ...sessionEnv(workItem.ref), [SESSION_TOKEN_ENV]: token },
     });
   } catch (error) {
     const elsewhere = error instanceof TargetLiveError ? startedByOther(ctx, claimed) : undefined;
