@@ -237,6 +237,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   }
   const claimed = { node: decided.node, generation: decided.generation, results, actor, at };
   // loop.gate.pre, when the claim steps into a terminal node, is answered before the claim is written.
+  // Unread, nothing is asked ahead: committedMove then refuses, as stale, a move a .pre hook had to answer.
   const seen = await setup.states.get(ref).catch(() => undefined);
   const foreseen = seen === undefined ? undefined : applyClaimResult(graph, seen, claimed);
   const ahead = seen !== undefined && foreseen?.kind === "applied" ? await askAhead(ctx, ref, seen, loopClaimMove(graph, seen, foreseen, actor, decided.node, results)) : undefined;

@@ -50,6 +50,7 @@ async function otherInstalled(project: Project, configDir: string, except: strin
   for (const entry of project.config.capabilities) {
     const dir = resolveCapabilityPath(entry.path, configDir);
     if (dir === except) continue;
+    // Only for the cross-check of ids and commands: a bundle that does not read is refused at load on its own.
     const outcome = await readBundle(dir).catch(() => undefined);
     if (outcome?.bundle) bundles.push(outcome.bundle);
   }

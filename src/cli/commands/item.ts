@@ -102,7 +102,8 @@ function osUserName(): string | undefined {
     const name = userInfo().username;
     if (name) return name;
   } catch {
-    // No passwd entry for this uid (common in containers): fall back to the environment.
+    // No passwd entry for this uid (common in containers): fall back to the environment. On the local
+    // tracker shell access is the authority (control.md), so $USER gives no one more than `--as` does.
   }
   return process.env.USER || undefined;
 }

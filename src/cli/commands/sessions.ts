@@ -399,7 +399,8 @@ export function localActor(): string {
     const name = userInfo().username;
     if (name) return name;
   } catch {
-    // No passwd entry for the uid (a container): the environment still names someone.
+    // No passwd entry for the uid (a container): the environment still names someone. Shell access is
+    // the authority here, so the name only says who it was; it grants nothing.
   }
   return process.env.USER || process.env.LOGNAME || "unknown";
 }

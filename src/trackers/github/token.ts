@@ -84,6 +84,8 @@ function askGh(run: GhRunner, cache: Map<string, Promise<string | undefined>>, b
   const key = [binary, ...args].join("\0");
   let answer = cache.get(key);
   if (!answer) {
+    // A gh that is absent, too slow or logged out has no token for us: the request is then refused with
+    // missingTokenMessage, which says how to log in; nothing goes to GitHub without a token.
     answer = run(binary, args).catch(() => undefined);
     cache.set(key, answer);
     // Only a token is remembered: after `gh auth login` the next request finds it.
