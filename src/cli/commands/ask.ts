@@ -74,6 +74,7 @@ async function askAsOperator(project: Project, text: string, options: AskOptions
     try {
       return registry.get(item) !== undefined;
     } catch {
+      // A record that does not parse is still a session this project started: the item is served.
       return true;
     }
   });
