@@ -14,7 +14,7 @@ import { controlSchema, stateSchema } from "./schema.js";
 
 /**
  * `the-loop upgrade-config`, as functions over text and data: what an existing config needs to
- * carry the keys execution control added (spec execution-control R6.3), and the offered move of a
+ * carry the keys execution control added (docs/control.md#upgrading), and the offered move of a
  * pre-state-root poll-state file.
  *
  * Every key added carries its default, so an upgraded config means exactly what it meant before;

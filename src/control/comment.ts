@@ -3,8 +3,8 @@ import type { ControlCommand } from "./types.js";
 
 /**
  * The comment `the-loop sessions <command>` leaves on the work item, so the thread stays the full
- * record of every control action (R4.2). It carries the keyword an authorized person would have
- * typed, on its own line, and the loop-prevention marker (R4.3): the command is already applied,
+ * record of every control action (docs/control.md#from-the-cli). It carries the keyword an authorized person would have
+ * typed, on its own line, and the loop-prevention marker (docs/control.md#from-the-cli): the command is already applied,
  * and neither ingress path may read it back as a new one.
  */
 export interface ControlCommentInput {

@@ -53,7 +53,7 @@ export const controlRecordSchema = keysGoTogether(
     ref: z.string().min(1),
     command: z.enum(CONTROL_COMMANDS),
     source: z.enum(CONTROL_SOURCES),
-    /** The tracker login (comment) or the local OS user (cli). R1.6: a command always has a named actor. */
+    /** The tracker login (comment) or the local OS user (cli). A command always has a named actor (docs/control.md#who-may-give-a-command). */
     actor: z.string().min(1),
     /** ISO 8601 UTC. */
     requestedAt: timestamp,

@@ -7,7 +7,7 @@ import type { ControlRecord } from "./types.js";
 /**
  * The control-record store: the last execution-control command of each work item, kept in the
  * record store (state/record-store.ts) as one JSON file per item, `<dir>/<slug>.json`
- * (`<state.root>/sessions/control/`, R5.5). The daemon and the CLI both decide commands for an
+ * (`<state.root>/sessions/control/`, docs/control.md#where-it-is-kept). The daemon and the CLI both decide commands for an
  * item, so each decision is a read-modify-write inside the item's cross-process lock
  * (transaction), and each write replaces the whole file atomically. Reads take no lock: an
  * atomic rename means a reader sees the old record or the new one, never a mix.

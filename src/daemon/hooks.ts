@@ -45,7 +45,7 @@ export async function loadDaemonHooks(input: HookSource): Promise<HookChain> {
 }
 
 /**
- * A one-shot command's hooks (R3.6): a declaration that does not load is recorded
+ * A one-shot command's hooks (docs/hooks.md#declaring-hooks): a declaration that does not load is recorded
  * (`hooks.load_failed`), `warn` hears why, and the command runs with no hooks — the daemon
  * holding the same file has refused to start on it already.
  */

@@ -15,7 +15,7 @@ import type { PromptTemplates } from "../sessions/prompts.js";
 import { resolveConfiguredPath } from "../state/layout.js";
 
 /**
- * Hot reload of the config file (execution-control R6.1): the running daemon re-reads its config
+ * Hot reload of the config file (docs/control.md#settings): the running daemon re-reads its config
  * file when it changes and applies the new `routing` without a restart. What was built once at
  * start (the tmux runner, the registry, the dispatch pool, the workspace provider, the poller, the
  * webhook receiver, the event log) keeps the values it was built with until a restart, and the

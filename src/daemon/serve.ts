@@ -57,7 +57,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     events,
     ...(input.configFile !== undefined ? { configFile: input.configFile } : {}),
   });
-  // Loaded once for the daemon's life (R3.7); one entry that does not load stops the start.
+  // Loaded once for the daemon's life (docs/hooks.md#declaring-hooks); one entry that does not load stops the start.
   const hooks = await loadDaemonHooks(input);
   const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);
   const runtime = composeRuntime(input);

@@ -15,7 +15,7 @@ import { describe, isPlainObject, sameJson } from "./values.js";
  * decisions the call site applies. The chain reads a point only through its `HookPoint` (its
  * name and its decision specs), so a new family of points needs no change here.
  *
- * A run never throws: a hook is someone else's code in the path of a dispatch, and R6.2 says
+ * A run never throws: a hook is someone else's code in the path of a dispatch, and docs/hooks.md#when-a-hook-fails says
  * nothing it does may reach the caller. Every failure becomes `hooks.failed`.
  */
 
@@ -254,7 +254,7 @@ export class HookChain {
     try {
       emit();
     } catch {
-      // A sink that throws must not turn a hook's record into the-loop's failure (R6.2).
+      // A sink that throws must not turn a hook's record into the-loop's failure (docs/hooks.md#when-a-hook-fails).
     }
   }
 }
@@ -276,7 +276,7 @@ interface ReadAnswer {
  *
  * Each key is read exactly once, and a decision is applied as the value its kind was checked on:
  * a getter (or a Proxy) answering a boolean when checked and a string when applied would
- * otherwise carry a wrong type past the check (R2.4).
+ * otherwise carry a wrong type past the check (docs/hooks.md#the-chain).
  */
 function readAnswer(
   point: HookPoint,

@@ -16,7 +16,7 @@ import type { HookExecutor } from "./types.js";
  * All of it or nothing: a declaration with one bad entry yields no chain at all, never the
  * entries that happened to load.
  *
- * A process loads its hooks once (R3.7). Nothing here caches across calls; Node's module cache
+ * A process loads its hooks once (docs/hooks.md#declaring-hooks). Nothing here caches across calls; Node's module cache
  * does, so a hook module edited while the process runs takes effect at the next start.
  */
 

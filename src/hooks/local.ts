@@ -14,7 +14,7 @@ import type { HookContext, HookExecutor } from "./types.js";
  * that runs never holds a half-built executor.
  *
  * Modules are imported through Node's module cache: loading the same file twice in one process
- * yields the same module, and an edited file takes effect at the next start of the process (R3.7).
+ * yields the same module, and an edited file takes effect at the next start of the process (docs/hooks.md#writing-a-local-hook).
  */
 
 export interface LocalExecutorOptions {
@@ -27,7 +27,7 @@ export interface LocalExecutorOptions {
 }
 
 /**
- * A module's import is bounded, unlike its methods (R6.4): an import that never settles (a
+ * A module's import is bounded, unlike its methods (docs/hooks.md#when-a-hook-fails): an import that never settles (a
  * top-level await on a service that does not answer) would hold a daemon's start forever, or —
  * with nothing else keeping Node's event loop alive — end the process silently with code 13 and
  * no record. Generous, since compiling a large `.ts` file or opening a client takes a moment.
@@ -62,7 +62,7 @@ class LocalHookExecutor implements HookExecutor {
     this.required = entry.required;
   }
 
-  /** In-process and unbounded (R6.4): a hook that never returns is its author's to fix. */
+  /** In-process and unbounded (docs/hooks.md#when-a-hook-fails): a hook that never returns is its author's to fix. */
   async invoke(point: HookPoint, context: HookContext): Promise<unknown> {
     const method: unknown = (this.instance as Record<string, unknown>)[point.method];
     if (typeof method !== "function") throw new Error(`the executor has no method ${point.method}()`);

@@ -58,7 +58,7 @@ export async function postQuestion(deps: AskDeps, ref: string, text: string): Pr
 }
 
 /**
- * `waiting_for_input` (R2.7): the operator's hooks may reword the question and put a summary
+ * `waiting_for_input` (docs/hooks.md#the-points): the operator's hooks may reword the question and put a summary
  * above it. A hook that blanks the question is not taken: the agent's own text is posted.
  */
 async function hookedQuestion(deps: AskDeps, ref: string, text: string): Promise<{ readonly question: string; readonly summary: string }> {

@@ -273,7 +273,7 @@ const FOLLOW_UPS: { readonly [F in FollowUp]: (ctx: DispatchContext, run: Comman
 };
 
 /**
- * Tells a resumed harness that events were dropped while it was paused (R3.3: they are not
+ * Tells a resumed harness that events were dropped while it was paused (docs/control.md#the-keywords: they are not
  * replayed), through the path deliveries take — a dead pane is started again with the note as
  * its prompt. Undefined when told; otherwise why not (the resume stands either way).
  */

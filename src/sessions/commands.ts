@@ -118,7 +118,7 @@ function syntheticEvent(
 
 /**
  * A control keyword in an authorized person's comment (the router chose the work item). The
- * comment is a command, never harness input (R1.2): a session it starts boots from the comment
+ * comment is a command, never harness input (docs/control.md#how-a-keyword-is-recognised): a session it starts boots from the comment
  * with its text replaced by the bare keyword — the same boot event the CLI's start makes — and
  * the agent reads the thread itself, as its boot prompt tells it to.
  */

@@ -136,7 +136,7 @@ export async function paste(ctx: DispatchContext, record: SessionRecord, text: s
     await untilReady(ctx, known);
     // Read again right before the paste: a pause or a close by another process (the CLI) since
     // the caller read the record — during the grace above, or a tracker lookup for the prompt —
-    // must hold this text off (R3.2), as it would had it come first. Nothing is pasted into a
+    // must hold this text off (docs/control.md#the-keywords), as it would had it come first. Nothing is pasted into a
     // paused session or a closed one.
     const now = registry.get(ref);
     if (now === undefined || !sameLiveSession(now, record)) return closedAs(now, record);

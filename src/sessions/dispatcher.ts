@@ -253,7 +253,7 @@ export class Dispatcher implements EventHandler {
 
   private dropped(event: InboundEvent, decision: Decision & { action: "drop" }): HandleResult {
     if (decision.reason === "control-ambiguous") {
-      // A comment naming two different commands (R1.4): nothing is executed and nothing forwarded.
+      // A comment naming two different commands (docs/control.md#how-a-keyword-is-recognised): nothing is executed and nothing forwarded.
       // The comment gets the failure reaction, so its author sees it was not taken and can re-state it.
       this.eventsOf(event, decision.workItem.ref).emit("control.ambiguous", { commands: [...decision.commands], actor: event.actor ?? undefined });
       this.ctx.react(event, "failed");
@@ -409,7 +409,7 @@ export class Dispatcher implements EventHandler {
    * still armed — and spawned through the same gated path an event takes (retryStart). An item
    * that is closed or no longer armed is skipped with `dispatch.dropped` (item-closed /
    * spawn-policy) and its start left standing, so arming or reopening it lets its next event
-   * start it — the start was honoured while it was armed (R2.5). Returns how many sessions were
+   * start it — the start was honoured while it was armed (docs/control.md#the-keywords). Returns how many sessions were
    * started.
    *
    * It also finishes the stops a process was killed in the middle of: a stop writes its record

@@ -31,7 +31,7 @@ const HOOK_REFUSED = "hook-refused";
  * Runs a point's chain from inside heavy work. A hook may take its whole timeout (a local one,
  * longer): while it decides, the slot goes to the spawns and closes of other items waiting for
  * it, and is taken back after, so a slow hook holds up its own work item and nothing else
- * (R6.2). With no executor at the point nothing is let go, so a dispatch without hooks takes
+ * (docs/hooks.md#when-a-hook-fails). With no executor at the point nothing is let go, so a dispatch without hooks takes
  * the pool exactly as it always has.
  */
 export async function atPoint<T>(ctx: DispatchContext, slot: PoolSlot, point: LifecyclePointName, run: () => Promise<T>): Promise<T> {
@@ -126,7 +126,7 @@ export async function refuseLaunch(
 }
 
 /**
- * Applies a hook's `proceed: false` (R2.6): the item is disarmed by a control record in the
+ * Applies a hook's `proceed: false` (docs/hooks.md#the-chain): the item is disarmed by a control record in the
  * hook's name (no event or pending start starts it again; a new start command does), one
  * marked comment names the hook and its reason, and the event is settled. For a pull request's
  * own session, the event goes to the live session of a work item it names instead.

@@ -182,7 +182,7 @@ function pullRequestName(event: InboundEvent, workItem: WorkItem): string {
 }
 
 /**
- * What a resumed session is told (R3.3). Built in, not a template: it carries no event, only the
+ * What a resumed session is told (docs/control.md#the-keywords). Built in, not a template: it carries no event, only the
  * fact of the resume. Events suppressed while the session was paused are never replayed, so the
  * agent is sent back to the thread for what it missed.
  */

@@ -97,7 +97,7 @@ const yesNo = (value: boolean): string => (value ? "yes" : "no");
 
 /**
  * The config the declaration is in. A config that does not load (missing, unparseable, invalid
- * anywhere) is a declaration that cannot be read: exit 1 like a bad entry (R5.1), so a script
+ * anywhere) is a declaration that cannot be read: exit 1 like a bad entry (docs/hooks.md#the-loop-hooks-and-the-loop-hooks-points), so a script
  * tells "listed" from "could not list" by one code.
  */
 async function readConfig(globals: GlobalOptions): Promise<LoadedConfig> {

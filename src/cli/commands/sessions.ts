@@ -393,7 +393,7 @@ async function checkedGraphChoice(project: Project, name: string): Promise<strin
   return name;
 }
 
-/** The person at the keyboard: the local OS user (shell access is the authority, R4). */
+/** The person at the keyboard: the local OS user (shell access is the authority: docs/control.md#from-the-cli). */
 export function localActor(): string {
   try {
     const name = userInfo().username;
@@ -411,7 +411,7 @@ type CommentResult = { readonly posted: true; readonly id: string } | { readonly
 /**
  * Leaves the command on the work item's thread: the keyword an authorized person would have
  * typed, a line saying it came from the CLI, and the loop-prevention marker so no ingress acts on
- * it again (R4.2, R4.3). Best-effort (R4.4): a failure is reported and the command stands.
+ * it again (docs/control.md#from-the-cli). Best-effort: a failure is reported and the command stands.
  */
 async function announceControl(runtime: Runtime, project: Project, request: ControlRequest): Promise<CommentResult> {
   const { controlCommentText } = await import("../../control/comment.js");
@@ -473,9 +473,9 @@ function workItemActedOn(runtime: Runtime, ref: string): string {
 }
 
 /**
- * `the-loop sessions start|stop|pause|resume`: the same command the comment keyword gives (R4.1),
+ * `the-loop sessions start|stop|pause|resume`: the same command the comment keyword gives (docs/control.md#from-the-cli),
  * applied by the dispatcher the daemon uses (a start with no live session spawns here and now,
- * R4.5), recorded with source `cli` (R4.7), then left on the work item's thread as a marked
+ * docs/control.md#from-the-cli), recorded with source `cli`, then left on the work item's thread as a marked
  * comment. Every applied command is posted, a no-op included (it is still a control action and
  * the thread is its record); a refused one is not, as nothing happened. Exit 0 when the command
  * applied (a no-op included), 1 when it was refused or its start is pending a failed spawn.
