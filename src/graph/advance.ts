@@ -1,5 +1,5 @@
 import { phaseLabel } from "./effects.js";
-import type { GraphEffect, Refusal, Transition } from "./effects.js";
+import type { GraphEffect, GraphEventEffect, Refusal, Transition } from "./effects.js";
 import { endRun, exhaustRun, finalRefusal, outOfGenerations } from "./outcomes.js";
 import type { GraphHistoryEntry, GraphHistoryKind, GraphState } from "./state.js";
 import { actorFields, applied, bounded, event, itemFields, refuse, withHistory } from "./steps.js";
@@ -339,7 +339,7 @@ export function recordRefusal(
   graph: Graph,
   state: GraphState | undefined,
   input: RefusalRecordInput,
-): { readonly state: GraphState | undefined; readonly effects: readonly GraphEffect[] } {
+): { readonly state: GraphState | undefined; readonly effects: readonly GraphEventEffect[] } {
   const common = {
     work_item: state?.ref ?? input.ref,
     graph: graph.name,

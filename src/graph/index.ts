@@ -4,7 +4,7 @@
  * command loads only what it runs; this file is the list the layering rule reads.
  */
 export { applyClaimResult, applyGateAnswer, blockRun, decideClaim, forceTo, recordRefusal, startRun } from "./advance.js";
-export type { GateDecision, GraphEffect } from "./advance.js";
+export type { GateDecision, GraphEffect, GraphEventEffect } from "./advance.js";
 export { assignmentText, graphContext } from "./assignment.js";
 export { checklistItems, firstArtifact, readChecklist, rootOf, runChecks } from "./checks.js";
 export type { Root } from "./checks.js";

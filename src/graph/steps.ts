@@ -39,6 +39,6 @@ export function actorFields(actor: GraphActor): { actor: string; actor_kind: str
   return { actor: actor.id, actor_kind: actor.kind };
 }
 
-export function event<N extends GraphEventName>(name: N, fields: EventFields<N>): GraphEffect {
+export function event<N extends GraphEventName>(name: N, fields: EventFields<N>): GraphEventEffect {
   return { kind: "event", name, fields } as GraphEventEffect;
 }

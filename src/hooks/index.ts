@@ -9,4 +9,4 @@ export type { LoadHooksOptions } from "./load.js";
 export { HookDeclarationError, parseHookDeclaration } from "./declaration.js";
 export type { DeclarationContext, HookEntry, LocalHookEntry, RemoteHookEntry, SubprocessHookEntry } from "./declaration.js";
 export type { SubprocessHookRequest } from "./subprocess.js";
-export type { ChainOutcome, HookContext, HookExecutor, HookKind, HookRefusal, RunOptions } from "./types.js";
+export type { ChainOutcome, HookContext, HookExecutor, HookKind, HookRefusal, LoopOutcome, RunOptions } from "./types.js";

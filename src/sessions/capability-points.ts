@@ -7,8 +7,6 @@ import { parsePlan, resolveTaskContent, resolverFor } from "../capabilities/task
 import { messageOf } from "../errors.js";
 import { blockRun } from "../graph/advance.js";
 import { firstArtifact, readChecklist, rootOf } from "../graph/checks.js";
-import { withPendingEffects } from "../graph/loop-plan.js";
-import type { RunEffect } from "../graph/loop-plan.js";
 import { pointsAt } from "../graph/points.js";
 import type { PointMoment } from "../graph/points.js";
 import type { GraphState } from "../graph/state.js";
@@ -19,6 +17,8 @@ import { runBounded } from "../subprocess/index.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import { commentReason } from "./announce.js";
 import type { CapabilityRuntime, DispatchContext } from "./context.js";
+import { STAY } from "./graph-move.js";
+import type { MoveDecision } from "./graph-move.js";
 
 /**
  * The capabilities' hooks at the loop points the graph's nodes bind (docs/capabilities.md,
@@ -279,18 +279,12 @@ async function readPlan(cwd: string, path: string): Promise<string | { readonly 
 
 /**
  * A pass that halted: the item is blocked at the node it passed, if it is still there in the same
- * generation. Answers the blocked state and the effects to carry out, then postBlock's comment.
+ * generation — a move (graph-move.ts), decided on the record under its lock; then postBlock's comment.
  */
-export async function blockAtNode(ctx: DispatchContext, graph: Graph, ref: string, nodeId: string, generation: number, halt: PointHalt): Promise<{ readonly state: GraphState; readonly effects: readonly RunEffect[] } | undefined> {
-  const states = ctx.options.graph?.states;
-  if (states === undefined) return undefined;
-  return states.transaction(ref, async (tx) => {
-    const current = tx.read();
-    if (current === undefined || current.node !== nodeId || current.generation !== generation || isFinalGraphStatus(current.status)) return undefined;
-    const blocked = blockRun(graph, current, { reasonCode: halt.reasonCode, reason: halt.reason, actor: DAEMON, at: ctx.now() });
-    if (blocked.kind === "refuse") return undefined;
-    return { state: await tx.write(withPendingEffects(blocked.state, blocked.effects)), effects: blocked.effects };
-  });
+export function blockAtNode(graph: Graph, current: GraphState | undefined, nodeId: string, generation: number, halt: PointHalt, at: Date): MoveDecision<never> {
+  if (current === undefined || current.node !== nodeId || current.generation !== generation || isFinalGraphStatus(current.status)) return STAY;
+  const blocked = blockRun(graph, current, { reasonCode: halt.reasonCode, reason: halt.reason, actor: DAEMON, at });
+  return blocked.kind === "refuse" ? STAY : { kind: "move", transition: blocked };
 }
 
 /** The block's marked comment on the item. */

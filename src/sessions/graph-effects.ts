@@ -1,8 +1,10 @@
 import { messageOf } from "../errors.js";
 import { assignmentText } from "../graph/assignment.js";
 import { forceText, phaseText, reviewRequestText } from "../graph/comments.js";
+import type { GraphEventEffect } from "../graph/effects.js";
 import type { RunEffect } from "../graph/loop-plan.js";
 import type { GraphState } from "../graph/state.js";
+import type { GraphStateStore } from "../graph/store.js";
 import type { Graph } from "../graph/types.js";
 import { isLive } from "../registry/record.js";
 import { parseWorkItemRef } from "../workitem/index.js";
@@ -10,7 +12,9 @@ import type { DispatchContext } from "./context.js";
 import { paste } from "./delivery.js";
 import { blockAtNode, passAt, postBlock, rememberPointText, sessionCwd } from "./capability-points.js";
 import type { PointHalt, PointPass } from "./capability-points.js";
-import { loopDenialText, queueLoopEvent, queueLoopTerminal } from "./graph-loop.js";
+import { loopAskerOf, loopDenialText, queueLoopEvent, queueLoopTerminal } from "./graph-loop.js";
+import { commitMove } from "./graph-move.js";
+import type { EffectOptions, MovePorts } from "./graph-move.js";
 import { workItemEntityOfRef } from "./lifecycle.js";
 
 /**
@@ -20,12 +24,28 @@ import { workItemEntityOfRef } from "./lifecycle.js";
  * recorded (`graph.effect_failed`, or `graph.assignment_failed`) and the rest still run.
  */
 
-export interface EffectOptions {
-  /** The assignment went into the session's boot prompt: nothing to paste. */
-  readonly bootDelivered?: boolean;
-}
+export type { EffectOptions } from "./graph-move.js";
 
 export { withPendingEffects } from "../graph/loop-plan.js";
+
+/** What a graph move (graph-move.ts commitMove) needs of the dispatcher: the item's state records, its loop hooks, carryOut. */
+export function movePorts(ctx: DispatchContext, states: GraphStateStore): MovePorts {
+  return { states, loop: loopAskerOf(ctx), carryOut: (graph, written, effects, options) => carryOut(ctx, graph, written, effects, options) };
+}
+
+/**
+ * A recorded refusal's effects — events only — on the item and the node they name: they need no
+ * state, so an item without a record has its refusal said too.
+ */
+export function emitGraphEvents(ctx: DispatchContext, graph: Graph, at: { readonly ref: string; readonly node: string }, effects: readonly GraphEventEffect[]): void {
+  for (const effect of effects) {
+    try {
+      ctx.options.events.emit(effect.name, effect.fields as never);
+    } catch (error) {
+      ctx.options.events.emit("graph.effect_failed", { work_item: at.ref, graph: graph.name, node: at.node, effect: effect.kind, error: messageOf(error) });
+    }
+  }
+}
 
 /**
  * Carries out a committed move's effects, then takes them off the record — unless a later move
@@ -203,9 +223,15 @@ export async function enterPoints(ctx: DispatchContext, graph: Graph, state: Gra
 
 /** A halting pass blocks the item at the node (if it is still there) and says so on the ticket. */
 export async function applyPointHalt(ctx: DispatchContext, graph: Graph, ref: string, nodeId: string, generation: number, halt: PointHalt): Promise<GraphState | undefined> {
-  const blocked = await blockAtNode(ctx, graph, ref, nodeId, generation, halt);
-  if (blocked === undefined) return undefined;
-  await carryOut(ctx, graph, blocked.state, blocked.effects);
+  const states = ctx.options.graph?.states;
+  if (states === undefined) return undefined;
+  const blocked = await commitMove<never>(movePorts(ctx, states), {
+    ref,
+    seen: undefined,
+    graphOf: () => graph,
+    decide: (_graph, current) => blockAtNode(graph, current, nodeId, generation, halt, ctx.now()),
+  });
+  if (blocked.kind !== "moved") return undefined;
   await postBlock(ctx, graph, ref, nodeId, halt);
   return blocked.state;
 }

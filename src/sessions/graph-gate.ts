@@ -1,6 +1,6 @@
 import { messageOf } from "../errors.js";
 import { applyGateAnswer, recordRefusal } from "../graph/advance.js";
-import type { GraphEffect } from "../graph/advance.js";
+import type { GraphEventEffect } from "../graph/advance.js";
 import { decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer } from "../graph/gate.js";
 import type { ParsedGate } from "../graph/gate.js";
 import { HELD_ANSWERS_MAX } from "../graph/held.js";
@@ -14,8 +14,10 @@ import type { InboundEvent } from "../routing/inbound.js";
 import type { SelfLogin, Tracker } from "../trackers/tracker.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import type { DispatchContext, GraphSetup } from "./context.js";
-import { carryOut, withPendingEffects } from "./graph-effects.js";
-import { askAhead, committedMove, loopGateMove, STALE_MOVE } from "./graph-loop.js";
+import { carryOut, emitGraphEvents, movePorts } from "./graph-effects.js";
+import { loopGateMove } from "./graph-loop.js";
+import { commitMove, STAY } from "./graph-move.js";
+import type { MoveRefusal } from "./graph-move.js";
 import { graphOf, readState } from "./graph-run.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
@@ -243,7 +245,7 @@ async function refuseUnchecked(ctx: DispatchContext, graph: Graph, ref: string, 
   const at = ctx.now();
   const recorded = await setup.states.transaction(ref, async (tx) => {
     let current = tx.read();
-    const effects: GraphEffect[] = [];
+    const effects: GraphEventEffect[] = [];
     for (const answer of refused) {
       const actor: GraphActor = { kind: "human", id: answer.author };
       const result = recordRefusal(graph, current, { kind: "gate-refused", ref, reasonCode: answer.reasonCode, reason: answer.reason, actor, at });
@@ -258,7 +260,9 @@ async function refuseUnchecked(ctx: DispatchContext, graph: Graph, ref: string, 
       ctx.options.events.emit("graph.gate_answer_refused", { work_item: ref, graph: graph.name, actor: answer.author, actor_kind: "human", reason_code: answer.reasonCode, reason: answer.reason });
     }
   }
-  await carryOut(ctx, graph, recorded.state ?? ({ ref, node: "" } as GraphState), recorded.effects);
+  // The refusals' events need no state: with no record, they name the item alone.
+  if (recorded.state !== undefined) await carryOut(ctx, graph, recorded.state, recorded.effects);
+  else emitGraphEvents(ctx, graph, { ref, node: "" }, recorded.effects);
   const authors = [...new Set(refused.map((answer) => `@${answer.author}`))].join(", ");
   const keywords = setup.keywords;
   const text = markSelfAuthored(
@@ -298,33 +302,23 @@ async function decideGateAnswer(
     graph,
   });
   // loop.gate.pre (and the next generation's loop.generation.pre) are answered before the decision is written.
-  const foreseen = decideGateInput(gateInput(state));
-  const foreseenMove = foreseen.kind === "refuse" ? undefined : applyGateAnswer(graph, state, { decision: foreseen.decision, actor, at, via });
-  const ahead =
-    foreseen.kind !== "refuse" && foreseenMove?.kind === "applied"
-      ? await askAhead(ctx, ref, state, loopGateMove(graph, state, foreseenMove, actor, foreseen.decision))
-      : undefined;
-  const effects = await setup.states.transaction(ref, async (tx) => {
-    const current = tx.read();
-    const decided = decideGateInput(gateInput(current));
-    if (decided.kind === "refuse") {
-      const kind = decided.reasonCode === "ambiguous" ? "gate-ambiguous" : "gate-refused";
-      const recorded = recordRefusal(graph, current, { kind, ref, reasonCode: decided.reasonCode, reason: decided.reason, actor, at });
-      if (recorded.state !== undefined && recorded.state !== current) await tx.write(recorded.state);
-      return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
-    }
-    if (current === undefined) return undefined;
-    const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
-    const written = answered.kind === "refuse" ? undefined : committedMove(ctx, ref, current, ahead, () => loopGateMove(graph, current, answered, actor, decided.decision));
-    if (answered.kind === "refuse" || written === undefined) {
-      const applied = answered.kind === "refuse" ? answered : STALE_MOVE;
-      const recorded = recordRefusal(graph, current, { kind: "gate-refused", ref, reasonCode: applied.reasonCode, reason: applied.reason, actor, at });
-      if (recorded.state !== undefined) await tx.write(recorded.state);
-      return { state: recorded.state ?? current, effects: recorded.effects, moved: false };
-    }
-    return { state: await tx.write(withPendingEffects(written.state, written.effects)), effects: written.effects, moved: written.denied !== true };
+  const outcome = await commitMove<MoveRefusal>(movePorts(ctx, setup.states), {
+    ref,
+    seen: state,
+    graphOf: () => graph,
+    decide: (_graph, current) => {
+      const decided = decideGateInput(gateInput(current));
+      if (decided.kind === "refuse") return decided;
+      if (current === undefined) return STAY;
+      const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
+      return answered.kind === "refuse" ? answered : { kind: "move", transition: answered, loop: loopGateMove(graph, current, answered, actor, decided.decision) };
+    },
+    // A refusal is recorded with the answer (history, event); a stale move is refused as any other.
+    recordRefusal: (_graph, current, refusal) => {
+      const kind = refusal.reasonCode === "ambiguous" ? "gate-ambiguous" : "gate-refused";
+      return recordRefusal(graph, current, { kind, ref, reasonCode: refusal.reasonCode, reason: refusal.reason, actor, at });
+    },
   });
-  if (effects === undefined) return undefined;
-  await carryOut(ctx, graph, effects.state ?? state, effects.effects);
-  return { moved: effects.moved };
+  if (outcome.kind === "stayed") return undefined;
+  return { moved: outcome.kind === "moved" && !outcome.denied };
 }

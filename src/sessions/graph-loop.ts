@@ -9,6 +9,7 @@ import type { CheckResult, Graph, GraphActor } from "../graph/types.js";
 import { COMMENT_KINDS } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { LoopPayloadOf, LoopPointName } from "../sdk/hooks/loop-catalog.js";
+import type { LoopOutcome } from "../hooks/types.js";
 import { isLive } from "../registry/record.js";
 import { redactKnownSecrets } from "../secrets.js";
 import { markSelfAuthored } from "../workitem/index.js";
@@ -77,9 +78,30 @@ export function loopSessionOf(ctx: DispatchContext, ref: string): LoopSession | 
   return { agentName: record.harness, sessionId: record.harnessSessionId };
 }
 
+/** What planning a move's loop events, and asking its `.pre` ones, needs of the runtime. */
+export interface LoopAsker {
+  /** Runs a loop event's hooks (the chain's runLoop): at a `.pre` event, the first denial. */
+  runLoop(name: LoopPointName, payload: Readonly<Record<string, unknown>>, ref: string): Promise<LoopOutcome>;
+  /** Whether any hook runs at the event. */
+  handles(name: LoopPointName): boolean;
+  now(): Date;
+  /** The item's session as the loop events name it. */
+  session(ref: string): LoopSession | undefined;
+}
+
+/** The dispatcher's hooks, clock and registry as a LoopAsker (read at each use: a reload swaps the hooks). */
+export function loopAskerOf(ctx: DispatchContext): LoopAsker {
+  return {
+    runLoop: (name, payload, ref) => ctx.hooks.runLoop(name, payload as LoopPayloadOf<typeof name>, { workItem: ref }),
+    handles: (name) => ctx.hooks.handles(name),
+    now: () => ctx.now(),
+    session: (ref) => loopSessionOf(ctx, ref),
+  };
+}
+
 /** What a move needs from the runtime to plan its loop events. */
-export function loopMoveInput(ctx: DispatchContext, ref: string, rest: Omit<LoopMoveInput, "session" | "now" | "handled">): LoopMoveInput {
-  return { ...rest, session: loopSessionOf(ctx, ref), now: ctx.now, handled: (name: LoopPointName) => ctx.hooks.handles(name) };
+export function loopMoveInput(asker: LoopAsker, ref: string, rest: Omit<LoopMoveInput, "session" | "now" | "handled">): LoopMoveInput {
+  return { ...rest, session: asker.session(ref), now: () => asker.now(), handled: (name: LoopPointName) => asker.handles(name) };
 }
 
 export type AskedMove = { readonly plan: LoopMovePlan; readonly denied?: { readonly at: LoopAsk; readonly denial: LoopDenialOf } };
@@ -88,10 +110,10 @@ export type AskedMove = { readonly plan: LoopMovePlan; readonly denied?: { reado
  * Plans the move's loop events and asks its `.pre` events, in order, before anything of it is
  * written; the first denial stops the asking. A hook that fails never denies (the chain).
  */
-export async function askLoopMove(ctx: DispatchContext, ref: string, input: LoopMoveInput): Promise<AskedMove> {
+async function askLoopMove(asker: LoopAsker, ref: string, input: LoopMoveInput): Promise<AskedMove> {
   const plan = planLoopMove(input);
   for (const ask of plan.asks) {
-    const outcome = await ctx.hooks.runLoop(ask.name, ask.payload as LoopPayloadOf<typeof ask.name>, { workItem: ref });
+    const outcome = await asker.runLoop(ask.name, ask.payload, ref);
     if (outcome.denied !== undefined) return { plan, denied: { at: ask, denial: outcome.denied } };
   }
   return { plan };
@@ -223,33 +245,26 @@ export interface AskedAhead {
   readonly asked: AskedMove;
 }
 
-type LoopRest = Omit<LoopMoveInput, "session" | "now" | "handled">;
+/** A move's loop events, less what the runtime adds (the session, the clock, which hooks run). */
+export type LoopRest = Omit<LoopMoveInput, "session" | "now" | "handled">;
 
 /**
  * Asks a move's `.pre` events outside the record's lock (a hook may take its whole timeout, and
  * the lock's waiters give up after seconds), on the state the move was computed from.
  */
-export async function askAhead(ctx: DispatchContext, ref: string, seen: GraphState | undefined, rest: LoopRest): Promise<AskedAhead> {
-  const input = loopMoveInput(ctx, ref, rest);
-  return { seen, input, asked: await askLoopMove(ctx, ref, input) };
+export async function askAhead(asker: LoopAsker, ref: string, seen: GraphState | undefined, rest: LoopRest): Promise<AskedAhead> {
+  const input = loopMoveInput(asker, ref, rest);
+  return { seen, input, asked: await askLoopMove(asker, ref, input) };
 }
 
 /**
  * Inside the move's transaction: what to write. The hooks' answers stand when the item is as
  * they were asked about it; a move that changed meanwhile and has a `.pre` event to ask is
  * stale (undefined: the caller refuses it, to be tried again), one without is planned afresh.
+ * `always`: a move that cannot be refused (a run's start) is written with its events, unasked, when it went stale.
  */
 export function committedMove(
-  ctx: DispatchContext,
-  ref: string,
-  current: GraphState | undefined,
-  ahead: AskedAhead | undefined,
-  fresh: () => LoopRest,
-): WrittenMove | undefined;
-export function committedMove(ctx: DispatchContext, ref: string, current: GraphState | undefined, ahead: AskedAhead | undefined, fresh: () => LoopRest, always: true): WrittenMove;
-/** `always`: a move that cannot be refused (a run's start) is written with its events, unasked, when it went stale. */
-export function committedMove(
-  ctx: DispatchContext,
+  asker: LoopAsker,
   ref: string,
   current: GraphState | undefined,
   ahead: AskedAhead | undefined,
@@ -257,7 +272,7 @@ export function committedMove(
   always = false,
 ): WrittenMove | undefined {
   if (ahead !== undefined && sameMoment(ahead.seen, current)) return writtenMove(ahead.input, ahead.asked);
-  const input = loopMoveInput(ctx, ref, fresh());
+  const input = loopMoveInput(asker, ref, fresh());
   const plan = planLoopMove(input);
   return plan.asks.length === 0 || always ? { state: plan.state, effects: plan.effects } : undefined;
 }

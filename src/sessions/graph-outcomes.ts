@@ -8,14 +8,15 @@ import { isFinalGraphStatus } from "../graph/types.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { DispatchContext } from "./context.js";
-import { carryOut, withPendingEffects } from "./graph-effects.js";
+import { movePorts } from "./graph-effects.js";
+import { commitMove, STAY } from "./graph-move.js";
 
 /**
  * The ends of a run the daemon decides itself, at their call sites: `canceled` when the item is
  * closed (closing.ts, the dispatcher) or stopped (commands.ts), and `stalled` when a run made no
  * progress within `graph.stallAfterMinutes` (checked every poll interval, watchForStalls). Each
- * is the pure advance's `endRun`, committed with its effects journalled and then carried out
- * (graph-effects.ts), so its `run-ended` is where what waited on the run is released. None of
+ * is the pure advance's `endRun`, a move (graph-move.ts): committed with its effects journalled
+ * and then carried out, so its `run-ended` is where what waited on the run is released. None of
  * these throws: the close or stop it rides on must go on, so a failure is recorded instead
  * (`graph.effect_failed`, effect `run-ended`).
  */
@@ -38,19 +39,19 @@ async function endItemRun(ctx: DispatchContext, ref: string, decide: EndDecision
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   try {
-    const ended = await setup.states.transaction(ref, async (tx) => {
-      const current = tx.read();
-      if (current === undefined || isFinalGraphStatus(current.status)) return undefined;
-      const graph = graphOrStandIn(ctx, current);
-      const input = decide(graph, current, ctx.now());
-      if (input === undefined) return undefined;
-      const transition = endRun(graph, current, input);
-      if (transition.kind === "refuse") return undefined;
-      return { graph, effects: transition.effects, state: await tx.write(withPendingEffects(transition.state, transition.effects)) };
+    const ended = await commitMove<never>(movePorts(ctx, setup.states), {
+      ref,
+      seen: undefined,
+      graphOf: (state) => (state !== undefined ? graphOrStandIn(ctx, state) : setup.defaultGraph),
+      decide: (graph, current) => {
+        if (current === undefined || isFinalGraphStatus(current.status)) return STAY;
+        const input = decide(graph, current, ctx.now());
+        if (input === undefined) return STAY;
+        const transition = endRun(graph, current, input);
+        return transition.kind === "refuse" ? STAY : { kind: "move", transition };
+      },
     });
-    if (ended === undefined) return undefined;
-    await carryOut(ctx, ended.graph, ended.state, ended.effects);
-    return ended.state;
+    return ended.kind === "moved" ? ended.state : undefined;
   } catch (error) {
     ctx.options.events.emit("graph.effect_failed", { work_item: ref, graph: "", node: "", effect: "run-ended", error: messageOf(error) });
     return undefined;

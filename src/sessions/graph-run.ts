@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { messageOf } from "../errors.js";
 import { applyClaimResult, decideClaim, forceTo, recordRefusal, startRun } from "../graph/advance.js";
-import type { GraphEffect, Refusal, Transition } from "../graph/advance.js";
+import type { Refusal } from "../graph/advance.js";
 import { assignmentText, graphContext } from "../graph/assignment.js";
 import { runChecks } from "../graph/checks.js";
 import type { GraphState } from "../graph/state.js";
@@ -15,8 +15,9 @@ import { allowListedEnv } from "../subprocess/index.js";
 import type { DispatchContext, GraphSetup, Turn } from "./context.js";
 import { passAt, sessionCwd } from "./capability-points.js";
 import type { PointPass } from "./capability-points.js";
-import { applyGraphEffects, applyPointHalt, carryOut, enterPoints, withPendingEffects } from "./graph-effects.js";
-import { askAhead, committedMove, loopClaimMove, loopForceMove, loopStartMove, STALE_MOVE } from "./graph-loop.js";
+import { applyPointHalt, emitGraphEvents, enterPoints, movePorts } from "./graph-effects.js";
+import { loopClaimMove, loopForceMove, loopStartMove } from "./graph-loop.js";
+import { commitMove, STAY } from "./graph-move.js";
 import { REASON_MAX, boundedName } from "./names.js";
 
 /**
@@ -93,35 +94,35 @@ export async function graphAtStart(ctx: DispatchContext, turn: Turn, cwd: string
   const seen = await readState(ctx, setup, ref);
   const choice = graphChosen(ctx, setup, ref);
   const actor = actorOf(turn.event);
+  const underWay = (state: GraphState | undefined): state is GraphState => state !== undefined && !isFinalGraphStatus(state.status);
   // A new run's loop.generation.pre is answered before its first state is written: a denial leaves no assignment to give.
-  const fresh = seen === undefined || isFinalGraphStatus(seen.status)
-    ? startRun(choice.graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor, ...(seen ? { previous: seen } : {}) })
-    : undefined;
-  const ahead = fresh ? await askAhead(ctx, ref, seen, loopStartMove(choice.graph, fresh, actor, turn.event)) : undefined;
-  const begun = await setup.states.transaction(ref, async (tx) => {
-    const current = tx.read();
-    if (current !== undefined && !isFinalGraphStatus(current.status)) {
-      return { graph: graphOf(setup, current), state: current, effects: [] as readonly GraphEffect[], began: false };
-    }
-    const graph = choice.graph;
-    const transition = fresh ?? startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor, ...(current ? { previous: current } : {}) });
-    const written = committedMove(ctx, ref, current, ahead, () => loopStartMove(graph, transition, actor, turn.event), true);
-    return { graph, state: await tx.write(withPendingEffects(written.state, written.effects)), effects: written.effects, began: true };
+  const begun = await commitMove(movePorts(ctx, setup.states), {
+    ref,
+    seen,
+    graphOf: (state) => (underWay(state) ? graphOf(setup, state) : choice.graph),
+    decide: (graph, current, foreseen) => {
+      if (underWay(current)) return STAY;
+      const transition = foreseen ?? startRun(graph, { ref, loopRunId: randomUUID(), at: ctx.now(), actor, ...(current ? { previous: current } : {}) });
+      return { kind: "move", transition, loop: loopStartMove(graph, transition, actor, turn.event) };
+    },
+    always: true,
+    written: (graph) => {
+      if (choice.refused === undefined) return;
+      ctx.options.events.emit("graph.choice_refused", {
+        work_item: ref,
+        chosen: choice.refused.graph ?? "",
+        graph: graph.name,
+        known: [...setup.graphs.keys()],
+        actor: choice.refused.actor,
+        command_source: choice.refused.source,
+      });
+    },
+    carry: { bootDelivered: true },
   });
-  if (begun.began && choice.refused !== undefined) {
-    ctx.options.events.emit("graph.choice_refused", {
-      work_item: ref,
-      chosen: choice.refused.graph ?? "",
-      graph: begun.graph.name,
-      known: [...setup.graphs.keys()],
-      actor: choice.refused.actor,
-      command_source: choice.refused.source,
-    });
-  }
-  await carryOut(ctx, begun.graph, begun.state, begun.effects, { bootDelivered: true });
+  if (begun.kind === "refused" || begun.state === undefined) throw new Error(`${ref}: a run's start cannot be refused`);
   let current = begun.state;
   const node = begun.graph.nodes.get(current.node);
-  if (begun.began && node !== undefined && node.actor === "agent" && !node.terminal && current.status === "running") {
+  if (begun.kind === "moved" && node !== undefined && node.actor === "agent" && !node.terminal && current.status === "running") {
     // The first node's points pass before the boot prompt: their text is part of its assignment, and a gate may block it.
     const entered = await enterPoints(ctx, begun.graph, current, node.id, current.generation, cwd);
     current = entered.blocked ? ((await readState(ctx, setup, ref)) ?? current) : entered.state;
@@ -206,7 +207,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
       kind: "refuse",
       reasonCode: "other-config",
       reason: `the claim was made under ${request.configFile ?? "no config file"}, but the daemon runs ${setup.configFile ?? "without a config file"}; claim without --config inside the session`,
-    } as Refusal;
+    };
     await refuseClaim(ctx, setup, graph, ref, actor, refusal, request.node);
     return answerOf(ref, graph, state, false, refusal);
   }
@@ -225,7 +226,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
     if (pass.text !== "") notes.push(pass.text);
     if (pass.halt === undefined) return undefined;
     const blocked = await applyPointHalt(ctx, graph, ref, decided.node, decided.generation, pass.halt);
-    const refusal = { kind: "refuse", reasonCode: "blocked", reason: pass.halt.reason } as Refusal;
+    const refusal: Refusal = { kind: "refuse", reasonCode: "blocked", reason: pass.halt.reason };
     return { ...answerOf(ref, graph, blocked ?? state, false, refusal), notes };
   };
   const attemptEnd = node ? await halted(await passAt(ctx, graph, state, node, "attempt-end", cwd)) : undefined;
@@ -237,26 +238,24 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   }
   const claimed = { node: decided.node, generation: decided.generation, results, actor, at };
   // loop.gate.pre, when the claim steps into a terminal node, is answered before the claim is written.
-  // Unread, nothing is asked ahead: committedMove then refuses, as stale, a move a .pre hook had to answer.
-  const seen = await setup.states.get(ref).catch(() => undefined);
-  const foreseen = seen === undefined ? undefined : applyClaimResult(graph, seen, claimed);
-  const ahead = seen !== undefined && foreseen?.kind === "applied" ? await askAhead(ctx, ref, seen, loopClaimMove(graph, seen, foreseen, actor, decided.node, results)) : undefined;
-  const outcome = await setup.states.transaction(ref, async (tx) => {
-    const current = tx.read();
-    if (current === undefined) return { refusal: { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" } as Refusal, state: current };
-    const applied: Refusal | Transition = applyClaimResult(graph, current, claimed);
-    if (applied.kind === "refuse") return { refusal: applied, state: current };
-    const written = committedMove(ctx, ref, current, ahead, () => loopClaimMove(graph, current, applied, actor, decided.node, results));
-    if (written === undefined) return { refusal: STALE_MOVE, state: current };
-    return { transition: applied, written, state: await tx.write(withPendingEffects(written.state, written.effects)) };
+  // Unread, nothing is asked ahead: the move is then refused, as stale, when a .pre hook had to answer it.
+  const outcome = await commitMove<Refusal>(movePorts(ctx, setup.states), {
+    ref,
+    seen: await setup.states.get(ref).catch(() => undefined),
+    graphOf: () => graph,
+    decide: (_graph, current) => {
+      if (current === undefined) return { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" };
+      const applied = applyClaimResult(graph, current, claimed);
+      return applied.kind === "refuse" ? applied : { kind: "move", transition: applied, loop: loopClaimMove(graph, current, applied, actor, decided.node, results) };
+    },
   });
-  if (outcome.refusal !== undefined) {
-    await refuseClaim(ctx, setup, graph, ref, actor, outcome.refusal, request.node);
-    return answerOf(ref, graph, outcome.state, false, outcome.refusal);
+  if (outcome.kind !== "moved") {
+    const refusal = outcome.kind === "refused" ? outcome.refusal : undefined;
+    if (refusal !== undefined) await refuseClaim(ctx, setup, graph, ref, actor, refusal, request.node);
+    return answerOf(ref, graph, outcome.state, false, refusal);
   }
   const transition = outcome.transition;
-  await carryOut(ctx, graph, outcome.state, outcome.written.effects);
-  const moved = transition.moved && outcome.written.denied !== true;
+  const moved = transition.moved && !outcome.denied;
   if (node && !transition.moved && outcome.state.status === "running" && outcome.state.node === node.id) {
     // Another attempt at the node: execute:wave:pre opens it, and what it gives the agent comes with this answer.
     const halt = await halted(await passAt(ctx, graph, outcome.state, node, "retry", cwd));
@@ -281,7 +280,8 @@ async function refuseClaim(
       if (result.state !== undefined && result.state !== current) await tx.write(result.state);
       return result;
     });
-    await applyGraphEffects(ctx, graph, recorded.state ?? ({ ref, node: claimed ?? "" } as GraphState), recorded.effects);
+    // The refusal's events need no state: with no record, they name the item and the node claimed.
+    emitGraphEvents(ctx, graph, { ref: recorded.state?.ref ?? ref, node: recorded.state?.node ?? claimed ?? "" }, recorded.effects);
   } catch (error) {
     ctx.options.events.emit("graph.effect_failed", { work_item: ref, graph: graph.name, node: claimed ?? "", effect: "claim-refused", error: messageOf(error) });
   }
@@ -309,20 +309,15 @@ export async function graphForce(ctx: DispatchContext, request: ForceRequest): P
   const runOf = (read: GraphState | undefined): GraphState | undefined => (read !== undefined && setup.graphs.has(read.graph) ? read : undefined);
   const forced = { to: request.to, reason: boundedName(request.reason, REASON_MAX), actor, at: ctx.now(), start: { ref, loopRunId: randomUUID() } };
   // loop.gate.pre (a force into a terminal node) and a new run's loop.generation.pre are answered before the force is written.
-  const seen = runOf(await readState(ctx, setup, ref));
-  const seenGraph = seen ? graphOf(setup, seen) : setup.defaultGraph;
-  const foreseen = forceTo(seenGraph, seen, forced);
-  const ahead = foreseen.kind === "applied" ? await askAhead(ctx, ref, seen, loopForceMove(seenGraph, seen, foreseen, actor, forced)) : undefined;
-  const outcome = await setup.states.transaction(ref, async (tx) => {
-    const current = runOf(tx.read());
-    const graph = current ? graphOf(setup, current) : setup.defaultGraph;
-    const applied = forceTo(graph, current, forced);
-    if (applied.kind === "refuse") return { graph, refusal: applied, state: current };
-    const written = committedMove(ctx, ref, current, ahead, () => loopForceMove(graph, current, applied, actor, forced));
-    if (written === undefined) return { graph, refusal: STALE_MOVE, state: current };
-    return { graph, written, state: await tx.write(withPendingEffects(written.state, written.effects)) };
+  const outcome = await commitMove<Refusal>(movePorts(ctx, setup.states), {
+    ref,
+    seen: await readState(ctx, setup, ref),
+    view: runOf,
+    graphOf: (state) => (state ? graphOf(setup, state) : setup.defaultGraph),
+    decide: (graph, current) => {
+      const applied = forceTo(graph, current, forced);
+      return applied.kind === "refuse" ? applied : { kind: "move", transition: applied, loop: loopForceMove(graph, current, applied, actor, forced) };
+    },
   });
-  if (outcome.refusal !== undefined) return answerOf(ref, outcome.graph, outcome.state, false, outcome.refusal);
-  await carryOut(ctx, outcome.graph, outcome.state, outcome.written.effects);
-  return answerOf(ref, outcome.graph, outcome.state, outcome.written.denied !== true);
+  return answerOf(ref, outcome.graph, outcome.state, outcome.kind === "moved" && !outcome.denied, outcome.kind === "refused" ? outcome.refusal : undefined);
 }
