@@ -5,7 +5,7 @@ import type { GraphState } from "../graph/state.js";
 import type { GraphStateStore } from "../graph/store.js";
 import type { Graph } from "../graph/types.js";
 import { askAhead, committedMove, STALE_MOVE } from "./graph-loop.js";
-import type { LoopAsker, LoopRest } from "./graph-loop.js";
+import type { AskedAhead, LoopAsker, LoopRest, WrittenMove } from "./graph-loop.js";
 
 /**
  * The one way a graph moves. Every entry point — a run's start, a gate answer, a claim, a force,
@@ -80,7 +80,11 @@ export interface GraphMove<R extends MoveRefusal = Refusal> {
    * Under the lock: the refusal recorded (its history entry, written with the refusal, and its
    * effects, carried out after). Without it, a refusal writes and carries out nothing.
    */
-  recordRefusal?(graph: Graph, current: GraphState | undefined, refusal: R | Refusal): { readonly state: GraphState | undefined; readonly effects: readonly RunEffect[] };
+  recordRefusal?(
+    graph: Graph,
+    current: GraphState | undefined,
+    refusal: R | Refusal,
+  ): { readonly state: GraphState | undefined; readonly effects: readonly RunEffect[] };
   /** After the write, before the effects are carried out. */
   written?(graph: Graph, state: GraphState): void;
   /** How the effects are carried out. */
@@ -150,8 +154,8 @@ function writtenOf<R extends MoveRefusal>(
   move: GraphMove<R>,
   current: GraphState | undefined,
   decided: MoveStep,
-  ahead: Awaited<ReturnType<typeof askAhead>> | undefined,
-): { readonly state: GraphState; readonly effects: readonly RunEffect[]; readonly denied?: true } | undefined {
+  ahead: AskedAhead | undefined,
+): WrittenMove | undefined {
   const loop = decided.loop;
   if (loop === undefined) return { state: decided.transition.state, effects: decided.transition.effects };
   return committedMove(ports.loop, move.ref, current, ahead, () => loop, move.always === true);
