@@ -1,15 +1,128 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * Three projects, each with the timeouts its tests need (`npm test` runs all three):
+ *
+ * - `unit` starts no process: no daemon, no tmux, no git, no child of any kind, and needs no
+ *   build. test/support/no-processes.ts fails a unit test that tries to start one.
+ *   `npm run test:unit` runs it alone, in well under a minute on 2 cores.
+ * - `integration` drives real things: the CLI as users run it (`bin/the-loop.js` over `dist/`,
+ *   built by the global setup), a real daemon, tmux, git, child processes. The leak guard fails a
+ *   test that leaves one of them running.
+ * - `real-agent` runs the pinned Claude Code CLI (scripts/install-claude-code.ts) against the
+ *   model stub.
+ *
+ * A file lives in the project of what it does, not of the folder it sits in: a test file outside
+ * test/integration/ that starts a process is listed in INTEGRATION below.
+ */
+
+const ALL = "test/**/*.test.ts";
+const REAL_AGENT = ["test/integration/claude-code.test.ts"];
+/** Outside test/integration/, the files whose tests start a process or read the build. */
+const INTEGRATION = [
+  "test/capabilities/consent.test.ts",
+  "test/capabilities/predicate.test.ts",
+  "test/capabilities/tasks.test.ts",
+  "test/cli/ask.test.ts",
+  "test/cli/attach.test.ts",
+  "test/cli/capability-command.test.ts",
+  "test/cli/config.test.ts",
+  "test/cli/daemon.test.ts",
+  "test/cli/demo.test.ts",
+  "test/cli/discovery.test.ts",
+  "test/cli/escaped-input.test.ts",
+  "test/cli/exit.test.ts",
+  "test/cli/foundation.test.ts",
+  "test/cli/graph.test.ts",
+  "test/cli/hooks-loop.test.ts",
+  "test/cli/hooks.test.ts",
+  "test/cli/item.test.ts",
+  "test/cli/link-pr.test.ts",
+  "test/cli/loop-predicate.test.ts",
+  "test/cli/loop.test.ts",
+  "test/cli/receive.test.ts",
+  "test/cli/sessions-control.test.ts",
+  "test/cli/task.test.ts",
+  "test/cli/upgrade-config.test.ts",
+  "test/control/store-race.test.ts",
+  "test/control/store.test.ts",
+  "test/daemon/leftovers.test.ts",
+  "test/daemon/pidfile.test.ts",
+  "test/daemon/status-facts.test.ts",
+  "test/events/appender.test.ts",
+  "test/events/cli.test.ts",
+  "test/graph/checks.test.ts",
+  "test/graph/state.test.ts",
+  "test/harness/demo-agent.test.ts",
+  "test/harness/paste-safety.test.ts",
+  "test/harness/tmux-env.test.ts",
+  "test/harness/tmux.test.ts",
+  "test/hooks/examples.test.ts",
+  "test/hooks/loop-parity.test.ts",
+  "test/hooks/parity.test.ts",
+  "test/hooks/subprocess.test.ts",
+  "test/ingress/poller-crash.test.ts",
+  "test/ingress/webhook-bounds.test.ts",
+  "test/ingress/webhook-daemon.test.ts",
+  "test/sdk/import-graph.test.ts",
+  "test/sessions/dispatcher-harness-start.test.ts",
+  "test/sessions/registry-race.test.ts",
+  "test/state/crash.test.ts",
+  "test/state/race.test.ts",
+  "test/state/sweep.test.ts",
+  "test/subprocess/run.test.ts",
+  "test/subprocess/tree.test.ts",
+  "test/trackers/github/token-host.test.ts",
+  "test/trackers/github/token.test.ts",
+  "test/trackers/local/concurrency.test.ts",
+  "test/workspace/git.test.ts",
+  "test/workspace/workspaces.test.ts",
+];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/support/global-setup.ts"],
-    // After every test, nothing it started may still run (test/support/leak-guard.ts).
-    setupFiles: ["test/support/leak-guard.ts"],
     // The leak guard tells the processes of one test file from another's by the worker's pid.
     pool: "forks",
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
     restoreMocks: true,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: [ALL],
+          exclude: ["test/integration/**", ...INTEGRATION, ...REAL_AGENT],
+          setupFiles: ["test/support/no-processes.ts"],
+          // Its tests wait on sockets and timers more than on the CPU: more workers than cores pay.
+          maxWorkers: 4,
+          testTimeout: 5_000,
+          hookTimeout: 10_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: ["test/integration/**/*.test.ts", ...INTEGRATION],
+          exclude: REAL_AGENT,
+          globalSetup: ["test/support/global-setup.ts"],
+          // After every test, nothing it started may still run (test/support/leak-guard.ts).
+          setupFiles: ["test/support/leak-guard.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "real-agent",
+          include: REAL_AGENT,
+          globalSetup: ["test/support/global-setup.ts"],
+          setupFiles: ["test/support/leak-guard.ts"],
+          // A real agent answering through the model stub: each step is seconds, not milliseconds.
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+        },
+      },
+    ],
   },
 });
