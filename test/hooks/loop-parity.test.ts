@@ -67,7 +67,12 @@ describe("the loop family agrees everywhere", () => {
   it("passes at every event, and counts a subclass as a hook class but neither base", async () => {
     class Passing extends LoopHooks {}
     const executor = new Passing() as unknown as Record<string, (payload: unknown) => unknown>;
-    for (const point of LOOP_POINTS) expect(await executor[point.method]?.({}), point.method).toBeUndefined();
+    for (const point of LOOP_POINTS) {
+      // A missing method fails here, not as an optional call that is undefined like a pass.
+      const method = executor[point.method];
+      expect(typeof method, `${point.method} is a method`).toBe("function");
+      expect(await method?.call(executor, {}), point.method).toBeUndefined();
+    }
     expect([isLifecycleHooksClass(Passing), isLifecycleHooksClass(LoopHooks), isLifecycleHooksClass(LifecycleHooks)]).toEqual([true, false, false]);
   });
 

@@ -134,7 +134,12 @@ describe("the lifecycle points agree everywhere", () => {
   it("passes through at every point of the base class", async () => {
     class Passing extends LifecycleHooks {}
     const executor = new Passing() as unknown as Record<string, (context: unknown) => unknown>;
-    for (const point of POINTS) expect(await executor[point.method]?.({}), point.method).toBeUndefined();
+    for (const point of POINTS) {
+      // A missing method fails here, not as an optional call that is undefined like a pass.
+      const method = executor[point.method];
+      expect(typeof method, `${point.method} is a method`).toBe("function");
+      expect(await method?.call(executor, {}), point.method).toBeUndefined();
+    }
   });
 
   it("states each point's decisions in the SDK method's doc comment", async () => {
