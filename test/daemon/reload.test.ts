@@ -224,6 +224,7 @@ describe("watchConfigFile", () => {
     const file = join(dir, "cli-config.yaml");
     await writeFile(file, "routing: {}\n");
     const seen: string[] = [];
+    const checks: boolean[] = [];
     stops.push(
       watchConfigFile(
         file,
@@ -232,7 +233,7 @@ describe("watchConfigFile", () => {
           // The first change could not be used (a prompt template it names is missing, say).
           return seen.length > 1;
         },
-        { intervalMs: 10, debounceMs: 10 },
+        { intervalMs: 10, debounceMs: 10, onCheck: (changed) => void checks.push(changed) },
       ),
     );
     await writeFile(file, "spawnPromptTemplate: boot.md\n");
@@ -244,7 +245,9 @@ describe("watchConfigFile", () => {
     // Taken now: the same text once more is no change.
     await new Promise((resolve) => setTimeout(resolve, 30));
     await writeFile(file, "spawnPromptTemplate: boot.md\n");
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // Looked at, and found no change: only then is "not handed on" a fact.
+    await waitFor("the third save to be looked at", () => checks.length >= 3);
+    expect(checks).toEqual([true, true, false]);
     expect(seen).toHaveLength(2);
   });
 
