@@ -94,6 +94,8 @@ export default defineConfig({
           setupFiles: ["test/support/no-processes.ts"],
           // Its tests wait on sockets and timers more than on the CPU: more workers than cores pay.
           maxWorkers: 4,
+          // Its own worker count makes it a group of its own: it runs first, and fails fast.
+          sequence: { groupOrder: 0 },
           testTimeout: 5_000,
           hookTimeout: 10_000,
         },
@@ -102,6 +104,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "integration",
+          sequence: { groupOrder: 1 },
           include: ["test/integration/**/*.test.ts", ...INTEGRATION],
           exclude: REAL_AGENT,
           globalSetup: ["test/support/global-setup.ts"],
@@ -115,6 +118,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "real-agent",
+          sequence: { groupOrder: 1 },
           include: REAL_AGENT,
           globalSetup: ["test/support/global-setup.ts"],
           setupFiles: ["test/support/leak-guard.ts"],
