@@ -3,6 +3,7 @@ import type { ClientRequest, IncomingMessage } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { REDACTED, redactKnownSecrets, rememberSecret } from "../secrets.js";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
+import { answerTopSchema, parseAnswer, rpcErrorSchema, rpcResponseSchema } from "./answer.js";
 import { describe, isPlainObject } from "./values.js";
 import type { RemoteHookEntry } from "./declaration.js";
 import type { HookContext, HookExecutor } from "./types.js";
@@ -90,7 +91,7 @@ class RemoteHookExecutor implements HookExecutor {
     // A server that echoes the token back must not carry it into a context, an event or a comment.
     // Redacted once parsed: in the text, JSON's escapes (`\/`, `\u0074`) could spell it unmatched;
     // in a parsed string it may still be spelled URL-encoded or JSON-escaped (src/secrets.ts).
-    return readReply(bytes, id, token);
+    return readReply(bytes, id, token, point);
   }
 }
 
@@ -181,23 +182,25 @@ export function createRemoteExecutor(entry: RemoteHookEntry, options: RemoteExec
   return new RemoteHookExecutor(entry, options);
 }
 
-/** The result of a JSON-RPC 2.0 response to request `id`: an object, or undefined for null. */
-function readReply(bytes: Buffer, id: number, token: string | undefined): unknown {
+/** The result of a JSON-RPC 2.0 response to request `id`, parsed at `point`: an object, or undefined for null. */
+function readReply(bytes: Buffer, id: number, token: string | undefined, point: HookPoint): unknown {
   let text: string;
   try {
     text = utf8.decode(bytes);
   } catch {
     throw new Error("malformed reply: not UTF-8");
   }
-  let reply: unknown;
+  let parsed: unknown;
   try {
-    reply = JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw new Error("malformed reply: not JSON");
   }
-  if (token !== undefined) reply = redact(reply, token);
-  if (!isPlainObject(reply)) throw new Error(`malformed reply: ${describe(reply)}, not a JSON-RPC response object`);
-  if (reply["jsonrpc"] !== "2.0") throw new Error('malformed reply: not a JSON-RPC 2.0 response ("jsonrpc" is not "2.0")');
+  if (token !== undefined) parsed = redact(parsed, token);
+  if (!isPlainObject(parsed)) throw new Error(`malformed reply: ${describe(parsed)}, not a JSON-RPC response object`);
+  const envelope = rpcResponseSchema.safeParse(parsed);
+  if (!envelope.success) throw new Error('malformed reply: not a JSON-RPC 2.0 response ("jsonrpc" is not "2.0")');
+  const reply = envelope.data;
   const hasResult = Object.hasOwn(reply, "result");
   const hasError = Object.hasOwn(reply, "error");
   if (hasResult === hasError) throw new Error("malformed reply: a JSON-RPC response carries exactly one of result and error");
@@ -206,18 +209,15 @@ function readReply(bytes: Buffer, id: number, token: string | undefined): unknow
     throw new Error(`malformed reply: id ${JSON.stringify(reply["id"]) ?? "absent"} does not match the request's ${id}`);
   }
   if (hasError) {
-    const error = reply["error"];
-    if (!isPlainObject(error) || typeof error["code"] !== "number" || typeof error["message"] !== "string") {
-      throw new Error("malformed reply: error must be an object with a numeric code and a message");
-    }
-    const message = error["message"];
+    const error = rpcErrorSchema.safeParse(reply["error"]);
+    if (!error.success) throw new Error("malformed reply: error must be an object with a numeric code and a message");
+    const message = error.data.message;
     const shown = message.length > MAX_REMOTE_MESSAGE ? `${message.slice(0, MAX_REMOTE_MESSAGE - 1)}…` : message;
-    throw new Error(`the hook answered error ${error["code"]}: ${shown}`);
+    throw new Error(`the hook answered error ${error.data.code}: ${shown}`);
   }
-  const result = reply["result"];
-  if (result === null) return undefined;
-  if (!isPlainObject(result)) throw new Error(`malformed reply: result is ${describe(result)}, not an object or null`);
-  return result;
+  const result = answerTopSchema.safeParse(reply["result"]);
+  if (!result.success) throw new Error(`malformed reply: result is ${describe(reply["result"])}, not an object or null`);
+  return result.data === null ? undefined : parseAnswer(point, result.data);
 }
 
 /**

@@ -5,7 +5,8 @@ import { allowListedEnv, formatDuration, runBounded } from "../subprocess/index.
 import type { BoundedResult } from "../subprocess/index.js";
 import type { SubprocessHookEntry } from "./declaration.js";
 import type { HookContext, HookExecutor } from "./types.js";
-import { describe, isPlainObject } from "./values.js";
+import { answerTopSchema, parseAnswer } from "./answer.js";
+import { describe } from "./values.js";
 
 /**
  * A `command` entry: a program run once per invocation through the bounded command runner —
@@ -79,7 +80,7 @@ class SubprocessHookExecutor implements HookExecutor {
     });
     const failure = failureOf(result, timeoutMs);
     if (failure !== undefined) throw new Error(failure);
-    return readPatch(result.stdout);
+    return readPatch(result.stdout, point);
   }
 }
 
@@ -146,16 +147,16 @@ function failureOf(result: BoundedResult, timeoutMs: number): string | undefined
   return undefined;
 }
 
-/** The answer a command printed: an object, or undefined for `null`. Throws saying what is wrong, never quoting it. */
-function readPatch(stdout: string): unknown {
+/** The answer a command printed, parsed at `point`: an object, or undefined for `null`. Throws saying what is wrong, never quoting it. */
+function readPatch(stdout: string, point: HookPoint): unknown {
   if (stdout.trim() === "") throw new Error("the command printed nothing; print the context (or {} to change nothing, or null to pass) as JSON");
-  let patch: unknown;
+  let printed: unknown;
   try {
-    patch = JSON.parse(stdout);
+    printed = JSON.parse(stdout);
   } catch {
     throw new Error("the command printed something that is not one JSON document; print only the context, as JSON, on stdout (diagnostics go to stderr)");
   }
-  if (patch === null) return undefined;
-  if (!isPlainObject(patch)) throw new Error(`the command printed ${describe(patch)}, not a context object or null`);
-  return patch;
+  const patch = answerTopSchema.safeParse(printed);
+  if (!patch.success) throw new Error(`the command printed ${describe(printed)}, not a context object or null`);
+  return patch.data === null ? undefined : parseAnswer(point, patch.data);
 }

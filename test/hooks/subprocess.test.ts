@@ -253,3 +253,29 @@ setInterval(() => {}, 1000);
     expect(failures(events)).toEqual([]);
   });
 });
+
+describe("command entries: the answer is parsed, not cast", () => {
+  const PRINTS = (answer: unknown): string =>
+    `process.stdin.resume(); process.stdin.on("end", () => process.stdout.write(${JSON.stringify(JSON.stringify(answer))}));`;
+  const DECLARED = [{ name: "cmd", command: [NODE, "./hook.mjs"], on: ["work_item_start"] }];
+
+  it("ignores and records unknown keys, and applies the decisions", async () => {
+    const { chain, events } = await loaded(DECLARED, { "hook.mjs": PRINTS({ proceed: false, reason: "stop", surplus: 1 }) });
+    const outcome = await chain.run("work_item_start", startContext());
+    expect(outcome.refusal).toEqual({ hook: "cmd", reason: "stop" });
+    expect(hookEvents(events)).toContainEqual(["hooks.ignored", { point: "work_item_start", hook: "cmd", fields: ["surplus"] }]);
+    expect(failures(events)).toEqual([]);
+  });
+
+  it.each<[string, unknown, string]>([
+    ["a wrong-typed decision", { proceed: false, reason: 7 }, 'decision "reason" must be a string, not a number'],
+    ["a list for a context", [1, 2], "the command printed an array, not a context object or null"],
+    ["a string for a context", "proceed", "the command printed a string, not a context object or null"],
+  ])("fails the hook for %s, with a clear message, applying nothing", async (_, answer, message) => {
+    const { chain, events } = await loaded(DECLARED, { "hook.mjs": PRINTS(answer) });
+    const outcome = await chain.run("work_item_start", startContext());
+    expect(outcome.changed).toEqual([]);
+    expect(outcome.refusal).toBeUndefined();
+    expect(failures(events)).toEqual([message]);
+  });
+});
