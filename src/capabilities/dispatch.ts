@@ -1,3 +1,4 @@
+import { z } from "zod";
 import type { LoopPoint } from "../graph/types.js";
 import type { ActiveHook } from "./active.js";
 import { isCommandWords } from "./manifest.js";
@@ -61,6 +62,9 @@ export function failureOf(outcome: ProcessOutcome, what: string): string | undef
  * stdout with exit 0. Anything else — another exit, no JSON, a `block` that is not a boolean —
  * is an error, which the gate's `onError` routes; it is never read as "no block".
  */
+/** A check's answer; other keys are ignored (a newer evaluator may say more). */
+const checkOutputSchema = z.looseObject({ block: z.boolean(), message: z.string().optional() });
+
 export function readCheckOutput(outcome: ProcessOutcome, what: string): CheckOutcome {
   const failure = failureOf(outcome, what);
   if (failure !== undefined) return { ok: false, error: failure };
@@ -70,10 +74,13 @@ export function readCheckOutput(outcome: ProcessOutcome, what: string): CheckOut
   } catch {
     return { ok: false, error: `${what} did not print JSON {"block": true|false, "message"?: "…"}` };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, error: `${what} printed ${Array.isArray(value) ? "an array" : typeof value}, not {"block": …}` };
-  const { block, message } = value as { block?: unknown; message?: unknown };
-  if (typeof block !== "boolean") return { ok: false, error: `${what} printed no boolean "block"` };
-  if (message !== undefined && typeof message !== "string") return { ok: false, error: `${what} printed a "message" that is not a string` };
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, error: `${what} printed ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}, not {"block": …}` };
+  const parsed = checkOutputSchema.safeParse(value);
+  if (!parsed.success) {
+    const wrong = parsed.error.issues.some((issue) => issue.path[0] === "block") ? "no boolean \"block\"" : 'a "message" that is not a string';
+    return { ok: false, error: `${what} printed ${wrong}` };
+  }
+  const { block, message } = parsed.data;
   return message !== undefined && message.trim() !== "" ? { ok: true, block, message: bounded(message) } : { ok: true, block };
 }
 
