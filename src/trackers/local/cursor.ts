@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { RefError, checkLocalProject } from "../../workitem/index.js";
 import { InvalidCursorError } from "./errors.js";
 
@@ -7,6 +8,11 @@ import { InvalidCursorError } from "./errors.js";
  */
 
 const CURSOR_VERSION = 1;
+
+/** The cursor as written; other keys are ignored. Each project's name and position are checked one by one below. */
+const cursorSchema = z.object({ v: z.unknown().optional(), projects: z.unknown().optional() });
+const projectsSchema = z.record(z.string(), z.unknown());
+const positionSchema = z.int().nonnegative();
 
 export type CursorPositions = ReadonlyMap<string, number>;
 
@@ -23,13 +29,12 @@ export function decodeCursor(cursor: string): Map<string, number> {
   } catch {
     throw new InvalidCursorError("not JSON");
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) throw new InvalidCursorError("not an object");
-  const record = value as Record<string, unknown>;
-  if (record.v !== CURSOR_VERSION) throw new InvalidCursorError(`unknown version ${JSON.stringify(record.v)}`);
-  const projects = record.projects;
-  if (typeof projects !== "object" || projects === null || Array.isArray(projects)) {
-    throw new InvalidCursorError('"projects" is not an object');
-  }
+  const envelope = cursorSchema.safeParse(value);
+  if (!envelope.success) throw new InvalidCursorError("not an object");
+  if (envelope.data.v !== CURSOR_VERSION) throw new InvalidCursorError(`unknown version ${JSON.stringify(envelope.data.v)}`);
+  const listed = projectsSchema.safeParse(envelope.data.projects);
+  if (!listed.success) throw new InvalidCursorError('"projects" is not an object');
+  const projects = listed.data;
   const positions = new Map<string, number>();
   for (const [project, seq] of Object.entries(projects)) {
     try {
@@ -37,10 +42,9 @@ export function decodeCursor(cursor: string): Map<string, number> {
     } catch {
       throw new InvalidCursorError(`"${project}" is not a local project name`);
     }
-    if (typeof seq !== "number" || !Number.isSafeInteger(seq) || seq < 0) {
-      throw new InvalidCursorError(`the position of "${project}" is not a whole number`);
-    }
-    positions.set(project, seq);
+    const position = positionSchema.safeParse(seq);
+    if (!position.success) throw new InvalidCursorError(`the position of "${project}" is not a whole number`);
+    positions.set(project, position.data);
   }
   return positions;
 }

@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { join } from "node:path";
 import { createFileExclusive, fsyncDirectory, writeFileAtomic, writeJsonAtomic } from "../../state/index.js";
 import { highestItemNumber, readMeta } from "./files.js";
@@ -27,14 +28,14 @@ export function asideName(at: Date): string {
   return `journal.jsonl.damaged-${at.toISOString().replace(/:/g, "-")}`;
 }
 
+/** What a line moved aside may still say of itself: its seq, when it holds a usable one. */
+const claimSchema = z.object({ seq: z.int().positive() });
+
 /** The seq a line moved aside claims, if it claims one: that seq stays used. */
 function claimedSeq(bytes: Buffer): number {
   try {
-    const value: unknown = JSON.parse(bytes.toString("utf8"));
-    if (typeof value === "object" && value !== null && "seq" in value) {
-      const seq = (value as { seq: unknown }).seq;
-      if (typeof seq === "number" && Number.isSafeInteger(seq) && seq > 0) return seq;
-    }
+    const claim = claimSchema.safeParse(JSON.parse(bytes.toString("utf8")));
+    if (claim.success) return claim.data.seq;
   } catch {
     // Not JSON: it claims nothing.
   }
