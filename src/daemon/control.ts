@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { spawn } from "node:child_process";
 import { mkdirSync, openSync, closeSync, readFileSync, statSync } from "node:fs";
 import type { Socket } from "node:net";
@@ -84,10 +85,13 @@ async function ready(service: ServiceSpec, paths: StatePaths, pid: number): Prom
   return service.name !== "gh-webhook" || webhookListening(paths, pid) !== undefined;
 }
 
+/** What `start` reads of a pidfile while it waits: the pid (pidfile.ts reads the whole holder). */
+const pidfilePidSchema = z.object({ pid: z.number() });
+
 function pidfilePid(path: string): number | undefined {
   try {
-    const { pid } = JSON.parse(readFileSync(path, "utf8")) as { pid?: unknown };
-    return typeof pid === "number" ? pid : undefined;
+    const holder = pidfilePidSchema.safeParse(JSON.parse(readFileSync(path, "utf8")));
+    return holder.success ? holder.data.pid : undefined;
   } catch {
     return undefined;
   }

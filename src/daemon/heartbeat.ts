@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { readFileSync } from "node:fs";
 
 /** The poller's heartbeat file, as `the-loop status` reads it (written by the poller each cycle). */
@@ -8,11 +9,27 @@ export interface PollHeartbeat {
   readonly lastCycle?: Record<string, unknown>;
 }
 
+/** The file as the poller writes it; other keys are ignored, and a file of another shape reads as none. */
+const heartbeatSchema = z.object({
+  startedAt: z.string().optional(),
+  lastCycleAt: z.string().optional(),
+  intervalSeconds: z.number().optional(),
+  lastCycle: z.record(z.string(), z.unknown()).optional(),
+});
+
 export function readHeartbeat(path: string): PollHeartbeat | undefined {
+  let value: unknown;
   try {
-    return JSON.parse(readFileSync(path, "utf8")) as PollHeartbeat;
+    value = JSON.parse(readFileSync(path, "utf8"));
   } catch {
     return undefined;
   }
+  const heartbeat = heartbeatSchema.safeParse(value);
+  return heartbeat.success ? stripAbsent(heartbeat.data) : undefined;
+}
+
+/** The keys that are there: the type's optional keys are absent, never undefined. */
+function stripAbsent(heartbeat: z.infer<typeof heartbeatSchema>): PollHeartbeat {
+  return Object.fromEntries(Object.entries(heartbeat).filter(([, value]) => value !== undefined));
 }
 

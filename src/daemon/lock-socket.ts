@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { createHash } from "node:crypto";
 import { lstatSync, readFileSync, readdirSync, readlinkSync, realpathSync, unlinkSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
@@ -77,7 +78,8 @@ export type SocketAnswer =
 function parseAnswer(text: string): unknown {
   const line = text.split("\n", 1)[0] ?? "";
   try {
-    return JSON.parse(line) as unknown;
+    const answer: unknown = JSON.parse(line);
+    return answer;
   } catch {
     return undefined;
   }
@@ -124,10 +126,12 @@ export async function askLockSocket(socket: LockSocket, timeoutMs = ANSWER_TIMEO
   return believable(socket, reply.answer) ? reply : { state: "held" };
 }
 
+/** What of a holder's answer is read: its pid; other keys are ignored. */
+const answerPidSchema = z.object({ pid: z.int().positive() });
+
 function pidIn(answer: unknown): number | undefined {
-  if (typeof answer !== "object" || answer === null) return undefined;
-  const { pid } = answer as Record<string, unknown>;
-  return typeof pid === "number" && Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
+  const parsed = answerPidSchema.safeParse(answer);
+  return parsed.success ? parsed.data.pid : undefined;
 }
 
 /** False only when the system shows the answer to be someone else's. */

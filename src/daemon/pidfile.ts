@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { readFile, unlink } from "node:fs/promises";
 import { EXIT_FAILURE, ExitError, errnoOf } from "../errors.js";
 import { writeJsonAtomic } from "../state/atomic.js";
@@ -72,13 +73,19 @@ export class PidfileHeldError extends ExitError {
   }
 }
 
+/** A pidfile as a holder writes it; other keys are ignored. */
+const holderSchema = z.object({
+  pid: z.int().positive(),
+  service: z.string(),
+  startedAt: z.string(),
+  startTicks: z.int().optional(),
+  socket: z.string().optional(),
+});
+
 function holderOf(value: unknown): PidfileHolder | undefined {
-  if (typeof value !== "object" || value === null) return undefined;
-  const { pid, service, startedAt, startTicks, socket } = value as Record<string, unknown>;
-  if (typeof pid !== "number" || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  if (typeof service !== "string" || typeof startedAt !== "string") return undefined;
-  if (startTicks !== undefined && (typeof startTicks !== "number" || !Number.isSafeInteger(startTicks))) return undefined;
-  if (socket !== undefined && typeof socket !== "string") return undefined;
+  const holder = holderSchema.safeParse(value);
+  if (!holder.success) return undefined;
+  const { pid, service, startedAt, startTicks, socket } = holder.data;
   return {
     pid,
     service,

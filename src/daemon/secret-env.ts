@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { readFileSync, readdirSync, statSync } from "node:fs";
 import { Socket } from "node:net";
 import { join } from "node:path";
@@ -97,6 +98,9 @@ export function encodeHandedEnvironment(handed: Readonly<Record<string, string>>
   return JSON.stringify({ env: handed });
 }
 
+/** What `start` writes: `{"env": {NAME: value}}`; a name or value that is not one is dropped below. */
+const handedSchema = z.object({ env: z.record(z.string(), z.unknown()) });
+
 /** Parses what `start` wrote; anything else is refused. */
 export function decodeHandedEnvironment(text: string): Record<string, string> {
   let parsed: unknown;
@@ -105,10 +109,10 @@ export function decodeHandedEnvironment(text: string): Record<string, string> {
   } catch {
     throw new Error("it is not JSON");
   }
-  const env = typeof parsed === "object" && parsed !== null ? (parsed as { env?: unknown }).env : undefined;
-  if (typeof env !== "object" || env === null || Array.isArray(env)) throw new Error("it names no environment");
+  const handed = handedSchema.safeParse(parsed);
+  if (!handed.success) throw new Error("it names no environment");
   const result: Record<string, string> = {};
-  for (const [name, value] of Object.entries(env as Record<string, unknown>)) {
+  for (const [name, value] of Object.entries(handed.data.env)) {
     if (ENV_NAME.test(name) && typeof value === "string" && !value.includes("\0")) result[name] = value;
   }
   return result;

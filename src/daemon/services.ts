@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { readFileSync } from "node:fs";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
@@ -40,6 +41,16 @@ export interface WebhookListening {
   readonly since: string;
 }
 
+/** The file as the receiver writes it; a file without the address fields names no receiver, other keys are ignored. */
+const webhookListeningSchema = z.object({
+  pid: z.number(),
+  host: z.string(),
+  port: z.number(),
+  path: z.string(),
+  verified: z.unknown().optional(),
+  since: z.unknown().optional(),
+});
+
 export function readWebhookListening(path: string): WebhookListening | undefined {
   let value: unknown;
   try {
@@ -47,9 +58,9 @@ export function readWebhookListening(path: string): WebhookListening | undefined
   } catch {
     return undefined;
   }
-  if (typeof value !== "object" || value === null) return undefined;
-  const { pid, host, port, path: urlPath, verified, since } = value as Record<string, unknown>;
-  if (typeof pid !== "number" || typeof host !== "string" || typeof port !== "number" || typeof urlPath !== "string") return undefined;
+  const listening = webhookListeningSchema.safeParse(value);
+  if (!listening.success) return undefined;
+  const { pid, host, port, path: urlPath, verified, since } = listening.data;
   return { pid, host, port, path: urlPath, verified: verified === true, since: typeof since === "string" ? since : "" };
 }
 
