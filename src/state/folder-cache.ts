@@ -36,8 +36,13 @@ export function folderStamp(dir: string, now: number = Date.now()): string | und
 /** The entries cached for `dir` at `stamp`; undefined when there are none (or the file is unreadable). */
 export function readFolderCache<T>(path: string, dir: string, stamp: string): T[] | undefined {
   try {
-    const cache = JSON.parse(readFileSync(path, "utf8")) as Partial<FolderCache<T>>;
-    return cache.dir === dir && cache.stamp === stamp && Array.isArray(cache.entries) ? cache.entries : undefined;
+    const cache: unknown = JSON.parse(readFileSync(path, "utf8"));
+    if (typeof cache !== "object" || cache === null) return undefined;
+    const { dir: cachedDir, stamp: cachedStamp, entries }: { dir?: unknown; stamp?: unknown; entries?: unknown } = cache;
+    if (cachedDir !== dir || cachedStamp !== stamp || !Array.isArray(entries)) return undefined;
+    // boundary-cast: the envelope is checked above; the entries are this listing's own, written
+    // for this folder at this stamp, and reading them again is what the cache exists to skip.
+    return entries as T[];
   } catch {
     return undefined;
   }

@@ -50,6 +50,22 @@ describe("the validated-config cache", () => {
     await expect(readdir(join(broken.cwd, "xdg-cache"))).rejects.toThrow();
   });
 
+  it.each<[string, (entry: Record<string, unknown>) => unknown]>([
+    ["warnings that are not a list", (entry) => ({ ...entry, warnings: "none" })],
+    ["a warning without a message", (entry) => ({ ...entry, warnings: [{ path: "x" }] })],
+    ["a config that is a list", (entry) => ({ ...entry, config: [] })],
+    ["a key that is a number", (entry) => ({ ...entry, key: 1 })],
+    ["a list for the entry", (entry) => [entry]],
+  ])("parses the file again when the cached entry holds %s", async (_, damage) => {
+    const { cwd, file, env } = await project("routing:\n  authorizedUsers: [alice]\n");
+    await loadConfig({ cwd, env, homeDir: cwd });
+    const cacheFile = cacheFileFor(file, env, cwd);
+    const entry: unknown = JSON.parse(await readFile(cacheFile, "utf8"));
+    const poisoned = { ...(entry as Record<string, unknown>), config: { routing: { authorizedUsers: ["from-cache"] } } };
+    await writeFile(cacheFile, JSON.stringify(damage(poisoned)));
+    expect((await loadConfig({ cwd, env, homeDir: cwd })).config.routing.authorizedUsers).toEqual(["alice"]);
+  });
+
   it("carries on without a cache when the cache folder cannot be written", async () => {
     const { cwd, env } = await project("routing:\n  authorizedUsers: [alice]\n");
     await writeFile(join(cwd, "xdg-cache"), "a file where the folder should be");

@@ -106,7 +106,8 @@ async function hookProblems(file: string, text: string, loaded?: { readonly hook
   let raw: unknown = loaded?.hooks;
   if (loaded === undefined) {
     try {
-      raw = (yaml.parse(text) as { hooks?: unknown } | null)?.hooks;
+      const document: unknown = yaml.parse(text);
+      raw = typeof document === "object" && document !== null && "hooks" in document ? document.hooks : undefined;
     } catch {
       return []; // Not YAML: the loader has said so.
     }
