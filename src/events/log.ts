@@ -8,6 +8,12 @@ import type { EventFields, EventSource, EventType } from "./catalog.js";
 /** Where code records events. Tests and one-shot tools may pass a sink that keeps them in memory. */
 export interface EventSink {
   emit<T extends EventType>(type: T, fields: EventFields<T>): void;
+  /**
+   * Runs `work`, and writes the lines of every event it emits together, in order, when it
+   * returns or throws (a sink without it writes each at once). For a burst of events in one
+   * synchronous pass, such as the webhook receiver's acknowledgements.
+   */
+  batch?<R>(work: () => R): R;
 }
 
 export interface EventLogOptions {
@@ -46,12 +52,16 @@ function boundedValue(value: unknown): unknown {
 /**
  * Appends events to the JSONL log. Each event is one `write` of one whole line to a file opened
  * with O_APPEND, so lines from concurrent processes never interleave; the file is opened per
- * event, so an external logrotate needs no signal. Recording an event never throws into the
- * caller: a failed write is reported once and the operation carries on.
+ * write, so an external logrotate needs no signal. Inside batch(), the lines of one synchronous
+ * pass go out in one such `write` when it ends: still whole lines, in emit order, and nothing is
+ * held past the pass (a kill -9 can only lose the pass under way). Recording an event never
+ * throws into the caller: a failed write is reported once and the operation carries on.
  */
 export class EventLog implements EventSink {
   private warned = false;
   private directoryReady = false;
+  /** The lines of the batch under way, or undefined outside batch(). */
+  private held: string[] | undefined;
 
   constructor(private readonly options: EventLogOptions) {}
 
@@ -73,7 +83,30 @@ export class EventLog implements EventSink {
       for (const [key, value] of Object.entries(fields)) {
         if (value !== undefined && !(key in record)) record[key] = boundedValue(value);
       }
-      this.append(path, `${JSON.stringify(record)}\n`);
+      const line = `${JSON.stringify(record)}\n`;
+      if (this.held !== undefined) this.held.push(line);
+      else this.append(path, line);
+    } catch (error) {
+      this.reportOnce(`cannot write the event log ${path}: ${messageOf(error)}; events are not being recorded`);
+    }
+  }
+
+  batch<R>(work: () => R): R {
+    // A batch inside a batch joins it: its lines go out with the outer one's.
+    if (this.held !== undefined) return work();
+    this.held = [];
+    try {
+      return work();
+    } finally {
+      const lines = this.held;
+      this.held = undefined;
+      if (lines.length > 0 && this.options.path) this.appendLines(this.options.path, lines);
+    }
+  }
+
+  private appendLines(path: string, lines: readonly string[]): void {
+    try {
+      this.append(path, lines.length === 1 ? (lines[0] ?? "") : lines.join(""));
     } catch (error) {
       this.reportOnce(`cannot write the event log ${path}: ${messageOf(error)}; events are not being recorded`);
     }

@@ -94,19 +94,20 @@ function eventOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: s
     fields.commentId !== undefined && fields.commentKind !== undefined
       ? `github:${item.workItem.host}/${item.workItem.repository}:${kind}:${fields.commentKind}:${fields.commentId}`
       : undefined;
-  return {
-    event: {
-      source: context.source,
-      deliveryId: context.deliveryId,
-      kind,
-      trackerEvent,
-      labels: item.labels,
-      itemState: item.state,
-      title: item.title,
-      ...fields,
-      ...(contentKey !== undefined ? { contentKey } : {}),
-    },
+  // Copied key by key rather than spread: the same keys in the same order, at a fraction of the
+  // cost on the receiver's acknowledgement path.
+  const event: Record<string, unknown> = {
+    source: context.source,
+    deliveryId: context.deliveryId,
+    kind,
+    trackerEvent,
+    labels: item.labels,
+    itemState: item.state,
+    title: item.title,
   };
+  for (const key of Object.keys(fields)) event[key] = fields[key as keyof EventFields];
+  if (contentKey !== undefined) event.contentKey = contentKey;
+  return { event: event as unknown as InboundEvent };
 }
 
 function issuesEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {

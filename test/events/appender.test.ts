@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -77,5 +78,28 @@ describe("the appender", () => {
     const line = (await readFile(path, "utf8")).trimEnd();
     expect(Object.keys(JSON.parse(line) as object)).toEqual(["ts", "source", "event", "level", "pid", "work_item", "actor", "label"]);
     expect(parseEventLine(line)).toMatchObject({ ts: "2025-03-10T12:00:00.000Z", source: "demo", level: "info", pid: process.pid });
+  });
+  it("writes a batch's lines together, whole and in emit order, when the batch ends, even when it throws", async () => {
+    const path = join(await tempDir(), "events.jsonl");
+    const log = new EventLog({ path, source: "daemon" });
+    const result = log.batch(() => {
+      log.emit("item.closed", { work_item: "local:p#1", actor: "ann" });
+      // A batch inside a batch joins it.
+      log.batch(() => log.emit("item.closed", { work_item: "local:p#2", actor: "ann" }));
+      log.emit("item.closed", { work_item: "local:p#3", actor: "ann" });
+      expect(existsSync(path)).toBe(false);
+      return "done";
+    });
+    expect(result).toBe("done");
+    expect(() =>
+      log.batch(() => {
+        log.emit("item.closed", { work_item: "local:p#4", actor: "ann" });
+        throw new Error("boom");
+      }),
+    ).toThrow("boom");
+    log.emit("item.closed", { work_item: "local:p#5", actor: "ann" });
+    const lines = (await readFile(path, "utf8")).split("\n");
+    expect(lines.pop()).toBe("");
+    expect(lines.map((line) => parseEventLine(line)?.work_item)).toEqual(["local:p#1", "local:p#2", "local:p#3", "local:p#4", "local:p#5"]);
   });
 });

@@ -400,6 +400,13 @@ export class WebhookReceiver {
     const batch = this.pending;
     if (batch.length === 0) return;
     this.pending = [];
+    // The pass's lines go to the event log in one write, in this order, before flush returns.
+    const events = this.options.events;
+    if (events.batch !== undefined) events.batch(() => this.carryOut(batch));
+    else this.carryOut(batch);
+  }
+
+  private carryOut(batch: readonly Deferred[]): void {
     const events = this.options.events;
     for (const work of batch) {
       switch (work.type) {
@@ -535,6 +542,6 @@ function parsePayload(raw: string, contentType: string | undefined): unknown {
 }
 
 function actionOf(payload: unknown): string | undefined {
-  const action = (payload as { action?: unknown }).action;
+  const action = typeof payload === "object" && payload !== null && "action" in payload ? payload.action : undefined;
   return typeof action === "string" ? action : undefined;
 }
