@@ -31,10 +31,7 @@ export function parseEventLine(line: string): EventRecord | undefined {
   } catch {
     return undefined;
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-  const record = value as Record<string, unknown>;
-  const envelopeIsText = ["ts", "source", "event", "level"].every((key) => typeof record[key] === "string");
-  return envelopeIsText ? (record as EventRecord) : undefined;
+  return isEventRecord(value) ? value : undefined;
 }
 
 /** What a query asks for; every condition given must hold. */
@@ -170,4 +167,14 @@ export async function readEvents(
   const reader = new LineReader(eventMatcher(filter), (record) => kept.push(record));
   const change = await new LogCursor(path).poll(reader);
   return { events: kept.toArray(), malformed: reader.malformed, missing: change === "missing" };
+}
+
+/**
+ * Whether a parsed line is an event record: an object whose envelope (ts, source, event, level)
+ * is text. Its fields are the writer's; readers take them as they find them.
+ */
+function isEventRecord(value: unknown): value is EventRecord {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return false;
+  const envelope: { ts?: unknown; source?: unknown; event?: unknown; level?: unknown } = value;
+  return typeof envelope.ts === "string" && typeof envelope.source === "string" && typeof envelope.event === "string" && typeof envelope.level === "string";
 }

@@ -145,7 +145,7 @@ async function defaultHostOf(project: Project): Promise<string> {
 }
 
 function actionOf(payload: unknown): string | undefined {
-  const action = (payload as { action?: unknown }).action;
+  const action = typeof payload === "object" && payload !== null && "action" in payload ? payload.action : undefined;
   return typeof action === "string" ? action : undefined;
 }
 
