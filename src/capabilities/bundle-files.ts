@@ -123,6 +123,7 @@ export async function readBundleFiles(dir: string, options: BundleReadOptions = 
 
 /** A symlink's entry, hashed by what it leads to; the problem when it leads out of the bundle or nowhere. */
 async function linkEntry(dir: string, realDir: string, absolute: string, path: string): Promise<Entry | string> {
+  // Fails closed: a link that does not resolve is refused just below, never hashed as its text.
   const target = await realpath(absolute).catch(() => undefined);
   if (target === undefined) return `capability bundle ${dir}: the symlink ${path} leads nowhere; remove it, or make it lead to a file inside the bundle`;
   if (!within(realDir, target)) {

@@ -241,6 +241,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
   // Unread, nothing is asked ahead: the move is then refused, as stale, when a .pre hook had to answer it.
   const outcome = await commitMove<Refusal>(movePorts(ctx, setup.states), {
     ref,
+    // See above: an unread record asks nothing ahead, and a move that needed a .pre answer is refused as stale.
     seen: await setup.states.get(ref).catch(() => undefined),
     graphOf: () => graph,
     decide: (_graph, current) => {
