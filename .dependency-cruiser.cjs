@@ -23,9 +23,12 @@ const FLOORS = [
   ["trackers", "harness"],
   ["workspace", "hooks", "control"],
   ["routing", "graph"],
+  ["graph-run"],
   ["capabilities"],
   ["ingress"],
   ["sessions"],
+  ["graph-driver"],
+  ["dispatch"],
   ["daemon"],
   ["cli", "demo", "docs"],
 ];

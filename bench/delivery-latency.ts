@@ -30,7 +30,7 @@ import { composeRuntime, pollerFor } from "../src/daemon/runtime.js";
 import type { Runtime } from "../src/daemon/runtime.js";
 import { EventLog } from "../src/events/index.js";
 import type { EventFields, EventSink, EventType } from "../src/events/index.js";
-import type { Dispatcher } from "../src/sessions/dispatcher.js";
+import type { Dispatcher } from "../src/dispatch/dispatcher.js";
 import { isLive } from "../src/registry/record.js";
 import { deriveStatePaths } from "../src/state/layout.js";
 import { parseWorkItemRef } from "../src/workitem/index.js";

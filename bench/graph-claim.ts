@@ -6,10 +6,10 @@
  * move copies the history, so this is the largest state a decision handles). Budget: 5 ms.
  * BENCH_RUNS overrides the number of timed decisions; BENCH_QUICK=1 makes 200 after a short warm-up.
  */
-import { applyClaimResult, decideClaim, startRun } from "../src/graph/advance.js";
+import { applyClaimResult, decideClaim, startRun } from "../src/graph-run/advance.js";
 import { loadBuiltinGraphs } from "../src/graph/registry.js";
-import type { GraphHistoryEntry, GraphState } from "../src/graph/state.js";
-import { GRAPH_HISTORY_MAX } from "../src/graph/state.js";
+import type { GraphHistoryEntry, GraphState } from "../src/graph-run/state.js";
+import { GRAPH_HISTORY_MAX } from "../src/graph-run/state.js";
 import type { CheckResult, Graph, GraphActor } from "../src/graph/types.js";
 import { QUICK, median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";
 

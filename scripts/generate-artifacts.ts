@@ -12,7 +12,7 @@ import { EVENT_CATALOG_SECTION, renderEventCatalogTable } from "../src/events/re
 import { HELP_TEXT_FILE, helpTextModule } from "../src/cli/help-source.js";
 import { CONTROL_RECORD_SHAPE_FILE, controlRecordShapeModule } from "../src/control/record-schema.js";
 import { SESSION_RECORD_SHAPE_FILE, sessionRecordShapeModule } from "../src/registry/record-schema.js";
-import { GRAPH_STATE_SHAPE_FILE, graphStateShapeModule } from "../src/graph/state.js";
+import { GRAPH_STATE_SHAPE_FILE, graphStateShapeModule } from "../src/graph-run/state.js";
 import { GRAPH_SCHEMA_FILE, graphJsonSchemaText } from "../src/graph/definition.js";
 import { SHIPPED_GRAPHS_SECTION, renderShippedGraphs } from "../src/graph/reference.js";
 import { loadBuiltinGraphs } from "../src/graph/registry.js";

@@ -6,7 +6,7 @@ import { isCommandWords } from "./manifest.js";
 /**
  * The decisions of dispatching a point's active hooks, as plain functions over data: what a
  * check's output means, what a gate's verdict does, what a step's run does, and the text the
- * assignment receives. The runtime (src/sessions/capability-points.ts) runs the processes and
+ * assignment receives. The runtime (src/graph-driver/capability-points.ts) runs the processes and
  * applies these. Every kind is dispatched here: a point never hand-rolls one shape of one kind.
  */
 

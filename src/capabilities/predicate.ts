@@ -1,7 +1,7 @@
 import { isAbsolute } from "node:path";
 import { parseDocument } from "yaml";
-import { firstArtifact, readChecklist, rootOf, runChecks } from "../graph/checks.js";
-import type { Root } from "../graph/checks.js";
+import { firstArtifact, readChecklist, rootOf, runChecks } from "../graph-run/checks.js";
+import type { Root } from "../graph-run/checks.js";
 import type { GraphCheck } from "../graph/types.js";
 import { clip, stripControl } from "../subprocess/index.js";
 import { fieldPath, predicateSchema } from "./manifest.js";
@@ -12,7 +12,7 @@ import type { GatePredicate } from "./manifest.js";
  * gate's `query` command prints, so whoever dispatches gates reads both the same way.
  *
  * The files and commands a predicate names live in the session's working directory, which the
- * agent writes, so the graph's checks judge them (src/graph/checks.ts): an artifact counts only
+ * agent writes, so the graph's checks judge them (src/graph-run/checks.ts): an artifact counts only
  * as a regular file inside the directory, never through `..` or a symlink leading out, and every
  * answer names what is missing.
  *

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from "node:path";
-import { checklistItems } from "../graph/checks.js";
+import { checklistItems } from "../graph-run/checks.js";
 import { InvalidCommandError, allowListedEnv, clip, describeOutcome, outputTail, runBounded } from "../subprocess/index.js";
 import { ConsentChangedError, verifyConsented } from "./consented.js";
 import type { LoadedCapability } from "./load.js";

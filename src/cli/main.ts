@@ -60,7 +60,7 @@ async function main(argv: readonly string[]): Promise<number> {
     const capability = capabilityLine(args, program);
     if (capability !== undefined) {
       // Not a command of the-loop's own: a command an installed capability declares, perhaps.
-      const outcome = await (await import("./commands/capability-command.js")).runCapabilityCommand(capability.globals, capability.args);
+      const outcome = await (await import("./commands/capabilities/run-command.js")).runCapabilityCommand(capability.globals, capability.args);
       if (outcome.ran) return 0;
       installed = outcome.installed;
     }

@@ -6,24 +6,24 @@ import { packageVersion } from "./version.js";
 import type { AskOptions } from "./commands/ask.js";
 import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
-import type { SessionsAttachOptions } from "./commands/sessions-attach.js";
+import type { SessionsAttachOptions } from "./commands/sessions/attach.js";
 import type {
   SessionsCloseOptions,
   SessionsControlOptions,
   SessionsLinkPrOptions,
   SessionsListOptions,
-} from "./commands/sessions.js";
+} from "./commands/sessions/sessions.js";
 import type { ReceiveOptions } from "./commands/receive.js";
-import type { UpgradeConfigOptions } from "./commands/upgrade-config.js";
+import type { UpgradeConfigOptions } from "./commands/config/upgrade.js";
 import type { EventsOptions } from "./commands/events.js";
 import type { WhyOptions } from "./commands/why.js";
 import type { HookPointsOptions, HooksOptions } from "./commands/hooks.js";
-import type { CapabilitiesAddOptions, CapabilitiesListOptions, CapabilitiesRemoveOptions } from "./commands/capabilities.js";
-import type { GraphListOptions, GraphShowOptions } from "./commands/graph.js";
-import type { LoopRenderHooksOptions } from "./commands/loop.js";
-import type { LoopPredicateOptions } from "./commands/loop-predicate.js";
+import type { CapabilitiesAddOptions, CapabilitiesListOptions, CapabilitiesRemoveOptions } from "./commands/capabilities/capabilities.js";
+import type { GraphListOptions, GraphShowOptions } from "./commands/graph/definitions.js";
+import type { LoopRenderHooksOptions } from "./commands/loop/render-hooks.js";
+import type { LoopPredicateOptions } from "./commands/loop/predicate.js";
 import type { TaskResolveContentOptions } from "./commands/task.js";
-import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph-run.js";
+import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph/runs.js";
 import type {
   ItemActOptions,
   ItemLabelOptions,
@@ -86,7 +86,7 @@ export function buildProgram(): Command {
     .command("init")
     .description("write a commented starter config (.the-loop/cli-config.yaml, or --config) that uses the local tracker")
     .action(async (_options: unknown, command: Command) => {
-      await (await import("./commands/config.js")).runInit(globalsOf(command));
+      await (await import("./commands/config/config.js")).runInit(globalsOf(command));
     });
 
   const config = program.command("config").description("check and inspect the configuration");
@@ -95,14 +95,14 @@ export function buildProgram(): Command {
     .description("load the config and report every problem with its key path and line; exit 2 when invalid")
     .option("--json", "print the result as JSON", false)
     .action(async (options: { json: boolean }, command: Command) => {
-      await (await import("./commands/config.js")).runConfigValidate(globalsOf(command), options);
+      await (await import("./commands/config/config.js")).runConfigValidate(globalsOf(command), options);
     });
   config
     .command("show")
     .description("print the effective config with defaults and every derived path (secrets redacted)")
     .option("--json", "print as JSON", false)
     .action(async (options: { json: boolean }, command: Command) => {
-      await (await import("./commands/config.js")).runConfigShow(globalsOf(command), options);
+      await (await import("./commands/config/config.js")).runConfigShow(globalsOf(command), options);
     });
 
   program
@@ -114,7 +114,7 @@ export function buildProgram(): Command {
     .option("--move-poll-state", "also move a poll-state file from before state.root under <state.root>/sessions/ (stop the daemon first)", false)
     .option("--json", "print the result as JSON", false)
     .action(async (options: UpgradeConfigOptions, command: Command) => {
-      await (await import("./commands/upgrade-config.js")).runUpgradeConfig(globalsOf(command), options);
+      await (await import("./commands/config/upgrade.js")).runUpgradeConfig(globalsOf(command), options);
     });
 
   program
@@ -176,7 +176,7 @@ export function buildProgram(): Command {
     .description("list the graphs the config can run (built-in and declared under graphs), the default, and whether graphs are on")
     .option("--json", "print as JSON", false)
     .action(async (options: GraphListOptions, command: Command) => {
-      await (await import("./commands/graph.js")).runGraphList(globalsOf(command), options);
+      await (await import("./commands/graph/definitions.js")).runGraphList(globalsOf(command), options);
     });
   graph
     .command("show")
@@ -185,7 +185,7 @@ export function buildProgram(): Command {
     .option("--mermaid", "print only the Mermaid flowchart (inside a ```mermaid block it renders on GitHub)", false)
     .option("--json", "print as JSON", false)
     .action(async (name: string, options: GraphShowOptions, command: Command) => {
-      await (await import("./commands/graph.js")).runGraphShow(globalsOf(command), name, options);
+      await (await import("./commands/graph/definitions.js")).runGraphShow(globalsOf(command), name, options);
     });
   graph
     .command("status")
@@ -193,7 +193,7 @@ export function buildProgram(): Command {
     .argument("<ref>", REF_HELP)
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: GraphStatusOptions, command: Command) => {
-      await (await import("./commands/graph-run.js")).runGraphStatus(globalsOf(command), ref, options);
+      await (await import("./commands/graph/runs.js")).runGraphStatus(globalsOf(command), ref, options);
     });
   graph
     .command("complete")
@@ -203,7 +203,7 @@ export function buildProgram(): Command {
     .option("--timeout <seconds>", "how long to wait for the daemon's decision", "3900")
     .option("--json", "print as JSON", false)
     .action(async (ref: string | undefined, options: GraphCompleteOptions, command: Command) => {
-      await (await import("./commands/graph-run.js")).runGraphComplete(globalsOf(command), ref, options);
+      await (await import("./commands/graph/runs.js")).runGraphComplete(globalsOf(command), ref, options);
     });
   graph
     .command("force")
@@ -213,7 +213,7 @@ export function buildProgram(): Command {
     .requiredOption("--reason <text>", "why (recorded and posted)")
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: GraphForceOptions, command: Command) => {
-      await (await import("./commands/graph-run.js")).runGraphForce(globalsOf(command), ref, options);
+      await (await import("./commands/graph/runs.js")).runGraphForce(globalsOf(command), ref, options);
     });
 
   const capabilities = program
@@ -228,14 +228,14 @@ export function buildProgram(): Command {
     .option("--yes", "consent: declare the capability in the config", false)
     .option("--json", "print as JSON", false)
     .action(async (dir: string, options: CapabilitiesAddOptions, command: Command) => {
-      await (await import("./commands/capabilities.js")).runCapabilitiesAdd(globalsOf(command), dir, options);
+      await (await import("./commands/capabilities/capabilities.js")).runCapabilitiesAdd(globalsOf(command), dir, options);
     });
   capabilities
     .command("list")
     .description("list the installed capabilities: id, version, path, consented hash, and whether the bundle still matches it")
     .option("--json", "print as JSON", false)
     .action(async (options: CapabilitiesListOptions, command: Command) => {
-      await (await import("./commands/capabilities.js")).runCapabilitiesList(globalsOf(command), options);
+      await (await import("./commands/capabilities/capabilities.js")).runCapabilitiesList(globalsOf(command), options);
     });
   capabilities
     .command("remove")
@@ -243,7 +243,7 @@ export function buildProgram(): Command {
     .argument("<id>", "the capability's id (or its configured path)")
     .option("--json", "print as JSON", false)
     .action(async (id: string, options: CapabilitiesRemoveOptions, command: Command) => {
-      await (await import("./commands/capabilities.js")).runCapabilitiesRemove(globalsOf(command), id, options);
+      await (await import("./commands/capabilities/capabilities.js")).runCapabilitiesRemove(globalsOf(command), id, options);
     });
 
   // The loop points' side of capabilities: what a session (or the daemon) asks at a point.
@@ -258,7 +258,7 @@ export function buildProgram(): Command {
     .option("--raw", "print the envelope as JSON, for a script or an agent to act on", false)
     .option("--json", "same as --raw", false)
     .action(async (point: string, options: LoopRenderHooksOptions, command: Command) => {
-      await (await import("./commands/loop.js")).runLoopRenderHooks(globalsOf(command), point, options);
+      await (await import("./commands/loop/render-hooks.js")).runLoopRenderHooks(globalsOf(command), point, options);
     });
   loop
     .command("predicate")
@@ -267,7 +267,7 @@ export function buildProgram(): Command {
     .option("--cwd <dir>", "the directory the predicate looks at (default: the current one)")
     .option("--raw", "print the verdict as JSON, for a script")
     .action(async (json: string, options: LoopPredicateOptions, command: Command) => {
-      await (await import("./commands/loop-predicate.js")).runLoopPredicate(globalsOf(command), json, options);
+      await (await import("./commands/loop/predicate.js")).runLoopPredicate(globalsOf(command), json, options);
     });
 
   const task = program.command("task").description("the tasks of a plan, for execute:task (docs/capabilities.md)");
@@ -433,7 +433,7 @@ export function buildProgram(): Command {
     )
     .option("--json", "print as JSON", false)
     .action(async (options: SessionsListOptions, command: Command) => {
-      await (await import("./commands/sessions.js")).runSessionsList(globalsOf(command), options);
+      await (await import("./commands/sessions/sessions.js")).runSessionsList(globalsOf(command), options);
     });
   sessions
     .command("attach")
@@ -443,7 +443,7 @@ export function buildProgram(): Command {
     .requiredOption("--work-item <ref>", REF_HELP)
     .option("--read-only", "watch without being able to type", false)
     .action(async (options: SessionsAttachOptions, command: Command) => {
-      await (await import("./commands/sessions-attach.js")).runSessionsAttach(globalsOf(command), options);
+      await (await import("./commands/sessions/attach.js")).runSessionsAttach(globalsOf(command), options);
     });
   // Execution control from the CLI (docs/control.md): what the keyword in a comment does.
   const controlHelp = [
@@ -483,7 +483,7 @@ export function buildProgram(): Command {
       .option("--no-comment", "do not post the comment on the work item")
       .option("--json", "print the result as JSON", false)
       .action(async (options: SessionsControlOptions, command: Command) => {
-        await (await import("./commands/sessions.js")).runSessionsControl(globalsOf(command), name, options);
+        await (await import("./commands/sessions/sessions.js")).runSessionsControl(globalsOf(command), name, options);
       });
   }
   sessions
@@ -494,7 +494,7 @@ export function buildProgram(): Command {
     .requiredOption("--work-item <ref>", REF_HELP)
     .option("--json", "print the result as JSON", false)
     .action(async (options: SessionsCloseOptions, command: Command) => {
-      await (await import("./commands/sessions.js")).runSessionsClose(globalsOf(command), options);
+      await (await import("./commands/sessions/sessions.js")).runSessionsClose(globalsOf(command), options);
     });
   sessions
     .command("link-pr")
@@ -503,7 +503,7 @@ export function buildProgram(): Command {
     .requiredOption("--pull-request <pr>", "the pull request: a number in the work item's repository, owner/repo#N or a URL")
     .option("--json", "print the result as JSON", false)
     .action(async (options: SessionsLinkPrOptions, command: Command) => {
-      await (await import("./commands/sessions.js")).runSessionsLinkPr(globalsOf(command), options);
+      await (await import("./commands/sessions/sessions.js")).runSessionsLinkPr(globalsOf(command), options);
     });
 
   return program;

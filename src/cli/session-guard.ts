@@ -1,6 +1,6 @@
 import { UsageError } from "../errors.js";
 import { rememberSecret } from "../secrets.js";
-import type { SessionCredential } from "../daemon/rpc.js";
+import type { SessionCredential } from "../daemon/socket/rpc.js";
 import { SESSION_TOKEN_ENV } from "../sessions/credential.js";
 
 /**

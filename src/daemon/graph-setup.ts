@@ -1,10 +1,10 @@
 import { dirname, resolve } from "node:path";
-import { compileGateVocabulary } from "../graph/gate.js";
+import { compileGateVocabulary } from "../graph-run/gate.js";
 import { loadGraphs } from "../graph/registry.js";
-import { openHeldGateAnswers } from "../graph/held.js";
-import { openGraphStates } from "../graph/store.js";
+import { openHeldGateAnswers } from "../graph-run/held.js";
+import { openGraphStates } from "../graph-run/store.js";
 import type { CapabilityRuntime, GraphSetup } from "../sessions/context.js";
-import { CAPABILITY_HOOK_TIMEOUT_MS } from "../sessions/capability-points.js";
+import { CAPABILITY_HOOK_TIMEOUT_MS } from "../graph-driver/capability-points.js";
 import { CLI_ENTRY } from "../sessions/session-env.js";
 import { loadCapabilities } from "../capabilities/load.js";
 import type { LoadedCapability } from "../capabilities/load.js";

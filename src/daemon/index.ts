@@ -9,11 +9,11 @@ export type { Runtime, RuntimeInput } from "./runtime.js";
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { loadDaemonHooks } from "./hooks.js";
 export { holderNote } from "./pidfile.js";
-export { callDaemon } from "./rpc.js";
+export { callDaemon } from "./socket/rpc.js";
 export { composeRuntime } from "./runtime.js";
 export { serveDaemon } from "./serve.js";
-export { statusReport } from "./status-facts.js";
+export { statusReport } from "./status/facts.js";
 export { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "./secret-env.js";
-export { NoDaemonError } from "./rpc.js";
-export type { SessionCredential } from "./rpc.js";
-export { askAnswerSchema, claimAnswerSchema, servedRefsOf, unservedReason } from "./socket-methods.js";
+export { NoDaemonError } from "./socket/rpc.js";
+export type { SessionCredential } from "./socket/rpc.js";
+export { askAnswerSchema, claimAnswerSchema, servedRefsOf, unservedReason } from "./socket/methods.js";

@@ -10,3 +10,5 @@ export { isLive, RECENT_DELIVERIES_MAX, RegistryRecordError, sessionRecordKind, 
 export type { SessionClaimer, SessionRecord, SessionStatus, SessionWorkspace } from "./record.js";
 export { SessionRegistry } from "./registry.js";
 export type { ClaimResult } from "./registry.js";
+export { PullRequestLinks } from "./pr-links.js";
+export type { LinkSource, PullRequestLink } from "./pr-links.js";

@@ -1,3 +1,4 @@
+import type { LinkSource } from "../registry/pr-links.js";
 import type { ItemState } from "../trackers/tracker.js";
 import type { WorkItem } from "../workitem/index.js";
 
@@ -8,12 +9,8 @@ import type { WorkItem } from "../workitem/index.js";
 
 export type InboundSource = "poll" | "gh-webhook" | "cli";
 
-/**
- * How a work item other than the event's own entity came to be named by it: a pull request's
- * closing reference (`Fixes #12`), its head branch (`issue-12`, existence-checked before use),
- * or an explicit binding (`the-loop sessions link-pr`), which wins over both inferences.
- */
-export type LinkSource = "closing-reference" | "branch" | "explicit";
+// How a work item other than the event's own entity came to be named by it: a record kind's word.
+export type { LinkSource };
 
 /** The pull request an event is about, when it is about one. */
 export interface InboundPullRequest {

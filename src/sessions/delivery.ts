@@ -1,7 +1,7 @@
 import { messageOf } from "../errors.js";
 import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import { deliveryKeys } from "../routing/inbound.js";
-import { graphContext } from "../graph/assignment.js";
+import { graphContext } from "../graph-run/assignment.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { WorkItem } from "../workitem/index.js";
 import { parseWorkItemRef } from "../workitem/index.js";

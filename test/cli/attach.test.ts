@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { attachPlan, currentTmuxSocket, outsideCommand } from "../../src/cli/commands/sessions-attach.js";
+import { attachPlan, currentTmuxSocket, outsideCommand } from "../../src/cli/commands/sessions/attach.js";
 import { jsonOf } from "../support/cli.js";
 import type { CliResult } from "../support/cli.js";
 import { ARM } from "../support/builders.js";

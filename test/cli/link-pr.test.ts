@@ -2,7 +2,7 @@ import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { stringify } from "yaml";
-import { runSessionsLinkPr } from "../../src/cli/commands/sessions.js";
+import { runSessionsLinkPr } from "../../src/cli/commands/sessions/sessions.js";
 import { SessionRegistry } from "../../src/registry/registry.js";
 import { tmuxTargetFor } from "../../src/registry/record.js";
 import { workItemSlug } from "../../src/workitem/index.js";

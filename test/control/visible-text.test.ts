@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_GATE_KEYWORDS } from "../../src/config/graph-schema.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { compileVocabulary, parseControl } from "../../src/control/index.js";
-import { compileGateVocabulary, parseGateAnswer } from "../../src/graph/gate.js";
+import { compileGateVocabulary, parseGateAnswer } from "../../src/graph-run/gate.js";
 
 /**
  * The parse table against GitHub's own rendering rules (the GFM spec, https://github.github.com/gfm/):

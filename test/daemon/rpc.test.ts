@@ -3,8 +3,8 @@ import { createConnection } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { NoDaemonError, callDaemon, daemonSocketPath, serveRpc } from "../../src/daemon/rpc.js";
-import type { RpcServer } from "../../src/daemon/rpc.js";
+import { NoDaemonError, callDaemon, daemonSocketPath, serveRpc } from "../../src/daemon/socket/rpc.js";
+import type { RpcServer } from "../../src/daemon/socket/rpc.js";
 
 const roots: string[] = [];
 const servers: RpcServer[] = [];

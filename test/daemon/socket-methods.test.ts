@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
-import { claimVerdict, forceVerdict, graphCompleteParams, graphForceParams, servedRefsOf, unservedReason } from "../../src/daemon/socket-methods.js";
-import type { Caller } from "../../src/daemon/socket-methods.js";
+import { claimVerdict, forceVerdict, graphCompleteParams, graphForceParams, servedRefsOf, unservedReason } from "../../src/daemon/socket/methods.js";
+import type { Caller } from "../../src/daemon/socket/methods.js";
 import { checkSessionCredential, credentialHash, issueCredential } from "../../src/sessions/credential.js";
 import { boundedName } from "../../src/sessions/names.js";
 import type { SessionRecord } from "../../src/registry/record.js";

@@ -6,8 +6,8 @@ import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { callDaemon } from "../../src/daemon/rpc.js";
-import { MAX_SOCKET_PATH, daemonSocketPath } from "../../src/daemon/socket-path.js";
+import { callDaemon } from "../../src/daemon/socket/rpc.js";
+import { MAX_SOCKET_PATH, daemonSocketPath } from "../../src/daemon/socket/path.js";
 import { folderProblem } from "../../src/state/private.js";
 import { tempDir } from "../support/temp.js";
 
@@ -140,7 +140,7 @@ describe("a client of a long state root", () => {
     const run = await runtimeDir();
     vi.stubEnv("XDG_RUNTIME_DIR", run);
     const root = await longRoot();
-    const { serveRpc } = await import("../../src/daemon/rpc.js");
+    const { serveRpc } = await import("../../src/daemon/socket/rpc.js");
     const server = await serveRpc(root, { ping: async () => "pong" });
     cleanups.push(() => server.close());
     expect(server.path.startsWith(join(run, "the-loop"))).toBe(true);

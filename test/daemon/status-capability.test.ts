@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { capabilityChangedProblems } from "../../src/daemon/status-problems.js";
-import type { CapabilityRefusal } from "../../src/daemon/status-problems.js";
+import { capabilityChangedProblems } from "../../src/daemon/status/problems.js";
+import type { CapabilityRefusal } from "../../src/daemon/status/problems.js";
 
 const refusal = (capability: string, at: string, workItem = "local:demo#1"): CapabilityRefusal => ({
   at,

@@ -5,8 +5,8 @@ import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
 import { ControlStore } from "../../src/control/store.js";
-import { probeTcp, readEventTail, statusReport } from "../../src/daemon/status-facts.js";
-import { openGraphStates } from "../../src/graph/store.js";
+import { probeTcp, readEventTail, statusReport } from "../../src/daemon/status/facts.js";
+import { openGraphStates } from "../../src/graph-run/store.js";
 import { deriveStatePaths } from "../../src/state/layout.js";
 import { tempDir } from "../support/temp.js";
 

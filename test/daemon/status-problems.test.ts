@@ -11,8 +11,8 @@ import {
   statusExitCode,
   statusProblems,
   stoppedServiceProblems,
-} from "../../src/daemon/status-problems.js";
-import type { GitHubTokenFact, LoggedEvent, PollCycle, StatusFacts, StatusProblem } from "../../src/daemon/status-problems.js";
+} from "../../src/daemon/status/problems.js";
+import type { GitHubTokenFact, LoggedEvent, PollCycle, StatusFacts, StatusProblem } from "../../src/daemon/status/problems.js";
 
 const problem = (code: StatusProblem["code"]): StatusProblem => ({ code, message: "m", fix: "f" });
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { selfLoginFailureOf, selfLoginProblem } from "../../src/daemon/status-problems.js";
-import type { LoggedEvent } from "../../src/daemon/status-problems.js";
+import { selfLoginFailureOf, selfLoginProblem } from "../../src/daemon/status/problems.js";
+import type { LoggedEvent } from "../../src/daemon/status/problems.js";
 
 /** `status` and the login the-loop posts as: a permanent lookup failure of the running daemon is a problem, with the fix. */
 const DAEMON = 4242;

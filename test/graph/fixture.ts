@@ -1,8 +1,8 @@
 import { expect } from "vitest";
-import { startRun } from "../../src/graph/advance.js";
-import type { GraphEffect, Refusal, Transition } from "../../src/graph/advance.js";
-import { graphStateSchema } from "../../src/graph/state.js";
-import type { GraphState } from "../../src/graph/state.js";
+import { startRun } from "../../src/graph-run/advance.js";
+import type { GraphEffect, Refusal, Transition } from "../../src/graph-run/advance.js";
+import { graphStateSchema } from "../../src/graph-run/state.js";
+import type { GraphState } from "../../src/graph-run/state.js";
 import type { CheckResult, Graph, GraphActor, GraphEdge, GraphNode } from "../../src/graph/types.js";
 
 /**

@@ -1,10 +1,10 @@
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { startRun } from "../../src/graph/advance.js";
+import { startRun } from "../../src/graph-run/advance.js";
 import { loadBuiltinGraphs } from "../../src/graph/registry.js";
-import { openGraphStates } from "../../src/graph/store.js";
+import { openGraphStates } from "../../src/graph-run/store.js";
 import { isProcessAlive } from "../../src/daemon/pidfile.js";
-import { withPendingEffects } from "../../src/sessions/graph-effects.js";
+import { withPendingEffects } from "../../src/graph-driver/carry-out.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { testProject } from "../support/project.js";

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
-import { daemonSocketPath } from "../../src/daemon/rpc.js";
+import { daemonSocketPath } from "../../src/daemon/socket/rpc.js";
 import { workItemSlug } from "../../src/workitem/index.js";
 import { jsonOf } from "../support/cli.js";
 import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";

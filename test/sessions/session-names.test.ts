@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { stateRootTag, tmuxTargetFor } from "../../src/registry/record.js";
 import { parseWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
-import { localSetup } from "./fixture.js";
+import { localSetup } from "../dispatch/fixture.js";
 
 /** The runner's own check on a target (src/harness/tmux.ts). */
 const TARGET_PATTERN = /^loop-[A-Za-z0-9_-]+$/;

@@ -1,8 +1,8 @@
 import { EXIT_FAILURE, ExitError, UsageError } from "../../errors.js";
 import { loadCommandHooks } from "../../daemon/hooks.js";
-import { NoDaemonError, callDaemon } from "../../daemon/rpc.js";
-import type { SessionCredential } from "../../daemon/rpc.js";
-import { askAnswerSchema, servedRefsOf, unservedReason } from "../../daemon/socket-methods.js";
+import { NoDaemonError, callDaemon } from "../../daemon/socket/rpc.js";
+import type { SessionCredential } from "../../daemon/socket/rpc.js";
+import { askAnswerSchema, servedRefsOf, unservedReason } from "../../daemon/socket/methods.js";
 import { QUESTION_MAX, postQuestion } from "../../sessions/ask.js";
 import type { AskAnswer } from "../../sessions/ask.js";
 import { SessionRegistry } from "../../registry/registry.js";
@@ -12,7 +12,7 @@ import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { sessionCredential } from "../session-guard.js";
-import { canonicalRef } from "./sessions.js";
+import { canonicalRef } from "./sessions/sessions.js";
 
 export interface AskOptions {
   readonly workItem?: string;

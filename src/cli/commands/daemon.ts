@@ -1,7 +1,7 @@
 import { dirname } from "node:path";
 import { AnswerGivenExit } from "../../errors.js";
 import { startDaemon, stopDaemon } from "../../daemon/control.js";
-import { statusReport } from "../../daemon/status-facts.js";
+import { statusReport } from "../../daemon/status/facts.js";
 import { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "../../daemon/secret-env.js";
 import type { ListeningStatus, ServiceStatus } from "../../daemon/control.js";
 import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";

@@ -5,7 +5,7 @@ import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../../errors.js";
 import { clip, stripControl } from "../../subprocess/index.js";
 import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
-import { printJson, untilInterrupted } from "./loop-predicate.js";
+import { printJson, untilInterrupted } from "./loop/predicate.js";
 
 export interface TaskResolveContentOptions {
   readonly plan: string;

@@ -4,7 +4,7 @@ import { ExitError, messageOf } from "../../errors.js";
 import type { EventRecord } from "../../events/reader.js";
 import { readLatestEvents } from "../../events/tail.js";
 import type { ReadLatestResult } from "../../events/tail.js";
-import { openGraphStates } from "../../graph/store.js";
+import { openGraphStates } from "../../graph-run/store.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { DamagedRecordError } from "../../state/index.js";
 import { displayPath, openProject } from "../context.js";
@@ -13,7 +13,7 @@ import { stderr, stdout } from "../output.js";
 import { describeEvent } from "../why-events.js";
 import { explainWhy } from "../why-explain.js";
 import type { ControlView, DamagedRecord, GraphView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
-import { canonicalRef } from "./sessions.js";
+import { canonicalRef } from "./sessions/sessions.js";
 
 /**
  * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one

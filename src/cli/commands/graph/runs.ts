@@ -1,0 +1,128 @@
+import { resolve } from "node:path";
+import { AnswerGivenExit, EXIT_FAILURE, NotFoundError, UsageError } from "../../../errors.js";
+import { callDaemon } from "../../../daemon/socket/rpc.js";
+import { claimAnswerSchema } from "../../../daemon/socket/methods.js";
+import type { GraphState } from "../../../graph-run/state.js";
+import { openGraphStates } from "../../../graph-run/store.js";
+import type { z } from "zod";
+import { openProject } from "../../context.js";
+import { SHELL_HASH_HINT } from "../../ref-hint.js";
+import type { GlobalOptions, Project } from "../../context.js";
+import { stdout } from "../../output.js";
+import { refuseInsideSession, sessionCredential } from "../../session-guard.js";
+import { canonicalRef } from "../sessions/sessions.js";
+
+/**
+ * `the-loop graph status | complete | force`: a work item's run through its graph. `status` reads
+ * the item's graph state; `complete` and `force` are decided by the running daemon (its config,
+ * graphs and hooks), which this command only asks through the state root's socket.
+ */
+
+export interface GraphStatusOptions {
+  readonly json: boolean;
+}
+
+export interface GraphCompleteOptions {
+  readonly node?: string;
+  readonly json: boolean;
+  /** How long to wait for the daemon's decision (its checks may run a test suite). */
+  readonly timeout: string;
+}
+
+export interface GraphForceOptions {
+  readonly to: string;
+  readonly reason: string;
+  readonly json: boolean;
+}
+
+
+/** What `graph status --json` prints: the item's run as scripts read it. */
+export function statusDocument(ref: string, state: GraphState, phase: string | null) {
+  return {
+    ref,
+    graph: state.graph,
+    node: state.node,
+    phase,
+    status: state.status,
+    generation: state.generation,
+    reason_code: state.reasonCode ?? null,
+    reason: state.reason ?? null,
+    loop_run_id: state.loopRunId,
+    attempts: state.attempts,
+    started_at: state.startedAt,
+    updated_at: state.updatedAt,
+    history: state.history,
+  };
+}
+
+export async function runGraphStatus(globals: GlobalOptions, given: string, options: GraphStatusOptions): Promise<void> {
+  const project = await openProject(globals);
+  const ref = canonicalRef(given, project);
+  const state = await openGraphStates(project.paths).get(ref);
+  if (state === undefined) {
+    throw new NotFoundError(
+      `${ref} has no graph run${project.config.graph.enabled ? "; it begins when the item is started" : " (the process graph is off: graph.enabled)"}`,
+    );
+  }
+  const phase = state.phase ?? null;
+  if (options.json) {
+    stdout.json(statusDocument(ref, state, phase));
+    return;
+  }
+  stdout.line(`${ref}: ${state.graph} graph, node ${state.node}${phase ? ` (phase ${phase})` : ""}, ${state.status}, generation ${state.generation}`);
+  if (state.reason) stdout.line(`  ${state.reasonCode ?? "reason"}: ${state.reason}`);
+  for (const entry of state.history.slice(-10).reverse()) {
+    stdout.line(`  ${entry.at}  ${entry.kind.padEnd(13)} ${entry.node}${entry.outcome ? ` (${entry.outcome})` : ""} by ${entry.actor.kind} ${entry.actor.id}${entry.reason ? `: ${entry.reason}` : ""}`);
+  }
+}
+
+function printAnswer(answer: z.output<typeof claimAnswerSchema>, json: boolean, verb: string): void {
+  if (json) {
+    stdout.json({ moved: answer.moved, ref: answer.ref, graph: answer.graph, node: answer.node, status: answer.status, reason_code: answer.reasonCode, reason: answer.reason, notes: answer.notes ?? [] });
+  } else if (answer.moved) {
+    stdout.line(`${answer.ref} ${verb}: now at node ${answer.node} (${answer.status})`);
+  } else {
+    stdout.line(`${answer.ref} did not move${answer.node ? ` (still at node ${answer.node}, ${answer.status})` : ""}: ${answer.reasonCode ?? "refused"}: ${answer.reason ?? "no reason given"}`);
+  }
+  // What the capabilities' hooks at the claim said (advisories, warnings, the next attempt's steps): the agent reads them here.
+  if (!json) for (const note of answer.notes ?? []) stdout.line(note);
+  if (!answer.moved) throw new AnswerGivenExit(EXIT_FAILURE);
+}
+
+/** The config file this command runs under, as the daemon compares it with its own. */
+function configFileOf(project: Project): string | null {
+  return project.loaded.source.path ? resolve(project.loaded.source.path) : null;
+}
+
+/**
+ * `the-loop graph complete`: the agent's claim that its node is done. The daemon runs the node's
+ * checks and decides; this prints its answer and exits 1 when the item did not move. Inside a
+ * session the session's credential goes with it: the claim is the session's agent's, for its own
+ * item only. Without one it is the operator's (the daemon records its OS user).
+ */
+export async function runGraphComplete(globals: GlobalOptions, given: string | undefined, options: GraphCompleteOptions): Promise<void> {
+  const session = sessionCredential();
+  const project = await openProject(globals);
+  const written = given ?? process.env.THE_LOOP_WORK_ITEM;
+  if (!written) throw new UsageError(`which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
+  const timeout = Number(options.timeout);
+  if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
+  const ref = canonicalRef(written, project);
+  const answer = await callDaemon(project.paths.root, "graph.complete", { ref, node: options.node ?? null, configFile: configFileOf(project) }, timeout * 1000, {
+    session,
+    result: claimAnswerSchema,
+  });
+  printAnswer(answer, options.json, "moved on");
+}
+
+/** `the-loop graph force`: an operator puts the item on a node; audited by the daemon (event, history, comment). */
+export async function runGraphForce(globals: GlobalOptions, given: string, options: GraphForceOptions): Promise<void> {
+  refuseInsideSession("graph force");
+  const project = await openProject(globals);
+  const ref = canonicalRef(given, project);
+  if (options.reason.trim() === "") throw new UsageError("a force is audited: give the reason with --reason TEXT");
+  const answer = await callDaemon(project.paths.root, "graph.force", { ref, to: options.to, reason: options.reason }, 120_000, { result: claimAnswerSchema });
+  printAnswer(answer, options.json, "forced");
+}
+
+

@@ -1,0 +1,6 @@
+/**
+ * The dispatcher's public surface (docs/architecture.md, "Floors"). Importers name the module
+ * itself; this file is the list the layering rule reads.
+ */
+export { Dispatcher } from "./dispatcher.js";
+export { applyLink } from "./pr-linkage.js";

@@ -1,0 +1,30 @@
+/**
+ * A graph run's public surface: its state and store, and the pure moves over it (advance, gate,
+ * outcomes, the loop plan), as other folders may import them (docs/architecture.md, "Floors").
+ * Importers name the module itself; this file is the list the layering rule reads.
+ */
+export { applyClaimResult, applyGateAnswer, blockRun, decideClaim, forceTo, recordRefusal, startRun } from "./advance.js";
+export type { GateDecision, GraphEffect, GraphEventEffect } from "./advance.js";
+export { assignmentText, graphContext } from "./assignment.js";
+export { checklistItems, firstArtifact, readChecklist, rootOf, runChecks } from "./checks.js";
+export type { Root } from "./checks.js";
+export { forceText, phaseText, reviewRequestText } from "./comments.js";
+export type { GateKeywords } from "./comments.js";
+export type { Refusal, Transition } from "./effects.js";
+export { compileGateVocabulary, decideGateInput, gateAnswerOfReview, mergeGateAnswers, parseGateAnswer } from "./gate.js";
+export type { GateVocabulary, ParsedGate } from "./gate.js";
+export { HELD_ANSWERS_MAX, heldGateAnswersKind, openHeldGateAnswers } from "./held.js";
+export type { HeldGateAnswer, HeldGateAnswerStore } from "./held.js";
+export { DEFAULT_HOLD_MS, decideSelfCheck } from "./self-check.js";
+export type { SelfCheck, SelfCheckInput } from "./self-check.js";
+export { loopPayload, nextLoopTimestamp } from "./loop-payload.js";
+export type { LoopSession } from "./loop-payload.js";
+export { deniedMove, HOOK_DENIED, planLoopMove, withPendingEffects } from "./loop-plan.js";
+export type { LoopAsk, LoopDenialOf, LoopMoveInput, LoopMovePlan, LoopObservedName, RunEffect } from "./loop-plan.js";
+export { END_REASON_CODES, endRun, stallReason } from "./outcomes.js";
+export type { EndInput } from "./outcomes.js";
+export type { GraphState } from "./state.js";
+export { graphStateKind, openGraphStates } from "./store.js";
+export type { GraphStateStore } from "./store.js";
+export type { HeldRetrySchedule } from "./held-retry.js";
+export { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "./held-retry.js";
