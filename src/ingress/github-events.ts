@@ -84,19 +84,17 @@ function configuredHost(context: GitHubEventContext): string {
 
 type Normalizer = (root: Json, action: string, context: GitHubEventContext) => NormalizeResult;
 
-/** What every event takes from its delivery and its item; `fields` adds the rest. */
-type EventFields = Omit<InboundEvent, "source" | "deliveryId" | "kind" | "trackerEvent" | "labels" | "itemState" | "title">;
+/**
+ * An event under construction. Each normalizer assigns its fields one by one, in the order the
+ * event has always had, instead of spreading partial objects into a literal: a literal with
+ * spreads of objects of changing shapes cost the receiver's acknowledgement path more than
+ * everything else it normalizes (about 6 of 8 µs per delivery).
+ */
+type Draft = Record<string, unknown>;
 
-function eventOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: string, item: Item, fields: EventFields): NormalizeResult {
-  // The webhook and the poller give one comment different delivery ids; its own id is the same on
-  // both, so a comment seen by both paths is carried out once.
-  const contentKey =
-    fields.commentId !== undefined && fields.commentKind !== undefined
-      ? `github:${item.workItem.host}/${item.workItem.repository}:${kind}:${fields.commentKind}:${fields.commentId}`
-      : undefined;
-  // Copied key by key rather than spread: the same keys in the same order, at a fraction of the
-  // cost on the receiver's acknowledgement path.
-  const event: Record<string, unknown> = {
+/** What every event takes from its delivery and its item; the normalizer assigns the rest. */
+function draftOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: string, item: Item): Draft {
+  return {
     source: context.source,
     deliveryId: context.deliveryId,
     kind,
@@ -105,8 +103,28 @@ function eventOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: s
     itemState: item.state,
     title: item.title,
   };
-  for (const key of Object.keys(fields)) event[key] = fields[key as keyof EventFields];
-  if (contentKey !== undefined) event.contentKey = contentKey;
+}
+
+/** Assigns the work items, and for a pull request the PR and how its linked items were found. */
+function assignShape(event: Draft, shape: { readonly workItems: WorkItem[]; readonly pullRequest?: InboundPullRequest; readonly linkedBy?: Record<string, LinkSource> }): void {
+  event.workItems = shape.workItems;
+  if (shape.pullRequest !== undefined) event.pullRequest = shape.pullRequest;
+  if (shape.linkedBy !== undefined) event.linkedBy = shape.linkedBy;
+}
+
+/** Assigns a comment's id and kind (`commentUrl` follows them when the payload has one). */
+function assignComment(event: Draft, commentId: string, commentKind: NonNullable<InboundEvent["commentKind"]>, url: string | undefined): void {
+  event.commentId = commentId;
+  event.commentKind = commentKind;
+  if (url !== undefined) event.commentUrl = url;
+}
+
+function eventOf(event: Draft, item: Item): NormalizeResult {
+  // The webhook and the poller give one comment different delivery ids; its own id is the same on
+  // both, so a comment seen by both paths is carried out once.
+  if (event.commentId !== undefined && event.commentKind !== undefined) {
+    event.contentKey = `github:${item.workItem.host}/${item.workItem.repository}:${String(event.kind)}:${String(event.commentKind)}:${String(event.commentId)}`;
+  }
   return { event: event as unknown as InboundEvent };
 }
 
@@ -117,15 +135,15 @@ function issuesEvent(root: Json, action: string, context: GitHubEventContext): N
   const issue = objectOf(root.issue, "issue");
   const item = itemOf(issue, isPullRequestIssue(issue) ? "pull_request" : "issue", repository);
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
-  return eventOf(context, kind, `issues.${action}`, item, {
-    workItems: [item.workItem],
-    actor: actorOf(kind, root.sender),
-    // An item's own text is context, not an instruction: only comments may carry one.
-    body: null,
-    ...(label !== undefined ? { label } : {}),
-    occurredAt: item.updatedAt ?? nowIso(),
-    excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
-  });
+  const event = draftOf(context, kind, `issues.${action}`, item);
+  event.workItems = [item.workItem];
+  event.actor = actorOf(kind, root.sender);
+  // An item's own text is context, not an instruction: only comments may carry one.
+  event.body = null;
+  if (label !== undefined) event.label = label;
+  event.occurredAt = item.updatedAt ?? nowIso();
+  event.excerpt = boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label });
+  return eventOf(event, item);
 }
 
 function issueCommentEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -137,16 +155,14 @@ function issueCommentEvent(root: Json, action: string, context: GitHubEventConte
   const item = itemOf(issue, isPullRequest ? "pull_request" : "issue", repository);
   const body = optionalString(comment.body, "comment.body") ?? "";
   const shape = isPullRequest ? pullRequestShape(item, repository, undefined, undefined) : { workItems: [item.workItem] };
-  return eventOf(context, "commented", `issue_comment.${action}`, item, {
-    ...shape,
-    actor: personOf(comment.user),
-    body,
-    commentId: idOf(comment.id, "comment.id"),
-    commentKind: "comment",
-    ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
-    occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
-    excerpt: boundExcerpt({ title: item.title, comment: body }),
-  });
+  const event = draftOf(context, "commented", `issue_comment.${action}`, item);
+  assignShape(event, shape);
+  event.actor = personOf(comment.user);
+  event.body = body;
+  assignComment(event, idOf(comment.id, "comment.id"), "comment", optionalString(comment.html_url, "comment.html_url"));
+  event.occurredAt = optionalString(comment.created_at, "comment.created_at") ?? nowIso();
+  event.excerpt = boundExcerpt({ title: item.title, comment: body });
+  return eventOf(event, item);
 }
 
 function pullRequestEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -159,20 +175,21 @@ function pullRequestEvent(root: Json, action: string, context: GitHubEventContex
   const label = kind === "labeled" || kind === "unlabeled" ? labelOf(root) : undefined;
   const shape = pullRequestShape(item, repository, head.branch, head.inRepository);
   const closing = kind === "closed" ? closingOf(pull, root.sender, item) : undefined;
-  return eventOf(context, kind, `pull_request.${action}`, item, {
-    ...shape,
-    ...(closing === undefined
-      ? { actor: actorOf(kind, root.sender) }
-      : {
-          pullRequest: { ...shape.pullRequest, merged: closing.merged },
-          actor: closing.actor,
-          ...optionalField("contentKey", closing.contentKey),
-        }),
-    body: null,
-    ...(label !== undefined ? { label } : {}),
-    occurredAt: item.updatedAt ?? nowIso(),
-    excerpt: boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label }),
-  });
+  const event = draftOf(context, kind, `pull_request.${action}`, item);
+  if (closing === undefined) {
+    assignShape(event, shape);
+    event.actor = actorOf(kind, root.sender);
+  } else {
+    // The PR is replaced where it stood, with whether it was merged.
+    assignShape(event, { workItems: shape.workItems, pullRequest: { ...shape.pullRequest, merged: closing.merged }, linkedBy: shape.linkedBy });
+    event.actor = closing.actor;
+    if (closing.contentKey !== undefined) event.contentKey = closing.contentKey;
+  }
+  event.body = null;
+  if (label !== undefined) event.label = label;
+  event.occurredAt = item.updatedAt ?? nowIso();
+  event.excerpt = boundExcerpt({ title: item.title, body: kind === "opened" ? item.body : undefined, label });
+  return eventOf(event, item);
 }
 
 function reviewEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -186,17 +203,15 @@ function reviewEvent(root: Json, action: string, context: GitHubEventContext): N
   const body = optionalString(review.body, "review.body") ?? null;
   const state = optionalString(review.state, "review.state");
   const reviewState = reviewStateOf(state);
-  return eventOf(context, "reviewed", `pull_request_review.${action}`, item, {
-    ...pullRequestShape(item, repository, head.branch, head.inRepository),
-    actor: personOf(review.user),
-    body,
-    commentId: idOf(review.id, "review.id"),
-    commentKind: "review",
-    ...optionalField("commentUrl", optionalString(review.html_url, "review.html_url")),
-    ...(reviewState !== undefined ? { reviewState } : {}),
-    occurredAt: optionalString(review.submitted_at, "review.submitted_at") ?? nowIso(),
-    excerpt: boundExcerpt({ title: item.title, state: state?.toLowerCase(), review: body }),
-  });
+  const event = draftOf(context, "reviewed", `pull_request_review.${action}`, item);
+  assignShape(event, pullRequestShape(item, repository, head.branch, head.inRepository));
+  event.actor = personOf(review.user);
+  event.body = body;
+  assignComment(event, idOf(review.id, "review.id"), "review", optionalString(review.html_url, "review.html_url"));
+  if (reviewState !== undefined) event.reviewState = reviewState;
+  event.occurredAt = optionalString(review.submitted_at, "review.submitted_at") ?? nowIso();
+  event.excerpt = boundExcerpt({ title: item.title, state: state?.toLowerCase(), review: body });
+  return eventOf(event, item);
 }
 
 function reviewCommentEvent(root: Json, action: string, context: GitHubEventContext): NormalizeResult {
@@ -209,16 +224,14 @@ function reviewCommentEvent(root: Json, action: string, context: GitHubEventCont
   const body = optionalString(comment.body, "comment.body") ?? "";
   const path = optionalString(comment.path, "comment.path");
   const line = lineOf(comment.line) ?? lineOf(comment.original_line);
-  return eventOf(context, "review_commented", `pull_request_review_comment.${action}`, item, {
-    ...pullRequestShape(item, repository, head.branch, head.inRepository),
-    actor: personOf(comment.user),
-    body,
-    commentId: idOf(comment.id, "comment.id"),
-    commentKind: "review_comment",
-    ...optionalField("commentUrl", optionalString(comment.html_url, "comment.html_url")),
-    occurredAt: optionalString(comment.created_at, "comment.created_at") ?? nowIso(),
-    excerpt: boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body }),
-  });
+  const event = draftOf(context, "review_commented", `pull_request_review_comment.${action}`, item);
+  assignShape(event, pullRequestShape(item, repository, head.branch, head.inRepository));
+  event.actor = personOf(comment.user);
+  event.body = body;
+  assignComment(event, idOf(comment.id, "comment.id"), "review_comment", optionalString(comment.html_url, "comment.html_url"));
+  event.occurredAt = optionalString(comment.created_at, "comment.created_at") ?? nowIso();
+  event.excerpt = boundExcerpt({ title: item.title, path, line: line === undefined ? undefined : String(line), comment: body });
+  return eventOf(event, item);
 }
 
 // A Map, not an object: a state named `constructor` must find nothing.
@@ -425,10 +438,6 @@ function optionalString(value: unknown, what: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== "string") throw new MalformedPayload(`${what} is not a string`);
   return value;
-}
-
-function optionalField<K extends string>(key: K, value: string | undefined): { [P in K]?: string } {
-  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: string };
 }
 
 function idOf(value: unknown, what: string): string {
