@@ -9,7 +9,9 @@
  * The server runs in a child process and the load from this one, so neither takes the other's
  * CPU; baseline and receiver runs alternate and each figure is the median over the runs.
  * BENCH_RUNS sets the number of runs (default 3), BENCH_SECONDS each measured interval (default 3);
- * BENCH_QUICK=1 makes one run of 0.5 s.
+ * BENCH_QUICK=1 makes one run of 0.5 s. BENCH_SERVER_ARGS adds node options to the server's process
+ * only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it; NODE_OPTIONS refuses --cpu-prof).
+ * BENCH_FROM=dist measures the built receiver (run `npm run build` first) instead of src/ through tsx.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
@@ -23,6 +25,9 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import { sign } from "@octokit/webhooks-methods";
+import type * as SchemaModule from "../src/config/schema.js";
+import type * as LogModule from "../src/events/log.js";
+import type * as ServerModule from "../src/ingress/webhook/server.js";
 import { QUICK, median, percentile, printFigure, printHeading, runsFromEnv, scaled } from "./lib.js";
 
 const SECRET = "bench-webhook-secret-0123456789abcdef";
@@ -36,6 +41,10 @@ const runs = runsFromEnv(3, 1);
 const WARMUP_MS = scaled(1_000, 200);
 
 type ServerKind = "receiver" | "baseline";
+
+// What the daemon runs is dist/ (tsc's output); src/ through tsx is the default so the figure needs
+// no build, and costs a little more per request (tsx's transform wraps closures to keep their names).
+const RECEIVER_FROM = process.env.BENCH_FROM === "dist" ? "../dist" : "../src";
 
 /** A delivery of GitHub's shape, padded to exactly BODY_BYTES through the comment text. */
 function deliveryBody(): string {
@@ -75,9 +84,10 @@ async function serve(kind: ServerKind): Promise<void> {
   let port: number;
   let stop: () => Promise<void>;
   if (kind === "receiver") {
-    const { ghWebhookSchema } = await import("../src/config/schema.js");
-    const { EventLog } = await import("../src/events/log.js");
-    const { WebhookReceiver } = await import("../src/ingress/webhook/server.js");
+    const from = RECEIVER_FROM;
+    const { ghWebhookSchema } = (await import(`${from}/config/schema.js`)) as typeof SchemaModule;
+    const { EventLog } = (await import(`${from}/events/log.js`)) as typeof LogModule;
+    const { WebhookReceiver } = (await import(`${from}/ingress/webhook/server.js`)) as typeof ServerModule;
     const dir = mkdtempSync(join(tmpdir(), "the-loop-bench-webhook-"));
     // The event log is on, as in the daemon: its append is part of every acknowledgement.
     const events = new EventLog({ path: join(dir, "events.jsonl"), source: "daemon" });
@@ -132,7 +142,8 @@ interface Server {
 
 async function startServer(kind: ServerKind): Promise<Server> {
   const script = fileURLToPath(import.meta.url);
-  const child = spawn(process.execPath, ["--import", "tsx", script, "--serve", kind], { stdio: ["pipe", "pipe", "pipe"] });
+  const extra = (process.env.BENCH_SERVER_ARGS ?? "").split(" ").filter((arg) => arg !== "");
+  const child = spawn(process.execPath, [...extra, "--import", "tsx", script, "--serve", kind], { stdio: ["pipe", "pipe", "pipe"] });
   child.stderr.setEncoding("utf8").on("data", (text: string) => process.stderr.write(text));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = await lines.next();
