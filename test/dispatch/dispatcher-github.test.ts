@@ -12,7 +12,8 @@ import type { Tracker, WorkItemState } from "../../src/trackers/tracker.js";
 import { formatWorkItemRef, workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem, WorkItemRef } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
-import { ARM, ISSUE, OTHER, PR, T0, ghEvent, ghItem, ghRef, githubSetup, settle, target, tracked } from "./fixture.js";
+import { ARM, ISSUE, OTHER, PR, T0, ghEvent, ghItem, ghRef, githubSetup, overtake, routed, target, tracked } from "./fixture.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The dispatcher on pull-request events: bindings between a PR and the work item it belongs to,
@@ -545,10 +546,12 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     // Names ISSUE first (no session), so it reaches the PR's own session.
     const gate = t.runner.holdDeliver(target(PR));
     const comment = tracked(d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "c-1" })));
-    const closed = tracked(d.handle(ghEvent({ kind: "closed" })));
+    const close = ghEvent({ kind: "closed" });
+    const closed = tracked(d.handle(close));
     await gate.entered;
-    await settle();
+    await overtake(d);
     // The close waits for the comment that arrived before it.
+    expect(routed(t.events, close)).toBe(false);
     expect(closed.done()).toBe(false);
     expect(t.record(PR).status).toBe("active");
 
@@ -568,9 +571,11 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     // Same poll cycle: the PR's own event names issue-12 through its branch; a conversation
     // comment on the PR carries no branch, so it names the PR alone.
     const opened = tracked(d.handle(ghEvent({ linked: [[ISSUE, "branch"]], headBranch: "issue-12", headInRepository: true })));
-    const comment = tracked(d.handle(ghEvent({ commentId: "c-1" })));
+    const onPr = ghEvent({ commentId: "c-1" });
+    const comment = tracked(d.handle(onPr));
     await spawn.entered;
-    await settle();
+    await overtake(d);
+    expect(routed(t.events, onPr)).toBe(false);
     expect(t.runner.spawnsOf(target(PR))).toEqual([]);
 
     spawn.release();
@@ -591,7 +596,8 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     const holdPr = t.runner.holdDeliver(target(PR));
     const first = tracked(d.handle(ghEvent({ commentId: "c-1" })));
     await holdPr.entered;
-    const second = tracked(d.handle(ghEvent({ commentId: "c-2" })));
+    const secondEvent = ghEvent({ commentId: "c-2" });
+    const second = tracked(d.handle(secondEvent));
     // Before the second's turn the PR is bound to ISSUE, whose session is busy with its own event.
     await t.links.bind(PR.ref, ISSUE, "explicit", T0);
     const holdIssue = t.runner.holdDeliver(target(ISSUE));
@@ -600,8 +606,9 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
 
     holdPr.release();
     expect(await first.promise).toEqual({ settled: true });
-    await settle();
+    await overtake(d);
     // The second comment now goes to ISSUE's session: it waits for the delivery already there.
+    expect(routed(t.events, secondEvent)).toBe(false);
     expect(second.done()).toBe(false);
     holdIssue.release();
     expect(await own.promise).toEqual({ settled: true });
@@ -774,8 +781,10 @@ describe("Dispatcher: reactions, with a session closed by another process", () =
     const spawn = t.runner.holdSpawn(target(OTHER));
     const other = tracked(d2.handle(ghEvent({ on: OTHER })));
     await spawn.entered;
-    const closed = tracked(d2.handle(ghEvent({ kind: "closed" })));
-    await settle();
+    const close = ghEvent({ kind: "closed" });
+    const closed = tracked(d2.handle(close));
+    // Decided as a close of the live session, it now waits for the pool's slot.
+    await waitFor("the close's turn to begin", () => routed(t.events, close));
     // Meanwhile the CLI closes the session.
     expect(await t.cliClose(PR)).toBeDefined();
     spawn.release();

@@ -13,7 +13,8 @@ import { listSessionRecords, listSessionSummaries } from "../../src/registry/lis
 import { workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { FakeRunner } from "../support/fake-runner.js";
-import { ARM, T0, dispatcherSetup, settle, tracked } from "./fixture.js";
+import { ARM, T0, dispatcherSetup, tracked } from "./fixture.js";
+import { waitFor } from "../support/wait.js";
 import { sessionRecord } from "../support/builders.js";
 
 /**
@@ -29,13 +30,24 @@ async function setup(routing: Record<string, unknown> = {}) {
   const base = await dispatcherSetup({ routing: { announce: { enabled: false }, ...routing }, runner: new FakeRunner(), now: () => clock });
   /** The daemon: the process that claims. */
   const daemon = (options: Partial<DispatcherOptions> = {}) => base.dispatcher(options);
+  /** The registry of the last dispatcher `other` made. */
+  let otherRegistry: ReadCountingRegistry | undefined;
   /** Another process on the same state root: its own registry and control store objects. */
-  const other = (options: Partial<DispatcherOptions> = {}) =>
-    base.dispatcher({
-      registry: new SessionRegistry({ dir: base.paths.registryDir }),
-      control: new ControlStore({ dir: base.paths.controlDir }),
-      ...options,
-    });
+  const other = (options: Partial<DispatcherOptions> = {}) => {
+    otherRegistry = new ReadCountingRegistry({ dir: base.paths.registryDir });
+    return base.dispatcher({ registry: otherRegistry, control: new ControlStore({ dir: base.paths.controlDir }), ...options });
+  };
+  /**
+   * The other process's delivery to `target` found no pane and is now waiting for the claimer's
+   * mark: it has read the record again, twice, since it missed. A respawn comes only after that
+   * wait gives up, so from here on, a spawn that has not happened is one it did not make.
+   */
+  const waitingForClaimer = async (item: WorkItem, target: string): Promise<void> => {
+    const registry = otherRegistry;
+    if (registry === undefined) throw new Error("no other dispatcher was made");
+    const readsAtMiss = await waitFor(`a delivery to ${target} that finds no pane`, () => base.runner.missed.includes(target) && registry.readsOf(item.ref));
+    await waitFor("the waiting delivery to read the record again", () => registry.readsOf(item.ref) >= readsAtMiss + 2);
+  };
   const open = async (title: string): Promise<{ item: WorkItem; target: string }> => {
     const opened = await base.trackers.local.openItem({ project: "demo", title, labels: [ARM], actor: "alice", body: `Details of ${title}.` });
     return { item: opened.item, target: tmuxTargetFor(workItemSlug(opened.item.ref)) };
@@ -76,7 +88,21 @@ async function setup(routing: Record<string, unknown> = {}) {
       }),
     );
   };
-  return { ...base, daemon, other, open, event, setClock, claimedBy };
+  return { ...base, daemon, other, waitingForClaimer, open, event, setClock, claimedBy };
+}
+
+/** A registry that counts its reads of each record: a delivery waiting for a claimer's mark polls it. */
+class ReadCountingRegistry extends SessionRegistry {
+  private readonly reads = new Map<string, number>();
+
+  override get(ref: string): SessionRecord | undefined {
+    this.reads.set(ref, this.readsOf(ref) + 1);
+    return super.get(ref);
+  }
+
+  readsOf(ref: string): number {
+    return this.reads.get(ref) ?? 0;
+  }
 }
 
 const HAS_PROC = existsSync("/proc/self/stat");
@@ -132,7 +158,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
 
     const later = t.event(item);
     const delivering = tracked(t.other().handle(later));
-    await settle();
+    await t.waitingForClaimer(item, target);
     // No second harness: the other process waits for the claimer's.
     expect(t.runner.spawnsOf(target)).toHaveLength(1);
     expect(delivering.done()).toBe(false);
@@ -166,7 +192,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
     const other = t.other();
     const later = t.event(item);
     const delivering = tracked(other.handle(later));
-    await settle();
+    await t.waitingForClaimer(item, target);
     expect(delivering.done()).toBe(false);
     gate.release();
     // The claimer's spawn failed with an ordinary error: it is retried too.
@@ -253,8 +279,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
 
       const later = t.event(item);
       const delivering = tracked(t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(later));
-      await settle();
-      await settle();
+      await t.waitingForClaimer(item, target);
       expect(delivering.done()).toBe(false);
       expect(t.runner.spawnsOf(target)).toEqual([]);
 
@@ -281,7 +306,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
     await t.claimedBy(item, target, { pid: claimer.pid, startTicks: processStartTicks(claimer.pid) });
 
     const delivering = tracked(t.other({ harnessStartWaitMs: LONG_BOUND_MS }).handle(t.event(item)));
-    await settle();
+    await t.waitingForClaimer(item, target);
     expect(delivering.done()).toBe(false);
     await claimer.stop();
     expect(await delivering.promise).toEqual({ settled: true });
@@ -295,8 +320,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
 
     const other = t.other({ harnessStartWaitMs: LONG_BOUND_MS });
     const delivering = tracked(other.handle(t.event(item)));
-    await settle();
-    await settle();
+    await t.waitingForClaimer(item, target);
     expect(delivering.done()).toBe(false);
     expect(t.runner.spawnsOf(target)).toEqual([]);
     // Handed back when this process drains, never respawned.
@@ -376,7 +400,7 @@ describe("a delivery into a session whose claimer is still starting its harness"
 
     const other = t.other();
     const delivering = tracked(other.handle(t.event(item)));
-    await settle();
+    await t.waitingForClaimer(item, target);
     expect(delivering.done()).toBe(false);
     expect(await other.drain()).toBe(1);
     expect(await delivering.promise).toEqual({ settled: false });

@@ -49,9 +49,20 @@ export function tracked<T>(promise: Promise<T>): { readonly promise: Promise<T>;
   return { promise, done: () => settled };
 }
 
-/** Time for whatever could run now to run (record writes take file locks, so a few turns are not enough). */
-export async function settle(): Promise<void> {
-  await new Promise((resolve) => setTimeout(resolve, 250));
+/** Whether `event`'s turn has begun carrying out its decision: the routing.routed line it starts with. */
+export function routed(events: MemoryEventSink, event: InboundEvent): boolean {
+  return events.events.some((line) => line.type === "routing.routed" && line.fields["delivery_id"] === event.deliveryId);
+}
+
+/**
+ * The closing of OTHER, which has no session, handled to its end: it goes through the same steps
+ * as any event's turn up to routing.routed (the link check, the decision, the gate answer) and
+ * then drops. Handed in after an event the test expects to be held in its queue, it is the
+ * positive marker that the held event would have begun by now had it not been held: a test
+ * asserts `routed(...)` false only after it, not after a wait.
+ */
+export async function overtake(d: Dispatcher): Promise<void> {
+  expect(await d.handle(ghEvent({ on: OTHER, kind: "closed" }))).toEqual({ settled: true });
 }
 
 export interface DispatcherSetupInput<R extends FakeRunner> {

@@ -39,6 +39,8 @@ export class FakeRunner implements SessionRunner {
   readonly delivered: { readonly target: string; readonly text: string }[] = [];
   readonly terminated: { readonly target: string; readonly options: TerminateOptions }[] = [];
   readonly probed: string[] = [];
+  /** Every delivery that found no live pane (and threw SessionMissingError), by target, in order. */
+  readonly missed: string[] = [];
   /** `spawn-start <target>`, `spawn-end <target>`, `deliver <target>`: the order things happened in. */
   readonly log: string[] = [];
   /** The most spawns that were in progress at one moment. */
@@ -138,7 +140,10 @@ export class FakeRunner implements SessionRunner {
     const step = this.deliverSteps.get(target)?.shift();
     if (step) throw step.error;
     const pane = this.panes.get(target);
-    if (!pane || pane.state !== "live") throw new SessionMissingError(target, pane?.state ?? "absent");
+    if (!pane || pane.state !== "live") {
+      this.missed.push(target);
+      throw new SessionMissingError(target, pane?.state ?? "absent");
+    }
     pane.inputs.push(text);
     this.delivered.push({ target, text });
     this.log.push(`deliver ${target}`);
