@@ -13,7 +13,8 @@ import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { BUILTIN_TEMPLATES, renderResumeNote } from "../../src/sessions/prompts.js";
 import { SessionRegistry } from "../../src/registry/registry.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";
-import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, target as ghTarget, tracked } from "./fixture.js";
+import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, routed, target as ghTarget, tracked } from "./fixture.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Execution control in the dispatcher (spec R2.3–2.5, R3, R4.5): comment keywords and the CLI's
@@ -559,8 +560,11 @@ describe("control() from the CLI (R4.1, R4.5, R4.7)", () => {
     await gate.entered;
 
     const pausing = tracked(t.cli(d, ref, "pause"));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    // A pause of an item nobody holds, given after it, is carried out to its end meanwhile.
+    const idle = await t.open("Idle");
+    expect(await t.cli(d, idle.ref, "pause")).toMatchObject({ applied: true });
     expect(pausing.done()).toBe(false);
+    expect(t.commandEvents().filter((fields) => fields.work_item === ref)).toEqual([]);
     const drained = tracked(d.drain());
     gate.release();
     expect(await spawning.promise).toEqual({ settled: true });
@@ -610,7 +614,8 @@ describe("commands from two processes", () => {
 
     const later = await t.say(ref, "one more thing");
     const delivering = d.handle(later);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Routed as a delivery into the live session, it now waits out the grace.
+    await waitFor("the delivery's turn to begin", () => routed(t.events, later));
     expect(await t.cli(cliProcess, ref, "pause")).toMatchObject({ applied: true, effect: "paused" });
     expect(await delivering).toEqual({ settled: true });
 
@@ -647,7 +652,7 @@ describe("commands from two processes", () => {
     });
     await isLocked;
     const handling = d.handle(opened);
-    await expectEventually(() => t.emitted("routing.routed").some((fields) => fields.decision === "spawn"));
+    await waitFor("the spawn's turn to begin", () => t.emitted("routing.routed").some((fields) => fields.decision === "spawn"));
     release();
     await stopping;
 
@@ -1006,7 +1011,8 @@ describe("reconfigure() during a command", () => {
         control: { requireStartCommand: true },
       },
     });
-    const d = t.dispatcher();
+    const control = new WatchedControlStore({ dir: t.paths.controlDir });
+    const d = t.dispatcher({ control });
     const { ref, target } = await t.open("Reloaded mid-start");
     await t.feed();
 
@@ -1020,7 +1026,7 @@ describe("reconfigure() during a command", () => {
     });
     await isLocked;
     const starting = t.cli(d, ref, "start");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await waitFor("the start to wait for the item's control lock", () => control.transactions.includes(ref));
     const routing = { ...t.routing, defaultHarness: "other" };
     d.reconfigure({ routing, policy: policyOf(routing), templates: BUILTIN_TEMPLATES });
     release();
@@ -1054,10 +1060,12 @@ describe("the resume note", () => {
   });
 });
 
-async function expectEventually(probe: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 10));
+/** A control store that notes each item a transaction is asked for on, before it waits for the item's lock. */
+class WatchedControlStore extends ControlStore {
+  readonly transactions: string[] = [];
+
+  override transaction<T>(ref: string, work: (tx: ControlTransaction) => Promise<T>): Promise<T> {
+    this.transactions.push(ref);
+    return super.transaction(ref, work);
   }
 }
