@@ -68,7 +68,7 @@ try {
   const perItemCycle = async (): Promise<void> => {
     for (const repo of repos) {
       const [owner = "", name = ""] = repo.split("/");
-      const armed = await client.list<{ number: number }>("GET /repos/{owner}/{repo}/issues", {
+      const armed = await client.list("GET /repos/{owner}/{repo}/issues", {
         owner,
         repo: name,
         state: "open",
@@ -77,7 +77,9 @@ try {
       });
       if (armed.notModified) continue;
       for (const item of armed.items) {
-        await client.list("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", { owner, repo: name, issue_number: item.number, per_page: 100 });
+        const number = typeof item === "object" && item !== null && "number" in item && typeof item.number === "number" ? item.number : undefined;
+        if (number === undefined) continue;
+        await client.list("GET /repos/{owner}/{repo}/issues/{issue_number}/comments", { owner, repo: name, issue_number: number, per_page: 100 });
       }
     }
   };

@@ -160,10 +160,10 @@ describe("the poller's path", () => {
       reader: (client) => ({
         host: client.host,
         get: (route, params, options) => client.get(route, params, options),
-        list: async <T>(route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string; maxPages?: number }) => {
-          const result = await client.list<T>(route, params, options);
+        list: async (route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string; maxPages?: number }) => {
+          const result = await client.list(route, params, options);
           if (!route.endsWith("/issues/comments") || result.notModified) return result;
-          return { ...result, items: result.items.map((item) => ({ ...item, html_url: "javascript:alert(1)" }) as T) };
+          return { ...result, items: result.items.map((item) => ({ ...(item as object), html_url: "javascript:alert(1)" })) };
         },
       }),
     });

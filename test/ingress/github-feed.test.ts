@@ -357,8 +357,8 @@ describe("GitHubFeed: who added the label", () => {
       reader: (client) => ({
         host: client.host,
         get: (route, params, options) => client.get(route, params, options),
-        list: async <T>(route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string; maxPages?: number }) => {
-          const result = await client.list<T>(route, params, options);
+        list: async (route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string; maxPages?: number }) => {
+          const result = await client.list(route, params, options);
           if (!route.endsWith("/events") || result.notModified) return result;
           return { ...result, items: result.items.filter((event) => (event as { event?: string }).event !== "labeled") };
         },
@@ -556,13 +556,13 @@ describe("GitHubFeed: changes it must not lose", () => {
       reader: (client) => ({
         host: client.host,
         get: (route, params, options) => client.get(route, params, options),
-        list: async <T>(route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string; maxPages?: number }) => {
+        list: async (route: string, params: Readonly<Record<string, string | number>>, options?: { etag?: string; maxPages?: number }) => {
           if (route.endsWith("/pulls/comments") && during) {
             const run = during;
             during = undefined;
             await run();
           }
-          return client.list<T>(route, params, options);
+          return client.list(route, params, options);
         },
       }),
     });

@@ -29,7 +29,7 @@ export class ConditionalReads {
     const cached = this.cache.get(key);
     let result;
     try {
-      result = await this.client.list<unknown>(
+      result = await this.client.list(
         REVIEWS,
         { owner: repo.owner, repo: repo.repo, pull_number: number, per_page: PER_PAGE },
         optional("etag", cached?.etag),
@@ -40,7 +40,7 @@ export class ConditionalReads {
     }
     noteInterval(interval, result.pollIntervalSeconds);
     let items: unknown[];
-    if (result.notModified) items = (cached?.data as unknown[] | undefined) ?? [];
+    if (result.notModified) items = Array.isArray(cached?.data) ? cached.data : [];
     else {
       items = result.items;
       const etag = onePage(result);
@@ -52,22 +52,22 @@ export class ConditionalReads {
     return items.filter(isReview).filter((review) => review.state !== "PENDING");
   }
 
-  /** One resource; undefined when it is gone. */
-  async get<T>(route: string, params: Record<string, string | number>, interval: PollInterval): Promise<T | undefined> {
+  /** One resource, as GitHub answered it (the caller checks its shape); undefined when it is gone. */
+  async get(route: string, params: Record<string, string | number>, interval: PollInterval): Promise<unknown> {
     const key = `${route} ${JSON.stringify(params)}`;
     const cached = this.cache.get(key);
     let result;
     try {
-      result = await this.client.get<T>(route, params, optional("etag", cached?.etag));
+      result = await this.client.get(route, params, optional("etag", cached?.etag));
     } catch (error) {
       if (isGone(error)) return undefined;
       throw error;
     }
     noteInterval(interval, result.pollIntervalSeconds);
     if (result.notModified) {
-      if (cached !== undefined) return cached.data as T;
+      if (cached !== undefined) return cached.data;
       // A 304 without a cached answer cannot happen (no ETag was sent); read it whole.
-      const whole = await this.client.get<T>(route, params);
+      const whole = await this.client.get(route, params);
       return whole.notModified ? undefined : whole.data;
     }
     if (result.etag !== undefined) this.remember(key, { etag: result.etag, data: result.data });

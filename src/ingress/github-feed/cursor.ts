@@ -89,7 +89,7 @@ export function parseCursor(text: string): FeedCursor {
   }
   const result = cursorSchema.safeParse(value);
   if (!result.success) throw new Error("the stored GitHub cursor is not one this version reads; move the poll state file aside to start from now");
-  return result.data as FeedCursor;
+  return result.data;
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ export async function armedNumbers(context: Pick<FirstSightContext, "client" | "
   // Labels are compared trimmed (labelMatches): one that is only spaces arms nothing.
   const wanted = context.label?.trim() ?? "";
   if (wanted === "") return [];
-  const result = await context.client.list<unknown>(
+  const result = await context.client.list(
     ISSUES,
     { owner: repo.owner, repo: repo.repo, state: "open", labels: wanted, per_page: PER_PAGE },
     { maxPages: ARMED_MAX_PAGES },
@@ -81,7 +81,7 @@ async function newestSecond<T extends { updated_at: string }>(
 ): Promise<T[]> {
   let top: T[] = [];
   for (const maxPages of [1, 10]) {
-    const result = await client.list<unknown>(route, { owner: repo.owner, repo: repo.repo, ...params, per_page: PER_PAGE }, { maxPages });
+    const result = await client.list(route, { owner: repo.owner, repo: repo.repo, ...params, per_page: PER_PAGE }, { maxPages });
     noteInterval(interval, result.pollIntervalSeconds);
     if (result.notModified) break;
     const entries = result.items.filter(check);

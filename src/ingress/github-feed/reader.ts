@@ -13,8 +13,8 @@ import { armedNumbers, firstSight } from "./first-sight.js";
 import type { FirstSightContext } from "./first-sight.js";
 import { legacyCursor } from "./legacy.js";
 import { COMMENTS, ISSUE, ISSUES, ISSUE_EVENTS, PER_PAGE, PULL, REVIEW_COMMENTS } from "./rest-shapes.js";
-import { isComment, isIssue, isPullIssue, isTime, labelsOf, noteInterval, numberIn, onePage, optional, rateLimitOf } from "./rest-shapes.js";
-import type { PollInterval, RateLimitLike, RepoName, RestIssue, RestIssueEvent } from "./rest-shapes.js";
+import { isComment, isIssue, isIssueEvent, isPullIssue, isTime, labelsOf, noteInterval, numberIn, onePage, optional, rateLimitOf } from "./rest-shapes.js";
+import type { PollInterval, RateLimitLike, RepoName, RestIssue, RestIssueEvent, RestReview } from "./rest-shapes.js";
 
 /**
  * The GitHub change feed the poller reads: per repository, three conditional, `since`-bounded
@@ -207,7 +207,7 @@ export class GitHubFeed implements PollSourceRuntime {
 
     // 1. Items that changed: closings, labels, and which pull requests' reviews to read.
     const itemsCursor = { ...known.items };
-    const listed = await this.client.list<unknown>(
+    const listed = await this.client.list(
       ISSUES,
       { ...base, state: "all", sort: "updated", direction: "asc", per_page: PER_PAGE, ...optional("since", known.items.since) },
       optional("etag", known.items.etag),
@@ -230,7 +230,7 @@ export class GitHubFeed implements PollSourceRuntime {
         // Against the boundary of the last read: this listing is in order of update, not of
         // closing, so an item closed earlier may come after one closed later.
         if (isNew(known.items.closed, item.closed_at, item.number) && this.closingWatched(repo, item, isPull)) {
-          found.push(await this.closedEvent(repo, item, isPull, interval));
+          found.push(await this.closedEvent(repo, item, item.closed_at, isPull, interval));
         }
         itemsCursor.closed = advance(itemsCursor.closed, item.closed_at, item.number);
       }
@@ -261,7 +261,7 @@ export class GitHubFeed implements PollSourceRuntime {
 
     // 2. Conversation comments, on issues and pull requests alike.
     const commentsCursor = { ...known.comments };
-    const comments = await this.client.list<unknown>(
+    const comments = await this.client.list(
       COMMENTS,
       { ...base, sort: "created", direction: "asc", per_page: PER_PAGE, ...optional("since", known.comments.since) },
       optional("etag", known.comments.etag),
@@ -278,7 +278,7 @@ export class GitHubFeed implements PollSourceRuntime {
         const item =
           listed !== undefined && (this.watched(repo, listed) || !isLater(comment.created_at, listed.updated_at))
             ? listed
-            : await this.reads.get<RestIssue>(ISSUE, { ...base, issue_number: number }, interval);
+            : await this.reads.get(ISSUE, { ...base, issue_number: number }, interval);
         if (item === undefined || !isIssue(item) || !this.watched(repo, item)) continue;
         found.push({
           at: comment.created_at,
@@ -299,7 +299,7 @@ export class GitHubFeed implements PollSourceRuntime {
 
     // 3. Review comments (on a pull request's diff).
     const reviewCommentsCursor = { ...known.reviewComments };
-    const reviewComments = await this.client.list<unknown>(
+    const reviewComments = await this.client.list(
       REVIEW_COMMENTS,
       { ...base, sort: "created", direction: "asc", per_page: PER_PAGE, ...optional("since", known.reviewComments.since) },
       optional("etag", known.reviewComments.etag),
@@ -317,7 +317,7 @@ export class GitHubFeed implements PollSourceRuntime {
         // The item listing tells whether the PR is watched without asking for it, unless the
         // comment is newer than what the listing saw of the PR.
         if (listedItem !== undefined && !listedWatched && !isLater(comment.created_at, listedItem.updated_at)) continue;
-        const pull = await this.reads.get<RestIssue>(PULL, { ...base, pull_number: number }, interval);
+        const pull = await this.reads.get(PULL, { ...base, pull_number: number }, interval);
         if (pull === undefined || !isIssue(pull) || (!listedWatched && !this.watched(repo, pull, true))) continue;
         found.push({
           at: comment.created_at,
@@ -351,22 +351,23 @@ export class GitHubFeed implements PollSourceRuntime {
       // read of the item listing (submitting one updates the PR, so an older one was there then).
       const mark: Mark = reviews[key] ?? (known.items.seen === undefined ? {} : { at: known.items.seen, ids: [] });
       const all = await this.reads.reviews(repo, item.number, interval);
-      const fresh = all.filter((review) => isTime(review.submitted_at) && isNew(mark, review.submitted_at, review.id));
+      const fresh = all.filter((review): review is RestReview & { submitted_at: string } => isTime(review.submitted_at) && isNew(mark, review.submitted_at, review.id));
       reviews[key] = reviewMark(mark, all);
       if (fresh.length === 0) continue;
-      const pull = await this.reads.get<RestIssue>(PULL, { ...base, pull_number: item.number }, interval);
-      if (pull === undefined) continue;
+      const pull = await this.reads.get(PULL, { ...base, pull_number: item.number }, interval);
+      // As for a comment's item: what is not a pull request as GitHub sends one carries no review.
+      if (pull === undefined || !isIssue(pull)) continue;
       for (const review of fresh) {
         if (skipped(review)) continue;
         found.push({
-          at: review.submitted_at as string,
+          at: review.submitted_at,
           rank: RANK.review,
           id: `review-${review.id}`,
           name: "pull_request_review",
           payload: {
             action: "submitted",
             review,
-            pull_request: asMadeAt(pull, review.submitted_at as string),
+            pull_request: asMadeAt(pull, review.submitted_at),
             sender: review.user ?? null,
             repository: this.repositoryOf(repo),
           },
@@ -387,10 +388,10 @@ export class GitHubFeed implements PollSourceRuntime {
     };
   }
 
-  private async closedEvent(repo: RepoName, item: RestIssue, isPull: boolean, interval: PollInterval): Promise<Found> {
+  private async closedEvent(repo: RepoName, item: RestIssue, closedAt: string, isPull: boolean, interval: PollInterval): Promise<Found> {
     const ref = this.refOf(repo, item.number);
-    const common = { at: item.closed_at as string, rank: RANK.closed, id: `closed-${ref}-${item.closed_at as string}` };
-    const pull = isPull ? await this.reads.get<RestIssue>(PULL, { owner: repo.owner, repo: repo.repo, pull_number: item.number }, interval) : undefined;
+    const common = { at: closedAt, rank: RANK.closed, id: `closed-${ref}-${closedAt}` };
+    const pull = isPull ? await this.reads.get(PULL, { owner: repo.owner, repo: repo.repo, pull_number: item.number }, interval) : undefined;
     // Who closed it is not in the item (a merged PR names its merger); a close needs no authorization.
     return pull !== undefined
       ? { ...common, name: "pull_request", payload: { action: "closed", pull_request: pull, sender: null, repository: this.repositoryOf(repo) } }
@@ -413,14 +414,14 @@ export class GitHubFeed implements PollSourceRuntime {
     const ref = this.refOf(repo, item.number);
     const name = labelsOf(item).find((label) => this.isLabel(label)) ?? this.label ?? "";
     const base = { owner: repo.owner, repo: repo.repo };
-    const history = await this.client.list<RestIssueEvent>(ISSUE_EVENTS, { ...base, issue_number: item.number, per_page: PER_PAGE }, { maxPages: 10 });
+    const history = await this.client.list(ISSUE_EVENTS, { ...base, issue_number: item.number, per_page: PER_PAGE }, { maxPages: 10 });
     noteInterval(interval, history.pollIntervalSeconds);
     // The events are oldest first. Only a whole history tells who put the label on last: the
     // newest events are on the pages not read.
     let labeling: RestIssueEvent | undefined;
     let reopened = false;
     if (!history.notModified && !history.truncated) {
-      for (const event of history.items) {
+      for (const event of history.items.filter(isIssueEvent)) {
         if (event.event === "labeled" && labelMatches(event.label?.name ?? "", name)) [labeling, reopened] = [event, false];
         else if (event.event === "unlabeled" && labelMatches(event.label?.name ?? "", name)) [labeling, reopened] = [undefined, false];
         else if (event.event === "reopened") reopened = labeling !== undefined;
@@ -440,7 +441,7 @@ export class GitHubFeed implements PollSourceRuntime {
     // every later change), so a labelling settled once keeps its id.
     const at = isTime(labeling.created_at) ? labeling.created_at : item.updated_at;
     const common = { at, rank: RANK.labeled, id: `labeled-${ref}-${at}` };
-    const pull = isPull ? await this.reads.get<RestIssue>(PULL, { ...base, pull_number: item.number }, interval) : undefined;
+    const pull = isPull ? await this.reads.get(PULL, { ...base, pull_number: item.number }, interval) : undefined;
     const found: Found =
       pull !== undefined
         ? { ...common, name: "pull_request", payload: { action: "labeled", pull_request: pull, label: { name }, sender, repository: this.repositoryOf(repo) } }

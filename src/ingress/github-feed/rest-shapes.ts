@@ -1,3 +1,5 @@
+import { z } from "zod";
+
 /**
  * What the GitHub REST API answers the change feed: the routes it asks, and the fields of each
  * answer it reads. Only those fields are checked; the rest travels on untouched in the webhook
@@ -59,25 +61,62 @@ export function isTime(value: unknown): value is string {
   return typeof value === "string" && !Number.isNaN(Date.parse(value));
 }
 
+// Each guard checks every field its type names, not only the ones the feed compares: the rest are
+// read too (labels, the user, the URLs) and travel into the payloads. Unknown keys are kept, and
+// the value a guard passes is the answer itself, untouched, for the payload the normalizer reads.
+const time = z.string().refine(isTime);
+const userSchema = z.looseObject({ login: z.string().optional() });
+const labelSchema = z.union([z.string(), z.looseObject({ name: z.string().optional() })]);
+
+const issueSchema = z.looseObject({
+  number: z.number(),
+  state: z.enum(["open", "closed"]),
+  labels: z.array(labelSchema).optional(),
+  updated_at: time,
+  closed_at: z.string().nullable().optional(),
+  body: z.string().nullable().optional(),
+  pull_request: z.unknown().optional(),
+}) satisfies z.ZodType<RestIssue>;
+
+const commentSchema = z.looseObject({
+  id: z.number(),
+  node_id: z.string().optional(),
+  created_at: time,
+  updated_at: time,
+  issue_url: z.string().optional(),
+  pull_request_url: z.string().optional(),
+  user: userSchema.nullable().optional(),
+}) satisfies z.ZodType<RestComment>;
+
+const reviewSchema = z.looseObject({
+  id: z.number(),
+  node_id: z.string().optional(),
+  state: z.string().optional(),
+  submitted_at: z.string().nullable().optional(),
+  user: userSchema.nullable().optional(),
+}) satisfies z.ZodType<RestReview>;
+
+const issueEventSchema = z.looseObject({
+  event: z.string().optional(),
+  created_at: z.string().optional(),
+  actor: userSchema.nullable().optional(),
+  label: z.looseObject({ name: z.string().optional() }).nullable().optional(),
+}) satisfies z.ZodType<RestIssueEvent>;
+
 export function isIssue(value: unknown): value is RestIssue {
-  const item = value as Partial<RestIssue> | null;
-  return (
-    typeof item === "object" &&
-    item !== null &&
-    typeof item.number === "number" &&
-    (item.state === "open" || item.state === "closed") &&
-    isTime(item.updated_at)
-  );
+  return issueSchema.safeParse(value).success;
 }
 
 export function isComment(value: unknown): value is RestComment {
-  const comment = value as Partial<RestComment> | null;
-  return typeof comment === "object" && comment !== null && typeof comment.id === "number" && isTime(comment.created_at) && isTime(comment.updated_at);
+  return commentSchema.safeParse(value).success;
 }
 
 export function isReview(value: unknown): value is RestReview {
-  const review = value as Partial<RestReview> | null;
-  return typeof review === "object" && review !== null && typeof review.id === "number";
+  return reviewSchema.safeParse(value).success;
+}
+
+export function isIssueEvent(value: unknown): value is RestIssueEvent {
+  return issueEventSchema.safeParse(value).success;
 }
 
 /** The issues API serves pull requests too; those carry a `pull_request` key. */
@@ -116,14 +155,14 @@ export interface RateLimitLike {
 }
 
 export function rateLimitOf(error: unknown): RateLimitLike | undefined {
-  if (typeof error !== "object" || error === null) return undefined;
-  const resetAt = (error as { resetAt?: unknown }).resetAt;
-  return resetAt instanceof Date ? (error as RateLimitLike) : undefined;
+  if (typeof error !== "object" || error === null || !("resetAt" in error) || !(error.resetAt instanceof Date)) return undefined;
+  const secondary = "secondary" in error ? error.secondary : undefined;
+  return typeof secondary === "boolean" ? { resetAt: error.resetAt, secondary } : { resetAt: error.resetAt };
 }
 
 /** A resource that is not there (any more): 404 or 410. */
 export function isGone(error: unknown): boolean {
-  const status = (error as { status?: unknown } | null)?.status;
+  const status = typeof error === "object" && error !== null && "status" in error ? error.status : undefined;
   return status === 404 || status === 410;
 }
 

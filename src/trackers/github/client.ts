@@ -193,11 +193,11 @@ export class GitHubClient {
    * following pages (Link rel="next") are read too, up to `maxPages`, and the first page's ETag
    * is returned for the next call.
    */
-  async list<T>(
+  async list(
     route: string,
     params: RequestParams,
     options: { etag?: string; maxPages?: number } = {},
-  ): Promise<ListResult<T>> {
+  ): Promise<ListResult<unknown>> {
     const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
     let first;
     try {
@@ -207,8 +207,8 @@ export class GitHubClient {
       if (notModified) return notModified;
       throw this.failure(error, route);
     }
-    const items: T[] = [...pageItems<T>(first.data, route)];
-    const headers = first.headers as Record<string, unknown>;
+    const items: unknown[] = [...pageItems(first.data, route)];
+    const headers = first.headers;
     let next = nextLink(headerOf(headers, "link"));
     for (let pages = 1; next !== undefined && pages < maxPages; pages++) {
       let page;
@@ -217,8 +217,8 @@ export class GitHubClient {
       } catch (error) {
         throw this.failure(error, route);
       }
-      items.push(...pageItems<T>(page.data, route));
-      next = nextLink(headerOf(page.headers as Record<string, unknown>, "link"));
+      items.push(...pageItems(page.data, route));
+      next = nextLink(headerOf(page.headers, "link"));
     }
     return {
       notModified: false,
@@ -229,8 +229,8 @@ export class GitHubClient {
     };
   }
 
-  /** One resource, conditional on `etag` when given. */
-  async get<T>(route: string, params: RequestParams, options: { etag?: string } = {}): Promise<GetResult<T>> {
+  /** One resource, conditional on `etag` when given; its body as GitHub sent it, for the caller to parse. */
+  async get(route: string, params: RequestParams, options: { etag?: string } = {}): Promise<GetResult<unknown>> {
     let response;
     try {
       response = await this.octokit.request(route, { ...params, headers: conditional(options.etag) });
@@ -239,10 +239,10 @@ export class GitHubClient {
       if (notModified) return notModified;
       throw this.failure(error, route);
     }
-    const headers = response.headers as Record<string, unknown>;
+    const headers = response.headers;
     return {
       notModified: false,
-      data: response.data as T,
+      data: response.data,
       etag: headerOf(headers, "etag"),
       pollIntervalSeconds: pollIntervalOf(headers),
     };
@@ -251,13 +251,15 @@ export class GitHubClient {
   /**
    * Any other call (writes); answers the response body. A POST or PATCH is sent at most once
    * (a rate-limit answer, which means GitHub did nothing, is still waited out and sent again).
+   * The body is as GitHub sent it: the caller parses what it reads.
    */
-  async request<T = unknown>(route: string, params: Readonly<Record<string, unknown>> = {}): Promise<T> {
+  async request(route: string, params: Readonly<Record<string, unknown>> = {}): Promise<unknown> {
     const method = route.split(" ")[0]?.toUpperCase() ?? "";
     const once = NOT_IDEMPOTENT.has(method) ? { request: { retries: 0 } } : {};
     try {
       const response = await this.octokit.request(route, { ...params, ...once });
-      return response.data as T;
+      const data: unknown = response.data;
+      return data;
     } catch (error) {
       throw this.failure(error, route);
     }
@@ -274,8 +276,9 @@ export class GitHubClient {
   }
 
   private pathOf(error: unknown): string | undefined {
-    const url = (error as { request?: { url?: unknown } } | undefined)?.request?.url;
-    if (!isHttpError(error) || typeof url !== "string") return undefined;
+    if (!isHttpError(error) || !("request" in error) || typeof error.request !== "object" || error.request === null) return undefined;
+    const url = "url" in error.request ? error.request.url : undefined;
+    if (typeof url !== "string") return undefined;
     try {
       const pathname = new URL(url, this.origin).pathname;
       return pathname.startsWith(`${this.basePath}/`) ? pathname.slice(this.basePath.length) : pathname;
@@ -302,14 +305,14 @@ function notModifiedOf(
   };
 }
 
-function pageItems<T>(data: unknown, route: string): T[] {
+function pageItems(data: unknown, route: string): readonly unknown[] {
   if (!Array.isArray(data)) {
     throw new GitHubError(`GitHub ${route}: expected a list in the answer`, { route });
   }
-  return data as T[];
+  return data;
 }
 
-function pollIntervalOf(headers: Record<string, unknown> | undefined): number | undefined {
+function pollIntervalOf(headers: unknown): number | undefined {
   const value = Number(headerOf(headers, "x-poll-interval"));
   return Number.isFinite(value) && value > 0 ? value : undefined;
 }

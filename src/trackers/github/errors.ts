@@ -90,16 +90,24 @@ export interface RequestContext {
 interface HttpErrorLike {
   readonly status: number;
   readonly message: string;
-  readonly response?: { readonly headers?: Record<string, unknown>; readonly data?: unknown };
+  /** The answer, when one came; its headers are read with headerOf, which checks them. */
+  readonly response?: { readonly headers?: unknown; readonly data?: unknown };
 }
 
 /** Octokit's RequestError (and fetch failures it wraps), recognised by shape, not by class. */
 export function isHttpError(error: unknown): error is HttpErrorLike & Error {
-  return error instanceof Error && typeof (error as { status?: unknown }).status === "number";
+  if (!(error instanceof Error) || !("status" in error) || typeof error.status !== "number") return false;
+  const response = "response" in error ? error.response : undefined;
+  return response === undefined || (typeof response === "object" && response !== null);
 }
 
-export function headerOf(headers: Record<string, unknown> | undefined, name: string): string | undefined {
-  const value = headers?.[name];
+/**
+ * A response header as text, or undefined. The headers are whatever the answer carried (octokit
+ * passes them on as the server sent them), so they are checked here rather than typed.
+ */
+export function headerOf(headers: unknown, name: string): string | undefined {
+  if (typeof headers !== "object" || headers === null) return undefined;
+  const value: unknown = Object.hasOwn(headers, name) ? Reflect.get(headers, name) : undefined;
   if (typeof value === "string") return value;
   if (typeof value === "number") return String(value);
   return undefined;

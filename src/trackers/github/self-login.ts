@@ -66,14 +66,16 @@ const NO_LOGIN: Extract<SelfLogin, { kind: "unknown" }> = {
  * Runs `lookup` until it answers, fails permanently, or the attempts run out, waiting
  * `backoffMs`, then twice that, and so on between attempts.
  */
-export async function lookUpSelfLogin(lookup: () => Promise<{ readonly login?: unknown }>, retry: SelfLoginRetry = {}): Promise<SelfLogin> {
+export async function lookUpSelfLogin(lookup: () => Promise<unknown>, retry: SelfLoginRetry = {}): Promise<SelfLogin> {
   const attempts = Math.max(1, retry.attempts ?? SELF_LOGIN_ATTEMPTS);
   const backoffMs = retry.backoffMs ?? SELF_LOGIN_BACKOFF_MS;
   const sleep = retry.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   for (let attempt = 1; ; attempt++) {
     try {
       const data = await lookup();
-      return typeof data.login === "string" && data.login !== "" ? { kind: "known", login: data.login } : NO_LOGIN;
+      // GitHub's answer, read by shape: anything but an object with a login names no login.
+      const login = typeof data === "object" && data !== null && "login" in data ? data.login : undefined;
+      return typeof login === "string" && login !== "" ? { kind: "known", login } : NO_LOGIN;
     } catch (error) {
       if (!isTransientLookupFailure(error) || attempt >= attempts) return lookupFailure(error, attempt);
     }

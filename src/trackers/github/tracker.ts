@@ -1,3 +1,4 @@
+import { z } from "zod";
 import { redactKnownSecrets } from "../../secrets.js";
 import { formatWorkItemRef, githubItemUrl, workItemOf } from "../../workitem/index.js";
 import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
@@ -75,6 +76,56 @@ export interface GitHubTrackerOptions {
 }
 
 const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
+const COMMENT_ROUTE = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments";
+const REPOSITORY_ROUTE = "GET /repos/{owner}/{repo}";
+const PULL_ROUTE = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+
+// What GitHub answers is parsed before it is read: a proxy, an Enterprise version or a fault may
+// answer something else, which is then a GitHubError naming the route, not a TypeError later.
+const loginSchema = z.object({ login: z.string() });
+
+const issueSchema = z.object({
+  number: z.number(),
+  node_id: z.string(),
+  html_url: z.string(),
+  title: z.string(),
+  body: z.string().nullable().optional(),
+  user: loginSchema.nullable(),
+  state: z.string(),
+  labels: z.array(z.union([z.string(), z.object({ name: z.string().nullable().optional() })])),
+  created_at: z.string(),
+  updated_at: z.string(),
+  closed_at: z.string().nullable(),
+  pull_request: z.unknown().optional(),
+}) satisfies z.ZodType<GitHubIssueJson>;
+
+const commentSchema = z.object({
+  id: z.number(),
+  body: z.string().nullable().optional(),
+  user: loginSchema.nullable(),
+  created_at: z.string(),
+  html_url: z.string(),
+}) satisfies z.ZodType<CommentJson>;
+
+const repositorySchema = z.object({ clone_url: z.string(), default_branch: z.string() }) satisfies z.ZodType<RepositoryJson>;
+
+const pullRequestSchema = z.object({
+  body: z.string().nullable().optional(),
+  state: z.string(),
+  merged: z.boolean().optional(),
+  merged_at: z.string().nullable().optional(),
+  head: z.object({ ref: z.string(), sha: z.string(), repo: z.object({ full_name: z.string() }).nullable() }),
+  base: z.object({ ref: z.string() }),
+}) satisfies z.ZodType<PullRequestJson>;
+
+/** GitHub's answer to `route` as `schema` reads it; else a GitHubError saying what did not fit. */
+function answerOf<T>(schema: z.ZodType<T>, data: unknown, route: string, what: string): T {
+  const result = schema.safeParse(data);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  const at = issue !== undefined && issue.path.length > 0 ? ` at ${issue.path.join(".")}` : "";
+  throw new GitHubError(`GitHub ${route}: the answer is not ${what} as GitHub sends one (${issue?.message ?? "unexpected shape"}${at})`, { route });
+}
 
 /**
  * The GitHub side of the tracker seam, over one API (github.com or one Enterprise host). It has
@@ -95,10 +146,10 @@ export class GitHubTracker implements Tracker {
   async getItem(ref: WorkItemRef): Promise<WorkItemState> {
     const github = this.check(ref);
     try {
-      const result = await this.client.get<GitHubIssueJson>(ITEM_ROUTE, itemParams(github));
+      const result = await this.client.get(ITEM_ROUTE, itemParams(github));
       // Without an ETag the answer is never "not modified".
       if (result.notModified) throw new GitHubError(`GitHub ${ITEM_ROUTE}: unexpected 304`);
-      return workItemStateOf(github, result.data);
+      return workItemStateOf(github, answerOf(issueSchema, result.data, ITEM_ROUTE, "an issue"));
     } catch (error) {
       throw notFoundAsItem(error, github);
     }
@@ -107,12 +158,12 @@ export class GitHubTracker implements Tracker {
   async postComment(ref: WorkItemRef, body: string): Promise<TrackerComment> {
     const github = this.check(ref);
     try {
-      const data = await this.client.request<CommentJson>("POST /repos/{owner}/{repo}/issues/{issue_number}/comments", {
+      const data = await this.client.request(COMMENT_ROUTE, {
         ...itemParams(github),
         // What the-loop posts may quote text a hook or a server echoed a secret in (src/secrets.ts).
         body: redactKnownSecrets(body),
       });
-      return commentOf(data, "comment");
+      return commentOf(answerOf(commentSchema, data, COMMENT_ROUTE, "a comment"), "comment");
     } catch (error) {
       throw notFoundAsItem(error, github);
     }
@@ -177,8 +228,11 @@ export class GitHubTracker implements Tracker {
     let info = this.repositories.get(key);
     if (!info) {
       info = this.client
-        .request<RepositoryJson>("GET /repos/{owner}/{repo}", { owner: github.owner, repo: github.repo })
-        .then((data) => ({ cloneUrl: data.clone_url, defaultBranch: data.default_branch }));
+        .request(REPOSITORY_ROUTE, { owner: github.owner, repo: github.repo })
+        .then((answer) => {
+          const data = answerOf(repositorySchema, answer, REPOSITORY_ROUTE, "a repository");
+          return { cloneUrl: data.clone_url, defaultBranch: data.default_branch };
+        });
       this.repositories.set(key, info);
       // A failure is not remembered: the next spawn asks again.
       info.catch(() => {
@@ -201,7 +255,7 @@ export class GitHubTracker implements Tracker {
     if (this.knownSelfLogin !== undefined) return Promise.resolve({ kind: "known", login: this.knownSelfLogin });
     if (this.selfLoginLookup === undefined) {
       // The client's own retries are off for this request: the lookup's backoff is the one bound.
-      const lookup = lookUpSelfLogin(() => this.client.request<{ readonly login?: unknown }>("GET /user", { request: { retries: 0 } }), this.options.selfLoginRetry);
+      const lookup = lookUpSelfLogin(() => this.client.request("GET /user", { request: { retries: 0 } }), this.options.selfLoginRetry);
       this.selfLoginLookup = lookup;
       void lookup.then((answer) => {
         if (answer.kind === "known") this.knownSelfLogin = answer.login;
@@ -213,9 +267,9 @@ export class GitHubTracker implements Tracker {
 
   async pullRequest(ref: WorkItemRef): Promise<PullRequestInfo> {
     const github = this.check(ref);
-    let data: PullRequestJson;
+    let answer: unknown;
     try {
-      data = await this.client.request<PullRequestJson>("GET /repos/{owner}/{repo}/pulls/{pull_number}", {
+      answer = await this.client.request(PULL_ROUTE, {
         owner: github.owner,
         repo: github.repo,
         pull_number: github.number,
@@ -226,6 +280,7 @@ export class GitHubTracker implements Tracker {
       }
       throw error;
     }
+    const data = answerOf(pullRequestSchema, answer, PULL_ROUTE, "a pull request");
     const headRepo = data.head.repo?.full_name.toLowerCase();
     return {
       headBranch: data.head.ref,
