@@ -10,7 +10,8 @@ import { closeSession } from "../../src/sessions/close.js";
 import type { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";
 import { Scripted } from "./hook-fixture.js";
-import { ISSUE, PR, ghEvent, githubSetup, localSetup, target } from "./fixture.js";
+import { ISSUE, PR, ghEvent, githubSetup, localSetup, routed, target } from "./fixture.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The lifecycle points on the session side under concurrency: what a hook's run may hold up, and
@@ -35,14 +36,6 @@ async function within<T>(promise: Promise<T>, ms = 3_000): Promise<T | "still wa
     return await Promise.race([promise, late]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-async function until(check: () => boolean, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error("the condition never held");
-    await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
 
@@ -74,7 +67,7 @@ describe("a hook holds up only its own work item (R6.2)", () => {
       const d = t.hooked(hook);
 
       const first = d.handle(openedA);
-      await until(() => hook.at(point).length === 1);
+      await waitFor(`the hook at ${point}`, () => hook.at(point).length === 1);
       const second = await within(d.handle(openedB));
 
       expect(second).toEqual({ settled: true });
@@ -98,7 +91,7 @@ describe("a hook holds up only its own work item (R6.2)", () => {
     const openedB = await t.only();
 
     const first = d.handle(closedA);
-    await until(() => hook.at("work_item_complete").length === 1);
+    await waitFor("the hook at work_item_complete", () => hook.at("work_item_complete").length === 1);
     const second = await within(d.handle(openedB));
 
     expect(second).toEqual({ settled: true });
@@ -110,6 +103,11 @@ describe("a hook holds up only its own work item (R6.2)", () => {
   it("with no hooks declared, one slot still runs one spawn at a time", async () => {
     const t = await setup({ control: { requireStartCommand: false }, maxConcurrentDispatches: 1 });
     const d = t.dispatcher();
+    // A session already running, whose deliveries take no slot.
+    const running = await t.open("Running");
+    expect(await d.handle(await t.only())).toEqual({ settled: true });
+    // Its announcement, which is no event for these sessions.
+    await t.feed();
     const a = await t.open("First");
     const b = await t.open("Second");
     const [openedA, openedB] = (await t.feed()) as [InboundEvent, InboundEvent];
@@ -117,7 +115,12 @@ describe("a hook holds up only its own work item (R6.2)", () => {
     const first = d.handle(openedA);
     await held.entered;
     const second = d.handle(openedB);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    await waitFor("the second spawn's turn to begin", () => routed(t.events, openedB));
+    // A comment handed in after it, delivered to its end through the registry's lock, while the second spawn waits for the slot.
+    await t.comment(running.ref, "One more thing.");
+    expect(await d.handle(await t.only())).toEqual({ settled: true });
+    expect(t.runner.inputsOf(running.target)).toHaveLength(1);
+    expect(t.registry.get(b.ref)).toBeUndefined();
     expect(t.runner.spawnsOf(b.target)).toEqual([]);
     held.release();
     await Promise.all([first, second]);
