@@ -10,6 +10,7 @@ import { isLive } from "../registry/record.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import type { DispatchContext } from "../sessions/context.js";
 import { paste } from "../sessions/delivery.js";
+import { parseJournalledEffect } from "./journalled-effect.js";
 import { blockAtNode, passAt, postBlock, rememberPointText, sessionCwd } from "./capability-points.js";
 import type { PointHalt, PointPass } from "./capability-points.js";
 import { loopAskerOf, loopDenialText, queueLoopEvent, queueLoopTerminal } from "./loop-events.js";
@@ -27,6 +28,7 @@ import { workItemEntityOfRef } from "../sessions/lifecycle.js";
 export type { EffectOptions } from "./move.js";
 
 export { withPendingEffects } from "../graph-run/loop-plan.js";
+export { parseJournalledEffect } from "./journalled-effect.js";
 
 /** What a graph move (graph-move.ts commitMove) needs of the dispatcher: the item's state records, its loop hooks, carryOut. */
 export function movePorts(ctx: DispatchContext, states: GraphStateStore): MovePorts {
@@ -62,31 +64,6 @@ export async function carryOut(ctx: DispatchContext, graph: Graph, written: Grap
     const { pendingEffects: _done, ...rest } = current;
     await tx.write(rest);
   });
-}
-
-const EFFECT_KINDS: ReadonlySet<string> = new Set([
-  "event",
-  "phase-label",
-  "hook",
-  "announce-phase",
-  "deliver-assignment",
-  "request-review",
-  "announce-force",
-  "run-ended",
-  "loop",
-  "loop-denial",
-]);
-
-/** A journalled effect read back; undefined for text that is not one (it is dropped, reported). */
-export function parseJournalledEffect(text: string): RunEffect | undefined {
-  try {
-    const value = JSON.parse(text) as unknown;
-    if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
-    const kind = (value as { kind?: unknown }).kind;
-    return typeof kind === "string" && EFFECT_KINDS.has(kind) ? (value as RunEffect) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /**
