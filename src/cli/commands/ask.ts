@@ -12,7 +12,7 @@ import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { sessionCredential } from "../session-guard.js";
-import { canonicalRef } from "./sessions/sessions.js";
+import { canonicalRef } from "../canonical-ref.js";
 
 export interface AskOptions {
   readonly workItem?: string;

@@ -13,7 +13,7 @@ import { stderr, stdout } from "../output.js";
 import { describeEvent } from "../why-events.js";
 import { explainWhy } from "../why-explain.js";
 import type { ControlView, DamagedRecord, GraphView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
-import { canonicalRef } from "./sessions/sessions.js";
+import { canonicalRef } from "../canonical-ref.js";
 
 /**
  * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one

@@ -1,22 +1,33 @@
 import { resolve } from "node:path";
 import { AnswerGivenExit, EXIT_FAILURE, NotFoundError, UsageError } from "../../../errors.js";
-import { callDaemon } from "../../../daemon/socket/rpc.js";
-import { claimAnswerSchema } from "../../../daemon/socket/methods.js";
+import type { claimAnswerSchema } from "../../../daemon/socket/methods.js";
 import type { GraphState } from "../../../graph-run/state.js";
 import { openGraphStates } from "../../../graph-run/store.js";
 import type { z } from "zod";
 import { openProject } from "../../context.js";
 import { SHELL_HASH_HINT } from "../../ref-hint.js";
+import { canonicalRef } from "../../canonical-ref.js";
 import type { GlobalOptions, Project } from "../../context.js";
 import { stdout } from "../../output.js";
-import { refuseInsideSession, sessionCredential } from "../../session-guard.js";
-import { canonicalRef } from "../sessions/sessions.js";
 
 /**
  * `the-loop graph status | complete | force`: a work item's run through its graph. `status` reads
  * the item's graph state; `complete` and `force` are decided by the running daemon (its config,
  * graphs and hooks), which this command only asks through the state root's socket.
+ *
+ * The socket's modules (and the session guard, with the session registry behind it) are imported
+ * by `complete` and `force` alone: the socket's schemas load zod and its methods' ref checks load
+ * the GitHub client, which `status`, reading one local file, must not pay for at every start.
  */
+
+/** The daemon's socket client and the claim answer's schema, loaded when a command asks the daemon. */
+async function daemonClaims() {
+  const [{ callDaemon }, { claimAnswerSchema }] = await Promise.all([
+    import("../../../daemon/socket/rpc.js"),
+    import("../../../daemon/socket/methods.js"),
+  ]);
+  return { callDaemon, claimAnswerSchema };
+}
 
 export interface GraphStatusOptions {
   readonly json: boolean;
@@ -101,13 +112,14 @@ function configFileOf(project: Project): string | null {
  * item only. Without one it is the operator's (the daemon records its OS user).
  */
 export async function runGraphComplete(globals: GlobalOptions, given: string | undefined, options: GraphCompleteOptions): Promise<void> {
-  const session = sessionCredential();
+  const session = (await import("../../session-guard.js")).sessionCredential();
   const project = await openProject(globals);
   const written = given ?? process.env.THE_LOOP_WORK_ITEM;
   if (!written) throw new UsageError(`which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   const timeout = Number(options.timeout);
   if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
   const ref = canonicalRef(written, project);
+  const { callDaemon, claimAnswerSchema } = await daemonClaims();
   const answer = await callDaemon(project.paths.root, "graph.complete", { ref, node: options.node ?? null, configFile: configFileOf(project) }, timeout * 1000, {
     session,
     result: claimAnswerSchema,
@@ -117,10 +129,11 @@ export async function runGraphComplete(globals: GlobalOptions, given: string | u
 
 /** `the-loop graph force`: an operator puts the item on a node; audited by the daemon (event, history, comment). */
 export async function runGraphForce(globals: GlobalOptions, given: string, options: GraphForceOptions): Promise<void> {
-  refuseInsideSession("graph force");
+  (await import("../../session-guard.js")).refuseInsideSession("graph force");
   const project = await openProject(globals);
   const ref = canonicalRef(given, project);
   if (options.reason.trim() === "") throw new UsageError("a force is audited: give the reason with --reason TEXT");
+  const { callDaemon, claimAnswerSchema } = await daemonClaims();
   const answer = await callDaemon(project.paths.root, "graph.force", { ref, to: options.to, reason: options.reason }, 120_000, { result: claimAnswerSchema });
   printAnswer(answer, options.json, "forced");
 }

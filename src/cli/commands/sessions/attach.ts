@@ -5,7 +5,8 @@ import { EXIT_FAILURE, ExitError, NotFoundError, UsageError } from "../../../err
 import { TmuxRunner } from "../../../harness/tmux.js";
 import { openProject } from "../../context.js";
 import type { GlobalOptions } from "../../context.js";
-import { canonicalRef, recordOrFail, runtimeOf } from "./sessions.js";
+import { canonicalRef } from "../../canonical-ref.js";
+import { recordOrFail, runtimeOf } from "./sessions.js";
 
 export interface SessionsAttachOptions {
   readonly workItem: string;

@@ -12,7 +12,8 @@ import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
 import type { WorkItemState } from "../../../trackers/tracker.js";
-import { RefError, formatWorkItemRef, parseRefInput, parseWorkItemRef } from "../../../workitem/index.js";
+import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../../workitem/index.js";
+import { canonicalRef } from "../../canonical-ref.js";
 import { openProject } from "../../context.js";
 import { SHELL_HASH_HINT } from "../../ref-hint.js";
 import type { GlobalOptions, Project } from "../../context.js";
@@ -42,16 +43,6 @@ function runtimeInputOf(project: Project): RuntimeInput {
     configFile: project.loaded.source.path ?? undefined,
     events: project.events,
   };
-}
-
-/** A work item ref as the user typed it (`#7`, `owner/repo#7`, a URL), in canonical form. */
-export function canonicalRef(text: string, project: Project): string {
-  try {
-    return formatWorkItemRef(parseRefInput(text, { defaultLocalProject: project.config.integrations.local.project }).ref);
-  } catch (error) {
-    if (error instanceof RefError) throw new UsageError(error.message);
-    throw error;
-  }
 }
 
 /** The item's last control command as the list shows it: `pause (comment, alice)`, `start (cleared)`, `-`. */
