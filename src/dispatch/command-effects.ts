@@ -10,7 +10,8 @@ import { finishClose } from "../sessions/close.js";
 import { planCommand } from "./command-plan.js";
 import type { AppliedPlan, CommandInput, FollowUp, Transition } from "./command-plan.js";
 import { closeOptions, dispatchFailed, rememberedCommands, withSlot } from "../sessions/context.js";
-import type { DispatchContext, Refused, Turn } from "../sessions/context.js";
+import type { ContextNeeds, DispatchContext, Refused, Turn } from "../sessions/context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { paste } from "../sessions/delivery.js";
 import { renderResumeNote } from "../sessions/prompts.js";
 import { isLive } from "../registry/record.js";
@@ -177,7 +178,7 @@ export function followUp(ctx: DispatchContext, run: CommandRun, decided: Applied
 }
 
 /** Nothing slow to do: the command is done. */
-async function done(ctx: DispatchContext, run: CommandRun, decided: Applied): Promise<Finished> {
+async function done(ctx: ContextNeeds<"react">, run: CommandRun, decided: Applied): Promise<Finished> {
   ctx.react(run.turn.event, "completed");
   return { effect: decided.effect };
 }
@@ -277,7 +278,7 @@ const FOLLOW_UPS: { readonly [F in FollowUp]: (ctx: DispatchContext, run: Comman
  * replayed), through the path deliveries take — a dead pane is started again with the note as
  * its prompt. Undefined when told; otherwise why not (the resume stands either way).
  */
-async function notifyResumed(ctx: DispatchContext, session: SessionRecord, input: CommandInput): Promise<string | undefined> {
+async function notifyResumed(ctx: PasteContext, session: SessionRecord, input: CommandInput): Promise<string | undefined> {
   const pullRequests = (session.pullRequests ?? []).map((link) => ({ ref: link.ref, url: pullRequestUrl(link.ref) }));
   const text = renderResumeNote({ workItem: input.workItem, actor: input.actor, source: input.source, pullRequests });
   try {

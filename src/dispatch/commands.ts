@@ -27,7 +27,8 @@ import {
   turnOf,
   withSlot,
 } from "../sessions/context.js";
-import type { DispatchContext, HandleResult, Refused, Turn } from "../sessions/context.js";
+import type { ContextNeeds, DispatchContext, HandleResult, Refused, Turn } from "../sessions/context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { inputReceived, refuse, startRefusal } from "../sessions/hook-points.js";
 import { boundedInputText } from "../sessions/lifecycle.js";
 import { RegistryRecordError, isLive } from "../registry/record.js";
@@ -73,7 +74,7 @@ export async function controlRequest(ctx: DispatchContext, ref: string, request:
  * decide whether it may spawn); a pause, resume or stop of an existing session works from the
  * session's own record, so an operator can hold off a runaway agent while the tracker is down.
  */
-async function commandedItem(ctx: DispatchContext, ref: string, command: ControlCommand): Promise<WorkItemState> {
+async function commandedItem(ctx: ContextNeeds<never, "registry" | "trackers">, ref: string, command: ControlCommand): Promise<WorkItemState> {
   const record = command === "start" ? undefined : ctx.options.registry.get(ref);
   if (record === undefined) return ctx.options.trackers.forRef(ref).getItem(parseWorkItemRef(ref));
   return {
@@ -96,7 +97,7 @@ async function commandedItem(ctx: DispatchContext, ref: string, command: Control
  * `cli`: no tracker delivered it, so it gets no reactions.
  */
 function syntheticEvent(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"now" | "routing">,
   state: WorkItemState,
   input: { readonly command: ControlCommand; readonly source: ControlSource; readonly actor: string; readonly deliveryId: string },
 ): InboundEvent {
@@ -164,7 +165,7 @@ export async function commandFromComment(
  * with no live session.
  */
 async function armingOf(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"policy", "trackers">,
   decision: Decision & { action: "control" },
   comment: InboundEvent,
 ): Promise<{ readonly armed: boolean; readonly itemClosed: boolean }> {
@@ -236,7 +237,7 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
  * Whether the command, as things stand, would spawn a session (read without the lock: the
  * transaction decides again). Only then is `work_item_start` asked.
  */
-function wouldSpawn(ctx: DispatchContext, input: CommandInput): boolean {
+function wouldSpawn(ctx: ContextNeeds<never, "registry">, input: CommandInput): boolean {
   const plan = planControl({
     command: input.command,
     session: sessionStateOf(ctx.options.registry.get(input.workItem.ref)),
@@ -257,7 +258,7 @@ function refusedCommand(turn: Turn, input: CommandInput, refused: Refused): Cont
 }
 
 /** The harness adapter for a start, or why it cannot be had. */
-function adapterOrProblem(ctx: DispatchContext, harnessName: string): HarnessAdapter | string {
+function adapterOrProblem(ctx: ContextNeeds<"routing">, harnessName: string): HarnessAdapter | string {
   try {
     return adapterOf(ctx, harnessName);
   } catch (error) {
@@ -266,7 +267,7 @@ function adapterOrProblem(ctx: DispatchContext, harnessName: string): HarnessAda
 }
 
 /** Why a command was refused, and how to make it possible. */
-function rejectionMessage(ctx: DispatchContext, ref: string, command: ControlCommand, reason: PlanRejection): string {
+function rejectionMessage(ctx: ContextNeeds<"policy">, ref: string, command: ControlCommand, reason: PlanRejection): string {
   const policy = ctx.policy;
   switch (reason) {
     case "not-armed":
@@ -287,7 +288,7 @@ function rejectionMessage(ctx: DispatchContext, ref: string, command: ControlCom
  * process was killed in the middle of (a stop writes its record before it closes the session, so
  * a standing stop next to a live session is one whose close never happened).
  */
-export function standingCommands(ctx: DispatchContext): { readonly starts: readonly string[]; readonly stops: readonly string[] } {
+export function standingCommands(ctx: ContextNeeds<never, "control">): { readonly starts: readonly string[]; readonly stops: readonly string[] } {
   const { records } = ctx.options.control.list();
   return {
     stops: records.filter((record) => record.command === "stop" && controlStateOf(record) === "disarmed").map((record) => record.ref),
@@ -296,7 +297,7 @@ export function standingCommands(ctx: DispatchContext): { readonly starts: reado
 }
 
 /** Closes the item's live session if its standing command is a stop (see retryPendingStarts). */
-export async function finishStop(ctx: DispatchContext, ref: string): Promise<void> {
+export async function finishStop(ctx: PasteContext & ContextNeeds<"hooks", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">, ref: string): Promise<void> {
   const { registry, control, events } = ctx.options;
   try {
     let live: boolean;
@@ -344,7 +345,7 @@ export async function finishStop(ctx: DispatchContext, ref: string): Promise<voi
  * the start). A closed or unarmed item is skipped (item-closed / spawn-policy) and its start left
  * standing. Whether a session was started.
  */
-export async function retryStart(ctx: DispatchContext, ref: string): Promise<boolean> {
+export async function retryStart(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, ref: string): Promise<boolean> {
   const { registry, control, trackers } = ctx.options;
   const deliveryId = `control-retry-${randomUUID()}`;
   const events = deliveryEvents(ctx.options.events, ref, deliveryId);

@@ -4,7 +4,8 @@ import type { InboundEvent } from "../routing/inbound.js";
 import type { WorkItem } from "../workitem/index.js";
 import { closeSession, isDamagedClose } from "../sessions/close.js";
 import { SETTLED, closeOptions, settle } from "../sessions/context.js";
-import type { DispatchContext, HandleResult, Turn } from "../sessions/context.js";
+import type { ContextNeeds, HandleResult, Turn } from "../sessions/context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { cancelRunOfClosedItem } from "../graph-driver/run-ends.js";
 import { workItemComplete } from "../sessions/hook-points.js";
 import type { PoolSlot } from "../sessions/keyed-queue.js";
@@ -17,7 +18,7 @@ import type { SessionWorkspace } from "../registry/record.js";
  */
 
 /** The router's `close`: the item's session is closed (`item-closed`) and its graph run canceled. */
-export async function closeForEvent(ctx: DispatchContext, turn: Turn, slot: PoolSlot): Promise<HandleResult> {
+export async function closeForEvent(ctx: PasteContext & ContextNeeds<"hooks" | "react", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">, turn: Turn, slot: PoolSlot): Promise<HandleResult> {
   const closed = await closeSession(closeOptions(ctx), turn.workItem.ref, "item-closed");
   // Before work_item_complete, so the hooks told of the closing see the run ended.
   await cancelRunOfClosedItem(ctx, turn.workItem.ref, turn.event);
@@ -35,7 +36,7 @@ export async function closeForEvent(ctx: DispatchContext, turn: Turn, slot: Pool
  * reuse; once the item closes there will be none, so it is released — unless something still
  * runs in the session's tmux target (a harness an earlier close left running there).
  */
-export async function releaseLeftCheckout(ctx: DispatchContext, ref: string): Promise<void> {
+export async function releaseLeftCheckout(ctx: ContextNeeds<never, "events" | "registry" | "runner" | "workspaces">, ref: string): Promise<void> {
   const { workspaces: provider, registry, runner, events } = ctx.options;
   if (provider === undefined) return;
   const record = registry.get(ref);

@@ -12,7 +12,8 @@ import type { WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
 import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
 import { RETRY, SESSION_CLOSED, SETTLED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle, withSlot } from "../sessions/context.js";
-import type { DispatchContext, HandleResult, SpawnOutcome, StartTrigger, Turn } from "../sessions/context.js";
+import type { ContextNeeds, HandleResult, SpawnOutcome, StartTrigger, Turn } from "../sessions/context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { deliver, paste, promptInput, recordLink } from "../sessions/delivery.js";
 import { SESSION_TOKEN_ENV, issueCredential, issueForClaim, takeClaimedToken } from "../sessions/credential.js";
 import { graphAtStart } from "../graph-driver/start-claim-force.js";
@@ -44,7 +45,7 @@ const HARNESS_STARTED_ELSEWHERE = "harness-started-elsewhere";
  * again: a stop from another process (the CLI) between the decision and the claim either comes
  * first — and holds this spawn — or finds the claimed session and closes it. Never both missed.
  */
-export async function spawn(ctx: DispatchContext, turn: Turn, slot: PoolSlot, trigger: StartTrigger = "event"): Promise<SpawnOutcome> {
+export async function spawn(ctx: PasteContext & ContextNeeds<"forget" | "hooks" | "inputSeen" | "policy" | "react" | "templates", "control" | "graph" | "links" | "spawnCwd" | "stateRootTag" | "trackers">, turn: Turn, slot: PoolSlot, trigger: StartTrigger = "event"): Promise<SpawnOutcome> {
   const { workItem, event } = turn;
   const { registry, control } = ctx.options;
   const harnessName = ctx.routing.defaultHarness;
@@ -88,13 +89,13 @@ export async function spawn(ctx: DispatchContext, turn: Turn, slot: PoolSlot, tr
 }
 
 /** A spawn that did not happen: recorded, and the comment it came from marked as failed. */
-export function spawnFailed(ctx: DispatchContext, turn: Turn, harness: string, error: string): void {
+export function spawnFailed(ctx: ContextNeeds<"react">, turn: Turn, harness: string, error: string): void {
   turn.events.emit("session.spawn_failed", { harness, error });
   ctx.react(turn.event, "failed");
 }
 
 /** The harness adapter, or (reported) why it cannot be had: a configuration problem no retry fixes. */
-function resolveAdapter(ctx: DispatchContext, turn: Turn, harnessName: string): HarnessAdapter | string {
+function resolveAdapter(ctx: ContextNeeds<"react" | "routing">, turn: Turn, harnessName: string): HarnessAdapter | string {
   try {
     return adapterOf(ctx, harnessName);
   } catch (error) {
@@ -104,7 +105,7 @@ function resolveAdapter(ctx: DispatchContext, turn: Turn, harnessName: string): 
 }
 
 /** Claims the item's session record for a new session, unless one is live (then: the occupant). */
-export function claimSession(ctx: DispatchContext, workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<ClaimResult> {
+export function claimSession(ctx: ContextNeeds<"now" | "self", "registry" | "spawnCwd" | "stateRootTag">, workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<ClaimResult> {
   const { options } = ctx;
   const at = ctx.now().toISOString();
   const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)), options.stateRootTag);
@@ -141,7 +142,7 @@ export function claimSession(ctx: DispatchContext, workItem: WorkItem, event: In
  * again (`spawn-failed`, which leaves a standing start record pending).
  */
 export async function startClaimed(
-  ctx: DispatchContext,
+  ctx: PasteContext & ContextNeeds<"forget" | "hooks" | "policy" | "react" | "templates", "control" | "graph" | "links" | "spawnCwd" | "stateRootTag" | "trackers">,
   turn: Turn,
   adapter: HarnessAdapter,
   claimed: SessionRecord,
@@ -237,7 +238,7 @@ export async function startClaimed(
  * That happens when a delivery waited past harnessStartBound for this claimer and took it for
  * dead (see paste). Undefined when the record cannot be read: the spawn then fails as it would.
  */
-function startedByOther(ctx: DispatchContext, claimed: SessionRecord): SessionRecord | undefined {
+function startedByOther(ctx: ContextNeeds<never, "registry">, claimed: SessionRecord): SessionRecord | undefined {
   try {
     const current = ctx.options.registry.get(claimed.workItem.ref);
     return current !== undefined && sameLiveSession(current, claimed) && current.harnessStartedAt !== undefined ? current : undefined;
@@ -253,7 +254,7 @@ function startedByOther(ctx: DispatchContext, claimed: SessionRecord): SessionRe
  * is settled as harness-started-elsewhere. The announcement and a PR binding are still this
  * start's to make.
  */
-async function startedElsewhere(ctx: DispatchContext, turn: Turn, session: SessionRecord, slot: PoolSlot): Promise<SpawnOutcome> {
+async function startedElsewhere(ctx: ContextNeeds<"hooks" | "now" | "react" | "routing", "events" | "links" | "registry" | "trackers">, turn: Turn, session: SessionRecord, slot: PoolSlot): Promise<SpawnOutcome> {
   settle(turn, HARNESS_STARTED_ELSEWHERE);
   ctx.react(turn.event, "completed");
   await recordLink(ctx, turn);
@@ -270,7 +271,7 @@ async function startedElsewhere(ctx: DispatchContext, turn: Turn, session: Sessi
  * session.
  */
 async function prepareWorkspace(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"forget" | "now" | "react" | "routing", "registry" | "spawnCwd" | "workspaces">,
   turn: Turn,
   harnessName: string,
   claimed: SessionRecord,
@@ -322,7 +323,7 @@ function workspaceRequest(workItem: WorkItem, event: InboundEvent): WorkspaceReq
  * A command harness whose argv has no `{prompt}` is handed the boot prompt as its first input,
  * the same paste later events use, once it is ready. A failure is recorded; the session stays.
  */
-async function bootAsInput(ctx: DispatchContext, turn: Turn, claimed: SessionRecord, prompt: string): Promise<void> {
+async function bootAsInput(ctx: PasteContext, turn: Turn, claimed: SessionRecord, prompt: string): Promise<void> {
   const started = ctx.options.registry.get(turn.workItem.ref) ?? claimed;
   let outcome: string;
   try {
@@ -344,7 +345,7 @@ async function bootAsInput(ctx: DispatchContext, turn: Turn, claimed: SessionRec
  * A start whose spawn failed stays standing; its record says so (if it is still this start's,
  * or — without `deliveryId` — whichever start stands).
  */
-export async function markStartPending(ctx: DispatchContext, ref: string, deliveryId?: string): Promise<void> {
+export async function markStartPending(ctx: ContextNeeds<never, "control">, ref: string, deliveryId?: string): Promise<void> {
   await ctx.options.control.transaction(ref, async (tx) => {
     const current = tx.read();
     if (current?.command !== "start" || controlStateOf(current) !== "start-requested") return;
@@ -359,7 +360,7 @@ export async function markStartPending(ctx: DispatchContext, ref: string, delive
  * one whose process was killed between its record and its claim: its record says pending now.
  * Nothing depends on this, so a failure is reported and no more.
  */
-async function markStandingStartPending(ctx: DispatchContext, turn: Turn): Promise<void> {
+async function markStandingStartPending(ctx: ContextNeeds<never, "control">, turn: Turn): Promise<void> {
   const ref = turn.workItem.ref;
   try {
     const standing = ctx.options.control.get(ref);
@@ -374,7 +375,7 @@ async function markStandingStartPending(ctx: DispatchContext, turn: Turn): Promi
  * A pending start whose session has now started (at the item's next event, or a retry): its
  * record says it started. Nothing depends on this, so a failure is reported and no more.
  */
-async function confirmPendingStart(ctx: DispatchContext, turn: Turn): Promise<void> {
+async function confirmPendingStart(ctx: ContextNeeds<never, "control">, turn: Turn): Promise<void> {
   const { control } = ctx.options;
   const ref = turn.workItem.ref;
   try {
@@ -391,7 +392,7 @@ async function confirmPendingStart(ctx: DispatchContext, turn: Turn): Promise<vo
 }
 
 /** The router's spawn, and what its outcome leaves the event to (the session found running takes it as input). */
-export async function spawnTurn(ctx: DispatchContext, turn: Turn, held: ReadonlySet<string> | undefined): Promise<HandleResult> {
+export async function spawnTurn(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, turn: Turn, held: ReadonlySet<string> | undefined): Promise<HandleResult> {
   const outcome = await withSlot(ctx, (slot) => spawn(ctx, turn, slot));
   switch (outcome.kind) {
     case "started":

@@ -16,7 +16,7 @@ import { isLive } from "../registry/record.js";
 import { runBounded } from "../subprocess/index.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import { commentReason } from "../sessions/announce.js";
-import type { CapabilityRuntime, DispatchContext } from "../sessions/context.js";
+import type { CapabilityRuntime, ContextNeeds } from "../sessions/context.js";
 import { STAY } from "./move.js";
 import type { MoveDecision } from "./move.js";
 
@@ -64,7 +64,7 @@ interface PassInput {
 }
 
 /** The session's working directory, where the item's artifacts are. */
-export function sessionCwd(ctx: DispatchContext, ref: string): string {
+export function sessionCwd(ctx: ContextNeeds<never, "registry" | "spawnCwd">, ref: string): string {
   const record = ctx.options.registry.get(ref);
   return record !== undefined && isLive(record) ? record.cwd : ctx.options.spawnCwd;
 }
@@ -75,7 +75,7 @@ function phaseOf(node: GraphNode, state: GraphState): string {
 }
 
 /** Passes the points `node` binds at `moment`; nothing at all when no capability is installed. */
-export async function passAt(ctx: DispatchContext, graph: Graph, state: GraphState, node: GraphNode, moment: PointMoment, cwd: string): Promise<PointPass> {
+export async function passAt(ctx: ContextNeeds<never, "events" | "graph">, graph: Graph, state: GraphState, node: GraphNode, moment: PointMoment, cwd: string): Promise<PointPass> {
   const runtime = ctx.options.graph?.capabilities;
   if (runtime === undefined || runtime.loaded.length === 0) return NOTHING;
   const points = pointsAt(node, moment);
@@ -84,7 +84,7 @@ export async function passAt(ctx: DispatchContext, graph: Graph, state: GraphSta
   return passPoints(ctx, runtime, { graph, ref: state.ref, node, phase: phaseOf(node, state), points, cwd, resolveTasks });
 }
 
-async function passPoints(ctx: DispatchContext, runtime: CapabilityRuntime, input: PassInput): Promise<PointPass> {
+async function passPoints(ctx: ContextNeeds<never, "events">, runtime: CapabilityRuntime, input: PassInput): Promise<PointPass> {
   const parts = { points: [...input.points], contributions: [] as { role: string; text: string }[], instructions: [] as string[], notes: [] as string[], tasks: [] as PointTextParts["tasks"][number][] };
   const finish = (halt?: PointHalt): PointPass => ({ text: pointText(parts), notes: parts.notes, ...(halt ? { halt } : {}) });
   for (const point of input.points) {
@@ -102,7 +102,7 @@ async function passPoints(ctx: DispatchContext, runtime: CapabilityRuntime, inpu
 }
 
 /** A bundle file that is no longer what was consented to: its use refused, recorded, and the node halted. */
-function refuseChanged(ctx: DispatchContext, input: PassInput, point: string, source: string, error: ConsentChangedError): PointHalt {
+function refuseChanged(ctx: ContextNeeds<never, "events">, input: PassInput, point: string, source: string, error: ConsentChangedError): PointHalt {
   ctx.options.events.emit("capability.use_refused", {
     work_item: input.ref,
     graph: input.graph.name,
@@ -122,7 +122,7 @@ function hookFields(input: PassInput, point: LoopPoint, hook: ActiveHook) {
 }
 
 async function dispatchHook(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<never, "events">,
   runtime: CapabilityRuntime,
   input: PassInput,
   point: LoopPoint,
@@ -174,7 +174,7 @@ async function dispatchHook(
 }
 
 async function dispatchStep(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<never, "events">,
   runtime: CapabilityRuntime,
   input: PassInput,
   point: LoopPoint,
@@ -237,7 +237,7 @@ function runSelf(runtime: CapabilityRuntime, input: PassInput, args: readonly st
  * its content from that resolver. A failure blocks the node: the agent is never handed a task
  * without the content it was meant to have. A task no resolver claims keeps the plan's own text.
  */
-async function resolveTasks(ctx: DispatchContext, runtime: CapabilityRuntime, input: PassInput, parts: { tasks: PointTextParts["tasks"][number][]; notes: string[] }): Promise<PointHalt | undefined> {
+async function resolveTasks(ctx: ContextNeeds<never, "events">, runtime: CapabilityRuntime, input: PassInput, parts: { tasks: PointTextParts["tasks"][number][]; notes: string[] }): Promise<PointHalt | undefined> {
   const planPath = input.node.taskPlan;
   if (planPath === undefined) return undefined;
   const plan = await readPlan(input.cwd, planPath);
@@ -288,7 +288,7 @@ export function blockAtNode(graph: Graph, current: GraphState | undefined, nodeI
 }
 
 /** The block's marked comment on the item. */
-export async function postBlock(ctx: DispatchContext, graph: Graph, ref: string, nodeId: string, halt: PointHalt): Promise<void> {
+export async function postBlock(ctx: ContextNeeds<never, "events" | "trackers">, graph: Graph, ref: string, nodeId: string, halt: PointHalt): Promise<void> {
   try {
     await ctx.options.trackers.forRef(ref).postComment(parseWorkItemRef(ref), capabilityBlockText(ref, nodeId, halt));
   } catch (error) {
@@ -319,7 +319,7 @@ export function capabilityBlockText(ref: string, node: string, halt: PointHalt):
  * Keeps what the points gave the node's assignment on its state, so every later delivery of the
  * same assignment (a resumed session, a restarted one) says the same without running anything again.
  */
-export async function rememberPointText(ctx: DispatchContext, ref: string, nodeId: string, generation: number, text: string): Promise<GraphState | undefined> {
+export async function rememberPointText(ctx: ContextNeeds<never, "graph">, ref: string, nodeId: string, generation: number, text: string): Promise<GraphState | undefined> {
   const states = ctx.options.graph?.states;
   if (states === undefined || text === "") return undefined;
   return states.transaction(ref, async (tx) => {

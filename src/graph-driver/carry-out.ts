@@ -8,7 +8,9 @@ import type { GraphStateStore } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";
 import { isLive } from "../registry/record.js";
 import { parseWorkItemRef } from "../workitem/index.js";
-import type { DispatchContext } from "../sessions/context.js";
+import type { ContextNeeds } from "../sessions/context.js";
+import type { MoveContext } from "./move-context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { paste } from "../sessions/delivery.js";
 import { parseJournalledEffect } from "./journalled-effect.js";
 import { blockAtNode, passAt, postBlock, rememberPointText, sessionCwd } from "./capability-points.js";
@@ -31,7 +33,7 @@ export { withPendingEffects } from "../graph-run/loop-plan.js";
 export { parseJournalledEffect } from "./journalled-effect.js";
 
 /** What a graph move (graph-move.ts commitMove) needs of the dispatcher: the item's state records, its loop hooks, carryOut. */
-export function movePorts(ctx: DispatchContext, states: GraphStateStore): MovePorts {
+export function movePorts(ctx: MoveContext, states: GraphStateStore): MovePorts {
   return { states, loop: loopAskerOf(ctx), carryOut: (graph, written, effects, options) => carryOut(ctx, graph, written, effects, options) };
 }
 
@@ -39,7 +41,7 @@ export function movePorts(ctx: DispatchContext, states: GraphStateStore): MovePo
  * A recorded refusal's effects — events only — on the item and the node they name: they need no
  * state, so an item without a record has its refusal said too.
  */
-export function emitGraphEvents(ctx: DispatchContext, graph: Graph, at: { readonly ref: string; readonly node: string }, effects: readonly GraphEventEffect[]): void {
+export function emitGraphEvents(ctx: ContextNeeds<never, "events">, graph: Graph, at: { readonly ref: string; readonly node: string }, effects: readonly GraphEventEffect[]): void {
   for (const effect of effects) {
     try {
       ctx.options.events.emit(effect.name, effect.fields as never);
@@ -53,7 +55,7 @@ export function emitGraphEvents(ctx: DispatchContext, graph: Graph, at: { readon
  * Carries out a committed move's effects, then takes them off the record — unless a later move
  * journalled its own meanwhile (those are that move's to clear).
  */
-export async function carryOut(ctx: DispatchContext, graph: Graph, written: GraphState, effects: readonly RunEffect[], options: EffectOptions = {}): Promise<void> {
+export async function carryOut(ctx: MoveContext, graph: Graph, written: GraphState, effects: readonly RunEffect[], options: EffectOptions = {}): Promise<void> {
   await applyGraphEffects(ctx, graph, written, effects, options);
   const journalled = written.pendingEffects;
   const states = ctx.options.graph?.states;
@@ -71,7 +73,7 @@ export async function carryOut(ctx: DispatchContext, graph: Graph, written: Grap
  * They run again whole: an effect that ran before the kill runs twice (a label added twice is
  * one label; a comment may be posted twice), which beats losing one.
  */
-export async function resumeJournalledEffects(ctx: DispatchContext, ref: string): Promise<boolean> {
+export async function resumeJournalledEffects(ctx: MoveContext, ref: string): Promise<boolean> {
   const setup = ctx.options.graph;
   if (setup === undefined) return false;
   const state = await setup.states.get(ref);
@@ -85,7 +87,7 @@ export async function resumeJournalledEffects(ctx: DispatchContext, ref: string)
 }
 
 export async function applyGraphEffects(
-  ctx: DispatchContext,
+  ctx: MoveContext,
   graph: Graph,
   state: GraphState,
   effects: readonly RunEffect[],
@@ -184,7 +186,7 @@ export type Entered = { readonly blocked: true } | { readonly blocked: false; re
  * gate, a halting step or a resolver blocked the item there. A terminal node cannot be blocked:
  * its halt is surfaced and recorded only.
  */
-export async function enterPoints(ctx: DispatchContext, graph: Graph, state: GraphState, nodeId: string, generation: number, cwd: string = sessionCwd(ctx, state.ref)): Promise<Entered> {
+export async function enterPoints(ctx: MoveContext, graph: Graph, state: GraphState, nodeId: string, generation: number, cwd: string = sessionCwd(ctx, state.ref)): Promise<Entered> {
   const node = graph.nodes.get(nodeId);
   if (node === undefined) return { blocked: false, state, pass: { text: "", notes: [] } };
   const pass = await passAt(ctx, graph, state, node, "enter", cwd);
@@ -199,7 +201,7 @@ export async function enterPoints(ctx: DispatchContext, graph: Graph, state: Gra
 }
 
 /** A halting pass blocks the item at the node (if it is still there) and says so on the ticket. */
-export async function applyPointHalt(ctx: DispatchContext, graph: Graph, ref: string, nodeId: string, generation: number, halt: PointHalt): Promise<GraphState | undefined> {
+export async function applyPointHalt(ctx: MoveContext, graph: Graph, ref: string, nodeId: string, generation: number, halt: PointHalt): Promise<GraphState | undefined> {
   const states = ctx.options.graph?.states;
   if (states === undefined) return undefined;
   const blocked = await commitMove<never>(movePorts(ctx, states), {
@@ -214,7 +216,7 @@ export async function applyPointHalt(ctx: DispatchContext, graph: Graph, ref: st
 }
 
 /** Replaces the one old `loop:` label with the new one; every other label is left alone. */
-async function relabel(ctx: DispatchContext, ref: string, remove: string | null, add: string): Promise<void> {
+async function relabel(ctx: ContextNeeds<never, "trackers">, ref: string, remove: string | null, add: string): Promise<void> {
   const tracker = ctx.options.trackers.forRef(ref);
   const item = parseWorkItemRef(ref);
   if (remove !== null && remove !== add) {
@@ -224,7 +226,7 @@ async function relabel(ctx: DispatchContext, ref: string, remove: string | null,
   await tracker.addLabel(item, add);
 }
 
-async function post(ctx: DispatchContext, ref: string, text: string): Promise<void> {
+async function post(ctx: ContextNeeds<never, "trackers">, ref: string, text: string): Promise<void> {
   await ctx.options.trackers.forRef(ref).postComment(parseWorkItemRef(ref), text);
 }
 
@@ -232,7 +234,7 @@ async function post(ctx: DispatchContext, ref: string, text: string): Promise<vo
  * Pastes the node's assignment into the item's live session. A paused session is not typed into:
  * the state remembers the assignment, and the resume delivers it (deliverPendingAssignment).
  */
-export async function deliverAssignment(ctx: DispatchContext, graph: Graph, state: GraphState, nodeId: string, generation: number): Promise<void> {
+export async function deliverAssignment(ctx: PasteContext & ContextNeeds<never, "graph">, graph: Graph, state: GraphState, nodeId: string, generation: number): Promise<void> {
   const events = ctx.options.events;
   const node = graph.nodes.get(nodeId);
   if (node === undefined) return;
@@ -253,7 +255,7 @@ export async function deliverAssignment(ctx: DispatchContext, graph: Graph, stat
   return later(`the session could not take it (${outcome})`);
 }
 
-async function rememberUndelivered(ctx: DispatchContext, ref: string, node: string, generation: number): Promise<void> {
+async function rememberUndelivered(ctx: ContextNeeds<never, "graph">, ref: string, node: string, generation: number): Promise<void> {
   const states = ctx.options.graph?.states;
   await states?.transaction(ref, async (tx) => {
     const current = tx.read();
@@ -262,7 +264,7 @@ async function rememberUndelivered(ctx: DispatchContext, ref: string, node: stri
   });
 }
 
-async function forgetUndelivered(ctx: DispatchContext, ref: string, node: string, generation: number): Promise<void> {
+async function forgetUndelivered(ctx: ContextNeeds<never, "graph">, ref: string, node: string, generation: number): Promise<void> {
   const states = ctx.options.graph?.states;
   await states?.transaction(ref, async (tx) => {
     const current = tx.read();
@@ -274,7 +276,7 @@ async function forgetUndelivered(ctx: DispatchContext, ref: string, node: string
 }
 
 /** On resume: the assignment a paused session missed, if it is still the current one. */
-export async function deliverPendingAssignment(ctx: DispatchContext, ref: string): Promise<void> {
+export async function deliverPendingAssignment(ctx: PasteContext & ContextNeeds<never, "graph">, ref: string): Promise<void> {
   const setup = ctx.options.graph;
   if (setup === undefined) return;
   let state: GraphState | undefined;
@@ -295,7 +297,7 @@ export async function deliverPendingAssignment(ctx: DispatchContext, ref: string
 }
 
 /** The items whose last graph move journalled effects a killed process never carried out (resumeJournalledEffects). */
-export async function journalledMoves(ctx: DispatchContext): Promise<string[]> {
+export async function journalledMoves(ctx: ContextNeeds<never, "events" | "graph">): Promise<string[]> {
   const states = ctx.options.graph?.states;
   if (states === undefined) return [];
   const listing = await states.list({ keep: (state) => state.pendingEffects !== undefined });

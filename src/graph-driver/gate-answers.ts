@@ -13,7 +13,9 @@ import { COMMENT_KINDS } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { SelfLogin, Tracker } from "../trackers/tracker.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
-import type { DispatchContext, GraphSetup } from "../sessions/context.js";
+import type { ContextNeeds, GraphSetup } from "../sessions/context.js";
+import type { MoveContext } from "./move-context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { carryOut, emitGraphEvents, movePorts } from "./carry-out.js";
 import { loopGateMove } from "./loop-events.js";
 import { commitMove, STAY } from "./move.js";
@@ -47,7 +49,7 @@ interface GivenAnswer {
  * is checked here. `input_received` fires before the answer is read. A paused session is not
  * typed into: the answer moves the graph, and the next assignment waits for the resume.
  */
-export async function graphGate(ctx: DispatchContext, ref: string, event: InboundEvent): Promise<"taken" | undefined> {
+export async function graphGate(ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks" | "inputSeen" | "react", "graph" | "spawnCwd" | "trackers">, ref: string, event: InboundEvent): Promise<"taken" | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined || !COMMENT_KINDS.has(event.kind) || event.source === "cli") return undefined;
   const answer = mergeGateAnswers(parseGateAnswer(event.body, setup.vocabulary), gateAnswerOfReview(event.reviewState));
@@ -91,7 +93,7 @@ export async function graphGate(ctx: DispatchContext, ref: string, event: Inboun
  * ambiguous) needs no login: it is decided, and refused, at once. Answers held on the item before
  * are decided first, once the login is known.
  */
-async function checkSelf(ctx: DispatchContext, setup: GraphSetup, graph: Graph, ref: string, state: GraphState, given: GivenAnswer): Promise<SelfCheck> {
+async function checkSelf(ctx: MoveContext, setup: GraphSetup, graph: Graph, ref: string, state: GraphState, given: GivenAnswer): Promise<SelfCheck> {
   if (setup.allowSelfApproval) return { kind: "take", selfLogin: null };
   const whoever = decideGateInput({ answer: given.answer, authorized: given.author !== null, author: given.author, selfLogin: null, allowSelfApproval: true, state, graph });
   if (whoever.kind === "refuse") return { kind: "take", selfLogin: null };
@@ -104,7 +106,7 @@ async function checkSelf(ctx: DispatchContext, setup: GraphSetup, graph: Graph, 
 const failedLookups = new WeakSet<Tracker>();
 
 /** The tracker's answer, with an event when it could not say (and when it can again). */
-async function lookUpSelf(ctx: DispatchContext, ref: string): Promise<SelfLogin> {
+async function lookUpSelf(ctx: ContextNeeds<never, "events" | "trackers">, ref: string): Promise<SelfLogin> {
   const tracker = ctx.options.trackers.forRef(ref);
   const identity = await tracker.selfLogin();
   if (identity.kind === "unknown") {
@@ -123,7 +125,7 @@ async function lookUpSelf(ctx: DispatchContext, ref: string): Promise<SelfLogin>
 }
 
 /** Keeps the answer until the login is known; false when there is no store to keep it in. */
-async function holdAnswer(ctx: DispatchContext, setup: GraphSetup, graph: Graph, state: GraphState, answer: HeldGateAnswer, until: string): Promise<boolean> {
+async function holdAnswer(ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks", "graph" | "spawnCwd" | "trackers">, setup: GraphSetup, graph: Graph, state: GraphState, answer: HeldGateAnswer, until: string): Promise<boolean> {
   const store = setup.held;
   if (store === undefined) return false;
   const ref = state.ref;
@@ -160,7 +162,7 @@ async function holdAnswer(ctx: DispatchContext, setup: GraphSetup, graph: Graph,
 }
 
 /** The item's held answers decided, oldest first, with the-loop's login known. Each leaves the record before it is decided: decided at most once. */
-async function decideHeld(ctx: DispatchContext, setup: GraphSetup, ref: string, selfLogin: string): Promise<void> {
+async function decideHeld(ctx: MoveContext, setup: GraphSetup, ref: string, selfLogin: string): Promise<void> {
   const store = setup.held;
   if (store === undefined) return;
   for (;;) {
@@ -194,7 +196,7 @@ async function decideHeld(ctx: DispatchContext, setup: GraphSetup, ref: string, 
  * (with one comment) once the failure is permanent or an answer's bound ran out. "waiting" while
  * some are still held.
  */
-export async function releaseHeldAnswers(ctx: DispatchContext, ref: string): Promise<"done" | "waiting"> {
+export async function releaseHeldAnswers(ctx: MoveContext, ref: string): Promise<"done" | "waiting"> {
   const setup = ctx.options.graph;
   const store = setup?.held;
   if (setup === undefined || store === undefined) return "done";
@@ -238,7 +240,7 @@ interface Unchecked {
  * Answers that do not count for want of the-loop's login: recorded (event, history) and said in
  * one marked comment on the item that asks for them again.
  */
-async function refuseUnchecked(ctx: DispatchContext, graph: Graph, ref: string, refused: readonly Unchecked[], wereHeld = false): Promise<void> {
+async function refuseUnchecked(ctx: MoveContext, graph: Graph, ref: string, refused: readonly Unchecked[], wereHeld = false): Promise<void> {
   const setup = ctx.options.graph;
   const [first] = refused;
   if (setup === undefined || first === undefined) return;
@@ -281,7 +283,7 @@ async function refuseUnchecked(ctx: DispatchContext, graph: Graph, ref: string, 
 
 /** The answer decided with the-loop's own login known (or not needed): the graph moves, or the refusal is recorded. */
 async function decideGateAnswer(
-  ctx: DispatchContext,
+  ctx: MoveContext,
   setup: GraphSetup,
   graph: Graph,
   ref: string,

@@ -14,7 +14,7 @@ import { isLive } from "../registry/record.js";
 import { redactKnownSecrets } from "../secrets.js";
 import { markSelfAuthored } from "../workitem/index.js";
 import { commentReason } from "../sessions/announce.js";
-import type { DispatchContext } from "../sessions/context.js";
+import type { ContextNeeds } from "../sessions/context.js";
 import { LoopQueue } from "./loop-queue.js";
 
 /**
@@ -33,9 +33,10 @@ interface LoopDelivery {
 
 const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
 
-const queues = new WeakMap<DispatchContext, LoopQueue<LoopDelivery>>();
+// Keyed by the dispatcher's one context object: identity is all a queue needs of it.
+const queues = new WeakMap<object, LoopQueue<LoopDelivery>>();
 
-function queueOf(ctx: DispatchContext): LoopQueue<LoopDelivery> {
+function queueOf(ctx: ContextNeeds<"hooks", "events">): LoopQueue<LoopDelivery> {
   let queue = queues.get(ctx);
   if (queue === undefined) {
     const events = ctx.options.events;
@@ -61,18 +62,18 @@ function queueOf(ctx: DispatchContext): LoopQueue<LoopDelivery> {
 }
 
 /** Waits for the observe-only loop events still queued (the daemon's drain). */
-export async function drainLoopEvents(ctx: DispatchContext): Promise<void> {
+export async function drainLoopEvents(ctx: ContextNeeds<never>): Promise<void> {
   await queues.get(ctx)?.drain();
 }
 
 /** Queues an observe-only loop event behind its run's earlier ones; never waits for its hooks. */
-export function queueLoopEvent(ctx: DispatchContext, ref: string, name: LoopObservedName, payload: Readonly<Record<string, unknown>>): void {
+export function queueLoopEvent(ctx: ContextNeeds<"hooks", "events">, ref: string, name: LoopObservedName, payload: Readonly<Record<string, unknown>>): void {
   const run = typeof payload["loop_run_id"] === "string" ? payload["loop_run_id"] : ref;
   queueOf(ctx).enqueue({ run, ref, name, payload });
 }
 
 /** The item's session as the loop events name it: its harness and the harness's session id. */
-export function loopSessionOf(ctx: DispatchContext, ref: string): LoopSession | undefined {
+export function loopSessionOf(ctx: ContextNeeds<never, "registry">, ref: string): LoopSession | undefined {
   const record = ctx.options.registry.get(ref);
   if (record === undefined || !isLive(record)) return undefined;
   return { agentName: record.harness, sessionId: record.harnessSessionId };
@@ -90,7 +91,7 @@ export interface LoopAsker {
 }
 
 /** The dispatcher's hooks, clock and registry as a LoopAsker (read at each use: a reload swaps the hooks). */
-export function loopAskerOf(ctx: DispatchContext): LoopAsker {
+export function loopAskerOf(ctx: ContextNeeds<"hooks" | "now", "registry">): LoopAsker {
   return {
     runLoop: (name, payload, ref) => ctx.hooks.runLoop(name, payload as LoopPayloadOf<typeof name>, { workItem: ref }),
     handles: (name) => ctx.hooks.handles(name),
@@ -188,7 +189,7 @@ export function loopForceMove(
 }
 
 /** loop.terminal, from the run-ended effect: the run's last loop event. */
-export function queueLoopTerminal(ctx: DispatchContext, graph: Graph, state: GraphState, status: string): void {
+export function queueLoopTerminal(ctx: ContextNeeds<"hooks" | "now", "events" | "registry">, graph: Graph, state: GraphState, status: string): void {
   if (!ctx.hooks.handles("loop.terminal")) return;
   const actor = state.history[state.history.length - 1]?.actor ?? DAEMON;
   const payload = loopPayload(

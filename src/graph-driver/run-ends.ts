@@ -7,7 +7,8 @@ import type { GraphState } from "../graph-run/state.js";
 import { isFinalGraphStatus } from "../graph/types.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 import type { InboundEvent } from "../routing/inbound.js";
-import type { DispatchContext } from "../sessions/context.js";
+import type { ContextNeeds } from "../sessions/context.js";
+import type { MoveContext } from "./move-context.js";
 import { movePorts } from "./carry-out.js";
 import { commitMove, STAY } from "./move.js";
 
@@ -30,12 +31,12 @@ type EndDecision = (graph: Graph, state: GraphState, at: Date) => EndInput | und
  * A run on a graph the config no longer has is still ended: the end names the graph and the node,
  * and enters none.
  */
-function graphOrStandIn(ctx: DispatchContext, state: GraphState): Graph {
+function graphOrStandIn(ctx: ContextNeeds<never, "graph">, state: GraphState): Graph {
   return ctx.options.graph?.graphs.get(state.graph) ?? { name: state.graph, source: "", start: state.node, nodes: new Map(), edges: [] };
 }
 
 /** Ends the item's run as `decide` says, if it is under way; the record as ended, or undefined. */
-async function endItemRun(ctx: DispatchContext, ref: string, decide: EndDecision): Promise<GraphState | undefined> {
+async function endItemRun(ctx: MoveContext, ref: string, decide: EndDecision): Promise<GraphState | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   try {
@@ -65,7 +66,7 @@ function whereText(state: GraphState): string {
 // ---- canceled -----------------------------------------------------------------------------------
 
 /** The item closed (by `event.actor`, when the tracker names one): its run, if under way, ends `canceled`. */
-export async function cancelRunOfClosedItem(ctx: DispatchContext, ref: string, event: InboundEvent): Promise<GraphState | undefined> {
+export async function cancelRunOfClosedItem(ctx: MoveContext, ref: string, event: InboundEvent): Promise<GraphState | undefined> {
   const actor: GraphActor = event.actor ? { kind: "human", id: event.actor } : DAEMON;
   return endItemRun(ctx, ref, (_graph, state, at) => ({
     status: "canceled",
@@ -78,7 +79,7 @@ export async function cancelRunOfClosedItem(ctx: DispatchContext, ref: string, e
 
 /** An applied stop (a comment's or the CLI's, already authorized): the item's run, if under way, ends `canceled`. */
 export async function cancelRunOfStoppedItem(
-  ctx: DispatchContext,
+  ctx: MoveContext,
   ref: string,
   stop: { readonly actor: string; readonly source: ControlSource },
 ): Promise<GraphState | undefined> {
@@ -98,7 +99,7 @@ export async function cancelRunOfStoppedItem(
  * Whether the item's session is paused: an operator's hold, which is not the agent stalling. A
  * session record that does not parse counts as not paused (its run is judged as any other).
  */
-function sessionPaused(ctx: DispatchContext, ref: string): boolean {
+function sessionPaused(ctx: ContextNeeds<never, "registry">, ref: string): boolean {
   try {
     return ctx.options.registry.get(ref)?.status === "paused";
   } catch {
@@ -106,7 +107,7 @@ function sessionPaused(ctx: DispatchContext, ref: string): boolean {
   }
 }
 
-function stallDecision(ctx: DispatchContext, windowMs: number): EndDecision {
+function stallDecision(ctx: ContextNeeds<never, "registry">, windowMs: number): EndDecision {
   return (graph, state, at) => {
     const reason = stallReason(graph, state, at, windowMs);
     if (reason === undefined || sessionPaused(ctx, state.ref)) return undefined;
@@ -119,7 +120,7 @@ function stallDecision(ctx: DispatchContext, windowMs: number): EndDecision {
  * while the folder is unchanged), kept to the running ones. Each is decided again under its lock
  * (endStalledRun), so a claim that lands meanwhile wins.
  */
-export async function stalledRuns(ctx: DispatchContext): Promise<string[]> {
+export async function stalledRuns(ctx: ContextNeeds<"now", "graph" | "registry">): Promise<string[]> {
   const setup = ctx.options.graph;
   const windowMs = setup?.stallAfterMs;
   if (setup === undefined || windowMs === undefined) return [];
@@ -132,7 +133,7 @@ export async function stalledRuns(ctx: DispatchContext): Promise<string[]> {
 }
 
 /** Ends the item's run `stalled` if it still is; whether it did. */
-export async function endStalledRun(ctx: DispatchContext, ref: string): Promise<boolean> {
+export async function endStalledRun(ctx: MoveContext, ref: string): Promise<boolean> {
   const windowMs = ctx.options.graph?.stallAfterMs;
   if (windowMs === undefined) return false;
   const decide = stallDecision(ctx, windowMs);

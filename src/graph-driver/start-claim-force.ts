@@ -12,7 +12,9 @@ import type { InboundEvent } from "../routing/inbound.js";
 import { standingState } from "../routing/router.js";
 import { DamagedRecordError } from "../state/record-store.js";
 import { allowListedEnv } from "../subprocess/index.js";
-import type { DispatchContext, GraphSetup, Turn } from "../sessions/context.js";
+import type { ContextNeeds, GraphSetup, Turn } from "../sessions/context.js";
+import type { MoveContext } from "./move-context.js";
+import type { PasteContext } from "../sessions/delivery.js";
 import { passAt, sessionCwd } from "./capability-points.js";
 import type { PointPass } from "./capability-points.js";
 import { applyPointHalt, emitGraphEvents, enterPoints, movePorts } from "./carry-out.js";
@@ -44,7 +46,7 @@ export function graphOf(setup: GraphSetup, state: GraphState): Graph {
  * The item's graph state. A record that does not parse is moved aside (kept, with its name and
  * time) and the item starts afresh: a damaged record must not stop its work item for good.
  */
-export async function readState(ctx: DispatchContext, setup: GraphSetup, ref: string): Promise<GraphState | undefined> {
+export async function readState(ctx: ContextNeeds<never, "events">, setup: GraphSetup, ref: string): Promise<GraphState | undefined> {
   try {
     return await setup.states.get(ref);
   } catch (error) {
@@ -71,7 +73,7 @@ export interface GraphBoot {
  * or `--graph`, authorized as the start itself was), else the config's default. A choice of a
  * graph the config does not have (removed since, or never there) is refused, and the default runs.
  */
-function graphChosen(ctx: DispatchContext, setup: GraphSetup, ref: string): { readonly graph: Graph; readonly refused?: ControlRecord } {
+function graphChosen(ctx: ContextNeeds<"policy", "control">, setup: GraphSetup, ref: string): { readonly graph: Graph; readonly refused?: ControlRecord } {
   const standing = ctx.options.control.get(ref);
   if (standing?.command !== "start" || standing.graph === undefined) return { graph: setup.defaultGraph };
   // A start given by someone no longer authorized stands for nothing, its choice included.
@@ -87,7 +89,7 @@ function graphChosen(ctx: DispatchContext, setup: GraphSetup, ref: string): { re
  * announcement) are carried out here, before the harness starts; the assignment itself goes
  * into the boot prompt.
  */
-export async function graphAtStart(ctx: DispatchContext, turn: Turn, cwd: string): Promise<GraphBoot | undefined> {
+export async function graphAtStart(ctx: PasteContext & ContextNeeds<"hooks" | "policy", "control" | "graph" | "spawnCwd" | "trackers">, turn: Turn, cwd: string): Promise<GraphBoot | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   const ref = turn.workItem.ref;
@@ -192,7 +194,7 @@ function answerOf(ref: string, graph: Graph | undefined, state: GraphState | und
  * session's working directory with a scrubbed environment, and the claim is decided again under
  * the record's lock with their results, so two claims at once move the item once.
  */
-export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): Promise<ClaimAnswer> {
+export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promise<ClaimAnswer> {
   const setup = ctx.options.graph;
   const ref = request.ref;
   if (setup === undefined) {
@@ -266,7 +268,7 @@ export async function graphClaim(ctx: DispatchContext, request: ClaimRequest): P
 }
 
 async function refuseClaim(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"now", "events">,
   setup: GraphSetup,
   graph: Graph,
   ref: string,
@@ -299,7 +301,7 @@ export interface ForceRequest {
 }
 
 /** `the-loop graph force`: audited (event, history, marked comment), and the node entered as any move enters it. */
-export async function graphForce(ctx: DispatchContext, request: ForceRequest): Promise<ClaimAnswer> {
+export async function graphForce(ctx: MoveContext, request: ForceRequest): Promise<ClaimAnswer> {
   const setup = ctx.options.graph;
   const ref = request.ref;
   if (setup === undefined) {

@@ -28,3 +28,4 @@ export { graphStateKind, openGraphStates } from "./store.js";
 export type { GraphStateStore } from "./store.js";
 export type { HeldRetrySchedule } from "./held-retry.js";
 export { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "./held-retry.js";
+export type { GraphEventName } from "./effects.js";

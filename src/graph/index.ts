@@ -12,3 +12,4 @@ export { isFinalGraphStatus, LOOP_POINTS } from "./types.js";
 export type { CheckResult, Graph, GraphActor, GraphCheck, GraphNode, LoopPoint } from "./types.js";
 export type { FinalGraphStatus, GraphEdge, GraphOutcome, RunEndStatus } from "./types.js";
 export { GRAPH_ACTOR_KINDS, GRAPH_OUTCOMES, GRAPH_STATUSES } from "./types.js";
+export { FINAL_GRAPH_STATUSES } from "./types.js";

@@ -19,3 +19,4 @@ export { LOCAL_NETWORK_PARTICIPATION, LOOP_CONTEXT_FIELDS, loopPoint } from "./h
 export type { LoopDecidingPointName, LoopPayloadOf, LoopPoint, LoopPointName } from "./hooks/loop-catalog.js";
 export { HOOK_FAMILIES, HOOK_POINT_NAMES, HOOK_POINTS, pointsOfFamily } from "./hooks/points.js";
 export type { HookFamily } from "./hooks/points.js";
+export { LOOP_POINTS } from "./hooks/loop-catalog.js";

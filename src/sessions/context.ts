@@ -166,6 +166,14 @@ export interface DispatchContext {
   answersHeld?(): void;
 }
 
+/**
+ * The part of the context a function uses: the context's fields `K` and, of its options, the
+ * fields `O` (or all of them, when `K` names `options`). A function asks for what it reads, so its
+ * signature lists its inputs, and the type checker keeps the list true.
+ */
+export type ContextNeeds<K extends keyof DispatchContext, O extends keyof DispatcherOptions = never> = Pick<DispatchContext, Exclude<K, "options">> &
+  ("options" extends K ? Pick<DispatchContext, "options"> : [O] extends [never] ? unknown : { readonly options: Pick<DispatcherOptions, O> });
+
 // ---- one event on one work item ------------------------------------------------------------
 
 /** The fields every event about one delivery on one work item carries. */
@@ -205,7 +213,7 @@ export function dispatchFailed(events: DeliveryEvents, action: FailedAction, err
  * An event handed back to be tried again: forgotten by the dedupe, reported as a failure that
  * will be retried, its comment marked failed.
  */
-export function handBack(ctx: DispatchContext, turn: Turn, action: FailedAction, error: string): HandleResult {
+export function handBack(ctx: ContextNeeds<"forget" | "react">, turn: Turn, action: FailedAction, error: string): HandleResult {
   ctx.forget(turn.event);
   dispatchFailed(turn.events, action, error, true);
   ctx.react(turn.event, "failed");
@@ -247,11 +255,11 @@ export type StartTrigger = "comment" | "cli" | "event" | "retry";
 
 // ---- shared helpers ------------------------------------------------------------------------
 
-export function adapterOf(ctx: DispatchContext, name: string): HarnessAdapter {
+export function adapterOf(ctx: ContextNeeds<"routing">, name: string): HarnessAdapter {
   return harnessAdapter(name, ctx.routing);
 }
 
-export function closeOptions(ctx: DispatchContext): CloseOptions {
+export function closeOptions(ctx: ContextNeeds<"now" | "routing", "control" | "events" | "registry" | "runner" | "stateRootTag" | "workspaces">): CloseOptions {
   const { options } = ctx;
   return {
     registry: options.registry,
@@ -266,7 +274,7 @@ export function closeOptions(ctx: DispatchContext): CloseOptions {
 }
 
 /** `work` holding a slot of the heavy pool, which a hook chain run within it lets go of (atPoint). */
-export async function withSlot<T>(ctx: DispatchContext, work: (slot: PoolSlot) => Promise<T>): Promise<T> {
+export async function withSlot<T>(ctx: ContextNeeds<"heavy">, work: (slot: PoolSlot) => Promise<T>): Promise<T> {
   const slot = await PoolSlot.take(ctx.heavy);
   try {
     return await work(slot);

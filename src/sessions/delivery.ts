@@ -6,7 +6,7 @@ import type { InboundEvent } from "../routing/inbound.js";
 import type { WorkItem } from "../workitem/index.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import { SESSION_CLOSED, SETTLED, claimerGone, closedAs, dispatchFailed, handBack, sameLiveSession, settle, turnOf } from "./context.js";
-import type { DispatchContext, HandleResult, Turn } from "./context.js";
+import type { ContextNeeds, HandleResult, Turn } from "./context.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 import { deliverText, endIfClosed, respawn, untilReady } from "./pane.js";
@@ -37,7 +37,7 @@ const HARNESS_START_POLL_MAX_MS = 250;
 export type PasteResult = "pasted" | "closed" | "paused" | "spawn-failed" | "interrupted";
 
 /** What a prompt template is rendered from; the title is looked up when the event does not carry it. */
-export async function promptInput(ctx: DispatchContext, workItem: WorkItem, event: InboundEvent, record?: SessionRecord): Promise<PromptInput> {
+export async function promptInput(ctx: ContextNeeds<never, "graph" | "trackers">, workItem: WorkItem, event: InboundEvent, record?: SessionRecord): Promise<PromptInput> {
   let title = event.title;
   if (title === undefined) {
     try {
@@ -57,7 +57,7 @@ export async function promptInput(ctx: DispatchContext, workItem: WorkItem, even
 }
 
 /** `{{graph_context}}` for the item: empty without a graph or a readable run. */
-async function graphContextOf(ctx: DispatchContext, ref: string): Promise<string> {
+async function graphContextOf(ctx: ContextNeeds<never, "graph">, ref: string): Promise<string> {
   const setup = ctx.options.graph;
   if (setup === undefined) return "";
   try {
@@ -74,7 +74,7 @@ async function graphContextOf(ctx: DispatchContext, ref: string): Promise<string
  * The event as input for `record`'s session. `from`: the event's turn, kept when it is on the
  * record's own work item (an event redirected to another item's session is bound afresh).
  */
-export async function deliver(ctx: DispatchContext, record: SessionRecord, from: Turn): Promise<HandleResult> {
+export async function deliver(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, record: SessionRecord, from: Turn): Promise<HandleResult> {
   const workItem = record.workItem as WorkItem;
   const { event } = from;
   const turn: Turn = from.workItem.ref === workItem.ref ? { ...from, workItem } : turnOf(ctx, workItem, event);
@@ -113,6 +113,15 @@ export async function deliver(ctx: DispatchContext, record: SessionRecord, from:
 }
 
 /**
+ * What pasting text into a live session needs: the pane and its readiness, the record read again,
+ * a respawn when the pane is gone. Every move that delivers an assignment needs it too.
+ */
+export type PasteContext = ContextNeeds<
+  "accepting" | "heavy" | "now" | "readyAt" | "routing" | "self",
+  "events" | "harnessStartWaitMs" | "prepareHarness" | "registry" | "resumeProbeMs" | "runner" | "sessionEnv" | "workspaces"
+>;
+
+/**
  * Puts `text` into the session's harness, starting the harness again (with `text` as its
  * prompt) when its pane died. `closed`: the session was closed by another process meanwhile,
  * and nothing was started for it; `paused`: it was paused meanwhile, and nothing was pasted;
@@ -126,7 +135,7 @@ export async function deliver(ctx: DispatchContext, record: SessionRecord, from:
  * only a claimer known to run no more (claimerGone), or one that has not marked it within
  * harnessStartBound, is taken for dead.
  */
-export async function paste(ctx: DispatchContext, record: SessionRecord, text: string): Promise<PasteResult> {
+export async function paste(ctx: PasteContext, record: SessionRecord, text: string): Promise<PasteResult> {
   const registry = ctx.options.registry;
   const ref = record.workItem.ref;
   let known = record;
@@ -183,12 +192,12 @@ export async function paste(ctx: DispatchContext, record: SessionRecord, text: s
  * died: marked (harnessStartedAt), or claimed longer ago than a start can take — a record
  * written before the mark existed, or one whose claimer died before it started the harness.
  */
-function harnessStarted(ctx: DispatchContext, session: SessionRecord): boolean {
+function harnessStarted(ctx: ContextNeeds<"now" | "routing", "harnessStartWaitMs" | "workspaces">, session: SessionRecord): boolean {
   return session.harnessStartedAt !== undefined || harnessStartLeftMs(ctx, session) <= 0;
 }
 
 /** How much of harnessStartBound is left since the session was claimed (by its createdAt). */
-function harnessStartLeftMs(ctx: DispatchContext, session: SessionRecord): number {
+function harnessStartLeftMs(ctx: ContextNeeds<"now" | "routing", "harnessStartWaitMs" | "workspaces">, session: SessionRecord): number {
   const age = ctx.now().getTime() - Date.parse(session.createdAt);
   if (Number.isNaN(age)) return 0;
   return harnessStartBound(ctx, session) - Math.max(0, age);
@@ -201,7 +210,7 @@ function harnessStartLeftMs(ctx: DispatchContext, session: SessionRecord): numbe
  * as its git commands may run (the workspace's own lock timeout, 5 × gitTimeoutSeconds + 10 s),
  * and then this checkout's git commands, as long again. Local work items never get a checkout.
  */
-function harnessStartBound(ctx: DispatchContext, session: SessionRecord): number {
+function harnessStartBound(ctx: ContextNeeds<"routing", "harnessStartWaitMs" | "workspaces">, session: SessionRecord): number {
   if (ctx.options.harnessStartWaitMs !== undefined) return ctx.options.harnessStartWaitMs;
   const workspace = ctx.routing.workspace;
   const checkout = ctx.options.workspaces !== undefined && workspace.enabled && session.workItem.tracker !== "local";
@@ -217,7 +226,7 @@ function harnessStartBound(ctx: DispatchContext, session: SessionRecord): number
  * the record is still unmarked and its claimer runs no more (claimerGone) or the bound passed.
  */
 async function awaitHarnessStart(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"accepting" | "now" | "routing" | "self", "harnessStartWaitMs" | "registry" | "workspaces">,
   session: SessionRecord,
 ): Promise<SessionRecord | Exclude<PasteResult, "pasted" | "paused"> | "abandoned"> {
   const ref = session.workItem.ref;
@@ -243,7 +252,7 @@ async function awaitHarnessStart(
  * events go there even when they no longer name that item. The binding and the record's list
  * are written once; a failure to write them is reported and does not undo the delivery.
  */
-export async function recordLink(ctx: DispatchContext, turn: Turn): Promise<void> {
+export async function recordLink(ctx: ContextNeeds<"now", "events" | "links" | "registry">, turn: Turn): Promise<void> {
   const { workItem, event } = turn;
   const pullRequest = event.pullRequest?.ref;
   if (pullRequest === undefined || pullRequest === workItem.ref) return;

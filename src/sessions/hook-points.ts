@@ -10,7 +10,7 @@ import { parseWorkItemRef } from "../workitem/index.js";
 import { announcementText, refusalText } from "./announce.js";
 import { finishClose } from "./close.js";
 import { SESSION_CLOSED, closeOptions, rememberedCommands, sameLiveSession, settle } from "./context.js";
-import type { Closed, DispatchContext, Occupied, Refused, StartTrigger, Turn } from "./context.js";
+import type { Closed, ContextNeeds, Occupied, Refused, StartTrigger, Turn } from "./context.js";
 import type { PoolSlot } from "./keyed-queue.js";
 import { boundedReason, workItemEntity } from "./lifecycle.js";
 import type { InputKind } from "./lifecycle.js";
@@ -34,7 +34,7 @@ const HOOK_REFUSED = "hook-refused";
  * (docs/hooks.md#when-a-hook-fails). With no executor at the point nothing is let go, so a dispatch without hooks takes
  * the pool exactly as it always has.
  */
-export async function atPoint<T>(ctx: DispatchContext, slot: PoolSlot, point: LifecyclePointName, run: () => Promise<T>): Promise<T> {
+export async function atPoint<T>(ctx: ContextNeeds<"hooks">, slot: PoolSlot, point: LifecyclePointName, run: () => Promise<T>): Promise<T> {
   if (!ctx.hooks.handles(point)) return run();
   return slot.without(run);
 }
@@ -43,7 +43,7 @@ export async function atPoint<T>(ctx: DispatchContext, slot: PoolSlot, point: Li
  * `work_item_start`, for a start about to claim a session: the refusal when the chain ended on
  * `proceed: false`. Nothing exists yet — no claim, no checkout — so a refusal undoes nothing.
  */
-export async function startRefusal(ctx: DispatchContext, turn: Turn, trigger: StartTrigger, harnessName: string): Promise<HookRefusal | undefined> {
+export async function startRefusal(ctx: ContextNeeds<"hooks">, turn: Turn, trigger: StartTrigger, harnessName: string): Promise<HookRefusal | undefined> {
   const { workItem, event } = turn;
   const outcome = await ctx.hooks.run(
     "work_item_start",
@@ -63,7 +63,7 @@ export async function startRefusal(ctx: DispatchContext, turn: Turn, trigger: St
 
 /** `session_spawn`, for a claimed session about to get its harness: the prompt it boots with, or the refusal. */
 export async function launchPoint(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"hooks">,
   turn: Turn,
   slot: PoolSlot,
   claimed: SessionRecord,
@@ -100,7 +100,7 @@ export async function launchPoint(
  * whoever closed it, and a session claimed since then is another process's to run.
  */
 export async function refuseLaunch(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"now" | "react" | "routing", "control" | "events" | "registry" | "runner" | "stateRootTag" | "trackers" | "workspaces">,
   turn: Turn,
   claimed: SessionRecord,
   refusal: HookRefusal,
@@ -138,7 +138,7 @@ export async function refuseLaunch(
  * refusal is still commented and recorded, but disarms nothing.
  */
 export async function refuse(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"now" | "react" | "routing", "control" | "events" | "registry" | "trackers">,
   turn: Turn,
   point: string,
   refusal: HookRefusal,
@@ -207,7 +207,7 @@ export async function refuse(
  * `session_spawned`, then the announcement unless the chain's `announce` says not to.
  * `announce`: routing.announce.enabled as the start read it.
  */
-export async function announceSpawned(ctx: DispatchContext, turn: Turn, session: SessionRecord, slot: PoolSlot, announce: boolean): Promise<void> {
+export async function announceSpawned(ctx: ContextNeeds<"hooks" | "routing", "events" | "trackers">, turn: Turn, session: SessionRecord, slot: PoolSlot, announce: boolean): Promise<void> {
   const { workItem, event } = turn;
   const outcome = await atPoint(ctx, slot, "session_spawned", () =>
     ctx.hooks.run(
@@ -227,7 +227,7 @@ export async function announceSpawned(ctx: DispatchContext, turn: Turn, session:
   if (outcome.context.announce) await postAnnouncement(ctx, workItem.ref, session.tmuxTarget, session.harness);
 }
 
-async function postAnnouncement(ctx: DispatchContext, ref: string, target: string, harness: string): Promise<void> {
+async function postAnnouncement(ctx: ContextNeeds<"routing", "events" | "trackers">, ref: string, target: string, harness: string): Promise<void> {
   const { trackers, events } = ctx.options;
   try {
     const comment = await trackers
@@ -241,7 +241,7 @@ async function postAnnouncement(ctx: DispatchContext, ref: string, target: strin
 
 /** `input_received`: a person's input is about to be delivered or run. Observation only. */
 export async function inputReceived(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"hooks" | "inputSeen">,
   workItem: WorkItem,
   event: InboundEvent,
   input: { readonly kind: InputKind; readonly text: string; readonly command?: ControlCommand },
@@ -269,7 +269,7 @@ export async function inputReceived(
  * announcement of its own yet (it goes to channels, which the-loop does not have): the chain runs
  * for its observers, and `announce` is read by nothing.
  */
-export async function workItemComplete(ctx: DispatchContext, turn: Turn, slot: PoolSlot, closed: SessionRecord): Promise<void> {
+export async function workItemComplete(ctx: ContextNeeds<"hooks">, turn: Turn, slot: PoolSlot, closed: SessionRecord): Promise<void> {
   await atPoint(ctx, slot, "work_item_complete", () =>
     ctx.hooks.run(
       "work_item_complete",

@@ -27,3 +27,5 @@ export { deliver, paste, promptInput, recordLink } from "./delivery.js";
 export { endIfClosed, markHarnessStarted, prepareHarness } from "./pane.js";
 export { issueCredential, issueForClaim, takeClaimedToken } from "./credential.js";
 export { renderBootPrompt, renderResumeNote } from "./prompts.js";
+export type { ContextNeeds } from "./context.js";
+export type { PasteContext } from "./delivery.js";

@@ -4,7 +4,7 @@ import type { HarnessAdapter } from "../harness/adapters.js";
 import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import { SESSION_TOKEN_ENV, issueCredential } from "./credential.js";
 import { adapterOf, sameLiveSession } from "./context.js";
-import type { DispatchContext } from "./context.js";
+import type { ContextNeeds } from "./context.js";
 import { HarnessNotReadyError, awaitReady } from "./readiness.js";
 import type { SessionRecord } from "../registry/record.js";
 
@@ -15,7 +15,7 @@ import type { SessionRecord } from "../registry/record.js";
  */
 
 /** Pastes into the session's pane, Enter waiting for the harness to show the paste where it knows how to tell. */
-export async function deliverText(ctx: DispatchContext, record: SessionRecord, text: string): Promise<void> {
+export async function deliverText(ctx: ContextNeeds<"routing", "runner">, record: SessionRecord, text: string): Promise<void> {
   let pastedPattern: RegExp | undefined;
   try {
     pastedPattern = adapterOf(ctx, record.harness).pastedPattern;
@@ -31,7 +31,7 @@ export async function deliverText(ctx: DispatchContext, record: SessionRecord, t
  * Throws HarnessNotReadyError (after recording session.not_ready) when it never is: the text is
  * not pasted where it would answer a dialog, and the event is tried again.
  */
-export async function untilReady(ctx: DispatchContext, record: SessionRecord): Promise<void> {
+export async function untilReady(ctx: ContextNeeds<"accepting" | "now" | "readyAt" | "routing", "events" | "runner">, record: SessionRecord): Promise<void> {
   const runner = ctx.options.runner;
   let adapter: HarnessAdapter | undefined;
   try {
@@ -72,7 +72,7 @@ export async function untilReady(ctx: DispatchContext, record: SessionRecord): P
  * A harness that has just started may not read its terminal yet (a TUI sets up bracketed paste
  * first); input pasted before that can be split into lines or lost. Only this work item waits.
  */
-async function startupGrace(ctx: DispatchContext, record: SessionRecord): Promise<void> {
+async function startupGrace(ctx: ContextNeeds<"now" | "readyAt" | "routing">, record: SessionRecord): Promise<void> {
   const graceMs = ctx.routing.tmux.startupGraceSeconds * 1000;
   // The record's mark says when a harness another process started came up; readyAt, one started here.
   const startedAt = Math.max(Date.parse(record.createdAt), record.harnessStartedAt === undefined ? 0 : Date.parse(record.harnessStartedAt) || 0);
@@ -82,12 +82,12 @@ async function startupGrace(ctx: DispatchContext, record: SessionRecord): Promis
   ctx.readyAt.delete(record.tmuxTarget);
 }
 
-function markStarted(ctx: DispatchContext, target: string): void {
+function markStarted(ctx: ContextNeeds<"now" | "readyAt" | "routing">, target: string): void {
   ctx.readyAt.set(target, ctx.now().getTime() + ctx.routing.tmux.startupGraceSeconds * 1000);
 }
 
 /** What the harness would ask a person before it starts; never fails the spawn it precedes. */
-export async function prepareHarness(ctx: DispatchContext, workItem: string, harness: string, cwd: string): Promise<void> {
+export async function prepareHarness(ctx: ContextNeeds<"routing", "prepareHarness" | "sessionEnv">, workItem: string, harness: string, cwd: string): Promise<void> {
   const { options } = ctx;
   await options.prepareHarness?.({
     workItem,
@@ -103,7 +103,7 @@ export async function prepareHarness(ctx: DispatchContext, workItem: string, har
  * `extra` beside it, unless the record no longer holds this session live. Whether it did.
  */
 export async function markHarnessStarted(
-  ctx: DispatchContext,
+  ctx: ContextNeeds<"now", "registry">,
   session: SessionRecord,
   extra: { readonly harnessSessionId?: string; readonly credentialSha256?: string } = {},
 ): Promise<boolean> {
@@ -122,7 +122,7 @@ export async function markHarnessStarted(
  * after the close and has done nothing worth keeping. The close marks the record first and ends
  * the harness after, so either that close found this harness running, or this check sees it closed.
  */
-export async function endIfClosed(ctx: DispatchContext, started: SessionRecord): Promise<boolean> {
+export async function endIfClosed(ctx: ContextNeeds<"routing", "events" | "registry" | "runner">, started: SessionRecord): Promise<boolean> {
   const { registry, runner, events } = ctx.options;
   const ref = started.workItem.ref;
   if (sameLiveSession(registry.get(ref), started)) return false;
@@ -145,7 +145,7 @@ export async function endIfClosed(ctx: DispatchContext, started: SessionRecord):
  * harnessStartBound) whose spawn then meets this harness finds it taken over (startedByOther)
  * instead of closing the session under it.
  */
-export async function respawn(ctx: DispatchContext, record: SessionRecord, prompt: string): Promise<boolean> {
+export async function respawn(ctx: ContextNeeds<"accepting" | "now" | "readyAt" | "routing", "events" | "prepareHarness" | "registry" | "resumeProbeMs" | "runner" | "sessionEnv">, record: SessionRecord, prompt: string): Promise<boolean> {
   const { options } = ctx;
   const ref = record.workItem.ref;
   const adapter = adapterOf(ctx, record.harness);

@@ -1,0 +1,9 @@
+import type { ContextNeeds } from "../sessions/context.js";
+import type { PasteContext } from "../sessions/delivery.js";
+
+/**
+ * What carrying out a graph move needs: the hooks it asks, the graph setup, the trackers it posts
+ * and labels on, the worktree a point runs in, and all that pasting an assignment into the
+ * session takes.
+ */
+export type MoveContext = PasteContext & ContextNeeds<"hooks", "graph" | "spawnCwd" | "trackers">;
