@@ -1,6 +1,6 @@
-import { mkdir, rename, symlink, writeFile } from "node:fs/promises";
+import { mkdir, rename, stat, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { stringify } from "yaml";
 import { loadConfig } from "../../src/config/load.js";
 import { configSchema } from "../../src/config/schema.js";
@@ -146,10 +146,30 @@ describe("withFixedKeys", () => {
   });
 });
 
+/**
+ * Waits until the file system's clock has moved past `file`'s last write, so that writing the
+ * same bytes again gives it a new mtime: a stat watcher sees nothing else of such a rewrite, and
+ * file times move in coarse ticks (a jiffy, on Linux).
+ */
+async function pastLastWrite(file: string): Promise<void> {
+  const probe = `${file}.clock`;
+  const written = (await stat(file)).mtimeMs;
+  await waitFor(
+    "the file system's clock to move past the last write",
+    async () => {
+      await writeFile(probe, "");
+      return (await stat(probe)).mtimeMs > written;
+    },
+    { intervalMs: 2 },
+  );
+}
+
 describe("watchConfigFile", () => {
   const stops: (() => void)[] = [];
   afterEach(() => {
     for (const stop of stops.splice(0)) stop();
+    vi.restoreAllMocks();
+    vi.useRealTimers();
   });
 
   async function watched(debounceMs = 30): Promise<{ file: string; seen: string[]; checks: boolean[] }> {
@@ -198,11 +218,21 @@ describe("watchConfigFile", () => {
   });
 
   it("reads once after a burst of changes", async () => {
+    // The debounce is what is tested, so its timer runs on the fake clock; the stat watcher's
+    // interval is libuv's own and keeps real time, so each change is noticed as it is made.
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+    const debounce = vi.spyOn(globalThis, "setTimeout");
     const { file, seen, checks } = await watched(400);
+    const noticed = (): number => debounce.mock.calls.filter(([, ms]) => ms === 400).length;
     for (const n of [1, 2, 3, 4]) {
+      if (n > 1) await pastLastWrite(file);
       await writeFile(file, `step: ${n}\n`);
-      await new Promise((resolve) => setTimeout(resolve, 40));
+      await waitFor(`change ${n} to be noticed`, () => noticed() >= n);
     }
+    // Each change put the read off again; none is due until the quiet time has passed.
+    await vi.advanceTimersByTimeAsync(399);
+    expect(checks).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
     await waitFor("the change", () => seen[0]);
     expect(seen).toEqual(["step: 4\n"]);
     expect(checks).toEqual([true]);
@@ -239,11 +269,11 @@ describe("watchConfigFile", () => {
     await writeFile(file, "spawnPromptTemplate: boot.md\n");
     await waitFor("the change", () => seen[0]);
     // Saved again as it is, once the template exists: looked at again.
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await pastLastWrite(file);
     await writeFile(file, "spawnPromptTemplate: boot.md\n");
     await waitFor("the same text, again", () => seen[1]);
     // Taken now: the same text once more is no change.
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await pastLastWrite(file);
     await writeFile(file, "spawnPromptTemplate: boot.md\n");
     // Looked at, and found no change: only then is "not handed on" a fact.
     await waitFor("the third save to be looked at", () => checks.length >= 3);
