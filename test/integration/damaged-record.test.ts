@@ -105,9 +105,17 @@ describe("a damaged session record does not make its agent unstoppable", () => {
     const closed = await p.waitForEvent("the close", (r) => r.event === "session.closed" && r.reason === "item-closed");
     expect(closed.work_item).toBe("local:demo#1");
     await waitFor("the harness to end", async () => ((await paneState(p.socketName, target)) !== "alive" ? true : undefined));
-    // A few poll cycles later: no retries of the close.
-    await new Promise((done) => setTimeout(done, 3_000));
-    const events = await p.events();
+    // Idle poll cycles after the close: a close handed back for another try would still be
+    // handed out, so a cycle that finds no change at all comes only once none is left.
+    const from = (await p.events()).findIndex((r) => r.event === "session.closed");
+    const events = await waitFor(
+      "three idle poll cycles after the close",
+      async () => {
+        const all = await p.events();
+        return all.slice(from).filter((r) => r.event === "poll.cycle" && r.changes === 0).length >= 3 && all;
+      },
+      { timeoutMs: 20_000, intervalMs: 50 },
+    );
     expect(count(events, (r) => r.event === "session.closed")).toBe(1);
     expect(count(events, (r) => r.event === "dispatch.failed")).toBe(0);
     expect(count(events, (r) => r.event === "session.record_moved_aside")).toBe(1);
