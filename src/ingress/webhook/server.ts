@@ -13,6 +13,7 @@ import type { InboundEvent } from "../../routing/inbound.js";
 import { inboundFromGitHub } from "../github-events.js";
 import type { EventHandler, HandleResult } from "../poller.js";
 import { BodyBudget, BodySignature, isIdentityEncoding, utf8Text } from "./body.js";
+import type { BodyReservation } from "./body.js";
 import { webhookSecret } from "./secret.js";
 import type { WebhookSecret } from "./secret.js";
 
@@ -311,47 +312,56 @@ export class WebhookReceiver {
     const reservation = this.budget.open(declared);
     if (reservation === undefined) return this.reject(req, res, "overloaded", true);
     const signature = this.secret.mode === "signed" ? new BodySignature(this.secret.secret) : undefined;
-    let chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (): void => {
-      done = true;
-      chunks = [];
-      reservation.release();
-    };
-    req.on("data", (chunk: Buffer) => {
-      if (done) return;
-      size += chunk.length;
-      if (size > max || !reservation.cover(size)) {
-        finish();
-        this.reject(req, res, size > max ? "body-too-large" : "overloaded", true);
-        return;
-      }
-      chunks.push(chunk);
-      signature?.update(chunk);
-    });
-    req.on("end", () => {
-      if (done) return;
-      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-      try {
-        this.deliver(req, res, body, signature);
-      } catch (error) {
-        // Only a bug gets here; the sender still gets an answer.
-        if (!res.headersSent) this.reject(req, res, "invalid-payload", false);
-        this.options.events.emit("dispatch.failed", {
-          work_item: "",
-          delivery_id: headerOf(req, "x-github-delivery") ?? "",
-          action: "receive",
-          error: messageOf(error),
-          will_retry: false,
-        });
-      } finally {
-        finish();
-      }
-    });
+    READING.set(req, new Reading(this, res, reservation, signature));
+    // The same four functions for every request, which find its Reading: no closures per request.
+    req.on("data", WebhookReceiver.onData);
+    req.on("end", WebhookReceiver.onEnd);
     // A sender that goes away mid-body leaves nothing to answer, and gives its bytes back.
-    req.on("close", finish);
-    req.on("error", () => undefined);
+    req.on("close", WebhookReceiver.onClose);
+    req.on("error", ignoreError);
+  }
+
+  private static onData(this: IncomingMessage, chunk: Buffer): void {
+    const reading = READING.get(this);
+    if (reading === undefined || reading.done) return;
+    const size = reading.size + chunk.length;
+    reading.size = size;
+    const receiver = reading.receiver;
+    const max = receiver.config.maxBodyBytes;
+    if (size > max || !reading.reservation.cover(size)) {
+      reading.finish();
+      receiver.reject(this, reading.res, size > max ? "body-too-large" : "overloaded", true);
+      return;
+    }
+    reading.chunks.push(chunk);
+    reading.signature?.update(chunk);
+  }
+
+  private static onEnd(this: IncomingMessage): void {
+    const reading = READING.get(this);
+    if (reading === undefined || reading.done) return;
+    const chunks = reading.chunks;
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, reading.size);
+    const receiver = reading.receiver;
+    try {
+      receiver.deliver(this, reading.res, body, reading.signature);
+    } catch (error) {
+      // Only a bug gets here; the sender still gets an answer.
+      if (!reading.res.headersSent) receiver.reject(this, reading.res, "invalid-payload", false);
+      receiver.options.events.emit("dispatch.failed", {
+        work_item: "",
+        delivery_id: headerOf(this, "x-github-delivery") ?? "",
+        action: "receive",
+        error: messageOf(error),
+        will_retry: false,
+      });
+    } finally {
+      reading.finish();
+    }
+  }
+
+  private static onClose(this: IncomingMessage): void {
+    READING.get(this)?.finish();
   }
 
   private deliver(req: IncomingMessage, res: ServerResponse, body: Buffer, signature: BodySignature | undefined): void {
@@ -510,6 +520,33 @@ export class WebhookReceiver {
     req.once("close", finish);
     req.resume();
   }
+}
+
+/** A delivery's body being read (see WebhookReceiver.receive). */
+class Reading {
+  chunks: Buffer[] = [];
+  size = 0;
+  done = false;
+
+  constructor(
+    readonly receiver: WebhookReceiver,
+    readonly res: ServerResponse,
+    readonly reservation: BodyReservation,
+    readonly signature: BodySignature | undefined,
+  ) {}
+
+  /** Done with: the bytes are given back to the budget; a second call does nothing. */
+  finish(): void {
+    this.done = true;
+    this.chunks = [];
+    this.reservation.release();
+  }
+}
+
+const READING = new WeakMap<IncomingMessage, Reading>();
+
+function ignoreError(): void {
+  // A request's stream errors when its sender goes away; its 'close' gives the bytes back.
 }
 
 function headerOf(req: IncomingMessage, name: string): string | undefined {
