@@ -1,6 +1,7 @@
 import { readFileSync, statSync } from "node:fs";
 import { dirname, extname, join, resolve, sep } from "node:path";
 import { pathToFileURL } from "node:url";
+import { z } from "zod";
 import { messageOf } from "../errors.js";
 import { LIFECYCLE_HOOKS_BRAND, isLifecycleHooksClass } from "../sdk/hooks/base.js";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
@@ -64,9 +65,10 @@ class LocalHookExecutor implements HookExecutor {
 
   /** In-process and unbounded (docs/hooks.md#when-a-hook-fails): a hook that never returns is its author's to fix. */
   async invoke(point: HookPoint, context: HookContext): Promise<unknown> {
-    const method: unknown = (this.instance as Record<string, unknown>)[point.method];
+    const method: unknown = Reflect.get(this.instance, point.method);
     if (typeof method !== "function") throw new Error(`the executor has no method ${point.method}()`);
-    return await (method as (context: HookContext) => unknown).call(this.instance, context);
+    const result: unknown = await Reflect.apply(method, this.instance, [context]);
+    return result;
   }
 }
 
@@ -138,17 +140,63 @@ async function importWithin(file: string, timeoutMs: number): Promise<Record<str
   }
 }
 
+/**
+ * How a `.ts` hook module is imported: by Node itself where it strips types (`process.features.typescript`
+ * is "strip" or "transform": Node 22.18+ and 23.6+ by default, 22.6+ with --experimental-strip-types),
+ * else through tsx. Pure, for a table test: this Node (20) only ever takes the tsx path.
+ */
+export function typescriptLoaderFor(features: { readonly typescript?: unknown }): "native" | "tsx" {
+  return features.typescript === "strip" || features.typescript === "transform" ? "native" : "tsx";
+}
+
+/**
+ * Refusals of Node's own stripping that tsx gets past: syntax it does not strip (an enum, a
+ * namespace, a parameter property, unless --experimental-transform-types) and a `.ts` file under
+ * node_modules (a `module` entry's package shipping TypeScript). Both are raised while the module
+ * graph loads, before any of it runs, so importing it again through tsx runs nothing twice.
+ */
+const NATIVE_REFUSALS = new Set(["ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX", "ERR_UNSUPPORTED_NODE_MODULES_TYPE_STRIPPING"]);
+
+function refusedByNative(error: unknown): boolean {
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  return typeof code === "string" && NATIVE_REFUSALS.has(code);
+}
+
 let typescriptImport: Promise<(specifier: string, parent: string) => Promise<unknown>> | undefined;
 
-async function importFile(file: string): Promise<Record<string, unknown>> {
+async function importWithTsx(url: string): Promise<unknown> {
+  // tsx is only loaded once a TypeScript hook needs it: no cost for anyone else.
+  typescriptImport ??= import("tsx/esm/api").then((api) => api.tsImport);
+  const tsImport = await typescriptImport;
+  return await tsImport(url, import.meta.url);
+}
+
+/** Where `process.features` has no `typescript` (before Node 22.6) it reads as undefined. */
+function runningFeatures(): { readonly typescript?: unknown } {
+  return { typescript: Reflect.get(process.features, "typescript") };
+}
+
+async function importFile(file: string, features: { readonly typescript?: unknown } = runningFeatures()): Promise<Record<string, unknown>> {
   const url = pathToFileURL(file).href;
-  if (TYPESCRIPT_EXTENSIONS.has(extname(file))) {
-    // tsx is only loaded once a TypeScript hook is declared: no cost for anyone else.
-    typescriptImport ??= import("tsx/esm/api").then((api) => api.tsImport as (specifier: string, parent: string) => Promise<unknown>);
-    const tsImport = await typescriptImport;
-    return (await tsImport(url, import.meta.url)) as Record<string, unknown>;
+  let namespace: unknown;
+  if (!TYPESCRIPT_EXTENSIONS.has(extname(file))) namespace = await import(url);
+  else if (typescriptLoaderFor(features) === "tsx") namespace = await importWithTsx(url);
+  else {
+    try {
+      namespace = await import(url);
+    } catch (error) {
+      if (!refusedByNative(error)) throw error;
+      namespace = await importWithTsx(url);
+    }
   }
-  return (await import(url)) as Record<string, unknown>;
+  // A module namespace is always an object; checked rather than trusted all the same.
+  if (!isRecord(namespace)) throw new LocalHookError(`importing ${file} gave no module namespace`);
+  return namespace;
+}
+
+/** An object's own string keys; no claim about its values (each is checked where read). */
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The class an entry runs: its `executor` export, else the module's one LifecycleHooks subclass. */
@@ -195,7 +243,7 @@ function exportsOf(namespace: Record<string, unknown>): [string, unknown][] {
   if (typeof commonjs === "object" && commonjs !== null && Object.getPrototypeOf(commonjs) === Object.prototype) {
     for (const key of Object.keys(commonjs)) {
       if (key === "__esModule") continue;
-      if (key === "default" || !exported.has(key)) exported.set(key, (commonjs as Record<string, unknown>)[key]);
+      if (key === "default" || !exported.has(key)) exported.set(key, Reflect.get(commonjs, key));
     }
   }
   return [...exported.entries()];
@@ -217,12 +265,13 @@ function describeExport(names: readonly string[]): string {
  * another copy of the SDK than the daemon's.
  */
 function overrides(instance: object, cls: Constructor, method: string): boolean {
-  const implementation: unknown = (instance as Record<string, unknown>)[method];
+  const implementation: unknown = Reflect.get(instance, method);
   if (typeof implementation !== "function") return false;
   let base: unknown = Object.getPrototypeOf(cls);
   while (typeof base === "function" && !Object.hasOwn(base, LIFECYCLE_HOOKS_BRAND)) base = Object.getPrototypeOf(base);
   if (typeof base !== "function") return true;
-  return implementation !== (base.prototype as Record<string, unknown>)[method];
+  const prototype: unknown = base.prototype;
+  return typeof prototype !== "object" || prototype === null || implementation !== Reflect.get(prototype, method);
 }
 
 /**
@@ -273,6 +322,9 @@ function resolveInPackage(packageDir: string, name: string, subpath: string): st
   return file;
 }
 
+/** A package.json: an object whose fields are read one by one where used (`exports`, `main`). */
+const manifestSchema = z.record(z.string(), z.unknown());
+
 function readManifest(packageDir: string): Record<string, unknown> {
   let text: string;
   try {
@@ -281,8 +333,9 @@ function readManifest(packageDir: string): Record<string, unknown> {
     return {};
   }
   try {
-    const parsed: unknown = JSON.parse(text);
-    return typeof parsed === "object" && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : {};
+    const parsed = manifestSchema.safeParse(JSON.parse(text));
+    // Not an object: no fields, as Node reads a package.json without "exports" or "main".
+    return parsed.success ? parsed.data : {};
   } catch (error) {
     throw new LocalHookError(`${join(packageDir, "package.json")} is not valid JSON: ${messageOf(error)}`);
   }
@@ -290,10 +343,10 @@ function readManifest(packageDir: string): Record<string, unknown> {
 
 /** The target `exports` gives a subpath, per Node's rules for the conditions we import under. */
 function exportTarget(exports: unknown, subpath: string): string | undefined {
-  const isSubpathMap =
-    typeof exports === "object" && exports !== null && !Array.isArray(exports) && Object.keys(exports).some((key) => key.startsWith("."));
-  if (!isSubpathMap) return subpath === "." ? conditionalTarget(exports, undefined) : undefined;
-  const map = exports as Record<string, unknown>;
+  if (!isRecord(exports) || !Object.keys(exports).some((key) => key.startsWith("."))) {
+    return subpath === "." ? conditionalTarget(exports, undefined) : undefined;
+  }
+  const map = exports;
   if (Object.hasOwn(map, subpath) && !subpath.includes("*")) return conditionalTarget(map[subpath], undefined);
   let best: { key: string; match: string } | undefined;
   for (const key of Object.keys(map)) {
