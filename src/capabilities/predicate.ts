@@ -3,7 +3,7 @@ import { parseDocument } from "yaml";
 import { firstArtifact, readChecklist, rootOf, runChecks } from "../graph-run/checks.js";
 import type { Root } from "../graph-run/checks.js";
 import type { GraphCheck } from "../graph/types.js";
-import { clip, stripControl } from "../subprocess/index.js";
+import { clip, stripControlCharacters } from "../subprocess/index.js";
 import { fieldPath, predicateSchema } from "./manifest.js";
 import type { GatePredicate } from "./manifest.js";
 
@@ -89,7 +89,7 @@ export async function evaluatePredicate(predicate: unknown, options: EvaluatePre
 /** A value from the predicate or the file, cleaned and short, quoted when it is a string. */
 function shown(value: unknown): string {
   const text = typeof value === "string" ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
-  return clip(stripControl(text), SHOWN_MAX_CHARS);
+  return clip(stripControlCharacters(text), SHOWN_MAX_CHARS);
 }
 
 /** A front-matter value as a message names it, with its type: the string "false" is not the boolean false. */
@@ -150,12 +150,12 @@ async function frontMatterEquals(root: Root, predicate: Extract<GatePredicate, {
   }
   const document = parseDocument(front.yaml, { uniqueKeys: true });
   const [problem] = document.errors;
-  if (problem !== undefined) return block(`${name}'s front matter is not YAML: ${clip(stripControl(problem.message.split("\n")[0] ?? ""), 200)}`);
+  if (problem !== undefined) return block(`${name}'s front matter is not YAML: ${clip(stripControlCharacters(problem.message.split("\n")[0] ?? ""), 200)}`);
   let data: unknown;
   try {
     data = document.toJS();
   } catch (error) {
-    return block(`${name}'s front matter cannot be read: ${clip(stripControl((error as Error).message), 200)}`);
+    return block(`${name}'s front matter cannot be read: ${clip(stripControlCharacters((error as Error).message), 200)}`);
   }
   const field = shown(predicate.field);
   if (!isMapping(data)) return block(`${name}'s front matter is not a mapping of fields, so it has no field ${field}`);

@@ -10,7 +10,7 @@ export {
 export type { ConfigOrigin, ConfigSource, LoadOptions, LoadedConfig } from "./load.js";
 export { formatPath, parseConfigText } from "./parse.js";
 export type { ParseOutcome } from "./parse.js";
-export { escapeControl, formatProblem } from "./problem.js";
+export { escapeControlCharacters, formatProblem } from "./problem.js";
 export type { ConfigProblem } from "./problem.js";
 export { configSchema } from "./schema.js";
 export type { CliConfig, CliConfigInput } from "./schema.js";

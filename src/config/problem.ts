@@ -11,7 +11,7 @@ export interface ConfigProblem {
 export function formatProblem(problem: ConfigProblem, file: string): string {
   const position = problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ""}` : "";
   const key = problem.path ? `${problem.path}: ` : "";
-  return escapeControl(`${file}${position}: ${key}${problem.message}`);
+  return escapeControlCharacters(`${file}${position}: ${key}${problem.message}`);
 }
 
 // C0 controls, DEL, C1 controls, and the two Unicode line separators.
@@ -26,6 +26,6 @@ const SHORT: Readonly<Record<string, string>> = { "\b": "\\b", "\t": "\\t", "\n"
  * or forge a line of its own (docs/config.md, "Problems"). A backslash is left alone, so text
  * already JSON-quoted is not escaped twice.
  */
-export function escapeControl(text: string): string {
+export function escapeControlCharacters(text: string): string {
   return text.replace(CONTROL, (char) => SHORT[char] ?? `\\u${char.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

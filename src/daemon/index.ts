@@ -1,5 +1,5 @@
-export { daemonStatus, startDaemon, stopDaemon } from "./control.js";
-export type { ListeningStatus, ServiceStatus } from "./control.js";
+export { daemonStatus, startDaemon, stopDaemon } from "./start-stop.js";
+export type { ListeningStatus, ServiceStatus } from "./start-stop.js";
 export { loadCommandHooks } from "./hooks.js";
 export { readLock } from "./pidfile.js";
 export type { HeldLock, PidfileHolder } from "./pidfile.js";

@@ -12,7 +12,7 @@ import { closeForEvent, damagedClosing, releaseLeftCheckout } from "./item-close
 import { commandFromComment, controlRequest, finishStop, retryStart, standingCommands } from "./commands.js";
 import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisProcess, turnOf, withSlot } from "../sessions/context.js";
 import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult } from "../sessions/context.js";
-import { deliver } from "../sessions/delivery.js";
+import { deliverEvent } from "../sessions/delivery.js";
 import { graphClaim, graphForce } from "../graph-driver/start-claim-force.js";
 import { graphGate, releaseHeldAnswers } from "../graph-driver/gate-answers.js";
 import { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "../graph-run/held-retry.js";
@@ -303,7 +303,7 @@ export class Dispatcher implements EventHandler {
         case "deliver": {
           const current = this.options.registry.get(workItem.ref);
           if (!current || !isLive(current)) return settle(turn, "session-vanished");
-          return await deliver(ctx, current, turn);
+          return await deliverEvent(ctx, current, turn);
         }
         case "control":
           return await commandFromComment(ctx, decision, event);

@@ -14,7 +14,7 @@ import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workite
 import { RETRY, SESSION_CLOSED, SETTLED, adapterOf, dispatchFailed, sameCommand, sameLiveSession, settle, withSlot } from "../sessions/context.js";
 import type { ContextNeeds, HandleResult, SpawnOutcome, StartTrigger, Turn } from "../sessions/context.js";
 import type { PasteContext } from "../sessions/delivery.js";
-import { deliver, paste, promptInput, recordLink } from "../sessions/delivery.js";
+import { deliverEvent, paste, promptInput, recordLink } from "../sessions/delivery.js";
 import { SESSION_TOKEN_ENV, issueCredential, issueForClaim, takeClaimedToken } from "../sessions/credential.js";
 import { graphAtStart } from "../graph-driver/start-claim-force.js";
 import { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLaunch, startRefusal } from "../sessions/hook-points.js";
@@ -402,12 +402,12 @@ export async function spawnTurn(ctx: ContextNeeds<"accepting" | "forget" | "heav
       return settle(turn, outcome.hold);
     // Someone else (the CLI, another process) started it first: this event is input for that session.
     case "occupied":
-      return await deliver(ctx, outcome.occupant, turn);
+      return await deliverEvent(ctx, outcome.occupant, turn);
     case "failed":
       return outcome.retry ? RETRY : SETTLED;
     case "refused":
       if (outcome.redirect !== undefined && (held === undefined || held.has(outcome.redirect.workItem.ref))) {
-        return await deliver(ctx, outcome.redirect, turn);
+        return await deliverEvent(ctx, outcome.redirect, turn);
       }
       return settle(turn, "hook-refused");
   }

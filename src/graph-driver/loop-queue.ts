@@ -25,7 +25,7 @@ export class LoopQueue<T extends LoopQueueItem> {
 
   constructor(
     /** Delivers one event; a rejection is reported as `failed` and the chain goes on. */
-    private readonly deliver: (item: T) => Promise<void>,
+    private readonly handOn: (item: T) => Promise<void>,
     private readonly dropped: (item: T, waiting: number) => void,
     private readonly failed: (item: T, error: unknown) => void = () => undefined,
     private readonly bound: number = LOOP_QUEUE_BOUND,
@@ -41,7 +41,7 @@ export class LoopQueue<T extends LoopQueueItem> {
     chain.waiting += 1;
     chain.tail = chain.tail.then(async () => {
       try {
-        await this.deliver(item);
+        await this.handOn(item);
       } catch (error) {
         this.safely(() => this.failed(item, error));
       } finally {

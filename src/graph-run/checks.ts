@@ -1,7 +1,7 @@
 import { constants } from "node:fs";
 import { open, realpath, stat } from "node:fs/promises";
 import { isAbsolute, relative, resolve, sep } from "node:path";
-import { InvalidCommandError, clip, describeOutcome, outputTail, runBounded, stripControl } from "../subprocess/index.js";
+import { InvalidCommandError, clip, describeOutcome, outputTail, runBounded, stripControlCharacters } from "../subprocess/index.js";
 import type { CheckResult, GraphCheck } from "../graph/types.js";
 
 /**
@@ -93,7 +93,7 @@ export type Located =
 
 /** Where `path` (relative to the working directory) leads, and whether it counts as an artifact there. */
 async function locate(root: Root, path: string): Promise<Located> {
-  const shown = clip(stripControl(path), COMMAND_NAME_MAX_CHARS);
+  const shown = clip(stripControlCharacters(path), COMMAND_NAME_MAX_CHARS);
   if (path === "" || path.includes("\0") || isAbsolute(path)) return { status: "not-relative", shown };
   const lexical = relative(root.cwd, resolve(root.cwd, path));
   if (lexical === ".." || lexical.startsWith(`..${sep}`) || isAbsolute(lexical)) return { status: "outside", shown };
@@ -168,7 +168,7 @@ async function checklistComplete(root: Root, anyOf: readonly string[]): Promise<
     return { check: "checklist-complete", passed: true, message: `${found.shown}: all ${list.items} items ticked` };
   }
   const count = list.unticked.length;
-  const quoted = clip(stripControl(first), QUOTED_ITEM_MAX_CHARS);
+  const quoted = clip(stripControlCharacters(first), QUOTED_ITEM_MAX_CHARS);
   return fail(`${found.shown} has ${count} unticked item${count === 1 ? "" : "s"}; first: "${quoted}"`);
 }
 
@@ -288,5 +288,5 @@ async function commandCheck(
 function commandName(argv: readonly string[]): string {
   if (argv.length === 0) return "a command check with an empty argv";
   const words = argv.map((arg) => (arg === "" || /[\s"'\\]/.test(arg) ? JSON.stringify(arg) : arg));
-  return clip(stripControl(words.join(" ")), COMMAND_NAME_MAX_CHARS);
+  return clip(stripControlCharacters(words.join(" ")), COMMAND_NAME_MAX_CHARS);
 }

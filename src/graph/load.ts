@@ -4,7 +4,7 @@ import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { EXIT_USAGE, ExitError, errnoOf } from "../errors.js";
 import { offsetOf } from "../config/parse.js";
-import { escapeControl } from "../config/problem.js";
+import { escapeControlCharacters } from "../config/problem.js";
 import { compileGraph, suggestion } from "./compile.js";
 import type { GraphProblem, Segment } from "./compile.js";
 import { CHECK_KEYS, CHECK_SCHEMAS, edgeSchema, graphFileSchema, nodeSchema } from "./definition.js";
@@ -42,9 +42,9 @@ export class GraphError extends ExitError {
   readonly problems: readonly string[];
   constructor(problems: readonly string[], files: readonly string[]) {
     // What a problem quotes from a file (or a configured path) is input: its control characters are escaped.
-    const escaped = problems.map(escapeControl);
+    const escaped = problems.map(escapeControlCharacters);
     const only = escaped.length === 1 ? escaped[0] : undefined;
-    const where = escapeControl(files.length === 1 ? `graph file ${files[0]}` : `graph files ${files.join(", ")}`);
+    const where = escapeControlCharacters(files.length === 1 ? `graph file ${files[0]}` : `graph files ${files.join(", ")}`);
     super(only ? `invalid graph: ${only}` : `invalid ${where}: ${escaped.length} problems`, EXIT_USAGE, "config", only ? [] : escaped);
     this.problems = escaped;
   }
@@ -61,7 +61,7 @@ export function formatPath(path: readonly Segment[]): string {
 export function formatGraphProblem(problem: LocatedGraphProblem, file: string): string {
   const position = problem.line ? `:${problem.line}${problem.column ? `:${problem.column}` : ""}` : "";
   const key = problem.path.length > 0 ? `${formatPath(problem.path)}: ` : "";
-  return escapeControl(`${file}${position}: ${key}${problem.message}`);
+  return escapeControlCharacters(`${file}${position}: ${key}${problem.message}`);
 }
 
 

@@ -9,7 +9,7 @@ import { SESSION_CLOSED, SETTLED, claimerGone, closedAs, dispatchFailed, handBac
 import type { ContextNeeds, HandleResult, Turn } from "./context.js";
 import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
-import { deliverText, endIfClosed, respawn, untilReady } from "./pane.js";
+import { endIfClosed, pasteIntoPane, respawn, untilReady } from "./pane.js";
 import { renderEventPrompt } from "./prompts.js";
 import type { PromptInput } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX } from "../registry/record.js";
@@ -74,7 +74,7 @@ async function graphContextOf(ctx: ContextNeeds<never, "graph">, ref: string): P
  * The event as input for `record`'s session. `from`: the event's turn, kept when it is on the
  * record's own work item (an event redirected to another item's session is bound afresh).
  */
-export async function deliver(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, record: SessionRecord, from: Turn): Promise<HandleResult> {
+export async function deliverEvent(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, record: SessionRecord, from: Turn): Promise<HandleResult> {
   const workItem = record.workItem as WorkItem;
   const { event } = from;
   const turn: Turn = from.workItem.ref === workItem.ref ? { ...from, workItem } : turnOf(ctx, workItem, event);
@@ -151,7 +151,7 @@ export async function paste(ctx: PasteContext, record: SessionRecord, text: stri
     if (now === undefined || !sameLiveSession(now, record)) return closedAs(now, record);
     if (now.status === "paused") return "paused";
     try {
-      await deliverText(ctx, record, text);
+      await pasteIntoPane(ctx, record, text);
       return "pasted";
     } catch (error) {
       if (!(error instanceof SessionMissingError)) throw error;

@@ -23,7 +23,7 @@ export { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLau
 export { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 export { closeDamaged, finishClose, isDamagedClose } from "./close.js";
 export { commentReason } from "./announce.js";
-export { deliver, paste, promptInput, recordLink } from "./delivery.js";
+export { deliverEvent, paste, promptInput, recordLink } from "./delivery.js";
 export { endIfClosed, markHarnessStarted, prepareHarness } from "./pane.js";
 export { issueCredential, issueForClaim, takeClaimedToken } from "./credential.js";
 export { renderBootPrompt, renderResumeNote } from "./prompts.js";

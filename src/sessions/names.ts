@@ -1,4 +1,4 @@
-import { clip, stripControl } from "../subprocess/index.js";
+import { clip, stripControlCharacters } from "../subprocess/index.js";
 
 /**
  * A name or a reason a caller gave, made fit to be written where people read it (an event, a
@@ -12,5 +12,5 @@ export const NAME_MAX = 100;
 export const REASON_MAX = 1_000;
 
 export function boundedName(text: string, maxChars: number = NAME_MAX): string {
-  return clip(stripControl(text).replace(/\s+/g, " ").trim(), maxChars);
+  return clip(stripControlCharacters(text).replace(/\s+/g, " ").trim(), maxChars);
 }

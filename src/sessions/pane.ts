@@ -15,7 +15,7 @@ import type { SessionRecord } from "../registry/record.js";
  */
 
 /** Pastes into the session's pane, Enter waiting for the harness to show the paste where it knows how to tell. */
-export async function deliverText(ctx: ContextNeeds<"routing", "runner">, record: SessionRecord, text: string): Promise<void> {
+export async function pasteIntoPane(ctx: ContextNeeds<"routing", "runner">, record: SessionRecord, text: string): Promise<void> {
   let pastedPattern: RegExp | undefined;
   try {
     pastedPattern = adapterOf(ctx, record.harness).pastedPattern;
@@ -161,7 +161,7 @@ export async function respawn(ctx: ContextNeeds<"accepting" | "now" | "readyAt" 
   const handOver = async (inArgv: boolean): Promise<void> => {
     if (inArgv) return;
     await untilReady(ctx, record);
-    await deliverText(ctx, record, prompt);
+    await pasteIntoPane(ctx, record, prompt);
   };
   const canResume = ctx.routing.tmux.resumeOnRespawn && adapter.resume && isResumableSessionId(record.harnessSessionId);
   if (canResume && adapter.resume) {

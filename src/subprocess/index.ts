@@ -14,5 +14,5 @@ export {
   runBounded,
 } from "./run.js";
 export type { BoundedCommand, BoundedResult } from "./run.js";
-export { clip, outputTail, stripControl } from "./text.js";
+export { clip, outputTail, stripControlCharacters } from "./text.js";
 export { RUN_ID_ENV } from "./tree.js";

@@ -12,7 +12,7 @@ const ESCAPE_SEQUENCES = /\u001b\[[0-?]*[ -/]*[@-~]|\u001b\][^\u0007\u001b]*(?:\
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 /** `text` without escape sequences or control characters; tabs become spaces, newlines stay. */
-export function stripControl(text: string): string {
+export function stripControlCharacters(text: string): string {
   return text.replace(/\r\n?/g, "\n").replace(ESCAPE_SEQUENCES, "").replace(/\t/g, " ").replace(CONTROL_CHARACTERS, "");
 }
 
@@ -28,7 +28,7 @@ export function clip(text: string, maxChars: number): string {
  * said) kept.
  */
 export function outputTail(text: string, maxLines: number, maxChars: number): string {
-  const lines = stripControl(text)
+  const lines = stripControlCharacters(text)
     .split("\n")
     .map((line) => line.trim())
     .filter((line) => line !== "");

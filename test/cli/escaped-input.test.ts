@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { escapeControl } from "../../src/config/problem.js";
+import { escapeControlCharacters } from "../../src/config/problem.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
@@ -65,7 +65,7 @@ describe("errors that quote input (real CLI)", () => {
   });
 });
 
-describe("escapeControl", () => {
+describe("escapeControlCharacters", () => {
   it.each([
     { input: "plain text, \\n as written", output: "plain text, \\n as written" },
     { input: `bell${BEL}`, output: "bell\\u0007" },
@@ -74,6 +74,6 @@ describe("escapeControl", () => {
     { input: "del\u007f c1\u009b sep\u2028", output: "del\\u007f c1\\u009b sep\\u2028" },
     { input: "ünïcödé → stays", output: "ünïcödé → stays" },
   ])("$output", ({ input, output }) => {
-    expect(escapeControl(input)).toBe(output);
+    expect(escapeControlCharacters(input)).toBe(output);
   });
 });

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { clip, outputTail, stripControl } from "../../src/subprocess/index.js";
+import { clip, outputTail, stripControlCharacters } from "../../src/subprocess/index.js";
 import { wholeUtf8Prefix, wholeUtf8Suffix } from "../../src/subprocess/text.js";
 
-describe("stripControl", () => {
+describe("stripControlCharacters", () => {
   it.each([
     { input: "plain", expected: "plain" },
     { input: "\u001b[31mred\u001b[0m", expected: "red" },
@@ -11,7 +11,7 @@ describe("stripControl", () => {
     { input: "a\r\nb\rc", expected: "a\nb\nc" },
     { input: "bell\u0007 nul\u0000 del\u007f c1\u009b", expected: "bell nul del c1" },
   ])("$input → $expected", ({ input, expected }) => {
-    expect(stripControl(input)).toBe(expected);
+    expect(stripControlCharacters(input)).toBe(expected);
   });
 });
 

@@ -1,9 +1,9 @@
 import { dirname } from "node:path";
 import { AnswerGivenExit } from "../../errors.js";
-import { startDaemon, stopDaemon } from "../../daemon/control.js";
+import { startDaemon, stopDaemon } from "../../daemon/start-stop.js";
 import { statusReport } from "../../daemon/status/facts.js";
 import { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "../../daemon/secret-env.js";
-import type { ListeningStatus, ServiceStatus } from "../../daemon/control.js";
+import type { ListeningStatus, ServiceStatus } from "../../daemon/start-stop.js";
 import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";
 import { displayPath, openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";

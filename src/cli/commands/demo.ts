@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { ExitError, messageOf } from "../../errors.js";
 import { loadConfig } from "../../config/load.js";
-import { startDaemon, stopDaemon } from "../../daemon/control.js";
+import { startDaemon, stopDaemon } from "../../daemon/start-stop.js";
 import { tmuxRunnerFor } from "../../daemon/runtime.js";
 import { EventLog } from "../../events/log.js";
 import { deriveStatePaths } from "../../state/layout.js";

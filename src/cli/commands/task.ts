@@ -2,7 +2,7 @@ import { readFile, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { LoadedCapability } from "../../capabilities/load.js";
 import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../../errors.js";
-import { clip, stripControl } from "../../subprocess/index.js";
+import { clip, stripControlCharacters } from "../../subprocess/index.js";
 import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { printJson, untilInterrupted } from "./loop/predicate.js";
@@ -41,7 +41,7 @@ export async function runTaskResolveContent(globals: GlobalOptions, options: Tas
     const listed = tasks.slice(0, TASKS_LISTED).map((task) => task.id);
     const more = tasks.length > TASKS_LISTED ? `, and ${tasks.length - TASKS_LISTED} more` : "";
     throw new ExitError(
-      `${JSON.stringify(clip(stripControl(options.taskId), 80))} is not a task of the plan ${displayPath(planPath)}; ${
+      `${JSON.stringify(clip(stripControlCharacters(options.taskId), 80))} is not a task of the plan ${displayPath(planPath)}; ${
         tasks.length === 0 ? 'it has no tasks (checklist lines like "- [ ] jira-123 the title")' : `its tasks: ${listed.join(", ")}${more}`
       }`,
       EXIT_USAGE,

@@ -1,5 +1,5 @@
 import { ControlStore } from "../../control/store.js";
-import { daemonStatus } from "../../daemon/control.js";
+import { daemonStatus } from "../../daemon/start-stop.js";
 import { ExitError, messageOf } from "../../errors.js";
 import type { EventRecord } from "../../events/reader.js";
 import { readLatestEvents } from "../../events/tail.js";

@@ -4,7 +4,7 @@ import { createConnection, createServer } from "node:net";
 import type { Server, Socket } from "node:net";
 import { join } from "node:path";
 import { daemonSocketPath } from "./path.js";
-import { stripControl } from "../../subprocess/index.js";
+import { stripControlCharacters } from "../../subprocess/index.js";
 import type { z } from "zod";
 import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../../errors.js";
 import { DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, MAX_ANSWER_BYTES, answerConnection, refuseConnection, replySchema, schemaProblem } from "./protocol.js";
@@ -156,7 +156,7 @@ export function callDaemon<T = unknown>(stateRoot: string, method: string, param
         return;
       }
       if (!parsed.data.ok) {
-        reject(new ExitError(`the daemon refused: ${stripControl(parsed.data.error)}`, EXIT_FAILURE));
+        reject(new ExitError(`the daemon refused: ${stripControlCharacters(parsed.data.error)}`, EXIT_FAILURE));
         return;
       }
       if (options.result === undefined) {

@@ -13,8 +13,8 @@ import { listSessionRecords } from "../../registry/listing.js";
 import { sessionRecordKind } from "../../registry/record.js";
 import type { StatePaths } from "../../state/layout.js";
 import { journalRemedy } from "../../trackers/local/errors.js";
-import { daemonStatus } from "../control.js";
-import type { ServiceStatus } from "../control.js";
+import { daemonStatus } from "../start-stop.js";
+import type { ServiceStatus } from "../start-stop.js";
 import { pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./problems.js";
 import type {
   CapabilityRefusal,
@@ -29,7 +29,7 @@ import type {
 } from "./problems.js";
 
 /**
- * Gathers what status-problems.ts judges: the services' locks, the tail of the event log, every
+ * Gathers what problems.ts judges: the services' locks, the tail of the event log, every
  * record listing's problems, the local journals, a token lookup made as the daemon makes it, and
  * a connect to each required remote hook. Nothing here calls GitHub or prints a token.
  */

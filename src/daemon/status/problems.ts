@@ -1,7 +1,7 @@
 /**
  * What keeps a daemon from doing its job, as `the-loop status` reports it. Every check here is
  * pure: it reads facts gathered from the state root, the event log and this machine
- * (status-facts.ts) and answers the problems it sees, each with the fix a person can carry out.
+ * (facts.ts) and answers the problems it sees, each with the fix a person can carry out.
  * A daemon is healthy only when there are none.
  */
 
