@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync } from "node:fs";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { processStartTicks } from "../../src/daemon/pidfile.js";
 import { ControlStore } from "../../src/control/store.js";
 import type { InboundEvent, InboundKind } from "../../src/routing/inbound.js";
@@ -146,6 +146,10 @@ async function liveProcess(): Promise<{ readonly pid: number; stop(): Promise<vo
 }
 
 describe("a delivery into a session whose claimer is still starting its harness", () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it("waits for the claimer's harness instead of respawning it, then delivers into it", async () => {
     const t = await setup();
     const { item, target } = await t.open("Racing");
@@ -233,10 +237,17 @@ describe("a delivery into a session whose claimer is still starting its harness"
       }),
     );
 
-    const started = Date.now();
+    // The bound is what is tested: the waiting delivery's pauses and its deadline run on the fake
+    // clock. No child process here, and the records' locks are free, so nothing else takes a timer.
+    vi.useFakeTimers();
     const later = t.event(item);
-    expect(await t.other({ harnessStartWaitMs: 400 }).handle(later)).toEqual({ settled: true });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    const delivering = tracked(t.other({ harnessStartWaitMs: 400 }).handle(later));
+    await waitFor("the delivery to find no pane", () => t.runner.missed.includes(target));
+    await vi.advanceTimersByTimeAsync(399);
+    expect(delivering.done()).toBe(false);
+    expect(t.runner.spawnsOf(target)).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await delivering.promise).toEqual({ settled: true });
 
     expect(t.runner.stateOf(target)).toBe("live");
     expect(t.runner.spawnsOf(target)).toHaveLength(1);
