@@ -382,9 +382,15 @@ describe("a delivery into a session whose claimer is still starting its harness"
     const spawning = tracked(t.daemon().handle(first));
     await gate.entered;
 
-    // The claimer is slower than the bound: the other process takes it for dead and starts the harness.
+    // The claimer is slower than the bound: the other process takes it for dead and starts the
+    // harness. The bound passes on the fake clock; the claimer is held by the test, not by a timer.
+    vi.useFakeTimers();
     const later = t.event(item);
-    expect(await t.other({ harnessStartWaitMs: 100 }).handle(later)).toEqual({ settled: true });
+    const taking = t.other({ harnessStartWaitMs: 100 }).handle(later);
+    await waitFor("the delivery to find no pane", () => t.runner.missed.includes(target));
+    await vi.advanceTimersByTimeAsync(100);
+    expect(await taking).toEqual({ settled: true });
+    vi.useRealTimers();
     expect(t.emitted("session.respawned")).toHaveLength(1);
     expect(t.record(item.ref).harnessStartedAt).toBeDefined();
     expect(spawning.done()).toBe(false);
