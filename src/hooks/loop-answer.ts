@@ -52,6 +52,11 @@ export function readLoopAnswer(point: LoopPoint, payload: HookContext, answer: R
     const reason = read.get("deny_reason");
     return { denial: { reason: typeof reason === "string" ? reason : "" }, ignored };
   }
-  const labels = read.get("labels") as Record<string, string> | undefined;
-  return labels !== undefined && Object.keys(labels).length > 0 ? { labels, ignored } : { ignored };
+  const labels = read.get("labels");
+  return isTextRecord(labels) && Object.keys(labels).length > 0 ? { labels, ignored } : { ignored };
+}
+
+/** Labels as the decision's spec reads them (checked by ofSpec above): names to text. */
+function isTextRecord(value: unknown): value is Record<string, string> {
+  return typeof value === "object" && value !== null && !Array.isArray(value) && Object.values(value).every((entry) => typeof entry === "string");
 }

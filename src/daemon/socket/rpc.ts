@@ -114,8 +114,13 @@ export interface CallOptions<T> {
   readonly result?: z.ZodType<T>;
 }
 
-/** Sends one request to the daemon of `stateRoot` and waits (at most `timeoutMs`) for its answer. */
-export function callDaemon<T = unknown>(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> = {}): Promise<T> {
+/**
+ * Sends one request to the daemon of `stateRoot` and waits (at most `timeoutMs`) for its answer.
+ * The answer is typed only by its schema: without `result` it is `unknown`, never a caller's claim.
+ */
+export function callDaemon<T>(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T>;
+export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number, options?: CallOptions<unknown>): Promise<unknown>;
+export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<unknown> = {}): Promise<unknown> {
   const path = daemonSocketPath(stateRoot);
   return new Promise((resolve, reject) => {
     const socket = createConnection(path);
@@ -160,7 +165,7 @@ export function callDaemon<T = unknown>(stateRoot: string, method: string, param
         return;
       }
       if (options.result === undefined) {
-        resolve(parsed.data.result as T);
+        resolve(parsed.data.result);
         return;
       }
       const result = options.result.safeParse(parsed.data.result);
