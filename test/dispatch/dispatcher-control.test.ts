@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { dirname } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import type { ControlCommand } from "../../src/config/schema.js";
 import { ControlStore } from "../../src/control/store.js";
@@ -613,11 +613,19 @@ describe("commands from two processes", () => {
     });
 
     const later = await t.say(ref, "one more thing");
-    const delivering = d.handle(later);
-    // Routed as a delivery into the live session, it now waits out the grace.
-    await waitFor("the delivery's turn to begin", () => routed(t.events, later));
-    expect(await t.cli(cliProcess, ref, "pause")).toMatchObject({ applied: true, effect: "paused" });
-    expect(await delivering).toEqual({ settled: true });
+    // The grace runs on the fake clock: the pause comes while the delivery waits in it, however
+    // long the pause takes to apply.
+    vi.useFakeTimers();
+    try {
+      const delivering = d.handle(later);
+      await waitFor("the delivery's turn to begin", () => routed(t.events, later));
+      await waitFor("the delivery to wait out the startup grace", () => vi.getTimerCount() > 0);
+      expect(await t.cli(cliProcess, ref, "pause")).toMatchObject({ applied: true, effect: "paused" });
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(await delivering).toEqual({ settled: true });
+    } finally {
+      vi.useRealTimers();
+    }
 
     expect(t.runner.inputsOf(target)).toEqual([]);
     expect(t.emitted("dispatch.dropped").at(-1)).toEqual({ work_item: ref, delivery_id: later.deliveryId, reason: "session-paused" });
