@@ -10,6 +10,11 @@ import { describe, expect, it } from "vitest";
  * (`JSON.parse(text) as Foo`, `(yaml.parse(text) as { hooks?: unknown })`). Widening to
  * `unknown` is no cast of the data and is allowed.
  *
+ * It also fails on what another process hands over read through a property and cast: a
+ * response's `.headers` (or one header), a response's or a parse result's `.data`, a socket
+ * reply's `.result`, an environment variable (`env.X`, `env["X"]`) — `response.data as Issue`,
+ * `parsed.data.result as T`, `headers["link"] as string`.
+ *
  * Where a cast is truly justified, the line (or the line above it) says why with a comment
  * `boundary-cast: <reason>`; the reason must not be empty.
  */
@@ -49,10 +54,24 @@ interface CastFinding {
   readonly text: string;
 }
 
+/**
+ * A property another process's answer arrives in, read (optionally indexed, optionally closed by
+ * a parenthesis) and cast: `.headers`, `.headers["etag"]`, `.data`, `.result`, `env.TOKEN`, `env["X"]`.
+ */
+const PROPERTY_CAST =
+  /(?:\.headers(?:\??\.?\[[^\]\n]*\])?|\.data(?:\??\.result)?|\.result|(?<![\w$])env(?:\??\.[A-Za-z_$][\w$]*|\??\.?\[[^\]\n]*\]))\)*\s*as\s+(?!unknown\b|const\b)[\w{[(]/g;
+
 /** Each read result in `text` cast to a type, with its line (1-based), unless the line allows it. */
 function castsIn(text: string): CastFinding[] {
   const lines = text.split("\n");
   const findings: CastFinding[] = [];
+  for (const match of text.matchAll(PROPERTY_CAST)) {
+    const line = text.slice(0, match.index).split("\n").length;
+    const here = lines[line - 1] ?? "";
+    const above = lines[line - 2] ?? "";
+    if (ALLOW.test(here) || ALLOW.test(above) || findings.some((finding) => finding.line === line)) continue;
+    findings.push({ line, text: here.trim() });
+  }
   for (const reader of READERS) {
     for (let at = text.indexOf(reader); at >= 0; at = text.indexOf(reader, at + reader.length)) {
       // `JSON.parse(` inside `myJSON.parse(`, or any reader inside a longer name, is another function.
@@ -83,6 +102,23 @@ describe("the guard itself", () => {
     ['const x = JSON.parse(text.replace(")", "")) as Foo;', 1],
     ["// boundary-cast: checked by isFoo on the next line\nconst x = JSON.parse(text) as Foo;", 0],
     ["// boundary-cast:\nconst x = JSON.parse(text) as Foo;", 1],
+    // What came back through a property of an answer:
+    ["const headers = response.headers as Record<string, unknown>;", 1],
+    ["next = nextLink(headerOf(page.headers as Record<string, unknown>, \"link\"));", 1],
+    ["const link = response.headers[\"link\"] as string;", 1],
+    ["const link = error.response?.headers?.[\"link\"] as string | undefined;", 1],
+    ["return response.data as T;", 1],
+    ["return { data: response.data as T, etag };", 1],
+    ["return result.data as FeedCursor;", 1],
+    ["resolve(parsed.data.result as T);", 1],
+    ["const token = process.env.GH_TOKEN as string;", 1],
+    ["const token = env[\"GH_TOKEN\"] as string;", 1],
+    ["const data: unknown = response.data;", 0],
+    ["const headers = response.headers as unknown;", 0],
+    ["return parsed.data;", 0],
+    ["const metadata = other as Foo;", 0],
+    ["const update = record.updated as Date;", 0],
+    ["// boundary-cast: octokit's typed route\nreturn response.data as T;", 0],
   ])("finds %j: %i", (text, count) => {
     expect(castsIn(text)).toHaveLength(count);
   });
