@@ -1,4 +1,5 @@
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
+import { waitFor } from "./wait.js";
 
 /**
  * The processes the suite starts, found again by their environment. Every CLI a test runs gets
@@ -130,7 +131,7 @@ function argsOf(pid: number): string {
   }
 }
 
+/** Polls `done` for at most `timeoutMs`; the caller looks at what is left either way. */
 async function until(done: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!done() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 25));
+  await waitFor("the processes to exit", done, { timeoutMs, intervalMs: 25 }).catch(() => undefined);
 }
