@@ -29,8 +29,15 @@ function isLoopback(host: string): boolean {
   return name === "localhost" || name === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(name);
 }
 
+// A host that the URL parser gives back exactly as written: lower-case names, the last one not a
+// number (that would be read as an IPv4 address), no punycode to check, no port.
+const PLAIN_HOST = /^(?:[a-z0-9-]+\.)*[a-z][a-z0-9-]*$/;
+
 /** Whether `value` is a web address on `host`: https (http on this machine only), no credentials. */
 export function isGitHubWebUrl(value: string, host: string): boolean {
+  // What GitHub sends: `https://<host>/…`. The first `/` after the host ends the authority, so
+  // such an address has no credentials and that host; parsing it would say the same, slower.
+  if (value.startsWith("https://") && value.startsWith("/", 8 + host.length) && value.startsWith(host, 8) && isPlainHost(host)) return true;
   let url: URL;
   try {
     url = new URL(value);
@@ -39,6 +46,18 @@ export function isGitHubWebUrl(value: string, host: string): boolean {
   }
   const schemeOk = url.protocol === "https:" || (url.protocol === "http:" && isLoopback(host));
   return schemeOk && url.username === "" && url.password === "" && url.host.toLowerCase() === host;
+}
+
+const plainHosts = new Map<string, boolean>();
+
+function isPlainHost(host: string): boolean {
+  let plain = plainHosts.get(host);
+  if (plain === undefined) {
+    plain = PLAIN_HOST.test(host) && !host.split(".").some((label) => label.startsWith("xn--"));
+    // One entry per configured host; a test may configure a few.
+    if (plainHosts.size < 64) plainHosts.set(host, plain);
+  }
+  return plain;
 }
 
 interface Schemas {

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import { describe, expect, it } from "vitest";
-import { checkAgainstSchemas, checkGitHubPayload } from "../../src/ingress/github-payloads.js";
+import { checkAgainstSchemas, checkGitHubPayload, isGitHubWebUrl } from "../../src/ingress/github-payloads.js";
 import type { RoutedGitHubEvent } from "../../src/ingress/github-payloads.js";
 
 /**
@@ -134,6 +134,35 @@ describe("checkGitHubPayload", () => {
   it("refuses what is not an object, as the schemas do", () => {
     for (const payload of [null, undefined, "x", 5, [], [{}]]) {
       expect(checkGitHubPayload("issues", payload, "github.com")).toEqual(checkAgainstSchemas("issues", payload, "github.com"));
+    }
+  });
+});
+
+/** The rule, read straight off the parsed URL: what isGitHubWebUrl's shortcut must agree with. */
+function parsedIsOnHost(value: string, host: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return false;
+  }
+  const name = host.replace(/:\d+$/, "");
+  const loopback = name === "localhost" || name === "[::1]" || /^127(?:\.\d{1,3}){3}$/.test(name);
+  const schemeOk = url.protocol === "https:" || (url.protocol === "http:" && loopback);
+  return schemeOk && url.username === "" && url.password === "" && url.host.toLowerCase() === host;
+}
+
+describe("isGitHubWebUrl", () => {
+  const hosts = ["github.com", "ghe.example.com", "ghe-1.example.com", "localhost", "localhost:8080", "127.0.0.1:3000", "github.com:443", "10.0.0.1", "xn--bcher-kva.example", "a.b1"];
+  const paths = ["/octo/repo", "/octo/repo/issues/42#issuecomment-9001", "/x@evil.example/", "/a\\b", "/%zz", "/ a", "/?q", "/\t/"];
+  const odd = ["", "https://", "https:///octo", "https://@github.com/", "https://u:p@github.com/x", "https://github.com", "https://github.com?x", "https://github.com#x",
+    "https://GITHUB.COM/x", "HTTPS://github.com/x", " https://github.com/x", "https://github.com.evil.example/x", "https://github.com@evil.example/x",
+    "https://github.com:443/x", "https://github.com:8443/x", "javascript:alert(1)", "https://github.com\\x", "https://git\thub.com/x", "https://github.com./x"];
+
+  it("answers as the parsed URL does, for addresses GitHub sends and for near misses", () => {
+    for (const host of hosts) {
+      const values = [...odd, ...paths.flatMap((path) => [`https://${host}${path}`, `http://${host}${path}`, `https://${host.toUpperCase()}${path}`])];
+      for (const value of values) expect(isGitHubWebUrl(value, host), `${value} on ${host}`).toBe(parsedIsOnHost(value, host));
     }
   });
 });
