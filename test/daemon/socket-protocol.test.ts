@@ -53,15 +53,16 @@ function connect(path: string): Promise<Socket> {
 }
 
 /** A connection, tried again while the listen backlog is full (EAGAIN): the server accepts in this same process. */
-async function connectPatiently(path: string): Promise<Socket> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await connect(path);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EAGAIN" || attempt >= 500) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-  }
+function connectPatiently(path: string): Promise<Socket> {
+  return waitFor(
+    "room in the listen backlog",
+    () =>
+      connect(path).catch((error: unknown) => {
+        if ((error as NodeJS.ErrnoException).code !== "EAGAIN") throw error;
+        return undefined;
+      }),
+    { intervalMs: 5 },
+  );
 }
 
 const openFiles = (): number => readdirSync("/proc/self/fd").length;
