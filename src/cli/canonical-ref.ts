@@ -1,6 +1,6 @@
 import { UsageError } from "../errors.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../workitem/index.js";
-import type { Project } from "./context.js";
+import type { ProjectConfig } from "./context.js";
 
 /**
  * Apart from the sessions commands: `graph status`, `why` and `ask` take a ref too, and importing
@@ -8,7 +8,7 @@ import type { Project } from "./context.js";
  */
 
 /** A work item ref as the user typed it (`#7`, `owner/repo#7`, a URL), in canonical form. */
-export function canonicalRef(text: string, project: Project): string {
+export function canonicalRef(text: string, project: Pick<ProjectConfig, "config">): string {
   try {
     return formatWorkItemRef(parseRefInput(text, { defaultLocalProject: project.config.integrations.local.project }).ref);
   } catch (error) {

@@ -3,7 +3,7 @@ import { elsewhereNote, loadConfig } from "../config/load.js";
 import { formatProblem } from "../config/problem.js";
 import type { LoadedConfig } from "../config/load.js";
 import type { CliConfig } from "../config/schema.js";
-import { EventLog } from "../events/log.js";
+import type { EventLog } from "../events/log.js";
 import type { EventSource } from "../events/catalog.js";
 import type { StatePaths } from "../state/layout.js";
 import { stderr } from "./output.js";
@@ -44,10 +44,24 @@ export async function loadCommandConfig(globals: GlobalOptions): Promise<LoadedC
   return loaded;
 }
 
-/** Loads the config (exit 2 when it is invalid), reports its warnings on stderr, opens the event log. */
-export async function openProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
+/** A project as a command that writes no event sees it: the config and its paths. */
+export type ProjectConfig = Omit<Project, "events">;
+
+/**
+ * Loads the config (exit 2 when it is invalid) and reports its warnings on stderr, as openProject
+ * does, without the event log: a command that only reads (`graph status`) then loads none of the
+ * event catalog's modules.
+ */
+export async function openProjectConfig(globals: GlobalOptions): Promise<ProjectConfig> {
   const loaded = await loadCommandConfig(globals);
   printConfigWarnings(loaded);
+  return { loaded, config: loaded.config, paths: loaded.paths };
+}
+
+/** Loads the config (exit 2 when it is invalid), reports its warnings on stderr, opens the event log. */
+export async function openProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
+  const { loaded } = await openProjectConfig(globals);
+  const { EventLog } = await import("../events/log.js");
   const events = new EventLog({
     path: loaded.config.eventLog.enabled ? loaded.paths.eventLog : null,
     source,

@@ -4,7 +4,7 @@ import type { claimAnswerSchema } from "../../../daemon/socket/methods.js";
 import type { GraphState } from "../../../graph-run/state.js";
 import { openGraphStates } from "../../../graph-run/store.js";
 import type { z } from "zod";
-import { openProject } from "../../context.js";
+import { openProject, openProjectConfig } from "../../context.js";
 import { SHELL_HASH_HINT } from "../../ref-hint.js";
 import { canonicalRef } from "../../canonical-ref.js";
 import type { GlobalOptions, Project } from "../../context.js";
@@ -67,7 +67,7 @@ export function statusDocument(ref: string, state: GraphState, phase: string | n
 }
 
 export async function runGraphStatus(globals: GlobalOptions, given: string, options: GraphStatusOptions): Promise<void> {
-  const project = await openProject(globals);
+  const project = await openProjectConfig(globals);
   const ref = canonicalRef(given, project);
   const state = await openGraphStates(project.paths).get(ref);
   if (state === undefined) {
