@@ -86,18 +86,19 @@ export function parseConfigText(text: string): ParseOutcome {
   } catch (error) {
     return { problems: [{ path: "", message: `YAML: ${(error as Error).message}` }], warnings: [] };
   }
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
+  if (!isMapping(raw)) {
     return { problems: [{ path: "", message: "the config must be a mapping of keys to values", ...at([]) }], warnings: [] };
   }
 
   const problems: ConfigProblem[] = [];
   const warnings: ConfigProblem[] = [];
-  const input = structuredClone(raw) as Record<string, unknown>;
+  const input = structuredClone(raw);
   // Where a key of the normalized input was written in the document, when that differs.
   let documentPathOf = (path: readonly Segment[]): readonly Segment[] => path;
 
-  const ghWebhook = (input.webhooks as Record<string, unknown> | undefined)?.ghWebhook as Record<string, unknown> | undefined;
-  if (ghWebhook && typeof ghWebhook === "object" && "routing" in ghWebhook) {
+  const webhooks = input.webhooks;
+  const ghWebhook = isMapping(webhooks) && isMapping(webhooks.ghWebhook) ? webhooks.ghWebhook : undefined;
+  if (ghWebhook !== undefined && "routing" in ghWebhook) {
     const legacy = ["webhooks", "ghWebhook", "routing"];
     if ("routing" in input) {
       problems.push({
@@ -153,4 +154,9 @@ export function parseConfigText(text: string): ParseOutcome {
     problems,
     warnings,
   };
+}
+
+/** A YAML mapping as `toJS` gives it: keys to values of any kind, each checked by the schema. */
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
 }

@@ -89,7 +89,8 @@ function askCredentials(config: CliConfig): string[] {
   const names = github ? [...config.integrations.github.tokenEnv] : [];
   for (const entry of config.hooks ?? []) {
     if (typeof entry !== "object" || entry === null) continue;
-    const { tokenEnv, on } = entry as { tokenEnv?: unknown; on?: unknown };
+    const tokenEnv = "tokenEnv" in entry ? entry.tokenEnv : undefined;
+    const on = "on" in entry ? entry.on : undefined;
     const atAsk = on === undefined || (Array.isArray(on) && on.includes("waiting_for_input"));
     if (typeof tokenEnv === "string" && atAsk) names.push(tokenEnv);
   }

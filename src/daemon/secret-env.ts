@@ -67,7 +67,7 @@ function matches(pattern: string, name: string): boolean {
 export function daemonSecretNames(config: Pick<CliConfig, "integrations" | "webhooks" | "hooks">): string[] {
   const names = [...config.integrations.github.tokenEnv, config.webhooks.ghWebhook.secretEnv];
   for (const entry of config.hooks ?? []) {
-    const tokenEnv = typeof entry === "object" && entry !== null ? (entry as { tokenEnv?: unknown }).tokenEnv : undefined;
+    const tokenEnv = typeof entry === "object" && entry !== null && "tokenEnv" in entry ? entry.tokenEnv : undefined;
     if (typeof tokenEnv === "string") names.push(tokenEnv);
   }
   return [...new Set(names)];

@@ -69,7 +69,7 @@ function valueAt(raw: unknown, path: readonly Segment[]): unknown {
   let value = raw;
   for (const segment of path) {
     if (typeof value !== "object" || value === null) return undefined;
-    value = (value as Record<string, unknown>)[String(segment)];
+    value = Reflect.get(value, String(segment));
   }
   return value;
 }

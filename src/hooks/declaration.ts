@@ -110,7 +110,7 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
   if (!Array.isArray(raw)) throw new HookDeclarationError("hooks must be a list of entries (see docs/hooks.md)");
   const seen = new Set<string>();
   return raw.map((item: unknown, index) => {
-    const where = label(index, (item as { name?: unknown } | null)?.name);
+    const where = label(index, typeof item === "object" && item !== null && "name" in item ? item.name : undefined);
     const parsed = hookEntrySchema.safeParse(item);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];

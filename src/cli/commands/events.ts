@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import { EXIT_INTERRUPTED, ExitError, UsageError, errnoOf, messageOf } from "../../errors.js";
-import { ENVELOPE_KEYS, EVENT_SOURCES, EVENT_TYPES } from "../../events/catalog.js";
+import { ENVELOPE_KEYS, EVENT_LEVELS, EVENT_SOURCES, EVENT_TYPES } from "../../events/catalog.js";
 import type { EventLevel } from "../../events/catalog.js";
 import { describeFollowNotice, followEvents } from "../../events/follow.js";
 import type { FollowNotice } from "../../events/follow.js";
@@ -276,7 +276,8 @@ class EventTable {
     const cells = fixedCells(record);
     const padded = cells.map((cell, index) => {
       const padding = " ".repeat(Math.max(0, (this.widths[index] ?? 0) - cell.length));
-      const style = index === 1 ? LEVEL_STYLE[record.level as EventLevel] : undefined;
+      // The level is the log file's: one this version does not know is shown unstyled.
+      const style = index === 1 && isEventLevel(record.level) ? LEVEL_STYLE[record.level] : undefined;
       return `${style ? stdout.paint(style, cell) : cell}${padding}`;
     });
     const details = truncate(detailsOf(record, workItemCell(record).key), this.detailsMax);
@@ -301,4 +302,8 @@ function printCatalog(globs: readonly string[], format: Format): void {
   }
   const rows = entries.map((entry) => [entry.type, entry.family, entry.level, fieldNames(entry.fields).join(", "), entry.summary]);
   stdout.line(formatTable(["TYPE", "FAMILY", "LEVEL", "FIELDS", "SUMMARY"], rows));
+}
+
+function isEventLevel(level: string): level is EventLevel {
+  return EVENT_LEVELS.some((known) => known === level);
 }

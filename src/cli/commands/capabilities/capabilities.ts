@@ -1,9 +1,11 @@
 import { readFile } from "node:fs/promises";
 import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { isMap, isSeq, parseDocument } from "yaml";
+import { z } from "zod";
 import { disclosureLines } from "../../../capabilities/consent.js";
 import { CapabilityError, configValues, crossCheck, readBundle, resolveCapabilityPath } from "../../../capabilities/load.js";
 import type { CapabilityBundle } from "../../../capabilities/load.js";
+import { capabilityEntrySchema } from "../../../config/capability-schema.js";
 import type { CapabilityEntryConfig } from "../../../config/capability-schema.js";
 import { CONFIG_DIR_NAME, CONFIG_FILE_NAME } from "../../../config/load.js";
 import { EXIT_FAILURE, EXIT_USAGE, ExitError, NotFoundError } from "../../../errors.js";
@@ -57,6 +59,19 @@ async function otherInstalled(project: Project, configDir: string, except: strin
   return bundles;
 }
 
+/** The file's `capabilities` entries, parsed: an edit never starts from entries it cannot read. */
+function entriesIn(file: string, value: unknown): CapabilityEntryConfig[] {
+  const parsed = z.array(capabilityEntrySchema).safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const at = issue !== undefined && issue.path.length > 0 ? ` at capabilities.${issue.path.map(String).join(".")}` : "";
+  throw new ExitError(
+    `${displayPath(file)}: capabilities is not a list of capability entries (${issue?.message ?? "unexpected content"}${at}); fix it (\`the-loop config validate\`) and run this again`,
+    EXIT_USAGE,
+    "config",
+  );
+}
+
 /**
  * Edits the config's `capabilities` list through the YAML document, so the rest of the file —
  * its comments and its order — stays as written. `edit` gets the list's plain entries and
@@ -69,7 +84,7 @@ async function editCapabilities(file: string, edit: (entries: CapabilityEntryCon
     throw new ExitError(`${displayPath(file)} is not a YAML mapping the-loop can edit; fix it (\`the-loop config validate\`) and run this again`, EXIT_USAGE, "config");
   }
   const current = doc.get("capabilities", true);
-  const before = isSeq(current) ? (current.toJSON() as CapabilityEntryConfig[]) : [];
+  const before = isSeq(current) ? entriesIn(file, current.toJSON()) : [];
   const after = edit(before);
   if (isSeq(current)) {
     // Keep each surviving entry's node (and its comments); change only what changed.

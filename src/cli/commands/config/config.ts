@@ -131,11 +131,12 @@ async function hookProblems(file: string, text: string, loaded?: { readonly hook
       return false;
     }
   };
-  const first = new Map<string, unknown>();
+  const first = new Map<unknown, unknown>();
   raw.forEach((entry: unknown, index) => {
     // Each entry alone, numbered as it stands in the list.
     if (!check([entry], (message) => message.replace(/^hooks\[0\]/, `hooks[${index}]`))) return;
-    const name = (entry as { name: string }).name;
+    // Checked alone just above, so an entry here has its name; read by shape all the same.
+    const name = typeof entry === "object" && entry !== null && "name" in entry ? entry.name : undefined;
     const earlier = first.get(name);
     if (earlier === undefined) first.set(name, entry);
     // A name used before: the pair, numbered as the later entry.
