@@ -17,7 +17,7 @@ const path = require("node:path");
 const FLOORS = [
   ["errors.ts", "secrets.ts"],
   ["sdk", "workitem", "subprocess"],
-  ["state", "events"],
+  ["state", "events", "sandbox"],
   ["config"],
   ["registry"],
   ["trackers", "harness"],

@@ -1,0 +1,11 @@
+/**
+ * The session sandbox (docs/security.md): the bubblewrap plan of a session (`plan.ts`, pure), the
+ * host's system layout it binds (`host.ts`), and whether bwrap works on this machine
+ * (`available.ts`). It stands on subprocess only. Not yet wired into session spawning.
+ */
+export { SandboxPlanError, planBubblewrap } from "./plan.js";
+export type { BindMode, SandboxBind, SandboxRequest, SystemEntry } from "./plan.js";
+export { SYSTEM_DIRS, TOP_LEVEL_ENTRIES, hostSystem } from "./host.js";
+export type { HostFs } from "./host.js";
+export { bubblewrapAvailable, checkBubblewrap, forgetBubblewrapCheck } from "./available.js";
+export type { BubblewrapCheck, CheckOptions } from "./available.js";
