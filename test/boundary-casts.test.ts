@@ -12,7 +12,8 @@ import { describe, expect, it } from "vitest";
  *
  * It also fails on what another process hands over read through a property and cast: a
  * response's `.headers` (or one header), a response's or a parse result's `.data`, a socket
- * reply's `.result`, an environment variable (`env.X`, `env["X"]`) — `response.data as Issue`,
+ * reply's `.result`, an environment variable (`process.env.X`, or `env.X` / `env["X"]` of an `env`
+ * handed in; not another object's `.env`, which is ours) — `response.data as Issue`,
  * `parsed.data.result as T`, `headers["link"] as string`.
  *
  * Where a cast is truly justified, the line (or the line above it) says why with a comment
@@ -59,7 +60,7 @@ interface CastFinding {
  * a parenthesis) and cast: `.headers`, `.headers["etag"]`, `.data`, `.result`, `env.TOKEN`, `env["X"]`.
  */
 const PROPERTY_CAST =
-  /(?:\.headers(?:\??\.?\[[^\]\n]*\])?|\.data(?:\??\.result)?|\.result|(?<![\w$])env(?:\??\.[A-Za-z_$][\w$]*|\??\.?\[[^\]\n]*\]))\)*\s*as\s+(?!unknown\b|const\b)[\w{[(]/g;
+  /(?:\.headers(?:\??\.?\[[^\]\n]*\])?|\.data(?:\??\.result)?|\.result|(?:(?<![\w$.])|(?<=(?<![\w$.])process\.))env(?:\??\.[A-Za-z_$][\w$]*|\??\.?\[[^\]\n]*\]))\)*\s*as\s+(?!unknown\b|const\b)[\w{[(]/g;
 
 /** Each read result in `text` cast to a type, with its line (1-based), unless the line allows it. */
 function castsIn(text: string): CastFinding[] {
@@ -113,6 +114,7 @@ describe("the guard itself", () => {
     ["resolve(parsed.data.result as T);", 1],
     ["const token = process.env.GH_TOKEN as string;", 1],
     ["const token = env[\"GH_TOKEN\"] as string;", 1],
+    ["argv.push(\"--setenv\", name, request.env[name] as string);", 0],
     ["const data: unknown = response.data;", 0],
     ["const headers = response.headers as unknown;", 0],
     ["return parsed.data;", 0],
