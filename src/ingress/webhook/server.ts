@@ -380,11 +380,12 @@ export class WebhookReceiver {
     const deliveryId = headerOf(req, "x-github-delivery") ?? `webhook-${randomUUID()}`;
     if (this.seen.has(deliveryId)) return this.reject(req, res, "duplicate-delivery", false);
     if (SUPPORTED_EVENTS.has(name) && !this.enabled.has(name)) return this.ignore(res, deliveryId, name, "disabled-event");
-    const result = inboundFromGitHub(name, payload, {
-      deliveryId,
-      source: "gh-webhook",
-      ...(this.options.defaultHost !== undefined ? { defaultHost: this.options.defaultHost } : {}),
-    });
+    const defaultHost = this.options.defaultHost;
+    const result = inboundFromGitHub(
+      name,
+      payload,
+      defaultHost === undefined ? { deliveryId, source: "gh-webhook" } : { deliveryId, source: "gh-webhook", defaultHost },
+    );
     if ("rejected" in result) return this.reject(req, res, "invalid-payload", false, result.rejected);
     if (!("event" in result)) return this.ignore(res, deliveryId, name, result.ignored);
     this.seen.add(deliveryId);
