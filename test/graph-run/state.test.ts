@@ -148,7 +148,7 @@ describe("reading graph states without the schema library", () => {
       return next(specifier, context);
     }`;
     const register = `import { register } from "node:module"; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`;
-    const source = (file: string): string => JSON.stringify(pathToFileURL(join(REPO_ROOT, "src", "graph", file)).href);
+    const source = (file: string): string => JSON.stringify(pathToFileURL(join(REPO_ROOT, "src", "graph-run", file)).href);
     const main = `
       const { openGraphStates } = await import(${source("store.ts")});
       await import(${source("advance.ts")});
