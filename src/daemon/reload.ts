@@ -184,6 +184,8 @@ export interface WatchOptions {
   readonly onError?: (error: unknown) => void;
   /** Told after every read of the file whether its content changed (diagnostics and tests). */
   readonly onCheck?: (changed: boolean) => void;
+  /** Told when a read finds the file gone or empty and waits for the save to finish (diagnostics and tests). */
+  readonly onSaveInProgress?: (why: "gone" | "empty") => void;
 }
 
 /**
@@ -239,10 +241,14 @@ export function watchConfigFile(
       } catch (error) {
         // Gone for now (a rename-replace in progress, or deleted): the next change is looked at.
         if (errnoOf(error) !== "ENOENT") report(error);
+        else options.onSaveInProgress?.("gone");
         return;
       }
       // Truncated and not yet written: the write that follows is the change.
-      if (isSaveInProgress(text)) return;
+      if (isSaveInProgress(text)) {
+        options.onSaveInProgress?.("empty");
+        return;
+      }
       const hash = hashOf(text);
       const changed = hash !== known;
       known = hash;

@@ -172,23 +172,25 @@ describe("watchConfigFile", () => {
     vi.useRealTimers();
   });
 
-  async function watched(debounceMs = 30): Promise<{ file: string; seen: string[]; checks: boolean[] }> {
+  async function watched(debounceMs = 30): Promise<{ file: string; seen: string[]; checks: boolean[]; waits: string[] }> {
     const dir = await tempDir();
     const file = join(dir, "cli-config.yaml");
     await writeFile(file, "routing: {}\n");
     const seen: string[] = [];
     const checks: boolean[] = [];
+    const waits: string[] = [];
     stops.push(
       watchConfigFile(file, (text) => void seen.push(text), {
         intervalMs: 10,
         debounceMs,
         onCheck: (changed) => void checks.push(changed),
+        onSaveInProgress: (why) => void waits.push(why),
         onError: (error) => {
           throw error;
         },
       }),
     );
-    return { file, seen, checks };
+    return { file, seen, checks, waits };
   }
 
   it("reports a write with the new text", async () => {
@@ -239,10 +241,10 @@ describe("watchConfigFile", () => {
   });
 
   it("takes an emptied file for a write in progress (truncate, then write)", async () => {
-    const { file, seen } = await watched();
+    const { file, seen, waits } = await watched();
     await writeFile(file, "");
-    // Longer than the stat interval and the debounce together: the empty file is looked at.
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The empty file was read and waited out, not handed on.
+    await waitFor("the empty file read", () => waits.includes("empty"));
     expect(seen).toEqual([]);
     await writeFile(file, "routing: {authorizedUsers: [bob]}\n");
     await waitFor("the written file", () => seen[0]);
