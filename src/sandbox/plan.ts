@@ -73,8 +73,8 @@ export class SandboxPlanError extends Error {
   override readonly name: string = "SandboxPlanError";
 }
 
-/** The mount points the plan itself makes, which no bind may take. */
-const OWN_TARGETS = ["/proc", "/dev", "/tmp"];
+/** What the kernel and bwrap make there is the point: nothing is bound inside. (Inside the private /tmp is fine: it is mounted first.) */
+const MADE_BY_THE_SANDBOX = ["/proc", "/dev"];
 
 interface Mount {
   readonly flags: readonly string[];
@@ -131,7 +131,7 @@ export function planBubblewrap(request: SandboxRequest): string[] {
     ...binds.map((bind, index) => bindMount(bind, false, `binds[${index}]`)),
   ];
   refuseDuplicates([...base, ...user]);
-  for (const target of OWN_TARGETS) {
+  for (const target of MADE_BY_THE_SANDBOX) {
     for (const mount of user) {
       if (within(mount.target, target) && mount.target !== target) throw new SandboxPlanError(`${mount.what}: ${mount.target} is inside ${target}, which the sandbox makes itself`);
     }
