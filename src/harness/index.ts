@@ -11,7 +11,7 @@ export {
   RunnerError,
   SessionMissingError,
   TargetLiveError,
-  type DeliverOptions,
+  type PasteOptions,
   type PaneState,
   type SessionRunner,
   type SpawnRequest,

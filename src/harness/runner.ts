@@ -15,7 +15,7 @@ export interface SpawnRequest {
   readonly env: Readonly<Record<string, string>>;
 }
 
-export interface DeliverOptions {
+export interface PasteOptions {
   /**
    * Matches the bottom of the screen once the harness has taken the paste in (its input box shows
    * it). When set, Enter is sent only then (or after SUBMIT_SETTLE_MS): a TUI that reads the
@@ -42,7 +42,7 @@ export interface SessionRunner {
   /** Starts the harness detached. Throws TargetLiveError when a live pane already holds the target. */
   spawn(request: SpawnRequest): Promise<void>;
   /** Pastes text (bracketed) and submits it. Throws SessionMissingError when no live pane holds the target. */
-  deliver(target: string, text: string, options?: DeliverOptions): Promise<void>;
+  pasteText(target: string, text: string, options?: PasteOptions): Promise<void>;
   probe(target: string): Promise<PaneState>;
   /**
    * The visible screen of the target's pane, as text (no scrollback). Throws SessionMissingError

@@ -8,7 +8,7 @@ import {
   RunnerError,
   SessionMissingError,
   TargetLiveError,
-  type DeliverOptions,
+  type PasteOptions,
   type PaneState,
   type SessionRunner,
   type SpawnRequest,
@@ -178,7 +178,7 @@ export class TmuxRunner implements SessionRunner {
     }
   }
 
-  async deliver(target: string, text: string, options: DeliverOptions = {}): Promise<void> {
+  async pasteText(target: string, text: string, options: PasteOptions = {}): Promise<void> {
     checkTarget(target);
     // tmux makes no buffer of an empty file, so there would be nothing to paste but a bare Enter.
     if (text === "") throw new RunnerError(`nothing to deliver to ${target}: the text is empty`);

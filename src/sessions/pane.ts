@@ -22,7 +22,7 @@ export async function pasteIntoPane(ctx: ContextNeeds<"routing", "runner">, reco
   } catch {
     pastedPattern = undefined;
   }
-  await ctx.options.runner.deliver(record.tmuxTarget, text, pastedPattern === undefined ? {} : { pastedPattern });
+  await ctx.options.runner.pasteText(record.tmuxTarget, text, pastedPattern === undefined ? {} : { pastedPattern });
 }
 
 /**

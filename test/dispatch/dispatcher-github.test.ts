@@ -615,10 +615,10 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     expect(await second.promise).toEqual({ settled: true });
     expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(2);
     expect(t.runner.inputsOf(target(PR))).toHaveLength(1);
-    expect(t.runner.log.filter((line) => line.startsWith("deliver"))).toEqual([
-      `deliver ${target(PR)}`,
-      `deliver ${target(ISSUE)}`,
-      `deliver ${target(ISSUE)}`,
+    expect(t.runner.log.filter((line) => line.startsWith("paste"))).toEqual([
+      `paste ${target(PR)}`,
+      `paste ${target(ISSUE)}`,
+      `paste ${target(ISSUE)}`,
     ]);
   });
 

@@ -260,7 +260,7 @@ describe("Dispatcher: delivery", () => {
 
     gate.release();
     expect(await spawnA.promise).toEqual({ settled: true });
-    expect(t.runner.log).toEqual([`spawn-start ${b.target}`, `spawn-end ${b.target}`, `spawn-start ${a.target}`, `deliver ${b.target}`, `spawn-end ${a.target}`]);
+    expect(t.runner.log).toEqual([`spawn-start ${b.target}`, `spawn-end ${b.target}`, `spawn-start ${a.target}`, `paste ${b.target}`, `spawn-end ${a.target}`]);
   });
 
   it("serializes one item's events behind its slow spawn while another item's events go ahead", async () => {

@@ -230,7 +230,7 @@ export class HoldingRunner extends FakeRunner {
     return handle;
   }
 
-  override async deliver(target: string, text: string): Promise<void> {
+  override async pasteText(target: string, text: string): Promise<void> {
     const gate = this.held.get(target)?.shift();
     if (gate) {
       gate.entered.resolve();
@@ -239,7 +239,7 @@ export class HoldingRunner extends FakeRunner {
     const hook = this.beforeDeliver;
     this.beforeDeliver = undefined;
     if (hook) await hook(target);
-    return super.deliver(target, text);
+    return super.pasteText(target, text);
   }
 }
 

@@ -49,7 +49,7 @@ it("the demo agent boots, asks one question through the-loop and acknowledges a 
   await screenShows("loop-demo-agent", "Work on local:demo#1: Add a /healthz endpoint");
   await screenShows("loop-demo-agent", "waiting for an answer");
 
-  await tmux.deliver("loop-demo-agent", "Yes, include the version.\nAnd keep it cheap.");
+  await tmux.pasteText("loop-demo-agent", "Yes, include the version.\nAnd keep it cheap.");
   await screenShows("loop-demo-agent", "✅ got it: Yes, include the version.");
   const entries = (await lines(transcript)).map((line) => JSON.parse(line) as unknown);
   expect(entries).toEqual([

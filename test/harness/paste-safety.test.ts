@@ -56,9 +56,9 @@ describe("pasting into a raw-mode harness", () => {
       (await runner.capture(TARGET)).includes("raw-harness: ready") ? true : undefined,
     );
 
-    await runner.deliver(TARGET, HOSTILE);
+    await runner.pasteText(TARGET, HOSTILE);
     // Deliveries to one pane arrive in order: once this one is in, everything before it is too.
-    await runner.deliver(TARGET, "done");
+    await runner.pasteText(TARGET, "done");
     const found = await waitFor("the closing delivery and its Enter", async () => {
       const all = await entries(transcript);
       const closing = all.findIndex((entry) => entry.type === "paste" && entry.text === "done");

@@ -120,7 +120,7 @@ describe("TmuxRunner", () => {
     const { transcript, request } = await fake("loop-deliver");
     await tmux.spawn(request);
     await waitReady(tmux, "loop-deliver");
-    await tmux.deliver("loop-deliver", NASTY);
+    await tmux.pasteText("loop-deliver", NASTY);
     const found = await waitForEntries(transcript, 2);
     expect(found.slice(1)).toEqual([{ type: "input", text: NASTY }]);
   });
@@ -130,9 +130,9 @@ describe("TmuxRunner", () => {
     const { transcript, request } = await fake("loop-order");
     await tmux.spawn(request);
     await waitReady(tmux, "loop-order");
-    await tmux.deliver("loop-order", "one");
-    await tmux.deliver("loop-order", "two\nlines");
-    await Promise.all([tmux.deliver("loop-order", "three"), tmux.deliver("loop-order", "four"), tmux.deliver("loop-order", "five")]);
+    await tmux.pasteText("loop-order", "one");
+    await tmux.pasteText("loop-order", "two\nlines");
+    await Promise.all([tmux.pasteText("loop-order", "three"), tmux.pasteText("loop-order", "four"), tmux.pasteText("loop-order", "five")]);
     const found = await waitForEntries(transcript, 6);
     expect(found.slice(1).map((entry) => (entry.type === "input" ? entry.text : entry.type))).toEqual([
       "one",
@@ -149,7 +149,7 @@ describe("TmuxRunner", () => {
     const b = await fake("loop-par-b");
     await Promise.all([tmux.spawn(a.request), tmux.spawn(b.request)]);
     await Promise.all([waitReady(tmux, "loop-par-a"), waitReady(tmux, "loop-par-b")]);
-    await Promise.all([tmux.deliver("loop-par-a", "for a\nonly"), tmux.deliver("loop-par-b", "for b\nonly")]);
+    await Promise.all([tmux.pasteText("loop-par-a", "for a\nonly"), tmux.pasteText("loop-par-b", "for b\nonly")]);
     expect((await waitForEntries(a.transcript, 2)).slice(1)).toEqual([{ type: "input", text: "for a\nonly" }]);
     expect((await waitForEntries(b.transcript, 2)).slice(1)).toEqual([{ type: "input", text: "for b\nonly" }]);
   });
@@ -182,7 +182,7 @@ describe("TmuxRunner", () => {
     const { transcript, request } = await fake("loop-states", { env: { FAKE_HARNESS_EXIT_AFTER_BOOT: "1" } });
     await tmux.spawn(request);
     await waitState(tmux, "loop-states", "dead");
-    await expect(tmux.deliver("loop-states", "hello")).rejects.toMatchObject({ name: "SessionMissingError", state: "dead" });
+    await expect(tmux.pasteText("loop-states", "hello")).rejects.toMatchObject({ name: "SessionMissingError", state: "dead" });
     // The point of remain-on-exit: the harness's last words stay readable. (Not tmux's "Pane is
     // dead" notice: tmux before 3.5 can lose the exit status and then never draws it.)
     await waitFor("the dead pane's text", async () =>
@@ -206,11 +206,11 @@ describe("TmuxRunner", () => {
 
   it("reports a missing session on delivery", async () => {
     const tmux = runner();
-    const error = await tmux.deliver("loop-nobody", "hello").catch((caught: unknown) => caught);
+    const error = await tmux.pasteText("loop-nobody", "hello").catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(SessionMissingError);
     expect(error).toMatchObject({ target: "loop-nobody", state: "absent" });
     await expect(tmux.capture("loop-nobody")).rejects.toBeInstanceOf(SessionMissingError);
-    await expect(tmux.deliver("loop-nobody", "")).rejects.toThrow(/the text is empty/);
+    await expect(tmux.pasteText("loop-nobody", "")).rejects.toThrow(/the text is empty/);
   });
 
   it("terminates with SIGTERM and keeps the session for its transcript", async () => {
@@ -266,7 +266,7 @@ describe("TmuxRunner", () => {
     await waitReady(tmux, "loop-abcdef");
 
     expect(await tmux.probe("loop-abc")).toBe("absent");
-    await expect(tmux.deliver("loop-abc", "misrouted")).rejects.toBeInstanceOf(SessionMissingError);
+    await expect(tmux.pasteText("loop-abc", "misrouted")).rejects.toBeInstanceOf(SessionMissingError);
     await expect(tmux.terminate("loop-abc", { killHarness: true, graceMs: 0, killSession: true })).resolves.toEqual({
       signal: "none",
       keptSession: false,
@@ -276,7 +276,7 @@ describe("TmuxRunner", () => {
     const short = await fake("loop-abc");
     await tmux.spawn(short.request);
     await waitReady(tmux, "loop-abc");
-    await tmux.deliver("loop-abc", "for the short one");
+    await tmux.pasteText("loop-abc", "for the short one");
     expect((await waitForEntries(short.transcript, 2)).slice(1)).toEqual([{ type: "input", text: "for the short one" }]);
     expect(await entries(long.transcript)).toHaveLength(1);
   });
@@ -287,7 +287,7 @@ describe("TmuxRunner", () => {
       const tmux = runner();
       await expect(tmux.probe(target)).rejects.toBeInstanceOf(RunnerError);
       await expect(tmux.spawn({ target, cwd: "/", argv: ["true", "x"], env: {} })).rejects.toBeInstanceOf(RunnerError);
-      await expect(tmux.deliver(target, "x")).rejects.toBeInstanceOf(RunnerError);
+      await expect(tmux.pasteText(target, "x")).rejects.toBeInstanceOf(RunnerError);
       await expect(tmux.terminate(target, { killHarness: true, graceMs: 0, killSession: true })).rejects.toBeInstanceOf(RunnerError);
       await expect(tmux.capture(target)).rejects.toBeInstanceOf(RunnerError);
       expect(() => tmux.attachArgv(target, true)).toThrow(RunnerError);
@@ -342,7 +342,7 @@ describe("TmuxRunner", () => {
     const { transcript, request } = await fake("loop-files");
     await tmux.spawn(request);
     await waitReady(tmux, "loop-files");
-    await tmux.deliver("loop-files", "via an odd temp dir");
+    await tmux.pasteText("loop-files", "via an odd temp dir");
     expect((await waitForEntries(transcript, 2)).slice(1)).toEqual([{ type: "input", text: "via an odd temp dir" }]);
     expect(await readdir(pasteDir)).toEqual([]);
   });

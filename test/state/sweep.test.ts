@@ -88,7 +88,7 @@ describe("sweepScratchFiles", () => {
     const main = `
       const { TmuxRunner } = await import(${JSON.stringify(tmuxModule)});
       const runner = new TmuxRunner({ remainOnExit: false, binary: ${JSON.stringify(fakeTmux)}, tempDir: ${JSON.stringify(pasteDir)} });
-      await runner.deliver("loop-sweep", "a comment the crash must not leave behind");
+      await runner.pasteText("loop-sweep", "a comment the crash must not leave behind");
       console.log("delivered");
     `;
     const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", main], { cwd: REPO_ROOT, encoding: "utf8" });

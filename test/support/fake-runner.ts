@@ -136,7 +136,7 @@ export class FakeRunner implements SessionRunner {
     }
   }
 
-  async deliver(target: string, text: string): Promise<void> {
+  async pasteText(target: string, text: string): Promise<void> {
     const step = this.deliverSteps.get(target)?.shift();
     if (step) throw step.error;
     const pane = this.panes.get(target);
@@ -146,7 +146,7 @@ export class FakeRunner implements SessionRunner {
     }
     pane.inputs.push(text);
     this.delivered.push({ target, text });
-    this.log.push(`deliver ${target}`);
+    this.log.push(`paste ${target}`);
   }
 
   async probe(target: string): Promise<PaneState> {
