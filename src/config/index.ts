@@ -17,6 +17,7 @@ export type { CliConfig, CliConfigInput } from "./schema.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export type { CapabilityEntryConfig } from "./capability-schema.js";
+export { capabilityEntrySchema } from "./capability-schema.js";
 export { BUILTIN_GRAPH_NAMES, GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "./graph-schema.js";
 export type { GraphConfig } from "./graph-schema.js";
 export { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema } from "./hooks-schema.js";
