@@ -155,7 +155,7 @@ export function planBubblewrap(request: SandboxRequest): string[] {
   for (const mount of [...base, ...ordered]) argv.push(...mount.flags);
   argv.push(...gitProtections(worktree, gitDirs));
   argv.push("--clearenv");
-  for (const name of Object.keys(request.env).sort()) argv.push("--setenv", name, request.env[name] as string);
+  for (const [name, value] of Object.entries(request.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) argv.push("--setenv", name, value);
   argv.push("--chdir", cwd, "--", ...request.argv);
   return argv;
 }
