@@ -399,11 +399,21 @@ function headOf(pull: Json, repository: Repository): { branch: string | undefine
   return { branch, inRepository };
 }
 
+// Refs parsed recently, by their text: deliveries come in runs about the same few items, and a
+// ref is only read here (a work item copies what it needs). Emptied when full.
+const REF_CACHE_SIZE = 1_024;
+const parsedRefs = new Map<string, GitHubRef>();
+
 function githubRef(repository: Repository, number: number): GitHubRef {
   const path = repository.host === DEFAULT_GITHUB_HOST ? `${repository.owner}/${repository.repo}` : `${repository.host}/${repository.owner}/${repository.repo}`;
+  const text = `github:${path}#${number}`;
+  const known = parsedRefs.get(text);
+  if (known !== undefined) return known;
   try {
-    const ref = parseWorkItemRef(`github:${path}#${number}`);
+    const ref = parseWorkItemRef(text);
     if (ref.tracker !== "github") throw new MalformedPayload("not a GitHub reference");
+    if (parsedRefs.size >= REF_CACHE_SIZE) parsedRefs.clear();
+    parsedRefs.set(text, ref);
     return ref;
   } catch (error) {
     if (error instanceof RefError) throw new MalformedPayload(error.message);
