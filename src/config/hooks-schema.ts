@@ -44,9 +44,15 @@ export const hookEntrySchema = z
       .optional()
       .describe("Local entries: the options object handed to the executor's constructor; command entries: the `with` of every payload."),
     env: z
-      .array(z.string().regex(ENV_NAME, "an environment variable name"))
+      .union([
+        z.array(z.string().regex(ENV_NAME, "an environment variable name")),
+        // agh's form: the values themselves, taken as written (never expanded from the daemon's environment).
+        z.record(z.string().regex(ENV_NAME, "an environment variable name"), z.string()),
+      ])
       .optional()
-      .describe("Command entries: the names of the variables passed to the command beyond PATH, HOME, USER, LOGNAME, LANG, LC_ALL, LC_CTYPE, TMPDIR and TZ; nothing else of the daemon's environment is."),
+      .describe(
+        "Command entries: the variables passed to the command beyond PATH, HOME, USER, LOGNAME, LANG, LC_ALL, LC_CTYPE, TMPDIR and TZ — a list of names (each read from the daemon's environment), or a map of names to values taken as written (agh's form; a name that looks like a secret is refused there). Nothing else of the daemon's environment is passed.",
+      ),
     tokenEnv: z
       .string()
       .regex(ENV_NAME, "an environment variable name")
@@ -58,7 +64,7 @@ export const hookEntrySchema = z
       .positive()
       .max(600)
       .optional()
-      .describe("Remote and command entries: how long one call may take (default 10); a command still running then is stopped."),
+      .describe("Remote and command entries: how long one call may take (default 10 for a url, 5 for a command, as agh's subprocess hooks); a command still running then is stopped."),
     on: z.array(z.string()).optional().describe("The points the entry runs at (default: every point a local executor overrides; every point for a remote or command one)."),
     required: z.boolean().optional().describe("When true, a failure at a point with `proceed` refuses the operation (default false)."),
     enabled: z.boolean().optional().describe("false keeps the entry declared but never runs it (default true)."),

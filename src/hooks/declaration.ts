@@ -15,7 +15,18 @@ export { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema };
  * does not load; the daemon refuses to start on one.
  */
 
+/** A `url` entry's default timeout, as the lifecycle-hooks requirement says. */
 export const DEFAULT_HOOK_TIMEOUT_SECONDS = 10;
+/** A `command` entry's default timeout: agh's for its subprocess hooks, so a hook written for agh keeps its budget. */
+export const DEFAULT_COMMAND_TIMEOUT_SECONDS = 5;
+/**
+ * A variable name that reads as a secret's. agh refuses such a key in a hook's `env` map (its
+ * secrets go through secret_env); here a secret stays in the daemon's environment and the
+ * operator names it in the list form, so no value in the config file is ever a credential.
+ */
+const SECRET_LIKE_NAME = /TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|PRIVATE_?KEY|API_?KEY|ACCESS_?KEY|AUTH|COOKIE/i;
+/** The variable the-loop sets on every command it runs (src/subprocess/tree.ts): never the operator's to set. */
+const RESERVED_ENV = new Set(["THE_LOOP_RUN_ID"]);
 export const LOCAL_HOOK_EXTENSIONS = [".js", ".mjs", ".ts"] as const;
 /** A package name with an optional subpath: what `module` names, so it never reads as a file. */
 const BARE_SPECIFIER = /^(?:@[a-z0-9][\w.-]*\/)?[a-z0-9][\w.-]*(?:\/(?!\.\.?(?:\/|$))[\w.@-]+)*$/i;
@@ -62,8 +73,10 @@ export interface SubprocessHookEntry extends EntryCommon {
   readonly target: string;
   /** `command` with its first word resolved: an absolute path, or a bare name looked up on PATH. */
   readonly argv: readonly string[];
-  /** The variables passed beyond the base ones (src/subprocess `BASE_ENV_NAMES`). */
+  /** The names of the variables passed beyond the base ones (src/subprocess `BASE_ENV_NAMES`): the list's and the map's. */
   readonly env: readonly string[];
+  /** The map form's values, as written; a name here is not read from the daemon's environment. */
+  readonly envValues: Readonly<Record<string, string>>;
   readonly timeoutSeconds: number;
   readonly options: Readonly<Record<string, unknown>>;
 }
@@ -186,15 +199,44 @@ function subprocessEntry(where: string, entry: z.output<typeof hookEntrySchema>,
   const [program = "", ...args] = command;
   // A bare name is the PATH's to find; anything naming a file is the operator's folder's, as a `path` is.
   const resolved = program.includes("/") ? resolvePath(program, context) : program;
+  const { names, values } = commandEnv(where, entry.env);
   return {
     ...common,
     kind: "command",
     target: program,
     argv: [resolved, ...args],
-    env: [...new Set(entry.env ?? [])],
-    timeoutSeconds: entry.timeoutSeconds ?? DEFAULT_HOOK_TIMEOUT_SECONDS,
+    env: names,
+    envValues: values,
+    timeoutSeconds: entry.timeoutSeconds ?? DEFAULT_COMMAND_TIMEOUT_SECONDS,
     options: entry.with ?? {},
   };
+}
+
+/**
+ * A command's `env` in either form. The list names variables read from the daemon's environment:
+ * the operator passes each one, a secret included, by writing its name. The map (agh's form)
+ * gives values as written, never expanded, so it can carry no secret of the daemon's; a name
+ * that reads as a secret's is refused there, since its value would sit in the config file.
+ */
+function commandEnv(where: string, env: z.output<typeof hookEntrySchema>["env"]): { names: string[]; values: Record<string, string> } {
+  if (env === undefined) return { names: [], values: {} };
+  if (Array.isArray(env)) {
+    const reserved = env.find((name) => RESERVED_ENV.has(name));
+    if (reserved !== undefined) throw new HookDeclarationError(`${where}: env names ${reserved}, which the-loop sets on every command it runs`);
+    return { names: [...new Set(env)], values: {} };
+  }
+  const values: Record<string, string> = {};
+  for (const [name, value] of Object.entries(env)) {
+    if (RESERVED_ENV.has(name)) throw new HookDeclarationError(`${where}: env sets ${name}, which the-loop sets on every command it runs`);
+    if (SECRET_LIKE_NAME.test(name)) {
+      throw new HookDeclarationError(
+        `${where}: env sets ${name}, which looks like a secret, to a value written in the config file; keep the secret in the-loop's environment and pass it by name with the list form (env: [${name}])`,
+      );
+    }
+    if (value.includes("\0")) throw new HookDeclarationError(`${where}: env.${name} holds a NUL byte, which no environment can carry`);
+    values[name] = value;
+  }
+  return { names: Object.keys(values), values };
 }
 
 /**

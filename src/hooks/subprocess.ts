@@ -6,7 +6,7 @@ import type { BoundedResult } from "../subprocess/index.js";
 import type { SubprocessHookEntry } from "./declaration.js";
 import type { HookContext, HookExecutor } from "./types.js";
 import { answerTopSchema, parseAnswer } from "./answer.js";
-import { describe } from "./values.js";
+import { describe, isPlainObject, sameJson } from "./values.js";
 
 /**
  * A `command` entry: a program run once per invocation through the bounded command runner —
@@ -14,14 +14,16 @@ import { describe } from "./values.js";
  * base names and the entry's `env`, nothing else of this process's (no tracker token, no hook
  * token); stopped with everything it started at the entry's timeout.
  *
- * The protocol is the remote one without JSON-RPC's framing. On stdin, one JSON document:
- *
- *     {"point": "work_item_start", "context": {…facts and decisions…}, "with": {…the entry's with…}}
- *
- * On stdout, one JSON document: an object (the context, or only the decisions it changes) or
- * `null` to pass. The command answers by exiting 0; any other end is its failure. Its stderr is
- * read and dropped — never in an event, a message or a comment — since a hook's diagnostics may
- * quote the facts it was given, or a secret its environment holds.
+ * The wire is agh's subprocess-hook contract, so a hook written for agh runs unchanged. On
+ * stdin, one flat JSON object: at a `loop.*` event the payload itself (`event`, `timestamp`, the
+ * loop context and the event's fields at the top level), the entry's `with` under
+ * `details.the_loop.with`; at a lifecycle point the context a remote hook gets as `params`, plus
+ * `event` (the point's name) and `timestamp`, the entry's `with` under `the_loop.with`. On
+ * stdout, the patch: nothing (or only whitespace) is the empty patch, a JSON object is the patch,
+ * `null` passes; anything else is the hook's failure (fail-open at a loop event). The command
+ * answers by exiting 0; any other end is its failure. Its stderr is read and dropped — never in
+ * an event, a message or a comment — since a hook's diagnostics may quote the facts it was
+ * given, or a secret its environment holds.
  */
 
 /** A hook's answer is decisions, not a download: more stdout than this is a failure (as a remote reply's cap). */
@@ -41,14 +43,26 @@ export class SubprocessHookError extends Error {
   override readonly name = "SubprocessHookError";
 }
 
-/** The document a command reads on stdin. */
-export interface SubprocessHookRequest {
-  /** The point's name, as `on` lists it. */
-  readonly point: string;
-  /** The whole context: facts and decisions. */
-  readonly context: HookContext;
-  /** The entry's `with` (an empty object when it has none). */
-  readonly with: Readonly<Record<string, unknown>>;
+/** The key of a lifecycle payload (and of a loop payload's `details`) under which the-loop's own additions travel. */
+export const THE_LOOP_KEY = "the_loop";
+
+/** The object a command reads on stdin: flat, agh's framing (see the file's comment). */
+export type SubprocessHookRequest = Readonly<Record<string, unknown>>;
+
+/**
+ * What a command reads on stdin at `point`. At a loop event the payload already is agh's flat
+ * object; the entry's `with` joins the-loop's facts under `details.the_loop`, never the top
+ * level. At a lifecycle point the context gets agh's base (`event`, `timestamp`) and `the_loop`.
+ */
+export function subprocessRequest(point: HookPoint, context: HookContext, options: Readonly<Record<string, unknown>>, now: () => Date = () => new Date()): SubprocessHookRequest {
+  const withOptions = Object.keys(options).length > 0 ? { with: options } : undefined;
+  if (point.family === "loop") {
+    if (withOptions === undefined) return context;
+    const details = isPlainObject(context["details"]) ? context["details"] : {};
+    const ours = isPlainObject(details[THE_LOOP_KEY]) ? details[THE_LOOP_KEY] : {};
+    return { ...context, details: { ...details, [THE_LOOP_KEY]: { ...ours, ...withOptions } } };
+  }
+  return { ...context, event: point.name, timestamp: now().toISOString(), ...(withOptions !== undefined ? { [THE_LOOP_KEY]: withOptions } : {}) };
 }
 
 class SubprocessHookExecutor implements HookExecutor {
@@ -68,19 +82,19 @@ class SubprocessHookExecutor implements HookExecutor {
   }
 
   async invoke(point: HookPoint, context: HookContext): Promise<unknown> {
-    const request: SubprocessHookRequest = { point: point.name, context, with: this.entry.options };
+    const request = subprocessRequest(point, context, this.entry.options);
     const timeoutMs = this.entry.timeoutSeconds * 1000;
     const result = await runBounded({
       argv: this.entry.argv,
       cwd: this.cwd,
       timeoutMs,
-      env: allowListedEnv(this.entry.env, this.options.env ?? process.env),
+      env: commandEnvironment(this.entry, this.options.env ?? process.env),
       stdin: JSON.stringify(request),
       outputCapBytes: MAX_PATCH_BYTES,
     });
     const failure = failureOf(result, timeoutMs);
     if (failure !== undefined) throw new Error(failure);
-    return readPatch(result.stdout, point);
+    return readPatch(result.stdout, point, request);
   }
 }
 
@@ -90,7 +104,7 @@ class SubprocessHookExecutor implements HookExecutor {
  */
 export function createSubprocessExecutor(entry: SubprocessHookEntry, options: SubprocessExecutorOptions): HookExecutor {
   const program = entry.argv[0] ?? "";
-  const env = allowListedEnv(entry.env, options.env ?? process.env);
+  const env = commandEnvironment(entry, options.env ?? process.env);
   if (isAbsolute(program)) checkProgram(program, `${program} (a relative path resolves against the config file's directory)`);
   else if (findOnPath(program, env["PATH"] ?? "") === undefined) {
     throw new SubprocessHookError(
@@ -147,16 +161,36 @@ function failureOf(result: BoundedResult, timeoutMs: number): string | undefined
   return undefined;
 }
 
-/** The answer a command printed, parsed at `point`: an object, or undefined for `null`. Throws saying what is wrong, never quoting it. */
-function readPatch(stdout: string, point: HookPoint): unknown {
-  if (stdout.trim() === "") throw new Error("the command printed nothing; print the context (or {} to change nothing, or null to pass) as JSON");
+/**
+ * The command's environment: the base names and the list's names read from `source`, then the
+ * map's values as written (a name the map gives is never read from `source`).
+ */
+function commandEnvironment(entry: SubprocessHookEntry, source: NodeJS.ProcessEnv): Record<string, string> {
+  const fromSource = entry.env.filter((name) => !Object.hasOwn(entry.envValues, name));
+  return { ...allowListedEnv(fromSource, source), ...entry.envValues };
+}
+
+/**
+ * The patch a command printed, read as agh reads it: nothing is the empty patch, `null` passes,
+ * an object is the patch, anything else is the failure. Keys that only echo what was sent (a
+ * hook that prints its payload back, agh's framing included) are no answer and are dropped
+ * before the point reads the rest. Throws saying what is wrong, never quoting it.
+ */
+function readPatch(stdout: string, point: HookPoint, sent: SubprocessHookRequest): unknown {
+  if (stdout.trim() === "") return undefined;
   let printed: unknown;
   try {
     printed = JSON.parse(stdout);
   } catch {
-    throw new Error("the command printed something that is not one JSON document; print only the context, as JSON, on stdout (diagnostics go to stderr)");
+    throw new Error("the command printed something that is not one JSON document; print the patch as one JSON object on stdout, or nothing (diagnostics go to stderr)");
   }
   const patch = answerTopSchema.safeParse(printed);
-  if (!patch.success) throw new Error(`the command printed ${describe(printed)}, not a context object or null`);
-  return patch.data === null ? undefined : parseAnswer(point, patch.data);
+  if (!patch.success) throw new Error(`the command printed ${describe(printed)}, not a patch object or null`);
+  if (patch.data === null) return undefined;
+  const answer: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(patch.data)) {
+    if (!Object.hasOwn(point.decisions, key) && Object.hasOwn(sent, key) && sameJson(value, sent[key])) continue;
+    answer[key] = value;
+  }
+  return parseAnswer(point, answer);
 }

@@ -8,6 +8,7 @@ import { LIFECYCLE_POINT_NAMES } from "../../src/sdk/hooks/catalog.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 import { hookEvents, spawnContext, startContext } from "./support/fixtures.js";
+import { generationPre } from "./support/loop-fixtures.js";
 import { writeIn } from "./support/hook-dir.js";
 
 /**
@@ -29,11 +30,11 @@ for await (const chunk of process.stdin) chunks.push(chunk);
 const request = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 `;
 
-/** Refuses a start, saying what it was given; records its stdin and cwd next to itself. */
+/** Refuses a start, saying what it was given; records its stdin and cwd next to itself. Echoes its payload, as an agh hook may. */
 const REFUSER = `${READ_STDIN}
 const { writeFileSync } = await import("node:fs");
 writeFileSync(new URL("./seen.json", import.meta.url), JSON.stringify({ request, cwd: process.cwd() }));
-process.stdout.write(JSON.stringify({ ...request.context, proceed: false, reason: request.with.reason + " at " + request.point }));
+process.stdout.write(JSON.stringify({ ...request, proceed: false, reason: request.the_loop.with.reason + " at " + request.event }));
 `;
 
 function parse(raw: unknown, configDir = "/etc/the-loop", homeDir = "/home/ann"): SubprocessHookEntry {
@@ -96,7 +97,8 @@ describe("command entries in the declaration", () => {
     ["a bare name is left for PATH, and no argument is resolved", ["jq", "./x"], ["jq", "./x"]],
   ])("%s", (_case, command, argv) => {
     const entry = parse({ name: "gate", command });
-    expect(entry).toMatchObject({ kind: "command", target: command[0], argv, env: [], timeoutSeconds: 10, options: {}, required: false, enabled: true });
+    // 5 s: agh's default for a subprocess hook (a url entry keeps 10).
+    expect(entry).toMatchObject({ kind: "command", target: command[0], argv, env: [], envValues: {}, timeoutSeconds: 5, options: {}, required: false, enabled: true });
   });
 
   it("keeps env (once each), timeoutSeconds, with, on and required", () => {
@@ -110,6 +112,28 @@ describe("command entries in the declaration", () => {
       required: true,
     });
     expect(entry).toMatchObject({ env: ["GATE_URL", "LANGUAGE"], timeoutSeconds: 2.5, options: { strict: true }, on: ["work_item_start"], required: true });
+  });
+
+  it("takes agh's env map: values as written, their names listed", () => {
+    const entry = parse({ name: "gate", command: ["gate"], env: { POLICY: "secret-files", LOG_LEVEL: "$GH_TOKEN" } });
+    expect(entry).toMatchObject({ env: ["POLICY", "LOG_LEVEL"], envValues: { POLICY: "secret-files", LOG_LEVEL: "$GH_TOKEN" } });
+  });
+
+  it.each([
+    ["a token", "GH_TOKEN"],
+    ["a secret", "WEBHOOK_SECRET"],
+    ["a password", "DB_PASSWORD"],
+    ["an API key", "OPENAI_API_KEY"],
+  ])("refuses %s's name in the env map, pointing to the list form", (_case, name) => {
+    const message = declarationError({ name: "gate", command: ["gate"], env: { [name]: "written-in-the-file" } });
+    expect(message).toContain(`env sets ${name}, which looks like a secret`);
+    expect(message).toContain(`env: [${name}]`);
+    expect(message).not.toContain("written-in-the-file");
+  });
+
+  it("refuses THE_LOOP_RUN_ID in either form", () => {
+    expect(declarationError({ name: "gate", command: ["gate"], env: { THE_LOOP_RUN_ID: "x" } })).toContain("which the-loop sets on every command it runs");
+    expect(declarationError({ name: "gate", command: ["gate"], env: ["THE_LOOP_RUN_ID"] })).toContain("which the-loop sets on every command it runs");
   });
 
   it.each([
@@ -159,15 +183,19 @@ describe("loading a command entry", () => {
 });
 
 describe("running a command hook", () => {
-  it("hands the point, the context and with on stdin, runs in the config's folder, and applies the patch on stdout", async () => {
+  it("hands agh's flat payload on stdin (the context, event, timestamp, with under the_loop), runs in the config's folder, and applies the patch", async () => {
     const { configDir, events, chain } = await loaded([{ name: "freeze", command: [NODE, "refuse.mjs"], with: { reason: "frozen" } }], {
       "refuse.mjs": REFUSER,
     });
     const outcome = await chain.run("work_item_start", startContext());
     expect(outcome.refusal).toEqual({ hook: "freeze", reason: "frozen at work_item_start" });
     expect(outcome.changed).toEqual(["proceed", "reason"]);
-    const seen = JSON.parse(await readFile(join(configDir, "seen.json"), "utf8")) as unknown;
-    expect(seen).toEqual({ request: { point: "work_item_start", context: startContext(), with: { reason: "frozen" } }, cwd: configDir });
+    const seen = JSON.parse(await readFile(join(configDir, "seen.json"), "utf8")) as { request: Record<string, unknown>; cwd: string };
+    const { timestamp, ...rest } = seen.request;
+    expect(rest).toEqual({ ...startContext(), event: "work_item_start", the_loop: { with: { reason: "frozen" } } });
+    expect(String(timestamp)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    expect(seen.cwd).toBe(configDir);
+    // The echoed framing (event, timestamp, the_loop) is no answer: nothing recorded as ignored.
     expect(hookEvents(events).map(([type]) => type)).toEqual(["hooks.loaded", "hooks.decided"]);
   });
 
@@ -179,6 +207,19 @@ describe("running a command hook", () => {
     const outcome = await chain.run("work_item_start", startContext());
     expect(outcome.refusal).toEqual({ hook: "freeze", reason: "frozen at work_item_start" });
     expect(JSON.parse(await readFile(join(configDir, "hooks", "seen.json"), "utf8"))).toMatchObject({ cwd: configDir });
+  });
+
+  it("gives the command agh's env map as written, over the daemon's variable of that name, and nothing else", async () => {
+    vi.stubEnv("GH_TOKEN", "ghp_fake0123456789abcdefghijklmnopqrstuv");
+    vi.stubEnv("POLICY", "the daemon's");
+    vi.stubEnv("PATH", TEST_PATH);
+    const printEnv = `${READ_STDIN}\nprocess.stdout.write(JSON.stringify({ prompt: JSON.stringify(process.env) }));\n`;
+    const { chain } = await loaded([{ name: "env", command: [NODE, "env.mjs"], env: { POLICY: "secret-files", QUOTED: "$GH_TOKEN" } }], { "env.mjs": printEnv }, null);
+    const env = JSON.parse((await chain.run("session_spawn", spawnContext())).context.prompt) as Record<string, string>;
+    expect(env["POLICY"]).toBe("secret-files");
+    // Never expanded: a map value cannot reach a variable of the daemon's.
+    expect(env["QUOTED"]).toBe("$GH_TOKEN");
+    expect(JSON.stringify(env)).not.toContain("ghp_fake");
   });
 
   it("gives the command the base variables and its env names, and no other variable of the daemon's", async () => {
@@ -220,8 +261,7 @@ setInterval(() => {}, 1000);
 
   it.each([
     ["prints garbage", 'process.stdout.write("ok, go ahead");', "not one JSON document"],
-    ["prints nothing", "", "the command printed nothing"],
-    ["prints an array", 'process.stdout.write("[1, 2]");', "the command printed an array, not a context object or null"],
+    ["prints an array", 'process.stdout.write("[1, 2]");', "the command printed an array, not a patch object or null"],
     ["prints two documents", 'process.stdout.write("{} {}");', "not one JSON document"],
     ["exits 3, saying why on stderr", 'process.stderr.write("DIAGNOSTIC-TEXT"); process.stdout.write("{}"); process.exit(3);', "exited with status 3"],
     ["is killed by a signal", 'process.kill(process.pid, "SIGKILL");', "killed by SIGKILL"],
@@ -239,11 +279,13 @@ setInterval(() => {}, 1000);
     expect(JSON.stringify(events.events)).not.toContain("DIAGNOSTIC-TEXT");
   });
 
-  it("a command that prints null, or {} without reading its stdin, passes", async () => {
+  it("a command that prints null, {}, or nothing at all (agh's empty patch), without reading its stdin, passes", async () => {
     const { events, chain } = await loaded(
       [
         { name: "null", command: [NODE, "-e", 'process.stdout.write("null\\n")'] },
         { name: "empty", command: [NODE, "-e", 'process.stdout.write("{}")'] },
+        { name: "silent", command: [NODE, "-e", "0"] },
+        { name: "blank", command: [NODE, "-e", 'process.stdout.write("\\n  \\n")'] },
       ],
       {},
     );
@@ -269,13 +311,52 @@ describe("command entries: the answer is parsed, not cast", () => {
 
   it.each<[string, unknown, string]>([
     ["a wrong-typed decision", { proceed: false, reason: 7 }, 'decision "reason" must be a string, not a number'],
-    ["a list for a context", [1, 2], "the command printed an array, not a context object or null"],
-    ["a string for a context", "proceed", "the command printed a string, not a context object or null"],
+    ["a list for a context", [1, 2], "the command printed an array, not a patch object or null"],
+    ["a string for a context", "proceed", "the command printed a string, not a patch object or null"],
   ])("fails the hook for %s, with a clear message, applying nothing", async (_, answer, message) => {
     const { chain, events } = await loaded(DECLARED, { "hook.mjs": PRINTS(answer) });
     const outcome = await chain.run("work_item_start", startContext());
     expect(outcome.changed).toEqual([]);
     expect(outcome.refusal).toBeUndefined();
     expect(failures(events)).toEqual([message]);
+  });
+});
+
+describe("a command hook at a loop.* event: agh's wire", () => {
+  const RECORDS = `${READ_STDIN}
+const { writeFileSync } = await import("node:fs");
+writeFileSync(new URL("./seen.json", import.meta.url), JSON.stringify(request));
+if (request.event === "loop.generation.pre" && request.generation >= 1) process.stdout.write(JSON.stringify({ deny: true, deny_reason: "budget_precondition" }));
+`;
+
+  it("reads the flat payload itself, with the entry's with under details.the_loop, and denies in agh's words", async () => {
+    const { configDir, chain, events } = await loaded([{ name: "budget", command: [NODE, "budget.mjs"], on: ["loop.generation.pre"], with: { cap: 3 } }], {
+      "budget.mjs": RECORDS,
+    });
+    const payload = generationPre();
+    const outcome = await chain.runLoop("loop.generation.pre", payload);
+    expect(outcome.denied).toEqual({ hook: "budget", reason: "budget_precondition" });
+    const seen = JSON.parse(await readFile(join(configDir, "seen.json"), "utf8")) as Record<string, unknown>;
+    const details = (payload.details ?? {}) as Record<string, unknown>;
+    const ours = (details["the_loop"] ?? {}) as Record<string, unknown>;
+    expect(seen).toEqual({ ...payload, details: { ...details, the_loop: { ...ours, with: { cap: 3 } } } });
+    expect(seen).not.toHaveProperty("point");
+    expect(seen).not.toHaveProperty("context");
+    expect(failures(events)).toEqual([]);
+  });
+
+  it.each([
+    ["prints nothing", "", undefined],
+    ["prints {}", 'process.stdout.write("{}");', undefined],
+    ["echoes its payload", "process.stdout.write(JSON.stringify(request));", undefined],
+    ["prints text", 'process.stdout.write("deny");', "not one JSON document"],
+  ])("at loop.generation.pre, a command that %s does not deny", async (_case, body, failure) => {
+    const { chain, events } = await loaded([{ name: "odd", command: [NODE, "odd.mjs"], on: ["loop.generation.pre"] }], { "odd.mjs": `${READ_STDIN}\n${body}\n` });
+    const outcome = await chain.runLoop("loop.generation.pre", generationPre());
+    expect(outcome.denied).toBeUndefined();
+    const errors = failures(events);
+    if (failure === undefined) expect(errors).toEqual([]);
+    else expect(String(errors[0])).toContain(failure);
+    expect(hookEvents(events).filter(([type]) => type === "hooks.ignored")).toEqual([]);
   });
 });

@@ -25,11 +25,12 @@ const GATE = `
 import { writeFileSync } from "node:fs";
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
-const { point, context, with: options } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+// agh's framing: the context flat, the point's name as event, the entry's with under the_loop.
+const payload = JSON.parse(Buffer.concat(chunks).toString("utf8"));
 writeFileSync("gate-env.json", JSON.stringify(process.env));
 process.stderr.write("gate diagnostics that stay out of the log\\n");
-if (point === "work_item_start" && context.workItem.number === 1) {
-  process.stdout.write(JSON.stringify({ proceed: false, reason: options.reason }));
+if (payload.event === "work_item_start" && payload.workItem.number === 1) {
+  process.stdout.write(JSON.stringify({ proceed: false, reason: payload.the_loop.with.reason }));
 } else {
   process.stdout.write("null");
 }
@@ -39,9 +40,9 @@ const RECORDER = `#!/usr/bin/env node
 import { appendFileSync } from "node:fs";
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
-const { point, context } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-appendFileSync("spawned.log", point + " " + context.workItem.ref + " " + context.harness + "\\n");
-process.stdout.write("{}");
+const payload = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+appendFileSync("spawned.log", payload.event + " " + payload.workItem.ref + " " + payload.harness + "\\n");
+// Prints nothing: agh's empty patch, a pass.
 `;
 
 interface ShownItem {

@@ -26,9 +26,9 @@ const COMMAND_RECORDER = `
 import { appendFileSync } from "node:fs";
 const chunks = [];
 for await (const chunk of process.stdin) chunks.push(chunk);
-const { point, context } = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-appendFileSync("loop-events.jsonl", JSON.stringify({ point, context }) + "\\n");
-process.stdout.write("null");
+// agh's framing: the payload itself, flat; nothing printed is the empty patch.
+const payload = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+appendFileSync("loop-events.jsonl", JSON.stringify(payload) + "\\n");
 `;
 
 type Payload = Record<string, unknown>;
@@ -168,8 +168,8 @@ describe("the loop.* events in the daemon", () => {
     expect(story(remote.seen)).toEqual(EXPECTED_STORY);
     const commandSeen = await waitFor("the command recorder's loop.terminal", async () => {
       const text = await readFile(join(p.root, "loop-events.jsonl"), "utf8").catch(() => "");
-      const lines = text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as { point: string; context: Payload });
-      return lines.some((line) => line.point === "loop.terminal") ? lines.map((line) => line.context) : undefined;
+      const lines = text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Payload);
+      return lines.some((line) => line["event"] === "loop.terminal") ? lines : undefined;
     });
     expect(story(commandSeen)).toEqual(EXPECTED_STORY);
 
