@@ -46,12 +46,22 @@ export interface GraphView {
   readonly denial?: { readonly hook: string; readonly point: string; readonly reason: string };
 }
 
+/** A gate answer held while the login the-loop posts as is unknown (src/graph-run/held.ts). */
+export interface HeldAnswerView {
+  readonly author: string;
+  readonly decision: string;
+  readonly heldAt: string;
+  readonly reason: string;
+}
+
 export interface WhySituation {
   readonly ref: string;
   readonly settings: WhySettings;
   readonly session: SessionView | DamagedRecord | undefined;
   readonly control: ControlView | DamagedRecord | undefined;
   readonly graph: GraphView | DamagedRecord | undefined;
+  /** The item's held gate answers, oldest first; absent or empty when none is held. */
+  readonly held?: readonly HeldAnswerView[] | DamagedRecord;
   /** The item's recent events, newest first. */
   readonly events: readonly EventRecord[];
   /** Whether the daemon's poller runs; undefined when that is not known. */
@@ -67,6 +77,10 @@ export type WhyState =
   | "paused"
   | "at-gate"
   | "graph-blocked"
+  | "graph-failed"
+  | "graph-done"
+  | "graph-canceled"
+  | "answer-held"
   | "closed"
   | "stopped"
   | "hook-refused"
@@ -179,7 +193,7 @@ const BAD_NEWS = new Set([
 ]);
 
 /** Drops that are the-loop working as meant (its own comments, a redelivery), never what someone asks about. */
-const ROUTINE_DROPS = new Set(["self-authored", "duplicate-delivery"]);
+const ROUTINE_DROPS = new Set(["self-echo", "self-authored", "duplicate-delivery"]);
 
 function isRefusal(record: EventRecord): boolean {
   if (record.event === "routing.dropped") return !ROUTINE_DROPS.has(field(record, "reason") ?? "");
@@ -254,13 +268,29 @@ function decide(situation: WhySituation): WhyVerdict {
       next: "add the logins that may drive sessions to routing.authorizedUsers",
     };
   }
-  for (const [kind, record] of [["session", session], ["control", control], ["graph state", graph]] as const) {
+  for (const [kind, record] of [["session", session], ["control", control], ["graph state", graph], ["held gate answers", situation.held]] as const) {
     if (isDamaged(record)) return { state: "damaged-record", summary: `the item's ${kind} record cannot be read`, next: record.damaged };
   }
   const live = session !== undefined && !isDamaged(session) && (session.status === "active" || session.status === "paused") ? session : undefined;
   const run = graph !== undefined && !isDamaged(graph) && settings.graph.enabled ? graph : undefined;
-  const atGate = run && gateVerdict(ref, run, settings);
-  if (atGate) return atGate;
+  const held = situation.held !== undefined && !isDamaged(situation.held) ? situation.held : [];
+  // The headline is the item's worst condition, ranked: failed, blocked, a held answer, waiting
+  // for a person, queued, running, done. A live agent never hides what its run says.
+  const ended = run && endedVerdict(ref, run, live, armedFromEvents(events, settings), settings);
+  // With no agent left, a start that stands is the next run on its way: it is the news.
+  const nextRunQueued = live === undefined && control !== undefined && !isDamaged(control) && control.command === "start" && control.clearedAt === undefined;
+  if (ended?.state === "graph-failed" && !nextRunQueued) return ended;
+  if (run?.status === "blocked") return blockedVerdict(ref, run);
+  if (live && live.status === "active" && harnessBlocked(events)) {
+    return {
+      state: "harness-blocked",
+      summary: `${runningWords(live, run)}, but its harness shows a dialog and takes no input`,
+      next: `attach (\`the-loop sessions attach --work-item ${ref}\`) and answer the dialog`,
+    };
+  }
+  if (run?.status === "waiting" && held.length > 0) return heldVerdict(run, held, events);
+  if (run?.status === "waiting") return waitingVerdict(run, settings);
+  if (ended && live && !live.awaitingInput) return ended;
   if (live) return liveVerdict(ref, live, run, events, settings);
 
   const armed = armedFromEvents(events, settings);
@@ -268,6 +298,8 @@ function decide(situation: WhySituation): WhyVerdict {
   const lastSession = closedSession ? `; its last session closed (${closedSession.closeReason ?? "no reason recorded"})` : "";
   const runEnded = run && run.status !== "running" ? `; its ${run.graph} graph run is ${run.status} at node ${run.node}, so a start begins a new run` : "";
 
+  // A standing command outranks the run's end: it says what happens next.
+  if (ended?.state === "graph-done" && (control === undefined || isDamaged(control) || control.clearedAt !== undefined)) return ended;
   if (closedFromEvents(events) === true) {
     return { state: "closed", summary: `the item is closed${lastSession}`, next: `reopen the item, then ${startAgain(ref, armed, settings)}` };
   }
@@ -317,26 +349,86 @@ function decide(situation: WhySituation): WhyVerdict {
   };
 }
 
-/** A graph run that waits for a person, or is blocked, whatever the session does. */
-function gateVerdict(ref: string, run: GraphView, settings: WhySettings): WhyVerdict | undefined {
-  const denial = run.denial ? `; the loop hook ${run.denial.hook} denied it at ${run.denial.point}: ${run.denial.reason}` : "";
+const FAILED_STATUSES = new Set(["failed", "exhausted", "stalled"]);
+
+function becauseOf(run: GraphView): string {
   const because = run.reason ? ` (${run.reasonCode ?? "reason"}: ${run.reason})` : "";
-  if (run.status === "waiting") {
-    const { approve, requestChanges } = settings.graph.keywords;
-    return {
-      state: "at-gate",
-      summary: `the ${run.graph} graph run waits at the gate ${run.node}${because}${denial}`,
-      next: `comment \`${approve}\` or \`${requestChanges}\` as one of: ${authorizedList(settings)}`,
-    };
+  const denial = run.denial ? `; the loop hook ${run.denial.hook} denied it at ${run.denial.point}${run.denial.reason ? `: ${run.denial.reason}` : ""}` : "";
+  return `${because}${denial}`;
+}
+
+function runningWords(live: SessionView, run: GraphView | undefined): string {
+  const where = run ? `, at node ${run.node} of the ${run.graph} graph (${run.status})` : "";
+  return `a ${live.harness} session runs in tmux ${live.tmuxTarget} since ${live.createdAt}${where}`;
+}
+
+/** The agent a run that ended leaves behind, as a clause. */
+function agentLeft(live: SessionView | undefined): string {
+  if (live === undefined) return "";
+  return live.status === "paused" ? `; its ${live.harness} session is still open (paused) in tmux ${live.tmuxTarget}` : `; its ${live.harness} agent still runs in tmux ${live.tmuxTarget}`;
+}
+
+/**
+ * A run that ended: failed (failed, exhausted, stalled), done or canceled. What moves a failed
+ * one is a new run, which begins when a session starts: so with its agent still there, that
+ * session is stopped first.
+ */
+function endedVerdict(ref: string, run: GraphView, live: SessionView | undefined, armed: boolean | undefined, settings: WhySettings): WhyVerdict | undefined {
+  const left = agentLeft(live);
+  if (FAILED_STATUSES.has(run.status)) {
+    const cause = run.denial ? `deal with what the loop hook ${run.denial.hook} objects to` : "deal with what ended it";
+    const restart = live
+      ? `run \`the-loop sessions stop --work-item ${ref}\`, then ${howToStart(ref, settings)} (a start begins a new run)`
+      : `${startAgain(ref, armed, settings)} (a start begins a new run)`;
+    return { state: "graph-failed", summary: `the ${run.graph} graph run ended ${run.status} at node ${run.node}${becauseOf(run)}${left}`, next: `${cause}, then ${restart}` };
   }
-  if (run.status === "blocked") {
-    return {
-      state: "graph-blocked",
-      summary: `the ${run.graph} graph run is blocked at node ${run.node}${because}${denial}`,
-      next: `an authorized gate answer, or \`the-loop graph force ${ref} --to NODE --reason TEXT\` (\`the-loop graph show ${run.graph}\` names the nodes)`,
-    };
+  if (run.status === "done" || run.status === "canceled") {
+    const how = run.status === "done" ? "is done" : "was canceled";
+    const state = run.status === "done" ? "graph-done" : "graph-canceled";
+    if (live) {
+      return { state, summary: `the ${run.graph} graph run ${how} at node ${run.node}${left}`, next: `close the session when you no longer need it: \`the-loop sessions close --work-item ${ref}\`` };
+    }
+    return run.status === "done" ? { state, summary: `the ${run.graph} graph run is done at node ${run.node}; no session runs` } : undefined;
   }
   return undefined;
+}
+
+function blockedVerdict(ref: string, run: GraphView): WhyVerdict {
+  const answer = run.reasonCode === "hook_denied" ? "" : "an authorized gate answer, or ";
+  return {
+    state: "graph-blocked",
+    summary: `the ${run.graph} graph run is blocked at node ${run.node}${becauseOf(run)}`,
+    next: `${answer}\`the-loop graph force ${ref} --to NODE --reason TEXT\` (\`the-loop graph show ${run.graph}\` names the nodes)`,
+  };
+}
+
+/** Gate answers held for want of the login the-loop posts as: that login is what moves them. */
+function heldVerdict(run: GraphView, held: readonly HeldAnswerView[], events: readonly EventRecord[]): WhyVerdict {
+  const first = held[0];
+  const who = [...new Set(held.map((answer) => answer.author))].join(", ");
+  const fix = newest(events, (record) => (record.event === "graph.self_login_unknown" ? field(record, "fix") : undefined));
+  return {
+    state: "answer-held",
+    summary: `the ${run.graph} graph run waits at the gate ${run.node}, and ${held.length === 1 ? `${who}'s answer (${first?.decision ?? "?"}) is` : `${held.length} answers (by ${who}) are`} held since ${first?.heldAt ?? "?"}: the login the-loop posts as is unknown (${first?.reason ?? "?"})`,
+    next: fix ?? "set integrations.github.selfLogin to the login the-loop's token posts as; the held answers are then decided",
+  };
+}
+
+function waitingVerdict(run: GraphView, settings: WhySettings): WhyVerdict {
+  const { approve, requestChanges } = settings.graph.keywords;
+  return {
+    state: "at-gate",
+    summary: `the ${run.graph} graph run waits at the gate ${run.node}${becauseOf(run)}`,
+    next: `comment \`${approve}\` or \`${requestChanges}\` as one of: ${authorizedList(settings)}`,
+  };
+}
+
+/** Whether the newest word on the harness is a dialog on its screen. */
+function harnessBlocked(events: readonly EventRecord[]): boolean {
+  const screen = newest(events, (record) =>
+    record.event === "session.not_ready" ? record.blocked === true : GOOD_NEWS.has(record.event) || record.event === "session.respawned" ? false : undefined,
+  );
+  return screen === true;
 }
 
 function liveVerdict(ref: string, live: SessionView, run: GraphView | undefined, events: readonly EventRecord[], settings: WhySettings): WhyVerdict {
@@ -352,22 +444,12 @@ function liveVerdict(ref: string, live: SessionView, run: GraphView | undefined,
         : `run \`the-loop sessions resume --work-item ${ref}\``,
     };
   }
-  const running = `a ${live.harness} session runs in tmux ${live.tmuxTarget} since ${live.createdAt}${where}`;
+  const running = runningWords(live, run);
   if (live.awaitingInput) {
     return {
       state: "awaiting-input",
       summary: `${running}; its agent asked: "${live.awaitingInput.question}"`,
       next: `answer it: comment on the item as one of: ${authorizedList(settings)}`,
-    };
-  }
-  const screen = newest(events, (record) =>
-    record.event === "session.not_ready" ? record.blocked === true : GOOD_NEWS.has(record.event) || record.event === "session.respawned" ? false : undefined,
-  );
-  if (screen === true) {
-    return {
-      state: "harness-blocked",
-      summary: `${running}, but its harness shows a dialog and takes no input`,
-      next: `attach (\`the-loop sessions attach --work-item ${ref}\`) and answer the dialog`,
     };
   }
   return { state: "running", summary: `running and healthy: ${running}; comments by ${authorizedList(settings)} reach it` };

@@ -12,7 +12,7 @@ import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { describeEvent } from "../why-events.js";
 import { explainWhy } from "../why-explain.js";
-import type { ControlView, DamagedRecord, GraphView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
+import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
 import { canonicalRef } from "../canonical-ref.js";
 
 /**
@@ -71,6 +71,11 @@ async function daemonRunning(project: Project): Promise<boolean | undefined> {
   }
 }
 
+async function heldAnswers(project: Project, ref: string): Promise<readonly HeldAnswerView[] | undefined> {
+  const { openHeldGateAnswers } = await import("../../graph-run/held.js");
+  return (await openHeldGateAnswers(project.paths).get(ref))?.answers;
+}
+
 async function itemEvents(project: Project, ref: string): Promise<ReadLatestResult> {
   const path = project.paths.eventLog;
   try {
@@ -87,11 +92,13 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
   const session = readRecord((): SessionView | undefined => new SessionRegistry({ dir: project.paths.registryDir }).get(ref));
   const control = readRecord((): ControlView | undefined => new ControlStore({ dir: project.paths.controlDir }).get(ref));
   const graph = await readRecordAsync(async (): Promise<GraphView | undefined> => await openGraphStates(project.paths).get(ref));
+  // Held answers matter only to a run at a gate; their store loads zod, so it is read only then.
+  const held = graph !== undefined && !("damaged" in graph) && graph.status === "waiting" ? await readRecordAsync(async () => await heldAnswers(project, ref)) : undefined;
   const [log, running] = await Promise.all([itemEvents(project, ref), daemonRunning(project)]);
   if (log.malformed > 0) stderr.warn(`skipped ${log.malformed} malformed line${log.malformed === 1 ? "" : "s"} in ${displayPath(project.paths.eventLog)}`);
   if (!project.config.eventLog.enabled) stderr.warn("the event log is disabled (eventLog.enabled: false): only the records explain the item");
 
-  const situation: WhySituation = { ref, settings, session, control, graph, events: log.events, daemonRunning: running };
+  const situation: WhySituation = { ref, settings, session, control, graph, ...(held !== undefined ? { held } : {}), events: log.events, daemonRunning: running };
   const verdict = explainWhy(situation);
   if (options.json) {
     stdout.json(whyDocument(situation, verdict, log));
@@ -166,7 +173,7 @@ export function whyDocument(situation: WhySituation, verdict: WhyVerdict, log: R
     next: verdict.next ?? null,
     lastRefusal: verdict.lastRefusal ?? null,
     daemonRunning: situation.daemonRunning ?? null,
-    records: { session: situation.session ?? null, control: situation.control ?? null, graph: situation.graph ?? null },
+    records: { session: situation.session ?? null, control: situation.control ?? null, graph: situation.graph ?? null, held: situation.held ?? null },
     events: log.events.map((record) => ({ says: describeEvent(record, situation.settings), ...record })),
     log: { scannedBytes: log.scannedBytes, complete: log.reachedStart, malformed: log.malformed, missing: log.missing },
   };
