@@ -70,6 +70,9 @@ function droppedSentence(fields: Fields, settings: WhySettings): string {
       return actor
         ? `dropped ${what}: ${actor} is not authorized (authorized: ${authorizedList(settings)})`
         : `dropped ${what}: it names no actor, and only authorized people are acted on (authorized: ${authorizedList(settings)})`;
+    case "self-echo":
+      return `ignored ${what}: the-loop's own doing come back`;
+    // What logs written before self-echo say.
     case "self-authored":
       return `dropped ${what}: the-loop wrote it itself (it carries the loop-prevention marker)`;
     case "spawn-policy":

@@ -45,7 +45,7 @@ export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js
  */
 
 /** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
-const EVENT_GUARDS: ReadonlySet<string> = new Set(["duplicate-delivery", "no-work-item", "self-authored", "unauthorized-actor"]);
+const EVENT_GUARDS: ReadonlySet<string> = new Set(["duplicate-delivery", "no-work-item", "self-echo", "unauthorized-actor"]);
 const NOTHING_SEEN: DeliveryMemory = { has: () => false };
 
 /**

@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import { errnoOf, messageOf } from "../errors.js";
 import { redactKnownSecrets } from "../secrets.js";
-import { EVENT_CATALOG } from "./catalog.js";
+import { levelOf } from "./catalog.js";
 import type { EventFields, EventSource, EventType } from "./catalog.js";
 
 /** Where code records events. Tests and one-shot tools may pass a sink that keeps them in memory. */
@@ -77,7 +77,7 @@ export class EventLog implements EventSink {
         ts: (this.options.now?.() ?? new Date()).toISOString(),
         source: this.options.source,
         event: type,
-        level: EVENT_CATALOG[type].level,
+        level: levelOf(type, fields),
         pid: process.pid,
       };
       for (const [key, value] of Object.entries(fields)) {

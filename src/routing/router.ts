@@ -11,6 +11,7 @@ import { isAuthorized } from "./authz.js";
 import { COMMENT_KINDS } from "./inbound.js";
 import type { InboundEvent } from "./inbound.js";
 import { isSelfAuthored } from "../workitem/index.js";
+import { SELF_LOGIN as LOCAL_SELF_LOGIN } from "../trackers/local/limits.js";
 
 /**
  * The router: one pure function from an event and what is known about sessions to a decision.
@@ -84,7 +85,8 @@ export interface DeliveryMemory {
 export type DropReason =
   | "duplicate-delivery"
   | "no-work-item"
-  | "self-authored"
+  /** the-loop's own doing come back: its marked text, or what the local tracker records under its login. */
+  | "self-echo"
   | "unauthorized-actor"
   | "spawn-policy"
   /** Armed, but the start command is required and none has been honoured. */
@@ -130,7 +132,9 @@ export type DecisionAction = Decision["action"];
  * before a payload is even parsed; the poller reads only what it lists.)
  *  1. delivery dedupe    delivery id or content key seen        → drop duplicate-delivery
  *  2. work item          the event names none                   → drop no-work-item
- *  3. self-authored      the text carries the-loop's marker     → drop self-authored
+ *  3. self-echo          the-loop's own doing come back: its    → drop self-echo
+ *                        marker in the text, or its login on
+ *                        the local tracker (its labels)
  *  4. authorization      actor not allowed (a close is exempt)  → drop unauthorized-actor
  *  5. control keyword    a comment naming a command             → control, or drop (ambiguous,
  *                                                                 actor-less, redelivered)
@@ -149,9 +153,10 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
   const primary = event.workItems[0];
   if (primary === undefined) return drop("no-work-item");
 
-  // Before authorization: the marker means "the-loop wrote this", and the-loop's own words must
-  // never come back as input, even when they were posted under an authorized person's login.
-  if (isSelfAuthored(event.body)) return drop("self-authored", primary);
+  // Before authorization, and only ever a drop: the-loop's own words and label changes must never
+  // come back as input (even when posted under an authorized person's login), and are no refusal
+  // of anyone. Nothing is interpreted here; authorization still comes before any keyword is read.
+  if (isSelfEcho(event)) return drop("self-echo", primary);
 
   // A close is exempt because it can only end a session the-loop started (guard 7 never spawns
   // for it), and an item closed by anyone is finished whoever closed it. A pull request's closing
@@ -253,6 +258,17 @@ export function standingState(standing: ControlView | undefined, policy: Pick<Ro
   const state = controlStateOf(standing);
   if (state === "start-requested" && standing?.source === "comment" && !policy.authorizedUsers.has(standing.actor)) return "none";
   return state;
+}
+
+/**
+ * Whether the event is the-loop's own doing coming back through an ingress: text it wrote (the
+ * marker, whoever appears as its author), or a change the local tracker records under the login
+ * it keeps for the-loop (its phase labels, its comments). On GitHub only the marker tells: the
+ * login the-loop posts as may be an operator's own, whose label changes are theirs and count.
+ */
+function isSelfEcho(event: Pick<InboundEvent, "body" | "actor" | "workItems">): boolean {
+  if (isSelfAuthored(event.body)) return true;
+  return event.actor === LOCAL_SELF_LOGIN && event.workItems[0]?.tracker === "local";
 }
 
 /** Whether `ids` holds the event's delivery id or its content key. */

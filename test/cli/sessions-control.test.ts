@@ -220,7 +220,7 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     for (const comment of marked) {
       await p.waitForEvent(`the drop of ${comment.id}`, (r) => r.event === "routing.dropped" && r.delivery_id === deliveryOf(comment.id));
       const drop = (await p.events()).find((r) => r.event === "routing.dropped" && r.delivery_id === deliveryOf(comment.id));
-      expect(drop?.reason).toBe("self-authored");
+      expect(drop?.reason).toBe("self-echo");
     }
     // The stop holds: the item's other events are dropped too, and nothing spawned again.
     const after = await p.events();

@@ -465,6 +465,7 @@ describe("describeEvent", () => {
   it.each([
     [dropped("unauthorized-actor", "mallory"), "dropped mallory's comment: mallory is not authorized (authorized: alice, bob)"],
     [dropped("self-authored", "alice"), "dropped alice's comment: the-loop wrote it itself (it carries the loop-prevention marker)"],
+    [dropped("self-echo", "the-loop", "labeled"), "ignored the-loop's labeled event: the-loop's own doing come back"],
     [dropped("spawn-policy", "alice", "opened"), 'dropped alice\'s opening: the item is not armed (it lacks the label "the-loop: auto-execute")'],
     [dropped("awaiting-start", "alice", "labeled"), "held alice's labeled event: the item is armed and waits for a start (`the-loop:start-execution`)"],
     [event("dispatch.dropped", { reason: "session-paused" }), "recorded an event and dropped it: the session is paused"],

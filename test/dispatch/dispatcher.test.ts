@@ -568,8 +568,8 @@ describe("Dispatcher: guards", () => {
     expect(await d.handle(quoted)).toEqual({ settled: true });
 
     expect(t.emitted("routing.dropped")).toMatchObject([
-      { reason: "self-authored", delivery_id: announcement.deliveryId, work_item: ref },
-      { reason: "self-authored", delivery_id: quoted.deliveryId, work_item: ref, actor: "alice" },
+      { reason: "self-echo", delivery_id: announcement.deliveryId, work_item: ref },
+      { reason: "self-echo", delivery_id: quoted.deliveryId, work_item: ref, actor: "alice" },
     ]);
     expect(t.runner.inputsOf(target)).toEqual([]);
     expect(t.record(ref).recentDeliveries).toHaveLength(1);

@@ -211,7 +211,7 @@ describe("execution control on the local tracker, through the daemon (real tmux,
 
     /**
      * The marked comment a command left: on the item, carrying the keyword and the marker, and
-     * dropped by the daemon's poller as self-authored; nothing of it reaches the agent.
+     * dropped by the daemon's poller as a self-echo, at debug level; nothing of it reaches the agent.
      */
     const markedComment = async (outcome: ControlJson, keyword: string): Promise<void> => {
       expect(outcome.comment?.posted, JSON.stringify(outcome)).toBe(true);
@@ -220,7 +220,7 @@ describe("execution control on the local tracker, through the daemon (real tmux,
       expect(posted?.body).toContain(keyword);
       expect(posted?.body).toContain(SELF_COMMENT_MARKER);
       const dropped = await p.waitForEvent(`the daemon reading ${keyword} back`, (r) => r.event === "routing.dropped" && r.delivery_id === deliveryIdOf(id));
-      expect(dropped.reason).toBe("self-authored");
+      expect(dropped).toMatchObject({ reason: "self-echo", level: "debug" });
     };
 
     // start: spawned here and now, by the CLI, as the local OS user.

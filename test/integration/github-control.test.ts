@@ -273,7 +273,7 @@ describe.each([
       expect(posted?.body).toContain(SELF_COMMENT_MARKER);
       const delivery = await ingress.echo(issue, id);
       const drop = await p.waitForEvent(`${ingress.name} reading ${keyword} back`, (r) => r.event === "routing.dropped" && r.delivery_id === delivery);
-      expect(drop.reason).toBe("self-authored");
+      expect(drop.reason).toBe("self-echo");
     };
     const started = await cli("start");
     expect(started.effect).toBe("started");

@@ -48,7 +48,7 @@ describe("sessions, end to end through the daemon (real tmux, the fake harness)"
     expect((await p.cli(["item", "comment", "#1", "rm -rf everything", "--as", "mallory"])).code).toBe(0);
     await p.waitForEvent("the unauthorized drop", (r) => r.event === "routing.dropped" && r.reason === "unauthorized-actor" && r.actor === "mallory");
     expect((await p.cli(["item", "comment", "#1", `echo\n${SELF_COMMENT_MARKER}`, "--as", "alice"])).code).toBe(0);
-    await p.waitForEvent("the self-authored drop", (r) => r.event === "routing.dropped" && r.reason === "self-authored");
+    await p.waitForEvent("the self-echo drop", (r) => r.event === "routing.dropped" && r.reason === "self-echo");
 
     const live = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"]));
     expect(live.sessions.map((s) => [s.workItem.ref, s.status])).toEqual([["local:demo#1", "active"]]);

@@ -180,9 +180,9 @@ describe("control keywords", () => {
     ["an actor-less comment", { actor: null }, {}, "unauthorized-actor"],
     ["a person the tracker cannot name, even if `ghost` is listed", { actor: "ghost" }, {}, "unauthorized-actor"],
     ["an empty allowlist (fails closed)", {}, { users: [] }, "unauthorized-actor"],
-    ["the-loop's own comment", { body: markSelfAuthored(START) }, {}, "self-authored"],
+    ["the-loop's own comment", { body: markSelfAuthored(START) }, {}, "self-echo"],
     ["an unauthorized ambiguous comment", { actor: "mallory", body: `${START} ${STOP}` }, {}, "unauthorized-actor"],
-    ["a marked ambiguous comment", { body: markSelfAuthored(`${START} ${STOP}`) }, {}, "self-authored"],
+    ["a marked ambiguous comment", { body: markSelfAuthored(`${START} ${STOP}`) }, {}, "self-echo"],
   ])("%s is dropped before any command: %s", (_name, e, p, reason) => {
     expect(decide(e, p, view({ [ISSUE.ref]: live("active") }))).toMatchObject({ action: "drop", reason });
   });

@@ -103,12 +103,15 @@ const cases: Case[] = [
   { name: "no work item and an unauthorized actor: no-work-item wins", event: { workItems: [], actor: "mallory" }, expected: dropped("no-work-item") },
   { name: "no work item and a marked body: no-work-item wins", event: { workItems: [], body: markSelfAuthored("x") }, expected: dropped("no-work-item") },
 
-  // 4. self-authored
-  { name: "a marked body is dropped", event: { body: markSelfAuthored("Session started.") }, sessions: { [A.ref]: session("active") }, expected: dropped("self-authored", A) },
-  { name: "a marked body from an unauthorized user is self-authored, not unauthorized", event: { actor: "mallory", body: markSelfAuthored("x") }, expected: dropped("self-authored", A) },
-  { name: "the marker anywhere in the body counts", event: { body: `quoted: ${SELF_COMMENT_MARKER} and more` }, expected: dropped("self-authored", A) },
-  { name: "a marked close is self-authored, even with a live session", event: { kind: "closed", body: markSelfAuthored("closing") }, sessions: { [A.ref]: session("active") }, expected: dropped("self-authored", A) },
-  { name: "a null body is not self-authored", event: { body: null }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  // 4. self-echo
+  { name: "a marked body is dropped", event: { body: markSelfAuthored("Session started.") }, sessions: { [A.ref]: session("active") }, expected: dropped("self-echo", A) },
+  { name: "a marked body from an unauthorized user is a self-echo, not unauthorized", event: { actor: "mallory", body: markSelfAuthored("x") }, expected: dropped("self-echo", A) },
+  { name: "the marker anywhere in the body counts", event: { body: `quoted: ${SELF_COMMENT_MARKER} and more` }, expected: dropped("self-echo", A) },
+  { name: "a marked close is a self-echo, even with a live session", event: { kind: "closed", body: markSelfAuthored("closing") }, sessions: { [A.ref]: session("active") }, expected: dropped("self-echo", A) },
+  { name: "a null body is not a self-echo", event: { body: null }, sessions: { [A.ref]: session("active") }, expected: { action: "deliver", workItem: A, status: "active" } },
+  { name: "the-loop's own label change on the local tracker is a self-echo, not unauthorized", event: { actor: "the-loop", kind: "labeled", label: "loop:review", body: null }, sessions: { [A.ref]: session("active") }, expected: dropped("self-echo", A) },
+  { name: "the-loop's own unmarked comment on the local tracker is a self-echo", event: { actor: "the-loop", body: "the-loop:start-execution" }, expected: dropped("self-echo", A) },
+  { name: "the login the-loop posts as on GitHub is not told apart by login: its label change is a person's", event: { actor: "the-loop", kind: "labeled", label: LABEL, body: null, workItems: [{ ...A, tracker: "github", ref: "github:octo/repo#1" }] }, expected: dropped("unauthorized-actor", { ...A, tracker: "github", ref: "github:octo/repo#1" }) },
 
   // 5. authorization
   { name: "an actor outside the allowlist is dropped", event: { actor: "mallory" }, sessions: { [A.ref]: session("active") }, expected: dropped("unauthorized-actor", A) },
@@ -248,7 +251,7 @@ describe("guard order", () => {
   const failures: Failure[] = [
     { guard: "memory dedupe", seen: ["d-1"], reason: "duplicate-delivery" },
     { guard: "work item", event: { workItems: [] }, reason: "no-work-item" },
-    { guard: "self-authored", event: { body: markSelfAuthored("x") }, reason: "self-authored" },
+    { guard: "self-echo", event: { body: markSelfAuthored("x") }, reason: "self-echo" },
     { guard: "authorization", event: { actor: "mallory" }, reason: "unauthorized-actor" },
     { guard: "record dedupe", sessions: { [A.ref]: session("active", ["d-1"]) }, reason: "duplicate-delivery" },
   ];

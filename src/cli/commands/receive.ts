@@ -218,7 +218,7 @@ function reportOf(deliveryId: string, name: string, event: InboundEvent, decisio
 const DROP_EXPLANATIONS: Readonly<Record<DropReason | "control-ambiguous", string>> = {
   "duplicate-delivery": "this delivery id already reached the session",
   "no-work-item": "the event names no work item",
-  "self-authored": "the text carries the-loop's own marker",
+  "self-echo": "the-loop's own doing come back: the text carries its marker, or the local tracker records it under the-loop's login",
   "unauthorized-actor": "the actor is not in routing.authorizedUsers",
   "spawn-policy": "no live session, and routing.spawnOnUnmatched does not start one (see autoExecuteLabel)",
   "awaiting-start": "the item is armed, but no authorized start command has been honoured (routing.control.requireStartCommand)",
