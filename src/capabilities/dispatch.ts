@@ -14,6 +14,9 @@ export type StepHook = Extract<ActiveHook, { kind: "step" }>;
 export type GateHook = Extract<ActiveHook, { kind: "gate" }>;
 export type ContributionHook = Extract<ActiveHook, { kind: "contribution" }>;
 
+/** The skill id the contract dispatches a `ref.skill` stem as: `gsd-<stem>`. */
+export const skillId = (stem: string): string => `gsd-${stem}`;
+
 /** What an agent step prints first, so a person watching does not kill a healthy, silent subagent. */
 export function livenessBanner(agent: string): string {
   return `◆ Spawning ${agent}... (runs in a subagent — no output until it returns; expected, not a freeze)`;
@@ -102,16 +105,18 @@ export interface GateVerdict {
  */
 export function decideGate(gate: GateHook, outcome: CheckOutcome): GateVerdict {
   const name = `${gate.capId} ${gate.source}`;
+  // gsd-core's gates carry no message of their own: the check's message says why.
+  const said = gate.message ?? `the gate ${name} ${gate.blocking ? "blocks" : "advises"}`;
   if (!outcome.ok) {
     return gate.onError === "halt"
-      ? { decision: "error-halted", halt: true, message: `${gate.message} (the gate's check failed, and its onError is halt: ${outcome.error}) [${name}]`, error: outcome.error }
+      ? { decision: "error-halted", halt: true, message: `${said} (the gate's check failed, and its onError is halt: ${outcome.error}) [${name}]`, error: outcome.error }
       : { decision: "error-skipped", halt: false, message: `warning: the gate ${name} was skipped: its check failed: ${outcome.error}`, error: outcome.error };
   }
   if (!outcome.block) return { decision: "pass", halt: false, message: "" };
-  const detail = outcome.message !== undefined ? ` (${outcome.message})` : "";
+  const detail = outcome.message !== undefined ? (gate.message !== undefined ? ` (${outcome.message})` : `: ${outcome.message}`) : "";
   return gate.blocking
-    ? { decision: "block", halt: true, message: `${gate.message}${detail} [${name}]` }
-    : { decision: "advisory", halt: false, message: `${gate.message}${detail} [${name}, advisory]` };
+    ? { decision: "block", halt: true, message: `${said}${detail} [${name}]` }
+    : { decision: "advisory", halt: false, message: `${said}${detail} [${name}, advisory]` };
 }
 
 export interface StepVerdict {
@@ -131,7 +136,10 @@ export function decideStepFailure(step: StepHook, error: string): StepVerdict {
 export function instructionOf(hook: StepHook | GateHook, point: LoopPoint): string | undefined {
   const from = `(${hook.capId}, ${point})`;
   if (hook.kind === "step") {
-    if (hook.ref.skill !== undefined) return `Use the skill \`${hook.ref.skill}\` now ${from}.`;
+    if (hook.ref.skill !== undefined) {
+      // The contract's skill id is gsd-<stem>; a bundle ships no skill file, so the session may not have it.
+      return `Use the skill \`${skillId(hook.ref.skill)}\` now ${from}. If this session has no such skill, say so and go on: a step never blocks.`;
+    }
     if (hook.ref.agent !== undefined) {
       return `Dispatch the agent \`${hook.ref.agent}\` as a subagent ${from}. Before you dispatch it, print exactly this line:\n  ${livenessBanner(hook.ref.agent)}`;
     }
@@ -139,10 +147,11 @@ export function instructionOf(hook: StepHook | GateHook, point: LoopPoint): stri
   }
   const verdict = hook.check.agentVerdict;
   if (verdict === undefined) return undefined;
+  const agent = verdict.ref ?? "";
   return (
-    `Ask the agent \`${verdict.ref}\` for its verdict ${from}: ${verdict.prompt}\n` +
-    `  Before you dispatch it, print exactly this line: ${livenessBanner(verdict.ref)}\n` +
-    `  If its verdict finds a problem, report it and go on (advisory, never blocking): ${hook.message}`
+    `Ask the agent \`${agent}\` for its verdict ${from}: ${verdict.prompt ?? ""}\n` +
+    `  Before you dispatch it, print exactly this line: ${livenessBanner(agent)}\n` +
+    `  If its verdict finds a problem, report it and go on (advisory, never blocking)${hook.message !== undefined ? `: ${hook.message}` : "."}`
   );
 }
 

@@ -1,14 +1,14 @@
 import { access, realpath } from "node:fs/promises";
 import { homedir } from "node:os";
-import { isAbsolute, join, resolve } from "node:path";
+import { isAbsolute, join, relative, resolve, sep } from "node:path";
 import { parse as parseYaml } from "yaml";
 import type { CapabilityEntryConfig } from "../config/capability-schema.js";
 import { EXIT_USAGE, ExitError } from "../errors.js";
 import type { EventSink } from "../events/log.js";
-import { readBundleFiles, within } from "./bundle-files.js";
+import { readBundleFiles, readRegularFile, sha256Of, within } from "./bundle-files.js";
 import type { BundleReadOptions } from "./bundle-files.js";
-import { MANIFEST_FILES, commandReferences, parseManifest } from "./manifest.js";
-import type { CapabilityManifest } from "./manifest.js";
+import { GSD_VERSION, MANIFEST_FILES, gsdVersionSatisfies, parseManifest } from "./manifest.js";
+import type { CapabilityManifest, ConfigEntry } from "./manifest.js";
 
 /**
  * Reading capability bundles: one bundle with every problem named by file and field
@@ -32,6 +32,12 @@ export interface CapabilityBundle {
    * of a file is checked against them (consented.ts).
    */
   readonly files: ReadonlyMap<string, string>;
+  /**
+   * The text of each fragment file the manifest names (`fragment.path`), by that path: read at
+   * the load from the bytes consented to, as gsd-core inlines a fragment at load, so an envelope
+   * carries the text (`fragment.inline`) beside its path.
+   */
+  readonly fragments: ReadonlyMap<string, string>;
 }
 
 export interface BundleOutcome {
@@ -87,12 +93,19 @@ export async function bundleFile(dir: string, path: string, field: string): Prom
 /** A program is a bundle file when it is relative and has a '/': a bare name is looked up on PATH. */
 export const isBundleProgram = (program: string): boolean => !isAbsolute(program) && /[\\/]/.test(program);
 
+/** Each fragment file the manifest names, with its field. */
+function fragmentFiles(manifest: CapabilityManifest): { field: string; path: string }[] {
+  const named = (list: string, entries: readonly { readonly fragment?: { readonly path?: string; readonly legacyFile?: boolean } }[]) =>
+    entries.flatMap((entry, index) =>
+      entry.fragment?.path !== undefined ? [{ field: `${list}[${index}].fragment.${entry.fragment.legacyFile === true ? "file" : "path"}`, path: entry.fragment.path }] : [],
+    );
+  return [...named("steps", manifest.steps), ...named("contributions", manifest.contributions)];
+}
+
 async function pathProblems(dir: string, manifest: CapabilityManifest): Promise<string[]> {
   const realDir = await realpath(dir);
   const named: { field: string; path: string }[] = [
-    ...manifest.contributions.flatMap((contribution, index) =>
-      contribution.fragment.file !== undefined ? [{ field: `contributions[${index}].fragment.file`, path: contribution.fragment.file }] : [],
-    ),
+    ...fragmentFiles(manifest),
     ...manifest.commands.flatMap((command, index) => (isBundleProgram(command.argv[0] ?? "") ? [{ field: `commands[${index}].argv[0]`, path: command.argv[0] ?? "" }] : [])),
     ...(manifest.taskContentResolver && isBundleProgram(manifest.taskContentResolver.invoke.binary)
       ? [{ field: "taskContentResolver.invoke.binary", path: manifest.taskContentResolver.invoke.binary }]
@@ -139,9 +152,27 @@ export async function readBundle(dir: string, options: Pick<BundleReadOptions, "
   const parsed = parseManifest(raw);
   const problems = [...snapshot.problems, ...parsed.problems.map((problem) => `${file}: ${problem}`)];
   if (!parsed.manifest) return { problems };
+  const range = parsed.manifest.engines?.gsd;
+  if (range !== undefined && !gsdVersionSatisfies(range)) {
+    problems.push(
+      `${file}: engines.gsd: the capability needs gsd-core ${JSON.stringify(range)}, and the-loop implements gsd-core ${GSD_VERSION}'s capability contract; use a version of the capability made for gsd-core ${GSD_VERSION}`,
+    );
+  }
   problems.push(...(await pathProblems(dir, parsed.manifest)).map((problem) => `${file}: ${problem}`));
   if (problems.length > 0) return { problems };
-  return { bundle: { dir, file, manifest: parsed.manifest, sha256: snapshot.sha256, realDir: snapshot.realDir, files: snapshot.files }, problems: [] };
+  const fragments = new Map<string, string>();
+  for (const { field, path } of fragmentFiles(parsed.manifest)) {
+    if (fragments.has(path)) continue;
+    // Read once more, and used only when these are the bytes the bundle's hash was computed from.
+    const located = await locateInBundle(dir, snapshot.realDir, path);
+    const key = "real" in located ? relative(snapshot.realDir, located.real).split(sep).join("/") : undefined;
+    const bytes = "real" in located ? await readRegularFile(located.real).catch(() => undefined) : undefined;
+    if (key === undefined || bytes === undefined || snapshot.files.get(key) !== sha256Of(bytes)) {
+      return { problems: [`${file}: ${field}: ${JSON.stringify(path)} changed while the bundle was read; run this again`] };
+    }
+    fragments.set(path, bytes.toString("utf8"));
+  }
+  return { bundle: { dir, file, manifest: parsed.manifest, sha256: snapshot.sha256, realDir: snapshot.realDir, files: snapshot.files, fragments }, problems: [] };
 }
 
 /**
@@ -174,8 +205,10 @@ export const BUILT_IN_COMMAND_WORDS: readonly string[] = [
 
 /**
  * The rules across the installed set: ids and tracker prefixes unique, every `requires` present,
- * every command name its own (unique, and not beginning with a built-in command's word), and every
- * `ref.command` and `check.query` naming a command some installed capability declares.
+ * and every command name its own (unique, and not beginning with a built-in command's word). A
+ * `ref.command` or `check.query` naming no installed command is not refused — a gsd-core bundle's
+ * names a gsd-core command module — but warned about at consent (consent.ts), and at dispatch
+ * the check fails (or the step is skipped) as the contract routes it.
  */
 export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
   const problems: string[] = [];
@@ -209,13 +242,9 @@ export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
       if (owner === undefined) owners.set(command.name, bundle);
     });
   }
-  const commands = new Set(owners.keys());
   for (const bundle of bundles) {
     for (const required of bundle.manifest.requires) {
       if (!byId.has(required)) problems.push(`${bundle.file}: requires: "${required}" is not installed; install it first`);
-    }
-    for (const { field, command } of commandReferences(bundle.manifest)) {
-      if (!commands.has(command)) problems.push(`${bundle.file}: ${field}: no installed capability declares the command "${command}"`);
     }
   }
   return problems;
@@ -231,6 +260,14 @@ export interface LoadedCapability extends CapabilityBundle {
   readonly values: Readonly<Record<string, CapabilityConfigValue>>;
 }
 
+/** Why `value` is not one a key declared as `entry` takes (a boolean key's `"false"` is a string, not false). */
+function valueProblem(entry: ConfigEntry, value: CapabilityConfigValue): string | undefined {
+  const expected = entry.type === "enum" ? "string" : entry.type;
+  if (typeof value !== expected) return `is a ${typeof value}; the key is declared ${entry.type}${entry.type === "boolean" ? " (write true or false, unquoted)" : ""}`;
+  if (entry.type === "enum" && entry.values !== undefined && !entry.values.includes(value as string)) return `is not one of its values: ${entry.values.join(", ")}`;
+  return undefined;
+}
+
 /**
  * The slice's values: the manifest's defaults, the entry's over them. Every key of the entry must
  * be one the manifest declares (a misspelt key would otherwise leave its default in force, unseen);
@@ -242,12 +279,18 @@ export function configValues(
 ): { values: Readonly<Record<string, CapabilityConfigValue>>; problems: string[] } {
   const declared = Object.keys(manifest.config);
   const problems: string[] = [];
-  const values = new Map<string, CapabilityConfigValue>(Object.entries(manifest.config));
+  const values = new Map<string, CapabilityConfigValue>(Object.entries(manifest.config).map(([key, entry]) => [key, entry.default]));
   for (const [key, value] of Object.entries(overrides ?? {})) {
-    if (!Object.hasOwn(manifest.config, key)) {
+    const entry = Object.hasOwn(manifest.config, key) ? manifest.config[key] : undefined;
+    if (entry === undefined) {
       problems.push(
         `config.${key}: "${key}" is not a key of ${manifest.id}'s config (${declared.length > 0 ? `it declares ${declared.map((name) => `"${name}"`).join(", ")}` : "it declares none"}); remove it or correct its spelling`,
       );
+      continue;
+    }
+    const wrong = valueProblem(entry, value);
+    if (wrong !== undefined) {
+      problems.push(`config.${key}: ${JSON.stringify(value)} ${wrong}`);
       continue;
     }
     values.set(key, value);

@@ -151,7 +151,7 @@ async function dispatchHook(
       if (instruction !== undefined) {
         // An agent's verdict is never blocking: it is the agent's to ask, and its answer is advisory.
         parts.instructions.push(instruction);
-        events.emit("capability.gate_decided", { ...fields, check: "agentVerdict", blocking: false, decision: "agent-verdict", message: hook.message });
+        events.emit("capability.gate_decided", { ...fields, check: "agentVerdict", blocking: false, decision: "agent-verdict", message: hook.message ?? "" });
         return undefined;
       }
       const outcome = await evaluateCheck(runtime, input, hook);

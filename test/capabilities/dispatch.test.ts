@@ -73,7 +73,9 @@ describe("a step", () => {
   });
 
   it("turns a skill and an agent into instructions, the agent with the liveness banner", () => {
-    expect(instructionOf(step({ ref: { skill: "code-review" } }), "execute:post")).toBe("Use the skill `code-review` now (checks, execute:post).");
+    expect(instructionOf(step({ ref: { skill: "code-review" } }), "execute:post")).toBe(
+      "Use the skill `gsd-code-review` now (checks, execute:post). If this session has no such skill, say so and go on: a step never blocks.",
+    )
     const agent = instructionOf(step({ ref: { agent: "security-auditor" } }), "verify:pre") ?? "";
     expect(agent).toContain("`security-auditor`");
     expect(agent).toContain(livenessBanner("security-auditor"));

@@ -116,10 +116,12 @@ export async function runCapabilitiesAdd(globals: GlobalOptions, dirArgument: st
   const outcome = await readBundle(dir);
   if (!outcome.bundle) throw new CapabilityError(outcome.problems);
   const bundle = outcome.bundle;
-  const problems = crossCheck([...(await otherInstalled(project, configDir, dir)), bundle]).filter((problem) => problem.startsWith(`${bundle.file}:`));
+  const others = await otherInstalled(project, configDir, dir);
+  const problems = crossCheck([...others, bundle]).filter((problem) => problem.startsWith(`${bundle.file}:`));
   if (problems.length > 0) throw new CapabilityError(problems);
   const { manifest } = bundle;
-  const disclosure = disclosureLines(manifest);
+  const declaredCommands = new Set([...others, bundle].flatMap((each) => each.manifest.commands.map((command) => command.name)));
+  const disclosure = disclosureLines(manifest, { declaredCommands });
   const facts = { id: manifest.id, version: manifest.version, path: dir, sha256: bundle.sha256 };
   if (!options.yes) {
     project.events.emit("capability.consent_required", { id: facts.id, version: facts.version, path: dir, bundle_hash: bundle.sha256 });

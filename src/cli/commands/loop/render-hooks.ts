@@ -4,7 +4,7 @@ import { loadCapabilities } from "../../../capabilities/load.js";
 import { LOOP_POINTS } from "../../../capabilities/manifest.js";
 import type { LoopPoint } from "../../../capabilities/manifest.js";
 import type { LoadedConfig } from "../../../config/load.js";
-import { UsageError } from "../../../errors.js";
+import { EXIT_FAILURE, ExitError, UsageError } from "../../../errors.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../../workitem/ref.js";
 import { loadCommandConfig, printConfigWarnings } from "../../context.js";
 import type { GlobalOptions } from "../../context.js";
@@ -18,15 +18,21 @@ export interface LoopRenderHooksOptions {
 
 const POINT_LIST = `the loop points are ${LOOP_POINTS.join(", ")}`;
 
-/** `point` as one of the twelve loop points, or the usage error that lists them. */
+/**
+ * `point` as one of the twelve loop points, or the error that lists them. It exits 1, not 2, as
+ * gsd-core's `loop render-hooks` does: a documented exception to the-loop's exit statuses
+ * (README, "Exit statuses"), so a host written for gsd-core reads the same status.
+ */
 export function loopPointOf(point: string): LoopPoint {
   if ((LOOP_POINTS as readonly string[]).includes(point)) return point as LoopPoint;
   if (point === "execute:task") {
-    throw new UsageError(
+    throw new ExitError(
       `execute:task has no hooks to render: it is resolved for each task of a plan, by \`the-loop task resolve-content --plan PATH --task-id ID\`; ${POINT_LIST}`,
+      EXIT_FAILURE,
+      "usage",
     );
   }
-  throw new UsageError(`${JSON.stringify(point)} is not a loop point; ${POINT_LIST}`);
+  throw new ExitError(`Invalid loop point: ${JSON.stringify(point)}; ${POINT_LIST}`, EXIT_FAILURE, "usage");
 }
 
 /** The work item named on the command line, checked as a ref (a bare 7 is in the default local project). */
@@ -57,7 +63,7 @@ export async function runLoopRenderHooks(globals: GlobalOptions, pointArgument: 
       : await loadCapabilities(loaded.config, configFile !== undefined ? dirname(configFile) : loaded.baseDir, configFile !== undefined ? { configFile } : {});
   const envelope = hookEnvelope(capabilities, point);
   if (options.raw || options.json) {
-    stdout.json({ point: envelope.point, activeHooks: envelope.activeHooks, rendered: envelope.rendered });
+    stdout.json(envelope);
     return;
   }
   stdout.line(envelope.rendered);
