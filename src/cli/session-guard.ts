@@ -2,6 +2,7 @@ import { UsageError } from "../errors.js";
 import { rememberSecret } from "../secrets.js";
 import type { SessionCredential } from "../daemon/socket/rpc.js";
 import { SESSION_TOKEN_ENV } from "../sessions/credential.js";
+import { SESSION_SOCKET_ENV } from "../sessions/session-env.js";
 
 /**
  * What a command learns from running inside an agent session: the credential the daemon gave
@@ -28,4 +29,13 @@ export function refuseInsideSession(command: string, env: NodeJS.ProcessEnv = pr
   throw new UsageError(
     `\`the-loop ${command}\` is an operator command and does not run inside an agent session (${SESSION_TOKEN_ENV} is set); the operator runs it from their own terminal`,
   );
+}
+
+/**
+ * The session's own socket, when the daemon gave the session one (THE_LOOP_SESSION_SOCKET): a
+ * command inside the session talks to it and needs no config or state root.
+ */
+export function sessionSocket(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const path = env[SESSION_SOCKET_ENV];
+  return path === undefined || path === "" ? undefined : path;
 }

@@ -9,7 +9,7 @@ export type { Runtime, RuntimeInput } from "./runtime.js";
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { loadDaemonHooks } from "./hooks.js";
 export { holderNote } from "./pidfile.js";
-export { callDaemon } from "./socket/rpc.js";
+export { callDaemon, callSessionSocket } from "./socket/rpc.js";
 export { composeRuntime } from "./runtime.js";
 export { serveDaemon } from "./serve.js";
 export { statusReport } from "./status/facts.js";

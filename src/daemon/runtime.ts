@@ -21,6 +21,7 @@ import { graphSetupFor } from "./graph-setup.js";
 import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js";
 import { SessionRegistry } from "../registry/registry.js";
 import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
+import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";
 import { PullRequestLinks } from "../registry/pr-links.js";
 import { harnessPreparer } from "../sessions/harness-trust.js";
@@ -155,7 +156,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         events,
         templates,
         spawnCwd: at(routing.spawnWorkdir),
-        sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile }),
+        sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
         stateRootTag: stateRootTag(paths.root),
         links,
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),

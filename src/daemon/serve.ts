@@ -1,5 +1,5 @@
-import { unlinkSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { statSync, unlinkSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { sweepStaleTemporaries, writeJsonAtomic } from "../state/atomic.js";
 import { sweepScratchFiles } from "../state/scratch.js";
 import { tightenStateRoot } from "../state/index.js";
@@ -14,6 +14,7 @@ import { watchForStalls } from "../graph-driver/run-ends.js";
 import { acquirePidfile } from "./pidfile.js";
 import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
+import { SessionSockets } from "./socket/session-sockets.js";
 import type { RpcServer } from "./socket/rpc.js";
 import type { PidfileLock } from "./pidfile.js";
 import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
@@ -25,6 +26,22 @@ import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
 import { NOTHING_TO_RUN, listeningUrl, servicesOf } from "./services.js";
 import type { ServiceName, WebhookListening } from "./services.js";
+
+/**
+ * How often the daemon looks whether a session began or ended, to open or close its socket: the
+ * registry folder's mtime is read each time, the sessions are listed only when it moved. A
+ * command run inside a session in the meantime waits for its socket (the CLI's connect retries).
+ */
+const SESSION_SOCKETS_CHECK_MS = 500;
+
+function mtimeOf(path: string): number | undefined {
+  try {
+    return statSync(path).mtimeMs;
+  } catch {
+    // No registry folder yet: no session either; the pass after its first record lists them.
+    return undefined;
+  }
+}
 
 export interface ServeOptions {
   readonly signal: AbortSignal;
@@ -80,6 +97,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   let reloads: ConfigFollower | undefined;
   let retrying: Promise<void> | undefined;
   let rpc: RpcServer | undefined;
+  let sessionSockets: SessionSockets | undefined;
   try {
     for (const service of enabled) {
       const lock = await acquirePidfile(service.pidfile, service.name);
@@ -93,7 +111,19 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     sweepLeftovers(paths);
     tightenStateRootOnce(paths, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
-    rpc = await serveRpc(paths.root, socketHandlers(dispatcher, { config, sessionOf: (ref) => runtime.registry.get(ref) }));
+    const handlers = socketHandlers(dispatcher, { config, sessionOf: (ref) => runtime.registry.get(ref) });
+    rpc = await serveRpc(paths.root, handlers);
+    sessionSockets = new SessionSockets({
+      stateRoot: paths.root,
+      handlers,
+      configFile: input.configFile !== undefined ? resolve(input.configFile) : null,
+      liveItems: () => runtime.registry.list({ status: "live" }).records.map((record) => record.workItem.ref),
+      changeStamp: () => mtimeOf(paths.registryDir),
+      events,
+      warn: options.warn,
+    });
+    await sessionSockets.reconcile();
+    sessionSockets.watch(SESSION_SOCKETS_CHECK_MS);
     warnIfFailClosed(config.routing, input, options);
     if (receiver) {
       const address = await receiver.start();
@@ -137,6 +167,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
+    await sessionSockets?.close().catch((error: unknown) => options.warn(`could not close the sessions' sockets: ${messageOf(error)}`));
     await rpc?.close().catch((error: unknown) => options.warn(`could not close the daemon's socket: ${messageOf(error)}`));
     await reloads?.stop();
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));

@@ -28,11 +28,6 @@ export interface EventSpec {
   readonly level: EventLevel;
   readonly summary: string;
   readonly fields: Readonly<Record<string, FieldSpec>>;
-  /**
-   * A quieter level for some values of one field: one type for one decision, yet the routine
-   * case (the-loop's own echo) is not shown among what a person reads.
-   */
-  readonly quieterWhen?: { readonly field: string; readonly values: readonly string[]; readonly level: EventLevel };
 }
 
 export const EVENT_CATALOG = {
@@ -89,9 +84,8 @@ export const EVENT_CATALOG = {
     family: "routing",
     level: "info",
     summary:
-      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-echo (the-loop's own comment or label change come back; at debug level), unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
+      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-authored, unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
     fields: { reason: "string", delivery_id: "string", kind: "string", work_item: "string?", actor: "string?" },
-    quieterWhen: { field: "reason", values: ["self-echo"], level: "debug" },
   },
   "routing.fail_closed": {
     family: "routing",
@@ -154,6 +148,18 @@ export const EVENT_CATALOG = {
     summary:
       "An input waited `routing.tmux.readyTimeoutSeconds` for the session's harness to take input and it never did (a dialog on its screen, or a start that hangs); nothing was pasted and the event is tried again. `screen`: the bottom of the pane.",
     fields: { work_item: "string", tmux_target: "string", waited_ms: "integer", blocked: "boolean", screen: "string" },
+  },
+  "session.socket_opened": {
+    family: "session",
+    level: "debug",
+    summary: "The daemon opened the socket of a live session (THE_LOOP_SESSION_SOCKET): the one way its agent reaches the-loop, for its own item only.",
+    fields: { work_item: "string" },
+  },
+  "session.socket_closed": {
+    family: "session",
+    level: "debug",
+    summary: "The daemon closed a session's socket: the session is no longer live.",
+    fields: { work_item: "string" },
   },
   "session.resume_failed": {
     family: "session",
@@ -511,14 +517,6 @@ export function isEventType(name: string): name is EventType {
 
 export function specOf(type: EventType): EventSpec {
   return EVENT_CATALOG[type];
-}
-
-/** The level an event of this type with these fields is written at. */
-export function levelOf(type: EventType, fields: Readonly<Record<string, unknown>>): EventLevel {
-  const spec: EventSpec = EVENT_CATALOG[type];
-  const quieter = spec.quieterWhen;
-  if (quieter !== undefined && quieter.values.some((value) => value === fields[quieter.field])) return quieter.level;
-  return spec.level;
 }
 
 export function levelRank(level: string): number {

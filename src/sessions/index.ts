@@ -4,7 +4,7 @@ export { harnessPreparer } from "./harness-trust.js";
 export { workItemEntityOfRef } from "./lifecycle.js";
 export { loadPromptTemplates, unknownPlaceholders } from "./prompts.js";
 export type { PromptTemplates } from "./prompts.js";
-export { CLI_ENTRY, ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "./session-env.js";
+export { CLI_ENTRY, SESSION_SOCKET_ENV, ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "./session-env.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { closeSession } from "./close.js";

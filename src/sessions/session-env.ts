@@ -29,11 +29,16 @@ export function ensureSessionBin(binDir: string, entry: string = CLI_ENTRY): str
   return binDir;
 }
 
+/** The variable that tells the CLI inside a session where the session's own socket is (docs/sessions.md, "The session's socket"). */
+export const SESSION_SOCKET_ENV = "THE_LOOP_SESSION_SOCKET";
+
 export interface SessionEnvInput {
   readonly workItem: string;
   readonly binDir: string;
   /** The config file the daemon runs with, so `the-loop ask` inside the session finds the same state. */
   readonly configFile?: string;
+  /** Where the daemon serves this work item's session (sessionSocketPath); absent where it has no place. */
+  readonly sessionSocket?: string | undefined;
   readonly basePath?: string;
 }
 
@@ -43,6 +48,7 @@ export function sessionEnvironment(input: SessionEnvInput): Record<string, strin
     PATH: [input.binDir, input.basePath ?? process.env.PATH ?? ""].filter(Boolean).join(delimiter),
   };
   if (input.configFile && existsSync(input.configFile)) env.THE_LOOP_CLI_CONFIG = input.configFile;
+  if (input.sessionSocket !== undefined) env[SESSION_SOCKET_ENV] = input.sessionSocket;
   return env;
 }
 

@@ -1,17 +1,18 @@
 import { EXIT_FAILURE, ExitError, UsageError } from "../../errors.js";
 import { loadCommandHooks } from "../../daemon/hooks.js";
-import { NoDaemonError, callDaemon } from "../../daemon/socket/rpc.js";
+import { NoDaemonError, callDaemon, callSessionSocket } from "../../daemon/socket/rpc.js";
 import type { SessionCredential } from "../../daemon/socket/rpc.js";
 import { askAnswerSchema, servedRefsOf, unservedReason } from "../../daemon/socket/methods.js";
 import { QUESTION_MAX, postQuestion } from "../../sessions/ask.js";
 import type { AskAnswer } from "../../sessions/ask.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { openTrackers } from "../../trackers/resolve.js";
+import { formatWorkItemRef, parseWorkItemRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
-import { sessionCredential } from "../session-guard.js";
+import { sessionCredential, sessionSocket } from "../session-guard.js";
 import { canonicalRef } from "../canonical-ref.js";
 
 export interface AskOptions {
@@ -31,17 +32,41 @@ const ASK_TIMEOUT_MS = 120_000;
  */
 export async function runAsk(globals: GlobalOptions, asked: string, options: AskOptions): Promise<void> {
   const session = sessionCredential();
-  const project = await openProject(globals, "ask");
   const text = asked.trim();
   if (!text) throw new UsageError("the question is empty");
   if (text.length > QUESTION_MAX) throw new UsageError(`the question is too long (at most ${QUESTION_MAX} characters)`);
-  const answer = session !== undefined ? await askThroughDaemon(project, session, text, options) : await askAsOperator(project, text, options);
+  const socket = session !== undefined ? sessionSocket() : undefined;
+  let answer: AskAnswer;
+  if (session !== undefined && socket !== undefined) {
+    // The session's own socket: no config, no state root (a sandboxed session sees neither).
+    refuseOtherItem(session, options.workItem);
+    answer = await callSessionSocket(socket, "session.ask", { question: text }, ASK_TIMEOUT_MS, { session, result: askAnswerSchema });
+  } else {
+    const project = await openProject(globals, "ask");
+    answer = session !== undefined ? await askThroughDaemon(project, session, text, options) : await askAsOperator(project, text, options);
+  }
   if (!answer.posted) throw new ExitError(`could not post the question on ${answer.workItem}: ${answer.error ?? "no reason given"}`);
   if (options.json) {
     stdout.json({ workItem: answer.workItem, commentId: answer.commentId ?? undefined, posted: true });
     return;
   }
   stdout.line(`Posted your question on ${answer.workItem}. Now stop and wait: the answer arrives as a new message in this session.`);
+}
+
+/** Inside a session with its own socket, `--work-item` may only name the session's item (written in full). */
+function refuseOtherItem(session: SessionCredential, given: string | undefined): void {
+  if (given === undefined) return;
+  const full = (written: string): string | undefined => {
+    try {
+      return formatWorkItemRef(parseWorkItemRef(written));
+    } catch {
+      return undefined;
+    }
+  };
+  const own = full(session.workItem);
+  if (own === undefined || full(given) !== own) {
+    throw new UsageError(`a session asks on its own work item only: this session's is ${session.workItem}; leave out --work-item`);
+  }
 }
 
 async function askThroughDaemon(project: Project, session: SessionCredential, text: string, options: AskOptions): Promise<AskAnswer> {

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import { ensurePrivateFolder, folderFacts, folderProblem, lstatIfPresent, ownUid } from "../../state/index.js";
 
@@ -57,4 +57,24 @@ export function daemonSocketPath(stateRoot: string, options: SocketPathOptions =
   const problem = ensurePrivateFolder(dir, uid);
   if (problem !== undefined) refuse(`the daemon's socket folder ${dir} ${problem}; remove it (it is not the-loop's), or ${fix}`);
   return path;
+}
+
+/**
+ * Where the daemon listens for one work item's session: `sockets/<hash of the root and the ref>.sock` beside
+ * the daemon's own socket, so the folder checks that guard the daemon's socket guard these too.
+ * Undefined when that path is too long for a socket address (a session then reaches the daemon
+ * through the daemon's socket, with its credential) or when the daemon's socket has no place.
+ */
+export function sessionSocketPath(stateRoot: string, workItem: string, options?: SocketPathOptions): string | undefined {
+  let daemonSocket: string;
+  try {
+    daemonSocket = daemonSocketPath(stateRoot, options);
+  } catch {
+    // The daemon's own socket has no trusted place: neither has a session's, and the daemon says so at start.
+    return undefined;
+  }
+  // The state root is hashed in too: two projects whose sockets share $XDG_RUNTIME_DIR never meet.
+  const hash = createHash("sha256").update(`${stateRoot}\0${workItem}`).digest("hex").slice(0, 16);
+  const path = join(dirname(daemonSocket), "sockets", `${hash}.sock`);
+  return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? path : undefined;
 }

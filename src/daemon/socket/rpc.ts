@@ -36,12 +36,20 @@ export interface RpcServer {
  * `limits` (tests shorten them): the idle bound of a connection, and how many are served at once.
  */
 export async function serveRpc(stateRoot: string, handlers: Readonly<Record<string, RpcHandler>>, limits: Partial<RpcLimits> = {}): Promise<RpcServer> {
-  const bounds: RpcLimits = { idleMs: limits.idleMs ?? DEFAULT_IDLE_MS, maxConnections: limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS };
   const path = daemonSocketPath(stateRoot);
   if (!path.startsWith(stateRoot)) {
     mkdirSync(join(path, ".."), { recursive: true, mode: 0o700 });
     chmodSync(join(path, ".."), 0o700);
   }
+  return serveRpcAt(path, handlers, limits);
+}
+
+/**
+ * Listens on the socket file `path` (a file left there is replaced: the caller holds what makes
+ * the path its own), in a folder the caller made private.
+ */
+export async function serveRpcAt(path: string, handlers: Readonly<Record<string, RpcHandler>>, limits: Partial<RpcLimits> = {}): Promise<RpcServer> {
+  const bounds: RpcLimits = { idleMs: limits.idleMs ?? DEFAULT_IDLE_MS, maxConnections: limits.maxConnections ?? DEFAULT_MAX_CONNECTIONS };
   removeSocketFile(path);
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
@@ -121,7 +129,40 @@ export interface CallOptions<T> {
 export function callDaemon<T>(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T>;
 export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number, options?: CallOptions<unknown>): Promise<unknown>;
 export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<unknown> = {}): Promise<unknown> {
-  const path = daemonSocketPath(stateRoot);
+  return callSocket(daemonSocketPath(stateRoot), method, params, timeoutMs, options);
+}
+
+/** How long a command inside a session waits for its session's socket to open (the daemon looks every half second). */
+export const SESSION_SOCKET_WAIT_MS = 5_000;
+
+/**
+ * callSocket on a session's own socket (THE_LOOP_SESSION_SOCKET). A session the daemon has just
+ * started may ask before the daemon has opened its socket: nothing listening is tried again
+ * within SESSION_SOCKET_WAIT_MS, then refused with what to do.
+ */
+export async function callSessionSocket<T>(path: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T> {
+  const deadline = Date.now() + SESSION_SOCKET_WAIT_MS;
+  for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
+    try {
+      return await callSocket(path, method, params, timeoutMs, options);
+    } catch (error) {
+      if (!(error instanceof NoDaemonError)) throw error;
+      if (Date.now() + pause > deadline) {
+        throw new ExitError(
+          `nothing listens on this session's socket (${path}, THE_LOOP_SESSION_SOCKET): the daemon that started the session is not running or has closed the session; the operator starts it with \`the-loop start\``,
+          EXIT_FAILURE,
+          "not-found",
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
+}
+
+/** callDaemon on the socket file `path`: the daemon's own, or a session's (session-sockets.ts). */
+export function callSocket<T>(path: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T>;
+export function callSocket(path: string, method: string, params: unknown, timeoutMs: number, options?: CallOptions<unknown>): Promise<unknown>;
+export function callSocket(path: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<unknown> = {}): Promise<unknown> {
   return new Promise((resolve, reject) => {
     const socket = createConnection(path);
     let received = "";

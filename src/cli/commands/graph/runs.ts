@@ -22,11 +22,11 @@ import { stdout } from "../../output.js";
 
 /** The daemon's socket client and the claim answer's schema, loaded when a command asks the daemon. */
 async function daemonClaims() {
-  const [{ callDaemon }, { claimAnswerSchema }] = await Promise.all([
+  const [{ callDaemon, callSessionSocket }, { claimAnswerSchema }] = await Promise.all([
     import("../../../daemon/socket/rpc.js"),
     import("../../../daemon/socket/methods.js"),
   ]);
-  return { callDaemon, claimAnswerSchema };
+  return { callDaemon, callSessionSocket, claimAnswerSchema };
 }
 
 export interface GraphStatusOptions {
@@ -112,7 +112,21 @@ function configFileOf(project: Project): string | null {
  * item only. Without one it is the operator's (the daemon records its OS user).
  */
 export async function runGraphComplete(globals: GlobalOptions, given: string | undefined, options: GraphCompleteOptions): Promise<void> {
-  const session = (await import("../../session-guard.js")).sessionCredential();
+  const guard = await import("../../session-guard.js");
+  const session = guard.sessionCredential();
+  const socket = session !== undefined ? guard.sessionSocket() : undefined;
+  if (session !== undefined && socket !== undefined) {
+    // The session's own socket: its item is the claim's, under the daemon's config; nothing here is read.
+    const timeout = Number(options.timeout);
+    if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
+    const { callSessionSocket, claimAnswerSchema } = await daemonClaims();
+    const answer = await callSessionSocket(socket, "graph.complete", { ref: given ?? session.workItem, node: options.node ?? null, configFile: null }, timeout * 1000, {
+      session,
+      result: claimAnswerSchema,
+    });
+    printAnswer(answer, options.json, "moved on");
+    return;
+  }
   const project = await openProject(globals);
   const written = given ?? process.env.THE_LOOP_WORK_ITEM;
   if (!written) throw new UsageError(`which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
