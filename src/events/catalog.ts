@@ -28,6 +28,11 @@ export interface EventSpec {
   readonly level: EventLevel;
   readonly summary: string;
   readonly fields: Readonly<Record<string, FieldSpec>>;
+  /**
+   * A quieter level for some values of one field: one type for one decision, yet the routine
+   * case (the-loop's own echo) is not shown among what a person reads.
+   */
+  readonly quieterWhen?: { readonly field: string; readonly values: readonly string[]; readonly level: EventLevel };
 }
 
 export const EVENT_CATALOG = {
@@ -84,8 +89,9 @@ export const EVENT_CATALOG = {
     family: "routing",
     level: "info",
     summary:
-      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-authored, unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
+      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-echo (the-loop's own comment or label change come back; at debug level), unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
     fields: { reason: "string", delivery_id: "string", kind: "string", work_item: "string?", actor: "string?" },
+    quieterWhen: { field: "reason", values: ["self-echo"], level: "debug" },
   },
   "routing.fail_closed": {
     family: "routing",
@@ -517,6 +523,14 @@ export function isEventType(name: string): name is EventType {
 
 export function specOf(type: EventType): EventSpec {
   return EVENT_CATALOG[type];
+}
+
+/** The level an event of this type with these fields is written at. */
+export function levelOf(type: EventType, fields: Readonly<Record<string, unknown>>): EventLevel {
+  const spec: EventSpec = EVENT_CATALOG[type];
+  const quieter = spec.quieterWhen;
+  if (quieter !== undefined && quieter.values.some((value) => value === fields[quieter.field])) return quieter.level;
+  return spec.level;
 }
 
 export function levelRank(level: string): number {
