@@ -207,19 +207,23 @@ export function queueLoopTerminal(ctx: ContextNeeds<"hooks" | "now", "events" | 
       reason_code: status === "done" ? null : (state.reasonCode ?? null),
       details: state.denial !== undefined ? { hook: state.denial.hook, point: state.denial.point } : null,
     },
+    // agh carries a denial's reason in details; reason_code stays hook_denied, as the requirement says.
+    state.denial !== undefined && state.denial.reason !== "" ? { deny_reason: state.denial.reason } : {},
   );
   queueLoopEvent(ctx, state.ref, "loop.terminal", payload);
   // Here the-loop releases what waited on the run. Nothing does yet: a start of the same item is
   // not held behind a run (it continues the run), and runs do not nest, so no parent waits.
 }
 
-function causeOf(status: string, reasonCode: string | undefined): string | null {
+/** the-loop's word for what ended the run; loopPayload sends agh's (loop-vocabulary.ts `aghCause`). */
+function causeOf(status: string, reasonCode: string | undefined): string {
   if (status === "done") return "node";
   if (reasonCode === HOOK_DENIED) return "contract";
   if (status === "exhausted") return "iteration_cap";
   if (status === "stalled") return "no_progress";
   if (status === "canceled") return reasonCode === "item-closed" ? "closed" : "stopped";
-  return null;
+  // Failed or blocked by the graph's own rules (a claim out of attempts, a node's failure).
+  return reasonCode ?? "contract";
 }
 
 /** The marked comment a loop hook's denial leaves: the hook, the event, its reason (one line, bounded, redacted). */

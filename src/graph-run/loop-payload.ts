@@ -1,14 +1,19 @@
+import type { JsonObject, JsonValue } from "../sdk/hooks/catalog.js";
 import { LOCAL_NETWORK_PARTICIPATION, LOOP_CONTEXT_FIELDS } from "../sdk/hooks/loop-catalog.js";
 import type { LoopPayloadOf, LoopPointName } from "../sdk/hooks/loop-catalog.js";
+import { aghActorKind, aghAttemptStatus, aghCause, aghDecision, aghLoopStatus, aghOriginKind, aghRunKind } from "../sdk/hooks/loop-vocabulary.js";
+import type { Mapped } from "../sdk/hooks/loop-vocabulary.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import type { GraphState } from "./state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 
 /**
- * The payload of a `loop.*` hook event, from a graph run's state: the standard base, the loop
- * context and the event's own fields, every key present (null where it does not apply). Pure: the
- * time comes in, and what the run must remember for its next event (the last timestamp, the
- * attempts ended per node) goes out in the state the caller writes.
+ * The payload of a `loop.*` hook event, from a graph run's state, in agh's shape: the standard
+ * base, the loop context and the event's own fields, flat; a key with no value omitted (agh's
+ * `omitempty`), never null; every value of an agh vocabulary in agh's words, the-loop's own fact
+ * (where agh's word is only the nearest, and whatever agh has no field for) under
+ * `details.the_loop`. Pure: the time comes in, and what the run must remember for its next
+ * event (the last timestamp, the attempts ended per node) goes out in the state the caller writes.
  */
 
 /** The loop context: the keys every loop payload carries before its event's own. */
@@ -16,6 +21,18 @@ export type LoopContext = Pick<LoopPayloadOf<"loop.started">, (typeof CONTEXT_KE
 
 /** Every loop payload's own fields: what its event adds to the context. */
 export type LoopOwnFields<N extends LoopPointName> = Omit<LoopPayloadOf<N>, keyof LoopContext>;
+
+/**
+ * An event's own fields as the runtime states them, in the-loop's words (`waiting`, `approved`,
+ * `passed`, `node`): null or undefined where there is no value. `details` is the-loop's own
+ * (it goes under `details.the_loop`); `run_status` at loop.node.terminal is the loop run's status.
+ */
+export type LoopOwnInput<N extends LoopPointName> = {
+  readonly [K in keyof LoopOwnFields<N>]?: JsonValue | undefined;
+};
+
+/** The key under `details` where the-loop's own facts travel. */
+export const THE_LOOP_DETAILS = "the_loop";
 
 const CONTEXT_KEYS = [
   "event",
@@ -84,7 +101,7 @@ export function withTaskEnded(state: GraphState, node: string, at: string): Grap
   return { ...state, tasks: { ...state.tasks, [node]: (state.tasks?.[node] ?? 0) + 1 }, lastProgressAt: at };
 }
 
-function runKindOf(graph: Graph, node: string): string {
+function nodeKindOf(graph: Graph, node: string): string {
   const found = graph.nodes.get(node);
   if (found === undefined) return "agent";
   return found.terminal ? "terminal" : found.actor;
@@ -100,37 +117,80 @@ export interface LoopEventInput {
   readonly subject: LoopSubject;
 }
 
-/** The loop context of an event. */
-export function loopContext(name: LoopPointName, input: LoopEventInput): LoopContext {
+/** The loop context of an event, in agh's words; `ours` collects the-loop's own words for details.the_loop. */
+export function loopContext(name: LoopPointName, input: LoopEventInput, ours: Record<string, JsonValue> = {}): LoopContext {
   const { graph, state, subject } = input;
   const task = subject.task;
-  const taskId = task === undefined ? null : `${task.node}#${task.attempt}`;
-  return {
+  const taskId = task === undefined ? undefined : `${task.node}#${task.attempt}`;
+  const nodeKind = task === undefined ? undefined : nodeKindOf(graph, task.node);
+  if (nodeKind !== undefined) ours["node_kind"] = nodeKind;
+  const context: Record<string, unknown> = {
     event: name,
     timestamp: input.timestamp,
     loop_run_id: state.loopRunId,
-    // Runs do not nest yet: no run starts another.
-    parent_loop_run_id: null,
+    // Runs do not nest yet: no run starts another, so parent_loop_run_id is never sent.
     workspace_id: workspaceOf(state.ref),
     loop_name: graph.name,
     generation: subject.generation ?? state.generation,
     task_id: taskId,
-    run_id: taskId === null ? null : `${state.loopRunId}/${taskId}`,
-    run_kind: task === undefined ? null : runKindOf(graph, task.node),
+    run_id: taskId === undefined ? undefined : `${state.loopRunId}/${taskId}`,
+    run_kind: nodeKind === undefined ? undefined : aghRunKind(nodeKind).value,
     node_id: subject.node,
     resolved_network_participation: { ...(state.networkParticipation ?? LOCAL_NETWORK_PARTICIPATION) },
-    agent_name: input.session?.agentName ?? null,
-    session_id: input.session?.sessionId ?? null,
-    actor_kind: subject.actor.kind,
+    agent_name: input.session?.agentName,
+    session_id: input.session?.sessionId,
+    actor_kind: mapped(aghActorKind(subject.actor.kind), "actor_kind", ours),
     actor_id: subject.actor.id,
-    origin_kind: state.origin?.kind ?? "event",
-    origin_ref: state.origin?.ref ?? null,
+    origin_kind: mapped(aghOriginKind(state.origin?.kind ?? "event"), "origin_kind", ours),
+    origin_ref: state.origin?.ref,
   };
+  return withoutEmpty(context) as unknown as LoopContext;
 }
 
-/** A whole payload: the context, then the event's own fields. */
-export function loopPayload<N extends LoopPointName>(name: N, input: LoopEventInput, own: LoopOwnFields<N>): LoopPayloadOf<N> {
-  return { ...loopContext(name, input), ...own } as unknown as LoopPayloadOf<N>;
+/** agh's value; the-loop's own word kept in `ours` when agh's is only the nearest. */
+function mapped<V extends string>(value: Mapped<V>, key: string, ours: Record<string, JsonValue>): V {
+  if (value.ours !== undefined) ours[key] = value.ours;
+  return value.value;
+}
+
+/**
+ * A whole payload: the context, then the event's own fields, in agh's words. `aghDetails` are
+ * keys of `details` itself (`deny_reason` at a denied run's end); everything else the-loop adds is
+ * under `details.the_loop`.
+ */
+export function loopPayload<N extends LoopPointName>(name: N, input: LoopEventInput, own: LoopOwnInput<N>, aghDetails: JsonObject = {}): LoopPayloadOf<N> {
+  const ours: Record<string, JsonValue> = {};
+  const context = loopContext(name, input, ours);
+  const fields: Record<string, unknown> = { ...(own as Record<string, unknown>) };
+  const given = fields["details"];
+  delete fields["details"];
+  if (typeof fields["status"] === "string") fields["status"] = mapped(aghLoopStatus(fields["status"]), "status", ours);
+  if (typeof fields["cause"] === "string") fields["cause"] = mapped(aghCause(fields["cause"]), "cause", ours);
+  if (typeof fields["decision"] === "string") fields["decision"] = mapped(aghDecision(fields["decision"]), "decision", ours);
+  if (typeof fields["task_status"] === "string") {
+    const attempt = aghAttemptStatus(fields["task_status"]);
+    fields["task_status"] = mapped(attempt, "task_status", ours);
+    // agh's run_status is the node's task run; the loop run's own status is the-loop's fact.
+    if (typeof fields["run_status"] === "string") ours["run_status"] = fields["run_status"];
+    fields["run_status"] = attempt.value;
+  }
+  const theLoop = { ...ours, ...(isObject(given) ? given : {}) };
+  const details: Record<string, unknown> = { ...aghDetails, ...(Object.keys(theLoop).length > 0 ? { [THE_LOOP_DETAILS]: theLoop } : {}) };
+  return { ...context, ...withoutEmpty(fields), ...(Object.keys(details).length > 0 ? { details } : {}) } as unknown as LoopPayloadOf<N>;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The keys agh's encoder would send: none null, undefined, an empty string, or `denied: false`. */
+function withoutEmpty(fields: Record<string, unknown>): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === null || value === undefined || value === "" || value === false) continue;
+    kept[key] = value;
+  }
+  return kept;
 }
 
 /**

@@ -4,7 +4,7 @@ import type { LoopDecidingPointName, LoopPointName } from "../sdk/hooks/loop-cat
 import { blockRun, failRun } from "./advance.js";
 import type { GraphEffect, Transition } from "./effects.js";
 import { LoopClock, loopPayload, nextTask, withTaskEnded } from "./loop-payload.js";
-import type { LoopEventInput, LoopOwnFields, LoopSession, LoopSubject } from "./loop-payload.js";
+import type { LoopEventInput, LoopOwnInput, LoopSession, LoopSubject } from "./loop-payload.js";
 import type { GraphState } from "./state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 
@@ -117,12 +117,12 @@ export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
   const head: LoopEffect[] = [];
   const tail: LoopEffect[] = [];
   const asks: LoopAsk[] = [];
-  const observe = <N extends LoopObservedName>(into: LoopEffect[], name: N, event: () => [LoopEventInput, LoopOwnFields<N>]): void => {
+  const observe = <N extends LoopObservedName>(into: LoopEffect[], name: N, event: () => [LoopEventInput, LoopOwnInput<N>]): void => {
     if (!input.handled(name)) return;
     const [where, own] = event();
     into.push({ kind: "loop", name, payload: loopPayload(name, where, own) });
   };
-  const ask = <N extends LoopDecidingPointName>(name: N, event: () => [LoopEventInput, LoopOwnFields<N>]): void => {
+  const ask = <N extends LoopDecidingPointName>(name: N, event: () => [LoopEventInput, LoopOwnInput<N>]): void => {
     if (!input.handled(name)) return;
     const [where, own] = event();
     asks.push({ name, payload: loopPayload(name, where, own) });
@@ -225,16 +225,29 @@ export function deniedMove(input: LoopDeniedInput): { readonly state: GraphState
     const effects: RunEffect[] = [...blocked.effects];
     if (input.handled("loop.gate.post")) {
       const task = gate.gateId === null ? { node: plan.state.node, attempt: 1 } : nextTask(before, gate.gateId);
+      // agh's gate.post reflects the denial: denied, and its reason, beside reason_code hook_denied.
       const payload = loopPayload("loop.gate.post", where(state, { node: gate.gateId ?? plan.state.node, task }), {
         gate_id: gate.gateId,
         decision: gate.decision,
         status: "blocked",
         reason_code: HOOK_DENIED,
+        denied: true,
+        deny_reason: denial.reason,
         details: { hook: denial.hook },
       });
       effects.push({ kind: "loop", name: "loop.gate.post", payload });
     }
     effects.push({ kind: "loop-denial", point: "loop.gate.pre", hook: denial.hook, reason: denial.reason, node: before.node, status: "blocked" });
+    // `blocked` is one of agh's terminal statuses: the loop run ends here, and says so last.
+    if (input.handled("loop.terminal")) {
+      const payload = loopPayload(
+        "loop.terminal",
+        where(state, { node: state.node }),
+        { status: "blocked", cause: "contract", reason_code: HOOK_DENIED, details: { hook: denial.hook, point: "loop.gate.pre" } },
+        denial.reason !== "" ? { deny_reason: denial.reason } : {},
+      );
+      effects.push({ kind: "loop", name: "loop.terminal", payload });
+    }
     return { state: clock.kept(state), effects };
   }
   // The generation is denied before it began: the move that led to it stands, its assignment is not given.
@@ -242,15 +255,8 @@ export function deniedMove(input: LoopDeniedInput): { readonly state: GraphState
   const failed = failRun(graph, moved, { ...moment, reasonCode: HOOK_DENIED, reason });
   if (failed.kind === "refuse") return { state: moved, effects: plan.effects };
   const state = { ...failed.state, denial: kept };
+  // The denied generation never began, so it has no loop.generation.post (agh asserts none is sent).
   const tail: LoopEffect[] = [];
-  if (input.handled("loop.generation.post")) {
-    const payload = loopPayload("loop.generation.post", where(state, { node: state.node }), {
-      status: "failed",
-      reason_code: HOOK_DENIED,
-      details: { hook: denial.hook },
-    });
-    tail.push({ kind: "loop", name: "loop.generation.post", payload });
-  }
   tail.push({ kind: "loop-denial", point: "loop.generation.pre", hook: denial.hook, reason: denial.reason, node: state.node, status: "failed" });
   const kept0 = plan.effects.filter((effect) => effect.kind !== "deliver-assignment" && effect.kind !== "run-ended");
   return { state: clock.kept(state), effects: [...kept0, ...woven([], failed.effects, tail)] };

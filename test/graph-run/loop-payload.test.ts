@@ -52,36 +52,31 @@ describe("workspaceOf", () => {
 });
 
 describe("loopContext", () => {
-  it("carries every context key, in the catalog's order, null where it does not apply", () => {
+  it("carries the context keys that have a value, in the catalog's order, in agh's words; the others omitted, never null", () => {
     const state = stateAt({ origin: { kind: "comment", ref: "delivery-1" } });
     const context = loopContext("loop.started", { timestamp: "2025-03-01T10:00:00.000Z", graph: GRAPH, state, session: undefined, subject: { node: "design", actor: ALICE } });
-    expect(Object.keys(context)).toEqual(LOOP_CONTEXT_FIELDS);
+    expect(Object.keys(context)).toEqual(LOOP_CONTEXT_FIELDS.filter((key) => Object.hasOwn(context, key)));
     expect(context).toEqual({
       event: "loop.started",
       timestamp: "2025-03-01T10:00:00.000Z",
       loop_run_id: "run-1",
-      parent_loop_run_id: null,
       workspace_id: "octo/repo",
       loop_name: "tiny",
       generation: 1,
-      task_id: null,
-      run_id: null,
-      run_kind: null,
       node_id: "design",
       resolved_network_participation: { version: "network-participation/v1", mode: "local", source: "built_in_local" },
-      agent_name: null,
-      session_id: null,
       actor_kind: "human",
       actor_id: "alice",
-      origin_kind: "comment",
+      origin_kind: "web",
       origin_ref: "delivery-1",
     });
+    expect(Object.values(context)).not.toContain(null);
   });
 
   it.each([
-    ["an agent node", "design", 1, "design#1", "agent"],
-    ["a human gate, second attempt", "design-approval", 2, "design-approval#2", "human"],
-    ["a terminal node", "complete", 1, "complete#1", "terminal"],
+    ["an agent node", "design", 1, "design#1", "worker"],
+    ["a human gate, second attempt", "design-approval", 2, "design-approval#2", "coordinator"],
+    ["a terminal node", "complete", 1, "complete#1", "coordinator"],
   ])("a task at %s: task_id, run_id, run_kind", (_name, node, attempt, taskId, kind) => {
     const context = loopContext("loop.node.terminal", {
       timestamp: "2025-03-01T10:00:00.000Z",
@@ -90,7 +85,7 @@ describe("loopContext", () => {
       session: SESSION,
       subject: { node, actor: AGENT, task: { node, attempt } },
     });
-    expect(context).toMatchObject({ task_id: taskId, run_id: `run-1/${taskId}`, run_kind: kind, agent_name: "claude", session_id: "0f3c" });
+    expect(context).toMatchObject({ task_id: taskId, run_id: `run-1/${taskId}`, run_kind: kind, agent_name: "claude", session_id: "0f3c", actor_kind: "agent_session" });
   });
 });
 
@@ -102,7 +97,8 @@ describe("planLoopMove", () => {
     expect(loopNames(plan.effects)).toEqual(["loop.started"]);
     expect(names(plan.effects)[0]).toBe("loop.started");
     expect(plan.asks.map((ask) => ask.name)).toEqual(["loop.generation.pre"]);
-    expect(plan.asks[0]?.payload).toMatchObject({ generation: 1, node_id: "design", task_id: null, denied: false, deny_reason: null, status: "running" });
+    expect(plan.asks[0]?.payload).toMatchObject({ generation: 1, node_id: "design", status: "running", origin_kind: "cli" });
+    for (const key of ["task_id", "denied", "deny_reason", "reason_code", "parent_loop_run_id"]) expect(plan.asks[0]?.payload).not.toHaveProperty(key);
     expect(plan.state.networkParticipation).toEqual({ version: "network-participation/v1", mode: "local", source: "built_in_local" });
     expect(plan.state.origin).toEqual({ kind: "cli", ref: "d-1" });
     expect(Date.parse(plan.state.lastLoopAt ?? "")).toBe(Date.parse(String(plan.asks[0]?.payload["timestamp"])));
@@ -117,7 +113,14 @@ describe("planLoopMove", () => {
     );
     expect(plan.asks).toEqual([]);
     expect(names(plan.effects)[0]).toBe("loop.node.terminal");
-    expect(payloadOf(plan.effects, "loop.node.terminal")).toMatchObject({ task_id: "design#1", task_status: "passed", run_status: "waiting", error: null, node_id: "design" });
+    expect(payloadOf(plan.effects, "loop.node.terminal")).toMatchObject({
+      task_id: "design#1",
+      task_status: "completed",
+      run_status: "completed",
+      node_id: "design",
+      details: { the_loop: { node_kind: "agent", run_status: "waiting" } },
+    });
+    expect(payloadOf(plan.effects, "loop.node.terminal")).not.toHaveProperty("error");
     expect(plan.state.tasks).toEqual({ design: 1 });
     expect(plan.state.lastProgressAt).toBe(at(1).toISOString());
   });
@@ -127,7 +130,7 @@ describe("planLoopMove", () => {
     const transition = applied(applyClaimResult(GRAPH, before, { node: "design", generation: 1, results: [MISSING], actor: AGENT, at: at(1) }));
     const plan = planLoopMove(moveInput({ before, transition, left: { node: "design", taskStatus: "failed", error: MISSING.message, details: null } }));
     expect(loopNames(plan.effects)).toEqual(["loop.node.terminal"]);
-    expect(payloadOf(plan.effects, "loop.node.terminal")).toMatchObject({ task_status: "failed", error: MISSING.message, run_status: "running" });
+    expect(payloadOf(plan.effects, "loop.node.terminal")).toMatchObject({ task_status: "failed", error: MISSING.message, run_status: "failed", details: { the_loop: { run_status: "running" } } });
   });
 
   it("changes requested at a gate: gate.pre asked, then generation.pre for the next; gate.post and generation.post after the move's effects", () => {
@@ -143,7 +146,7 @@ describe("planLoopMove", () => {
       }),
     );
     expect(plan.asks.map((ask) => ask.name)).toEqual(["loop.gate.pre", "loop.generation.pre"]);
-    expect(plan.asks[0]?.payload).toMatchObject({ gate_id: "design-approval", decision: "changes-requested", status: "running", generation: 1, task_id: "design-approval#1" });
+    expect(plan.asks[0]?.payload).toMatchObject({ gate_id: "design-approval", decision: "request_changes", status: "running", generation: 1, task_id: "design-approval#1", run_kind: "coordinator" });
     expect(plan.asks[1]?.payload).toMatchObject({ generation: 2, node_id: "design" });
     expect(loopNames(plan.effects)).toEqual(["loop.node.terminal", "loop.gate.post", "loop.generation.post"]);
     expect(payloadOf(plan.effects, "loop.generation.post")).toMatchObject({ generation: 1, status: "running", reason_code: "changes_requested" });
@@ -177,14 +180,17 @@ describe("planLoopMove", () => {
     expect(plan.state.lastLoopAt).toBeUndefined();
   });
 
-  it("every payload carries every key its event declares", () => {
+  it("every payload carries only keys its event declares, every one that always has a value, and no null", () => {
     const before = stateAt({ node: "review", status: "waiting", reasonCode: "awaiting-review", reason: "waiting" });
     const transition = applied(applyGateAnswer(GRAPH, before, { decision: "approved", actor: ALICE, at: at(2) }));
     const plan = planLoopMove(moveInput({ before, transition, actor: ALICE, gate: { gateId: "review", decision: "approved" }, left: { node: "review", taskStatus: "passed", error: null, details: null } }));
     const payloads = [...plan.asks.map((ask) => ask.payload), ...plan.effects.flatMap((effect) => (effect.kind === "loop" ? [effect.payload] : []))];
     for (const payload of payloads) {
       const point = LOOP_POINTS.find((candidate) => candidate.name === payload["event"]);
-      expect(Object.keys(payload).sort()).toEqual(Object.keys(point?.facts ?? {}).sort());
+      const facts = Object.entries(point?.facts ?? {}) as [string, { optional?: boolean }][];
+      for (const key of Object.keys(payload)) expect(facts.map(([name]) => name), key).toContain(key);
+      for (const [name, spec] of facts) if (spec.optional !== true) expect(payload, `${String(payload["event"])} ${name}`).toHaveProperty(name);
+      expect(Object.values(payload)).not.toContain(null);
     }
   });
 });
@@ -202,13 +208,20 @@ describe("deniedMove", () => {
     const denied = deniedMove({ ...input, plan, at: ask, denial: { hook: "freeze", reason: "the release is frozen" } });
     expect(denied.state).toMatchObject({ node: "review", phase: "review", status: "blocked", reasonCode: "hook_denied", denial: { hook: "freeze", point: "loop.gate.pre", reason: "the release is frozen" } });
     expect(denied.state.reason).toContain('"freeze"');
-    expect(names(denied.effects)).toEqual(["event:graph.blocked", "loop.gate.post", "loop-denial"]);
-    expect(payloadOf(denied.effects, "loop.gate.post")).toMatchObject({ status: "blocked", reason_code: "hook_denied" });
+    expect(names(denied.effects)).toEqual(["event:graph.blocked", "loop.gate.post", "loop-denial", "loop.terminal"]);
+    expect(payloadOf(denied.effects, "loop.gate.post")).toMatchObject({ status: "blocked", reason_code: "hook_denied", denied: true, deny_reason: "the release is frozen" });
+    // blocked is terminal in agh's words: the run ends, and loop.terminal says how.
+    expect(payloadOf(denied.effects, "loop.terminal")).toMatchObject({
+      status: "blocked",
+      cause: "contract",
+      reason_code: "hook_denied",
+      details: { deny_reason: "the release is frozen", the_loop: { hook: "freeze", point: "loop.gate.pre" } },
+    });
     expect(Date.parse(String(payloadOf(denied.effects, "loop.gate.post")["timestamp"]))).toBeGreaterThan(Date.parse(String(ask.payload["timestamp"])));
     expect(graphStateSchema.safeParse(denied.state).success).toBe(true);
   });
 
-  it("loop.generation.pre denied at a new run: failed with hook_denied, no assignment, generation.post before the run's end", () => {
+  it("loop.generation.pre denied at a new run: failed with hook_denied, no assignment, and no generation.post", () => {
     const transition = applied(startRun(GRAPH, { ref: REF, loopRunId: "run-1", at: T0, actor: DAEMON }));
     const input = moveInput({ transition });
     const plan = planLoopMove(input);
@@ -219,7 +232,8 @@ describe("deniedMove", () => {
     const order = names(denied.effects);
     expect(order).not.toContain("deliver-assignment");
     expect(order[0]).toBe("loop.started");
-    expect(order.slice(-4)).toEqual(["event:graph.failed", "loop.generation.post", "loop-denial", "run-ended"]);
+    expect(order).not.toContain("loop.generation.post");
+    expect(order.slice(-3)).toEqual(["event:graph.failed", "loop-denial", "run-ended"]);
     expect(graphStateSchema.safeParse(denied.state).success).toBe(true);
   });
 });

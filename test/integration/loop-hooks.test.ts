@@ -11,6 +11,10 @@ import type { GraphStatusJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { aghViolations } from "../hooks/support/agh-conformance.js";
+
+/** agh's own subprocess test hook (compozy/compozy 8eeb8a381), byte for byte: see test/fixtures/agh/README.md. */
+const AGH_DRIVER = new URL("../fixtures/agh/driver.sh", import.meta.url).pathname;
 
 /**
  * The `loop.*` events in the real daemon, on the local tracker, with this test as the scripted
@@ -130,15 +134,15 @@ const story = (events: readonly Payload[]): string[] =>
 const EXPECTED_STORY = [
   "loop.started 1 running",
   "loop.generation.pre 1 running",
-  "loop.node.terminal 1 write#1 passed",
+  "loop.node.terminal 1 write#1 completed",
   "loop.gate.pre 1 review#1 running",
   "loop.node.terminal 1 review#1 failed",
   "loop.gate.post 1 review#1 running",
   "loop.generation.post 1 running",
   "loop.generation.pre 2 running",
-  "loop.node.terminal 2 write#2 passed",
+  "loop.node.terminal 2 write#2 completed",
   "loop.gate.pre 2 review#2 done",
-  "loop.node.terminal 2 review#2 passed",
+  "loop.node.terminal 2 review#2 completed",
   "loop.gate.post 2 review#2 done",
   "loop.generation.post 2 done",
   "loop.terminal 2 done",
@@ -151,6 +155,8 @@ describe("the loop.* events in the daemon", () => {
     project = await loopProject([
       { name: "remote-recorder", url, on: LOOP_EVENTS, timeoutSeconds: 30 },
       { name: "command-recorder", command: [process.execPath, "record.mjs"], on: LOOP_EVENTS },
+      // agh's own test hook, unchanged: it prints HOOK_TEST_OUTPUT (nothing: the empty patch) at every event.
+      { name: "agh-driver", command: [AGH_DRIVER], on: LOOP_EVENTS, env: { HOOK_TEST_OUTPUT_MODE: "value", HOOK_TEST_OUTPUT: "" } },
     ]);
     const p = project;
     await writeFile(join(p.root, "record.mjs"), COMMAND_RECORDER);
@@ -177,12 +183,18 @@ describe("the loop.* events in the daemon", () => {
     expect(first).toMatchObject({
       workspace_id: "demo",
       loop_name: "spec-review",
-      parent_loop_run_id: null,
       resolved_network_participation: { version: "network-participation/v1", mode: "local", source: "built_in_local" },
     });
+    expect(first).not.toHaveProperty("parent_loop_run_id");
     expect(new Set(remote.seen.map((e) => e["loop_run_id"])).size).toBe(1);
     const terminal = remote.seen.find((e) => e["event"] === "loop.terminal");
-    expect(terminal).toMatchObject({ status: "done", cause: "node", reason_code: null });
+    expect(terminal).toMatchObject({ status: "done", cause: "contract", details: { the_loop: { cause: "node" } } });
+    expect(terminal).not.toHaveProperty("reason_code");
+    // Every payload of the run — generation 1, changes requested, generation 2, approval, done — is agh's.
+    expect(remote.seen.flatMap((payload) => aghViolations(payload))).toEqual([]);
+    expect(commandSeen.flatMap((payload) => aghViolations(payload))).toEqual([]);
+    // agh's driver ran at every event, and its empty answer passed: no failure recorded.
+    expect((await p.events()).filter((r) => r.event === "hooks.failed")).toEqual([]);
     // Timestamps never decrease in the order the run made them.
     const stamps = byTime(remote.seen).map((e) => String(e["timestamp"]));
     expect(stamps.every((stamp) => /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(stamp))).toBe(true);
@@ -224,6 +236,13 @@ describe("the loop.* events in the daemon", () => {
     expect(item.labels.filter((label) => label.startsWith("loop:"))).toEqual(["loop:review"]);
     await waitFor("the gate denial comment", async () => (await itemOf(p, "#2")).comments.some((c) => c.body.includes("`policy` denied `loop.gate.pre`")) || undefined);
     await waitFor("loop.gate.post blocked", () => hooks.seen.some((e) => e["event"] === "loop.gate.post" && e["status"] === "blocked") || undefined);
+    expect(hooks.seen.find((e) => e["event"] === "loop.gate.post" && e["status"] === "blocked")).toMatchObject({ denied: true, deny_reason: "the release is frozen", reason_code: "hook_denied" });
+    // blocked ends the run: loop.terminal says so, with the reason in details and cause contract.
+    const ended = await waitFor("loop.terminal blocked", () => hooks.seen.find((e) => e["event"] === "loop.terminal" && e["status"] === "blocked"));
+    expect(ended).toMatchObject({ cause: "contract", reason_code: "hook_denied", details: { deny_reason: "the release is frozen" } });
+    // A denied loop.generation.pre sends no loop.generation.post.
+    const firstRun = hooks.seen.find((e) => e["event"] === "loop.generation.pre")?.["loop_run_id"];
+    expect(hooks.seen.filter((e) => e["loop_run_id"] === firstRun && e["event"] === "loop.generation.post")).toEqual([]);
   });
 
   it("an observe-only hook sleeping 30 s does not hold up the next advance, and its denial changes nothing", async () => {

@@ -27,7 +27,7 @@ const request = (method: string, params: unknown, id: number = 1): string => JSO
 
 describe("handleRequest serves both families", () => {
   it.each<[string, string, unknown, unknown]>([
-    ["a .pre loop event: only the decisions travel back", "loop.gate.pre", gatePre(), { denied: false, deny_reason: "no approved", deny: true }],
+    ["a .pre loop event: only the decisions travel back", "loop.gate.pre", gatePre(), { deny_reason: "no approve", deny: true }],
     ["an observe-only loop event: its labels", "loop.terminal", {}, { labels: { outcome: "seen" } }],
     ["a loop event the class does not override: null", "loop.started", {}, null],
     ["a lifecycle point on the same class", "work_item_start", { proceed: true, reason: "" }, { proceed: false, reason: "closed" }],

@@ -19,6 +19,11 @@ export interface FieldSpec {
   readonly description: string;
   /** The key is always present and holds null where the field does not apply. Absent: never null. */
   readonly nullable?: boolean;
+  /**
+   * The key is omitted where the field has no value, as agh's encoder omits it (`omitempty`);
+   * never null. Absent: always present. The loop family's fields use this, never `nullable`.
+   */
+  readonly optional?: boolean;
 }
 
 /** A JSON value, as a `json-object` field holds them. */

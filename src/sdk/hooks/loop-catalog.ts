@@ -25,46 +25,67 @@ export interface LoopPoint extends HookPoint {
 /** `resolved_network_participation` until the-loop has live channels: a local run, decided by the-loop itself. */
 export const LOCAL_NETWORK_PARTICIPATION = { version: "network-participation/v1", mode: "local", source: "built_in_local" } as const;
 
-const nullableString = (description: string): FieldSpec & { readonly nullable: true } => ({ kind: "string", description, nullable: true });
+const optionalString = (description: string): FieldSpec & { readonly optional: true } => ({ kind: "string", description, optional: true });
 
-/** The standard event base and the loop context: every `loop.*` payload carries these keys, in this order. */
+/**
+ * The standard event base and the loop context: every `loop.*` payload carries these keys, in
+ * this order, each one omitted where it has no value (agh's `omitempty`), never null. Values of
+ * an agh vocabulary are agh's words (loop-vocabulary.ts); the-loop's own, where agh's is only the
+ * nearest, is in `details.the_loop`.
+ */
 const LOOP_CONTEXT = {
   event: { kind: "string", description: "The event's name (`loop.started`, …)." },
   timestamp: {
     kind: "string",
     description: "When it happened: RFC 3339 in UTC with milliseconds (`2026-07-27T12:00:00.000Z`); never earlier than the run's previous event.",
   },
-  loop_run_id: { kind: "string", description: "The loop run: one work item's run of its process graph, kept in the graph's state from start to end." },
-  parent_loop_run_id: { kind: "string", nullable: true, description: "The run that started this one; null, since the-loop does not nest runs yet." },
+  loop_run_id: { kind: "string", description: "The loop run: one work item's run of its process graph, from its start to its end; a run ended is never resumed, a later move begins a new one." },
+  parent_loop_run_id: optionalString("The run that started this one; omitted, since the-loop does not nest runs yet."),
   workspace_id: { kind: "string", description: "Where the work item lives: `owner/repo` on GitHub, the project name on the local tracker." },
   loop_name: { kind: "string", description: "The process graph's name." },
   generation: { kind: "integer", description: "The pass through the graph, from 1; a changes-requested answer at a gate starts the next." },
-  task_id: { kind: "string", nullable: true, description: "The node and the attempt at it, `NODE#N` (`implement#2`); null at an event about the run or a whole generation." },
-  run_id: { kind: "string", nullable: true, description: "The attempt's own id, unique across runs (`LOOP_RUN_ID/NODE#N`); null where task_id is." },
-  run_kind: { kind: "string", nullable: true, description: "Who works the node: `agent`, `human` (a gate) or `terminal`; null where task_id is." },
+  task_id: optionalString("The node and the attempt at it, `NODE#N` (`implement#2`); omitted at an event about the run or a whole generation."),
+  run_id: optionalString("The attempt's own id, unique across runs (`LOOP_RUN_ID/NODE#N`); omitted where task_id is."),
+  run_kind: optionalString(
+    "agh's run kind of the attempt: `worker` (an agent's node) or `coordinator` (a human gate, a terminal node; `details.the_loop.node_kind` says which); omitted where task_id is.",
+  ),
   node_id: { kind: "string", description: "The graph node the event is about (see each event)." },
   resolved_network_participation: {
     kind: "json-object",
     description:
       'The run\'s participation snapshot, frozen at its start: `{version: "network-participation/v1", mode: "local", source: "built_in_local"}` until the-loop has live channels.',
   },
-  agent_name: { kind: "string", nullable: true, description: "The harness of the item's session (`claude`, …); null when the item has no session." },
-  session_id: { kind: "string", nullable: true, description: "The item's session id; null when it has none." },
-  actor_kind: { kind: "string", description: "Who caused the event: `agent`, `human`, `operator` or `daemon`." },
+  agent_name: optionalString("The harness of the item's session (`claude`, …); omitted when the item has no session."),
+  session_id: optionalString("The item's session id; omitted when it has none."),
+  actor_kind: {
+    kind: "string",
+    description: "Who caused the event, in agh's words: `agent_session`, `human` (a tracker login, or an operator at the CLI: `details.the_loop.actor_kind` `operator`) or `daemon`.",
+  },
   actor_id: { kind: "string", description: "That actor: a tracker login, an OS user, a session id; `the-loop` for the daemon." },
-  origin_kind: { kind: "string", description: "What started the run: `comment`, `cli`, `event` (the spawn policy alone) or `retry`." },
-  origin_ref: { kind: "string", nullable: true, description: "Where that start can be read (the comment's URL, or the delivery id); null when nothing records it." },
+  origin_kind: {
+    kind: "string",
+    description: "What started the run, in agh's words: `web` (a tracker comment), `cli`, `automation` (the spawn policy alone) or `daemon` (a retry); the-loop's word in `details.the_loop.origin_kind`.",
+  },
+  origin_ref: optionalString("Where that start can be read (the delivery id); omitted when nothing records it."),
 } as const satisfies Readonly<Record<string, FieldSpec>>;
 
-const details = { kind: "json-object", nullable: true, description: "More about the event, read-only JSON (see each event); null when there is nothing more." } as const;
-const reasonCode = nullableString("A machine-readable reason for the status (`hook_denied`, `max_attempts`, …); null when the status needs none.");
-const offeredDenied = { kind: "boolean", description: "false as sent; a hook answers true to deny." } as const;
-const offeredDenyReason = nullableString("null as sent; a denying hook answers why.");
+const details = {
+  kind: "json-object",
+  optional: true,
+  description: "More about the event, read-only JSON: the-loop's own facts under `the_loop` (see each event), and `deny_reason` at a denied run's end; omitted when there is nothing.",
+} as const;
+const reasonCode = optionalString("A machine-readable reason for the status (`hook_denied`, `max_attempts`, …); omitted when the status needs none.");
+const offeredDenied = { kind: "boolean", optional: true, description: "Omitted as sent (agh's false); a hook answers true to deny." } as const;
+const offeredDenyReason = optionalString("Omitted as sent; a denying hook answers why.");
+const outcomeDenied = { kind: "boolean", optional: true, description: "true when loop.gate.pre was denied; omitted otherwise." } as const;
+const outcomeDenyReason = optionalString("The denial's reason, when loop.gate.pre was denied with one; omitted otherwise.");
+const gateId = optionalString("The human gate's node; omitted at the step into a terminal node.");
+const decision = optionalString("The gate's answer, agh's words: `approve` or `request_changes`; omitted at the step into a terminal node.");
 
 const denyReason = {
   kind: "string",
   nullable: true,
-  description: "Why the hook denies (default null).",
+  description: "Why the hook denies (default none).",
   applies: "Kept with the denial: in the run's state, its event and the marked comment naming the hook.",
 } as const satisfies DecisionSpec;
 const deny = {
@@ -93,7 +114,7 @@ export const LOOP_POINTS = [
     facts: {
       ...LOOP_CONTEXT,
       status: { kind: "string", description: "`running`." },
-      cause: nullableString("What began it: `start` (a start command, or the spawn policy alone)."),
+      cause: optionalString("What began it: `start` (a start command, a `graph force`, an approval after a run ended, or the spawn policy alone)."),
       reason_code: reasonCode,
       details,
     },
@@ -107,7 +128,7 @@ export const LOOP_POINTS = [
     fires: "Before the generation's first assignment is delivered; the run waits for the answer.",
     facts: {
       ...LOOP_CONTEXT,
-      status: { kind: "string", description: "The run's status: `running`." },
+      status: { kind: "string", description: "agh's status of the run: `running`." },
       reason_code: reasonCode,
       details,
       denied: offeredDenied,
@@ -131,7 +152,10 @@ export const LOOP_POINTS = [
     fires: "After the gate that requested changes was passed (before the next generation's loop.generation.pre), or before loop.terminal when the run ended; a denied loop.generation.pre also ends its generation.",
     facts: {
       ...LOOP_CONTEXT,
-      status: { kind: "string", description: "The run's status as the generation ended: `running` (changes requested; reason_code `changes_requested`), or how the run ended (`done`, `failed`, …)." },
+      status: {
+        kind: "string",
+        description: "agh's status of the run as the generation ended: `running` (changes requested; reason_code `changes_requested`), or how the run ended (`done`, `failed`, `blocked`, …).",
+      },
       reason_code: reasonCode,
       details,
     },
@@ -145,9 +169,9 @@ export const LOOP_POINTS = [
     fires: "Before the decision moves the item (its node and label) or the run ends at a terminal node; the run waits for the answer.",
     facts: {
       ...LOOP_CONTEXT,
-      gate_id: nullableString("The human gate's node; null at the step into a terminal node."),
-      decision: nullableString("The gate's answer: `approved` or `changes-requested`; null at the step into a terminal node."),
-      status: { kind: "string", description: "What the run becomes if the gate passes: `running` (on to the next node, or the next generation) or the terminal status (`done`, …)." },
+      gate_id: gateId,
+      decision,
+      status: { kind: "string", description: "What the run becomes if the gate passes, agh's words: `running` (on to the next node, or the next generation), `needs-approval` (on to a human gate) or the terminal status (`done`, …)." },
       reason_code: reasonCode,
       details,
       denied: offeredDenied,
@@ -171,11 +195,13 @@ export const LOOP_POINTS = [
     fires: "Right after loop.gate.pre was answered and its outcome applied.",
     facts: {
       ...LOOP_CONTEXT,
-      gate_id: nullableString("The human gate's node; null at the step into a terminal node."),
-      decision: nullableString("The gate's answer: `approved` or `changes-requested`; null at the step into a terminal node."),
-      status: { kind: "string", description: "The run's status now: `running`, the terminal status, or `blocked` after a denial." },
+      gate_id: gateId,
+      decision,
+      status: { kind: "string", description: "agh's status of the run now: `running`, `needs-approval`, the terminal status, or `blocked` after a denial (the run ended)." },
       reason_code: reasonCode,
       details,
+      denied: outcomeDenied,
+      deny_reason: outcomeDenyReason,
     },
     decisions: annotate,
   },
@@ -189,10 +215,14 @@ export const LOOP_POINTS = [
       ...LOOP_CONTEXT,
       task_status: {
         kind: "string",
-        description: "How the attempt ended: `passed` or `failed` (a claim's checks; at a gate, approved or changes requested), or `forced` (`the-loop graph force`).",
+        description:
+          "agh's task status of the attempt: `completed` or `failed` (a claim's checks; at a gate, approved or changes requested), or `canceled` (`the-loop graph force`; `details.the_loop.task_status` `forced`).",
       },
-      run_status: { kind: "string", description: "The run's status as the attempt ended: `running`, `waiting`, `blocked`, `done` or `failed`." },
-      error: nullableString("Why the attempt failed (the first failing check's message, or `changes requested`); null when it passed or was forced."),
+      run_status: {
+        kind: "string",
+        description: "agh's task-run status of the attempt, as task_status (`completed`, `failed`, `canceled`); the loop run's own status is `details.the_loop.run_status`.",
+      },
+      error: optionalString("Why the attempt failed (the first failing check's message, or `changes requested`); omitted when it passed or was forced."),
       details,
     },
     decisions: annotate,
@@ -205,8 +235,10 @@ export const LOOP_POINTS = [
     fires: "When the run's final status is written; what waited on the run (a start of the same item held behind it) is released after it.",
     facts: {
       ...LOOP_CONTEXT,
-      status: { kind: "string", description: "How the run ended: `done`, `failed`, `blocked`, `exhausted`, `stalled` or `canceled`." },
-      cause: nullableString("What ended it (e.g. `node` a terminal node, `contract` a hook's denial, `iteration_cap`, `no_progress`, `closed`, `stopped`)."),
+      status: { kind: "string", description: "How the run ended, agh's words: `done`, `failed`, `blocked`, `exhausted` or `stalled` (`canceled` is sent as `failed`, `details.the_loop.status` `canceled`)." },
+      cause: optionalString(
+        "What ended it, agh's words: `contract` (a terminal node, a hook's denial, the graph's own rules), `iteration_cap`, `no_progress`, `operator_stop` (the item closed, the run stopped); the-loop's word in `details.the_loop.cause`.",
+      ),
       reason_code: reasonCode,
       details,
     },
@@ -221,9 +253,14 @@ export type LoopDecidingPointName = Extract<LoopPointSpec, { readonly canDeny: t
 
 type LoopPointNamed<N extends LoopPointName> = Extract<LoopPointSpec, { readonly name: N }>;
 
-/** What a hook receives at a loop event: every key present, null where it does not apply. */
+type FactsOf<N extends LoopPointName> = LoopPointNamed<N>["facts"];
+type OptionalFacts<N extends LoopPointName> = { [F in keyof FactsOf<N>]: FactsOf<N>[F] extends { readonly optional: true } ? F : never }[keyof FactsOf<N>];
+
+/** What a hook receives at a loop event: the keys that always have a value, and the optional ones omitted where they have none. */
 export type LoopPayloadOf<N extends LoopPointName> = {
-  readonly [F in keyof LoopPointNamed<N>["facts"]]: ValueOfSpec<LoopPointNamed<N>["facts"][F]>;
+  readonly [F in Exclude<keyof FactsOf<N>, OptionalFacts<N>>]: ValueOfSpec<FactsOf<N>[F]>;
+} & {
+  readonly [F in OptionalFacts<N>]?: ValueOfSpec<FactsOf<N>[F]>;
 };
 
 /** What a hook may answer at a loop event: any of its decisions, or nothing to pass. */

@@ -1,29 +1,24 @@
 import { LOCAL_NETWORK_PARTICIPATION } from "../../../src/sdk/hooks/loop-catalog.js";
 import type { LoopGatePrePayload, LoopGenerationPrePayload, LoopStartedPayload } from "../../../src/sdk/hooks/loop-catalog.js";
 
-/** The loop context as a run's first generation would carry it. */
+/** The loop context as a run's first generation would carry it: agh's shape, a key with no value omitted. */
 export const LOOP_CONTEXT = {
   timestamp: "2026-07-27T12:00:00.000Z",
   loop_run_id: "run-1",
-  parent_loop_run_id: null,
   workspace_id: "octo/repo",
   loop_name: "default",
   generation: 1,
-  task_id: null,
-  run_id: null,
-  run_kind: null,
   node_id: "implement",
   resolved_network_participation: LOCAL_NETWORK_PARTICIPATION,
   agent_name: "claude",
   session_id: "s-1",
   actor_kind: "daemon",
   actor_id: "the-loop",
-  origin_kind: "comment",
-  origin_ref: null,
+  origin_kind: "web",
 } as const;
 
 export function generationPre(): LoopGenerationPrePayload {
-  return { event: "loop.generation.pre", ...LOOP_CONTEXT, status: "running", reason_code: null, details: null, denied: false, deny_reason: null };
+  return { event: "loop.generation.pre", ...LOOP_CONTEXT, status: "running", details: { the_loop: { origin_kind: "comment" } } };
 }
 
 export function gatePre(): LoopGatePrePayload {
@@ -32,18 +27,15 @@ export function gatePre(): LoopGatePrePayload {
     ...LOOP_CONTEXT,
     task_id: "review#1",
     run_id: "run-1/review#1",
-    run_kind: "human",
+    run_kind: "coordinator",
     node_id: "review",
     gate_id: "review",
-    decision: "approved",
+    decision: "approve",
     status: "running",
-    reason_code: null,
-    details: { edge: "approved" },
-    denied: false,
-    deny_reason: null,
+    details: { the_loop: { origin_kind: "comment", node_kind: "human" } },
   };
 }
 
 export function started(): LoopStartedPayload {
-  return { event: "loop.started", ...LOOP_CONTEXT, status: "running", cause: "start", reason_code: null, details: null };
+  return { event: "loop.started", ...LOOP_CONTEXT, status: "running", cause: "start", details: { the_loop: { origin_kind: "comment" } } };
 }
