@@ -121,7 +121,7 @@ export function buildProgram(): Command {
     .command("events")
     .description("read the event log: filter, format, follow")
     .option("--type <glob>", "event type glob, e.g. 'item.*' (repeatable; any may match)", collect, [])
-    .option("--work-item <ref>", "only events about this work item")
+    .option("--work-item <ref>", "only events about this work item (all of them unless --limit is given)")
     .addOption(new Option("--source <source>", "only events written by this part of the-loop"))
     .addOption(
       new Option("--level <level>", "minimum level (default: info in the table, every level with --format json|jsonl)").choices([
@@ -132,7 +132,7 @@ export function buildProgram(): Command {
       ]),
     )
     .option("--since <when>", "only events since a duration ago (30s, 15m, 2h, 1d) or an ISO time")
-    .option("--limit <n>", "at most the last N matching events (0 = all)", parseCount, 50)
+    .option("--limit <n>", "at most the last N matching events (default: 50, and every one with --work-item; 0 = all)", parseCount)
     .addOption(new Option("--format <format>", "output format").choices(["table", "json", "jsonl"]).default("table"))
     .option("--json", "same as --format json", false)
     .option("--follow", "keep printing new events as they are written (Ctrl-C to stop)", false)

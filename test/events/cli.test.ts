@@ -127,6 +127,33 @@ describe("the-loop events", () => {
     expect(await eventsJson(cwd, "--level", "info")).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
+  it("says on stderr when a listing is cut, and reads one work item whole unless --limit is given", async () => {
+    const many = Array.from({ length: 60 }, (_, i) => record({ pid: 100 + i, ts: ago((60 - i) * 1000), event: "item.commented", work_item: "local:default#3", actor: "ann" }));
+    const { cwd } = await projectWithLog(jsonl(...FIXTURE, ...many));
+    const cut = await runCli(["events", "--limit", "2"], { cwd });
+    expect(cut.stdout.trimEnd().split("\n")).toHaveLength(1 + 2);
+    expect(cut.stderr).toContain(`showing the last 2 of ${FIXTURE.length + many.length}; --limit 0 for all`);
+    const byDefault = await runCli(["events", "--format", "json"], { cwd });
+    expect(jsonOf<EventRecord[]>(byDefault)).toHaveLength(50);
+    expect(byDefault.stderr).toContain(`showing the last 50 of ${FIXTURE.length + many.length}; --limit 0 for all`);
+    // The item's story from its start: every one of its 60 events, and no note.
+    const item = await runCli(["events", "--work-item", "#3"], { cwd });
+    expect(item.stdout.trimEnd().split("\n")).toHaveLength(1 + 60);
+    expect(item.stderr).not.toContain("showing the last");
+    expect(await eventsJson(cwd, "--work-item", "#3", "--limit", "5")).toEqual([155, 156, 157, 158, 159]);
+    const whole = await runCli(["events", "--limit", "0"], { cwd });
+    expect(whole.stderr).not.toContain("showing the last");
+  });
+
+  it("hides the-loop's own echoes from the table: they are written at debug level", async () => {
+    const echo = record({ pid: 8, ts: ago(20_000), event: "routing.dropped", source: "daemon", level: "debug", reason: "self-echo", actor: "the-loop", kind: "labeled", work_item: "local:default#1" });
+    const { cwd } = await projectWithLog(jsonl(...FIXTURE, echo));
+    const table = await runCli(["events", "--work-item", "#1"], { cwd });
+    expect(table.stdout).not.toContain("self-echo");
+    expect(table.stdout.trimEnd().split("\n")).toHaveLength(1 + 3);
+    expect(await eventsJson(cwd, "--work-item", "#1")).toEqual([1, 2, 5, 8]);
+  });
+
   it("--file reads another log, without needing a valid config", async () => {
     const cwd = await tempDir();
     await mkdir(join(cwd, ".the-loop"));

@@ -5,8 +5,9 @@ import type { EventLevel } from "../../events/catalog.js";
 import { describeFollowNotice, followEvents } from "../../events/follow.js";
 import type { FollowNotice } from "../../events/follow.js";
 import { globToRegExp } from "../../events/glob.js";
-import { readEvents } from "../../events/reader.js";
-import type { EventFilter, EventRecord } from "../../events/reader.js";
+import { LogCursor } from "../../events/cursor.js";
+import { LineReader, RingBuffer, eventMatcher } from "../../events/reader.js";
+import type { EventFilter, EventRecord, ReadEventsResult } from "../../events/reader.js";
 import { catalogEntries, fieldNames } from "../../events/reference.js";
 import { SinceFormatError, parseSince } from "../../events/since.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/ref.js";
@@ -20,7 +21,8 @@ export interface EventsOptions {
   readonly source?: string;
   readonly level?: string;
   readonly since?: string;
-  readonly limit: number;
+  /** Absent: DEFAULT_LIMIT, or every event with --work-item. */
+  readonly limit?: number;
   readonly format: "table" | "json" | "jsonl";
   readonly json: boolean;
   readonly follow: boolean;
@@ -76,8 +78,26 @@ export async function runEvents(globals: GlobalOptions, options: EventsOptions):
     if (!loaded.config.eventLog.enabled) stderr.warn("the event log is disabled (eventLog.enabled: false); nothing new is recorded");
   }
 
-  if (options.follow) await followToStdout(path, filter, options.limit, format);
-  else await printOnce(path, filter, options.limit, format);
+  const limit = limitFor(options);
+  if (options.follow) await followToStdout(path, filter, limit, format);
+  // A program that asked for N events by --limit knows it; one given the default cut is told too.
+  else await printOnce(path, filter, limit, format, format === "table" || options.limit === undefined);
+}
+
+/** The last this many events when no --limit is given: a screenful of the newest. */
+export const DEFAULT_LIMIT = 50;
+
+/**
+ * One item's story is read whole (it is the question `--work-item` asks, and cutting it drops
+ * its start); the whole log is cut to its newest events unless --limit says otherwise.
+ */
+export function limitFor(options: Pick<EventsOptions, "limit" | "workItem">): number {
+  return options.limit ?? (options.workItem !== undefined ? 0 : DEFAULT_LIMIT);
+}
+
+/** What a cut listing says, on stderr; undefined when nothing was left out. */
+export function cutNote(shown: number, matched: number): string | undefined {
+  return matched > shown ? `showing the last ${shown} of ${matched}; --limit 0 for all` : undefined;
 }
 
 /**
@@ -115,15 +135,30 @@ function sinceInstant(text: string, now: Date): Date {
   }
 }
 
-async function printOnce(path: string, filter: EventFilter, limit: number, format: Format): Promise<void> {
+/** The log read once, streaming, keeping the last `limit` matches (0: all) and counting every match. */
+async function readCounted(path: string, filter: EventFilter, limit: number): Promise<ReadEventsResult & { readonly matched: number }> {
+  const kept = new RingBuffer<EventRecord>(limit === 0 ? Infinity : limit);
+  let matched = 0;
+  const reader = new LineReader(eventMatcher(filter), (record) => {
+    matched += 1;
+    kept.push(record);
+  });
+  const change = await new LogCursor(path).poll(reader);
+  return { events: kept.toArray(), malformed: reader.malformed, missing: change === "missing", matched };
+}
+
+async function printOnce(path: string, filter: EventFilter, limit: number, format: Format, noteCut: boolean): Promise<void> {
   const shown = displayPath(path);
   let result;
   try {
-    result = await readEvents(path, filter, { limit });
+    result = await readCounted(path, filter, limit);
   } catch (error) {
     throw new ExitError(`cannot read the event log ${shown}: ${messageOf(error)}`);
   }
   if (result.malformed > 0) stderr.warn(malformedMessage(result.malformed, shown));
+  // On stderr, so a program reading stdout gets the events alone, and a person is told of the cut.
+  const cut = cutNote(result.events.length, result.matched);
+  if (cut !== undefined && noteCut) stderr.line(cut);
   if (format === "json") {
     stdout.json(result.events);
     return;
