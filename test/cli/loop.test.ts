@@ -2,7 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { LOOP_POINTS } from "../../src/capabilities/manifest.js";
-import { jsonOf, runCli } from "../support/cli.js";
+import { REPO_ROOT, jsonOf, runCli } from "../support/cli.js";
 import { capabilityProject } from "../support/capability-fixture.js";
 import { tempDir } from "../support/temp.js";
 
@@ -37,16 +37,16 @@ interface Envelope {
   rendered: string;
 }
 
-const STEP = { capId: "fixture", source: "steps[0]", kind: "step", ref: { command: "fixture check" }, onError: "skip" };
-const CONTRIBUTION = { capId: "fixture", source: "contributions[0]", kind: "contribution", into: "planner", fragment: { inline: "Plan the tests first." } };
+const STEP = { capId: "fixture", kind: "step", ref: { command: "fixture check" }, onError: "skip", source: "steps[0]" };
+const CONTRIBUTION = { capId: "fixture", kind: "contribution", into: "planner", fragment: { inline: "Plan the tests first." }, source: "contributions[0]" };
 const GATE = {
   capId: "fixture",
-  source: "gates[0]",
   kind: "gate",
   check: { predicate: { kind: "artifact-exists", artifact: "PLAN.md" } },
   blocking: true,
   onError: "halt",
   message: "Write PLAN.md first.",
+  source: "gates[0]",
 };
 
 describe("the-loop loop render-hooks", () => {
@@ -55,21 +55,14 @@ describe("the-loop loop render-hooks", () => {
     const result = await runCli(["loop", "render-hooks", "plan:pre", "--raw"], { cwd: p.cwd });
     expect(result.code, result.stderr).toBe(0);
     const rendered = [
-      "## Active hooks at plan:pre: 1 step(s), 1 contribution(s), 1 gate(s)",
-      "",
-      "### Step 1: run `the-loop fixture check` (fixture, steps[0])",
-      "- onError: skip (a failure is a warning; the point goes on)",
-      "",
-      "### Contribution 1: into planner (fixture, contributions[0])",
+      '### Step 1: {"command":"fixture check"} (fixture)',
+      "- onError: skip",
       "",
       '<contribution from="fixture" into="planner">',
       "Plan the tests first.",
       "</contribution>",
       "",
-      "### Gate 1: blocking (fixture, gates[0])",
-      '- check: the predicate artifact-exists {"artifact":"PLAN.md"} (`the-loop loop predicate` evaluates it)',
-      '- on a block: stop the step and show: "Write PLAN.md first."',
-      "- onError: halt (a failure stops the point)",
+      '**Gate** (fixture): check={"predicate":{"kind":"artifact-exists","artifact":"PLAN.md"}}, blocking=true, onError=halt',
     ].join("\n");
     expect(result.stdout).toBe(`${JSON.stringify({ point: "plan:pre", activeHooks: [STEP, CONTRIBUTION, GATE], rendered }, null, 2)}\n`);
     expect(result.stderr).toBe("");
@@ -92,12 +85,12 @@ describe("the-loop loop render-hooks", () => {
   });
 
   it.each([
-    ["an unknown point", "plan:during", /"plan:during" is not a loop point/],
-    ["a point with a trailing space", "plan:pre ", /"plan:pre " is not a loop point/],
+    ["an unknown point", "plan:during", /Invalid loop point: "plan:during"/],
+    ["a point with a trailing space", "plan:pre ", /Invalid loop point: "plan:pre "/],
     ["execute:task", "execute:task", /execute:task has no hooks to render: .*the-loop task resolve-content/],
-  ])("exits 2 on %s, listing the twelve points", async (_what, point, message) => {
+  ])("exits 1 on %s, as gsd-core does, listing the twelve points", async (_what, point, message) => {
     const result = await runCli(["loop", "render-hooks", point, "--raw"], { cwd: await tempDir() });
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
     expect(result.stderr).toMatch(message);
     expect(result.stderr).toContain(LOOP_POINTS.join(", "));
@@ -114,7 +107,7 @@ describe("the-loop loop render-hooks", () => {
     expect(bad.stderr).toContain("--work-item: invalid work item reference");
   });
 
-  it("activates a when-gated hook only for the operator's boolean true", async () => {
+  it("activates a when-gated hook for a truthy value, refusing a value of another type than the key's", async () => {
     const p = await capabilityProject({ fixture: FIXTURE });
     const sources = async (): Promise<string[]> => {
       const result = await runCli(["loop", "render-hooks", "plan:pre", "--raw"], { cwd: p.cwd });
@@ -125,7 +118,9 @@ describe("the-loop loop render-hooks", () => {
     await p.install({ fixture: { "fixture.review": true } });
     expect(await sources()).toEqual(["steps[0]", "steps[1]", "contributions[0]", "gates[0]"]);
     await p.install({ fixture: { "fixture.review": "true" } });
-    expect(await sources()).toEqual(["steps[0]", "contributions[0]", "gates[0]"]);
+    const refused = await runCli(["loop", "render-hooks", "plan:pre", "--raw"], { cwd: p.cwd });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('config.fixture.review: "true" is a string; the key is declared boolean');
     await p.install({ fixture: { "fixture.review": false } });
     expect(await sources()).toEqual(["steps[0]", "contributions[0]", "gates[0]"]);
   });
@@ -169,5 +164,31 @@ describe("a capability's config values and its consent", () => {
     const result = await runCli(["loop", "render-hooks", "plan:pre", "--raw"], { cwd: p.cwd });
     expect(result.code, result.stderr).toBe(0);
     expect(jsonOf<Envelope>(result).activeHooks.map((hook) => hook.source)).toContain("steps[1]");
+  });
+});
+
+describe("gsd-core's bundles through the command line", () => {
+  const ROOT = join(REPO_ROOT, "test/fixtures/gsd-core");
+  it("installs each unchanged with capabilities add --yes, and render-hooks prints gsd-core's envelope at every point", async () => {
+    const p = await capabilityProject({});
+    for (const id of ["hello-note", "intel", "schema-gate", "security", "tdd", "ui"]) {
+      const added = await runCli(["capabilities", "add", join(ROOT, "bundles", id), "--yes"], { cwd: p.cwd });
+      expect(added.code, added.stderr).toBe(0);
+      if (id === "hello-note") expect(added.stdout).toContain("executable surfaces: none — declarative-only");
+      if (id === "ui") expect(added.stdout).toContain("it HALTS plan:pre while workflow.ui_safety_gate is true");
+    }
+    const expected = JSON.parse(await readFile(join(ROOT, "expected/default.json"), "utf8")) as { envelopes: Record<string, { activeHooks: unknown[]; rendered: string }> };
+    for (const point of LOOP_POINTS) {
+      const result = await runCli(["loop", "render-hooks", point, "--raw"], { cwd: p.cwd });
+      expect(result.code, result.stderr).toBe(0);
+      const ours = jsonOf<{ activeHooks: Record<string, unknown>[]; rendered: string }>(result);
+      expect(ours.rendered, point).toBe(expected.envelopes[point]?.rendered);
+      expect(
+        ours.activeHooks.map(({ source: _source, ...hook }) => hook),
+        point,
+      ).toEqual(expected.envelopes[point]?.activeHooks);
+    }
+    const unknown = JSON.parse(await readFile(join(ROOT, "expected/unknown-point.json"), "utf8")) as { point: string; exitCode: number };
+    expect((await runCli(["loop", "render-hooks", unknown.point, "--raw"], { cwd: p.cwd })).code).toBe(unknown.exitCode);
   });
 });

@@ -80,19 +80,19 @@ describe("the-loop task resolve-content (real CLI)", () => {
     expect(result.stderr).toContain("tracker said: 403 for jira-3-fail");
   });
 
-  it("an id that is not a task of the plan exits 2 naming it and the plan", async () => {
+  it("an id that is not a task of the plan exits 1, as gsd-core does, naming it and the plan", async () => {
     const cwd = await project();
     const result = await resolveContent(cwd, "jira-99");
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain('"jira-99" is not a task of the plan');
     expect(result.stderr).toContain("PLAN.md");
     expect(result.stderr).toContain("its tasks: jira-1, jira-2-empty, jira-3-fail, linear-4");
   });
 
-  it("a plan that is not there exits 2", async () => {
+  it("a plan that is not there exits 1, as gsd-core does", async () => {
     const cwd = await project();
     const result = await resolveContent(cwd, "jira-1", "plans/MISSING.md");
-    expect(result.code).toBe(2);
+    expect(result.code).toBe(1);
     expect(result.stderr).toContain("no plan at");
   });
 

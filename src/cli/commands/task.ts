@@ -1,7 +1,7 @@
 import { readFile, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { LoadedCapability } from "../../capabilities/load.js";
-import { EXIT_FAILURE, EXIT_USAGE, ExitError } from "../../errors.js";
+import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import { clip, stripControlCharacters } from "../../subprocess/index.js";
 import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
@@ -20,9 +20,9 @@ const TASKS_LISTED = 10;
 async function planText(path: string): Promise<string> {
   const shown = displayPath(path);
   const info = await stat(path).catch(() => undefined);
-  if (info === undefined) throw new ExitError(`no plan at ${shown}; --plan names the plan file, relative to the current directory`, EXIT_USAGE, "usage");
-  if (!info.isFile()) throw new ExitError(`the plan ${shown} is not a regular file; --plan names the plan file`, EXIT_USAGE, "usage");
-  if (info.size > PLAN_MAX_BYTES) throw new ExitError(`the plan ${shown} is over ${PLAN_MAX_BYTES / 1024 / 1024} MiB; a plan is a Markdown checklist of tasks`, EXIT_USAGE, "usage");
+  if (info === undefined) throw new ExitError(`no plan at ${shown}; --plan names the plan file, relative to the current directory`, EXIT_FAILURE, "usage");
+  if (!info.isFile()) throw new ExitError(`the plan ${shown} is not a regular file; --plan names the plan file`, EXIT_FAILURE, "usage");
+  if (info.size > PLAN_MAX_BYTES) throw new ExitError(`the plan ${shown} is over ${PLAN_MAX_BYTES / 1024 / 1024} MiB; a plan is a Markdown checklist of tasks`, EXIT_FAILURE, "usage");
   return readFile(path, "utf8");
 }
 
@@ -31,7 +31,8 @@ async function planText(path: string): Promise<string> {
  * plan, from the installed capability whose resolver owns the id's prefix. Prints
  * `{"resolved": true, "content"}` or `{"resolved": false, "reason": "no-resolver" | "empty"}` and
  * exits 0; a resolver that fails exits 1 with its error — a hard halt, never a fallback to the
- * plan's text. A task id not in the plan, or a plan that is not there, exits 2.
+ * plan's text. A task id not in the plan, or a plan that is not there, exits 1, as gsd-core's
+ * `task resolve-content` does (a documented exception to exit 2 for usage errors).
  */
 export async function runTaskResolveContent(globals: GlobalOptions, options: TaskResolveContentOptions): Promise<void> {
   const planPath = resolve(options.plan);
@@ -44,7 +45,7 @@ export async function runTaskResolveContent(globals: GlobalOptions, options: Tas
       `${JSON.stringify(clip(stripControlCharacters(options.taskId), 80))} is not a task of the plan ${displayPath(planPath)}; ${
         tasks.length === 0 ? 'it has no tasks (checklist lines like "- [ ] jira-123 the title")' : `its tasks: ${listed.join(", ")}${more}`
       }`,
-      EXIT_USAGE,
+      EXIT_FAILURE,
       "usage",
     );
   }
