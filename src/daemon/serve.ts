@@ -15,6 +15,7 @@ import { acquirePidfile } from "./pidfile.js";
 import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
 import { SessionSockets } from "./socket/session-sockets.js";
+import { openGraphStates } from "../graph-run/store.js";
 import type { RpcServer } from "./socket/rpc.js";
 import type { PidfileLock } from "./pidfile.js";
 import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
@@ -112,12 +113,14 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     tightenStateRootOnce(paths, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
     const handlers = socketHandlers(dispatcher, { config, sessionOf: (ref) => runtime.registry.get(ref) });
+    const graphStates = openGraphStates(paths);
     rpc = await serveRpc(paths.root, handlers);
     sessionSockets = new SessionSockets({
       stateRoot: paths.root,
       handlers,
       configFile: input.configFile !== undefined ? resolve(input.configFile) : null,
       liveItems: () => runtime.registry.list({ status: "live" }).records.map((record) => record.workItem.ref),
+      graphStateOf: (ref) => graphStates.get(ref),
       changeStamp: () => mtimeOf(paths.registryDir),
       events,
       warn: options.warn,

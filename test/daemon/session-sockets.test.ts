@@ -59,6 +59,13 @@ describe("sessionSocketHandlers: a session's socket acts for its own item only",
   it("offers no other method", () => {
     expect(Object.keys(handlers).sort()).toEqual(["graph.complete", "graph.force", "session.ask"]);
   });
+
+  it("shows the session's own run when the daemon gives it the graph states, with the credential only", async () => {
+    const withStatus = sessionSocketHandlers(REF, MAIN, null, async (ref) => (ref === REF ? { node: "write" } : undefined));
+    await expect(withStatus["graph.status"]!({}, { session: { workItem: REF, token: TOKEN } })).resolves.toEqual({ node: "write" });
+    await expect(withStatus["graph.status"]!({}, {})).rejects.toThrow(/credential/);
+    await expect(withStatus["graph.status"]!({}, { session: { workItem: "local:demo#2", token: TOKEN } })).rejects.toThrow(/only/);
+  });
 });
 
 describe("sessionSocketPath", () => {

@@ -94,6 +94,14 @@ describe("a session's own socket (real daemon)", () => {
     expect(forced.code).not.toBe(0);
     expect(forced.stderr).toMatch(/operator command/);
 
+    // Its own run, asked of the daemon; another item's is not the session's to see.
+    const status = await inside(["graph", "status", "local:demo#1", "--json"], one);
+    expect(status.code, status.stderr).toBe(0);
+    expect(jsonOf<{ ref: string; node: string }>(status)).toMatchObject({ ref: "local:demo#1", node: "write" });
+    const peek = await inside(["graph", "status", "local:demo#2"], one);
+    expect(peek.code).not.toBe(0);
+    expect(peek.stderr).toMatch(/the session's own item: local:demo#1/);
+
     // The session's own claim, under the daemon's config, with no config file here.
     await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
     const claimed = await inside(["graph", "complete", "--json"], one);

@@ -18,7 +18,7 @@ import type { RpcServer } from "./rpc.js";
  * spawns and those a CLI start made) and closes it when the session is no longer live.
  */
 
-/** The methods a session's socket takes: the session's own question and claim. */
+/** The daemon socket's methods a session's socket takes: the session's own question and claim (and `graph.status`, its own). */
 const SESSION_METHODS = ["session.ask", "graph.complete"] as const;
 
 function canonical(written: string): string {
@@ -40,7 +40,12 @@ function isRecord(value: unknown): value is Record<string, unknown> {
  * the session's socket belongs to this daemon — so the config file the command would name is the
  * daemon's; an operator command is refused by name.
  */
-export function sessionSocketHandlers(bound: string, handlers: Readonly<Record<string, RpcHandler>>, configFile: string | null): Record<string, RpcHandler> {
+export function sessionSocketHandlers(
+  bound: string,
+  handlers: Readonly<Record<string, RpcHandler>>,
+  configFile: string | null,
+  graphStateOf?: (ref: string) => Promise<unknown>,
+): Record<string, RpcHandler> {
   const own = (rpc: RpcCaller): RpcCaller => {
     if (rpc.session === undefined) {
       throw new UsageError(`this socket is the session of ${bound}: a request on it carries that session's credential (THE_LOOP_SESSION_TOKEN)`);
@@ -52,6 +57,13 @@ export function sessionSocketHandlers(bound: string, handlers: Readonly<Record<s
   const served: Record<string, RpcHandler> = {
     "graph.force": () => Promise.reject(new UsageError("graph force is an operator command; a session's socket does not take it (the operator runs it from their own terminal)")),
   };
+  if (graphStateOf !== undefined) {
+    // The session's own run, as `graph status` shows it: the record, or null without one.
+    served["graph.status"] = async (_params, rpc) => {
+      own(rpc);
+      return (await graphStateOf(bound)) ?? null;
+    };
+  }
   for (const method of SESSION_METHODS) {
     const handler = handlers[method];
     if (handler === undefined) continue;
@@ -70,6 +82,8 @@ export interface SessionSocketsOptions {
   readonly handlers: Readonly<Record<string, RpcHandler>>;
   /** The daemon's config file (resolved), or null for none. */
   readonly configFile: string | null;
+  /** The item's graph state record (`graph.status` on its session's socket); absent: the method is not served. */
+  readonly graphStateOf?: (ref: string) => Promise<unknown>;
   /** The work items with a live session now (read at each reconcile). */
   readonly liveItems: () => readonly string[];
   /**
@@ -126,7 +140,7 @@ export class SessionSockets {
       try {
         mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
         chmodSync(dirname(path), 0o700);
-        const server = await serveRpcAt(path, sessionSocketHandlers(ref, this.options.handlers, this.options.configFile));
+        const server = await serveRpcAt(path, sessionSocketHandlers(ref, this.options.handlers, this.options.configFile, this.options.graphStateOf));
         this.open.set(ref, server);
         this.options.events.emit("session.socket_opened", { work_item: ref });
       } catch (error) {

@@ -67,6 +67,10 @@ export function statusDocument(ref: string, state: GraphState, phase: string | n
 }
 
 export async function runGraphStatus(globals: GlobalOptions, given: string, options: GraphStatusOptions): Promise<void> {
+  if (process.env.THE_LOOP_SESSION_SOCKET) {
+    await graphStatusInSession(given, options);
+    return;
+  }
   const project = await openProjectConfig(globals);
   const ref = canonicalRef(given, project);
   const state = await openGraphStates(project.paths).get(ref);
@@ -75,6 +79,10 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
       `${ref} has no graph run${project.config.graph.enabled ? "; it begins when the item is started" : " (the process graph is off: graph.enabled)"}`,
     );
   }
+  printStatus(ref, state, options);
+}
+
+function printStatus(ref: string, state: GraphState, options: GraphStatusOptions): void {
   const phase = state.phase ?? null;
   if (options.json) {
     stdout.json(statusDocument(ref, state, phase));
@@ -85,6 +93,35 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
   for (const entry of state.history.slice(-10).reverse()) {
     stdout.line(`  ${entry.at}  ${entry.kind.padEnd(13)} ${entry.node}${entry.outcome ? ` (${entry.outcome})` : ""} by ${entry.actor.kind} ${entry.actor.id}${entry.reason ? `: ${entry.reason}` : ""}`);
   }
+}
+
+/**
+ * `graph status` inside a session with its own socket: the session's own run, asked of the daemon
+ * (a sandboxed session sees no state root to read it from). Another item's run is not its to see.
+ */
+async function graphStatusInSession(given: string, options: GraphStatusOptions): Promise<void> {
+  const guard = await import("../../session-guard.js");
+  const session = guard.sessionCredential();
+  const socket = guard.sessionSocket();
+  if (session === undefined || socket === undefined) {
+    throw new UsageError("THE_LOOP_SESSION_SOCKET is set but THE_LOOP_SESSION_TOKEN is not: a session's environment has both; run this inside the session the-loop started");
+  }
+  const { formatWorkItemRef, parseWorkItemRef } = await import("../../../workitem/index.js");
+  const full = (written: string): string | undefined => {
+    try {
+      return formatWorkItemRef(parseWorkItemRef(written));
+    } catch {
+      return undefined;
+    }
+  };
+  const ref = full(session.workItem) ?? session.workItem;
+  if (full(given) !== ref) {
+    throw new UsageError(`inside a session, graph status shows the session's own item: ${ref} (name it in full, or as "$THE_LOOP_WORK_ITEM")`);
+  }
+  const [{ callSessionSocket }, { graphStateSchema }] = await Promise.all([import("../../../daemon/socket/rpc.js"), import("../../../graph-run/state.js")]);
+  const state = await callSessionSocket(socket, "graph.status", {}, 30_000, { session, result: graphStateSchema.nullable() });
+  if (state === null) throw new NotFoundError(`${ref} has no graph run`);
+  printStatus(ref, state, options);
 }
 
 function printAnswer(answer: z.output<typeof claimAnswerSchema>, json: boolean, verb: string): void {
