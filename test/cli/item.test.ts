@@ -6,6 +6,8 @@ import { jsonOf, runCli } from "../support/cli.js";
 import type { CliResult } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 import { treeOf } from "../trackers/local/helpers.js";
+import { readableComment } from "../../src/cli/commands/item.js";
+import { SELF_COMMENT_ATTRIBUTION, SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 
 interface ItemJson {
   ref: string;
@@ -202,6 +204,25 @@ describe("the-loop item", () => {
     expect(stdout).toContain("    Steps:\n    1. open\n    2. click");
     expect(stdout).toContain("1 comment:");
     expect(stdout).toMatch(/bob\s+\S+Z\s+default:c2\n {4}Can reproduce\./);
+  });
+
+  it("shows the-loop's own comment as its own, without the machine marker; --json keeps the text", async () => {
+    await ok(["item", "new", "Fix it"]);
+    const marked = `Session started.\n\n${SELF_COMMENT_ATTRIBUTION}\n${SELF_COMMENT_MARKER}\n`;
+    await ok(["item", "comment", "#1", marked, "--as", "the-loop"]);
+    const { stdout } = await ok(["item", "show", "#1"]);
+    expect(stdout).toMatch(/the-loop\s+\S+Z\s+default:c2\s+the-loop's own\n {4}Session started\.\n/);
+    expect(stdout).not.toContain(SELF_COMMENT_MARKER);
+    expect(stdout).not.toContain("autonomous comment");
+    expect((await show("#1")).comments[0]?.body).toBe(marked);
+  });
+
+  it.each([
+    ["a person's comment", "Can reproduce.\n", { text: "Can reproduce.", own: false }],
+    ["the-loop's, marked", `Done.\n\n${SELF_COMMENT_ATTRIBUTION}\n${SELF_COMMENT_MARKER}\n`, { text: "Done.", own: true }],
+    ["a quoted marker mid-text", `see ${SELF_COMMENT_MARKER} here`, { text: "see  here", own: true }],
+  ])("readableComment: %s", (_what, body, expected) => {
+    expect(readableComment(body)).toEqual(expected);
   });
 
   it("fails cleanly on bad input and missing items, changing nothing", async () => {

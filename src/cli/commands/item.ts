@@ -5,6 +5,7 @@ import { LOCAL_LIMITS, LOGIN_PATTERN, LocalTracker, checkActor } from "../../tra
 import type { LocalItem } from "../../trackers/local/index.js";
 import type { TrackerComment } from "../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
+import { SELF_COMMENT_ATTRIBUTION, SELF_COMMENT_MARKER, isSelfAuthored } from "../../workitem/marker.js";
 import type { LocalRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
@@ -209,10 +210,23 @@ export function printItem(item: LocalItem): void {
   }
   stdout.line(`${item.comments.length} comment${item.comments.length === 1 ? "" : "s"}:`);
   for (const comment of item.comments) {
+    const readable = readableComment(comment.body);
+    const own = readable.own ? `  ${stdout.paint("cyan", "the-loop's own")}` : "";
     stdout.line();
-    stdout.line(`  ${stdout.paint("bold", comment.author ?? "(unknown)")}  ${wholeSeconds(comment.createdAt)}  ${stdout.paint("dim", comment.id)}`);
-    stdout.line(indent(comment.body.trimEnd()));
+    stdout.line(`  ${stdout.paint("bold", comment.author ?? "(unknown)")}  ${wholeSeconds(comment.createdAt)}  ${stdout.paint("dim", comment.id)}${own}`);
+    stdout.line(indent(readable.text));
   }
+}
+
+/**
+ * A comment as a person reads it: the-loop's own loses its attribution line and its machine
+ * marker (the header says whose it is instead); `--json` keeps the text as written.
+ */
+export function readableComment(body: string): { readonly text: string; readonly own: boolean } {
+  if (!isSelfAuthored(body)) return { text: body.trimEnd(), own: false };
+  const lines = body.split("\n").filter((line) => line.trim() !== SELF_COMMENT_ATTRIBUTION);
+  const text = lines.join("\n").split(SELF_COMMENT_MARKER).join("").trimEnd();
+  return { text, own: true };
 }
 
 // ---- commands ------------------------------------------------------------------------------
