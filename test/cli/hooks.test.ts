@@ -264,7 +264,7 @@ describe("the-loop hooks", () => {
         enabled: true,
         command: [join(configDir, "hooks", "audit.mjs"), "--quiet"],
         env: ["AUDIT_URL"],
-        timeoutSeconds: 10,
+        timeoutSeconds: 5,
         headers: [],
       },
       { name: "jq-gate", kind: "command", target: "jq", points: null, required: false, enabled: true, command: ["jq", "."], env: [], timeoutSeconds: 2, headers: [] },
