@@ -210,3 +210,22 @@ describe("the-loop config validate with graphs", () => {
     );
   });
 });
+
+describe("the-loop graph status", () => {
+  it("says an item that does not exist does not exist, and one without a run has none", async () => {
+    const { cwd } = await project();
+    const missing = await runCli(["graph", "status", "#9"], { cwd });
+    expect(missing.code).not.toBe(0);
+    expect(missing.stderr).toContain("no work item local:default#9");
+    expect(missing.stderr).toContain('the local project "default" has no items');
+    expect(missing.stderr).not.toContain("has no graph run");
+
+    expect((await runCli(["item", "new", "Fix it"], { cwd })).code).toBe(0);
+    const beyond = await runCli(["graph", "status", "#9"], { cwd });
+    expect(beyond.stderr).toContain('no work item local:default#9; the items of "default" are #1 to #1');
+
+    const unstarted = await runCli(["graph", "status", "#1"], { cwd });
+    expect(unstarted.code).toBe(beyond.code);
+    expect(unstarted.stderr).toContain("local:default#1 has no graph run; it begins when the item is started");
+  });
+});

@@ -75,11 +75,38 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
   const ref = canonicalRef(given, project);
   const state = await openGraphStates(project.paths).get(ref);
   if (state === undefined) {
+    const missing = await missingLocalItem(project, ref);
+    if (missing !== undefined) throw new NotFoundError(missing);
     throw new NotFoundError(
       `${ref} has no graph run${project.config.graph.enabled ? "; it begins when the item is started" : " (the process graph is off: graph.enabled)"}`,
     );
   }
   printStatus(ref, state, options);
+}
+
+/**
+ * Why a local ref with no run has none, when it is that the item does not exist: the tracker's
+ * own words (`no work item local:demo#9; the items of "demo" are #1 to #3`). Asked only on this
+ * path, so a status that finds its run loads no tracker. A GitHub item is not looked up: that
+ * would be a network call, and a run's absence is the answer this command is asked for.
+ */
+async function missingLocalItem(project: Pick<Project, "paths">, ref: string): Promise<string | undefined> {
+  if (!ref.startsWith("local:")) return undefined;
+  const [{ LocalTracker }, { MemoryEventSink }, { parseWorkItemRef }, { WorkItemNotFoundError }] = await Promise.all([
+    import("../../../trackers/local/tracker.js"),
+    import("../../../events/log.js"),
+    import("../../../workitem/ref.js"),
+    import("../../../trackers/tracker.js"),
+  ]);
+  // Reading writes nothing, so the sink only satisfies the constructor.
+  const tracker = new LocalTracker({ trackerDir: project.paths.trackerDir, events: new MemoryEventSink() });
+  try {
+    await tracker.getItem(parseWorkItemRef(ref));
+    return undefined;
+  } catch (error) {
+    if (error instanceof WorkItemNotFoundError) return error.message;
+    throw error;
+  }
 }
 
 function printStatus(ref: string, state: GraphState, options: GraphStatusOptions): void {
