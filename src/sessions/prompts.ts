@@ -58,7 +58,11 @@ export const PROMPT_PLACEHOLDERS: readonly { readonly name: string; readonly mea
   { name: "work_item", meaning: "The work item's reference, e.g. `github:octo/repo#15` or `local:demo#1`." },
   { name: "title", meaning: "The work item's title; `(untitled)` when unknown." },
   { name: "url", meaning: "Where a person can look at the work item." },
-  { name: "kind", meaning: "What happened: `opened`, `commented`, `reviewed`, `review_commented`, `labeled`, `unlabeled`, `closed`, `reopened` or `updated`." },
+  {
+    name: "kind",
+    meaning:
+      "What happened: `opened`, `commented`, `reviewed`, `review_commented`, `labeled`, `unlabeled`, `closed`, `reopened` or `updated`; `started from the CLI` for a session `the-loop sessions start` began.",
+  },
   { name: "actor", meaning: "The login of whoever caused the event; `(unknown)` for status events and deleted accounts." },
   { name: "delivery_id", meaning: "The event's unique delivery id." },
   { name: "body", meaning: "The comment or review text, bounded in length; empty when the event carries none." },
@@ -116,7 +120,7 @@ export function promptValues(input: PromptInput): Record<string, string> {
     work_item: workItem.ref,
     title: title === undefined || title.trim() === "" ? "(untitled)" : title,
     url: workItem.url,
-    kind: event.kind,
+    kind: startedFromCli(event) ? "started from the CLI" : event.kind,
     actor: event.actor ?? "(unknown)",
     delivery_id: event.deliveryId,
     body: bounded(event.body),
@@ -131,6 +135,15 @@ export function promptValues(input: PromptInput): Record<string, string> {
         : `This event may answer the question you asked: "${bounded(input.awaitingQuestion)}"`,
     graph_context: input.graphContext ?? "",
   };
+}
+
+/**
+ * A start given at the command line: no one commented, though the stand-in event the-loop makes
+ * for it is a comment (src/dispatch/commands.ts). Its excerpt names where the command came from;
+ * a start given by comment and retried later keeps `comment`.
+ */
+function startedFromCli(event: InboundEvent): boolean {
+  return event.source === "cli" && event.excerpt["source"] === "cli";
 }
 
 export function renderBootPrompt(templates: PromptTemplates, input: PromptInput): string {

@@ -118,6 +118,8 @@ describe("promptValues", () => {
     ["an excerpt of several fields", {}, { excerpt: { comment: "hi", label: "bug" } }, "excerpt", "comment: hi\nlabel: bug"],
     ["no question", {}, {}, "answer_note", ""],
     ["a blank question", { awaitingQuestion: " " }, {}, "answer_note", ""],
+    ["a start from the CLI is no comment", {}, { source: "cli", kind: "commented", actor: "root", excerpt: { command: "start", source: "cli" } }, "kind", "started from the CLI"],
+    ["a start given by comment and retried keeps its comment", {}, { source: "cli", kind: "commented", excerpt: { command: "start", source: "comment" } }, "kind", "commented"],
   ] as const)("%s", (_name, overrides, eventOverrides, key, expected) => {
     expect(promptValues(input(overrides, eventOverrides))[key]).toBe(expected);
   });
@@ -153,6 +155,12 @@ describe("built-in prompts", () => {
     expect(prompt).toMatch(/arrive in this session as new input/);
     expect(prompt).toContain(`  ${ASK}\nand then stop and wait`);
     expect(prompt).not.toMatch(/\{\{/);
+  });
+
+  it("a CLI start's boot prompt says it was started from the CLI, by whom, not that anyone commented", () => {
+    const prompt = renderBootPrompt(BUILTIN_TEMPLATES, input({}, { source: "cli", kind: "commented", actor: "root", body: "the-loop:start-execution", excerpt: { command: "start", source: "cli" } }));
+    expect(prompt).toContain("The event that started this session (started from the CLI by root):\ncommand: start\nsource: cli");
+    expect(prompt).not.toContain("commented by root");
   });
 
   it("the event prompt names the event and the question it may answer", () => {
