@@ -95,14 +95,16 @@ describe("sessions attach from inside tmux (real tmux)", () => {
     );
   });
 
-  it("says how to attach from outside when the terminal is inside another tmux server", async () => {
+  it("prints the command that attaches from outside when the terminal is inside another tmux server", async () => {
     const { p, target } = await startedSession();
     outer = `${p.socketName}-other`;
     await run("tmux", ["-L", outer, "new-session", "-d", "-s", "mine", "-x", "80", "-y", "24", "sh"]);
     const result = await p.cli(["sessions", "attach", "--work-item", "1"], { TMUX: await tmuxVariable(outer, "mine") });
-    expect(result.code).toBe(1);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toBe(`tmux -L ${p.socketName} attach -t =${target}\n`);
     expect(result.stderr).toContain("runs on another tmux server");
-    expect(result.stderr).toContain(`tmux -L ${p.socketName} attach -t =${target}`);
     expect(result.stderr).not.toContain("no longer exists");
+    const watching = await p.cli(["sessions", "attach", "--work-item", "1", "--read-only"], { TMUX: await tmuxVariable(outer, "mine") });
+    expect(watching.stdout).toBe(`tmux -L ${p.socketName} attach -r -t =${target}\n`);
   });
 });

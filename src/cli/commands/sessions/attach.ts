@@ -1,10 +1,11 @@
 import { spawnSync } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
-import { EXIT_FAILURE, ExitError, NotFoundError, UsageError } from "../../../errors.js";
+import { ExitError, NotFoundError, UsageError } from "../../../errors.js";
 import { TmuxRunner } from "../../../harness/tmux.js";
 import { openProject } from "../../context.js";
 import type { GlobalOptions } from "../../context.js";
+import { stderr, stdout } from "../../output.js";
 import { canonicalRef } from "../../canonical-ref.js";
 import { recordOrFail, runtimeOf } from "./sessions.js";
 
@@ -78,7 +79,7 @@ function runTmux(argv: readonly string[], what: string): void {
 /**
  * Outside tmux, attaches this terminal. Inside the tmux server the sessions run on, switches this
  * client to the session (tmux refuses a nested attach). Inside another server, which a client
- * cannot leave for another, says exactly what to run from outside.
+ * cannot leave for another, prints exactly what to run from outside.
  */
 export async function runSessionsAttach(globals: GlobalOptions, options: SessionsAttachOptions): Promise<void> {
   const project = await openProject(globals, "sessions");
@@ -120,11 +121,14 @@ export async function runSessionsAttach(globals: GlobalOptions, options: Session
   // Named exactly: without -L, a tmux client inside another server talks to that one.
   const sessionsServer = new TmuxRunner({ socketName: socketName ?? DEFAULT_SOCKET_NAME, remainOnExit: true });
   if ((await sessionsServer.probe(target)) !== "absent") {
-    throw new ExitError(
+    // Not a failure: the session is there, and the command that reaches it is the answer. It goes
+    // to stdout alone, so `$(the-loop sessions attach …)` or a copy and paste gets just that.
+    stderr.line(
       `${ref}'s session ${target} runs on another tmux server than the one this terminal is inside (${plan.current}), ` +
-        `and a tmux client cannot switch servers; from a terminal outside tmux (or after detaching) run: ${outsideCommand(socketName, target, options.readOnly)}`,
-      EXIT_FAILURE,
+        "and a tmux client cannot switch servers; run this from a terminal outside tmux (or after detaching):",
     );
+    stdout.line(outsideCommand(socketName, target, options.readOnly));
+    return;
   }
   // With no socket configured, a daemon started inside this very tmux put its sessions here.
   if (socketName === undefined && (await runtime.runner.probe(target)) !== "absent") {
