@@ -25,4 +25,25 @@ describe("the README", () => {
       expect(readme, `README lacks \`the-loop ${command}\``).toContain(`\`the-loop ${command}`);
     }
   });
+
+  it("names the per-item graph choice the CLI and the start keyword have", async () => {
+    const readme = (await readFile(`${REPO_ROOT}/README.md`, "utf8")).replace(/\s+/g, " ");
+    expect(readme).not.toMatch(/per-item choice of graph is not there/);
+    expect(readme).toContain("`the-loop:start-execution graph=NAME`");
+    expect(readme).toContain("`the-loop sessions start --graph NAME`");
+    const { buildProgram } = await import("../src/cli/program.js");
+    const start = buildProgram()
+      .commands.find((c) => c.name() === "sessions")
+      ?.commands.find((c) => c.name() === "start");
+    expect(start?.options.map((option) => option.long)).toContain("--graph");
+  });
+
+  it("says `hooks points` lists every family it lists", async () => {
+    const readme = await readFile(`${REPO_ROOT}/README.md`, "utf8");
+    const row = readme.split("\n").find((line) => line.startsWith("| `the-loop hooks points")) ?? "";
+    const { HOOK_FAMILIES } = await import("../src/sdk/hooks/points.js");
+    expect(HOOK_FAMILIES).toEqual(["lifecycle", "loop"]);
+    expect(row).toContain("the lifecycle points and the `loop.*` events");
+    expect(row).toContain("--family lifecycle\\|loop");
+  });
 });

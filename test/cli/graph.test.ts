@@ -1,9 +1,9 @@
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { graphMermaid } from "../../src/graph/mermaid.js";
 import { loadBuiltinGraphs } from "../../src/graph/registry.js";
-import { jsonOf, runCli } from "../support/cli.js";
+import { REPO_ROOT, jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
 const REVIEW_ONLY = `name: review-only
@@ -75,6 +75,15 @@ describe("the-loop graph list", () => {
     const text = await runCli(["graph", "list"], { cwd });
     expect(text.stdout).toMatch(/review-only\s+3\s+yes\s+\.the-loop\/graphs\/review-only\.yaml/);
     expect(text.stdout).toContain("graphs are on: a started work item runs review-only (graph.default)");
+  });
+
+  it("reads the config file as it is now, as docs/graph.md says: an edited graph.default is listed at once", async () => {
+    const { cwd } = await project();
+    const config = join(cwd, ".the-loop", "cli-config.yaml");
+    await writeFile(config, `graph:\n  enabled: true\n  default: adhoc\ngraphs:\n  - name: review-only\n    path: graphs/review-only.yaml\n`);
+    expect(jsonOf<Listing>(await runCli(["graph", "list", "--json"], { cwd })).default).toBe("adhoc");
+    const doc = await readFile(join(REPO_ROOT, "docs", "graph.md"), "utf8");
+    expect(doc.replace(/\s+/g, " ")).toContain("`the-loop graph list` and `graph show` list the edited file's graphs and default");
   });
 
   it("refuses to list when a graph file is broken, naming the file and the node (exit 2)", async () => {
