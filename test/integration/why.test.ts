@@ -1,5 +1,9 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
+import { SPEC_REVIEW_GRAPH } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { ARM } from "../support/builders.js";
@@ -93,6 +97,53 @@ describe("the-loop why, through the daemon (real tmux, the fake harness)", () =>
     const healthy = await p.cli(["why", "#1"]);
     expect(healthy.stdout).toContain("next: nothing is needed");
   }, 60_000);
+
+  it("leads a graph item's headline with its run — running, at the gate, done while the agent runs — and never with the-loop's own echo", async () => {
+    project = await testProject({
+      graph: { enabled: true, default: "spec-review" },
+      graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
+      routing: { spawnWorkdir: "work" },
+    });
+    const p = project;
+    await writeFile(join(p.root, "spec-review.yaml"), stringify(SPEC_REVIEW_GRAPH));
+    await mkdir(join(p.dir, "work"), { recursive: true });
+    expect((await p.cli(["start", "--json"])).code).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned" && r.work_item === REF);
+
+    // the-loop's own loop:writing label comes back through the poller: a self-echo at debug level.
+    const echo = await p.waitForEvent("the label's echo", (r) => r.event === "routing.dropped" && r.kind === "labeled" && r.actor === "the-loop");
+    expect(echo).toMatchObject({ reason: "self-echo", level: "debug", work_item: REF });
+    const running = await why(p);
+    expect(running.state).toBe("running");
+    expect(running.summary).toContain("at node write of the spec-review graph (running)");
+    expect(running.lastRefusal).toBeNull();
+    expect(running.events.map((e) => e.says).join("\n")).not.toContain("the-loop is not authorized");
+
+    // The agent's claim moves it to the gate: the headline is the gate, and the answer that moves it.
+    await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
+    const claimed = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
+    expect(claimed.code, claimed.stderr).toBe(0);
+    await p.waitForEvent("the review label's echo", (r) => r.event === "routing.dropped" && r.reason === "self-echo" && r.kind === "labeled" && r.delivery_id !== echo.delivery_id);
+    const gate = await why(p);
+    expect(gate.state).toBe("at-gate");
+    expect(gate.summary).toMatch(/^the spec-review graph run waits at the gate review/);
+    expect(gate.next).toBe("comment `the-loop:approve` or `the-loop:request-changes` as one of: alice");
+    expect(gate.lastRefusal).toBeNull();
+
+    // Approved: the run is done while its agent still runs, and closing the session is the step.
+    expect((await p.cli(["item", "comment", "#1", "the-loop:approve", "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the run's end", (r) => r.event === "graph.completed" && r.work_item === REF);
+    const done = await why(p);
+    expect(done.state).toBe("graph-done");
+    expect(done.summary).toMatch(/^the spec-review graph run is done at node done; its fake agent still runs in tmux \S+$/);
+    expect(done.next).toBe("close the session when you no longer need it: `the-loop sessions close --work-item local:demo#1`");
+    expect(done.lastRefusal).toBeNull();
+    const text = await p.cli(["why", "#1"]);
+    expect(text.stdout).toContain(`${REF}: graph-done`);
+    expect(text.stdout).not.toContain("last refusal");
+  }, 90_000);
 
   it("explains an item from the records alone when the daemon is not running, and says to start it", async () => {
     project = await testProject({ routing: { control: { requireStartCommand: true } } });
