@@ -1,19 +1,25 @@
 import { isAbsolute, resolve } from "node:path";
 import { checklistItems } from "../graph-run/checks.js";
-import { InvalidCommandError, allowListedEnv, clip, describeOutcome, outputTail, runBounded } from "../subprocess/index.js";
+import { InvalidCommandError, allowListedEnv, clip, describeOutcome, outputTail, runBounded, stripControlCharacters } from "../subprocess/index.js";
 import { ConsentChangedError, verifyConsented } from "./consented.js";
 import type { LoadedCapability } from "./load.js";
 import { TASK_ID_PLACEHOLDER } from "./manifest.js";
 
 /**
- * Tasks of a plan and their content (`execute:task`). A plan is a Markdown checklist whose items
- * start with a task id — `- [ ] jira-123 Fix the login` — and a capability whose resolver's
- * `trackerPrefix` is the id's prefix fetches that task's content from its tracker.
+ * Tasks of a plan and their content (`execute:task`), in two grammars side by side:
  *
- * Resolution is a hard halt, never a guess: a resolver that fails, times out or is not found is
- * a failure the caller stops on, distinct from "no resolver" and "resolved to nothing", which
- * leave the plan's own text in charge. A task id comes from a plan or a ticket, so it is hostile
- * text: it reaches the resolver as exactly one argv element, never through a shell.
+ * - the-loop's Markdown checklist, whose items start with a task id — `- [ ] jira-123 Fix the
+ *   login` — owned by the resolver whose `trackerPrefix` is the id's prefix before a '-'; its
+ *   stdout is the content, verbatim;
+ * - gsd-core's `<task tracker-id="beads:GSD-42">` elements, whose id is split on its first ':'
+ *   into the resolver's `trackerPrefix` and the tracker's own id; its stdout is the tracker's
+ *   JSON, read into gsd-core's task content (`{action, verify, acceptanceCriteria, readFirst, done}`).
+ *
+ * Resolution is a hard halt, never a guess: a resolver that fails, times out, is not found or (in
+ * gsd-core's grammar) prints something that is not a JSON object is a failure the caller stops on,
+ * distinct from "no resolver" and "resolved to nothing", which leave the plan's own text in charge.
+ * A task id comes from a plan or a ticket, so it is hostile text: it reaches the resolver as
+ * exactly one argv element, never through a shell.
  */
 
 export interface PlanTask {
@@ -58,6 +64,71 @@ export function parsePlan(text: string): PlanTask[] {
   return tasks;
 }
 
+/** A `<task>` element of gsd-core's plan grammar that carries a `tracker-id`. */
+export interface TrackerTask {
+  /** The attribute's value, trimmed, unsplit: `beads:GSD-42`. */
+  readonly trackerId: string;
+  /** 1-based: the line the element opens on. */
+  readonly line: number;
+}
+
+// gsd-core's opening tag: `<task` followed by a space or `>`, in any case.
+const TASK_OPENING = /<task(?=[\s>])[^>]*>/gi;
+const FENCE = /^\s*(`{3,}|~{3,})/;
+
+function attribute(openTag: string, name: string): string | undefined {
+  const found = new RegExp(`\\s${name}\\s*=\\s*(?:"([^"]*)"|'([^']*)')`, "i").exec(openTag);
+  const value = (found?.[1] ?? found?.[2] ?? "").trim();
+  return value === "" ? undefined : value;
+}
+
+/** `text` with the lines of its fenced code blocks emptied, so line numbers still count them. */
+function withoutFences(text: string): string {
+  let fence: string | undefined;
+  return text
+    .split(/\r?\n/)
+    .map((line) => {
+      const marker = FENCE.exec(line)?.[1];
+      if (marker !== undefined) {
+        if (fence === undefined) fence = marker;
+        else if (marker[0] === fence[0] && marker.length >= fence.length) fence = undefined;
+        return "";
+      }
+      return fence === undefined ? line : "";
+    })
+    .join("\n");
+}
+
+/**
+ * The `<task>` elements of a plan in gsd-core's grammar that name a tracker id, read as gsd-core
+ * reads them: `tracker-id` in double or single quotes, trimmed, an empty one absent. A checkpoint
+ * task (`type="checkpoint:…"`) is a human's step, so its tracker id is not read — as in gsd-core.
+ * Unlike gsd-core, an element inside a fenced code block is an example, as a checklist item there is.
+ */
+export function parseTrackerTasks(text: string): TrackerTask[] {
+  const plain = withoutFences(text);
+  const tasks: TrackerTask[] = [];
+  // Lines are counted from the previous match on, so a long plan is read once.
+  let line = 1;
+  let counted = 0;
+  for (const match of plain.matchAll(TASK_OPENING)) {
+    for (let at = plain.indexOf("\n", counted); at !== -1 && at < match.index; at = plain.indexOf("\n", at + 1)) line += 1;
+    counted = match.index;
+    if (attribute(match[0], "type")?.toLowerCase().startsWith("checkpoint") === true) continue;
+    const trackerId = attribute(match[0], "tracker-id");
+    if (trackerId === undefined) continue;
+    tasks.push({ trackerId, line });
+  }
+  return tasks;
+}
+
+/** gsd-core's split of a tracker id on its first ':'; undefined when either side is empty. */
+export function splitTrackerId(trackerId: string): { readonly prefix: string; readonly id: string } | undefined {
+  const colon = trackerId.indexOf(":");
+  if (colon <= 0 || colon === trackerId.length - 1) return undefined;
+  return { prefix: trackerId.slice(0, colon), id: trackerId.slice(colon + 1) };
+}
+
 /**
  * The capability whose resolver owns `taskId`: the one whose `trackerPrefix` followed by '-'
  * starts the id, the longest such prefix winning. Prefixes are kebab words and may hold a '-'
@@ -81,13 +152,30 @@ export function resolverFor(capabilities: readonly LoadedCapability[], taskId: s
 export type TaskResolution =
   | { readonly kind: "resolved"; readonly content: string }
   | { readonly kind: "unresolved"; readonly reason: "no-resolver" | "empty" }
-  | {
-      readonly kind: "failed";
-      readonly capability: string;
-      readonly error: string;
-      /** The bundle changed since consent: the resolver was not run. */
-      readonly consentChanged?: ConsentChangedError;
-    };
+  | TaskResolutionFailure;
+
+export interface TaskResolutionFailure {
+  readonly kind: "failed";
+  readonly capability: string;
+  readonly error: string;
+  /** The bundle changed since consent: the resolver was not run. */
+  readonly consentChanged?: ConsentChangedError;
+}
+
+/** gsd-core's task content: what stands in for a `<task>` element's own elements. */
+export interface TaskContent {
+  readonly action: string | null;
+  readonly verify: string | null;
+  readonly acceptanceCriteria: readonly string[];
+  readonly readFirst: readonly string[];
+  readonly done: string | null;
+}
+
+export type TrackerTaskResolution =
+  | { readonly kind: "resolved"; readonly content: TaskContent }
+  /** `not-applicable`: the id has no `<prefix>:` to own it (gsd-core answers `{resolved: false}`). */
+  | { readonly kind: "unresolved"; readonly reason: "no-resolver" | "empty" | "not-applicable" }
+  | TaskResolutionFailure;
 
 /** Why `taskId` may not reach a resolver, or undefined when it may. */
 function taskIdProblem(taskId: string): string | undefined {
@@ -101,31 +189,30 @@ function programOf(capability: LoadedCapability, binary: string): string {
   return isAbsolute(binary) || !/[\\/]/.test(binary) ? binary : resolve(capability.dir, binary);
 }
 
+const shown = (text: string): string => JSON.stringify(clip(text.replace(new RegExp(CONTROL.source, "g"), "?"), ID_SHOWN_MAX_CHARS));
+
 /**
- * Runs the resolver that owns `taskId` and answers its content. See the module comment: exit 0
- * with output is the content (stdout verbatim, at most `TASK_CONTENT_MAX_BYTES`); exit 0 with
- * nothing but whitespace is "empty"; anything else is a failure naming the capability, the id,
- * how the resolver ended and the end of its stderr. The resolver runs in its bundle with the
- * base environment only (`allowListedEnv`), bounded by its `timeoutMs`. The promise never rejects.
+ * Runs `capability`'s resolver for `argId` (what replaces `{{id}}`) and answers its stdout, or
+ * the failure naming the capability, the task (`label`), how the resolver ended and the end of
+ * its stderr. The resolver runs in its bundle with the base environment only (`allowListedEnv`),
+ * bounded by its `timeoutMs`, only while the bundle is still the one consented to.
  */
-export async function resolveTaskContent(
-  capabilities: readonly LoadedCapability[],
-  taskId: string,
-  options: { readonly signal?: AbortSignal } = {},
-): Promise<TaskResolution> {
-  const capability = resolverFor(capabilities, taskId);
-  const resolver = capability?.manifest.taskContentResolver;
-  if (capability === undefined || resolver === undefined) return { kind: "unresolved", reason: "no-resolver" };
+async function runResolver(
+  capability: LoadedCapability,
+  argId: string,
+  label: string,
+  signal: AbortSignal | undefined,
+): Promise<{ readonly stdout: string } | TaskResolutionFailure> {
+  const resolver = capability.manifest.taskContentResolver;
   const id = capability.manifest.id;
-  const shownId = JSON.stringify(clip(taskId.replace(new RegExp(CONTROL.source, "g"), "?"), ID_SHOWN_MAX_CHARS));
-  const failed = (why: string): TaskResolution => ({
+  const failed = (why: string): TaskResolutionFailure => ({
     kind: "failed",
     capability: id,
-    error: `capability ${id} could not resolve task ${shownId}: ${why}; the task does not run without its content (fix the resolver in ${capability.dir}, or the task id in the plan)`,
+    error: `capability ${id} could not resolve task ${shown(label)}: ${why}; the task does not run without its content (fix the resolver in ${capability.dir}, or the task id in the plan)`,
   });
-  const refused = taskIdProblem(taskId);
+  if (resolver === undefined) return failed("it has no taskContentResolver");
+  const refused = taskIdProblem(argId);
   if (refused !== undefined) return failed(refused);
-  // The resolver runs from inside its bundle: the bundle must still be the one consented to.
   try {
     await verifyConsented(capability);
   } catch (error) {
@@ -135,7 +222,7 @@ export async function resolveTaskContent(
 
   const { binary, args, timeoutMs } = resolver.invoke;
   // The id replaces an element that is exactly the placeholder, never text inside one.
-  const argv = [programOf(capability, binary), ...args.map((arg) => (arg === TASK_ID_PLACEHOLDER ? taskId : arg))];
+  const argv = [programOf(capability, binary), ...args.map((arg) => (arg === TASK_ID_PLACEHOLDER ? argId : arg))];
   let result;
   try {
     result = await runBounded({
@@ -144,7 +231,7 @@ export async function resolveTaskContent(
       env: allowListedEnv([]),
       timeoutMs,
       outputCapBytes: TASK_CONTENT_MAX_BYTES,
-      ...(options.signal ? { signal: options.signal } : {}),
+      ...(signal ? { signal } : {}),
     });
   } catch (error) {
     if (error instanceof InvalidCommandError) return failed(`its invocation cannot be run: ${error.message}`);
@@ -155,6 +242,82 @@ export async function resolveTaskContent(
   const withStderr = (why: string): string => (stderrTail === "" ? why : `${why}; stderr: ${stderrTail}`);
   if (result.error !== undefined || result.exitCode !== 0 || result.timedOut || result.aborted) return failed(withStderr(`the resolver failed (${ended})`));
   if (result.stdoutTruncated) return failed(withStderr(`the resolver printed more than ${TASK_CONTENT_MAX_BYTES / 1024} KiB, more than a task's content may be`));
-  if (result.stdout.trim() === "") return { kind: "unresolved", reason: "empty" };
-  return { kind: "resolved", content: result.stdout };
+  return { stdout: result.stdout };
+}
+
+/**
+ * The content of a checklist task (the-loop's grammar), from the resolver that owns `taskId`:
+ * exit 0 with output is the content (stdout verbatim, at most `TASK_CONTENT_MAX_BYTES`); exit 0
+ * with nothing but whitespace is "empty"; anything else is a failure (`runResolver`). The promise
+ * never rejects.
+ */
+export async function resolveTaskContent(
+  capabilities: readonly LoadedCapability[],
+  taskId: string,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<TaskResolution> {
+  const capability = resolverFor(capabilities, taskId);
+  if (capability === undefined) return { kind: "unresolved", reason: "no-resolver" };
+  const ran = await runResolver(capability, taskId, taskId, options.signal);
+  if ("kind" in ran) return ran;
+  if (ran.stdout.trim() === "") return { kind: "unresolved", reason: "empty" };
+  return { kind: "resolved", content: ran.stdout };
+}
+
+/** The capability whose `trackerPrefix` is exactly `prefix` (prefixes are unique once installed). */
+function trackerResolverFor(capabilities: readonly LoadedCapability[], prefix: string): LoadedCapability | undefined {
+  return capabilities.find((capability) => capability.manifest.taskContentResolver?.trackerPrefix === prefix);
+}
+
+const stringOrNull = (value: unknown): string | null => (typeof value === "string" ? value : null);
+const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((item): item is string => typeof item === "string") : []);
+const SAMPLE_MAX_CHARS = 200;
+
+/**
+ * The content of a `<task tracker-id>` task (gsd-core's grammar), answered as gsd-core answers
+ * it: the id is split on its first ':' (none, or an empty side, is `not-applicable`); the
+ * resolver whose `trackerPrefix` is exactly the part before it is given the part after it; its
+ * stdout must be a JSON object, read field by field (`description` → `action`, `verify`,
+ * `acceptance_criteria` → `acceptanceCriteria`, `read_first` → `readFirst`, `done`; a field of
+ * the wrong type is null or dropped), and a blank `description` is "empty". Output that is not
+ * a JSON object is a failure, as a failing resolver is. The promise never rejects.
+ */
+export async function resolveTrackerTask(
+  capabilities: readonly LoadedCapability[],
+  trackerId: string,
+  options: { readonly signal?: AbortSignal } = {},
+): Promise<TrackerTaskResolution> {
+  const split = splitTrackerId(trackerId);
+  if (split === undefined) return { kind: "unresolved", reason: "not-applicable" };
+  const capability = trackerResolverFor(capabilities, split.prefix);
+  if (capability === undefined) return { kind: "unresolved", reason: "no-resolver" };
+  const ran = await runResolver(capability, split.id, trackerId, options.signal);
+  if ("kind" in ran) return ran;
+  const malformed = (why: string): TaskResolutionFailure => {
+    const sample = clip(stripControlCharacters(ran.stdout).trim(), SAMPLE_MAX_CHARS).replace(/\n/g, " ");
+    return {
+      kind: "failed",
+      capability: capability.manifest.id,
+      error: `capability ${capability.manifest.id} could not resolve task ${shown(trackerId)}: the resolver's output ${why}${sample === "" ? "" : ` (it printed ${JSON.stringify(sample)})`}; the task does not run without its content (fix the resolver in ${capability.dir})`,
+    };
+  };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(ran.stdout);
+  } catch {
+    return malformed(ran.stdout.trim() === "" ? "is empty, not the tracker's JSON" : "is not JSON; a tracker-id resolver prints the tracker's JSON object");
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
+    return malformed(`is JSON but not an object (it is ${Array.isArray(parsed) ? "an array" : parsed === null ? "null" : `a ${typeof parsed}`})`);
+  }
+  const body = parsed as Record<string, unknown>;
+  const content: TaskContent = {
+    action: stringOrNull(body.description),
+    verify: stringOrNull(body.verify),
+    acceptanceCriteria: strings(body.acceptance_criteria),
+    readFirst: strings(body.read_first),
+    done: stringOrNull(body.done),
+  };
+  if ((content.action ?? "").trim() === "") return { kind: "unresolved", reason: "empty" };
+  return { kind: "resolved", content };
 }

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readBundle } from "../../src/capabilities/load.js";
 import type { LoadedCapability } from "../../src/capabilities/load.js";
-import { TASK_CONTENT_MAX_BYTES, parsePlan, resolveTaskContent, resolverFor } from "../../src/capabilities/tasks.js";
+import { TASK_CONTENT_MAX_BYTES, parsePlan, parseTrackerTasks, resolveTaskContent, resolveTrackerTask, resolverFor, splitTrackerId } from "../../src/capabilities/tasks.js";
 import type { PlanTask } from "../../src/capabilities/tasks.js";
 import { tempDir } from "../support/temp.js";
 
@@ -218,5 +218,74 @@ describe("resolveTaskContent (real resolver processes)", () => {
     const pending = resolveTaskContent([capability], "jira-1-sleep", { signal: controller.signal });
     controller.abort();
     expect((await pending).kind).toBe("failed");
+  });
+});
+
+describe("parseTrackerTasks (gsd-core's <task> grammar)", () => {
+  it.each([
+    { what: "double quotes", text: '<task type="auto" tracker-id="beads:GSD-42">', ids: [["beads:GSD-42", 1]] },
+    { what: "single quotes, padded, any case", text: "\n<TASK Tracker-Id=' beads:GSD-1 '>", ids: [["beads:GSD-1", 2]] },
+    { what: "an opening tag over lines", text: '<task\n  type="auto"\n  tracker-id="beads:GSD-2"\n>', ids: [["beads:GSD-2", 1]] },
+    { what: "a colon in the native id, kept unsplit", text: '<task tracker-id="beads:issue:GSD-1">', ids: [["beads:issue:GSD-1", 1]] },
+    { what: "an empty tracker-id", text: '<task tracker-id="">', ids: [] },
+    { what: "no tracker-id", text: '<task type="auto">', ids: [] },
+    { what: "a checkpoint task", text: '<task type="checkpoint:decision" tracker-id="beads:GSD-3">', ids: [] },
+    { what: "another element", text: '<tasks tracker-id="beads:GSD-4"> <taskx tracker-id="beads:GSD-5">', ids: [] },
+    { what: "an attribute that only ends in tracker-id", text: '<task data-tracker-id="beads:GSD-6">', ids: [] },
+    { what: "an element in a code fence", text: '```xml\n<task tracker-id="beads:GSD-7">\n```\n<task tracker-id="beads:GSD-8">', ids: [["beads:GSD-8", 4]] },
+  ])("$what", ({ text, ids }) => {
+    expect(parseTrackerTasks(text).map((task) => [task.trackerId, task.line])).toEqual(ids);
+  });
+});
+
+describe("splitTrackerId", () => {
+  it.each([
+    { id: "beads:GSD-42", split: { prefix: "beads", id: "GSD-42" } },
+    { id: "beads:issue:GSD-1", split: { prefix: "beads", id: "issue:GSD-1" } },
+    { id: "standalone", split: undefined },
+    { id: ":GSD-1", split: undefined },
+    { id: "beads:", split: undefined },
+  ])("$id", ({ id, split }) => {
+    expect(splitTrackerId(id)).toEqual(split);
+  });
+});
+
+describe("resolveTrackerTask (real resolver processes)", () => {
+  it("gives the resolver the part after the first colon, only where {{id}} is a whole argument", async () => {
+    const root = await tempDir();
+    const argvFile = join(root, "argv.json");
+    const { capability } = await bundle({ prefix: "beads", args: [argvFile, "--id={{id}}", "{{id}}"] });
+    // The fixture resolver prints Markdown, not JSON: the argv is what this case is about.
+    expect((await resolveTrackerTask([capability], "beads:issue:GSD-1")).kind).toBe("failed");
+    expect((await argvOf(argvFile)).argv).toEqual(["--id={{id}}", "issue:GSD-1"]);
+  });
+
+  it("runs nothing for an id no resolver owns, or one with no colon", async () => {
+    const { capability, argvFile } = await bundle({ prefix: "beads" });
+    expect(await resolveTrackerTask([capability], "linear:ENG-1")).toEqual({ kind: "unresolved", reason: "no-resolver" });
+    expect(await resolveTrackerTask([capability], "beads-GSD-1")).toEqual({ kind: "unresolved", reason: "not-applicable" });
+    expect(await resolveTrackerTask([], "beads:GSD-1")).toEqual({ kind: "unresolved", reason: "no-resolver" });
+    expect(await exists(argvFile)).toBe(false);
+  });
+
+  it("an empty stdout is a failure, not empty content: the tracker's JSON was expected", async () => {
+    const { capability } = await bundle({ prefix: "beads" });
+    const resolution = await resolveTrackerTask([capability], "beads:GSD-1-empty");
+    expect(resolution.kind).toBe("failed");
+    expect(resolution.kind === "failed" ? resolution.error : "").toContain('could not resolve task "beads:GSD-1-empty"');
+  });
+
+  it("refuses to run a resolver whose bundle changed since consent", async () => {
+    const { capability, argvFile } = await bundle({ prefix: "beads" });
+    await writeFile(join(capability.dir, "bin", "resolve.mjs"), "#!/usr/bin/env node\nprocess.stdout.write('{}');\n");
+    expect(await resolveTrackerTask([capability], "beads:GSD-1")).toMatchObject({ kind: "failed", consentChanged: expect.anything() });
+    expect(await exists(argvFile)).toBe(false);
+  });
+
+  it("a control character in the native id fails without running the resolver", async () => {
+    const { capability, argvFile } = await bundle({ prefix: "beads" });
+    const resolution = await resolveTrackerTask([capability], "beads:GSD-1\nrm -rf /");
+    expect(resolution.kind === "failed" ? resolution.error : "").toContain("control character");
+    expect(await exists(argvFile)).toBe(false);
   });
 });

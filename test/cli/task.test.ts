@@ -1,8 +1,8 @@
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { chmod, cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { bundleHash } from "../../src/capabilities/consent.js";
-import { jsonOf, runCli } from "../support/cli.js";
+import { REPO_ROOT, jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
 const PLAN = `# Plan
@@ -103,5 +103,70 @@ describe("the-loop task resolve-content (real CLI)", () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");
     expect(result.stderr).toContain("changed since it was consented to");
+  });
+});
+
+const GSD_CASES = join(REPO_ROOT, "test", "fixtures", "gsd-core", "resolve-content");
+
+interface GsdAnswer {
+  readonly exit: number;
+  readonly stdout: unknown;
+  readonly stderr: string;
+}
+
+/** A project with the fixture's beads resolver installed unchanged (consented at its hash) and its gsd-core plan. */
+async function gsdProject(): Promise<string> {
+  const dir = await tempDir();
+  const bundle = join(dir, "capabilities", "beads");
+  await cp(join(GSD_CASES, "bundle"), bundle, { recursive: true });
+  await mkdir(join(dir, ".the-loop"));
+  await writeFile(
+    join(dir, ".the-loop", "cli-config.yaml"),
+    `state:\n  root: s\ncapabilities:\n  - path: ../capabilities/beads\n    sha256: ${await bundleHash(bundle)}\n`,
+  );
+  await cp(join(GSD_CASES, "PLAN.md"), join(dir, "PLAN.md"));
+  return dir;
+}
+
+// What the-loop's message must say of the cause where gsd-core exits 1; the words differ from gsd-core's.
+const CAUSES: Readonly<Record<string, readonly string[]>> = {
+  "beads:GSD-9-fail": ["exit status 3", "bd: no issue GSD-9-fail"],
+  "beads:GSD-5-text": ["is not JSON", "Issue GSD-5-text: not JSON"],
+  "beads:GSD-6-array": ["not an object", "an array"],
+  "beads:GSD-50": ['"beads:GSD-50" is not a task of the plan', "PLAN.md"],
+  "beads:GSD-404": ['"beads:GSD-404" is not a task of the plan', "PLAN.md"],
+};
+
+describe("the-loop task resolve-content on gsd-core's plan grammar (against gsd-core's answers)", async () => {
+  const expected = JSON.parse(await readFile(join(GSD_CASES, "expected.json"), "utf8")) as Record<string, GsdAnswer>;
+
+  it.each(Object.entries(expected))("%s: gsd-core's answer and exit status", async (taskId, answer) => {
+    const cwd = await gsdProject();
+    const result = await resolveContent(cwd, taskId, "PLAN.md");
+    expect(result.code, result.stderr).toBe(answer.exit);
+    if (answer.exit === 0) {
+      expect(jsonOf(result)).toEqual(answer.stdout);
+      return;
+    }
+    expect(result.stdout).toBe("");
+    for (const words of CAUSES[taskId] ?? []) expect(result.stderr).toContain(words);
+  });
+
+  it("every case gsd-core exits 1 on has the cause its message must name", () => {
+    const failing = Object.entries(expected).filter(([, answer]) => answer.exit !== 0).map(([taskId]) => taskId);
+    expect(failing.sort()).toEqual(Object.keys(CAUSES).sort());
+  });
+});
+
+describe("the-loop task resolve-content with both grammars in one plan", () => {
+  it("a checklist task still answers the resolver's text, a <task> element gsd-core's content", async () => {
+    const cwd = await project();
+    await writeFile(join(cwd, "plans", "PLAN.md"), `${PLAN}\n<task type="auto" tracker-id="jira:ABC-1">\n</task>\n`);
+    const checklist = await resolveContent(cwd, "jira-1");
+    expect(jsonOf(checklist)).toEqual({ resolved: true, content: "Content of jira-1\n" });
+    // The jira resolver prints text, not the tracker's JSON: in gsd-core's grammar that is a failure.
+    const element = await resolveContent(cwd, "jira:ABC-1");
+    expect(element.code).toBe(1);
+    expect(element.stderr).toContain("is not JSON");
   });
 });
