@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { messageOf } from "../errors.js";
 import { applyGateAnswer, recordRefusal } from "../graph-run/advance.js";
 import type { GraphEventEffect } from "../graph-run/advance.js";
@@ -40,6 +41,8 @@ interface GivenAnswer {
   readonly answer: ParsedGate;
   readonly author: string | null;
   readonly via: "keyword" | "review";
+  /** The delivery that carried it: the origin of the run it begins on an ended one. */
+  readonly deliveryId?: string;
 }
 
 /**
@@ -63,7 +66,7 @@ export async function graphGate(ctx: PasteContext & ContextNeeds<"answersHeld" |
     await inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
   }
   const via = answer.kind === "answer" && gateAnswerOfReview(event.reviewState).kind === "answer" ? "review" : "keyword";
-  const given: GivenAnswer = { answer, author: event.actor, via };
+  const given: GivenAnswer = { answer, author: event.actor, via, deliveryId: event.deliveryId };
   const checked = await checkSelf(ctx, setup, graph, ref, state, given);
   if (checked.kind === "hold") {
     if (answer.kind === "answer" && event.actor !== null) {
@@ -186,7 +189,7 @@ async function decideHeld(ctx: MoveContext, setup: GraphSetup, ref: string, self
       held_at: next.heldAt,
     });
     if (state === undefined) continue;
-    const given: GivenAnswer = { answer: { kind: "answer", decision: next.decision }, author: next.author, via: next.via };
+    const given: GivenAnswer = { answer: { kind: "answer", decision: next.decision }, author: next.author, via: next.via, deliveryId: next.id };
     await decideGateAnswer(ctx, setup, graph, ref, state, given, selfLogin);
   }
 }
@@ -294,6 +297,9 @@ async function decideGateAnswer(
   const actor: GraphActor = { kind: "human", id: given.author ?? "unknown" };
   const at = ctx.now();
   const via = given.via;
+  // On a run a block ended, the answer begins a new one: its id minted once, so the move foreseen and the one decided agree.
+  const nextRun = { loopRunId: randomUUID() };
+  const origin: GraphState["origin"] = { kind: "comment", ...(given.deliveryId ? { ref: given.deliveryId } : {}) };
   const gateInput = (current: GraphState | undefined): Parameters<typeof decideGateInput>[0] => ({
     answer: given.answer,
     authorized: given.author !== null,
@@ -312,8 +318,8 @@ async function decideGateAnswer(
       const decided = decideGateInput(gateInput(current));
       if (decided.kind === "refuse") return decided;
       if (current === undefined) return STAY;
-      const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via });
-      return answered.kind === "refuse" ? answered : { kind: "move", transition: answered, loop: loopGateMove(graph, current, answered, actor, decided.decision) };
+      const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via, next: nextRun });
+      return answered.kind === "refuse" ? answered : { kind: "move", transition: answered, loop: loopGateMove(graph, current, answered, actor, decided.decision, origin) };
     },
     // A refusal is recorded with the answer (history, event); a stale move is refused as any other.
     recordRefusal: (_graph, current, refusal) => {

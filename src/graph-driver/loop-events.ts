@@ -4,6 +4,7 @@ import { HOOK_DENIED, planLoopMove, deniedMove } from "../graph-run/loop-plan.js
 import type { LoopAsk, LoopDenialOf, LoopMoveInput, LoopMovePlan, LoopObservedName, RunEffect } from "../graph-run/loop-plan.js";
 import type { GraphState } from "../graph-run/state.js";
 import type { Refusal, Transition } from "../graph-run/effects.js";
+import { RUN_ENDING_BLOCKS, runHasEnded } from "../graph-run/advance.js";
 import type { GateDecision } from "../graph-run/advance.js";
 import type { CheckResult, Graph, GraphActor } from "../graph/types.js";
 import { COMMENT_KINDS } from "../routing/inbound.js";
@@ -146,14 +147,25 @@ export function loopStartMove(graph: Graph, transition: Transition, actor: Graph
   return { graph, before: undefined, transition, actor, origin: { kind, ref: event.deliveryId } };
 }
 
-/** A gate answer: loop.gate.pre, the gate's attempt ended, and the next generation on changes requested. */
-export function loopGateMove(graph: Graph, before: GraphState, transition: Transition, actor: GraphActor, decision: GateDecision): LoopRest {
+/**
+ * A gate answer: loop.gate.pre, the gate's attempt ended, and the next generation on changes
+ * requested. On a run a block ended, the answer begins a new run: `origin` is what it came in.
+ */
+export function loopGateMove(
+  graph: Graph,
+  before: GraphState,
+  transition: Transition,
+  actor: GraphActor,
+  decision: GateDecision,
+  origin?: GraphState["origin"],
+): LoopRest {
   const approved = decision === "approved";
   return {
     graph,
     before,
     transition,
     actor,
+    ...(origin !== undefined && runHasEnded(before) ? { origin } : {}),
     gate: { gateId: before.node, decision },
     left: { node: before.node, taskStatus: approved ? "passed" : "failed", error: approved ? null : "changes requested", details: { decision } },
   };
@@ -184,13 +196,16 @@ export function loopForceMove(
   actor: GraphActor,
   forced: { readonly to: string; readonly reason: string },
 ): LoopRest {
-  if (before === undefined) return { graph, before, transition, actor, origin: { kind: "cli" } };
+  // A new run (none before, or the one before ended): no attempt of it was at a node to leave.
+  if (before === undefined || runHasEnded(before)) return { graph, before, transition, actor, origin: { kind: "cli" } };
   return { graph, before, transition, actor, left: { node: before.node, taskStatus: "forced", error: null, details: { to: forced.to, reason: forced.reason } } };
 }
 
 /** loop.terminal, from the run-ended effect: the run's last loop event. */
 export function queueLoopTerminal(ctx: ContextNeeds<"hooks" | "now", "events" | "registry">, graph: Graph, state: GraphState, status: string): void {
   if (!ctx.hooks.handles("loop.terminal")) return;
+  // A block that ended the loop run said so then: the item's record ending now sends nothing on that id.
+  if (endedByBlockBefore(graph, state)) return;
   const actor = state.history[state.history.length - 1]?.actor ?? DAEMON;
   const payload = loopPayload(
     "loop.terminal",
@@ -213,6 +228,26 @@ export function queueLoopTerminal(ctx: ContextNeeds<"hooks" | "now", "events" | 
   queueLoopEvent(ctx, state.ref, "loop.terminal", payload);
   // Here the-loop releases what waited on the run. Nothing does yet: a start of the same item is
   // not held behind a run (it continues the run), and runs do not nest, so no parent waits.
+}
+
+const REFUSALS = new Set(["claim-refused", "gate-refused", "gate-ambiguous"]);
+
+/**
+ * Whether the record's run had already ended by a block before this end (an item closed or stopped
+ * while blocked): its last entry before this one, refusals aside, is a block that ends the run —
+ * found from what the record keeps, since the end replaced the block's reason code.
+ */
+export function endedByBlockBefore(graph: Graph, state: GraphState): boolean {
+  const earlier = state.history.slice(0, -1).filter((entry) => !REFUSALS.has(entry.kind));
+  const prior = earlier[earlier.length - 1];
+  if (prior?.kind !== "blocked" || prior.node !== state.node) return false;
+  if (state.status === "blocked") return state.reasonCode !== undefined && RUN_ENDING_BLOCKS.has(state.reasonCode);
+  if (state.denial?.point === "loop.gate.pre") return true;
+  const node = graph.nodes.get(state.node);
+  if (node === undefined) return false;
+  if ((state.attempts[node.id] ?? 0) >= node.maxAttempts) return true;
+  const outcome = state.outcomes[node.id];
+  return outcome !== undefined && !graph.edges.some((edge) => edge.from === node.id && edge.on === outcome);
 }
 
 /** the-loop's word for what ended the run; loopPayload sends agh's (loop-vocabulary.ts `aghCause`). */

@@ -5,6 +5,7 @@ import type { GraphHistoryEntry, GraphHistoryKind, GraphState } from "./state.js
 import { actorFields, applied, bounded, event, itemFields, refuse, withHistory } from "./steps.js";
 import type { Moment } from "./steps.js";
 import type { CheckResult, Graph, GraphActor, GraphCheck, GraphEdge, GraphNode, GraphOutcome } from "../graph/types.js";
+import { isFinalGraphStatus } from "../graph/types.js";
 
 /**
  * The process graph's advance: graph + state + one input (a start, a claim and its check results,
@@ -27,8 +28,11 @@ import type { CheckResult, Graph, GraphActor, GraphCheck, GraphEdge, GraphNode, 
  *    `waiting`. A terminal node: status `done`, `graph.completed`, `run-ended`.
  *
  * `done` and the ends short of a terminal node (`failed`, `exhausted`, `stalled`, `canceled`:
- * outcomes.ts) are final: every input on them is refused with a reason. `blocked` stops
- * automatic progress at the node; an authorized gate answer or `graph force` resumes it.
+ * outcomes.ts) are final: every input on them is refused with a reason, except a force given the
+ * id of a new run (`start`), which begins that run at its target. `blocked` stops automatic
+ * progress at the node; an authorized gate answer or `graph force` resumes it — on the same run
+ * for a block the loop hooks were not told ended it, on a new run (`renewRun`) for one that ended
+ * it (`endedByBlock`): the ended run's id is never moved again.
  */
 
 export { GRAPH_HISTORY_LIMIT, GRAPH_REFUSAL_CODES, PHASE_LABEL_PREFIX, phaseLabel } from "./effects.js";
@@ -38,6 +42,50 @@ export type { EndInput } from "./outcomes.js";
 
 // ---------------------------------------------------------------------------------------------
 // Starting
+
+/**
+ * The blocks that end the loop run (loop.terminal, with status `blocked`): agh counts `blocked`
+ * among its terminal outcomes, "progress impossible" without a person. A claim out of attempts, an
+ * outcome the graph has no edge for, a loop.gate.pre hook's denial. A capability's halt is not
+ * among them: it is decided outside the loop family (no loop event hears of it), and the run
+ * resumes where it stood.
+ */
+export const RUN_ENDING_BLOCKS: ReadonlySet<string> = new Set(["max-attempts", "no-edge", "hook_denied"]);
+
+/** Whether the item's loop run has ended: a final status, or a block that ends it. */
+export function runHasEnded(state: GraphState): boolean {
+  return isFinalGraphStatus(state.status) || (state.status === "blocked" && state.reasonCode !== undefined && RUN_ENDING_BLOCKS.has(state.reasonCode));
+}
+
+/** The id of the run an input on an ended run begins (the runtime mints it: the advance has no randomness). */
+export interface NextRun {
+  readonly loopRunId: string;
+}
+
+/**
+ * A new run of the item where its ended run stood: the node, its phase and the record's story are
+ * kept; the id, the generation (1), the attempts, the outcomes, the loop bookkeeping and the reason
+ * are the new run's own. `graph.started` says so; the move that asked for it follows.
+ */
+export function renewRun(graph: Graph, ended: GraphState, next: NextRun, moment: Moment): { readonly state: GraphState; readonly effects: GraphEffect[] } {
+  const at = moment.at.toISOString();
+  const base = initialState(graph, ended.ref, next.loopRunId, ended.node, at, ended.phase);
+  const state = withHistory(
+    { ...base, history: ended.history, ...(ended.lastLoopAt !== undefined ? { lastLoopAt: ended.lastLoopAt } : {}) },
+    { at, kind: "started", node: ended.node, actor: moment.actor },
+  );
+  const effects: GraphEffect[] = [
+    event("graph.started", {
+      work_item: ended.ref,
+      graph: graph.name,
+      node: ended.node,
+      generation: 1,
+      loop_run_id: next.loopRunId,
+      ...actorFields(moment.actor),
+    }),
+  ];
+  return { state, effects };
+}
 
 export interface StartInput extends Moment {
   /** The work item's canonical ref. */
@@ -203,6 +251,8 @@ export interface GateAnswerInput extends Moment {
   readonly decision: GateDecision;
   /** How the answer came: `keyword` (a comment) or `review` (a pull request review's state). */
   readonly via?: "keyword" | "review";
+  /** The run the answer begins when the item's run has ended (a block that ended it): refused without one. */
+  readonly next?: NextRun;
 }
 
 /**
@@ -210,11 +260,19 @@ export interface GateAnswerInput extends Moment {
  * gate it follows the answer's edge. At a blocked agent node, `approved` accepts the node's work
  * as it is and follows its `pass` edge, and `changes-requested` gives the agent the node again.
  * A changes-requested answer starts the next generation, with no failed claims counted — unless
- * the graph's `maxGenerations` are spent: then the run ends `exhausted` (outcomes.ts).
+ * the graph's `maxGenerations` are spent: then the run ends `exhausted` (outcomes.ts). On a run a
+ * block ended, the answer begins a new run (`input.next`) at the node and is decided on it, in
+ * its first generation: changes requested there give the node again without counting a generation.
  */
-export function applyGateAnswer(graph: Graph, state: GraphState, input: GateAnswerInput): Refusal | Transition {
-  const refusal = gateRefusal(graph, state);
+export function applyGateAnswer(graph: Graph, ended: GraphState, input: GateAnswerInput): Refusal | Transition {
+  const refusal = gateRefusal(graph, ended);
   if (refusal) return refusal;
+  const renewing = runHasEnded(ended);
+  if (renewing && input.next === undefined) {
+    return refuse("blocked", `${blockedReason(ended)}; the answer begins a new run, and none was given for it`);
+  }
+  const renewal = renewing && input.next !== undefined ? renewRun(graph, ended, input.next, input) : undefined;
+  const state = renewal?.state ?? ended;
   const node = requireNode(graph, state.node);
   const decision = input.decision;
   const humanGate = node.actor === "human";
@@ -226,8 +284,9 @@ export function applyGateAnswer(graph: Graph, state: GraphState, input: GateAnsw
     );
   }
   const at = input.at.toISOString();
-  const exhausted = decision === "changes-requested" && outOfGenerations(graph, state);
-  const nextGeneration = decision === "changes-requested" && !exhausted ? state.generation + 1 : state.generation;
+  // A new run's first generation is the one the answer opens: it counts no generation before it.
+  const exhausted = renewal === undefined && decision === "changes-requested" && outOfGenerations(graph, state);
+  const nextGeneration = renewal === undefined && decision === "changes-requested" && !exhausted ? state.generation + 1 : state.generation;
   const decided = withHistory(
     {
       ...state,
@@ -238,6 +297,7 @@ export function applyGateAnswer(graph: Graph, state: GraphState, input: GateAnsw
     { at, kind: "gate-decided", node: node.id, outcome: decision, actor: input.actor },
   );
   const effects: GraphEffect[] = [
+    ...(renewal?.effects ?? []),
     event("graph.gate_decided", {
       ...itemFields(graph, state),
       node: node.id,
@@ -265,7 +325,9 @@ export interface ForceInput extends Moment {
 /**
  * `the-loop graph force`: puts the item on a node, whatever its status short of final, with a
  * reason that is recorded, logged and commented. The node's failed claims are forgotten, so a
- * blocked node forced onto itself gets its attempts again.
+ * blocked node forced onto itself gets its attempts again. On a run that has ended (final, or a
+ * block that ended it) the force begins a new run, `input.start`'s, at the target; without one
+ * a final run refuses it.
  */
 export function forceTo(graph: Graph, state: GraphState | undefined, input: ForceInput): Refusal | Transition {
   const reason = input.reason.trim();
@@ -276,18 +338,23 @@ export function forceTo(graph: Graph, state: GraphState | undefined, input: Forc
   }
   const at = input.at.toISOString();
   let base: GraphState;
+  const begun: GraphEffect[] = [];
   if (state === undefined) {
     if (input.start === undefined) return refuse("not-running", "the item has no graph run to force");
     base = initialState(graph, input.start.ref, input.start.loopRunId, target.id, at, undefined);
+  } else if (runHasEnded(state)) {
+    if (input.start === undefined) return finalRefusal(state) ?? refuse("blocked", `${blockedReason(state)}; a force begins a new run, and none was given for it`);
+    const renewal = renewRun(graph, state, input.start, input);
+    base = renewal.state;
+    begun.push(...renewal.effects);
   } else {
-    const final = finalRefusal(state);
-    if (final) return final;
     const { [target.id]: _forgotten, ...attempts } = state.attempts;
     base = { ...state, attempts };
   }
   const from = state?.node ?? null;
   const forced = withHistory(base, { at, kind: "forced", node: target.id, ...(from !== null ? { from } : {}), actor: input.actor, reason });
   const effects: GraphEffect[] = [
+    ...begun,
     event("graph.forced", {
       ...itemFields(graph, forced),
       node: target.id,

@@ -1,7 +1,7 @@
 import type { JsonObject } from "../sdk/hooks/catalog.js";
 import { LOCAL_NETWORK_PARTICIPATION } from "../sdk/hooks/loop-catalog.js";
 import type { LoopDecidingPointName, LoopPointName } from "../sdk/hooks/loop-catalog.js";
-import { blockRun, failRun } from "./advance.js";
+import { RUN_ENDING_BLOCKS, blockRun, failRun, renewRun } from "./advance.js";
 import type { GraphEffect, Transition } from "./effects.js";
 import { LoopClock, loopPayload, nextTask, withTaskEnded } from "./loop-payload.js";
 import type { LoopEventInput, LoopOwnInput, LoopSession, LoopSubject } from "./loop-payload.js";
@@ -20,7 +20,12 @@ import type { Graph, GraphActor } from "../graph/types.js";
  *   loop.gate.post
  *   loop.generation.post             the generation ended: changes were requested, or the run ended
  *   loop.generation.pre  (asked)     a generation begins: the run's first, or the next after changes were requested
- *   loop.terminal                    the run ended (fired from the move's run-ended effect, graph-effects.ts)
+ *   loop.terminal                    the run ended (fired from the move's run-ended effect, graph-effects.ts;
+ *                                    here for a block that ends it, which has no run-ended)
+ *
+ * A move on a run that has ended (an answer or a force after a block that ended it, a force after
+ * a final status) begins a new run: its events are the new run's, from loop.started on, and none
+ * is sent on the ended run's id again.
  *
  * The two `.pre` events are asked before the move is written; the others are journalled with it
  * (as effects) and delivered off the dispatch path. All are stamped here, in this order, so their
@@ -90,9 +95,15 @@ export interface LoopMovePlan {
   readonly state: GraphState;
   /** The move's effects with its loop events woven in. */
   readonly effects: readonly RunEffect[];
+  /** A move that begins a new run where an ended one stood: that run as it begins, and what says it began. */
+  readonly opened?: { readonly state: GraphState; readonly effects: readonly RunEffect[] };
 }
 
 const isFinal = (status: string): boolean => status !== "running" && status !== "waiting" && status !== "blocked";
+
+/** Whether the state ends the loop run: a final status, or a block that ends it (RUN_ENDING_BLOCKS). */
+const ends = (state: GraphState): boolean =>
+  isFinal(state.status) || (state.status === "blocked" && state.reasonCode !== undefined && RUN_ENDING_BLOCKS.has(state.reasonCode));
 
 /** The move's loop events, payloads stamped in order, and the state and effects to write when no hook denies. */
 export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
@@ -108,12 +119,10 @@ export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
   });
   // A denial stays on the record until the item moves on: the move that resumes it forgets it.
   const { denial: _resumed, ...movedOn } = after;
-  const base: GraphState =
-    before === undefined
-      ? { ...after, networkParticipation: { ...LOCAL_NETWORK_PARTICIPATION }, ...(input.origin ? { origin: input.origin } : {}) }
-      : transition.moved
-        ? movedOn
-        : after;
+  const renewed = before !== undefined && after.loopRunId !== before.loopRunId;
+  const opening = before === undefined || renewed;
+  const begins = (state: GraphState): GraphState => ({ ...state, networkParticipation: { ...LOCAL_NETWORK_PARTICIPATION }, ...(input.origin ? { origin: input.origin } : {}) });
+  const base: GraphState = opening ? begins(renewed ? movedOn : after) : transition.moved ? movedOn : after;
   const head: LoopEffect[] = [];
   const tail: LoopEffect[] = [];
   const asks: LoopAsk[] = [];
@@ -127,14 +136,17 @@ export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
     const [where, own] = event();
     asks.push({ name, payload: loopPayload(name, where, own) });
   };
-  const from = before ?? base;
+  // The new run as it begins, where the ended one stood: what the move's events are about before it.
+  const fresh = renewed ? begins(renewRun(graph, before, { loopRunId: after.loopRunId }, { actor: input.actor, at: input.now() }).state) : undefined;
+  const from = fresh ?? before ?? base;
 
-  if (before === undefined) {
-    observe(head, "loop.started", () => [at(base, { node: base.node, generation: 1 }), { status: "running", cause: "start", reason_code: null, details: null }]);
+  if (opening) {
+    const startedAt = fresh ?? base;
+    observe(head, "loop.started", () => [at(startedAt, { node: startedAt.node, generation: 1 }), { status: "running", cause: "start", reason_code: null, details: null }]);
   }
   const intoTerminal = transition.moved && graph.nodes.get(after.node)?.terminal === true;
   const gate = input.gate ?? (intoTerminal && before !== undefined ? { gateId: null, decision: null } : undefined);
-  const wouldBe = isFinal(after.status) ? after.status : "running";
+  const wouldBe = ends(after) ? after.status : "running";
   if (gate !== undefined) {
     const gateNode = gate.gateId ?? after.node;
     const task = gate.gateId === null ? { node: after.node, attempt: 1 } : nextTask(from, gate.gateId);
@@ -162,25 +174,42 @@ export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
       { gate_id: gate.gateId, decision: gate.decision, status: after.status, reason_code: after.reasonCode ?? null, details: null },
     ]);
   }
-  const nextGeneration = before !== undefined && after.generation > before.generation && !isFinal(after.status);
+  const nextGeneration = before !== undefined && !renewed && after.generation > before.generation && !ends(after);
   if (nextGeneration) {
     observe(tail, "loop.generation.post", () => [
       at(before, { node: before.node, generation: before.generation }),
       { status: "running", reason_code: "changes_requested", details: { next_generation: after.generation } },
     ]);
-  } else if (isFinal(after.status)) {
+  } else if (ends(after)) {
     observe(tail, "loop.generation.post", () => [
       at(after, { node: after.node }),
       { status: after.status, reason_code: after.reasonCode ?? null, details: null },
     ]);
   }
-  if (before === undefined || nextGeneration) {
+  // A block that ends the run has no run-ended effect (the-loop can resume the item): its loop.terminal is here.
+  if (after.status === "blocked" && ends(after)) {
+    observe(tail, "loop.terminal", () => [
+      at(state, { node: after.node }),
+      { status: "blocked", cause: after.reasonCode ?? "contract", reason_code: after.reasonCode ?? null, details: null },
+    ]);
+  }
+  if (opening || nextGeneration) {
     ask("loop.generation.pre", () => [
       at(state, { node: after.node }),
       { status: "running", reason_code: null, details: null, denied: false, deny_reason: null },
     ]);
   }
-  return { asks, state: clock.kept(state), effects: woven(head, transition.effects, tail) };
+  const opened =
+    fresh === undefined
+      ? undefined
+      : {
+          state: fresh,
+          effects: [
+            ...head.filter((effect) => effect.kind === "loop" && effect.name === "loop.started"),
+            ...transition.effects.filter((effect) => effect.kind === "event" && effect.name === "graph.started"),
+          ],
+        };
+  return { asks, state: clock.kept(state), effects: woven(head, transition.effects, tail), ...(opened ? { opened } : {}) };
 }
 
 /** `effects` with `head` first and `tail` before the run's end (so loop.terminal comes last). */
@@ -217,12 +246,13 @@ export function deniedMove(input: LoopDeniedInput): { readonly state: GraphState
     subject: { ...subject, actor: input.actor },
   });
   if (input.at.name === "loop.gate.pre") {
-    const before = input.before ?? plan.state;
+    // On an ended run, the move began a new one: the denial blocks that run, which began all the same.
+    const before = plan.opened?.state ?? input.before ?? plan.state;
     const blocked = blockRun(graph, before, { ...moment, reasonCode: HOOK_DENIED, reason });
     if (blocked.kind === "refuse") return { state: before, effects: [] };
     const state = { ...blocked.state, denial: kept };
     const gate = input.gate ?? { gateId: null, decision: null };
-    const effects: RunEffect[] = [...blocked.effects];
+    const effects: RunEffect[] = [...(plan.opened?.effects ?? []), ...blocked.effects];
     if (input.handled("loop.gate.post")) {
       const task = gate.gateId === null ? { node: plan.state.node, attempt: 1 } : nextTask(before, gate.gateId);
       // agh's gate.post reflects the denial: denied, and its reason, beside reason_code hook_denied.

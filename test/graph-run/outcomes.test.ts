@@ -109,7 +109,8 @@ describe("maxGenerations", () => {
   });
 
   it("counts a changes-requested answer at a blocked agent node too", () => {
-    const blocked = stateAt({ status: "blocked", reasonCode: "max-attempts", reason: "r" });
+    // A block that does not end the run (a capability's halt): the answer is decided on that run.
+    const blocked = stateAt({ status: "blocked", reasonCode: "capability-gate", reason: "r" });
     expect(applied(answer(limited(1), blocked, "changes-requested")).state.status).toBe("exhausted");
     expect(applied(answer(limited(2), blocked, "changes-requested")).state).toMatchObject({ status: "running", generation: 2 });
   });
