@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
+import { sessionSocketPath } from "../../src/daemon/socket/path.js";
 import { TMUX_PANE_VARIABLES } from "../../src/harness/pane-env.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
@@ -55,6 +56,8 @@ describe("a session's environment is what the-loop gives it (real daemon, real t
       THE_LOOP_CLI_CONFIG: join(p.root, "cli-config.yaml"),
       // The session's own credential (docs/sessions.md): random, a new one at each start.
       THE_LOOP_SESSION_TOKEN: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      // Where the daemon serves this session (docs/sessions.md, "The session's socket").
+      THE_LOOP_SESSION_SOCKET: sessionSocketPath(p.root, "local:demo#1"),
     });
 
     // What any session could read of the server: its global environment, and its own session's.
