@@ -102,8 +102,14 @@ describe("the self-approval guard, with GET /user failing (the real daemon, GitH
     expect(held).toEqual([SELF, "alice"]);
 
     // `why` names what could not be checked.
-    const why = jsonOf<{ lastRefusal: string | null; events: { event: string; says: string }[] }>(await p.cli(["why", ref, "--json"], ENV));
+    const why = jsonOf<{ state: string; summary: string; next: string | null; lastRefusal: string | null; events: { event: string; says: string }[] }>(
+      await p.cli(["why", ref, "--json"], ENV),
+    );
     expect(why.events.find((e) => e.event === "graph.gate_answer_held")?.says).toContain("could not check");
+    // The headline is the held answers, and what releases them: the login the-loop posts as.
+    expect(why.state).toBe("answer-held");
+    expect(why.summary).toContain(`2 answers (by ${SELF}, alice) are held`);
+    expect(why.next).toContain("integrations.github.selfLogin");
 
     // The holds are on disk and survive a restart, still failing.
     const heldDir = join(p.root, "graphs", "held");
