@@ -79,10 +79,23 @@ describe("installing a capability with consent (real CLI)", () => {
     const bundle = join(p.dir, "hostile");
     await cp(EXAMPLE, bundle, { recursive: true });
     const manifest = await readFile(join(bundle, "capability.yaml"), "utf8");
-    await writeFile(join(bundle, "capability.yaml"), manifest.replace("check: { query: notes check }", 'check: { query: "notes check; rm -rf /" }'));
+    await writeFile(join(bundle, "capability.yaml"), manifest.replace("fragment: { file: fragments/planner.md }", "fragment: { path: ../../../etc/passwd }"));
     const result = await p.cli(["capabilities", "add", bundle, "--yes"]);
     expect(result.code).toBe(2);
-    expect(result.stderr).toContain("gates[1].check.query: not a command");
+    expect(result.stderr).toContain("contributions[0].fragment.path");
+    expect(result.stderr).toContain("climbs out");
     expect(await readFile(configFile, "utf8")).toBe(before);
+  });
+
+  it("installs a manifest whose query is not a command's words, warning at consent that it never runs (gsd-core's contract)", async () => {
+    const p = await testProject();
+    const bundle = join(p.dir, "malformed");
+    await cp(EXAMPLE, bundle, { recursive: true });
+    const manifest = await readFile(join(bundle, "capability.yaml"), "utf8");
+    await writeFile(join(bundle, "capability.yaml"), manifest.replace("check: { query: notes check }", 'check: { query: "notes check; rm -rf /" }'));
+    const result = await p.cli(["capabilities", "add", bundle, "--yes"]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain('gates[1].check.query "notes check; rm -rf /" is not a command\'s words');
+    expect(result.stdout).toContain("never run");
   });
 });

@@ -270,7 +270,7 @@ describe("capabilities at the loop points of a running graph", () => {
     const passed = await claim(p);
     expect(passed.answer).toMatchObject({ moved: true, node: "done", status: "done" });
     // A claim has no assignment to put execute:post's instruction into: its answer carries it.
-    expect(passed.answer.notes.join("\n")).toContain("Use the skill `code-review` now (waves, execute:post).");
+    expect(passed.answer.notes.join("\n")).toContain("Use the skill `gsd-code-review` now (waves, execute:post).");
     const after = (await p.events()).filter((r) => r.event === "capability.step_run").map((r) => [r.point, r.how]);
     expect(after.slice(3)).toEqual([
       ["execute:wave:post", "command"],
