@@ -75,7 +75,7 @@ describe("controlCommentText", () => {
     expect(controlCommentText({ keyword: "k-e-y", command: "start", actor: " ` " })).toContain("by `unknown` (");
   });
 
-  it.each(CONTROL_COMMANDS)("is dropped as self-authored by the router, even under an authorized login (%s)", (command) => {
+  it.each(CONTROL_COMMANDS)("is dropped as the-loop's own echo (self-echo) by the router, even under an authorized login (%s)", (command) => {
     const body = controlCommentText({ keyword: DEFAULT_CONTROL_KEYWORDS[command], command, actor: "alice" });
     const policy = policyOf({
       authorizedUsers: ["alice", "the-loop"],
@@ -97,6 +97,6 @@ describe("controlCommentText", () => {
       excerpt: {},
     };
     const registry = { sessionFor: () => ({ status: "active" as const, recentDeliveries: [] }), controlFor: () => undefined };
-    expect(route(event, policy, registry, { has: () => false })).toEqual({ action: "drop", reason: "self-authored", workItem: ISSUE });
+    expect(route(event, policy, registry, { has: () => false })).toEqual({ action: "drop", reason: "self-echo", workItem: ISSUE });
   });
 });
