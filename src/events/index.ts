@@ -13,7 +13,7 @@ export { EventLog, MemoryEventSink, scrubSecrets } from "./log.js";
 export type { EventLogOptions, EventSink } from "./log.js";
 export { bindEvents } from "./bound.js";
 export type { BoundEvents, EventsWith } from "./bound.js";
-export { eventMatcher, parseEventLine, readEvents, RingBuffer } from "./reader.js";
+export { eventMatcher, LineReader, parseEventLine, readEvents, RingBuffer } from "./reader.js";
 export type { EventFilter, EventPredicate, EventRecord, ReadEventsOptions, ReadEventsResult } from "./reader.js";
 export { DEFAULT_FOLLOW_INTERVAL_MS, describeFollowNotice, followEvents } from "./follow.js";
 export type { FollowNotice, FollowOptions } from "./follow.js";
