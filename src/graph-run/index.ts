@@ -29,3 +29,5 @@ export type { GraphStateStore } from "./store.js";
 export type { HeldRetrySchedule } from "./held-retry.js";
 export { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "./held-retry.js";
 export type { GraphEventName } from "./effects.js";
+export { RUN_ENDING_BLOCKS, runHasEnded } from "./advance.js";
+export { graphStateSchema } from "./state.js";

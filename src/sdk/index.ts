@@ -20,3 +20,6 @@ export type { LoopDecidingPointName, LoopPayloadOf, LoopPoint, LoopPointName } f
 export { HOOK_FAMILIES, HOOK_POINT_NAMES, HOOK_POINTS, pointsOfFamily } from "./hooks/points.js";
 export type { HookFamily } from "./hooks/points.js";
 export { LOOP_POINTS } from "./hooks/loop-catalog.js";
+export type { JsonValue } from "./hooks/catalog.js";
+export type { Mapped } from "./hooks/loop-vocabulary.js";
+export { aghActorKind, aghAttemptStatus, aghCause, aghDecision, aghLoopStatus, aghOriginKind, aghRunKind } from "./hooks/loop-vocabulary.js";
