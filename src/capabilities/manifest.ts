@@ -21,51 +21,24 @@ import type { LoopPoint } from "../graph/types.js";
 export { LOOP_POINTS } from "../graph/types.js";
 export type { LoopPoint } from "../graph/types.js";
 
-/** The gsd-core version whose capability contract the-loop implements (open-gsd/gsd-core 636ec9210720, package 1.10.0). */
-export const GSD_VERSION = "1.10.0";
+import { COMMAND_HINT, COMMAND_RE, CONFIG_KEY_RE, DEFAULT_COMMAND_TIMEOUT_MS, GSD_VERSION, KEBAB_RE, MAX_COMMAND_TIMEOUT_MS } from "./manifest-words.js";
+import { MAX_RESOLVER_TIMEOUT_MS, RESERVED_ID_PREFIXES, TASK_ID_PLACEHOLDER, rolesAt } from "./manifest-words.js";
 
-/** A command's words: what `ref.command` and `check.query` must be to run, and what `the-loop <words> …` runs. */
-export const COMMAND_PATTERN = "^[a-z][a-z0-9-]*( [a-z][a-z0-9-]*)*$";
-const COMMAND_RE = new RegExp(COMMAND_PATTERN);
-const COMMAND_HINT = "lowercase words of a-z, 0-9 and '-', one space between words (never a shell string), such as `intel api-surface`";
-
-/** An id, a tracker prefix, a skill, an agent, a role: gsd-core's kebab word. */
-export const KEBAB_PATTERN = "^[a-z][a-z0-9-]*$";
-const KEBAB_RE = new RegExp(KEBAB_PATTERN);
-
-/** A config key a capability's slice declares: dotted words. */
-export const CONFIG_KEY_PATTERN = "^[a-z][a-zA-Z0-9_-]*(\\.[a-z][a-zA-Z0-9_-]*)*$";
-const CONFIG_KEY_RE = new RegExp(CONFIG_KEY_PATTERN);
-
-/** The exact argv element a resolver's `{{id}}` is: replaced as a whole, never inside a string. */
-export const TASK_ID_PLACEHOLDER = "{{id}}";
-export const MAX_RESOLVER_TIMEOUT_MS = 120_000;
-/** How long `the-loop <words> …` lets a declared command run unless it declares its own `timeoutMs`. */
-export const DEFAULT_COMMAND_TIMEOUT_MS = 600_000;
-export const MAX_COMMAND_TIMEOUT_MS = 3_600_000;
-
-export const MANIFEST_FILES = ["capability.yaml", "capability.json"] as const;
-export const CAPABILITY_SCHEMA_FILE = ".the-loop/capability.schema.json";
-
-/** Ids gsd-core keeps for its own first-party capabilities; a third party's bundle may not take one. */
-export const RESERVED_ID_PREFIXES = ["gsd-", "gsd-core-", "anthropic-"] as const;
-
-/**
- * The agent roles each loop point publishes in gsd-core's host contract: a gsd-core manifest's
- * `contributions[].into` is one of them. (The-loop runs one session, which gets every role's text.)
- */
-export const AGENT_ROLES: Readonly<Record<string, readonly string[]>> = {
-  discuss: ["orchestrator"],
-  plan: ["researcher", "planner", "checker"],
-  execute: ["executor", "verifier"],
-  verify: ["orchestrator"],
-  ship: ["orchestrator"],
-};
-const rolesAt = (point: string): readonly string[] => AGENT_ROLES[point.split(":")[0] ?? ""] ?? [];
-
-export function isCommandWords(value: unknown): value is string {
-  return typeof value === "string" && COMMAND_RE.test(value);
-}
+export {
+  AGENT_ROLES,
+  CAPABILITY_SCHEMA_FILE,
+  COMMAND_PATTERN,
+  CONFIG_KEY_PATTERN,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  GSD_VERSION,
+  KEBAB_PATTERN,
+  MANIFEST_FILES,
+  MAX_COMMAND_TIMEOUT_MS,
+  MAX_RESOLVER_TIMEOUT_MS,
+  RESERVED_ID_PREFIXES,
+  TASK_ID_PLACEHOLDER,
+  isCommandWords,
+} from "./manifest-words.js";
 
 const RESERVED_NAMES = new Set(["__proto__", "constructor", "prototype"]);
 const kebab = (what: string) => z.string().max(64).regex(KEBAB_RE, `${what} is one kebab word: lowercase letters, digits and '-', starting with a letter`);
@@ -78,11 +51,10 @@ const configKey = (what: string) =>
     .regex(CONFIG_KEY_RE, `${what} is a config key: dotted words, such as workflow.tdd_mode`)
     .refine((key) => !key.split(".").some((segment) => RESERVED_NAMES.has(segment)), `${what} may not hold __proto__, constructor or prototype`);
 const when = () =>
-  configKey("when")
-    .optional()
-    .describe("A key of the capability's config: the hook is active only while its value is truthy (gsd-core's Boolean()).");
+  configKey("when").optional().describe("A key of the capability's config: the hook is active only while its value is truthy (gsd-core's Boolean()).");
 const nonEmpty = (what: string) => z.string().min(1, `${what} is empty`);
-const artifacts = (what: string) => z.array(z.string(), `${what} is an array of artifact names`).describe("Artifact names, relative to the phase: what orders hooks at a point.");
+const artifacts = (what: string) =>
+  z.array(z.string(), `${what} is an array of artifact names`).describe("Artifact names, relative to the phase: what orders hooks at a point.");
 
 /** Exactly one key of `keys` is set: a union of strict objects would explain a mistake less well. */
 function exactlyOne(keys: readonly string[], what: string) {
@@ -134,7 +106,10 @@ const refSchema = z
       .refine((skill) => !skill.startsWith("gsd-"), "a skill is its stem: the dispatcher prepends gsd-, so it may not start with gsd-")
       .optional(),
     agent: kebab("an agent").optional(),
-    command: z.string().optional().describe("A command an installed capability declares; a value that is not a command's words is warned about at consent and never run."),
+    command: z
+      .string()
+      .optional()
+      .describe("A command an installed capability declares; a value that is not a command's words is warned about at consent and never run."),
   })
   .superRefine(exactlyOne(["skill", "agent", "command"], "a ref"))
   .describe("What the step dispatches: exactly one of skill, agent, command.");
@@ -146,10 +121,16 @@ const fragmentSchema = z
     file: nonEmpty("fragment.file").optional().describe("The-loop's earlier name of path."),
   })
   .superRefine((fragment, context) => {
-    if (fragment.path !== undefined && fragment.file !== undefined) context.addIssue({ code: "custom", message: "a fragment sets path or file (its earlier name), not both" });
-    if (fragment.inline === undefined && fragment.path === undefined && fragment.file === undefined) context.addIssue({ code: "custom", message: 'a fragment has a "path" or an "inline" key' });
+    if (fragment.path !== undefined && fragment.file !== undefined)
+      context.addIssue({ code: "custom", message: "a fragment sets path or file (its earlier name), not both" });
+    if (fragment.inline === undefined && fragment.path === undefined && fragment.file === undefined)
+      context.addIssue({ code: "custom", message: 'a fragment has a "path" or an "inline" key' });
   })
-  .transform(({ inline, path, file }) => ({ ...(inline !== undefined ? { inline } : {}), ...((path ?? file) !== undefined ? { path: (path ?? file) as string } : {}), ...(file !== undefined ? { legacyFile: true } : {}) }));
+  .transform(({ inline, path, file }) => ({
+    ...(inline !== undefined ? { inline } : {}),
+    ...((path ?? file) !== undefined ? { path: (path ?? file) as string } : {}),
+    ...(file !== undefined ? { legacyFile: true } : {}),
+  }));
 
 const stepSchema = z
   .strictObject({
@@ -186,7 +167,12 @@ export const predicateSchema = z
   .discriminatedUnion("kind", [
     z.strictObject({ kind: z.literal("artifact-exists"), artifact: artifact() }),
     z.strictObject({ kind: z.literal("checklist-complete"), artifact: artifact() }),
-    z.strictObject({ kind: z.literal("artifact-frontmatter-equals"), artifact: artifact(), field: nonEmpty("field"), equals: z.union([z.string(), z.number(), z.boolean()]) }),
+    z.strictObject({
+      kind: z.literal("artifact-frontmatter-equals"),
+      artifact: artifact(),
+      field: nonEmpty("field"),
+      equals: z.union([z.string(), z.number(), z.boolean()]),
+    }),
     z.strictObject({
       kind: z.literal("command-exit-zero"),
       argv: z.array(nonEmpty("an argv element")).min(1, "argv is empty").describe("Run without a shell; exit 0 passes."),
@@ -196,7 +182,10 @@ export const predicateSchema = z
 
 const checkSchema = z
   .strictObject({
-    query: z.string().optional().describe("A command an installed capability declares; it prints {block, message?}. A value that is not a command's words is never run."),
+    query: z
+      .string()
+      .optional()
+      .describe("A command an installed capability declares; it prints {block, message?}. A value that is not a command's words is never run."),
     predicate: z.record(z.string(), z.unknown()).optional().describe("A predicate object; one the-loop's evaluator does not know fails as a check."),
     agentVerdict: z.looseObject({ ref: z.string().optional(), prompt: z.string().optional() }).optional().describe("An agent's judgement: never blocking."),
   })
@@ -224,7 +213,9 @@ const gateSchema = z
 
 const resolverSchema = z
   .strictObject({
-    trackerPrefix: kebab("a trackerPrefix").describe("Tracker ids `<prefix>:<id>` (gsd-core's plans) and task ids `<prefix>-<rest>` (the-loop's checklists) belong to this resolver; unique across installed capabilities."),
+    trackerPrefix: kebab("a trackerPrefix").describe(
+      "Tracker ids `<prefix>:<id>` (gsd-core's plans) and task ids `<prefix>-<rest>` (the-loop's checklists) belong to this resolver; unique across installed capabilities.",
+    ),
     invoke: z.strictObject({
       binary: nonEmpty("binary").describe("The program: a name on PATH, an absolute path, or a file in the bundle."),
       args: z
@@ -245,13 +236,21 @@ const configEntrySchema = z
   })
   .superRefine((entry, context) => {
     const expected = entry.type === "enum" ? "string" : entry.type;
-    if (typeof entry.default !== expected) context.addIssue({ code: "custom", path: ["default"], message: `default must be a ${expected} for type "${entry.type}"` });
-    if (typeof entry.default === "number" && !Number.isFinite(entry.default)) context.addIssue({ code: "custom", path: ["default"], message: "default must be a finite number" });
-    if (entry.type === "enum" && entry.values === undefined) context.addIssue({ code: "custom", path: ["values"], message: 'type "enum" requires a non-empty "values" array of strings' });
+    if (typeof entry.default !== expected)
+      context.addIssue({ code: "custom", path: ["default"], message: `default must be a ${expected} for type "${entry.type}"` });
+    if (typeof entry.default === "number" && !Number.isFinite(entry.default))
+      context.addIssue({ code: "custom", path: ["default"], message: "default must be a finite number" });
+    if (entry.type === "enum" && entry.values === undefined)
+      context.addIssue({ code: "custom", path: ["values"], message: 'type "enum" requires a non-empty "values" array of strings' });
     if (entry.type === "enum" && entry.values !== undefined && !entry.values.includes(String(entry.default))) {
-      context.addIssue({ code: "custom", path: ["default"], message: `default "${String(entry.default)}" is not one of the values [${entry.values.join(", ")}]` });
+      context.addIssue({
+        code: "custom",
+        path: ["default"],
+        message: `default "${String(entry.default)}" is not one of the values [${entry.values.join(", ")}]`,
+      });
     }
-    if (entry.type !== "enum" && entry.values !== undefined) context.addIssue({ code: "custom", path: ["values"], message: 'values belongs to type "enum" only' });
+    if (entry.type !== "enum" && entry.values !== undefined)
+      context.addIssue({ code: "custom", path: ["values"], message: 'values belongs to type "enum" only' });
   });
 
 /** A config key's declaration: gsd-core's `{type, default, description, values?}`, or the-loop's earlier bare default. */
@@ -269,7 +268,8 @@ const hookSchema = z
     script: z
       .string()
       .refine(
-        (script) => SAFE_HOOK_SCRIPT_RE.test(script) && !script.startsWith("/") && !script.split("/").some((segment) => segment === ".." || segment.startsWith("-")),
+        (script) =>
+          SAFE_HOOK_SCRIPT_RE.test(script) && !script.startsWith("/") && !script.split("/").some((segment) => segment === ".." || segment.startsWith("-")),
         "script is a relative path of [A-Za-z0-9._/-] only: no whitespace or shell metacharacters, no leading '-', no absolute path, no '..'",
       ),
     matcher: z
@@ -282,7 +282,7 @@ const hookSchema = z
 
 const runtimeCompatSchema = z
   .strictObject({
-    supported: z.array(z.string()).min(1, "supported is a non-empty array of runtime ids, or [\"*\"]"),
+    supported: z.array(z.string()).min(1, 'supported is a non-empty array of runtime ids, or ["*"]'),
     unsupported: z.array(z.string()),
     notes: z.record(z.string(), nonEmpty("a note")).optional(),
   })
@@ -293,16 +293,18 @@ const runtimeCompatSchema = z
         if (id === "*") {
           if (!allowWildcard) context.addIssue({ code: "custom", path: [field, index], message: `${field} may not hold the wildcard "*"` });
         } else if (!KEBAB_RE.test(id) || RESERVED_NAMES.has(id)) {
-          context.addIssue({ code: "custom", path: [field, index], message: "a runtime id is a kebab word, or \"*\"" });
+          context.addIssue({ code: "custom", path: [field, index], message: 'a runtime id is a kebab word, or "*"' });
         }
       });
-      if (ids.includes("*") && ids.length > 1) context.addIssue({ code: "custom", path: [field], message: 'the wildcard "*" cannot be mixed with runtime ids' });
+      if (ids.includes("*") && ids.length > 1)
+        context.addIssue({ code: "custom", path: [field], message: 'the wildcard "*" cannot be mixed with runtime ids' });
     };
     check("supported", true);
     check("unsupported", false);
   });
 
-const SEMVER_RE = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
+const SEMVER_RE =
+  /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$/;
 const RANGE_RE = /^[0-9A-Za-z.\-+ |<>=~^*()]+$/;
 const plausibleRange = (range: string): boolean => range.trim() !== "" && RANGE_RE.test(range) && (/\d/.test(range) || ["*", "x", "X"].includes(range.trim()));
 const openObject = () => z.record(z.string(), z.unknown());
@@ -312,9 +314,15 @@ const ROLES = ["feature", "runtime", "reviewer"] as const;
 const manifestObject = z.strictObject({
   $schema: z.string().optional(),
   id: kebab("an id")
-    .refine((id) => !RESERVED_ID_PREFIXES.some((prefix) => id.startsWith(prefix)), `an id may not begin with ${RESERVED_ID_PREFIXES.join(", ")}: gsd-core keeps them for its first-party capabilities`)
+    .refine(
+      (id) => !RESERVED_ID_PREFIXES.some((prefix) => id.startsWith(prefix)),
+      `an id may not begin with ${RESERVED_ID_PREFIXES.join(", ")}: gsd-core keeps them for its first-party capabilities`,
+    )
     .describe("The capability's id."),
-  role: z.enum(ROLES, 'role is one of "feature", "runtime", "reviewer"').optional().describe("gsd-core's body selector; a manifest without one is in the-loop's earlier format."),
+  role: z
+    .enum(ROLES, 'role is one of "feature", "runtime", "reviewer"')
+    .optional()
+    .describe("gsd-core's body selector; a manifest without one is in the-loop's earlier format."),
   version: z.string().regex(SEMVER_RE, "a version is semver, such as 1.2.0").describe("Semver."),
   title: nonEmpty("title").optional(),
   description: nonEmpty("description"),
@@ -322,8 +330,13 @@ const manifestObject = z.strictObject({
   requires: z.array(kebab("a required capability")).optional().describe("Ids of capabilities that must be installed too."),
   engines: z.strictObject({ gsd: z.string().refine(plausibleRange, "engines.gsd is a semver range, such as >=1.6.0").optional() }).optional(),
   runtimeCompat: runtimeCompatSchema.optional(),
-  compatVersions: z.record(z.string().regex(SEMVER_RE, "a compatVersions key is a semver version"), z.string().refine(plausibleRange, "a semver range")).optional(),
-  integrity: z.string().regex(/^sha512-[A-Za-z0-9+/]{86}==$/, 'integrity is "sha512-<base64>"').optional(),
+  compatVersions: z
+    .record(z.string().regex(SEMVER_RE, "a compatVersions key is a semver version"), z.string().refine(plausibleRange, "a semver range"))
+    .optional(),
+  integrity: z
+    .string()
+    .regex(/^sha512-[A-Za-z0-9+/]{86}==$/, 'integrity is "sha512-<base64>"')
+    .optional(),
   provenance: z.strictObject({ sourceRepo: nonEmpty("sourceRepo"), commit: nonEmpty("commit") }).optional(),
   author: z.looseObject({ name: nonEmpty("author.name"), email: z.string().optional(), url: z.string().optional() }).optional(),
   homepage: z.string().optional(),
@@ -339,7 +352,10 @@ const manifestObject = z.strictObject({
     .describe("The capability's config slice: each key as gsd-core's {type, default, description, values?} (or the-loop's earlier bare default)."),
   activationKey: configKey("activationKey").optional().describe("A key of the config: the capability is active only while it is truthy."),
   commands: z.array(commandEntrySchema).optional(),
-  mcpServers: z.union([openObject(), z.array(z.unknown())]).optional().describe("gsd-core's MCP servers: shown at consent, never started by the-loop."),
+  mcpServers: z
+    .union([openObject(), z.array(z.unknown())])
+    .optional()
+    .describe("gsd-core's MCP servers: shown at consent, never started by the-loop."),
   steps: z.array(stepSchema).optional(),
   contributions: z.array(contributionSchema).optional(),
   gates: z.array(gateSchema).optional(),
@@ -363,13 +379,18 @@ function roleRules(manifest: z.output<typeof manifestObject>, context: z.Refinem
     for (const key of REQUIRED_BY_ROLE[role]) {
       if ((manifest as Record<string, unknown>)[key] === undefined) issue([key], `required by gsd-core's manifest for role "${role}"`);
     }
-    if (role === "feature" && manifest.reviewer !== undefined) issue(["reviewer"], 'a "feature" capability has no reviewer body (gsd-core admits it on role runtime or reviewer only)');
+    if (role === "feature" && manifest.reviewer !== undefined)
+      issue(["reviewer"], 'a "feature" capability has no reviewer body (gsd-core admits it on role runtime or reviewer only)');
     if (role !== "feature") {
       for (const key of FEATURE_ONLY) if (manifest[key] !== undefined) issue([key], `a "${role}" capability may not have ${key}: it is a feature-only field`);
     }
     if (role === "reviewer" && manifest.runtime !== undefined) issue(["runtime"], 'a "reviewer" capability has no runtime body (it is not an install target)');
     for (const [key, value] of Object.entries(manifest.config ?? {})) {
-      if (typeof value !== "object") issue(["config", key], `a config entry is {type, default, description} in gsd-core's format (a manifest with a role); write {"type": "${typeof value}", "default": ${JSON.stringify(value)}, "description": "…"}`);
+      if (typeof value !== "object")
+        issue(
+          ["config", key],
+          `a config entry is {type, default, description} in gsd-core's format (a manifest with a role); write {"type": "${typeof value}", "default": ${JSON.stringify(value)}, "description": "…"}`,
+        );
     }
     manifest.steps?.forEach((step, index) => {
       if (step.produces === undefined) issue(["steps", index, "produces"], "required by gsd-core's manifest (use [] when it produces none)");
@@ -380,7 +401,8 @@ function roleRules(manifest: z.output<typeof manifestObject>, context: z.Refinem
       if (contribution.produces === undefined) issue(["contributions", index, "produces"], "required by gsd-core's manifest (use [] when it produces none)");
       if (contribution.consumes === undefined) issue(["contributions", index, "consumes"], "required by gsd-core's manifest (use [] when it consumes none)");
       const roles = rolesAt(contribution.point);
-      if (!roles.includes(contribution.into)) issue(["contributions", index, "into"], `"${contribution.into}" is not an agent role of ${contribution.point}; it publishes ${roles.join(", ")}`);
+      if (!roles.includes(contribution.into))
+        issue(["contributions", index, "into"], `"${contribution.into}" is not an agent role of ${contribution.point}; it publishes ${roles.join(", ")}`);
     });
   }
   const declared = new Set(Object.keys(manifest.config ?? {}));
@@ -403,7 +425,8 @@ function roleRules(manifest: z.output<typeof manifestObject>, context: z.Refinem
     ["gates", manifest.gates ?? []],
   ] as const) {
     entries.forEach((entry, index) => {
-      if (entry.when !== undefined && !declared.has(entry.when)) issue([list, index, "when"], `"${entry.when}" is not a key of this capability's config; declare it there with its default`);
+      if (entry.when !== undefined && !declared.has(entry.when))
+        issue([list, index, "when"], `"${entry.when}" is not a key of this capability's config; declare it there with its default`);
     });
   }
   const names = new Map<string, number>();
@@ -431,16 +454,25 @@ function normalize(manifest: z.output<typeof manifestObject>) {
     config,
     commands: commands.filter((command): command is z.output<typeof loopCommandSchema> => "name" in command),
     commandModules: commands.filter((command): command is z.output<typeof commandModuleSchema> => "family" in command),
-    steps: (manifest.steps ?? []).map((step) => ({ ...step, produces: step.produces ?? [], consumes: step.consumes ?? [], onError: step.onError ?? ("skip" as const) })),
-    contributions: (manifest.contributions ?? []).map((contribution) => ({ ...contribution, produces: contribution.produces ?? [], consumes: contribution.consumes ?? [] })),
+    steps: (manifest.steps ?? []).map((step) => ({
+      ...step,
+      produces: step.produces ?? [],
+      consumes: step.consumes ?? [],
+      onError: step.onError ?? ("skip" as const),
+    })),
+    contributions: (manifest.contributions ?? []).map((contribution) => ({
+      ...contribution,
+      produces: contribution.produces ?? [],
+      consumes: contribution.consumes ?? [],
+    })),
     gates: manifest.gates ?? [],
   };
 }
 
-export const manifestSchema = manifestObject
-  .superRefine(roleRules)
-  .transform(normalize)
-  .meta({ title: "the-loop capability manifest", description: "A capability bundle's capability.yaml or capability.json: gsd-core's format, or the-loop's earlier one (docs/capabilities.md)." });
+export const manifestSchema = manifestObject.superRefine(roleRules).transform(normalize).meta({
+  title: "the-loop capability manifest",
+  description: "A capability bundle's capability.yaml or capability.json: gsd-core's format, or the-loop's earlier one (docs/capabilities.md).",
+});
 
 export type CapabilityManifest = z.output<typeof manifestSchema>;
 export type CapabilityStep = CapabilityManifest["steps"][number];
@@ -479,10 +511,14 @@ export function whenHolds(key: string | undefined, values: Readonly<Record<strin
 export function commandReferences(manifest: CapabilityManifest): { field: string; command: string; point: LoopPoint; kind: "step" | "gate"; index: number }[] {
   return [
     ...manifest.steps.flatMap((step, index) =>
-      step.ref.command !== undefined ? [{ field: `steps[${index}].ref.command`, command: step.ref.command, point: step.point, kind: "step" as const, index }] : [],
+      step.ref.command !== undefined
+        ? [{ field: `steps[${index}].ref.command`, command: step.ref.command, point: step.point, kind: "step" as const, index }]
+        : [],
     ),
     ...manifest.gates.flatMap((gate, index) =>
-      gate.check.query !== undefined ? [{ field: `gates[${index}].check.query`, command: gate.check.query, point: gate.point, kind: "gate" as const, index }] : [],
+      gate.check.query !== undefined
+        ? [{ field: `gates[${index}].check.query`, command: gate.check.query, point: gate.point, kind: "gate" as const, index }]
+        : [],
     ),
   ];
 }
@@ -494,7 +530,7 @@ function versionParts(text: string): [number, number, number] | undefined {
   const part = (value: string | undefined): number => (value === undefined || /[xX*]/.test(value) ? 0 : Number(value));
   return [part(match[1]), part(match[2]), part(match[3])];
 }
-const compare = (a: readonly number[], b: readonly number[]): number => (a[0]! - b[0]!) || (a[1]! - b[1]!) || (a[2]! - b[2]!);
+const compare = (a: readonly number[], b: readonly number[]): number => a[0]! - b[0]! || a[1]! - b[1]! || a[2]! - b[2]!;
 
 /** Whether `version` satisfies one comparator (`>=1.6.0`, `^1.2`, `~1.2.3`, `1.x`, `*`). */
 function satisfiesComparator(version: readonly number[], comparator: string): boolean {
@@ -534,7 +570,12 @@ export function gsdVersionSatisfies(range: string, version: string = GSD_VERSION
   if (parts === undefined) return false;
   return range.split("||").some((alternative) => {
     const hyphen = /^\s*(\S+)\s+-\s+(\S+)\s*$/.exec(alternative);
-    const comparators = hyphen ? [`>=${hyphen[1]}`, `<=${hyphen[2]}`] : alternative.trim().replace(/(<=|>=|<|>|=|\^|~)\s+/g, "$1").split(/\s+/);
+    const comparators = hyphen
+      ? [`>=${hyphen[1]}`, `<=${hyphen[2]}`]
+      : alternative
+          .trim()
+          .replace(/(<=|>=|<|>|=|\^|~)\s+/g, "$1")
+          .split(/\s+/);
     return comparators.every((comparator) => satisfiesComparator(parts, comparator));
   });
 }
