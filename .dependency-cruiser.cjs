@@ -37,7 +37,9 @@ const pathOf = (name) => (name.endsWith(".ts") ? `^src/${name.replace(".", "\\."
 
 const upward = FLOORS.flatMap((floor, level) =>
   floor.map((folder) => {
-    const notBelow = FLOORS.slice(level).flat().filter((other) => other !== folder);
+    const notBelow = FLOORS.slice(level)
+      .flat()
+      .filter((other) => other !== folder);
     return {
       name: `floor-${folder}`,
       comment: `${folder} stands on floor ${level}: it imports only folders below it (${FLOORS.slice(0, level).flat().join(", ") || "nothing"})`,

@@ -17,10 +17,7 @@ export default tseslint.config(
       "preserve-caught-error": "error",
       "no-console": "off",
       eqeqeq: ["error", "always", { null: "ignore" }],
-      "no-restricted-properties": [
-        "error",
-        { object: "process", property: "exit", message: "Throw ExitError; src/cli/main.ts is the one exit point." },
-      ],
+      "no-restricted-properties": ["error", { object: "process", property: "exit", message: "Throw ExitError; src/cli/main.ts is the one exit point." }],
     },
   },
   {

@@ -69,7 +69,9 @@ try {
     if (run >= warmups) times.push(elapsed);
     await runner.terminate(target, { killHarness: true, graceMs: 2_000, killSession: true });
   }
-  printHeading(`spawn → first model request, real Claude Code ${CLAUDE_CODE_VERSION} (${runs} run${runs === 1 ? "" : "s"}${warmups > 0 ? ` after ${warmups} warm-up` : ", no warm-up"})`);
+  printHeading(
+    `spawn → first model request, real Claude Code ${CLAUDE_CODE_VERSION} (${runs} run${runs === 1 ? "" : "s"}${warmups > 0 ? ` after ${warmups} warm-up` : ", no warm-up"})`,
+  );
   printFigure({ label: "median", value: median(times), unit: "ms", budget: 10_000 });
   printFigure({ label: "p90", value: percentile(times, 90), unit: "ms" });
 } finally {

@@ -41,7 +41,10 @@ console.log("done");
 
 try {
   const env = benchEnv({ NO_COLOR: "1" });
-  const node = (args: string[], cwd = scratch) => () => timeProcess(process.execPath, args, { cwd, env });
+  const node =
+    (args: string[], cwd = scratch) =>
+    () =>
+      timeProcess(process.execPath, args, { cwd, env });
   const baseline = medianRuns(runs, node([empty]));
   printHeading(`CLI cold start (median of ${runs} runs, wall time of the whole process)`);
   printFigure({ label: "node empty.mjs (baseline)", value: baseline.median, unit: "ms" });

@@ -272,7 +272,12 @@ try {
   line("  pickup → dispatch.succeeded", "dispatch", "includes the registry update after the paste");
   line("poll cycle carrying one delivery", "busyCycle", "a change arriving meanwhile waits for its end");
   printFigure({ label: "poll period (interval + idle cycle + timers)", value: period, unit: "ms", note: `idle cycle ${median(idleDurations)} ms` });
-  printFigure({ label: "one tmux client call (list-panes), for scale", value: median(tmuxCalls), unit: "ms", note: `p90 ${percentile(tmuxCalls, 90).toFixed(1)} ms` });
+  printFigure({
+    label: "one tmux client call (list-panes), for scale",
+    value: median(tmuxCalls),
+    unit: "ms",
+    note: `p90 ${percentile(tmuxCalls, 90).toFixed(1)} ms`,
+  });
   if (sessionAt !== undefined) printFigure({ label: "(once) start comment → session.spawned", value: sessionAt - startAt, unit: "ms" });
 } finally {
   abort.abort();

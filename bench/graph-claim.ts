@@ -68,9 +68,7 @@ function timeDecisions(state: GraphState): { first: number; times: number[] } {
 
 const micro = (ms: number): string => `${(ms * 1000).toFixed(1)} µs`;
 
-printHeading(
-  `A claim's decision (decideClaim + applyClaimResult), checks excluded, work-item graph (${decisions} decisions after ${warmups} warm-up)`,
-);
+printHeading(`A claim's decision (decideClaim + applyClaimResult), checks excluded, work-item graph (${decisions} decisions after ${warmups} warm-up)`);
 for (const [label, state] of [
   ["run just started", freshRun()],
   [`history full (${GRAPH_HISTORY_MAX} entries)`, longRun()],

@@ -25,16 +25,7 @@ const runs = runsFromEnv(11, 3);
 /** The item asked about: one in the middle of the folder, not the first file a listing would meet. */
 const ASKED = Math.ceil(RECORDS / 2);
 /** The work-item graph's nodes in the order an item passes them, the terminal one left out. */
-const NODES = [
-  "requirements",
-  "requirements-approval",
-  "design",
-  "design-approval",
-  "tasks",
-  "implementation",
-  "verification",
-  "final-review",
-];
+const NODES = ["requirements", "requirements-approval", "design", "design-approval", "tasks", "implementation", "verification", "final-review"];
 /** The phase of each node whose phase is not its own id. */
 const PHASES: Record<string, string> = {
   "requirements-approval": "requirements-review",
@@ -76,9 +67,7 @@ function recordFor(index: number): GraphState {
     outcomes: Object.fromEntries(NODES.slice(0, reached).map((left) => [left, left.endsWith("-approval") ? "approved" : "pass"])),
     startedAt: at(0),
     updatedAt: at(reached),
-    ...(waiting
-      ? { reasonCode: "awaiting-review", reason: `waiting for an authorized person to approve "${node}" or request changes` }
-      : {}),
+    ...(waiting ? { reasonCode: "awaiting-review", reason: `waiting for an authorized person to approve "${node}" or request changes` } : {}),
     history,
   };
 }

@@ -22,7 +22,8 @@ const WARMUP_BATCHES = scaled(5, 1);
 
 const HOOKS: Record<string, string> = {
   "pass.mjs": "export default class Pass extends LifecycleHooks {\n  sessionSpawn() { return undefined; }\n}\n",
-  "prefix.mjs": "export default class Prefix extends LifecycleHooks {\n  sessionSpawn(context) { return { ...context, prompt: `[policy] ${context.prompt}` }; }\n}\n",
+  "prefix.mjs":
+    "export default class Prefix extends LifecycleHooks {\n  sessionSpawn(context) { return { ...context, prompt: `[policy] ${context.prompt}` }; }\n}\n",
   "observe.mjs":
     "export default class Observe extends LifecycleHooks {\n  seen = 0;\n  sessionSpawn(context) { this.seen += context.workItem.number > 0 ? 1 : 0; return context; }\n}\n",
 };

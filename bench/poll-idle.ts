@@ -112,7 +112,10 @@ try {
     value: median(idle.map((cost) => cost.ms)),
     unit: "ms",
     baseline: median(perItem.map((cost) => cost.ms)),
-    note: `p90 ${percentile(idle.map((cost) => cost.ms), 90).toFixed(1)} ms`,
+    note: `p90 ${percentile(
+      idle.map((cost) => cost.ms),
+      90,
+    ).toFixed(1)} ms`,
   });
   printFigure({ label: `per-item strategy: duration (median of ${PER_ITEM_RUNS})`, value: median(perItem.map((cost) => cost.ms)), unit: "ms" });
 } finally {

@@ -23,15 +23,13 @@ const batches = runsFromEnv(500, 5);
 const WARMUP_BATCHES = scaled(50, 5);
 
 const LABEL = "the-loop: auto-execute";
-const policy = policyOf(
-  {
-    authorizedUsers: ["alice", "bob", "carol", "dependabot[bot]"],
-    spawnOnUnmatched: "labeled",
-    autoExecuteLabel: LABEL,
-    // The defaults: every comment is scanned for the control keywords, as in a real daemon.
-    control: { enabled: true, requireStartCommand: true, keywords: DEFAULT_CONTROL_KEYWORDS },
-  },
-);
+const policy = policyOf({
+  authorizedUsers: ["alice", "bob", "carol", "dependabot[bot]"],
+  spawnOnUnmatched: "labeled",
+  autoExecuteLabel: LABEL,
+  // The defaults: every comment is scanned for the control keywords, as in a real daemon.
+  control: { enabled: true, requireStartCommand: true, keywords: DEFAULT_CONTROL_KEYWORDS },
+});
 
 const items: WorkItem[] = Array.from({ length: ITEMS }, (_, i) => ({
   ref: `github:octo/repo#${i + 1}`,

@@ -49,7 +49,13 @@ if (!check.available) {
     const direct = medianRuns(runs, () => timeProcess("true", [], { cwd: worktree, env }));
     const sandboxed = medianRuns(runs, () => timeProcess(argv[0] as string, argv.slice(1), { cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } }));
     printFigure({ label: "true, directly (median)", value: direct.median, unit: "ms", note: `p90 ${direct.p90.toFixed(2)} ms, ${runs} runs` });
-    printFigure({ label: "true, in bwrap with the plan (median)", value: sandboxed.median, unit: "ms", baseline: direct.median, note: `p90 ${sandboxed.p90.toFixed(2)} ms` });
+    printFigure({
+      label: "true, in bwrap with the plan (median)",
+      value: sandboxed.median,
+      unit: "ms",
+      baseline: direct.median,
+      note: `p90 ${sandboxed.p90.toFixed(2)} ms`,
+    });
     printFigure({ label: "added by the sandbox (median)", value: sandboxed.median - direct.median, unit: "ms" });
     printFigure({ label: "availability check (once per process)", value: checkMs, unit: "ms", note: check.version });
   } finally {

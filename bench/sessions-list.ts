@@ -115,7 +115,10 @@ try {
   const baseline = medianRuns(runs, () => timeProcess(process.execPath, [empty], { cwd: scratch, env: benchEnv() }));
   printHeading(`Session registry listing (${RECORDS} records, median of ${runs} runs)`);
   printFigure({ label: "node empty.mjs (process start, for scale)", value: baseline.median, unit: "ms" });
-  const warm = medianRuns(runs, timed(() => registry.list()));
+  const warm = medianRuns(
+    runs,
+    timed(() => registry.list()),
+  );
   printFigure({ label: "registry.list(), warm", value: warm.median, unit: "ms", budget: BUDGET_MS, note: `p90 ${warm.p90.toFixed(1)} ms` });
   const cold = medianRuns(runs, () => coldListMs(dir));
   printFigure({
@@ -157,7 +160,10 @@ try {
     const command = medianRuns(runs, () => timeProcess(process.execPath, [BIN, ...args], { cwd: project, env: benchEnv() }));
     printFigure({ label, value: command.median, unit: "ms", budget: BUDGET_MS, baseline: baseline.median, note: `p90 ${command.p90.toFixed(1)} ms` });
   }
-  const live = medianRuns(runs, timed(() => registry.list({ status: "live" })));
+  const live = medianRuns(
+    runs,
+    timed(() => registry.list({ status: "live" })),
+  );
   printFigure({ label: `registry.list({ status: "live" }), warm`, value: live.median, unit: "ms", note: `p90 ${live.p90.toFixed(1)} ms` });
   const strict = medianRuns(
     runs,

@@ -77,10 +77,19 @@ function usesIn(source: ts.SourceFile): Use[] {
         const clause = node.importClause;
         const bindings = clause?.namedBindings;
         if (clause?.name !== undefined || (bindings !== undefined && ts.isNamespaceImport(bindings))) add(node, specifier, "unknown");
-        else if (bindings !== undefined) add(node, specifier, bindings.elements.map((element) => (element.propertyName ?? element.name).text));
+        else if (bindings !== undefined)
+          add(
+            node,
+            specifier,
+            bindings.elements.map((element) => (element.propertyName ?? element.name).text),
+          );
       } else {
         const clause = node.exportClause;
-        add(node, specifier, clause !== undefined && ts.isNamedExports(clause) ? clause.elements.map((element) => (element.propertyName ?? element.name).text) : "unknown");
+        add(
+          node,
+          specifier,
+          clause !== undefined && ts.isNamedExports(clause) ? clause.elements.map((element) => (element.propertyName ?? element.name).text) : "unknown",
+        );
       }
     }
     if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
@@ -119,10 +128,13 @@ function main(): number {
       if (surface === undefined) {
         problems.push(`${where}: src/${use.folder}/ has no index.ts to name what it offers`);
       } else if (use.names === "unknown") {
-        problems.push(`${where}: imports src/${use.folder}/ as a whole (default, namespace or an unbound import()): name what it takes, from src/${use.folder}/index.ts's surface`);
+        problems.push(
+          `${where}: imports src/${use.folder}/ as a whole (default, namespace or an unbound import()): name what it takes, from src/${use.folder}/index.ts's surface`,
+        );
       } else {
         for (const name of use.names) {
-          if (!surface.has(name)) problems.push(`${where}: ${name} is not on src/${use.folder}/index.ts's surface: export it there (it becomes public), or use what is`);
+          if (!surface.has(name))
+            problems.push(`${where}: ${name} is not on src/${use.folder}/index.ts's surface: export it there (it becomes public), or use what is`);
         }
       }
     }

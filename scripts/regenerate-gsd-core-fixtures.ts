@@ -88,7 +88,10 @@ function keysOff(): { id: string; key: string }[] {
   const keys: { id: string; key: string }[] = [];
   for (const id of [...SHIPPED, TUTORIAL]) {
     const manifest = JSON.parse(readFileSync(join(out, "bundles", id, "capability.json"), "utf8")) as Manifest;
-    const named = new Set([manifest.activationKey, ...[...(manifest.steps ?? []), ...(manifest.contributions ?? []), ...(manifest.gates ?? [])].map((hook) => hook.when)]);
+    const named = new Set([
+      manifest.activationKey,
+      ...[...(manifest.steps ?? []), ...(manifest.contributions ?? []), ...(manifest.gates ?? [])].map((hook) => hook.when),
+    ]);
     for (const key of named) if (key !== undefined && manifest.config?.[key]?.default !== true) keys.push({ id, key });
   }
   return keys;
@@ -129,7 +132,10 @@ for (const variant of variants) {
   writeFileSync(join(out, "expected", `${variant.name}.json`), `${JSON.stringify({ config: variant.config, envelopes }, null, 2)}\n`);
 }
 
-const unknown = spawnSync("node", [join(copy, "gsd-core/bin/gsd-tools.cjs"), "loop", "render-hooks", "plan:prepare", "--raw"], { cwd: scratch, encoding: "utf8" });
+const unknown = spawnSync("node", [join(copy, "gsd-core/bin/gsd-tools.cjs"), "loop", "render-hooks", "plan:prepare", "--raw"], {
+  cwd: scratch,
+  encoding: "utf8",
+});
 writeFileSync(join(out, "expected", "unknown-point.json"), `${JSON.stringify({ point: "plan:prepare", exitCode: unknown.status }, null, 2)}\n`);
 
 writeFileSync(

@@ -11,14 +11,7 @@ export const EXIT_USAGE = 2;
 /** A foreground command stopped by Ctrl-C (128 + SIGINT). */
 export const EXIT_INTERRUPTED = 130;
 
-export type ErrorCode =
-  | "failure"
-  | "usage"
-  | "config"
-  | "not-found"
-  | "conflict"
-  | "lock-timeout"
-  | "interrupted";
+export type ErrorCode = "failure" | "usage" | "config" | "not-found" | "conflict" | "lock-timeout" | "interrupted";
 
 export class ExitError extends Error {
   override readonly name: string = "ExitError";

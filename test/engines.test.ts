@@ -30,7 +30,8 @@ describe("the engines range", () => {
       const wanted = entry.engines !== undefined && !Array.isArray(entry.engines) ? (entry.engines as { node?: string }).node : undefined;
       if (path === "" || wanted === undefined) continue;
       for (const node of lowest) {
-        if (node !== undefined && !semver.satisfies(node, wanted)) refusing.push(`${path.replace(/^.*node_modules\//, "")}@${entry.version ?? "?"} wants node ${wanted} (not ${node})`);
+        if (node !== undefined && !semver.satisfies(node, wanted))
+          refusing.push(`${path.replace(/^.*node_modules\//, "")}@${entry.version ?? "?"} wants node ${wanted} (not ${node})`);
       }
     }
     expect(refusing).toEqual([]);

@@ -21,7 +21,9 @@ describe("the README", () => {
   it("documents every top-level command the CLI has", async () => {
     const readme = await readFile(`${REPO_ROOT}/README.md`, "utf8");
     const { buildProgram } = await import("../src/cli/program.js");
-    for (const command of buildProgram().commands.map((c) => c.name()).filter((name) => name !== "help")) {
+    for (const command of buildProgram()
+      .commands.map((c) => c.name())
+      .filter((name) => name !== "help")) {
       expect(readme, `README lacks \`the-loop ${command}\``).toContain(`\`the-loop ${command}`);
     }
   });

@@ -129,7 +129,11 @@ describe("the refusal comment", () => {
     ["short", "no budget left", "no budget left"],
     ["at the bound", "x".repeat(REFUSAL_COMMENT_REASON_MAX), "x".repeat(REFUSAL_COMMENT_REASON_MAX)],
     ["past the bound", "x".repeat(REFUSAL_COMMENT_REASON_MAX + 1), `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 1)}…`],
-    ["a secret across the bound", `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 5)}${TOKEN} and more`, `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 5)}${REDACTED.slice(0, 4)}…`],
+    [
+      "a secret across the bound",
+      `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 5)}${TOKEN} and more`,
+      `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 5)}${REDACTED.slice(0, 4)}…`,
+    ],
     ["a character not cut in two", `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 2)}😀 tail`, `${"x".repeat(REFUSAL_COMMENT_REASON_MAX - 2)}…`],
     ["nothing", "   ", "no reason given"],
   ])("a reason %s", (_name, reason, quoted) => {

@@ -86,7 +86,9 @@ interface Entry<T> {
  * sorted by id and queued after those already waiting (a queue, not a priority queue: gsd-core's
  * order exactly). A cycle keeps the remaining entries in id order rather than losing them.
  */
-export function materializedOrder<T extends { readonly produces: readonly string[]; readonly consumes: readonly string[] }>(entries: readonly Entry<T>[]): Entry<T>[] {
+export function materializedOrder<T extends { readonly produces: readonly string[]; readonly consumes: readonly string[] }>(
+  entries: readonly Entry<T>[],
+): Entry<T>[] {
   if (entries.length <= 1) return [...entries];
   const successors = entries.map(() => [] as number[]);
   const waiting = entries.map(() => 0);
@@ -132,7 +134,9 @@ function fragmentOf(capability: LoadedCapability, fragment: { readonly inline?: 
 /** The configValues' values from the capability's slice, by alias; a key the slice does not hold is left out (as gsd-core leaves out one it cannot find). */
 function configValuesOf(capability: LoadedCapability, aliases: Readonly<Record<string, string>> | undefined): Record<string, unknown> | undefined {
   if (aliases === undefined) return undefined;
-  const resolved = Object.fromEntries(Object.entries(aliases).flatMap(([alias, key]) => (Object.hasOwn(capability.values, key) ? [[alias, capability.values[key]]] : [])));
+  const resolved = Object.fromEntries(
+    Object.entries(aliases).flatMap(([alias, key]) => (Object.hasOwn(capability.values, key) ? [[alias, capability.values[key]]] : [])),
+  );
   return Object.keys(resolved).length > 0 ? resolved : undefined;
 }
 
@@ -143,8 +147,11 @@ const byIdThenOrder = (capabilities: readonly LoadedCapability[]): LoadedCapabil
 export function activeHooks(capabilities: readonly LoadedCapability[], point: LoopPoint): ActiveHook[] {
   const sorted = byIdThenOrder(capabilities);
   const at = <T extends { readonly point: LoopPoint }>(list: (capability: LoadedCapability) => readonly T[]): Entry<T>[] =>
-    sorted.flatMap((capability) => list(capability).flatMap((hook, index) => (hook.point === point ? [{ capId: capability.manifest.id, capability, index, hook }] : [])));
-  const holds = (entry: Entry<{ readonly when?: string }>): boolean => capabilityActive(entry.capability) && whenHolds(entry.hook.when, entry.capability.values);
+    sorted.flatMap((capability) =>
+      list(capability).flatMap((hook, index) => (hook.point === point ? [{ capId: capability.manifest.id, capability, index, hook }] : [])),
+    );
+  const holds = (entry: Entry<{ readonly when?: string }>): boolean =>
+    capabilityActive(entry.capability) && whenHolds(entry.hook.when, entry.capability.values);
 
   const steps = materializedOrder(at((capability) => capability.manifest.steps))
     .filter(holds)
@@ -196,7 +203,12 @@ export function activeHooks(capabilities: readonly LoadedCapability[], point: Lo
 }
 
 /** The lines a hook's produces, consumes, when and onError render as. */
-function detailLines(hook: { readonly produces?: readonly string[]; readonly consumes?: readonly string[]; readonly when?: string; readonly onError?: string }): string[] {
+function detailLines(hook: {
+  readonly produces?: readonly string[];
+  readonly consumes?: readonly string[];
+  readonly when?: string;
+  readonly onError?: string;
+}): string[] {
   return [
     ...(hook.produces !== undefined && hook.produces.length > 0 ? [`- produces: ${hook.produces.join(", ")}`] : []),
     ...(hook.consumes !== undefined && hook.consumes.length > 0 ? [`- consumes: ${hook.consumes.join(", ")}`] : []),

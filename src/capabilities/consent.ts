@@ -40,7 +40,10 @@ function consequence(manifest: CapabilityManifest, kind: "step" | "gate", index:
   }
   const gate = manifest.gates[index];
   if (gate === undefined) return why;
-  const active = gate.when === undefined ? "every time the point passes" : `while ${gate.when} is true (its default: ${q(manifest.config[gate.when]?.default)}; set it to false in the capability's entry of the config to turn the gate off)`;
+  const active =
+    gate.when === undefined
+      ? "every time the point passes"
+      : `while ${gate.when} is true (its default: ${q(manifest.config[gate.when]?.default)}; set it to false in the capability's entry of the config to turn the gate off)`;
   return gate.onError === "halt"
     ? `${why}; its check is never run and counts as failed, and its onError is halt: it HALTS ${gate.point} ${active}`
     : `${why}; its check is never run and counts as failed, and its onError is skip: it is skipped with a warning at ${gate.point} ${active}`;
@@ -51,40 +54,81 @@ export function consentWarnings(manifest: CapabilityManifest, options: Disclosur
   const warnings: string[] = [];
   for (const reference of commandReferences(manifest)) {
     if (!isCommandWords(reference.command)) {
-      warnings.push(consequence(manifest, reference.kind, reference.index, `${reference.field} ${q(reference.command)} is not a command's words (lowercase words, one space between: gsd-core's dotted queries are not)`));
+      warnings.push(
+        consequence(
+          manifest,
+          reference.kind,
+          reference.index,
+          `${reference.field} ${q(reference.command)} is not a command's words (lowercase words, one space between: gsd-core's dotted queries are not)`,
+        ),
+      );
     } else if (options.declaredCommands !== undefined && !options.declaredCommands.has(reference.command)) {
-      warnings.push(consequence(manifest, reference.kind, reference.index, `${reference.field} ${q(reference.command)} names no command an installed capability declares as {name, argv}`).replace("is never run", "finds no command to run"));
+      warnings.push(
+        consequence(
+          manifest,
+          reference.kind,
+          reference.index,
+          `${reference.field} ${q(reference.command)} names no command an installed capability declares as {name, argv}`,
+        ).replace("is never run", "finds no command to run"),
+      );
     }
   }
   manifest.gates.forEach((gate, index) => {
     if (gate.check.predicate === undefined) return;
     const known = predicateSchema.safeParse(gate.check.predicate);
     if (!known.success) {
-      warnings.push(consequence(manifest, "gate", index, `gates[${index}].check.predicate ${q(gate.check.predicate)} is not one the-loop's evaluator knows (${known.error.issues[0]?.message ?? "unknown shape"})`).replace("is never run", "cannot be evaluated"));
+      warnings.push(
+        consequence(
+          manifest,
+          "gate",
+          index,
+          `gates[${index}].check.predicate ${q(gate.check.predicate)} is not one the-loop's evaluator knows (${known.error.issues[0]?.message ?? "unknown shape"})`,
+        ).replace("is never run", "cannot be evaluated"),
+      );
     }
   });
   manifest.commandModules.forEach((module, index) =>
-    warnings.push(`commands[${index}] is gsd-core's command module ${q(module.module)} (family ${q(module.family)}): the-loop never loads it, so \`the-loop ${module.family} …\` runs nothing of it`),
+    warnings.push(
+      `commands[${index}] is gsd-core's command module ${q(module.module)} (family ${q(module.family)}): the-loop never loads it, so \`the-loop ${module.family} …\` runs nothing of it`,
+    ),
   );
-  manifest.hooks.forEach((hook, index) => warnings.push(`hooks[${index}] (${q(hook.event)} runs ${q(hook.script)}) is a host-runtime hook gsd-core writes into a host's settings: the-loop never installs or runs it`));
+  manifest.hooks.forEach((hook, index) =>
+    warnings.push(
+      `hooks[${index}] (${q(hook.event)} runs ${q(hook.script)}) is a host-runtime hook gsd-core writes into a host's settings: the-loop never installs or runs it`,
+    ),
+  );
   if (manifest.mcpServers !== undefined) warnings.push("mcpServers: the-loop never starts a capability's MCP servers");
   if (manifest.reviewer !== undefined) warnings.push("reviewer: the-loop has no reviewer lanes; it never invokes this one");
   if (manifest.runtime !== undefined) warnings.push("runtime: the-loop projects nothing onto host runtimes; the runtime descriptor is not used");
   const compat = manifest.runtimeCompat;
   if (compat !== undefined) {
-    const excluded = HARNESSES.filter((harness) => compat.unsupported.includes(harness) || !(compat.supported.includes("*") || compat.supported.includes(harness)));
-    if (excluded.length > 0) warnings.push(`runtimeCompat: it does not support the harness${excluded.length > 1 ? "es" : ""} ${excluded.join(", ")}; the-loop runs its hooks in every session all the same`);
+    const excluded = HARNESSES.filter(
+      (harness) => compat.unsupported.includes(harness) || !(compat.supported.includes("*") || compat.supported.includes(harness)),
+    );
+    if (excluded.length > 0)
+      warnings.push(
+        `runtimeCompat: it does not support the harness${excluded.length > 1 ? "es" : ""} ${excluded.join(", ")}; the-loop runs its hooks in every session all the same`,
+      );
   }
   manifest.steps.forEach((step, index) => {
-    if (step.ref.skill !== undefined) warnings.push(`steps[${index}] asks the session to use the skill ${q(skillId(step.ref.skill))} (the contract's id for ${q(step.ref.skill)}); the bundle ships no skill file, so a session without it is told to say so and go on`);
+    if (step.ref.skill !== undefined)
+      warnings.push(
+        `steps[${index}] asks the session to use the skill ${q(skillId(step.ref.skill))} (the contract's id for ${q(step.ref.skill)}); the bundle ships no skill file, so a session without it is told to say so and go on`,
+      );
   });
-  for (const [list, entries] of [["steps", manifest.steps], ["contributions", manifest.contributions]] as const) {
+  for (const [list, entries] of [
+    ["steps", manifest.steps],
+    ["contributions", manifest.contributions],
+  ] as const) {
     entries.forEach((entry, index) => {
-      if (entry.fragment?.legacyFile === true) warnings.push(`${list}[${index}].fragment.file is the-loop's earlier name: write fragment.path, as gsd-core does`);
+      if (entry.fragment?.legacyFile === true)
+        warnings.push(`${list}[${index}].fragment.file is the-loop's earlier name: write fragment.path, as gsd-core does`);
     });
   }
   if (manifest.format === "the-loop") {
-    warnings.push("the manifest is in the-loop's earlier format (no role): it loads; to write gsd-core's format add role, title, tier, requires, runtimeCompat, skills, agents, config entries as {type, default, description}, and produces, consumes and onError on each step (docs/capabilities.md)");
+    warnings.push(
+      "the manifest is in the-loop's earlier format (no role): it loads; to write gsd-core's format add role, title, tier, requires, runtimeCompat, skills, agents, config entries as {type, default, description}, and produces, consumes and onError on each step (docs/capabilities.md)",
+    );
   }
   const unused = (["tier", "engines", "compatVersions", "integrity", "provenance"] as const).filter((key) => manifest[key] !== undefined);
   if (unused.length > 0) warnings.push(`accepted and not used by the-loop: ${unused.join(", ")} (engines.gsd was checked against gsd-core ${GSD_VERSION})`);
@@ -110,15 +154,28 @@ export function disclosureLines(manifest: CapabilityManifest, options: Disclosur
   const resolver = manifest.taskContentResolver;
   const reviewerInvoke = (manifest.reviewer?.["invoke"] ?? {}) as { binary?: unknown; args?: unknown };
   const surfaces = [
-    ...manifest.hooks.map((hook, index) => `hooks[${index}]: the host-runtime hook ${q(hook.event)} runs the script ${q(hook.script)}${hook.matcher !== undefined ? ` (matcher ${q(hook.matcher)})` : ""} — not run by the-loop`),
-    ...manifest.commandModules.map((module, index) => `commands[${index}]: gsd-core's command module ${q(module.module)} (family ${q(module.family)}, router ${q(module.router)}) — not loaded by the-loop`),
+    ...manifest.hooks.map(
+      (hook, index) =>
+        `hooks[${index}]: the host-runtime hook ${q(hook.event)} runs the script ${q(hook.script)}${hook.matcher !== undefined ? ` (matcher ${q(hook.matcher)})` : ""} — not run by the-loop`,
+    ),
+    ...manifest.commandModules.map(
+      (module, index) =>
+        `commands[${index}]: gsd-core's command module ${q(module.module)} (family ${q(module.family)}, router ${q(module.router)}) — not loaded by the-loop`,
+    ),
     ...manifest.commands.map(
-      (command) => `the command ${q(command.name)} runs ${quoted(command.argv)} from inside the bundle, without a shell${command.timeoutMs !== undefined ? `, for at most ${command.timeoutMs} ms` : ""}`,
+      (command) =>
+        `the command ${q(command.name)} runs ${quoted(command.argv)} from inside the bundle, without a shell${command.timeoutMs !== undefined ? `, for at most ${command.timeoutMs} ms` : ""}`,
     ),
     ...(manifest.mcpServers !== undefined ? [`mcpServers: ${q(manifest.mcpServers)} — not started by the-loop`] : []),
-    ...(manifest.reviewer !== undefined ? [`reviewer lane ${q(manifest.reviewer["slug"])}: runs ${q([reviewerInvoke.binary, ...(Array.isArray(reviewerInvoke.args) ? reviewerInvoke.args : [])])} — not invoked by the-loop`] : []),
+    ...(manifest.reviewer !== undefined
+      ? [
+          `reviewer lane ${q(manifest.reviewer["slug"])}: runs ${q([reviewerInvoke.binary, ...(Array.isArray(reviewerInvoke.args) ? reviewerInvoke.args : [])])} — not invoked by the-loop`,
+        ]
+      : []),
     ...(resolver
-      ? [`taskContentResolver: tracker ids ${resolver.trackerPrefix}:… (and checklist ids ${resolver.trackerPrefix}-…) run ${quoted([resolver.invoke.binary, ...resolver.invoke.args])}, for at most ${resolver.invoke.timeoutMs} ms`]
+      ? [
+          `taskContentResolver: tracker ids ${resolver.trackerPrefix}:… (and checklist ids ${resolver.trackerPrefix}-…) run ${quoted([resolver.invoke.binary, ...resolver.invoke.args])}, for at most ${resolver.invoke.timeoutMs} ms`,
+        ]
       : []),
     ...manifest.gates.map((gate, index) => {
       const check = gate.check;

@@ -42,7 +42,8 @@ export async function consentedFile(capability: Consented, path: string, field: 
   const expected = capability.files.get(key);
   // Fails closed: a file that cannot be read now is refused as changed since consent.
   const bytes = await readRegularFile(real).catch(() => undefined);
-  if (expected === undefined || bytes === undefined || sha256Of(bytes) !== expected) throw new ConsentChangedError(capability.manifest.id, capability.dir, [key]);
+  if (expected === undefined || bytes === undefined || sha256Of(bytes) !== expected)
+    throw new ConsentChangedError(capability.manifest.id, capability.dir, [key]);
   return bytes;
 }
 

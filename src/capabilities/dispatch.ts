@@ -54,7 +54,13 @@ export function failureOf(outcome: ProcessOutcome, what: string): string | undef
   if (outcome.error !== undefined) return `${what} could not run: ${bounded(outcome.error)}`;
   if (outcome.timedOut) return `${what} timed out`;
   if (outcome.exitCode !== 0) {
-    const tail = bounded(outcome.stderr.split("\n").filter((line) => line.trim() !== "").slice(-3).join(" "));
+    const tail = bounded(
+      outcome.stderr
+        .split("\n")
+        .filter((line) => line.trim() !== "")
+        .slice(-3)
+        .join(" "),
+    );
     return `${what} exited ${outcome.exitCode ?? "by a signal"}${tail ? `: ${tail}` : ""}`;
   }
   return undefined;
@@ -77,10 +83,11 @@ export function readCheckOutput(outcome: ProcessOutcome, what: string): CheckOut
   } catch {
     return { ok: false, error: `${what} did not print JSON {"block": true|false, "message"?: "…"}` };
   }
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return { ok: false, error: `${what} printed ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}, not {"block": …}` };
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return { ok: false, error: `${what} printed ${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value}, not {"block": …}` };
   const parsed = checkOutputSchema.safeParse(value);
   if (!parsed.success) {
-    const wrong = parsed.error.issues.some((issue) => issue.path[0] === "block") ? "no boolean \"block\"" : 'a "message" that is not a string';
+    const wrong = parsed.error.issues.some((issue) => issue.path[0] === "block") ? 'no boolean "block"' : 'a "message" that is not a string';
     return { ok: false, error: `${what} printed ${wrong}` };
   }
   const { block, message } = parsed.data;
@@ -109,7 +116,12 @@ export function decideGate(gate: GateHook, outcome: CheckOutcome): GateVerdict {
   const said = gate.message ?? `the gate ${name} ${gate.blocking ? "blocks" : "advises"}`;
   if (!outcome.ok) {
     return gate.onError === "halt"
-      ? { decision: "error-halted", halt: true, message: `${said} (the gate's check failed, and its onError is halt: ${outcome.error}) [${name}]`, error: outcome.error }
+      ? {
+          decision: "error-halted",
+          halt: true,
+          message: `${said} (the gate's check failed, and its onError is halt: ${outcome.error}) [${name}]`,
+          error: outcome.error,
+        }
       : { decision: "error-skipped", halt: false, message: `warning: the gate ${name} was skipped: its check failed: ${outcome.error}`, error: outcome.error };
   }
   if (!outcome.block) return { decision: "pass", halt: false, message: "" };

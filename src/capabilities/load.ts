@@ -59,7 +59,11 @@ export function resolveCapabilityPath(path: string, configDir: string, homeDir: 
   return isAbsolute(path) ? resolve(path) : resolve(configDir, path);
 }
 
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 /**
  * A file the manifest names inside its bundle: relative, no `..`, and still inside once every
@@ -97,7 +101,9 @@ export const isBundleProgram = (program: string): boolean => !isAbsolute(program
 function fragmentFiles(manifest: CapabilityManifest): { field: string; path: string }[] {
   const named = (list: string, entries: readonly { readonly fragment?: { readonly path?: string; readonly legacyFile?: boolean } }[]) =>
     entries.flatMap((entry, index) =>
-      entry.fragment?.path !== undefined ? [{ field: `${list}[${index}].fragment.${entry.fragment.legacyFile === true ? "file" : "path"}`, path: entry.fragment.path }] : [],
+      entry.fragment?.path !== undefined
+        ? [{ field: `${list}[${index}].fragment.${entry.fragment.legacyFile === true ? "file" : "path"}`, path: entry.fragment.path }]
+        : [],
     );
   return [...named("steps", manifest.steps), ...named("contributions", manifest.contributions)];
 }
@@ -106,7 +112,9 @@ async function pathProblems(dir: string, manifest: CapabilityManifest): Promise<
   const realDir = await realpath(dir);
   const named: { field: string; path: string }[] = [
     ...fragmentFiles(manifest),
-    ...manifest.commands.flatMap((command, index) => (isBundleProgram(command.argv[0] ?? "") ? [{ field: `commands[${index}].argv[0]`, path: command.argv[0] ?? "" }] : [])),
+    ...manifest.commands.flatMap((command, index) =>
+      isBundleProgram(command.argv[0] ?? "") ? [{ field: `commands[${index}].argv[0]`, path: command.argv[0] ?? "" }] : [],
+    ),
     ...(manifest.taskContentResolver && isBundleProgram(manifest.taskContentResolver.invoke.binary)
       ? [{ field: "taskContentResolver.invoke.binary", path: manifest.taskContentResolver.invoke.binary }]
       : []),
@@ -141,7 +149,8 @@ export async function readBundle(dir: string, options: Pick<BundleReadOptions, "
     throw error;
   }
   const bytes = snapshot.bytes.get(name);
-  if (bytes === undefined) return { problems: snapshot.problems.length > 0 ? [...snapshot.problems] : [`${file}: not a regular file; the manifest is a file of the bundle itself`] };
+  if (bytes === undefined)
+    return { problems: snapshot.problems.length > 0 ? [...snapshot.problems] : [`${file}: not a regular file; the manifest is a file of the bundle itself`] };
   let raw: unknown;
   try {
     const text = bytes.toString("utf8");
@@ -172,7 +181,10 @@ export async function readBundle(dir: string, options: Pick<BundleReadOptions, "
     }
     fragments.set(path, bytes.toString("utf8"));
   }
-  return { bundle: { dir, file, manifest: parsed.manifest, sha256: snapshot.sha256, realDir: snapshot.realDir, files: snapshot.files, fragments }, problems: [] };
+  return {
+    bundle: { dir, file, manifest: parsed.manifest, sha256: snapshot.sha256, realDir: snapshot.realDir, files: snapshot.files, fragments },
+    problems: [],
+  };
 }
 
 /**
@@ -237,7 +249,9 @@ export function crossCheck(bundles: readonly CapabilityBundle[]): string[] {
       }
       const owner = owners.get(command.name);
       if (owner !== undefined && owner !== bundle) {
-        problems.push(`${bundle.file}: commands[${index}].name: "${command.name}" is already a command of ${owner.manifest.id}; \`the-loop ${command.name}\` must name one`);
+        problems.push(
+          `${bundle.file}: commands[${index}].name: "${command.name}" is already a command of ${owner.manifest.id}; \`the-loop ${command.name}\` must name one`,
+        );
       }
       if (owner === undefined) owners.set(command.name, bundle);
     });
@@ -263,8 +277,10 @@ export interface LoadedCapability extends CapabilityBundle {
 /** Why `value` is not one a key declared as `entry` takes (a boolean key's `"false"` is a string, not false). */
 function valueProblem(entry: ConfigEntry, value: CapabilityConfigValue): string | undefined {
   const expected = entry.type === "enum" ? "string" : entry.type;
-  if (typeof value !== expected) return `is a ${typeof value}; the key is declared ${entry.type}${entry.type === "boolean" ? " (write true or false, unquoted)" : ""}`;
-  if (entry.type === "enum" && entry.values !== undefined && !entry.values.includes(value as string)) return `is not one of its values: ${entry.values.join(", ")}`;
+  if (typeof value !== expected)
+    return `is a ${typeof value}; the key is declared ${entry.type}${entry.type === "boolean" ? " (write true or false, unquoted)" : ""}`;
+  if (entry.type === "enum" && entry.values !== undefined && !entry.values.includes(value as string))
+    return `is not one of its values: ${entry.values.join(", ")}`;
   return undefined;
 }
 
@@ -327,7 +343,9 @@ export async function loadCapabilities(
   const loaded: LoadedCapability[] = [];
   for (const [index, entry] of config.capabilities.entries()) {
     const dir = resolveCapabilityPath(entry.path, configDir, options.homeDir);
-    const outcome = await readBundle(dir, options.afterRead ? { afterRead: options.afterRead } : {}).catch((error: unknown): BundleOutcome => ({ problems: [`${dir}: ${(error as Error).message}`] }));
+    const outcome = await readBundle(dir, options.afterRead ? { afterRead: options.afterRead } : {}).catch((error: unknown): BundleOutcome => ({
+      problems: [`${dir}: ${(error as Error).message}`],
+    }));
     const refuse = (reason: string, id?: string): void => {
       problems.push(reason);
       options.events?.emit("capability.refused", { path: dir, bundle_hash: entry.sha256, reason, ...(id ? { id } : {}) });
@@ -358,7 +376,12 @@ export async function loadCapabilities(
   if (problems.length > 0) throw new CapabilityError(problems);
   if (options.checkOnly === true) return loaded;
   for (const capability of loaded) {
-    options.events?.emit("capability.loaded", { id: capability.manifest.id, version: capability.manifest.version, path: capability.dir, bundle_hash: capability.sha256 });
+    options.events?.emit("capability.loaded", {
+      id: capability.manifest.id,
+      version: capability.manifest.version,
+      path: capability.dir,
+      bundle_hash: capability.sha256,
+    });
   }
   return loaded;
 }

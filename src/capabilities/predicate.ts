@@ -61,7 +61,8 @@ export function parsePredicate(raw: unknown): GatePredicate | string {
   }
   // No program, file or key can hold a NUL byte: such a predicate is malformed, not unmet.
   const strings = [...Object.values(parsed.data), ...(parsed.data.kind === "command-exit-zero" ? parsed.data.argv : [])];
-  if (strings.some((value) => typeof value === "string" && value.includes("\0"))) return `the ${kind} predicate holds a NUL byte, which no path, field or argument can`;
+  if (strings.some((value) => typeof value === "string" && value.includes("\0")))
+    return `the ${kind} predicate holds a NUL byte, which no path, field or argument can`;
   return parsed.data;
 }
 

@@ -150,9 +150,7 @@ export function resolverFor(capabilities: readonly LoadedCapability[], taskId: s
 }
 
 export type TaskResolution =
-  | { readonly kind: "resolved"; readonly content: string }
-  | { readonly kind: "unresolved"; readonly reason: "no-resolver" | "empty" }
-  | TaskResolutionFailure;
+  { readonly kind: "resolved"; readonly content: string } | { readonly kind: "unresolved"; readonly reason: "no-resolver" | "empty" } | TaskResolutionFailure;
 
 export interface TaskResolutionFailure {
   readonly kind: "failed";
@@ -241,7 +239,8 @@ async function runResolver(
   const stderrTail = outputTail(result.stderr, STDERR_TAIL_LINES, STDERR_TAIL_MAX_CHARS);
   const withStderr = (why: string): string => (stderrTail === "" ? why : `${why}; stderr: ${stderrTail}`);
   if (result.error !== undefined || result.exitCode !== 0 || result.timedOut || result.aborted) return failed(withStderr(`the resolver failed (${ended})`));
-  if (result.stdoutTruncated) return failed(withStderr(`the resolver printed more than ${TASK_CONTENT_MAX_BYTES / 1024} KiB, more than a task's content may be`));
+  if (result.stdoutTruncated)
+    return failed(withStderr(`the resolver printed more than ${TASK_CONTENT_MAX_BYTES / 1024} KiB, more than a task's content may be`));
   return { stdout: result.stdout };
 }
 

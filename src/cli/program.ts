@@ -7,12 +7,7 @@ import type { AskOptions } from "./commands/ask.js";
 import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
 import type { SessionsAttachOptions } from "./commands/sessions/attach.js";
-import type {
-  SessionsCloseOptions,
-  SessionsControlOptions,
-  SessionsLinkPrOptions,
-  SessionsListOptions,
-} from "./commands/sessions/sessions.js";
+import type { SessionsCloseOptions, SessionsControlOptions, SessionsLinkPrOptions, SessionsListOptions } from "./commands/sessions/sessions.js";
 import type { ReceiveOptions } from "./commands/receive.js";
 import type { UpgradeConfigOptions } from "./commands/config/upgrade.js";
 import type { EventsOptions } from "./commands/events.js";
@@ -24,14 +19,7 @@ import type { LoopRenderHooksOptions } from "./commands/loop/render-hooks.js";
 import type { LoopPredicateOptions } from "./commands/loop/predicate.js";
 import type { TaskResolveContentOptions } from "./commands/task.js";
 import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph/runs.js";
-import type {
-  ItemActOptions,
-  ItemLabelOptions,
-  ItemListOptions,
-  ItemNewOptions,
-  ItemRepairOptions,
-  ItemShowOptions,
-} from "./commands/item.js";
+import type { ItemActOptions, ItemLabelOptions, ItemListOptions, ItemNewOptions, ItemRepairOptions, ItemShowOptions } from "./commands/item.js";
 
 /**
  * The whole command surface, declared in one place so help is generated from the same
@@ -41,7 +29,6 @@ import type {
 
 const { Command: CommandClass, InvalidArgumentError, Option } = commander;
 type Option = InstanceType<typeof Option>;
-
 
 export function parseCount(value: string): number {
   if (!/^[0-9]+$/.test(value)) throw new InvalidArgumentError("expected a whole number (0 or more)");
@@ -59,11 +46,12 @@ function globalsOf(command: Command): GlobalOptions {
 
 export function buildProgram(): Command {
   const program = new CommandClass("the-loop")
-    .description(
-      "Turns issue and pull-request activity into AI coding-agent sessions, with an authorized human in control of every run.",
-    )
+    .description("Turns issue and pull-request activity into AI coding-agent sessions, with an authorized human in control of every run.")
     .version(packageVersion(), "-V, --version", "print the version")
-    .option("--config <path>", "config file (default: $THE_LOOP_CLI_CONFIG, else the nearest .the-loop/cli-config.yaml from here up, else ~/.the-loop/cli-config.yaml)")
+    .option(
+      "--config <path>",
+      "config file (default: $THE_LOOP_CLI_CONFIG, else the nearest .the-loop/cli-config.yaml from here up, else ~/.the-loop/cli-config.yaml)",
+    )
     // A fixed width: help reads the same on every terminal, and the top-level text can be
     // generated ahead of time (help-text.ts) so `the-loop --help` needs no command table.
     .configureHelp({ helpWidth: HELP_WIDTH })
@@ -168,9 +156,7 @@ export function buildProgram(): Command {
       (await import("./commands/hooks.js")).runHooksPoints(command.optsWithGlobals<HookPointsOptions>());
     });
 
-  const graph = program
-    .command("graph")
-    .description("process graphs: the phases, gates and claims a started work item moves through (docs/graph.md)");
+  const graph = program.command("graph").description("process graphs: the phases, gates and claims a started work item moves through (docs/graph.md)");
   graph
     .command("list")
     .description("list the graphs the config can run (built-in and declared under graphs), the default, and whether graphs are on")
@@ -253,7 +239,10 @@ export function buildProgram(): Command {
   loop
     .command("render-hooks")
     .description("the capability steps, contributions and gates active at a loop point, in dispatch order; --raw prints {point, activeHooks, rendered} as JSON")
-    .argument("<point>", "the loop point: discuss:pre, discuss:post, plan:pre, plan:post, execute:pre, execute:wave:pre, execute:wave:post, execute:post, verify:pre, verify:post, ship:pre, ship:post")
+    .argument(
+      "<point>",
+      "the loop point: discuss:pre, discuss:post, plan:pre, plan:post, execute:pre, execute:wave:pre, execute:wave:post, execute:post, verify:pre, verify:post, ship:pre, ship:post",
+    )
     .option("--work-item <ref>", `${REF_HELP} (checked as a ref; the hooks do not depend on it yet)`)
     .option("--raw", "print the envelope as JSON, for a script or an agent to act on", false)
     .option("--json", "same as --raw", false)
@@ -283,9 +272,10 @@ export function buildProgram(): Command {
 
   const item = program
     .command("item")
-    .description("work items on the embedded local tracker (refs: local:project#7, or 7 or '#7' in the default project: quote a #, the shell drops it unquoted)");
-  const asOption = (): Option =>
-    new Option("--as <login>", "act as this login instead of the OS user (a local-testing aid)");
+    .description(
+      "work items on the embedded local tracker (refs: local:project#7, or 7 or '#7' in the default project: quote a #, the shell drops it unquoted)",
+    );
+  const asOption = (): Option => new Option("--as <login>", "act as this login instead of the OS user (a local-testing aid)");
   item
     .command("new")
     .description("create a work item")
@@ -353,9 +343,7 @@ export function buildProgram(): Command {
     });
   item
     .command("repair")
-    .description(
-      "keep the readable lines of a local project's journal and move the unreadable ones aside (to journal.jsonl.damaged-<time>, never deleted)",
-    )
+    .description("keep the readable lines of a local project's journal and move the unreadable ones aside (to journal.jsonl.damaged-<time>, never deleted)")
     .option("--project <name>", "local project (default: integrations.local.project)")
     .option("--json", "print the report as JSON", false)
     .action(async (options: ItemRepairOptions, command: Command) => {
@@ -415,31 +403,20 @@ export function buildProgram(): Command {
       await (await import("./commands/receive.js")).runReceive(globalsOf(command), options);
     });
 
-  const sessions = program
-    .command("sessions")
-    .description("agent sessions, one per work item: list them, attach, start, pause, resume, stop, close");
+  const sessions = program.command("sessions").description("agent sessions, one per work item: list them, attach, start, pause, resume, stop, close");
   sessions
     .command("list")
     .description(
       "list sessions with their status (active, paused, closed) and each work item's last control command (start, pause, resume, stop: source and actor)",
     )
-    .addOption(
-      new Option("--status <status>", "only sessions in this state (live = active or paused)").choices([
-        "active",
-        "paused",
-        "closed",
-        "live",
-      ]),
-    )
+    .addOption(new Option("--status <status>", "only sessions in this state (live = active or paused)").choices(["active", "paused", "closed", "live"]))
     .option("--json", "print as JSON", false)
     .action(async (options: SessionsListOptions, command: Command) => {
       await (await import("./commands/sessions/sessions.js")).runSessionsList(globalsOf(command), options);
     });
   sessions
     .command("attach")
-    .description(
-      "attach this terminal to a session's tmux session (inside the sessions' tmux server: switch to it; inside another: say how to attach)",
-    )
+    .description("attach this terminal to a session's tmux session (inside the sessions' tmux server: switch to it; inside another: say how to attach)")
     .requiredOption("--work-item <ref>", REF_HELP)
     .option("--read-only", "watch without being able to type", false)
     .action(async (options: SessionsAttachOptions, command: Command) => {
@@ -460,10 +437,7 @@ export function buildProgram(): Command {
     "at the item's next event or daemon start); 2 usage error.",
   ].join("\n");
   for (const [name, what] of [
-    [
-      "start",
-      "start execution: spawn a session for an armed work item here and now (or resume a paused one); refused when the item is not armed or closed",
-    ],
+    ["start", "start execution: spawn a session for an armed work item here and now (or resume a paused one); refused when the item is not armed or closed"],
     ["pause", "pause the work item's session: its events are recorded and dropped until resume; with no session, nothing starts until a start"],
     ["resume", "resume a paused session, which is told to re-read the thread; refused when there is no session"],
     ["stop", "stop execution: close the session as a close of the item would; the item does not start again until a start"],

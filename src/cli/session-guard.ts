@@ -17,7 +17,9 @@ export function sessionCredential(env: NodeJS.ProcessEnv = process.env): Session
   rememberSecret(token);
   const workItem = env.THE_LOOP_WORK_ITEM;
   if (workItem === undefined || workItem === "") {
-    throw new UsageError(`${SESSION_TOKEN_ENV} is set but THE_LOOP_WORK_ITEM is not: a session's environment has both; run this inside the session the-loop started`);
+    throw new UsageError(
+      `${SESSION_TOKEN_ENV} is set but THE_LOOP_WORK_ITEM is not: a session's environment has both; run this inside the session the-loop started`,
+    );
   }
   return { workItem, token };
 }

@@ -127,7 +127,10 @@ function seconds(fields: Fields, key: string): string {
 }
 
 function ended(fields: Fields, status: string): string {
-  return `the graph run ended ${status} at node ${text(fields, "node") ?? "?"} (${text(fields, "reason_code") ?? status}): ${text(fields, "reason") ?? ""}`.replace(/: $/, "");
+  return `the graph run ended ${status} at node ${text(fields, "node") ?? "?"} (${text(fields, "reason_code") ?? status}): ${text(fields, "reason") ?? ""}`.replace(
+    /: $/,
+    "",
+  );
 }
 
 type Sentence = (fields: Fields, settings: WhySettings) => string;
@@ -174,17 +177,20 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
   "session.pr_linked": (f) => `linked ${text(f, "pull_request") ?? "a pull request"} (${text(f, "linked_by") ?? "?"})`,
   "control.command": (f) =>
     `${who(f)}'s ${text(f, "command") ?? "command"} (${text(f, "command_source") ?? "?"}) was applied: ${EFFECT_WORDS[text(f, "effect") ?? ""] ?? text(f, "effect") ?? "?"}${text(f, "error") ? `: ${text(f, "error")}` : ""}`,
-  "control.rejected": (f, s) => `refused ${who(f)}'s ${text(f, "command") ?? "command"} (${text(f, "command_source") ?? "?"}): ${rejectedWords(text(f, "reason"), s)}`,
+  "control.rejected": (f, s) =>
+    `refused ${who(f)}'s ${text(f, "command") ?? "command"} (${text(f, "command_source") ?? "?"}): ${rejectedWords(text(f, "reason"), s)}`,
   "control.ambiguous": (f) => `ignored ${who(f)}'s comment naming two commands (${list(f, "commands").join(", ")}): nothing was done; give one`,
   "control.cleared": (f) => `the last ${text(f, "command") ?? "command"} no longer governs starting: the session ended (${text(f, "cleared_by") ?? "?"})`,
   "control.announced": (f) => `recorded the CLI's ${text(f, "command") ?? "command"} on the item (comment ${text(f, "comment_id") ?? "?"})`,
   "control.announce_failed": (f) => `could not record the CLI's ${text(f, "command") ?? "command"} on the item: ${text(f, "error") ?? "?"}`,
   "hooks.refused": (f) =>
     `the hook ${text(f, "hook") ?? "?"} refused at ${text(f, "point") ?? "?"}: ${text(f, "reason") ?? "?"}; the item was disarmed${f.comment_posted === true ? " and told so" : ""}`,
-  "hooks.failed": (f) => `the hook ${text(f, "hook") ?? "?"} failed at ${text(f, "point") ?? "?"}${f.required === true ? " (required)" : ""}: ${text(f, "error") ?? "?"}`,
+  "hooks.failed": (f) =>
+    `the hook ${text(f, "hook") ?? "?"} failed at ${text(f, "point") ?? "?"}${f.required === true ? " (required)" : ""}: ${text(f, "error") ?? "?"}`,
   "hooks.decided": (f) => `the hook ${text(f, "hook") ?? "?"} changed ${list(f, "changed").join(", ")} at ${text(f, "point") ?? "?"}`,
   "hooks.ignored": (f) => `ignored what the hook ${text(f, "hook") ?? "?"} may not set at ${text(f, "point") ?? "?"} (${list(f, "fields").join(", ")})`,
-  "workspace.prepared": (f) => `${f.reused === true ? "reused" : "prepared"} the checkout ${text(f, "checkout") ?? "?"}${text(f, "branch") ? ` on ${text(f, "branch")}` : ""}`,
+  "workspace.prepared": (f) =>
+    `${f.reused === true ? "reused" : "prepared"} the checkout ${text(f, "checkout") ?? "?"}${text(f, "branch") ? ` on ${text(f, "branch")}` : ""}`,
   "workspace.failed": (f) => `could not prepare a checkout, so no session started: ${text(f, "error") ?? "?"}`,
   "workspace.trust_failed": (f) => `could not mark the folder trusted for Claude Code: ${text(f, "error") ?? "?"}`,
   "workspace.clean_failed": (f) => `could not remove the checkout ${text(f, "checkout") ?? "?"}: ${text(f, "error") ?? "?"}`,
@@ -200,7 +206,8 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
   "graph.gate_refused": (f) => `${who(f)}'s gate answer did not count (${text(f, "reason_code") ?? "?"}): ${text(f, "reason") ?? "?"}`,
   "graph.gate_answer_held": (f) =>
     `${who(f)}'s gate answer (${text(f, "decision") ?? "?"}) is held: the-loop could not check that it is not its own agent's, because the login it posts as is unknown (${text(f, "reason") ?? "?"}); it is decided once the login is known, or refused after ${text(f, "until") ?? "?"}`,
-  "graph.gate_answer_released": (f) => `${who(f)}'s held gate answer (${text(f, "decision") ?? "?"}, held since ${text(f, "held_at") ?? "?"}) is decided: the login the-loop posts as is known`,
+  "graph.gate_answer_released": (f) =>
+    `${who(f)}'s held gate answer (${text(f, "decision") ?? "?"}, held since ${text(f, "held_at") ?? "?"}) is decided: the login the-loop posts as is known`,
   "graph.gate_answer_refused": (f) =>
     `${who(f)}'s held gate answer did not count (${text(f, "reason_code") ?? "?"}): ${text(f, "reason") ?? "?"}; a comment asks for it again`,
   "graph.self_login_unknown": (f) =>
@@ -208,7 +215,8 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
   "graph.self_login_learned": (f) => `learned the login the-loop posts as (${text(f, "login") ?? "?"}): held gate answers are decided`,
   "graph.claim_refused": (f) =>
     `the claim${text(f, "claimed") ? ` of node ${text(f, "claimed")}` : ""} did not move it (${text(f, "reason_code") ?? "?"}): ${text(f, "reason") ?? "?"}`,
-  "graph.forced": (f) => `${who(f)} forced it onto node ${text(f, "node") ?? "?"}${text(f, "from") ? ` from ${text(f, "from")}` : ""}: ${text(f, "reason") ?? "?"}`,
+  "graph.forced": (f) =>
+    `${who(f)} forced it onto node ${text(f, "node") ?? "?"}${text(f, "from") ? ` from ${text(f, "from")}` : ""}: ${text(f, "reason") ?? "?"}`,
   "graph.completed": (f) => `the graph run is done at node ${text(f, "node") ?? "?"}`,
   "graph.failed": (f) => ended(f, "failed"),
   "graph.exhausted": (f) => ended(f, "exhausted"),

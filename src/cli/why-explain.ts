@@ -171,7 +171,15 @@ export function closedFromEvents(events: readonly EventRecord[]): boolean | unde
   });
 }
 
-const GOOD_NEWS = new Set(["session.spawned", "dispatch.succeeded", "control.command", "session.resumed", "graph.advanced", "graph.gate_decided", "graph.completed"]);
+const GOOD_NEWS = new Set([
+  "session.spawned",
+  "dispatch.succeeded",
+  "control.command",
+  "session.resumed",
+  "graph.advanced",
+  "graph.gate_decided",
+  "graph.completed",
+]);
 const BAD_NEWS = new Set([
   "routing.dropped",
   "control.rejected",
@@ -247,7 +255,10 @@ function startAgain(ref: string, armed: boolean | undefined, settings: WhySettin
 function withDaemon(verdict: WhyVerdict, situation: WhySituation): WhyVerdict {
   if (situation.daemonRunning !== false) return verdict;
   if (verdict.state === "fail-closed" || verdict.state === "damaged-record") return verdict;
-  const next = verdict.next === undefined ? "start the daemon (`the-loop start`): until it runs, nothing reads the item's events" : `start the daemon (\`the-loop start\`), then ${verdict.next}`;
+  const next =
+    verdict.next === undefined
+      ? "start the daemon (`the-loop start`): until it runs, nothing reads the item's events"
+      : `start the daemon (\`the-loop start\`), then ${verdict.next}`;
   return { ...verdict, next };
 }
 
@@ -268,7 +279,12 @@ function decide(situation: WhySituation): WhyVerdict {
       next: "add the logins that may drive sessions to routing.authorizedUsers",
     };
   }
-  for (const [kind, record] of [["session", session], ["control", control], ["graph state", graph], ["held gate answers", situation.held]] as const) {
+  for (const [kind, record] of [
+    ["session", session],
+    ["control", control],
+    ["graph state", graph],
+    ["held gate answers", situation.held],
+  ] as const) {
     if (isDamaged(record)) return { state: "damaged-record", summary: `the item's ${kind} record cannot be read`, next: record.damaged };
   }
   const live = session !== undefined && !isDamaged(session) && (session.status === "active" || session.status === "paused") ? session : undefined;
@@ -332,15 +348,20 @@ function decide(situation: WhySituation): WhyVerdict {
   }
   if (armed === false) {
     const refused = events.find((record) => record.event === "control.rejected" || record.event === "routing.dropped");
-    const why = refused?.event === "control.rejected" && field(refused, "reason") === "not-armed"
-      ? `${field(refused, "actor") ?? "someone"}'s start was refused because the item is not armed (${armingHow(settings)}); a refused start is not remembered`
-      : `the item is not armed (${armingHow(settings)})`;
+    const why =
+      refused?.event === "control.rejected" && field(refused, "reason") === "not-armed"
+        ? `${field(refused, "actor") ?? "someone"}'s start was refused because the item is not armed (${armingHow(settings)}); a refused start is not remembered`
+        : `the item is not armed (${armingHow(settings)})`;
     return { state: "not-armed", summary: `${why}${lastSession}${runEnded}`, next: armThenStart(ref, settings) };
   }
   const gated = settings.control.enabled && settings.control.requireStartCommand;
   if (armed === true) {
     if (gated) return { state: "awaiting-start", summary: `the item is armed and waits for a start${lastSession}${runEnded}`, next: howToStart(ref, settings) };
-    return { state: "armed", summary: `the item is armed: its next event starts a session${lastSession}${runEnded}`, next: `comment on it as one of: ${authorizedList(settings)}` };
+    return {
+      state: "armed",
+      summary: `the item is armed: its next event starts a session${lastSession}${runEnded}`,
+      next: `comment on it as one of: ${authorizedList(settings)}`,
+    };
   }
   return {
     state: "unseen",
@@ -365,7 +386,9 @@ function runningWords(live: SessionView, run: GraphView | undefined): string {
 /** The agent a run that ended leaves behind, as a clause. */
 function agentLeft(live: SessionView | undefined): string {
   if (live === undefined) return "";
-  return live.status === "paused" ? `; its ${live.harness} session is still open (paused) in tmux ${live.tmuxTarget}` : `; its ${live.harness} agent still runs in tmux ${live.tmuxTarget}`;
+  return live.status === "paused"
+    ? `; its ${live.harness} session is still open (paused) in tmux ${live.tmuxTarget}`
+    : `; its ${live.harness} agent still runs in tmux ${live.tmuxTarget}`;
 }
 
 /**
@@ -380,13 +403,21 @@ function endedVerdict(ref: string, run: GraphView, live: SessionView | undefined
     const restart = live
       ? `run \`the-loop sessions stop --work-item ${ref}\`, then ${howToStart(ref, settings)} (a start begins a new run)`
       : `${startAgain(ref, armed, settings)} (a start begins a new run)`;
-    return { state: "graph-failed", summary: `the ${run.graph} graph run ended ${run.status} at node ${run.node}${becauseOf(run)}${left}`, next: `${cause}, then ${restart}` };
+    return {
+      state: "graph-failed",
+      summary: `the ${run.graph} graph run ended ${run.status} at node ${run.node}${becauseOf(run)}${left}`,
+      next: `${cause}, then ${restart}`,
+    };
   }
   if (run.status === "done" || run.status === "canceled") {
     const how = run.status === "done" ? "is done" : "was canceled";
     const state = run.status === "done" ? "graph-done" : "graph-canceled";
     if (live) {
-      return { state, summary: `the ${run.graph} graph run ${how} at node ${run.node}${left}`, next: `close the session when you no longer need it: \`the-loop sessions close --work-item ${ref}\`` };
+      return {
+        state,
+        summary: `the ${run.graph} graph run ${how} at node ${run.node}${left}`,
+        next: `close the session when you no longer need it: \`the-loop sessions close --work-item ${ref}\``,
+      };
     }
     return run.status === "done" ? { state, summary: `the ${run.graph} graph run is done at node ${run.node}; no session runs` } : undefined;
   }

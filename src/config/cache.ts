@@ -48,7 +48,9 @@ function schemaFingerprint(): string {
 }
 
 export function cacheKey(path: string, text: string): string {
-  return createHash("sha256").update(JSON.stringify([FORMAT, schemaFingerprint(), path, text])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([FORMAT, schemaFingerprint(), path, text]))
+    .digest("hex");
 }
 
 export function cacheFileFor(path: string, env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
@@ -72,7 +74,15 @@ function isCacheEntry(value: unknown): value is CacheEntry {
     entry.config !== null &&
     !Array.isArray(entry.config) &&
     Array.isArray(entry.warnings) &&
-    entry.warnings.every((warning: unknown) => typeof warning === "object" && warning !== null && "path" in warning && typeof warning.path === "string" && "message" in warning && typeof warning.message === "string")
+    entry.warnings.every(
+      (warning: unknown) =>
+        typeof warning === "object" &&
+        warning !== null &&
+        "path" in warning &&
+        typeof warning.path === "string" &&
+        "message" in warning &&
+        typeof warning.message === "string",
+    )
   );
 }
 

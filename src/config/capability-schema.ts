@@ -14,11 +14,15 @@ export const capabilityEntrySchema = z
     path: z
       .string()
       .min(1)
-      .describe("The capability's bundle folder (holding capability.yaml or capability.json): absolute, ~-relative, or relative to the config file's folder (never a checkout)."),
+      .describe(
+        "The capability's bundle folder (holding capability.yaml or capability.json): absolute, ~-relative, or relative to the config file's folder (never a checkout).",
+      ),
     sha256: z
       .string()
       .regex(new RegExp(SHA256_PATTERN), "a sha256 is 64 lowercase hex digits, as `the-loop capabilities add DIR --yes` writes it")
-      .describe("The hash of the bundle consented to (every file's relative path and content). A bundle that no longer matches refuses to load until consented again."),
+      .describe(
+        "The hash of the bundle consented to (every file's relative path and content). A bundle that no longer matches refuses to load until consented again.",
+      ),
     config: z
       .record(z.string(), z.union([z.boolean(), z.string(), z.number()]))
       .optional()
@@ -34,7 +38,8 @@ export const capabilitiesSchema = z
     const seen = new Map<string, number>();
     entries.forEach((entry, index) => {
       const earlier = seen.get(entry.path);
-      if (earlier !== undefined) context.addIssue({ code: "custom", path: [index, "path"], message: `capabilities[${earlier}] already installs ${entry.path}` });
+      if (earlier !== undefined)
+        context.addIssue({ code: "custom", path: [index, "path"], message: `capabilities[${earlier}] already installs ${entry.path}` });
       seen.set(entry.path, index);
     });
   })

@@ -24,10 +24,7 @@ export const DEFAULT_GATE_KEYWORDS = {
 } as const;
 
 const graphName = () =>
-  z
-    .string()
-    .max(GRAPH_NAME_MAX)
-    .regex(new RegExp(GRAPH_NAME_PATTERN), "a graph name is lowercase words joined by '-', such as work-item");
+  z.string().max(GRAPH_NAME_MAX).regex(new RegExp(GRAPH_NAME_PATTERN), "a graph name is lowercase words joined by '-', such as work-item");
 
 export const graphSettingsSchema = z
   .strictObject({
@@ -78,13 +75,8 @@ export const graphSettingsSchema = z
 
 export const graphFileEntrySchema = z
   .strictObject({
-    name: graphName().describe(
-      "The graph's name, as `graph.default` and `the-loop graph show` name it; the file's own `name` must be the same.",
-    ),
-    path: z
-      .string()
-      .min(1)
-      .describe("The graph file (YAML, docs/graph.md): absolute, ~-relative, or relative to the config file's folder (never a checkout)."),
+    name: graphName().describe("The graph's name, as `graph.default` and `the-loop graph show` name it; the file's own `name` must be the same."),
+    path: z.string().min(1).describe("The graph file (YAML, docs/graph.md): absolute, ~-relative, or relative to the config file's folder (never a checkout)."),
   })
   .describe("One operator graph.");
 

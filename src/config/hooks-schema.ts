@@ -29,7 +29,9 @@ export const hookEntrySchema = z
       .string()
       .min(1)
       .optional()
-      .describe("A .js, .mjs or .ts file exporting a LifecycleHooks subclass: absolute, ~-relative, or relative to the config file's directory (never a checkout)."),
+      .describe(
+        "A .js, .mjs or .ts file exporting a LifecycleHooks subclass: absolute, ~-relative, or relative to the config file's directory (never a checkout).",
+      ),
     url: z.string().min(1).optional().describe("A remote JSON-RPC 2.0 endpoint: https://, or http:// to a loopback host."),
     command: z
       .array(z.string().min(1))
@@ -64,12 +66,16 @@ export const hookEntrySchema = z
       .positive()
       .max(600)
       .optional()
-      .describe("Remote and command entries: how long one call may take (default 10 for a url, 5 for a command, as agh's subprocess hooks); a command still running then is stopped."),
-    on: z.array(z.string()).optional().describe("The points the entry runs at (default: every point a local executor overrides; every point for a remote or command one)."),
+      .describe(
+        "Remote and command entries: how long one call may take (default 10 for a url, 5 for a command, as agh's subprocess hooks); a command still running then is stopped.",
+      ),
+    on: z
+      .array(z.string())
+      .optional()
+      .describe("The points the entry runs at (default: every point a local executor overrides; every point for a remote or command one)."),
     required: z.boolean().optional().describe("When true, a failure at a point with `proceed` refuses the operation (default false)."),
     enabled: z.boolean().optional().describe("false keeps the entry declared but never runs it (default true)."),
   })
   .describe("One lifecycle hook executor: exactly one of module, path, url or command.");
 
 export const hooksSchema = z.array(hookEntrySchema).describe("Lifecycle hooks, run in this order at the points they handle (see docs/hooks.md).");
-

@@ -36,7 +36,11 @@ let cached: JsonSchemaNode | undefined;
  * with no constraint on its values says the same for a YAML file.
  */
 function hookEntryJsonSchema(): JsonSchemaNode {
-  const { $schema: _dialect, $defs: _recursive, ...entry } = z.toJSONSchema(hookEntrySchema, {
+  const {
+    $schema: _dialect,
+    $defs: _recursive,
+    ...entry
+  } = z.toJSONSchema(hookEntrySchema, {
     target: "draft-2020-12",
     io: "input",
   }) as Record<string, unknown> & { properties: Record<string, { description?: string }> };
@@ -80,10 +84,7 @@ export function schemaNodeAt(root: JsonSchemaNode, path: readonly (string | numb
     }
     const variants: readonly JsonSchemaNode[] = node.anyOf ?? node.oneOf ?? [node];
     node = variants
-      .map((variant) =>
-        variant.properties?.[segment] ??
-        (typeof variant.additionalProperties === "object" ? variant.additionalProperties : undefined),
-      )
+      .map((variant) => variant.properties?.[segment] ?? (typeof variant.additionalProperties === "object" ? variant.additionalProperties : undefined))
       .find((found) => found !== undefined);
   }
   return node;

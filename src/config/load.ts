@@ -67,7 +67,7 @@ export const DISCOVERY_PLACES = `${CONFIG_DIR_NAME}/${CONFIG_FILE_NAME} in the c
  */
 async function nearestProjectConfig(cwd: string, homeDir: string): Promise<string | null> {
   const home = resolve(homeDir);
-  for (let dir = resolve(cwd); ; ) {
+  for (let dir = resolve(cwd); ;) {
     if (dir === home && dir !== resolve(cwd)) return null;
     const candidate = join(dir, CONFIG_DIR_NAME, CONFIG_FILE_NAME);
     if (await exists(candidate)) return candidate;
@@ -177,9 +177,7 @@ export async function loadConfig(options: LoadOptions = {}): Promise<LoadedConfi
     const file = displayPath(source.path, cwd);
     const lines = outcome.problems.map((problem) => formatProblem(problem, file));
     const only = lines.length === 1 ? lines[0] : undefined;
-    throw only
-      ? new ConfigError(`invalid config: ${only}`)
-      : new ConfigError(`invalid config ${file}: ${lines.length} problems`, lines);
+    throw only ? new ConfigError(`invalid config: ${only}`) : new ConfigError(`invalid config ${file}: ${lines.length} problems`, lines);
   }
   writeCachedConfig(cacheFile, key, { config: outcome.config, warnings: outcome.warnings });
   return derive(outcome.config, outcome.warnings);

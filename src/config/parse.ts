@@ -42,10 +42,7 @@ export function offsetOf(doc: Document, path: readonly Segment[]): number | unde
 }
 
 export function formatPath(path: readonly Segment[]): string {
-  return path.reduce<string>(
-    (text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment),
-    "",
-  );
+  return path.reduce<string>((text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment), "");
 }
 
 function unknownKeyMessage(parent: readonly Segment[], key: string): string {

@@ -12,8 +12,7 @@ import { commandKeywordSchema } from "./keyword-schema.js";
  * another key (a path under `state.root`); `x-secret` marks a value `config show` must redact.
  */
 
-const pathSetting = (description: string, derivedDefault: string) =>
-  z.string().min(1).optional().meta({ description, "x-derivedDefault": derivedDefault });
+const pathSetting = (description: string, derivedDefault: string) => z.string().min(1).optional().meta({ description, "x-derivedDefault": derivedDefault });
 
 export const LOCAL_PROJECT_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$";
 
@@ -89,10 +88,7 @@ export const tmuxSchema = z
         "Variables of the daemon's environment every session gets besides the built-in list (docs/sessions.md, \"A session's environment\"): names, or prefixes ending in `*` such as `AWS_*`. The webhook secret is never passed.",
       ),
     remainOnExit: z.boolean().default(true).describe("Keep a pane readable after its harness exits."),
-    resumeOnRespawn: z
-      .boolean()
-      .default(true)
-      .describe("When a session's pane has died, resume the same conversation where the harness supports it."),
+    resumeOnRespawn: z.boolean().default(true).describe("When a session's pane has died, resume the same conversation where the harness supports it."),
     startupGraceSeconds: z
       .number()
       .min(0)
@@ -109,20 +105,9 @@ export const tmuxSchema = z
       .describe(
         "Longest an input waits for a harness with a ready pattern to show it (a dialog or a slow start); past it the input is not pasted, `session.not_ready` is recorded, and the event is tried again later.",
       ),
-    keepSessionOnClose: z
-      .boolean()
-      .default(true)
-      .describe("Keep the tmux session when its work item closes, so the transcript stays readable."),
-    killHarnessOnClose: z
-      .boolean()
-      .default(true)
-      .describe("Terminate the harness (SIGTERM, then SIGKILL after the grace period) when its work item closes."),
-    harnessKillGraceSeconds: z
-      .number()
-      .min(0)
-      .max(300)
-      .default(5)
-      .describe("Seconds between SIGTERM and SIGKILL when terminating a harness."),
+    keepSessionOnClose: z.boolean().default(true).describe("Keep the tmux session when its work item closes, so the transcript stays readable."),
+    killHarnessOnClose: z.boolean().default(true).describe("Terminate the harness (SIGTERM, then SIGKILL after the grace period) when its work item closes."),
+    harnessKillGraceSeconds: z.number().min(0).max(300).default(5).describe("Seconds between SIGTERM and SIGKILL when terminating a harness."),
   })
   .describe("The tmux runner that hosts every session.");
 
@@ -135,7 +120,7 @@ export const harnessTrustSchema = z
       .boolean()
       .default(true)
       .describe(
-        "Before each start of a `claude` session, mark its folder trusted and onboarded in Claude Code's own config, so the session does not stop on the \"Do you trust this folder?\" dialog.",
+        'Before each start of a `claude` session, mark its folder trusted and onboarded in Claude Code\'s own config, so the session does not stop on the "Do you trust this folder?" dialog.',
       ),
     scope: z
       .enum(HARNESS_TRUST_SCOPES)
@@ -157,20 +142,12 @@ export const workspaceSchema = z
       .describe(
         "Give each GitHub work item's session its own checkout of the repository. Off: sessions start in `spawnWorkdir`. Local work items never get one.",
       ),
-    root: pathSetting(
-      "Folder of the shared clones and per-item checkouts. Used verbatim when set.",
-      "<state.root>/workspaces",
-    ),
+    root: pathSetting("Folder of the shared clones and per-item checkouts. Used verbatim when set.", "<state.root>/workspaces"),
     strategy: z
       .enum(WORKSPACE_STRATEGIES)
       .default("worktree")
-      .describe(
-        "`worktree`: one shared clone per repository and a git worktree per work item (cheap). `clone`: a full clone per work item.",
-      ),
-    keepCheckoutOnClose: z
-      .boolean()
-      .default(false)
-      .describe("Keep a work item's checkout when its session closes (the shared clone is always kept)."),
+      .describe("`worktree`: one shared clone per repository and a git worktree per work item (cheap). `clone`: a full clone per work item."),
+    keepCheckoutOnClose: z.boolean().default(false).describe("Keep a work item's checkout when its session closes (the shared clone is always kept)."),
     gitTimeoutSeconds: z
       .number()
       .min(1)
@@ -184,7 +161,10 @@ export const REACTION_CONTENTS = ["+1", "-1", "laugh", "confused", "heart", "hoo
 export type ReactionContent = (typeof REACTION_CONTENTS)[number];
 
 const reactionSetting = (fallback: ReactionContent, when: string) =>
-  z.enum([...REACTION_CONTENTS, ""]).default(fallback).describe(`Reaction added ${when}; "" adds none.`);
+  z
+    .enum([...REACTION_CONTENTS, ""])
+    .default(fallback)
+    .describe(`Reaction added ${when}; "" adds none.`);
 
 export const reactionsSchema = z
   .strictObject({
@@ -208,17 +188,14 @@ export const DEFAULT_CONTROL_KEYWORDS = {
   resume: "the-loop:resume-execution",
 } as const;
 
-const controlKeyword = (command: (typeof CONTROL_COMMANDS)[number], meaning: string) =>
-  commandKeywordSchema(DEFAULT_CONTROL_KEYWORDS[command], meaning);
+const controlKeyword = (command: (typeof CONTROL_COMMANDS)[number], meaning: string) => commandKeywordSchema(DEFAULT_CONTROL_KEYWORDS[command], meaning);
 
 export const controlSchema = z
   .strictObject({
     enabled: z
       .boolean()
       .default(true)
-      .describe(
-        "Read control keywords in comments by authorized people. Off: no comment is a command and comments reach the session as they are.",
-      ),
+      .describe("Read control keywords in comments by authorized people. Off: no comment is a command and comments reach the session as they are."),
     requireStartCommand: z
       .boolean()
       .default(true)
@@ -254,16 +231,11 @@ export const controlSchema = z
 
 export const routingSchema = z
   .strictObject({
-    registryDir: pathSetting(
-      "Folder of session records, one JSON file per work item. Used verbatim when set.",
-      "<state.root>/sessions",
-    ),
+    registryDir: pathSetting("Folder of session records, one JSON file per work item. Used verbatim when set.", "<state.root>/sessions"),
     authorizedUsers: z
       .array(z.string().min(1))
       .default([])
-      .describe(
-        "Logins whose comments and actions the-loop acts on (exact match). Empty means nothing a person does is acted on (fail closed).",
-      ),
+      .describe("Logins whose comments and actions the-loop acts on (exact match). Empty means nothing a person does is acted on (fail closed)."),
     spawnOnUnmatched: z
       .enum(SPAWN_POLICIES)
       .default("labeled")
@@ -275,30 +247,14 @@ export const routingSchema = z
       .min(1)
       .default(DEFAULT_AUTO_EXECUTE_LABEL)
       .describe("The label that arms a work item for a session (compared case-insensitively)."),
-    defaultHarness: z
-      .string()
-      .min(1)
-      .default("claude")
-      .describe("The harness new sessions run: `claude`, `cursor`, or a name under `harnesses`."),
+    defaultHarness: z.string().min(1).default("claude").describe("The harness new sessions run: `claude`, `cursor`, or a name under `harnesses`."),
     harnesses: z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), harnessSchema)
       .default({})
       .describe("Harness settings by name. `claude` and `cursor` are built in; any other name is a command harness."),
-    spawnWorkdir: z
-      .string()
-      .min(1)
-      .default(".")
-      .describe("Working directory of a new session. Relative to the project directory."),
-    spawnPromptTemplate: z
-      .string()
-      .min(1)
-      .optional()
-      .describe("File whose text replaces the built-in boot prompt ({{placeholders}}: see docs/prompts.md)."),
-    promptTemplate: z
-      .string()
-      .min(1)
-      .optional()
-      .describe("File whose text replaces the built-in prompt for events delivered into a live session."),
+    spawnWorkdir: z.string().min(1).default(".").describe("Working directory of a new session. Relative to the project directory."),
+    spawnPromptTemplate: z.string().min(1).optional().describe("File whose text replaces the built-in boot prompt ({{placeholders}}: see docs/prompts.md)."),
+    promptTemplate: z.string().min(1).optional().describe("File whose text replaces the built-in prompt for events delivered into a live session."),
     maxConcurrentDispatches: z
       .number()
       .int()
@@ -306,13 +262,7 @@ export const routingSchema = z
       .max(64)
       .default(4)
       .describe("Heavy work (spawns, closes) that may run at once; deliveries to live sessions never wait for it."),
-    dedupCacheSize: z
-      .number()
-      .int()
-      .min(16)
-      .max(1_000_000)
-      .default(1024)
-      .describe("Delivery ids remembered in memory to drop a duplicate delivery."),
+    dedupCacheSize: z.number().int().min(16).max(1_000_000).default(1024).describe("Delivery ids remembered in memory to drop a duplicate delivery."),
     tmux: tmuxSchema.prefault({}),
     harnessTrust: harnessTrustSchema.prefault({}),
     announce: z
@@ -378,9 +328,7 @@ export const githubPollSourceSchema = z
       .string()
       .min(1)
       .optional()
-      .describe(
-        "Only items carrying this label (or with a live session) are watched; `routing.autoExecuteLabel` when omitted.",
-      ),
+      .describe("Only items carrying this label (or with a live session) are watched; `routing.autoExecuteLabel` when omitted."),
   })
   .describe("A GitHub source: every repository is read with a few conditional, `since`-bounded listings per cycle.");
 
@@ -389,17 +337,9 @@ export const pollSourceSchema = z.discriminatedUnion("provider", [localPollSourc
 export const pollingSchema = z
   .strictObject({
     enabled: z.boolean().default(false).describe("Run the poller in the daemon (`the-loop start`)."),
-    intervalSeconds: z
-      .number()
-      .min(0.1)
-      .max(86_400)
-      .default(60)
-      .describe("Pause between the end of one poll cycle and the start of the next."),
+    intervalSeconds: z.number().min(0.1).max(86_400).default(60).describe("Pause between the end of one poll cycle and the start of the next."),
     sources: z.array(pollSourceSchema).default([]).describe("What to poll. Empty with `enabled: true` is a config error."),
-    stateFile: pathSetting(
-      "File holding the poller's cursors, ETags and seen ids. Used verbatim when set.",
-      "<state.root>/sessions/poll-state.json",
-    ),
+    stateFile: pathSetting("File holding the poller's cursors, ETags and seen ids. Used verbatim when set.", "<state.root>/sessions/poll-state.json"),
   })
   .superRefine((polling, context) => {
     if (polling.enabled && polling.sources.length === 0) {
@@ -419,13 +359,7 @@ export const eventLogSchema = z
   })
   .describe("The event log read by `the-loop events`.");
 
-export const GITHUB_WEBHOOK_EVENTS = [
-  "issues",
-  "issue_comment",
-  "pull_request",
-  "pull_request_review",
-  "pull_request_review_comment",
-] as const;
+export const GITHUB_WEBHOOK_EVENTS = ["issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"] as const;
 export type GitHubWebhookEvent = (typeof GITHUB_WEBHOOK_EVENTS)[number];
 
 export const ghWebhookSchema = z
@@ -446,9 +380,7 @@ export const ghWebhookSchema = z
       .string()
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")
       .default("THE_LOOP_GH_WEBHOOK_SECRET")
-      .describe(
-        "Environment variable holding the webhook secret (never the secret itself). The receiver refuses to start when it is unset.",
-      ),
+      .describe("Environment variable holding the webhook secret (never the secret itself). The receiver refuses to start when it is unset."),
     insecureAllowUnsigned: z
       .boolean()
       .default(false)
@@ -471,13 +403,10 @@ export const ghWebhookSchema = z
       "Pidfile of the webhook receiver; holding its lock is what makes the receiver the single instance. Used verbatim when set.",
       "<state.root>/gh-webhook.pid",
     ),
-    routing: routingSchema
-      .optional()
-      .meta({
-        deprecated: true,
-        description:
-          "Older spelling of the top-level `routing` block. Still read (with a warning) as if it were written at the top level; move it there.",
-      }),
+    routing: routingSchema.optional().meta({
+      deprecated: true,
+      description: "Older spelling of the top-level `routing` block. Still read (with a warning) as if it were written at the top level; move it there.",
+    }),
   })
   .describe("The GitHub webhook receiver.");
 
@@ -493,9 +422,7 @@ export const localTrackerSchema = z
       .string()
       .regex(new RegExp(LOCAL_PROJECT_PATTERN), "a project name is letters, digits, '.', '_' and '-' (at most 63)")
       .default("default")
-      .describe(
-        "Project that `the-loop item` commands use when a ref gives none (`#7` means `local:<project>#7`). Stored in lower case.",
-      ),
+      .describe("Project that `the-loop item` commands use when a ref gives none (`#7` means `local:<project>#7`). Stored in lower case."),
   })
   .describe("The embedded local tracker: work items kept under `<state.root>/tracker/`, no network, no credentials.");
 
@@ -513,14 +440,8 @@ export const githubIntegrationSchema = z
     apiUrl: z
       .url({ protocol: /^https?$/ })
       .optional()
-      .describe(
-        "REST API base: `https://HOST/api/v3` for GitHub Enterprise. Default: $GITHUB_API_URL, else https://api.github.com.",
-      ),
-    ghBinary: z
-      .string()
-      .min(1)
-      .default("gh")
-      .describe("The `gh` program asked for a token when no token variable is set."),
+      .describe("REST API base: `https://HOST/api/v3` for GitHub Enterprise. Default: $GITHUB_API_URL, else https://api.github.com."),
+    ghBinary: z.string().min(1).default("gh").describe("The `gh` program asked for a token when no token variable is set."),
     selfLogin: z
       .string()
       .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/, "a GitHub login, or a GitHub App's `<slug>[bot]`")

@@ -257,9 +257,7 @@ function byHand(path: ConfigPath, missing: Defaults, why: string): ExitError {
 }
 
 function leafPaths(value: Defaults, path: ConfigPath): string[] {
-  return Object.entries(value).flatMap(([key, child]) =>
-    typeof child === "object" ? leafPaths(child, [...path, key]) : [formatPath([...path, key])],
-  );
+  return Object.entries(value).flatMap(([key, child]) => (typeof child === "object" ? leafPaths(child, [...path, key]) : [formatPath([...path, key])]));
 }
 
 /** An edit that adds the `missing` pairs to `map` (at `path`), block or flow. */
@@ -466,18 +464,13 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
   }
   const requireStart = formatPath([...routingPath, "control", "requireStartCommand"]);
   const control = before.config.routing.control;
-  const needsDecision = added.includes(requireStart)
-    ? [{ key: requireStart, why: requireStartWhy(control.keywords.start, control.enabled) }]
-    : [];
+  const needsDecision = added.includes(requireStart) ? [{ key: requireStart, why: requireStartWhy(control.keywords.start, control.enabled) }] : [];
   return { text: upgraded, changed: true, added, needsDecision, insertions, routingPath };
 }
 
 /** The keys the upgrade targets that the new document has and the old one lacked, in file order. */
 function addedPaths(afterTop: YAMLMap, beforeTop: YAMLMap | undefined, routingPath: ConfigPath): string[] {
-  const targets = [
-    ...leafPaths(stateDefaults(), ["state"]),
-    ...leafPaths(controlDefaults(), [...routingPath, "control"]),
-  ].map((dotted) => dotted.split("."));
+  const targets = [...leafPaths(stateDefaults(), ["state"]), ...leafPaths(controlDefaults(), [...routingPath, "control"])].map((dotted) => dotted.split("."));
   const present = (root: YAMLMap | undefined, path: ConfigPath): boolean => root !== undefined && hasKey(root, path);
   return targets.filter((path) => present(afterTop, path) && !present(beforeTop, path)).map((path) => formatPath(path));
 }
@@ -547,10 +540,7 @@ export async function movePollStateFile(from: string, to: string): Promise<void>
   const notMoved = (error: unknown): ExitError =>
     error instanceof ExitError
       ? error
-      : new ExitError(
-          `could not move the poll state ${from} to ${to}: ${messageOf(error)}; it stays where it is, and the poller keeps using it`,
-          EXIT_FAILURE,
-        );
+      : new ExitError(`could not move the poll state ${from} to ${to}: ${messageOf(error)}; it stays where it is, and the poller keeps using it`, EXIT_FAILURE);
   try {
     await fs.mkdir(dirname(to), { recursive: true });
     try {

@@ -73,9 +73,7 @@ export interface KeywordVocabulary<K extends string> {
 }
 
 export type ParsedKeywords<K extends string> =
-  | { readonly kind: "none" }
-  | { readonly kind: "keyword"; readonly key: K }
-  | { readonly kind: "ambiguous"; readonly keys: readonly K[] }; // distinct keys, in the vocabulary's order
+  { readonly kind: "none" } | { readonly kind: "keyword"; readonly key: K } | { readonly kind: "ambiguous"; readonly keys: readonly K[] }; // distinct keys, in the vocabulary's order
 
 /** The configured control keywords, compiled. */
 export type ControlVocabulary = KeywordVocabulary<ControlCommand>;
@@ -95,11 +93,7 @@ const NONE = Object.freeze({ kind: "none" } as const);
  * hidden text) is refused here too, loudly, rather than matching everywhere or nowhere. `what`
  * names the set in that message ("control", "gate").
  */
-export function compileKeywordVocabulary<K extends string>(
-  keywords: Readonly<Record<K, string>>,
-  order: readonly K[],
-  what: string,
-): KeywordVocabulary<K> {
+export function compileKeywordVocabulary<K extends string>(keywords: Readonly<Record<K, string>>, order: readonly K[], what: string): KeywordVocabulary<K> {
   const configured: Partial<Record<K, string>> = {};
   const needles: { readonly key: K; readonly folded: string }[] = [];
   for (const key of order) {

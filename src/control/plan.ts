@@ -95,10 +95,7 @@ export type SpawnHold = "awaiting-start" | "execution-stopped";
  * required, only an honoured start lets it spawn. With control off no comment can start anything,
  * so requiring a start would strand every item: the label alone spawns, as before.
  */
-export function spawnHold(
-  state: ControlState,
-  control: { readonly enabled: boolean; readonly requireStartCommand: boolean },
-): SpawnHold | undefined {
+export function spawnHold(state: ControlState, control: { readonly enabled: boolean; readonly requireStartCommand: boolean }): SpawnHold | undefined {
   if (state === "disarmed") return "execution-stopped";
   if (state === "start-requested") return undefined;
   return control.enabled && control.requireStartCommand ? "awaiting-start" : undefined;

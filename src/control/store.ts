@@ -74,8 +74,7 @@ export const controlRecordKind: RecordKind<typeof controlRecordSchema> = {
   order: (a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0),
   remedy: REMEDY,
   damaged: (damage) => new ControlRecordError(damage),
-  misaddressed: (named, item) =>
-    `refusing to write a control record for ${named} in the transaction of ${item} (records carry the canonical ref)`,
+  misaddressed: (named, item) => `refusing to write a control record for ${named} in the transaction of ${item} (records carry the canonical ref)`,
 };
 
 export class ControlStore {

@@ -248,7 +248,7 @@ class VisibleOutput {
     const out: string[] = [];
     let from = 0;
     let opener = -1;
-    for (let at = text.indexOf("~"); at >= 0; ) {
+    for (let at = text.indexOf("~"); at >= 0;) {
       let end = at;
       while (text.charAt(end) === "~") end++;
       if (end - at === 1) {

@@ -32,4 +32,3 @@ export function readHeartbeat(path: string): PollHeartbeat | undefined {
 function stripAbsent(heartbeat: z.infer<typeof heartbeatSchema>): PollHeartbeat {
   return Object.fromEntries(Object.entries(heartbeat).filter(([, value]) => value !== undefined));
 }
-

@@ -49,10 +49,7 @@ export async function loadDaemonHooks(input: HookSource): Promise<HookChain> {
  * (`hooks.load_failed`), `warn` hears why, and the command runs with no hooks — the daemon
  * holding the same file has refused to start on it already.
  */
-export async function loadCommandHooks(
-  input: HookSource,
-  warn: (message: string) => void,
-): Promise<HookChain> {
+export async function loadCommandHooks(input: HookSource, warn: (message: string) => void): Promise<HookChain> {
   if (!declaresHooks(input)) return HookChain.empty(input.events);
   const { loadHooksOrNone } = await import("../hooks/load.js");
   const { chain, error } = await loadHooksOrNone(hookLoadOptions(input));

@@ -64,11 +64,7 @@ export class PidfileHeldError extends ExitError {
     readonly service: string,
     lock: HeldLock,
   ) {
-    super(
-      `${service} is already running (${holderNote(lock)}; pidfile ${path}); stop it with \`the-loop stop\``,
-      EXIT_FAILURE,
-      "conflict",
-    );
+    super(`${service} is already running (${holderNote(lock)}; pidfile ${path}); stop it with \`the-loop stop\``, EXIT_FAILURE, "conflict");
     this.holder = lock.holder;
   }
 }

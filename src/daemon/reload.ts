@@ -84,12 +84,7 @@ export function routingChanges(
   const always = (routing: RoutingConfig): boolean => routing.spawnOnUnmatched === "always";
   // `always` lifts every GitHub listing filter; otherwise a source without a label of its own lists by the routing's.
   if (github.length > 0 && always(started) !== always(after)) restartRequired.push("routing.spawnOnUnmatched");
-  if (
-    !always(started) &&
-    !always(after) &&
-    started.autoExecuteLabel !== after.autoExecuteLabel &&
-    github.some((source) => source.label === undefined)
-  ) {
+  if (!always(started) && !always(after) && started.autoExecuteLabel !== after.autoExecuteLabel && github.some((source) => source.label === undefined)) {
     restartRequired.push("routing.autoExecuteLabel");
   }
   return { applied, restartRequired };
@@ -201,11 +196,7 @@ export interface WatchOptions {
  * file again retries it. Nothing here throws into the event loop, and the watcher keeps no
  * process alive by itself.
  */
-export function watchConfigFile(
-  path: string,
-  onChange: (text: string) => void | boolean | Promise<void | boolean>,
-  options: WatchOptions = {},
-): () => void {
+export function watchConfigFile(path: string, onChange: (text: string) => void | boolean | Promise<void | boolean>, options: WatchOptions = {}): () => void {
   const intervalMs = options.intervalMs ?? 500;
   const debounceMs = options.debounceMs ?? 200;
   const report = (error: unknown): void => {

@@ -107,8 +107,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
   const trackers = openTrackers(paths, events, { github: config.integrations.github });
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
   const links = new PullRequestLinks(paths.linksDir);
-  const workspaces =
-    input.workspaces ?? workspacesFor({ config: routing.workspace, root: paths.workspacesDir, events, trackers });
+  const workspaces = input.workspaces ?? workspacesFor({ config: routing.workspace, root: paths.workspacesDir, events, trackers });
   const closeOptions: CloseOptions = {
     registry,
     runner,
@@ -156,7 +155,8 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         events,
         templates,
         spawnCwd: at(routing.spawnWorkdir),
-        sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
+        sessionEnv: (workItem) =>
+          sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
         stateRootTag: stateRootTag(paths.root),
         links,
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
@@ -167,7 +167,6 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     },
   };
 }
-
 
 /**
  * The poller over the configured sources, feeding the dispatcher. `warn` hears, once, that the

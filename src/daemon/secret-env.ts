@@ -41,9 +41,28 @@ const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * tmux, and the-loop's own variables.
  */
 export const BOOT_ENV: readonly string[] = [
-  "PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR", "TERM",
-  "NO_COLOR", "FORCE_COLOR", "NODE_*", "UV_*", "OPENSSL_*", "SSL_CERT_FILE", "SSL_CERT_DIR",
-  "XDG_*", "TMUX", "TMUX_TMPDIR", "THE_LOOP_*",
+  "PATH",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TZ",
+  "TMPDIR",
+  "TERM",
+  "NO_COLOR",
+  "FORCE_COLOR",
+  "NODE_*",
+  "UV_*",
+  "OPENSSL_*",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "XDG_*",
+  "TMUX",
+  "TMUX_TMPDIR",
+  "THE_LOOP_*",
 ];
 
 /**
@@ -159,12 +178,16 @@ export async function receiveDaemonEnvironment(env: NodeJS.ProcessEnv = process.
   if (fdText !== undefined) {
     delete process.env[HANDED_ENV_FD];
     const fd = Number(fdText);
-    if (!Number.isInteger(fd) || fd < 3) throw new ExitError(`${HANDED_ENV_FD}=${JSON.stringify(fdText)} names no file descriptor; it is set by \`the-loop start\` alone`, EXIT_FAILURE);
+    if (!Number.isInteger(fd) || fd < 3)
+      throw new ExitError(`${HANDED_ENV_FD}=${JSON.stringify(fdText)} names no file descriptor; it is set by \`the-loop start\` alone`, EXIT_FAILURE);
     let handed: Record<string, string>;
     try {
       handed = decodeHandedEnvironment(await readAll(fd));
     } catch (error) {
-      throw new ExitError(`the environment \`the-loop start\` hands the daemon did not arrive (${messageOf(error)}); run \`the-loop start\` again`, EXIT_FAILURE);
+      throw new ExitError(
+        `the environment \`the-loop start\` hands the daemon did not arrive (${messageOf(error)}); run \`the-loop start\` again`,
+        EXIT_FAILURE,
+      );
     }
     install(handed, looksLikeCredential);
     installed.push(...Object.keys(handed));
@@ -228,6 +251,6 @@ export function secretsInEnvironmentWarning(names: readonly string[], pid: numbe
   return (
     `${names.join(", ")} reached the daemon in its environment: any process of this user can read ${names.length === 1 ? "it" : "them"} in /proc/${pid}/environ ` +
     "for as long as the daemon runs; start it with `the-loop start`, or under systemd give each as a credential " +
-    "(LoadCredential=NAME:/path/to/file) instead of Environment= (docs/config.md, \"Secrets\")"
+    '(LoadCredential=NAME:/path/to/file) instead of Environment= (docs/config.md, "Secrets")'
   );
 }

@@ -193,11 +193,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
  * and every session it looks after with it. With hooks loaded, such a rejection is recorded and
  * the daemon goes on; the-loop's own code leaves none unhandled, so without hooks nothing changes.
  */
-function keepRunningThroughHookRejections(
-  hooksLoaded: boolean,
-  events: RuntimeInput["events"],
-  warn: (message: string) => void,
-): { stop(): void } {
+function keepRunningThroughHookRejections(hooksLoaded: boolean, events: RuntimeInput["events"], warn: (message: string) => void): { stop(): void } {
   if (!hooksLoaded) return { stop: () => undefined };
   const handler = (reason: unknown): void => {
     const error = messageOf(reason);
@@ -278,9 +274,22 @@ function removeQuietly(path: string): void {
  */
 function tightenStateRootOnce(paths: StatePaths, warn: (message: string) => void): void {
   const within = [
-    paths.registryDir, paths.controlDir, paths.linksDir, paths.graphsDir, dirname(paths.pollStateFile), dirname(paths.eventLog),
-    paths.trackerDir, paths.tmpDir, paths.binDir, join(paths.root, "cache"),
-    paths.ghWebhookPidfile, paths.ghWebhookStatusFile, paths.pollPidfile, paths.pollStatusFile, paths.daemonLog, paths.eventLog,
+    paths.registryDir,
+    paths.controlDir,
+    paths.linksDir,
+    paths.graphsDir,
+    dirname(paths.pollStateFile),
+    dirname(paths.eventLog),
+    paths.trackerDir,
+    paths.tmpDir,
+    paths.binDir,
+    join(paths.root, "cache"),
+    paths.ghWebhookPidfile,
+    paths.ghWebhookStatusFile,
+    paths.pollPidfile,
+    paths.pollStatusFile,
+    paths.daemonLog,
+    paths.eventLog,
   ];
   try {
     const { rootWas, entries } = tightenStateRoot(paths.root, within);

@@ -179,10 +179,7 @@ export async function startDaemon(config: CliConfig, paths: StatePaths, options:
     }
     if (exited) {
       const output = tailOf(paths.daemonLog, logStart).trim();
-      throw new ExitError(
-        `the daemon exited (${exited.code ?? exited.signal}) before it started${output ? `:\n${output}` : ""}`,
-        EXIT_FAILURE,
-      );
+      throw new ExitError(`the daemon exited (${exited.code ?? exited.signal}) before it started${output ? `:\n${output}` : ""}`, EXIT_FAILURE);
     }
     if (Date.now() > deadline) {
       throw new ExitError(

@@ -16,17 +16,7 @@ import { applyUnderLock, followUp } from "./command-effects.js";
 import { cancelRunOfStoppedItem } from "../graph-driver/run-ends.js";
 import type { CommandRun } from "./command-effects.js";
 import type { CommandInput } from "./command-plan.js";
-import {
-  SETTLED,
-  adapterOf,
-  closeOptions,
-  deliveryEvents,
-  dispatchFailed,
-  sameCommand,
-  settle,
-  turnOf,
-  withSlot,
-} from "../sessions/context.js";
+import { SETTLED, adapterOf, closeOptions, deliveryEvents, dispatchFailed, sameCommand, settle, turnOf, withSlot } from "../sessions/context.js";
 import type { ContextNeeds, DispatchContext, HandleResult, Refused, Turn } from "../sessions/context.js";
 import type { PasteContext } from "../sessions/delivery.js";
 import { inputReceived, refuse, startRefusal } from "../sessions/hook-points.js";
@@ -123,11 +113,7 @@ function syntheticEvent(
  * with its text replaced by the bare keyword — the same boot event the CLI's start makes — and
  * the agent reads the thread itself, as its boot prompt tells it to.
  */
-export async function commandFromComment(
-  ctx: DispatchContext,
-  decision: Decision & { action: "control" },
-  comment: InboundEvent,
-): Promise<HandleResult> {
+export async function commandFromComment(ctx: DispatchContext, decision: Decision & { action: "control" }, comment: InboundEvent): Promise<HandleResult> {
   // The router only decides a command for a named actor.
   const actor = comment.actor ?? "ghost";
   const event: InboundEvent = {
@@ -297,7 +283,10 @@ export function standingCommands(ctx: ContextNeeds<never, "control">): { readonl
 }
 
 /** Closes the item's live session if its standing command is a stop (see retryPendingStarts). */
-export async function finishStop(ctx: PasteContext & ContextNeeds<"hooks", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">, ref: string): Promise<void> {
+export async function finishStop(
+  ctx: PasteContext & ContextNeeds<"hooks", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">,
+  ref: string,
+): Promise<void> {
   const { registry, control, events } = ctx.options;
   try {
     let live: boolean;
@@ -345,7 +334,12 @@ export async function finishStop(ctx: PasteContext & ContextNeeds<"hooks", "cont
  * the start). A closed or unarmed item is skipped (item-closed / spawn-policy) and its start left
  * standing. Whether a session was started.
  */
-export async function retryStart(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, ref: string): Promise<boolean> {
+export async function retryStart(
+  ctx: ContextNeeds<
+    "accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options"
+  >,
+  ref: string,
+): Promise<boolean> {
   const { registry, control, trackers } = ctx.options;
   const deliveryId = `control-retry-${randomUUID()}`;
   const events = deliveryEvents(ctx.options.events, ref, deliveryId);

@@ -119,8 +119,10 @@ export class Dispatcher implements EventHandler {
       },
       answersHeld: () => this.heldRetry.arm(),
     };
-    this.heldRetry = new HeldAnswerRetry(() => this.releaseHeldAnswers(), options.graph?.heldRetry ?? DEFAULT_HELD_RETRY, (error) =>
-      options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "release-held-answers", error: messageOf(error) }),
+    this.heldRetry = new HeldAnswerRetry(
+      () => this.releaseHeldAnswers(),
+      options.graph?.heldRetry ?? DEFAULT_HELD_RETRY,
+      (error) => options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "release-held-answers", error: messageOf(error) }),
     );
   }
 

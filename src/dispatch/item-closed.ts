@@ -18,7 +18,11 @@ import type { SessionWorkspace } from "../registry/record.js";
  */
 
 /** The router's `close`: the item's session is closed (`item-closed`) and its graph run canceled. */
-export async function closeForEvent(ctx: PasteContext & ContextNeeds<"hooks" | "react", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">, turn: Turn, slot: PoolSlot): Promise<HandleResult> {
+export async function closeForEvent(
+  ctx: PasteContext & ContextNeeds<"hooks" | "react", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">,
+  turn: Turn,
+  slot: PoolSlot,
+): Promise<HandleResult> {
   const closed = await closeSession(closeOptions(ctx), turn.workItem.ref, "item-closed");
   // Before work_item_complete, so the hooks told of the closing see the run ended.
   await cancelRunOfClosedItem(ctx, turn.workItem.ref, turn.event);

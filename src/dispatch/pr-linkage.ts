@@ -80,9 +80,7 @@ export class LinkedItemCheck {
   async verify(event: InboundEvent, trusted?: string): Promise<InboundEvent> {
     const linkedBy = event.linkedBy;
     if (linkedBy === undefined) return event;
-    const guesses = event.workItems.filter(
-      (item) => linkedBy[item.ref] === "branch" && item.ref !== trusted && item.ref !== event.pullRequest?.ref,
-    );
+    const guesses = event.workItems.filter((item) => linkedBy[item.ref] === "branch" && item.ref !== trusted && item.ref !== event.pullRequest?.ref);
     if (guesses.length === 0) return event;
     const missing = new Set<string>();
     for (const item of guesses) {

@@ -45,7 +45,13 @@ const HARNESS_STARTED_ELSEWHERE = "harness-started-elsewhere";
  * again: a stop from another process (the CLI) between the decision and the claim either comes
  * first — and holds this spawn — or finds the claimed session and closes it. Never both missed.
  */
-export async function spawn(ctx: PasteContext & ContextNeeds<"forget" | "hooks" | "inputSeen" | "policy" | "react" | "templates", "control" | "graph" | "links" | "spawnCwd" | "stateRootTag" | "trackers">, turn: Turn, slot: PoolSlot, trigger: StartTrigger = "event"): Promise<SpawnOutcome> {
+export async function spawn(
+  ctx: PasteContext &
+    ContextNeeds<"forget" | "hooks" | "inputSeen" | "policy" | "react" | "templates", "control" | "graph" | "links" | "spawnCwd" | "stateRootTag" | "trackers">,
+  turn: Turn,
+  slot: PoolSlot,
+  trigger: StartTrigger = "event",
+): Promise<SpawnOutcome> {
   const { workItem, event } = turn;
   const { registry, control } = ctx.options;
   const harnessName = ctx.routing.defaultHarness;
@@ -64,9 +70,7 @@ export async function spawn(ctx: PasteContext & ContextNeeds<"forget" | "hooks" 
     // A comment that starts a session is delivered as its boot prompt.
     const inputKind = deliveredInputKind(event, undefined);
     if (inputKind !== undefined) {
-      await atPoint(ctx, slot, "input_received", () =>
-        inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) }),
-      );
+      await atPoint(ctx, slot, "input_received", () => inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) }));
     }
   }
   const gated = await control.transaction(
@@ -105,7 +109,12 @@ function resolveAdapter(ctx: ContextNeeds<"react" | "routing">, turn: Turn, harn
 }
 
 /** Claims the item's session record for a new session, unless one is live (then: the occupant). */
-export function claimSession(ctx: ContextNeeds<"now" | "self", "registry" | "spawnCwd" | "stateRootTag">, workItem: WorkItem, event: InboundEvent, harnessName: string): Promise<ClaimResult> {
+export function claimSession(
+  ctx: ContextNeeds<"now" | "self", "registry" | "spawnCwd" | "stateRootTag">,
+  workItem: WorkItem,
+  event: InboundEvent,
+  harnessName: string,
+): Promise<ClaimResult> {
   const { options } = ctx;
   const at = ctx.now().toISOString();
   const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)), options.stateRootTag);
@@ -142,7 +151,8 @@ export function claimSession(ctx: ContextNeeds<"now" | "self", "registry" | "spa
  * again (`spawn-failed`, which leaves a standing start record pending).
  */
 export async function startClaimed(
-  ctx: PasteContext & ContextNeeds<"forget" | "hooks" | "policy" | "react" | "templates", "control" | "graph" | "links" | "spawnCwd" | "stateRootTag" | "trackers">,
+  ctx: PasteContext &
+    ContextNeeds<"forget" | "hooks" | "policy" | "react" | "templates", "control" | "graph" | "links" | "spawnCwd" | "stateRootTag" | "trackers">,
   turn: Turn,
   adapter: HarnessAdapter,
   claimed: SessionRecord,
@@ -254,7 +264,12 @@ function startedByOther(ctx: ContextNeeds<never, "registry">, claimed: SessionRe
  * is settled as harness-started-elsewhere. The announcement and a PR binding are still this
  * start's to make.
  */
-async function startedElsewhere(ctx: ContextNeeds<"hooks" | "now" | "react" | "routing", "events" | "links" | "registry" | "trackers">, turn: Turn, session: SessionRecord, slot: PoolSlot): Promise<SpawnOutcome> {
+async function startedElsewhere(
+  ctx: ContextNeeds<"hooks" | "now" | "react" | "routing", "events" | "links" | "registry" | "trackers">,
+  turn: Turn,
+  session: SessionRecord,
+  slot: PoolSlot,
+): Promise<SpawnOutcome> {
   settle(turn, HARNESS_STARTED_ELSEWHERE);
   ctx.react(turn.event, "completed");
   await recordLink(ctx, turn);
@@ -392,7 +407,13 @@ async function confirmPendingStart(ctx: ContextNeeds<never, "control">, turn: Tu
 }
 
 /** The router's spawn, and what its outcome leaves the event to (the session found running takes it as input). */
-export async function spawnTurn(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, turn: Turn, held: ReadonlySet<string> | undefined): Promise<HandleResult> {
+export async function spawnTurn(
+  ctx: ContextNeeds<
+    "accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options"
+  >,
+  turn: Turn,
+  held: ReadonlySet<string> | undefined,
+): Promise<HandleResult> {
   const outcome = await withSlot(ctx, (slot) => spawn(ctx, turn, slot));
   switch (outcome.kind) {
     case "started":

@@ -15,7 +15,8 @@ export const CAPABILITY_EVENTS = {
   "capability.installed": {
     family: "capability",
     level: "info",
-    summary: "The operator consented to the bundle at `path` (`the-loop capabilities add --yes`): the config declares it at `bundle_hash` (`reconsented` when it was declared already).",
+    summary:
+      "The operator consented to the bundle at `path` (`the-loop capabilities add --yes`): the config declares it at `bundle_hash` (`reconsented` when it was declared already).",
     fields: { id: "string", version: "string", path: "string", bundle_hash: "string", config: "string", reconsented: "boolean" },
   },
   "capability.removed": {
@@ -42,7 +43,17 @@ export const CAPABILITY_EVENTS = {
     level: "error",
     summary:
       "A file of a loaded capability's bundle was about to be used (a fragment for an assignment, the bundle a resolver runs from) but no longer hashes to what was consented to (`files`, or the `reason` it could not be read): it was not used, and the work item is blocked at its node until the bundle is consented to again and the daemon restarted.",
-    fields: { work_item: "string", graph: "string", node: "string", point: "string", capability: "string", hook: "string", path: "string", files: "string", reason: "string" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      point: "string",
+      capability: "string",
+      hook: "string",
+      path: "string",
+      files: "string",
+      reason: "string",
+    },
   },
   "capability.step_run": {
     family: "capability",
@@ -56,7 +67,17 @@ export const CAPABILITY_EVENTS = {
     level: "warning",
     summary:
       "A capability's step at a loop `point` failed or was skipped (`error`: a malformed command, a non-zero exit, a timeout). `on_error` says what followed: `skip` went on, `halt` blocked the item at its node.",
-    fields: { work_item: "string", graph: "string", node: "string", point: "string", capability: "string", hook: "string", ref: "string", error: "string", on_error: "string" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      point: "string",
+      capability: "string",
+      hook: "string",
+      ref: "string",
+      error: "string",
+      on_error: "string",
+    },
   },
   "capability.gate_decided": {
     family: "capability",

@@ -224,8 +224,7 @@ export const EVENT_CATALOG = {
   "control.command": {
     family: "control",
     level: "info",
-    summary:
-      "A control command was applied (`command_source`: comment or cli; `effect`: started, start-pending, resumed, paused, stopped, recorded, noop).",
+    summary: "A control command was applied (`command_source`: comment or cli; `effect`: started, start-pending, resumed, paused, stopped, recorded, noop).",
     fields: {
       work_item: "string",
       command: "string",
@@ -510,9 +509,7 @@ type SpecFields<T extends EventType> = EventCatalog[T]["fields"];
 export type EventFields<T extends EventType> = {
   -readonly [F in keyof SpecFields<T> as SpecFields<T>[F] extends `${string}?` ? never : F]: KindValue<SpecFields<T>[F]>;
 } & {
-  -readonly [F in keyof SpecFields<T> as SpecFields<T>[F] extends `${string}?` ? F : never]?: KindValue<
-    Optional<SpecFields<T>[F]>
-  >;
+  -readonly [F in keyof SpecFields<T> as SpecFields<T>[F] extends `${string}?` ? F : never]?: KindValue<Optional<SpecFields<T>[F]>>;
 };
 
 export const EVENT_TYPES = Object.keys(EVENT_CATALOG) as EventType[];

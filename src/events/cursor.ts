@@ -140,12 +140,7 @@ export class LogCursor {
   }
 
   /** Decides where reading resumes in the file now open; returns the change worth reporting. */
-  private async reconcile(
-    handle: FileHandle,
-    identity: FileIdentity,
-    size: number,
-    first: boolean,
-  ): Promise<CursorChange | undefined> {
+  private async reconcile(handle: FileHandle, identity: FileIdentity, size: number, first: boolean): Promise<CursorChange | undefined> {
     if (!this.identity) {
       this.restart(identity);
       return first ? undefined : "appeared";

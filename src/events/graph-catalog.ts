@@ -21,7 +21,16 @@ export const GRAPH_EVENTS = {
     family: "graph",
     level: "info",
     summary: "A work item moved along an edge of its graph, from `from` to `node`, on `outcome` (pass, fail, approved, changes-requested).",
-    fields: { work_item: "string", graph: "string", from: "string", node: "string", outcome: "string", generation: "integer", actor: "string", actor_kind: "string" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      from: "string",
+      node: "string",
+      outcome: "string",
+      generation: "integer",
+      actor: "string",
+      actor_kind: "string",
+    },
   },
   "graph.waiting": {
     family: "graph",
@@ -32,14 +41,33 @@ export const GRAPH_EVENTS = {
   "graph.blocked": {
     family: "graph",
     level: "warning",
-    summary: "Automatic progress stopped at `node` (`reason_code`: max-attempts, no-edge, or a hook's veto); an authorized gate answer or `the-loop graph force` resumes it.",
-    fields: { work_item: "string", graph: "string", node: "string", reason_code: "string", reason: "string", attempts: "integer", actor: "string", actor_kind: "string" },
+    summary:
+      "Automatic progress stopped at `node` (`reason_code`: max-attempts, no-edge, or a hook's veto); an authorized gate answer or `the-loop graph force` resumes it.",
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      reason_code: "string",
+      reason: "string",
+      attempts: "integer",
+      actor: "string",
+      actor_kind: "string",
+    },
   },
   "graph.gate_decided": {
     family: "graph",
     level: "info",
     summary: "An authorized person answered the gate at `node` (`decision`: approved or changes-requested; `via`: keyword or review).",
-    fields: { work_item: "string", graph: "string", node: "string", decision: "string", generation: "integer", actor: "string", actor_kind: "string", via: "string?" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      decision: "string",
+      generation: "integer",
+      actor: "string",
+      actor_kind: "string",
+      via: "string?",
+    },
   },
   "graph.gate_ambiguous": {
     family: "graph",
@@ -50,7 +78,8 @@ export const GRAPH_EVENTS = {
   "graph.gate_refused": {
     family: "graph",
     level: "warning",
-    summary: "A gate answer did not count (`reason_code`: unauthorized, self-authored, not-waiting, no-edge); nothing moved. `node`: where the item is (absent when it has no graph run).",
+    summary:
+      "A gate answer did not count (`reason_code`: unauthorized, self-authored, not-waiting, no-edge); nothing moved. `node`: where the item is (absent when it has no graph run).",
     fields: { work_item: "string", graph: "string", reason_code: "string", reason: "string", actor: "string", actor_kind: "string", node: "string?" },
   },
   "graph.gate_answer_held": {
@@ -58,12 +87,23 @@ export const GRAPH_EVENTS = {
     level: "warning",
     summary:
       "A gate answer that would count was held, not taken: the login the-loop posts as is not known (`reason`), so it cannot be told from one the agent wrote. It is decided once the login is known, and refused if it is not by `until`.",
-    fields: { work_item: "string", graph: "string", node: "string", decision: "string", via: "string", actor: "string", actor_kind: "string", reason: "string", until: "string" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      decision: "string",
+      via: "string",
+      actor: "string",
+      actor_kind: "string",
+      reason: "string",
+      until: "string",
+    },
   },
   "graph.gate_answer_released": {
     family: "graph",
     level: "info",
-    summary: "A held gate answer (held since `held_at`) is decided now that the login the-loop posts as is known; graph.gate_decided or graph.gate_refused follows.",
+    summary:
+      "A held gate answer (held since `held_at`) is decided now that the login the-loop posts as is known; graph.gate_decided or graph.gate_refused follows.",
     fields: { work_item: "string", graph: "string", decision: "string", actor: "string", actor_kind: "string", held_at: "string" },
   },
   "graph.gate_answer_refused": {
@@ -89,8 +129,19 @@ export const GRAPH_EVENTS = {
   "graph.claim_refused": {
     family: "graph",
     level: "info",
-    summary: "A claim did not move the item (`reason_code`: not-running, not-current, not-agent-node, blocked, done, failed, exhausted, stalled, canceled, check-failed); `reason` names what is missing, `node` where the item is (absent when it has no graph run), `claimed` the node claimed.",
-    fields: { work_item: "string", graph: "string", node: "string?", reason_code: "string", reason: "string", actor: "string", actor_kind: "string", claimed: "string?", attempts: "integer?" },
+    summary:
+      "A claim did not move the item (`reason_code`: not-running, not-current, not-agent-node, blocked, done, failed, exhausted, stalled, canceled, check-failed); `reason` names what is missing, `node` where the item is (absent when it has no graph run), `claimed` the node claimed.",
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string?",
+      reason_code: "string",
+      reason: "string",
+      actor: "string",
+      actor_kind: "string",
+      claimed: "string?",
+      attempts: "integer?",
+    },
   },
   "graph.forced": {
     family: "graph",
@@ -115,21 +166,47 @@ export const GRAPH_EVENTS = {
     level: "warning",
     summary:
       "A changes-requested answer would have started a generation past the graph's `maxGenerations`: the run ended `exhausted` at `node` (`reason_code` max-generations), and no assignment was given.",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", reason_code: "string", reason: "string", actor: "string", actor_kind: "string" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      generation: "integer",
+      reason_code: "string",
+      reason: "string",
+      actor: "string",
+      actor_kind: "string",
+    },
   },
   "graph.stalled": {
     family: "graph",
     level: "warning",
-    summary:
-      "A run at an agent node made no progress within `graph.stallAfterMinutes`: it ended `stalled` at `node` (`reason_code` no-progress).",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", reason_code: "string", reason: "string", actor: "string", actor_kind: "string" },
+    summary: "A run at an agent node made no progress within `graph.stallAfterMinutes`: it ended `stalled` at `node` (`reason_code` no-progress).",
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      generation: "integer",
+      reason_code: "string",
+      reason: "string",
+      actor: "string",
+      actor_kind: "string",
+    },
   },
   "graph.canceled": {
     family: "graph",
     level: "info",
     summary:
       "The item was closed (`reason_code` item-closed) or stopped (stopped) while its run was under way: the run ended `canceled` at `node`; `actor` closed or stopped it.",
-    fields: { work_item: "string", graph: "string", node: "string", generation: "integer", reason_code: "string", reason: "string", actor: "string", actor_kind: "string" },
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      generation: "integer",
+      reason_code: "string",
+      reason: "string",
+      actor: "string",
+      actor_kind: "string",
+    },
   },
   "graph.assignment_delivered": {
     family: "graph",
@@ -146,13 +223,15 @@ export const GRAPH_EVENTS = {
   "graph.record_moved_aside": {
     family: "graph",
     level: "warning",
-    summary: "A work item's graph state that did not parse was moved aside (kept, never deleted); the item's next start begins a new run, or `the-loop graph force` puts it on a node.",
+    summary:
+      "A work item's graph state that did not parse was moved aside (kept, never deleted); the item's next start begins a new run, or `the-loop graph force` puts it on a node.",
     fields: { work_item: "string", file: "string", moved_to: "string", reason: "string" },
   },
   "graph.effect_failed": {
     family: "graph",
     level: "warning",
-    summary: "An effect of a committed graph move could not be carried out (`effect`: phase-label, hook, announce-phase, request-review, announce-force, …); the move stands and the other effects still ran.",
+    summary:
+      "An effect of a committed graph move could not be carried out (`effect`: phase-label, hook, announce-phase, request-review, announce-force, …); the move stands and the other effects still ran.",
     fields: { work_item: "string", graph: "string", node: "string", effect: "string", error: "string" },
   },
 } as const;

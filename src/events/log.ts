@@ -29,11 +29,7 @@ const MAX_STRING = 4_000;
 const MAX_LIST = 200;
 // Tokens must never reach the log, even when a caller passes text that quotes one: the secrets
 // this process read, in every spelling they come back in (src/secrets.ts), and text shaped like a token.
-const SECRET_PATTERNS = [
-  /\bgh[pousr]_[A-Za-z0-9]{20,}\b/g,
-  /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g,
-  /\b(Bearer|token)\s+[A-Za-z0-9._~+/=-]{16,}/gi,
-];
+const SECRET_PATTERNS = [/\bgh[pousr]_[A-Za-z0-9]{20,}\b/g, /\bgithub_pat_[A-Za-z0-9_]{20,}\b/g, /\b(Bearer|token)\s+[A-Za-z0-9._~+/=-]{16,}/gi];
 
 export function scrubSecrets(text: string): string {
   return SECRET_PATTERNS.reduce((current, pattern) => current.replace(pattern, "[redacted]"), redactKnownSecrets(text));

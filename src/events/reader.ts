@@ -158,11 +158,7 @@ export interface ReadEventsResult {
 }
 
 /** Reads the log once, streaming, holding at most `limit` matches in memory. */
-export async function readEvents(
-  path: string,
-  filter: EventFilter,
-  options: ReadEventsOptions,
-): Promise<ReadEventsResult> {
+export async function readEvents(path: string, filter: EventFilter, options: ReadEventsOptions): Promise<ReadEventsResult> {
   const kept = new RingBuffer<EventRecord>(options.limit === 0 ? Infinity : options.limit);
   const reader = new LineReader(eventMatcher(filter), (record) => kept.push(record));
   const change = await new LogCursor(path).poll(reader);

@@ -47,9 +47,7 @@ function markdownFields(fields: Readonly<Record<string, FieldSpec>>): string {
 export function renderEventCatalogTable(): string {
   const lines = ["| type | level | fields | summary |", "| --- | --- | --- | --- |"];
   for (const entry of catalogEntries()) {
-    lines.push(
-      `| \`${entry.type}\` | ${entry.level} | ${cell(markdownFields(entry.fields)) || "—"} | ${cell(entry.summary)} |`,
-    );
+    lines.push(`| \`${entry.type}\` | ${entry.level} | ${cell(markdownFields(entry.fields)) || "—"} | ${cell(entry.summary)} |`);
   }
   return lines.join("\n");
 }

@@ -107,7 +107,7 @@ class BackwardLines {
    */
   pushBefore(chunk: Buffer, enough: () => boolean): boolean {
     let lineEnd = chunk.length;
-    for (let from = chunk.length - 1; from >= 0; ) {
+    for (let from = chunk.length - 1; from >= 0;) {
       const newline = chunk.lastIndexOf(NEWLINE, from);
       if (newline < 0) break;
       this.complete(chunk.subarray(newline + 1, lineEnd));

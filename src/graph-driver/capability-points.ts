@@ -75,7 +75,14 @@ function phaseOf(node: GraphNode, state: GraphState): string {
 }
 
 /** Passes the points `node` binds at `moment`; nothing at all when no capability is installed. */
-export async function passAt(ctx: ContextNeeds<never, "events" | "graph">, graph: Graph, state: GraphState, node: GraphNode, moment: PointMoment, cwd: string): Promise<PointPass> {
+export async function passAt(
+  ctx: ContextNeeds<never, "events" | "graph">,
+  graph: Graph,
+  state: GraphState,
+  node: GraphNode,
+  moment: PointMoment,
+  cwd: string,
+): Promise<PointPass> {
   const runtime = ctx.options.graph?.capabilities;
   if (runtime === undefined || runtime.loaded.length === 0) return NOTHING;
   const points = pointsAt(node, moment);
@@ -85,7 +92,13 @@ export async function passAt(ctx: ContextNeeds<never, "events" | "graph">, graph
 }
 
 async function passPoints(ctx: ContextNeeds<never, "events">, runtime: CapabilityRuntime, input: PassInput): Promise<PointPass> {
-  const parts = { points: [...input.points], contributions: [] as { role: string; text: string }[], instructions: [] as string[], notes: [] as string[], tasks: [] as PointTextParts["tasks"][number][] };
+  const parts = {
+    points: [...input.points],
+    contributions: [] as { role: string; text: string }[],
+    instructions: [] as string[],
+    notes: [] as string[],
+    tasks: [] as PointTextParts["tasks"][number][],
+  };
   const finish = (halt?: PointHalt): PointPass => ({ text: pointText(parts), notes: parts.notes, ...(halt ? { halt } : {}) });
   for (const point of input.points) {
     for (const hook of activeHooks(runtime.loaded, point)) {
@@ -237,7 +250,12 @@ function runSelf(runtime: CapabilityRuntime, input: PassInput, args: readonly st
  * its content from that resolver. A failure blocks the node: the agent is never handed a task
  * without the content it was meant to have. A task no resolver claims keeps the plan's own text.
  */
-async function resolveTasks(ctx: ContextNeeds<never, "events">, runtime: CapabilityRuntime, input: PassInput, parts: { tasks: PointTextParts["tasks"][number][]; notes: string[] }): Promise<PointHalt | undefined> {
+async function resolveTasks(
+  ctx: ContextNeeds<never, "events">,
+  runtime: CapabilityRuntime,
+  input: PassInput,
+  parts: { tasks: PointTextParts["tasks"][number][]; notes: string[] },
+): Promise<PointHalt | undefined> {
   const planPath = input.node.taskPlan;
   if (planPath === undefined) return undefined;
   const plan = await readPlan(input.cwd, planPath);
@@ -252,9 +270,17 @@ async function resolveTasks(ctx: ContextNeeds<never, "events">, runtime: Capabil
     if (owner === undefined) continue;
     const resolution = await resolveTaskContent(runtime.loaded, task.id);
     if (resolution.kind === "resolved") parts.tasks.push({ id: task.id, title: task.title, content: resolution.content });
-    if (resolution.kind === "failed" && resolution.consentChanged !== undefined) return refuseChanged(ctx, input, "execute:task", "taskContentResolver", resolution.consentChanged);
+    if (resolution.kind === "failed" && resolution.consentChanged !== undefined)
+      return refuseChanged(ctx, input, "execute:task", "taskContentResolver", resolution.consentChanged);
     if (resolution.kind === "failed") {
-      ctx.options.events.emit("capability.resolver_failed", { work_item: input.ref, graph: input.graph.name, node: input.node.id, capability: resolution.capability, task_id: task.id, error: resolution.error });
+      ctx.options.events.emit("capability.resolver_failed", {
+        work_item: input.ref,
+        graph: input.graph.name,
+        node: input.node.id,
+        capability: resolution.capability,
+        task_id: task.id,
+        error: resolution.error,
+      });
       return { reasonCode: "task-resolver", reason: `the content of task ${task.id} could not be resolved (${planPath}): ${resolution.error}` };
     }
   }
@@ -319,7 +345,13 @@ export function capabilityBlockText(ref: string, node: string, halt: PointHalt):
  * Keeps what the points gave the node's assignment on its state, so every later delivery of the
  * same assignment (a resumed session, a restarted one) says the same without running anything again.
  */
-export async function rememberPointText(ctx: ContextNeeds<never, "graph">, ref: string, nodeId: string, generation: number, text: string): Promise<GraphState | undefined> {
+export async function rememberPointText(
+  ctx: ContextNeeds<never, "graph">,
+  ref: string,
+  nodeId: string,
+  generation: number,
+  text: string,
+): Promise<GraphState | undefined> {
   const states = ctx.options.graph?.states;
   if (states === undefined || text === "") return undefined;
   return states.transaction(ref, async (tx) => {

@@ -41,7 +41,12 @@ export function movePorts(ctx: MoveContext, states: GraphStateStore): MovePorts 
  * A recorded refusal's effects — events only — on the item and the node they name: they need no
  * state, so an item without a record has its refusal said too.
  */
-export function emitGraphEvents(ctx: ContextNeeds<never, "events">, graph: Graph, at: { readonly ref: string; readonly node: string }, effects: readonly GraphEventEffect[]): void {
+export function emitGraphEvents(
+  ctx: ContextNeeds<never, "events">,
+  graph: Graph,
+  at: { readonly ref: string; readonly node: string },
+  effects: readonly GraphEventEffect[],
+): void {
   for (const effect of effects) {
     try {
       ctx.options.events.emit(effect.name, effect.fields as never);
@@ -186,7 +191,14 @@ export type Entered = { readonly blocked: true } | { readonly blocked: false; re
  * gate, a halting step or a resolver blocked the item there. A terminal node cannot be blocked:
  * its halt is surfaced and recorded only.
  */
-export async function enterPoints(ctx: MoveContext, graph: Graph, state: GraphState, nodeId: string, generation: number, cwd: string = sessionCwd(ctx, state.ref)): Promise<Entered> {
+export async function enterPoints(
+  ctx: MoveContext,
+  graph: Graph,
+  state: GraphState,
+  nodeId: string,
+  generation: number,
+  cwd: string = sessionCwd(ctx, state.ref),
+): Promise<Entered> {
   const node = graph.nodes.get(nodeId);
   if (node === undefined) return { blocked: false, state, pass: { text: "", notes: [] } };
   const pass = await passAt(ctx, graph, state, node, "enter", cwd);
@@ -201,7 +213,14 @@ export async function enterPoints(ctx: MoveContext, graph: Graph, state: GraphSt
 }
 
 /** A halting pass blocks the item at the node (if it is still there) and says so on the ticket. */
-export async function applyPointHalt(ctx: MoveContext, graph: Graph, ref: string, nodeId: string, generation: number, halt: PointHalt): Promise<GraphState | undefined> {
+export async function applyPointHalt(
+  ctx: MoveContext,
+  graph: Graph,
+  ref: string,
+  nodeId: string,
+  generation: number,
+  halt: PointHalt,
+): Promise<GraphState | undefined> {
   const states = ctx.options.graph?.states;
   if (states === undefined) return undefined;
   const blocked = await commitMove<never>(movePorts(ctx, states), {
@@ -234,7 +253,13 @@ async function post(ctx: ContextNeeds<never, "trackers">, ref: string, text: str
  * Pastes the node's assignment into the item's live session. A paused session is not typed into:
  * the state remembers the assignment, and the resume delivers it (deliverPendingAssignment).
  */
-export async function deliverAssignment(ctx: PasteContext & ContextNeeds<never, "graph">, graph: Graph, state: GraphState, nodeId: string, generation: number): Promise<void> {
+export async function deliverAssignment(
+  ctx: PasteContext & ContextNeeds<never, "graph">,
+  graph: Graph,
+  state: GraphState,
+  nodeId: string,
+  generation: number,
+): Promise<void> {
   const events = ctx.options.events;
   const node = graph.nodes.get(nodeId);
   if (node === undefined) return;

@@ -52,7 +52,11 @@ interface GivenAnswer {
  * is checked here. `input_received` fires before the answer is read. A paused session is not
  * typed into: the answer moves the graph, and the next assignment waits for the resume.
  */
-export async function graphGate(ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks" | "inputSeen" | "react", "graph" | "spawnCwd" | "trackers">, ref: string, event: InboundEvent): Promise<"taken" | undefined> {
+export async function graphGate(
+  ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks" | "inputSeen" | "react", "graph" | "spawnCwd" | "trackers">,
+  ref: string,
+  event: InboundEvent,
+): Promise<"taken" | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined || !COMMENT_KINDS.has(event.kind) || event.source === "cli") return undefined;
   const answer = mergeGateAnswers(parseGateAnswer(event.body, setup.vocabulary), gateAnswerOfReview(event.reviewState));
@@ -70,7 +74,14 @@ export async function graphGate(ctx: PasteContext & ContextNeeds<"answersHeld" |
   const checked = await checkSelf(ctx, setup, graph, ref, state, given);
   if (checked.kind === "hold") {
     if (answer.kind === "answer" && event.actor !== null) {
-      const held = await holdAnswer(ctx, setup, graph, state, { id: event.deliveryId, author: event.actor, decision: answer.decision, via, heldAt: ctx.now().toISOString(), reason: checked.reason }, checked.until);
+      const held = await holdAnswer(
+        ctx,
+        setup,
+        graph,
+        state,
+        { id: event.deliveryId, author: event.actor, decision: answer.decision, via, heldAt: ctx.now().toISOString(), reason: checked.reason },
+        checked.until,
+      );
       if (held) {
         ctx.react(event, "started");
         return "taken";
@@ -98,7 +109,15 @@ export async function graphGate(ctx: PasteContext & ContextNeeds<"answersHeld" |
  */
 async function checkSelf(ctx: MoveContext, setup: GraphSetup, graph: Graph, ref: string, state: GraphState, given: GivenAnswer): Promise<SelfCheck> {
   if (setup.allowSelfApproval) return { kind: "take", selfLogin: null };
-  const whoever = decideGateInput({ answer: given.answer, authorized: given.author !== null, author: given.author, selfLogin: null, allowSelfApproval: true, state, graph });
+  const whoever = decideGateInput({
+    answer: given.answer,
+    authorized: given.author !== null,
+    author: given.author,
+    selfLogin: null,
+    allowSelfApproval: true,
+    state,
+    graph,
+  });
   if (whoever.kind === "refuse") return { kind: "take", selfLogin: null };
   const identity = await lookUpSelf(ctx, ref);
   if (identity.kind === "known") await decideHeld(ctx, setup, ref, identity.login);
@@ -128,7 +147,14 @@ async function lookUpSelf(ctx: ContextNeeds<never, "events" | "trackers">, ref: 
 }
 
 /** Keeps the answer until the login is known; false when there is no store to keep it in. */
-async function holdAnswer(ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks", "graph" | "spawnCwd" | "trackers">, setup: GraphSetup, graph: Graph, state: GraphState, answer: HeldGateAnswer, until: string): Promise<boolean> {
+async function holdAnswer(
+  ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks", "graph" | "spawnCwd" | "trackers">,
+  setup: GraphSetup,
+  graph: Graph,
+  state: GraphState,
+  answer: HeldGateAnswer,
+  until: string,
+): Promise<boolean> {
   const store = setup.held;
   if (store === undefined) return false;
   const ref = state.ref;
@@ -156,7 +182,11 @@ async function holdAnswer(ctx: PasteContext & ContextNeeds<"answersHeld" | "hook
       ctx,
       graph,
       ref,
-      overflow.map((held) => ({ author: held.author, reasonCode: "identity-timeout", reason: `more than ${HELD_ANSWERS_MAX} answers wait for the login to be known` })),
+      overflow.map((held) => ({
+        author: held.author,
+        reasonCode: "identity-timeout",
+        reason: `more than ${HELD_ANSWERS_MAX} answers wait for the login to be known`,
+      })),
       true,
     );
   }
@@ -262,7 +292,14 @@ async function refuseUnchecked(ctx: MoveContext, graph: Graph, ref: string, refu
   });
   if (wereHeld) {
     for (const answer of refused) {
-      ctx.options.events.emit("graph.gate_answer_refused", { work_item: ref, graph: graph.name, actor: answer.author, actor_kind: "human", reason_code: answer.reasonCode, reason: answer.reason });
+      ctx.options.events.emit("graph.gate_answer_refused", {
+        work_item: ref,
+        graph: graph.name,
+        actor: answer.author,
+        actor_kind: "human",
+        reason_code: answer.reasonCode,
+        reason: answer.reason,
+      });
     }
   }
   // The refusals' events need no state: with no record, they name the item alone.
@@ -280,7 +317,13 @@ async function refuseUnchecked(ctx: MoveContext, graph: Graph, ref: string, refu
   try {
     await ctx.options.trackers.forRef(ref).postComment(parseWorkItemRef(ref), text);
   } catch (error) {
-    ctx.options.events.emit("graph.effect_failed", { work_item: ref, graph: graph.name, node: recorded.state?.node ?? "", effect: "refuse-unchecked-answer", error: messageOf(error) });
+    ctx.options.events.emit("graph.effect_failed", {
+      work_item: ref,
+      graph: graph.name,
+      node: recorded.state?.node ?? "",
+      effect: "refuse-unchecked-answer",
+      error: messageOf(error),
+    });
   }
 }
 
@@ -319,7 +362,9 @@ async function decideGateAnswer(
       if (decided.kind === "refuse") return decided;
       if (current === undefined) return STAY;
       const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via, next: nextRun });
-      return answered.kind === "refuse" ? answered : { kind: "move", transition: answered, loop: loopGateMove(graph, current, answered, actor, decided.decision, origin) };
+      return answered.kind === "refuse"
+        ? answered
+        : { kind: "move", transition: answered, loop: loopGateMove(graph, current, answered, actor, decided.decision, origin) };
     },
     // A refusal is recorded with the answer (history, event); a stale move is refused as any other.
     recordRefusal: (_graph, current, refusal) => {

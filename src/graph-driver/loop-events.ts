@@ -172,7 +172,14 @@ export function loopGateMove(
 }
 
 /** A decided claim: the attempt ended (its checks), and loop.gate.pre when it steps into a terminal node. */
-export function loopClaimMove(graph: Graph, before: GraphState, transition: Transition, actor: GraphActor, node: string, results: readonly CheckResult[]): LoopRest {
+export function loopClaimMove(
+  graph: Graph,
+  before: GraphState,
+  transition: Transition,
+  actor: GraphActor,
+  node: string,
+  results: readonly CheckResult[],
+): LoopRest {
   const failed = results.find((result) => !result.passed);
   return {
     graph,
@@ -198,7 +205,13 @@ export function loopForceMove(
 ): LoopRest {
   // A new run (none before, or the one before ended): no attempt of it was at a node to leave.
   if (before === undefined || runHasEnded(before)) return { graph, before, transition, actor, origin: { kind: "cli" } };
-  return { graph, before, transition, actor, left: { node: before.node, taskStatus: "forced", error: null, details: { to: forced.to, reason: forced.reason } } };
+  return {
+    graph,
+    before,
+    transition,
+    actor,
+    left: { node: before.node, taskStatus: "forced", error: null, details: { to: forced.to, reason: forced.reason } },
+  };
 }
 
 /** loop.terminal, from the run-ended effect: the run's last loop event. */

@@ -89,7 +89,11 @@ function graphChosen(ctx: ContextNeeds<"policy", "control">, setup: GraphSetup, 
  * announcement) are carried out here, before the harness starts; the assignment itself goes
  * into the boot prompt.
  */
-export async function graphAtStart(ctx: PasteContext & ContextNeeds<"hooks" | "policy", "control" | "graph" | "spawnCwd" | "trackers">, turn: Turn, cwd: string): Promise<GraphBoot | undefined> {
+export async function graphAtStart(
+  ctx: PasteContext & ContextNeeds<"hooks" | "policy", "control" | "graph" | "spawnCwd" | "trackers">,
+  turn: Turn,
+  cwd: string,
+): Promise<GraphBoot | undefined> {
   const setup = ctx.options.graph;
   if (setup === undefined) return undefined;
   const ref = turn.workItem.ref;
@@ -198,7 +202,15 @@ export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promi
   const setup = ctx.options.graph;
   const ref = request.ref;
   if (setup === undefined) {
-    return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
+    return {
+      moved: false,
+      ref,
+      graph: null,
+      node: null,
+      status: null,
+      reasonCode: "graph-off",
+      reason: "the process graph is off in the daemon's config (graph.enabled)",
+    };
   }
   const actor: GraphActor = { kind: request.actor.kind, id: boundedName(request.actor.id) || "unknown" };
   const at = ctx.now();
@@ -249,7 +261,9 @@ export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promi
     decide: (_graph, current) => {
       if (current === undefined) return { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" };
       const applied = applyClaimResult(graph, current, claimed);
-      return applied.kind === "refuse" ? applied : { kind: "move", transition: applied, loop: loopClaimMove(graph, current, applied, actor, decided.node, results) };
+      return applied.kind === "refuse"
+        ? applied
+        : { kind: "move", transition: applied, loop: loopClaimMove(graph, current, applied, actor, decided.node, results) };
     },
   });
   if (outcome.kind !== "moved") {
@@ -279,14 +293,28 @@ async function refuseClaim(
   try {
     const recorded = await setup.states.transaction(ref, async (tx) => {
       const current = tx.read();
-      const result = recordRefusal(graph, current, { kind: "claim-refused", ref, reasonCode: refusal.reasonCode, reason: refusal.reason, actor, at: ctx.now(), claimed });
+      const result = recordRefusal(graph, current, {
+        kind: "claim-refused",
+        ref,
+        reasonCode: refusal.reasonCode,
+        reason: refusal.reason,
+        actor,
+        at: ctx.now(),
+        claimed,
+      });
       if (result.state !== undefined && result.state !== current) await tx.write(result.state);
       return result;
     });
     // The refusal's events need no state: with no record, they name the item and the node claimed.
     emitGraphEvents(ctx, graph, { ref: recorded.state?.ref ?? ref, node: recorded.state?.node ?? claimed ?? "" }, recorded.effects);
   } catch (error) {
-    ctx.options.events.emit("graph.effect_failed", { work_item: ref, graph: graph.name, node: claimed ?? "", effect: "claim-refused", error: messageOf(error) });
+    ctx.options.events.emit("graph.effect_failed", {
+      work_item: ref,
+      graph: graph.name,
+      node: claimed ?? "",
+      effect: "claim-refused",
+      error: messageOf(error),
+    });
   }
 }
 
@@ -305,7 +333,15 @@ export async function graphForce(ctx: MoveContext, request: ForceRequest): Promi
   const setup = ctx.options.graph;
   const ref = request.ref;
   if (setup === undefined) {
-    return { moved: false, ref, graph: null, node: null, status: null, reasonCode: "graph-off", reason: "the process graph is off in the daemon's config (graph.enabled)" };
+    return {
+      moved: false,
+      ref,
+      graph: null,
+      node: null,
+      status: null,
+      reasonCode: "graph-off",
+      reason: "the process graph is off in the daemon's config (graph.enabled)",
+    };
   }
   const actor: GraphActor = { kind: "operator", id: boundedName(request.actor.id) || "operator" };
   // A run on a graph the config no longer has is put on the default graph's node, as a new run.

@@ -184,10 +184,7 @@ export function applyClaimResult(graph: Graph, state: GraphState, input: ClaimRe
   const decided = decideClaim(graph, state, input);
   if (decided.kind === "refuse") return decided;
   if (decided.generation !== input.generation) {
-    return refuse(
-      "not-current",
-      `the item left node "${input.node}" and came back since this claim began (generation ${state.generation}); claim again`,
-    );
+    return refuse("not-current", `the item left node "${input.node}" and came back since this claim began (generation ${state.generation}); claim again`);
   }
   const node = requireNode(graph, decided.node);
   const at = input.at.toISOString();
@@ -241,10 +238,7 @@ export function gateRefusal(graph: Graph, state: GraphState | undefined): Refusa
   const node = graph.nodes.get(state.node);
   if (node === undefined) return unknownCurrentNode(graph, state);
   if (state.status === "blocked" || (state.status === "waiting" && node.actor === "human" && !node.terminal)) return undefined;
-  return refuse(
-    "not-waiting",
-    `nothing waits for a gate answer: the item is at node "${node.id}" (${describeActor(node)}, ${state.status})`,
-  );
+  return refuse("not-waiting", `nothing waits for a gate answer: the item is at node "${node.id}" (${describeActor(node)}, ${state.status})`);
 }
 
 export interface GateAnswerInput extends Moment {
@@ -343,7 +337,8 @@ export function forceTo(graph: Graph, state: GraphState | undefined, input: Forc
     if (input.start === undefined) return refuse("not-running", "the item has no graph run to force");
     base = initialState(graph, input.start.ref, input.start.loopRunId, target.id, at, undefined);
   } else if (runHasEnded(state)) {
-    if (input.start === undefined) return finalRefusal(state) ?? refuse("blocked", `${blockedReason(state)}; a force begins a new run, and none was given for it`);
+    if (input.start === undefined)
+      return finalRefusal(state) ?? refuse("blocked", `${blockedReason(state)}; a force begins a new run, and none was given for it`);
     const renewal = renewRun(graph, state, input.start, input);
     base = renewal.state;
     begun.push(...renewal.effects);
@@ -435,11 +430,7 @@ export function recordRefusal(
   };
   const last = state.history[state.history.length - 1];
   const repeated =
-    last !== undefined &&
-    last.kind === entry.kind &&
-    last.node === entry.node &&
-    last.reason === entry.reason &&
-    sameActor(last.actor, entry.actor);
+    last !== undefined && last.kind === entry.kind && last.node === entry.node && last.reason === entry.reason && sameActor(last.actor, entry.actor);
   const history = repeated ? [...state.history.slice(0, -1), entry] : bounded([...state.history, entry]);
   return { state: { ...state, history, updatedAt: at }, effects: [effect] };
 }
@@ -476,14 +467,7 @@ function follow(
 }
 
 /** Enters `target` (see the module comment for the effects, in order). */
-function enter(
-  graph: Graph,
-  state: GraphState,
-  target: GraphNode,
-  moment: Moment,
-  effects: GraphEffect[],
-  from: string | null,
-): Transition {
+function enter(graph: Graph, state: GraphState, target: GraphNode, moment: Moment, effects: GraphEffect[], from: string | null): Transition {
   const at = moment.at.toISOString();
   const oldPhase = state.phase;
   const phaseChanged = target.phase !== undefined && target.phase !== oldPhase;
@@ -511,10 +495,10 @@ function enter(
   );
   if (target.terminal) {
     next = withHistory({ ...next, status: "done" }, { at, kind: "completed", node: target.id, actor: moment.actor });
-    effects.push(
-      event("graph.completed", { ...itemFields(graph, next), node: target.id, generation: next.generation, ...actorFields(moment.actor) }),
-      { kind: "run-ended", status: "done" },
-    );
+    effects.push(event("graph.completed", { ...itemFields(graph, next), node: target.id, generation: next.generation, ...actorFields(moment.actor) }), {
+      kind: "run-ended",
+      status: "done",
+    });
   } else if (target.actor === "agent") {
     effects.push({ kind: "deliver-assignment", node: target.id, generation: next.generation });
   } else {
@@ -537,10 +521,7 @@ function enter(
 
 function block(graph: Graph, state: GraphState, reasonCode: string, reason: string, moment: Moment): Transition {
   const at = moment.at.toISOString();
-  const blocked = withHistory(
-    { ...state, status: "blocked", reasonCode, reason },
-    { at, kind: "blocked", node: state.node, actor: moment.actor, reason },
-  );
+  const blocked = withHistory({ ...state, status: "blocked", reasonCode, reason }, { at, kind: "blocked", node: state.node, actor: moment.actor, reason });
   return applied(false, blocked, [
     event("graph.blocked", {
       ...itemFields(graph, blocked),

@@ -18,8 +18,7 @@ export function claimCommand(node: string): string {
 /** The assignment for `node`: which node, what to produce, what is checked, how to claim. */
 export function assignmentText(graph: Graph, node: GraphNode, state: GraphState): string {
   const where = `node "${node.id}"${phaseNote(node.phase ?? state.phase)} of the ${graph.name} graph`;
-  const generation =
-    state.generation > 1 ? `, generation ${state.generation} (changes were requested: read the latest review on the ticket first).` : ".";
+  const generation = state.generation > 1 ? `, generation ${state.generation} (changes were requested: read the latest review on the ticket first).` : ".";
   const lines = [`the-loop assignment for ${state.ref}: you are now at ${where}${generation}`];
   const description = node.description.trim();
   if (description !== "") lines.push("", description);
@@ -58,9 +57,7 @@ export function graphContext(graph: Graph, state: GraphState | undefined): strin
       lines.push(`When this node's work is done, run: ${claimCommand(state.node)}`);
       break;
     case "waiting":
-      lines.push(
-        "Waiting for an authorized person's review at this gate: do not start the next phase, and do not answer the gate yourself.",
-      );
+      lines.push("Waiting for an authorized person's review at this gate: do not start the next phase, and do not answer the gate yourself.");
       break;
     case "blocked":
       lines.push(`Blocked${reasonNote(state)}. A person resumes it with a gate answer or \`the-loop graph force\`.`);

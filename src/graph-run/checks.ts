@@ -243,11 +243,7 @@ export function checklistOf(text: string): Checklist {
   return { items: items.length, unticked: items.filter((item) => item.box === " ").map((item) => item.text.trim()) };
 }
 
-async function commandCheck(
-  root: Root,
-  check: Extract<GraphCheck, { kind: "command" }>,
-  options: RunChecksOptions,
-): Promise<CheckResult> {
+async function commandCheck(root: Root, check: Extract<GraphCheck, { kind: "command" }>, options: RunChecksOptions): Promise<CheckResult> {
   const name = commandName(check.argv);
   const fail = (message: string): CheckResult => ({ check: "command", passed: false, message: clip(message, COMMAND_MESSAGE_MAX_CHARS) });
   const timeoutMs = Math.min(check.timeoutSeconds * 1000, options.timeoutCapMs ?? Number.POSITIVE_INFINITY);

@@ -40,7 +40,7 @@ export function reviewRequestText(ref: string, graph: Graph, node: GraphNode, ke
     `- \`${keywords.approve}\` to approve and move on`,
     `- \`${keywords.requestChanges}\` to send the work back for changes`,
     "",
-    "A pull request review that approves or requests changes answers too. Nothing else moves the gate: \"LGTM\" and other prose do not.",
+    'A pull request review that approves or requests changes answers too. Nothing else moves the gate: "LGTM" and other prose do not.',
   );
   return markSelfAuthored(lines.join("\n"));
 }

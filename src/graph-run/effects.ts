@@ -99,4 +99,3 @@ export type GraphEffect =
   /** The run is over (`status`: how it ended): the runtime stops treating the item as in its graph. */
   | { readonly kind: "run-ended"; readonly status: FinalGraphStatus }
   | GraphEventEffect;
-

@@ -85,8 +85,7 @@ export const GATE_REFUSAL_CODES = ["no-answer", "unauthorized", "self-authored",
 export type GateRefusalCode = (typeof GATE_REFUSAL_CODES)[number];
 
 export type GateInputDecision =
-  | { readonly kind: "accept"; readonly decision: GateDecision }
-  | { readonly kind: "refuse"; readonly reasonCode: GateRefusalCode; readonly reason: string };
+  { readonly kind: "accept"; readonly decision: GateDecision } | { readonly kind: "refuse"; readonly reasonCode: GateRefusalCode; readonly reason: string };
 
 export interface GateInput {
   readonly answer: ParsedGate;

@@ -121,7 +121,11 @@ export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
   const { denial: _resumed, ...movedOn } = after;
   const renewed = before !== undefined && after.loopRunId !== before.loopRunId;
   const opening = before === undefined || renewed;
-  const begins = (state: GraphState): GraphState => ({ ...state, networkParticipation: { ...LOCAL_NETWORK_PARTICIPATION }, ...(input.origin ? { origin: input.origin } : {}) });
+  const begins = (state: GraphState): GraphState => ({
+    ...state,
+    networkParticipation: { ...LOCAL_NETWORK_PARTICIPATION },
+    ...(input.origin ? { origin: input.origin } : {}),
+  });
   const base: GraphState = opening ? begins(renewed ? movedOn : after) : transition.moved ? movedOn : after;
   const head: LoopEffect[] = [];
   const tail: LoopEffect[] = [];
@@ -142,7 +146,10 @@ export function planLoopMove(input: LoopMoveInput): LoopMovePlan {
 
   if (opening) {
     const startedAt = fresh ?? base;
-    observe(head, "loop.started", () => [at(startedAt, { node: startedAt.node, generation: 1 }), { status: "running", cause: "start", reason_code: null, details: null }]);
+    observe(head, "loop.started", () => [
+      at(startedAt, { node: startedAt.node, generation: 1 }),
+      { status: "running", cause: "start", reason_code: null, details: null },
+    ]);
   }
   const intoTerminal = transition.moved && graph.nodes.get(after.node)?.terminal === true;
   const gate = input.gate ?? (intoTerminal && before !== undefined ? { gateId: null, decision: null } : undefined);

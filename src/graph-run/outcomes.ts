@@ -38,10 +38,7 @@ export function endRun(graph: Graph, state: GraphState, input: EndInput, before:
   if (final) return final;
   const at = input.at.toISOString();
   const { status, reasonCode, reason } = input;
-  const ended = withHistory(
-    { ...state, status, reasonCode, reason },
-    { at, kind: status, node: state.node, actor: input.actor, reason },
-  );
+  const ended = withHistory({ ...state, status, reasonCode, reason }, { at, kind: status, node: state.node, actor: input.actor, reason });
   const fields = { ...itemFields(graph, ended), node: state.node, reason_code: reasonCode, reason, ...actorFields(input.actor) };
   const withGeneration = { ...fields, generation: state.generation };
   const announced =

@@ -155,9 +155,5 @@ export const GRAPH_STATE_SHAPE_FILE = "src/graph-run/state-shape.ts";
 
 /** The generated module of the schema's shape (`npm run generate` writes it to GRAPH_STATE_SHAPE_FILE). */
 export function graphStateShapeModule(): string {
-  return recordShapeModuleText(
-    "graphStateShape",
-    "graphStateSchema (src/graph-run/state.ts)",
-    z.toJSONSchema(graphStateSchema, { io: "input" }),
-  );
+  return recordShapeModuleText("graphStateShape", "graphStateSchema (src/graph-run/state.ts)", z.toJSONSchema(graphStateSchema, { io: "input" }));
 }

@@ -48,8 +48,7 @@ export const graphStateKind: RecordKind<typeof graphStateSchema> = {
   order: (a, b) => (a.ref < b.ref ? -1 : a.ref > b.ref ? 1 : 0),
   remedy: remedyFor("REF"),
   damaged: (damage) => new GraphStateError(damage),
-  misaddressed: (named, item) =>
-    `refusing to write a graph state record for ${named} in the transaction of ${item} (records carry the canonical ref)`,
+  misaddressed: (named, item) => `refusing to write a graph state record for ${named} in the transaction of ${item} (records carry the canonical ref)`,
 };
 
 /** Where a listing of graph states is kept while the folder is unchanged (safe to delete). */
@@ -64,10 +63,7 @@ export type GraphStateStore = FileRecordStore<typeof graphStateSchema>;
  * kept in `<state.root>/cache/` while the folder is unchanged, so ten thousand records cost one
  * file read; a read of one item always reads its own file.
  */
-export function openGraphStates(
-  paths: Pick<StatePaths, "root" | "graphsDir">,
-  options: { readonly lock?: LockOptions } = {},
-): GraphStateStore {
+export function openGraphStates(paths: Pick<StatePaths, "root" | "graphsDir">, options: { readonly lock?: LockOptions } = {}): GraphStateStore {
   return new FileRecordStore({
     kind: graphStateKind,
     dir: paths.graphsDir,

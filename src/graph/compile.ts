@@ -58,10 +58,7 @@ function compileNode(node: GraphFileNode): GraphNode {
     description: node.description ?? "",
     produces,
     // Each artifact the node produces is checked first, so a claim without it fails by name.
-    checks: [
-      ...produces.map((anyOf): GraphCheck => ({ kind: "artifact-exists", anyOf })),
-      ...(node.checks ?? []).map(compileCheck),
-    ],
+    checks: [...produces.map((anyOf): GraphCheck => ({ kind: "artifact-exists", anyOf })), ...(node.checks ?? []).map(compileCheck)],
     maxAttempts: node.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     terminal: node.terminal ?? false,
     // The runtime dispatches in the loop's order, so the file's order is not kept.

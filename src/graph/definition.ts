@@ -69,9 +69,7 @@ export function unknownPointMessage(value: unknown): string {
   return `unknown loop point ${shown}; ${close !== undefined ? `did you mean "${close}"? ` : ""}a node binds any of: ${LOOP_POINTS.join(", ")}`;
 }
 
-const loopPoint = z
-  .enum(LOOP_POINTS, { error: (issue) => unknownPointMessage(issue.input) })
-  .describe("A loop point, one of discuss:pre … ship:post.");
+const loopPoint = z.enum(LOOP_POINTS, { error: (issue) => unknownPointMessage(issue.input) }).describe("A loop point, one of discuss:pre … ship:post.");
 
 const taskPlanPath = z
   .string()
@@ -87,11 +85,7 @@ const taskPlanPath = z
   });
 
 const nodeId = (description: string) =>
-  z
-    .string()
-    .max(64)
-    .regex(NODE_ID_PATTERN, "a node id is lowercase words joined by '-', such as design-approval")
-    .describe(description);
+  z.string().max(64).regex(NODE_ID_PATTERN, "a node id is lowercase words joined by '-', such as design-approval").describe(description);
 
 export const artifactCheckSchema = z
   .strictObject({
@@ -101,9 +95,7 @@ export const artifactCheckSchema = z
 
 export const checklistCheckSchema = z
   .strictObject({
-    checklist: artifactEntry(
-      "Passes when the first existing one of the files has at least one `- [x]` item and no unticked `- [ ]` item.",
-    ),
+    checklist: artifactEntry("Passes when the first existing one of the files has at least one `- [x]` item and no unticked `- [ ]` item."),
   })
   .describe("An artifact's checklist is complete.");
 
@@ -166,10 +158,7 @@ export const nodeSchema = z
       .array(artifactEntry("An artifact path relative to the session's working directory; `a.md|b.md` for alternatives."))
       .optional()
       .describe("Agent nodes: the files the node produces. Each entry is also a check that it exists, run first when the node is claimed."),
-    checks: z
-      .array(checkSchema)
-      .optional()
-      .describe("Agent nodes: the checks run, in order, when the agent claims the node; all must pass for its pass edge."),
+    checks: z.array(checkSchema).optional().describe("Agent nodes: the checks run, in order, when the agent claims the node; all must pass for its pass edge."),
     maxAttempts: z
       .number()
       .int()
@@ -177,15 +166,12 @@ export const nodeSchema = z
       .max(100)
       .optional()
       .describe(`Agent nodes: failed claims allowed before the item is blocked here (default ${DEFAULT_MAX_ATTEMPTS}).`),
-    terminal: z
-      .boolean()
-      .optional()
-      .describe("true: reaching this node ends the run (done). It has no edges out, no actor and no checks."),
+    terminal: z.boolean().optional().describe("true: reaching this node ends the run (done). It has no edges out, no actor and no checks."),
     points: z
       .array(loopPoint)
       .optional()
       .describe(
-        "The loop points this node binds: capabilities' hooks at them run when the item passes them here (docs/graph.md, \"Loop points\"). A point is bound to one node of a graph; execute:wave:pre/post only to an agent node; no :post point to a human node.",
+        'The loop points this node binds: capabilities\' hooks at them run when the item passes them here (docs/graph.md, "Loop points"). A point is bound to one node of a graph; execute:wave:pre/post only to an agent node; no :post point to a human node.',
       ),
     taskPlan: taskPlanPath
       .optional()
@@ -201,9 +187,7 @@ export const edgeSchema = z
     to: nodeId("The node the edge enters."),
     on: z
       .enum(GRAPH_OUTCOMES, { error: () => `unknown outcome; an edge is taken on one of: ${GRAPH_OUTCOMES.join(", ")}` })
-      .describe(
-        "The outcome that takes it: `pass` or `fail` at an agent node (its claim's checks), `approved` or `changes-requested` at a human node.",
-      ),
+      .describe("The outcome that takes it: `pass` or `fail` at an agent node (its claim's checks), `approved` or `changes-requested` at a human node."),
   })
   .describe("A move from one node to another on an outcome.");
 

@@ -51,10 +51,7 @@ export class GraphError extends ExitError {
 }
 
 export function formatPath(path: readonly Segment[]): string {
-  return path.reduce<string>(
-    (text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment),
-    "",
-  );
+  return path.reduce<string>((text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment), "");
 }
 
 /** `file:line:col: key.path: message`, the form every graph problem is reported in; control characters escaped as the config's are. */
@@ -63,7 +60,6 @@ export function formatGraphProblem(problem: LocatedGraphProblem, file: string): 
   const key = problem.path.length > 0 ? `${formatPath(problem.path)}: ` : "";
   return escapeControlCharacters(`${file}${position}: ${key}${problem.message}`);
 }
-
 
 function valueAt(raw: unknown, path: readonly Segment[]): unknown {
   let value = raw;
@@ -74,8 +70,7 @@ function valueAt(raw: unknown, path: readonly Segment[]): unknown {
   return value;
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /** The keys a strict object at `path` knows, for an unknown key's "did you mean". */
 function knownKeysAt(raw: unknown, path: readonly Segment[]): readonly string[] {

@@ -64,11 +64,7 @@ function collect(outcomes: readonly GraphFileOutcome[], files: readonly string[]
  * every problem of every file at once (`GraphError`, exit 2), so a daemon never runs on part of
  * its graphs.
  */
-export async function loadGraphs(
-  config: Pick<CliConfig, "graph" | "graphs">,
-  configDir: string,
-  options: LoadGraphsOptions = {},
-): Promise<LoadedGraphs> {
+export async function loadGraphs(config: Pick<CliConfig, "graph" | "graphs">, configDir: string, options: LoadGraphsOptions = {}): Promise<LoadedGraphs> {
   const configFile = options.configFile ? displayPath(options.configFile) : "the config";
   const entries = [
     ...BUILTIN_GRAPH_NAMES.map((name) => ({ name, file: builtinGraphFile(name), source: BUILTIN_SOURCE, namedBy: "the package" })),

@@ -1,11 +1,4 @@
-export {
-  HarnessConfigError,
-  harnessAdapter,
-  isResumableSessionId,
-  newHarnessSessionId,
-  type HarnessAdapter,
-  type HarnessLaunchInput,
-} from "./adapters.js";
+export { HarnessConfigError, harnessAdapter, isResumableSessionId, newHarnessSessionId, type HarnessAdapter, type HarnessLaunchInput } from "./adapters.js";
 export {
   ProgramNotFoundError,
   RunnerError,

@@ -16,16 +16,7 @@ const ENV_NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * withheld. SHELL is the pane's shell (the server's `default-shell`); PATH is set from the tmux
  * client that starts the pane, so it travels as that client's environment instead.
  */
-export const TMUX_PANE_VARIABLES: ReadonlySet<string> = new Set([
-  "TERM",
-  "TERM_PROGRAM",
-  "TERM_PROGRAM_VERSION",
-  "TMUX",
-  "TMUX_PANE",
-  "PWD",
-  "SHELL",
-  "PATH",
-]);
+export const TMUX_PANE_VARIABLES: ReadonlySet<string> = new Set(["TERM", "TERM_PROGRAM", "TERM_PROGRAM_VERSION", "TMUX", "TMUX_PANE", "PWD", "SHELL", "PATH"]);
 
 /** Only variables a shell and `env -u` can name; anything else in an environment is skipped. */
 export function isEnvName(name: string): boolean {
@@ -58,10 +49,7 @@ export function parseShellEnvironment(text: string): Map<string, string | null> 
 }
 
 /** What a new pane inherits: the global environment, overlaid by the session's (null: removed). */
-export function inheritedEnvironment(
-  global: ReadonlyMap<string, string | null>,
-  session: ReadonlyMap<string, string | null>,
-): Map<string, string> {
+export function inheritedEnvironment(global: ReadonlyMap<string, string | null>, session: ReadonlyMap<string, string | null>): Map<string, string> {
   const inherited = new Map<string, string>();
   for (const scope of [global, session]) {
     for (const [name, value] of scope) {

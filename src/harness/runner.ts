@@ -61,7 +61,10 @@ export class TargetLiveError extends Error {
 
 export class SessionMissingError extends Error {
   override readonly name: string = "SessionMissingError";
-  constructor(readonly target: string, readonly state: PaneState) {
+  constructor(
+    readonly target: string,
+    readonly state: PaneState,
+  ) {
     super(`no live pane in tmux session ${target} (${state})`);
   }
 }

@@ -52,8 +52,7 @@ const TARGET_PATTERN = /^loop-[A-Za-z0-9_-]+$/;
  * What tmux says when there is no server. "server exited unexpectedly" is the client's view of a
  * server that shut down mid-call because its last session just ended: no server either.
  */
-const NO_SERVER_PATTERN =
-  /no server running|error connecting to .*\((No such file or directory|Connection refused)\)|server exited unexpectedly/;
+const NO_SERVER_PATTERN = /no server running|error connecting to .*\((No such file or directory|Connection refused)\)|server exited unexpectedly/;
 /** What tmux says when the session, or the whole server, is not there. */
 const ABSENT_PATTERN = new RegExp(`can't find session|${NO_SERVER_PATTERN.source}`);
 const POLL_MS = 100;
@@ -65,7 +64,10 @@ const KILL_SETTLE_MS = 2_000;
 
 /** A failed tmux call, carrying tmux's stderr so callers can tell "not there" from real trouble. */
 class TmuxCallError extends RunnerError {
-  constructor(message: string, readonly stderr: string) {
+  constructor(
+    message: string,
+    readonly stderr: string,
+  ) {
     super(message);
   }
 }
@@ -135,10 +137,7 @@ export class TmuxRunner implements SessionRunner {
     // The session starts on an inert placeholder so remain-on-exit is in force before the harness
     // runs: a harness that exits at once would otherwise take the session (and its last words)
     // with it. Two or more argv elements make tmux exec the command instead of `sh -c` it.
-    const newSession = [
-      ...["new-session", "-d", "-s", target, "-c", cwd, "-x", "220", "-y", "50"],
-      ...["--", "tail", "-f", "/dev/null"],
-    ];
+    const newSession = [...["new-session", "-d", "-s", target, "-c", cwd, "-x", "220", "-y", "50"], ...["--", "tail", "-f", "/dev/null"]];
     try {
       await this.tmux(newSession).catch((error: unknown) => {
         // The server was shutting down as its last session ended; a second try starts a new one.
@@ -157,10 +156,7 @@ export class TmuxRunner implements SessionRunner {
       // The server may be one the-loop did not start (the operator's, or one an older the-loop
       // started with its whole environment): what the pane would inherit from it is read, then
       // corrected.
-      const [global, session] = await Promise.all([
-        this.tmux(["show-environment", "-g", "-s"]),
-        this.tmux(["show-environment", "-s", "-t", `=${target}`]),
-      ]);
+      const [global, session] = await Promise.all([this.tmux(["show-environment", "-g", "-s"]), this.tmux(["show-environment", "-s", "-t", `=${target}`])]);
       const plan = paneEnvPlan(inheritedEnvironment(parseShellEnvironment(global), parseShellEnvironment(session)), wanted);
       const environment = Object.entries(plan.set).flatMap(([name, value]) => ["-e", `${name}=${value}`]);
       // Withheld by name as well, should the server have gained one since it was read.
@@ -375,20 +371,15 @@ export class TmuxRunner implements SessionRunner {
     // execFile looks a bare name up on the child's PATH, which the client's may not share.
     const binary = env === process.env ? this.binary : onPath(this.binary);
     return new Promise((resolve, reject) => {
-      execFile(
-        binary,
-        argv,
-        { timeout: this.timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: "utf8", env },
-        (error, stdout, stderr) => {
-          if (error === null) {
-            resolve(stdout);
-            return;
-          }
-          // execFile kills the client only when it ran past the timeout.
-          const detail = error.killed === true ? `timed out after ${this.timeoutMs} ms` : stderr.trim() || error.message;
-          reject(new TmuxCallError(`tmux ${args[0] ?? ""} failed: ${detail}`, stderr));
-        },
-      );
+      execFile(binary, argv, { timeout: this.timeoutMs, maxBuffer: 64 * 1024 * 1024, encoding: "utf8", env }, (error, stdout, stderr) => {
+        if (error === null) {
+          resolve(stdout);
+          return;
+        }
+        // execFile kills the client only when it ran past the timeout.
+        const detail = error.killed === true ? `timed out after ${this.timeoutMs} ms` : stderr.trim() || error.message;
+        reject(new TmuxCallError(`tmux ${args[0] ?? ""} failed: ${detail}`, stderr));
+      });
     });
   }
 }
@@ -400,9 +391,7 @@ function onPath(program: string): string {
 
 function checkTarget(target: string): void {
   if (!TARGET_PATTERN.test(target)) {
-    throw new RunnerError(
-      `invalid tmux target ${JSON.stringify(target)}: expected loop- followed by letters, digits, '_' or '-'`,
-    );
+    throw new RunnerError(`invalid tmux target ${JSON.stringify(target)}: expected loop- followed by letters, digits, '_' or '-'`);
   }
 }
 

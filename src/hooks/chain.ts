@@ -227,10 +227,7 @@ export class HookChain {
 
   private failed(point: HookPoint, executor: HookExecutor, error: string, options: RunOptions): void {
     this.emitSafely(() =>
-      this.events.emit(
-        "hooks.failed",
-        withWorkItem({ point: point.name, hook: executor.name, error: bounded(error), required: executor.required }, options),
-      ),
+      this.events.emit("hooks.failed", withWorkItem({ point: point.name, hook: executor.name, error: bounded(error), required: executor.required }, options)),
     );
   }
 

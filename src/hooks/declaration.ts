@@ -167,7 +167,9 @@ export function parseHookDeclaration(raw: unknown, context: DeclarationContext):
     }
     const target = kind === "module" ? (entry.module ?? "") : (entry.path ?? "");
     if (kind === "module" && !BARE_SPECIFIER.test(target)) {
-      throw new HookDeclarationError(`${where}: module must name an installed package (e.g. acme-hooks or @acme/hooks/lifecycle), not ${target}; use path for a file`);
+      throw new HookDeclarationError(
+        `${where}: module must name an installed package (e.g. acme-hooks or @acme/hooks/lifecycle), not ${target}; use path for a file`,
+      );
     }
     if (kind === "path" && !LOCAL_HOOK_EXTENSIONS.some((extension) => target.endsWith(extension))) {
       throw new HookDeclarationError(`${where}: path must name a ${LOCAL_HOOK_EXTENSIONS.join(", ")} file (got ${target})`);
@@ -191,7 +193,8 @@ const COMMAND_ONLY_FOR: Readonly<Record<"executor" | "tokenEnv" | "headers", str
 
 function subprocessEntry(where: string, entry: z.output<typeof hookEntrySchema>, common: EntryCommon, context: DeclarationContext): SubprocessHookEntry {
   for (const [key, owners] of Object.entries(COMMAND_ONLY_FOR)) {
-    if (entry[key as keyof typeof COMMAND_ONLY_FOR] !== undefined) throw new HookDeclarationError(`${where}: ${key} applies to ${owners} only, not to a command`);
+    if (entry[key as keyof typeof COMMAND_ONLY_FOR] !== undefined)
+      throw new HookDeclarationError(`${where}: ${key} applies to ${owners} only, not to a command`);
   }
   const command = entry.command ?? [];
   const withNul = command.findIndex((word) => word.includes("\0"));
@@ -296,11 +299,17 @@ function remoteEntry(where: string, entry: z.output<typeof hookEntrySchema>, com
     );
   }
   for (const [header, value] of Object.entries(entry.headers ?? {})) {
-    if (!HEADER_NAME.test(header)) throw new HookDeclarationError(`${where}: header name "${header}" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon`);
+    if (!HEADER_NAME.test(header))
+      throw new HookDeclarationError(
+        `${where}: header name "${header}" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon`,
+      );
     if (SECRET_HEADERS.has(header.toLowerCase())) {
       throw new HookDeclarationError(`${where}: headers must not carry ${header}; put the token in an environment variable named by tokenEnv`);
     }
-    if (!HEADER_VALUE.test(value)) throw new HookDeclarationError(`${where}: header "${header}" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)`);
+    if (!HEADER_VALUE.test(value))
+      throw new HookDeclarationError(
+        `${where}: header "${header}" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)`,
+      );
   }
   return {
     ...common,

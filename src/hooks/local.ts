@@ -290,9 +290,7 @@ export function resolvePackage(specifier: string, fromDir: string): string {
     if (isDirectory(packageDir)) return resolveInPackage(packageDir, name, subpath);
     if (dirname(dir) === dir) break;
   }
-  throw new LocalHookError(
-    `cannot find package "${name}" in a node_modules directory at or above ${fromDir} (the config file's directory); install it there`,
-  );
+  throw new LocalHookError(`cannot find package "${name}" in a node_modules directory at or above ${fromDir} (the config file's directory); install it there`);
 }
 
 function splitSpecifier(specifier: string): { name: string; subpath: string } | undefined {

@@ -54,7 +54,12 @@ export type SubprocessHookRequest = Readonly<Record<string, unknown>>;
  * object; the entry's `with` joins the-loop's facts under `details.the_loop`, never the top
  * level. At a lifecycle point the context gets agh's base (`event`, `timestamp`) and `the_loop`.
  */
-export function subprocessRequest(point: HookPoint, context: HookContext, options: Readonly<Record<string, unknown>>, now: () => Date = () => new Date()): SubprocessHookRequest {
+export function subprocessRequest(
+  point: HookPoint,
+  context: HookContext,
+  options: Readonly<Record<string, unknown>>,
+  now: () => Date = () => new Date(),
+): SubprocessHookRequest {
   const withOptions = Object.keys(options).length > 0 ? { with: options } : undefined;
   if (point.family === "loop") {
     if (withOptions === undefined) return context;
@@ -182,7 +187,9 @@ function readPatch(stdout: string, point: HookPoint, sent: SubprocessHookRequest
   try {
     printed = JSON.parse(stdout);
   } catch {
-    throw new Error("the command printed something that is not one JSON document; print the patch as one JSON object on stdout, or nothing (diagnostics go to stderr)");
+    throw new Error(
+      "the command printed something that is not one JSON document; print the patch as one JSON object on stdout, or nothing (diagnostics go to stderr)",
+    );
   }
   const patch = answerTopSchema.safeParse(printed);
   if (!patch.success) throw new Error(`the command printed ${describe(printed)}, not a patch object or null`);

@@ -35,4 +35,3 @@ export function sameJson(left: unknown, right: unknown): boolean {
   }
   return false;
 }
-

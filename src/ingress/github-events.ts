@@ -106,7 +106,10 @@ function draftOf(context: GitHubEventContext, kind: InboundKind, trackerEvent: s
 }
 
 /** Assigns the work items, and for a pull request the PR and how its linked items were found. */
-function assignShape(event: Draft, shape: { readonly workItems: WorkItem[]; readonly pullRequest?: InboundPullRequest; readonly linkedBy?: Record<string, LinkSource> }): void {
+function assignShape(
+  event: Draft,
+  shape: { readonly workItems: WorkItem[]; readonly pullRequest?: InboundPullRequest; readonly linkedBy?: Record<string, LinkSource> },
+): void {
   event.workItems = shape.workItems;
   if (shape.pullRequest !== undefined) event.pullRequest = shape.pullRequest;
   if (shape.linkedBy !== undefined) event.linkedBy = shape.linkedBy;
@@ -341,9 +344,7 @@ function pullRequestShape(item: Item, repository: Repository, headBranch: string
     ...(headBranch !== undefined ? { headBranch } : {}),
     ...(headInRepository !== undefined ? { headInRepository } : {}),
   };
-  return linked.length === 0
-    ? { workItems: [item.workItem], pullRequest }
-    : { workItems: [...linked, item.workItem], pullRequest, linkedBy };
+  return linked.length === 0 ? { workItems: [item.workItem], pullRequest } : { workItems: [...linked, item.workItem], pullRequest, linkedBy };
 }
 
 function repositoryOf(root: Json, context: GitHubEventContext): Repository {

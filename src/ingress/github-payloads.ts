@@ -69,7 +69,10 @@ interface Schemas {
 }
 
 function schemasFor(host: string): Schemas {
-  const webUrl = z.string().refine((value) => isGitHubWebUrl(value, host), { message: `is not an https URL on ${host}` }).nullish();
+  const webUrl = z
+    .string()
+    .refine((value) => isGitHubWebUrl(value, host), { message: `is not an https URL on ${host}` })
+    .nullish();
   const repository = z.looseObject({
     full_name: text,
     name: text,

@@ -18,12 +18,7 @@ export { resolvePollStateFile, type ResolvedPollStateFile } from "../state/poll-
 const warned = new Set<string>();
 
 /** Records poll.legacy_state and tells the operator, once per process for each legacy file. */
-export function warnLegacyPollState(options: {
-  legacyFile: string;
-  newFile: string;
-  events: EventSink;
-  warn?: ((message: string) => void) | undefined;
-}): void {
+export function warnLegacyPollState(options: { legacyFile: string; newFile: string; events: EventSink; warn?: ((message: string) => void) | undefined }): void {
   if (warned.has(options.legacyFile)) return;
   warned.add(options.legacyFile);
   options.events.emit("poll.legacy_state", { legacy_file: options.legacyFile, new_file: options.newFile });

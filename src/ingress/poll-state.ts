@@ -54,10 +54,7 @@ export class PollStateError extends ExitError {
     readonly path: string,
     reason: string,
   ) {
-    super(
-      `${path} is not valid poll state (${reason}); move it aside to start from now (history is then taken as read)`,
-      EXIT_FAILURE,
-    );
+    super(`${path} is not valid poll state (${reason}); move it aside to start from now (history is then taken as read)`, EXIT_FAILURE);
   }
 }
 
@@ -75,10 +72,7 @@ export function capHandled(handled: readonly string[]): string[] {
  * state by `adopt` (each source's starting cursor; empty without it). Throws PollStateError when
  * the content is neither.
  */
-export async function loadPollState(
-  path: string,
-  adopt?: (ledger: LegacyLedger) => Record<string, PollSourceState>,
-): Promise<PollState> {
+export async function loadPollState(path: string, adopt?: (ledger: LegacyLedger) => Record<string, PollSourceState>): Promise<PollState> {
   let value: unknown;
   try {
     value = await readJsonFile(path);

@@ -114,9 +114,7 @@ export class Poller {
     const duplicate = keys.find((key, index) => keys.indexOf(key) !== index);
     // Two sources with one key would overwrite each other's cursor.
     if (duplicate !== undefined) throw new RangeError(`two poll sources share the key "${duplicate}"`);
-    this.sources = options.sources.map((source) =>
-      "read" in source ? source : trackerPollSource(source.key, source.tracker, source.scope),
-    );
+    this.sources = options.sources.map((source) => ("read" in source ? source : trackerPollSource(source.key, source.tracker, source.scope)));
     this.maxAttempts = maxAttempts;
     this.now = options.now ?? (() => new Date());
     this.startedAt = this.now().toISOString();

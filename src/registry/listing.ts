@@ -62,8 +62,7 @@ export function registryListing(listing: RecordListing<SessionRecord>): Registry
  */
 export function listSessionRecords(dir: string, options: ListOptions = {}): RegistryListing {
   const wanted = options.status;
-  const keep = (record: SessionRecord): boolean =>
-    wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted;
+  const keep = (record: SessionRecord): boolean => (wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted);
   return registryListing(sessionRecordFiles(dir, { cache: options.cache }).listSync({ keep }));
 }
 
@@ -85,8 +84,7 @@ type SummaryRow = [string, SessionStatus, string, string, string];
  */
 export function listSessionSummaries(dir: string, options: ListOptions = {}): { summaries: SessionSummary[]; problems: RegistryProblem[] } {
   const wanted = options.status;
-  const keep = (status: SessionStatus): boolean =>
-    wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted;
+  const keep = (status: SessionStatus): boolean => (wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted);
   const rowsCache = options.cache === undefined ? undefined : `${options.cache}.rows`;
   const stamp = rowsCache === undefined ? undefined : folderStamp(dir);
   if (rowsCache !== undefined && stamp !== undefined) {
@@ -94,13 +92,7 @@ export function listSessionSummaries(dir: string, options: ListOptions = {}): { 
     if (rows) return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: [] };
   }
   const listing = listSessionRecords(dir, { cache: options.cache });
-  const rows = listing.records.map((record): SummaryRow => [
-    record.workItem.ref,
-    record.status,
-    record.harness,
-    record.tmuxTarget,
-    record.lastEventAt,
-  ]);
+  const rows = listing.records.map((record): SummaryRow => [record.workItem.ref, record.status, record.harness, record.tmuxTarget, record.lastEventAt]);
   if (rowsCache !== undefined && stamp !== undefined && listing.problems.length === 0) {
     writeFolderCache(rowsCache, { dir, stamp, entries: rows });
   }

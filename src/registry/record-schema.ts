@@ -80,7 +80,10 @@ export const sessionRecordSchema = z.object({
    * (THE_LOOP_SESSION_TOKEN): what proves a request on the daemon's socket comes from this
    * session. The credential itself is never stored. Records written before it existed have none.
    */
-  credentialSha256: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+  credentialSha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
 });
 
 export const SESSION_RECORD_SHAPE_FILE = "src/registry/record-shape.ts";

@@ -11,13 +11,7 @@ import type { z } from "zod";
 import { DamagedRecordError } from "../state/index.js";
 import type { RecordDamage, RecordKind } from "../state/index.js";
 import { sessionRecordShape } from "./record-shape.js";
-import type {
-  sessionClaimerSchema,
-  sessionPullRequestSchema,
-  sessionRecordSchema,
-  sessionWorkspaceSchema,
-  workItemSchema,
-} from "./record-schema.js";
+import type { sessionClaimerSchema, sessionPullRequestSchema, sessionRecordSchema, sessionWorkspaceSchema, workItemSchema } from "./record-schema.js";
 
 /** The schema (record-schema.ts) is the one description of a record; these types are inferred from it. */
 export type SessionRecord = z.output<typeof sessionRecordSchema>;
@@ -51,8 +45,7 @@ export class RegistryRecordError extends DamagedRecordError {
 
 const STATUS_SET: ReadonlySet<unknown> = new Set(SESSION_STATUSES);
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * What a listing checks of a record: the fields it shows, by hand. `sessions list` over ten

@@ -17,9 +17,7 @@ import { sessionRecordSchema } from "./record-schema.js";
 export { RegistryRecordError } from "./record.js";
 export type { RegistryListing, RegistryProblem } from "./listing.js";
 
-export type ClaimResult =
-  | { readonly claimed: true; readonly record: SessionRecord }
-  | { readonly claimed: false; readonly record: SessionRecord };
+export type ClaimResult = { readonly claimed: true; readonly record: SessionRecord } | { readonly claimed: false; readonly record: SessionRecord };
 
 /** Reads of one record parse it with the schema, which the registry loads with itself. */
 const REGISTRY_KIND = { ...sessionRecordKind, schema: sessionRecordSchema };
@@ -63,8 +61,7 @@ export class SessionRegistry {
    */
   list(options: { status?: SessionStatus | "live" } = {}): RegistryListing {
     const wanted = options.status;
-    const keep = (record: SessionRecord): boolean =>
-      wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted;
+    const keep = (record: SessionRecord): boolean => (wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted);
     return registryListing(this.records.listSync({ keep }));
   }
 

@@ -25,16 +25,7 @@ export interface InboundPullRequest {
 }
 
 /** What happened, independent of the tracker's own vocabulary. */
-export type InboundKind =
-  | "opened"
-  | "commented"
-  | "reviewed"
-  | "review_commented"
-  | "labeled"
-  | "unlabeled"
-  | "closed"
-  | "reopened"
-  | "updated";
+export type InboundKind = "opened" | "commented" | "reviewed" | "review_commented" | "labeled" | "unlabeled" | "closed" | "reopened" | "updated";
 
 export const INBOUND_KINDS: readonly InboundKind[] = [
   "opened",

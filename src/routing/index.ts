@@ -3,16 +3,7 @@ export type { EventHandler, HandleResult, InboundEvent, InboundKind, InboundSour
 export { failClosedWarning, isAuthorized } from "./authz.js";
 export { DeliveryLru } from "./dedupe.js";
 export { armsSpawn, isArmed, policyOf, registryViewOf, route, standingState } from "./router.js";
-export type {
-  ControlView,
-  Decision,
-  DecisionAction,
-  DeliveryMemory,
-  DropReason,
-  RegistryView,
-  RoutingPolicy,
-  SessionView,
-} from "./router.js";
+export type { ControlView, Decision, DecisionAction, DeliveryMemory, DropReason, RegistryView, RoutingPolicy, SessionView } from "./router.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export type { InboundPullRequest, LinkSource } from "./inbound.js";

@@ -33,9 +33,7 @@ export interface RoutingPolicy {
 }
 
 /** Built once per config load: the router then does set lookups, never list scans. */
-export function policyOf(
-  routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel" | "control">,
-): RoutingPolicy {
+export function policyOf(routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel" | "control">): RoutingPolicy {
   return {
     authorizedUsers: new Set(routing.authorizedUsers),
     spawnOnUnmatched: routing.spawnOnUnmatched,
@@ -67,10 +65,7 @@ export interface RegistryView {
  * per work item: the registry and the control store). The one builder: the dispatcher and
  * `the-loop receive` both route through it.
  */
-export function registryViewOf(
-  sessions: { get(ref: string): SessionView | undefined },
-  control: { get(ref: string): ControlView | undefined },
-): RegistryView {
+export function registryViewOf(sessions: { get(ref: string): SessionView | undefined }, control: { get(ref: string): ControlView | undefined }): RegistryView {
   return {
     sessionFor: (ref) => sessions.get(ref),
     controlFor: (ref) => control.get(ref),
@@ -199,7 +194,13 @@ function closedDecision(event: InboundEvent, registry: RegistryView): Decision {
     if (seenIn(own.session.recentDeliveries, event)) return drop("duplicate-delivery", own.workItem);
     return { action: "close", workItem: own.workItem };
   }
-  const linked = pullRequest === undefined ? undefined : liveSession(event.workItems.filter((item) => item.ref !== pullRequest), registry);
+  const linked =
+    pullRequest === undefined
+      ? undefined
+      : liveSession(
+          event.workItems.filter((item) => item.ref !== pullRequest),
+          registry,
+        );
   if (linked !== undefined) {
     if (seenIn(linked.session.recentDeliveries, event)) return drop("duplicate-delivery", linked.workItem);
     return { action: "deliver", workItem: linked.workItem, status: linked.session.status };
@@ -307,10 +308,7 @@ function drop(reason: DropReason, workItem?: WorkItem): Decision {
  * Items are tried in the event's order, most authoritative first: a pull request's linked work
  * items come before the PR itself, so an event on the PR reaches the work item's session.
  */
-function liveSession(
-  workItems: readonly WorkItem[],
-  registry: RegistryView,
-): { workItem: WorkItem; session: SessionView } | undefined {
+function liveSession(workItems: readonly WorkItem[], registry: RegistryView): { workItem: WorkItem; session: SessionView } | undefined {
   for (const workItem of workItems) {
     const session = registry.sessionFor(workItem.ref);
     if (session !== undefined && sessionStateOf(session) !== "none") return { workItem, session };

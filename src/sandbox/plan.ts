@@ -113,7 +113,8 @@ export function planBubblewrap(request: SandboxRequest): string[] {
     if (arg.includes("\0")) throw new SandboxPlanError(`argv[${index}] holds a NUL byte`);
   });
   for (const [name, value] of Object.entries(request.env)) {
-    if (name === "" || name.includes("=") || name.includes("\0")) throw new SandboxPlanError(`env: "${name.replace(/\0/g, "\\0")}" is not a valid variable name`);
+    if (name === "" || name.includes("=") || name.includes("\0"))
+      throw new SandboxPlanError(`env: "${name.replace(/\0/g, "\\0")}" is not a valid variable name`);
     if (value.includes("\0")) throw new SandboxPlanError(`env: ${name} holds a NUL byte`);
   }
 
@@ -133,7 +134,8 @@ export function planBubblewrap(request: SandboxRequest): string[] {
   refuseDuplicates([...base, ...user]);
   for (const target of MADE_BY_THE_SANDBOX) {
     for (const mount of user) {
-      if (within(mount.target, target) && mount.target !== target) throw new SandboxPlanError(`${mount.what}: ${mount.target} is inside ${target}, which the sandbox makes itself`);
+      if (within(mount.target, target) && mount.target !== target)
+        throw new SandboxPlanError(`${mount.what}: ${mount.target} is inside ${target}, which the sandbox makes itself`);
     }
   }
   const reachable = user.map((mount) => mount.target).concat("/tmp");

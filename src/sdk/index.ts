@@ -5,16 +5,7 @@
  */
 export { isLifecycleHooksClass, LIFECYCLE_HOOKS_BRAND } from "./hooks/base.js";
 export { lifecyclePoint } from "./hooks/catalog.js";
-export type {
-  ContextOf,
-  DecisionSpec,
-  FieldKind,
-  FieldSpec,
-  HookPoint,
-  JsonObject,
-  LifecyclePointName,
-  WorkItemEntity,
-} from "./hooks/catalog.js";
+export type { ContextOf, DecisionSpec, FieldKind, FieldSpec, HookPoint, JsonObject, LifecyclePointName, WorkItemEntity } from "./hooks/catalog.js";
 export { LOCAL_NETWORK_PARTICIPATION, LOOP_CONTEXT_FIELDS, loopPoint } from "./hooks/loop-catalog.js";
 export type { LoopDecidingPointName, LoopPayloadOf, LoopPoint, LoopPointName } from "./hooks/loop-catalog.js";
 export { HOOK_FAMILIES, HOOK_POINT_NAMES, HOOK_POINTS, pointsOfFamily } from "./hooks/points.js";

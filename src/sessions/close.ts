@@ -66,11 +66,7 @@ const KEEPS_CONTROL: ReadonlySet<string> = new Set(["stopped", "spawn-failed", "
  * given meanwhile (a pause or a stop, recorded as the item's state now that it has no session; a
  * start that spawns afresh) is the item's next state, not this session's: it is not cleared.
  */
-export async function closeSession(
-  options: CloseOptions,
-  ref: string,
-  reason: string,
-): Promise<SessionRecord | DamagedClose | undefined> {
+export async function closeSession(options: CloseOptions, ref: string, reason: string): Promise<SessionRecord | DamagedClose | undefined> {
   const control = KEEPS_CONTROL.has(reason) ? undefined : options.control;
   if (control === undefined) {
     const closed = await markClosed(options, ref, reason);
@@ -129,10 +125,7 @@ export async function closeDamaged(
     reason: error.reason,
   });
   const slug = workItemSlug(parseWorkItemRef(ref));
-  const names = [
-    ...(options.stateRootTag !== undefined ? [tmuxTargetFor(slug, options.stateRootTag)] : []),
-    tmuxTargetFor(slug),
-  ];
+  const names = [...(options.stateRootTag !== undefined ? [tmuxTargetFor(slug, options.stateRootTag)] : []), tmuxTargetFor(slug)];
   let ended: string | undefined;
   let keptSession = false;
   for (const target of names) {
@@ -164,12 +157,7 @@ export type Standing = { readonly known: true; readonly record: ControlRecord | 
  * finishes outside it. `closed` is what `registry.close` returned; `standing`, the item's command
  * at that moment when the caller read it (then only that command is cleared).
  */
-export async function finishClose(
-  options: CloseOptions,
-  closed: SessionRecord,
-  reason: string,
-  standing: Standing = { known: false },
-): Promise<void> {
+export async function finishClose(options: CloseOptions, closed: SessionRecord, reason: string, standing: Standing = { known: false }): Promise<void> {
   const ref = closed.workItem.ref;
   const result = await options.runner.terminate(closed.tmuxTarget, {
     killHarness: options.tmux.killHarnessOnClose,

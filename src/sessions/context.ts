@@ -310,9 +310,7 @@ export function sameCommand(a: ControlRecord | undefined, b: ControlRecord | und
 /** The ids of the commands an item took, with this command's added: newest last, bounded. */
 export function rememberedCommands(previous: ControlRecord | undefined, event: InboundEvent): string[] {
   const keys = deliveryKeys(event);
-  const kept = (previous?.recentDeliveries ?? (previous?.deliveryId !== undefined ? [previous.deliveryId] : [])).filter(
-    (id) => !keys.includes(id),
-  );
+  const kept = (previous?.recentDeliveries ?? (previous?.deliveryId !== undefined ? [previous.deliveryId] : [])).filter((id) => !keys.includes(id));
   return [...kept, ...keys].slice(-CONTROL_RECENT_DELIVERIES_MAX);
 }
 

@@ -74,7 +74,10 @@ export type SessionCheck = { readonly ok: true; readonly session: CredentialedSe
  * (`read` returns it, or throws when it does not parse). A session that is not live, or has no
  * credential recorded, proves nothing.
  */
-export function checkSessionCredential(presented: { readonly workItem: string; readonly token: string }, read: (ref: string) => SessionRecord | undefined): SessionCheck {
+export function checkSessionCredential(
+  presented: { readonly workItem: string; readonly token: string },
+  read: (ref: string) => SessionRecord | undefined,
+): SessionCheck {
   let ref: string;
   try {
     ref = formatWorkItemRef(parseWorkItemRef(presented.workItem));

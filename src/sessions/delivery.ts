@@ -37,7 +37,12 @@ const HARNESS_START_POLL_MAX_MS = 250;
 export type PasteResult = "pasted" | "closed" | "paused" | "spawn-failed" | "interrupted";
 
 /** What a prompt template is rendered from; the title is looked up when the event does not carry it. */
-export async function promptInput(ctx: ContextNeeds<never, "graph" | "trackers">, workItem: WorkItem, event: InboundEvent, record?: SessionRecord): Promise<PromptInput> {
+export async function promptInput(
+  ctx: ContextNeeds<never, "graph" | "trackers">,
+  workItem: WorkItem,
+  event: InboundEvent,
+  record?: SessionRecord,
+): Promise<PromptInput> {
   let title = event.title;
   if (title === undefined) {
     try {
@@ -74,7 +79,11 @@ async function graphContextOf(ctx: ContextNeeds<never, "graph">, ref: string): P
  * The event as input for `record`'s session. `from`: the event's turn, kept when it is on the
  * record's own work item (an event redirected to another item's session is bound afresh).
  */
-export async function deliverEvent(ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">, record: SessionRecord, from: Turn): Promise<HandleResult> {
+export async function deliverEvent(
+  ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">,
+  record: SessionRecord,
+  from: Turn,
+): Promise<HandleResult> {
   const workItem = record.workItem as WorkItem;
   const { event } = from;
   const turn: Turn = from.workItem.ref === workItem.ref ? { ...from, workItem } : turnOf(ctx, workItem, event);
@@ -265,8 +274,7 @@ export async function recordLink(ctx: ContextNeeds<"now", "events" | "links" | "
     // the PR's events no longer come here, so the record must not say they do.
     if (stored !== undefined && stored.workItem.ref !== workItem.ref) return;
     // The record says how the binding in force was made, which an earlier event may have decided.
-    const source =
-      stored !== undefined && stored.workItem.ref === workItem.ref ? stored.source : (event.linkedBy?.[workItem.ref] ?? "closing-reference");
+    const source = stored !== undefined && stored.workItem.ref === workItem.ref ? stored.source : (event.linkedBy?.[workItem.ref] ?? "closing-reference");
     let added = false;
     await registry.update(workItem.ref, (record) => {
       if (record.pullRequests?.some((link) => link.ref === pullRequest)) return undefined;

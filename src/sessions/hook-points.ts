@@ -207,7 +207,13 @@ export async function refuse(
  * `session_spawned`, then the announcement unless the chain's `announce` says not to.
  * `announce`: routing.announce.enabled as the start read it.
  */
-export async function announceSpawned(ctx: ContextNeeds<"hooks" | "routing", "events" | "trackers">, turn: Turn, session: SessionRecord, slot: PoolSlot, announce: boolean): Promise<void> {
+export async function announceSpawned(
+  ctx: ContextNeeds<"hooks" | "routing", "events" | "trackers">,
+  turn: Turn,
+  session: SessionRecord,
+  slot: PoolSlot,
+  announce: boolean,
+): Promise<void> {
   const { workItem, event } = turn;
   const outcome = await atPoint(ctx, slot, "session_spawned", () =>
     ctx.hooks.run(

@@ -14,9 +14,35 @@ export type { AskAnswer } from "./ask.js";
 export { SESSION_TOKEN_ENV, checkSessionCredential } from "./credential.js";
 export type { CredentialedSession } from "./credential.js";
 export { REASON_MAX, boundedName } from "./names.js";
-export type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult, Refused, SpawnOutcome, StartTrigger, Turn } from "./context.js";
+export type {
+  DeliveryEvents,
+  DispatchContext,
+  DispatcherConfig,
+  DispatcherOptions,
+  HandleResult,
+  Refused,
+  SpawnOutcome,
+  StartTrigger,
+  Turn,
+} from "./context.js";
 export type { PoolSlot } from "./keyed-queue.js";
-export { RETRY, SESSION_CLOSED, SETTLED, adapterOf, closeOptions, deliveryEvents, dispatchFailed, handBack, rememberedCommands, sameCommand, sameLiveSession, settle, thisProcess, turnOf, withSlot } from "./context.js";
+export {
+  RETRY,
+  SESSION_CLOSED,
+  SETTLED,
+  adapterOf,
+  closeOptions,
+  deliveryEvents,
+  dispatchFailed,
+  handBack,
+  rememberedCommands,
+  sameCommand,
+  sameLiveSession,
+  settle,
+  thisProcess,
+  turnOf,
+  withSlot,
+} from "./context.js";
 export { KeyedQueue, Semaphore } from "./keyed-queue.js";
 export { Reactions } from "./reactions.js";
 export { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLaunch, startRefusal, workItemComplete } from "./hook-points.js";

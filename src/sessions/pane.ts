@@ -87,7 +87,12 @@ function markStarted(ctx: ContextNeeds<"now" | "readyAt" | "routing">, target: s
 }
 
 /** What the harness would ask a person before it starts; never fails the spawn it precedes. */
-export async function prepareHarness(ctx: ContextNeeds<"routing", "prepareHarness" | "sessionEnv">, workItem: string, harness: string, cwd: string): Promise<void> {
+export async function prepareHarness(
+  ctx: ContextNeeds<"routing", "prepareHarness" | "sessionEnv">,
+  workItem: string,
+  harness: string,
+  cwd: string,
+): Promise<void> {
   const { options } = ctx;
   await options.prepareHarness?.({
     workItem,
@@ -145,7 +150,11 @@ export async function endIfClosed(ctx: ContextNeeds<"routing", "events" | "regis
  * harnessStartBound) whose spawn then meets this harness finds it taken over (startedByOther)
  * instead of closing the session under it.
  */
-export async function respawn(ctx: ContextNeeds<"accepting" | "now" | "readyAt" | "routing", "events" | "prepareHarness" | "registry" | "resumeProbeMs" | "runner" | "sessionEnv">, record: SessionRecord, prompt: string): Promise<boolean> {
+export async function respawn(
+  ctx: ContextNeeds<"accepting" | "now" | "readyAt" | "routing", "events" | "prepareHarness" | "registry" | "resumeProbeMs" | "runner" | "sessionEnv">,
+  record: SessionRecord,
+  prompt: string,
+): Promise<boolean> {
   const { options } = ctx;
   const ref = record.workItem.ref;
   const adapter = adapterOf(ctx, record.harness);
@@ -154,7 +163,12 @@ export async function respawn(ctx: ContextNeeds<"accepting" | "now" | "readyAt" 
   if (!(await markHarnessStarted(ctx, record, { credentialSha256: credential.sha256 }))) return false;
   await prepareHarness(ctx, ref, adapter.name, record.cwd);
   const spawnWith = async (argv: string[]): Promise<void> => {
-    await options.runner.spawn({ target: record.tmuxTarget, cwd: record.cwd, argv, env: { ...options.sessionEnv(ref), [SESSION_TOKEN_ENV]: credential.token } });
+    await options.runner.spawn({
+      target: record.tmuxTarget,
+      cwd: record.cwd,
+      argv,
+      env: { ...options.sessionEnv(ref), [SESSION_TOKEN_ENV]: credential.token },
+    });
     markStarted(ctx, record.tmuxTarget);
   };
   // A harness started without the text in its argv is handed it as its first input.

@@ -77,7 +77,10 @@ export const PROMPT_PLACEHOLDERS: readonly { readonly name: string; readonly mea
       "The pull request the event is on, as `#12 (https://…)` (with `owner/repo` before the `#` when it is in another repository than the work item); empty when the event is on none.",
   },
   { name: "ask_command", meaning: "The command the agent runs to ask a person a question on the work item." },
-  { name: "answer_note", meaning: "When the agent is waiting on a question it asked: a sentence saying this event may answer it, quoting the question; otherwise empty." },
+  {
+    name: "answer_note",
+    meaning: "When the agent is waiting on a question it asked: a sentence saying this event may answer it, quoting the question; otherwise empty.",
+  },
   {
     name: "graph_context",
     meaning:

@@ -59,7 +59,11 @@ export async function awaitReady(input: AwaitReadyInput): Promise<ReadyOutcome> 
 
 export class HarnessNotReadyError extends Error {
   override readonly name: string = "HarnessNotReadyError";
-  constructor(readonly target: string, readonly waitedMs: number, readonly blocked: boolean) {
+  constructor(
+    readonly target: string,
+    readonly waitedMs: number,
+    readonly blocked: boolean,
+  ) {
     super(
       blocked
         ? `the harness in ${target} shows a dialog and took no input for ${Math.round(waitedMs / 1000)} s; nothing was pasted (attach with \`the-loop sessions attach\` to answer it)`

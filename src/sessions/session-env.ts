@@ -60,12 +60,39 @@ export function sessionEnvironment(input: SessionEnvInput): Record<string, strin
  * not here: tmux sets every pane's own.
  */
 export const PASSED_ENV: readonly string[] = [
-  "HOME", "USER", "LOGNAME", "SHELL", "PATH", "LANG", "LANGUAGE", "LC_*", "TZ", "TMPDIR",
-  "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_RUNTIME_DIR",
-  "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "no_proxy", "all_proxy",
-  "NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR",
+  "HOME",
+  "USER",
+  "LOGNAME",
+  "SHELL",
+  "PATH",
+  "LANG",
+  "LANGUAGE",
+  "LC_*",
+  "TZ",
+  "TMPDIR",
+  "XDG_CONFIG_HOME",
+  "XDG_CACHE_HOME",
+  "XDG_DATA_HOME",
+  "XDG_STATE_HOME",
+  "XDG_RUNTIME_DIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "ALL_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "all_proxy",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
   // Claude Code: its key or token, API endpoint and models (ANTHROPIC_*), its own settings.
-  "ANTHROPIC_*", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_*", "DISABLE_AUTOUPDATER", "DISABLE_TELEMETRY", "DISABLE_ERROR_REPORTING",
+  "ANTHROPIC_*",
+  "CLAUDE_CONFIG_DIR",
+  "CLAUDE_CODE_*",
+  "DISABLE_AUTOUPDATER",
+  "DISABLE_TELEMETRY",
+  "DISABLE_ERROR_REPORTING",
   // Cursor's agent CLI.
   "CURSOR_API_KEY",
 ];
@@ -89,10 +116,7 @@ export interface PassedEnvOptions {
  * The part of `source` (the daemon's environment) a session is given: PASSED_ENV and `pass`,
  * minus `never` and the-loop's own variables, which the session gets from sessionEnvironment.
  */
-export function passedEnvironment(
-  source: Readonly<Record<string, string | undefined>>,
-  options: PassedEnvOptions = {},
-): Record<string, string> {
+export function passedEnvironment(source: Readonly<Record<string, string | undefined>>, options: PassedEnvOptions = {}): Record<string, string> {
   const patterns = [...PASSED_ENV, ...(options.pass ?? [])];
   const never = new Set(options.never ?? []);
   const passed: Record<string, string> = {};

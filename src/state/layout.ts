@@ -80,9 +80,7 @@ export function deriveStatePaths(config: StateLayoutSettings, baseDir: string, h
     pollStateFile: config.polling.stateFile ? at(config.polling.stateFile) : join(sessions, "poll-state.json"),
     legacyPollStateFile: config.polling.stateFile ? null : join(baseDir, ".the-loop", "poll-state.json"),
     eventLog: config.eventLog.path ? at(config.eventLog.path) : join(root, "logs", "events.jsonl"),
-    ghWebhookPidfile: config.webhooks.ghWebhook.pidfile
-      ? at(config.webhooks.ghWebhook.pidfile)
-      : join(root, "gh-webhook.pid"),
+    ghWebhookPidfile: config.webhooks.ghWebhook.pidfile ? at(config.webhooks.ghWebhook.pidfile) : join(root, "gh-webhook.pid"),
     ghWebhookStatusFile: join(root, "gh-webhook-status.json"),
     pollPidfile: join(root, "poll.pid"),
     pollStatusFile: join(root, "poll-status.json"),

@@ -28,4 +28,3 @@ export function resolvePollStateFile(
   }
   return { file: paths.pollStateFile, legacy: false };
 }
-

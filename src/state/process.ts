@@ -52,4 +52,3 @@ export function isProcessAlive(pid: number, startTicks?: number): boolean {
   if (stat.state === "Z" || stat.state === "X") return false;
   return startTicks === undefined || stat.startTicks === startTicks;
 }
-

@@ -184,8 +184,7 @@ const LISTING_BUFFER_BYTES = 64 * 1024;
 
 type Checked<T> = { readonly record: T; readonly problem?: undefined } | { readonly problem: string };
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
 
 function isSchema<S extends z.ZodType>(schema: S | (() => Promise<S>)): schema is S {
   return typeof schema !== "function";
@@ -349,7 +348,11 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
     const canonical = canonicalItem(item);
     const path = this.locate(canonical);
     this.refuseReentry(canonical, path);
-    const label = reason.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "aside";
+    const label =
+      reason
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, "-")
+        .replace(/^-+|-+$/g, "") || "aside";
     return this.locked(path, async () => {
       const aside = `${path}.${label}-${new Date().toISOString().replace(/[:.]/g, "-")}`;
       try {

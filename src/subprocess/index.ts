@@ -4,15 +4,7 @@
  * (plus the run's mark), output capped per stream.
  * It imports only node: built-ins, so any floor above may run commands through it.
  */
-export {
-  BASE_ENV_NAMES,
-  DEFAULT_OUTPUT_CAP_BYTES,
-  InvalidCommandError,
-  allowListedEnv,
-  describeOutcome,
-  formatDuration,
-  runBounded,
-} from "./run.js";
+export { BASE_ENV_NAMES, DEFAULT_OUTPUT_CAP_BYTES, InvalidCommandError, allowListedEnv, describeOutcome, formatDuration, runBounded } from "./run.js";
 export type { BoundedCommand, BoundedResult } from "./run.js";
 export { clip, outputTail, stripControlCharacters } from "./text.js";
 export { RUN_ID_ENV } from "./tree.js";

@@ -61,7 +61,7 @@ export class ProcessTree {
     const table = processTable();
     if (table === undefined) return;
     // Parents first is not guaranteed (pids wrap), so repeat until nothing new descends.
-    for (let grew = true; grew; ) {
+    for (let grew = true; grew;) {
       grew = false;
       for (const [pid, stat] of table) {
         if (this.known.has(pid) || !this.known.has(stat.ppid)) continue;

@@ -23,15 +23,7 @@ export {
   NotLocalRefError,
   SELF_LOGIN,
 } from "./local/index.js";
-export type {
-  LabelChange,
-  LabelChangeResult,
-  ListItemsFilter,
-  LocalItem,
-  LocalTrackerOptions,
-  OpenItemInput,
-  StateChangeResult,
-} from "./local/index.js";
+export type { LabelChange, LabelChangeResult, ListItemsFilter, LocalItem, LocalTrackerOptions, OpenItemInput, StateChangeResult } from "./local/index.js";
 export { UnsupportedTrackerError, openTrackers } from "./resolve.js";
 export type { OpenTrackersOptions, OpenedTrackers, TrackerSet } from "./resolve.js";
 export {
@@ -47,14 +39,7 @@ export {
   refHostForApiUrl,
   workItemStateOf,
 } from "./github/index.js";
-export type {
-  GetResult,
-  GitHubClientOptions,
-  GitHubIssueJson,
-  ListResult,
-  PullRequestInfo,
-  TokenSource,
-} from "./github/index.js";
+export type { GetResult, GitHubClientOptions, GitHubIssueJson, ListResult, PullRequestInfo, TokenSource } from "./github/index.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { journalRemedy } from "./local/errors.js";

@@ -154,7 +154,10 @@ export type FeedTracker = Tracker & TrackerChangeFeed;
 
 export class WorkItemNotFoundError extends NotFoundError {
   override readonly name: string = "WorkItemNotFoundError";
-  constructor(readonly ref: string, hint = "") {
+  constructor(
+    readonly ref: string,
+    hint = "",
+  ) {
     super(`no work item ${ref}${hint ? `; ${hint}` : ""}`);
   }
 }

@@ -86,9 +86,7 @@ function checkRepo(repo: string, whole: string): string {
 export function checkLocalProject(project: string, whole = project): string {
   const lower = project.toLowerCase();
   if (!PROJECT_RE.test(lower)) {
-    throw new RefError(
-      `invalid local project "${project}" in "${whole}": use letters, digits, ".", "_" and "-", starting with a letter or digit (at most 63)`,
-    );
+    throw new RefError(`invalid local project "${project}" in "${whole}": use letters, digits, ".", "_" and "-", starting with a letter or digit (at most 63)`);
   }
   return lower;
 }
@@ -122,9 +120,7 @@ function githubRef(path: string, numberText: string, whole: string): GitHubRef {
 export function parseWorkItemRef(text: string): WorkItemRef {
   const match = /^([a-z][a-z0-9-]*):([^#\s]+)#([^#\s]+)$/i.exec(text.trim());
   if (!match) {
-    throw new RefError(
-      `invalid work item reference "${text}": expected github:owner/repo#N, github:host/owner/repo#N or local:project#N`,
-    );
+    throw new RefError(`invalid work item reference "${text}": expected github:owner/repo#N, github:host/owner/repo#N or local:project#N`);
   }
   const [, trackerText = "", path = "", numberText = ""] = match;
   const tracker = trackerText.toLowerCase();
@@ -169,9 +165,7 @@ export function parseRefInput(text: string, options: LooseRefOptions = {}): Pars
   if (/^[a-z][a-z0-9-]*:/i.test(input) && !/^[^/:]+:\d+\//.test(input)) return { ref: parseWorkItemRef(input) };
   const short = /^([^#\s]+)#([^#\s]+)$/.exec(input);
   if (short && short[1]?.includes("/")) return { ref: githubRef(short[1], short[2] ?? "", text) };
-  throw new RefError(
-    `invalid work item reference "${text}": expected owner/repo#N, an issue or pull request URL, github:owner/repo#N or local:project#N`,
-  );
+  throw new RefError(`invalid work item reference "${text}": expected owner/repo#N, an issue or pull request URL, github:owner/repo#N or local:project#N`);
 }
 
 function parseItemUrl(text: string): ParsedRefInput {
@@ -183,8 +177,7 @@ function parseItemUrl(text: string): ParsedRefInput {
   }
   const segments = url.pathname.split("/").filter(Boolean);
   const [owner, repo, section, numberText] = segments;
-  const kind: WorkItemKind | undefined =
-    section === "issues" ? "issue" : section === "pull" || section === "pulls" ? "pull_request" : undefined;
+  const kind: WorkItemKind | undefined = section === "issues" ? "issue" : section === "pull" || section === "pulls" ? "pull_request" : undefined;
   if (!owner || !repo || !kind || !numberText) {
     throw new RefError(`"${text}" is not an issue or pull request URL (expected https://host/owner/repo/issues/N or …/pull/N)`);
   }

@@ -117,7 +117,11 @@ export function redactUrl(text: string): string {
 
 function tailOf(text: string): string {
   const trimmed = redactUrl(text.slice(-STDERR_TAIL_CHARS).trim());
-  return trimmed.split(/\r?\n/).filter((line) => line.trim() !== "").slice(-STDERR_TAIL_LINES).join("\n");
+  return trimmed
+    .split(/\r?\n/)
+    .filter((line) => line.trim() !== "")
+    .slice(-STDERR_TAIL_LINES)
+    .join("\n");
 }
 
 // Process groups still running, stopped when this process exits so no clone outlives the-loop.
@@ -196,9 +200,7 @@ export class Git {
       };
       const timer = setTimeout(() => {
         if (pid !== undefined) killGroup(pid);
-        finish(
-          new GitError(`${name} timed out after ${formatDuration(timeoutMs)} and was stopped`, failed, null, tailOf(stderr), true),
-        );
+        finish(new GitError(`${name} timed out after ${formatDuration(timeoutMs)} and was stopped`, failed, null, tailOf(stderr), true));
       }, timeoutMs);
       child.stdout.setEncoding("utf8");
       child.stderr.setEncoding("utf8");

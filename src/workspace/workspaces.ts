@@ -206,9 +206,7 @@ export class Workspaces implements WorkspaceProvider {
     try {
       const layout = workspaceLayout(this.root, workItem);
       const prepared =
-        this.options.strategy === "worktree"
-          ? await this.prepareWorktree(workItem, layout, request)
-          : await this.prepareClone(workItem, layout, request);
+        this.options.strategy === "worktree" ? await this.prepareWorktree(workItem, layout, request) : await this.prepareClone(workItem, layout, request);
       this.options.events.emit("workspace.prepared", {
         work_item: ref,
         checkout: prepared.workspace.checkout,
@@ -218,10 +216,7 @@ export class Workspaces implements WorkspaceProvider {
       });
       return prepared.workspace;
     } catch (error) {
-      const failure =
-        error instanceof WorkspaceError
-          ? error
-          : new WorkspaceError(`cannot prepare a checkout for ${ref}: ${redactUrl(messageOf(error))}`, ref);
+      const failure = error instanceof WorkspaceError ? error : new WorkspaceError(`cannot prepare a checkout for ${ref}: ${redactUrl(messageOf(error))}`, ref);
       this.options.events.emit("workspace.failed", { work_item: ref, error: failure.message });
       throw failure;
     }
@@ -336,12 +331,7 @@ export class Workspaces implements WorkspaceProvider {
     return wanted !== undefined && head === wanted ? { branch: wanted } : {};
   }
 
-  private async ensureSharedClone(
-    ref: string,
-    layout: RepositoryLayout,
-    repository: () => Promise<RepositoryInfo>,
-    notes: Notes,
-  ): Promise<void> {
+  private async ensureSharedClone(ref: string, layout: RepositoryLayout, repository: () => Promise<RepositoryInfo>, notes: Notes): Promise<void> {
     const clone = layout.sharedClone;
     if (await exists(join(clone, ".git"))) {
       try {
@@ -439,10 +429,7 @@ export class Workspaces implements WorkspaceProvider {
     let pending: Promise<RepositoryInfo> | undefined;
     return () => {
       pending ??= this.options.repository(workItem).catch((error: unknown) => {
-        throw new WorkspaceError(
-          `cannot prepare a checkout for ${workItem.ref}: looking up its repository failed: ${messageOf(error)}`,
-          workItem.ref,
-        );
+        throw new WorkspaceError(`cannot prepare a checkout for ${workItem.ref}: looking up its repository failed: ${messageOf(error)}`, workItem.ref);
       });
       return pending;
     };

@@ -16,7 +16,17 @@ function capability(raw: Record<string, unknown>, overrides?: Record<string, Cap
   if (!manifest) throw new Error(problems.join("\n"));
   const slice = configValues(manifest, overrides);
   if (slice.problems.length > 0) throw new Error(slice.problems.join("\n"));
-  return { dir, file: join(dir, "capability.yaml"), manifest, sha256: "0".repeat(64), realDir: dir, files: new Map(), fragments: new Map([["fragments/a.md", "A text\n"]]), configuredPath: dir, values: slice.values };
+  return {
+    dir,
+    file: join(dir, "capability.yaml"),
+    manifest,
+    sha256: "0".repeat(64),
+    realDir: dir,
+    files: new Map(),
+    fragments: new Map([["fragments/a.md", "A text\n"]]),
+    configuredPath: dir,
+    values: slice.values,
+  };
 }
 
 const gate = (point: string, extra: Record<string, unknown> = {}) => ({
@@ -84,7 +94,9 @@ describe("activeHooks", () => {
   });
 
   it('refuses an operator\'s "true" for a boolean key, so gsd-core\'s Boolean() never reads a "false" string as on', () => {
-    expect(configValues(zeta.manifest, { "zeta.on": "true" }).problems).toEqual(['config.zeta.on: "true" is a string; the key is declared boolean (write true or false, unquoted)']);
+    expect(configValues(zeta.manifest, { "zeta.on": "true" }).problems).toEqual([
+      'config.zeta.on: "true" is a string; the key is declared boolean (write true or false, unquoted)',
+    ]);
     expect(configValues(zeta.manifest, { "zeta.on": 1 }).problems[0]).toMatch(/is a number; the key is declared boolean/);
   });
 
@@ -136,7 +148,15 @@ describe("renderHooks", () => {
       { capId: "tdd", source: "steps[1]", kind: "step", ref: { agent: "reviewer" }, onError: "halt", consumes: ["RED.md"] },
       { capId: "notes", source: "steps[0]", kind: "step", ref: { command: "notes check" }, onError: "skip" },
       { capId: "tdd", source: "contributions[0]", kind: "contribution", into: "planner", fragment: { inline: "Write the test first.\n\nThen the code.\n" } },
-      { capId: "notes", source: "contributions[2]", kind: "contribution", into: "orchestrator", fragment: { path: "fragments/o.md" }, when: "notes.on", onError: "skip" },
+      {
+        capId: "notes",
+        source: "contributions[2]",
+        kind: "contribution",
+        into: "orchestrator",
+        fragment: { path: "fragments/o.md" },
+        when: "notes.on",
+        onError: "skip",
+      },
       { capId: "notes", source: "gates[0]", kind: "gate", check: { query: "notes check" }, blocking: true, onError: "halt", message: "Write the notes." },
       { capId: "ui", source: "gates[0]", kind: "gate", check: { query: "ui.plan-gate" }, blocking: false, onError: "skip", when: "ui.on" },
     ];
@@ -173,7 +193,12 @@ describe("renderHooks", () => {
         "- when: `ui.on`",
       ].join("\n"),
     );
-    expect(renderHooks("plan:pre", hooks)).toBe(renderHooks("plan:pre", hooks.map((hook) => ({ ...hook }))));
+    expect(renderHooks("plan:pre", hooks)).toBe(
+      renderHooks(
+        "plan:pre",
+        hooks.map((hook) => ({ ...hook })),
+      ),
+    );
   });
 
   it("is the envelope's rendered text", () => {

@@ -11,7 +11,17 @@ import { tempDir } from "../support/temp.js";
 function capability(id: string, commands: { name: string; argv: string[] }[], dir = `/bundles/${id}`): LoadedCapability {
   const { manifest, problems } = parseManifest({ id, version: "1.0.0", description: "d", commands });
   if (!manifest) throw new Error(problems.join("\n"));
-  return { dir, file: join(dir, "capability.yaml"), manifest, sha256: "0".repeat(64), realDir: dir, files: new Map(), fragments: new Map(), configuredPath: dir, values: configValues(manifest, undefined).values };
+  return {
+    dir,
+    file: join(dir, "capability.yaml"),
+    manifest,
+    sha256: "0".repeat(64),
+    realDir: dir,
+    files: new Map(),
+    fragments: new Map(),
+    configuredPath: dir,
+    values: configValues(manifest, undefined).values,
+  };
 }
 
 const intel = capability("intel", [

@@ -34,9 +34,17 @@ describe("reading a check's output", () => {
     ["no block at all", ok('{"message": "hm"}'), { ok: false, error: 'q printed no boolean "block"' }],
     ["both wrong: the block is named", ok('{"block": 1, "message": 3}'), { ok: false, error: 'q printed no boolean "block"' }],
     ["null", ok("null"), { ok: false, error: 'q printed null, not {"block": …}' }],
-    ["a non-zero exit, whatever it printed", { exitCode: 3, stdout: '{"block": false}', stderr: "boom\n", timedOut: false }, { ok: false, error: "q exited 3: boom" }],
+    [
+      "a non-zero exit, whatever it printed",
+      { exitCode: 3, stdout: '{"block": false}', stderr: "boom\n", timedOut: false },
+      { ok: false, error: "q exited 3: boom" },
+    ],
     ["a timeout", { exitCode: null, stdout: "", stderr: "", timedOut: true }, { ok: false, error: "q timed out" }],
-    ["a program that did not start", { exitCode: null, stdout: "", stderr: "", timedOut: false, error: "command not found: x" }, { ok: false, error: "q could not run: command not found: x" }],
+    [
+      "a program that did not start",
+      { exitCode: null, stdout: "", stderr: "", timedOut: false, error: "command not found: x" },
+      { ok: false, error: "q could not run: command not found: x" },
+    ],
   ])("%s", (_name, outcome, expected) => {
     expect(readCheckOutput(outcome, "q")).toEqual(expected);
   });
@@ -45,11 +53,36 @@ describe("reading a check's output", () => {
 describe("a gate's verdict", () => {
   it.each<[string, Partial<GateHook>, CheckOutcome, { decision: string; halt: boolean; contains?: string }]>([
     ["a pass moves on quietly", {}, { ok: true, block: false }, { decision: "pass", halt: false }],
-    ["a blocking block halts with the gate's message", {}, { ok: true, block: true, message: "RELEASE.md" }, { decision: "block", halt: true, contains: "release notes are missing (RELEASE.md)" }],
-    ["an advisory block surfaces and moves on", { blocking: false }, { ok: true, block: true }, { decision: "advisory", halt: false, contains: "release notes are missing" }],
-    ["a failed check with onError skip warns and moves on", {}, { ok: false, error: "q timed out" }, { decision: "error-skipped", halt: false, contains: "q timed out" }],
-    ["a failed check with onError halt halts", { onError: "halt" }, { ok: false, error: "q timed out" }, { decision: "error-halted", halt: true, contains: "q timed out" }],
-    ["a failed advisory check with onError halt still halts", { onError: "halt", blocking: false }, { ok: false, error: "x" }, { decision: "error-halted", halt: true }],
+    [
+      "a blocking block halts with the gate's message",
+      {},
+      { ok: true, block: true, message: "RELEASE.md" },
+      { decision: "block", halt: true, contains: "release notes are missing (RELEASE.md)" },
+    ],
+    [
+      "an advisory block surfaces and moves on",
+      { blocking: false },
+      { ok: true, block: true },
+      { decision: "advisory", halt: false, contains: "release notes are missing" },
+    ],
+    [
+      "a failed check with onError skip warns and moves on",
+      {},
+      { ok: false, error: "q timed out" },
+      { decision: "error-skipped", halt: false, contains: "q timed out" },
+    ],
+    [
+      "a failed check with onError halt halts",
+      { onError: "halt" },
+      { ok: false, error: "q timed out" },
+      { decision: "error-halted", halt: true, contains: "q timed out" },
+    ],
+    [
+      "a failed advisory check with onError halt still halts",
+      { onError: "halt", blocking: false },
+      { ok: false, error: "x" },
+      { decision: "error-halted", halt: true },
+    ],
   ])("%s", (_name, overrides, outcome, expected) => {
     const verdict = decideGate(gate(overrides), outcome);
     expect(verdict.decision).toBe(expected.decision);
@@ -75,7 +108,7 @@ describe("a step", () => {
   it("turns a skill and an agent into instructions, the agent with the liveness banner", () => {
     expect(instructionOf(step({ ref: { skill: "code-review" } }), "execute:post")).toBe(
       "Use the skill `gsd-code-review` now (checks, execute:post). If this session has no such skill, say so and go on: a step never blocks.",
-    )
+    );
     const agent = instructionOf(step({ ref: { agent: "security-auditor" } }), "verify:pre") ?? "";
     expect(agent).toContain("`security-auditor`");
     expect(agent).toContain(livenessBanner("security-auditor"));

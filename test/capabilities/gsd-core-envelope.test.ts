@@ -47,27 +47,32 @@ describe("gsd-core's bundles, unchanged", () => {
     expect(ui).toContain('gates[0].check.query "ui.plan-gate" is not a command\'s words');
     expect(ui).toContain("it HALTS plan:pre while workflow.ui_safety_gate is true (its default: true;");
     const intel = disclosureLines(byId.get("intel") as CapabilityBundle["manifest"], { declaredCommands: new Set() }).join("\n");
-    expect(intel).toContain('commands[0]: gsd-core\'s command module "intel-command-router.cjs" (family "intel", router "routeIntelCommand") — not loaded by the-loop');
+    expect(intel).toContain(
+      'commands[0]: gsd-core\'s command module "intel-command-router.cjs" (family "intel", router "routeIntelCommand") — not loaded by the-loop',
+    );
     expect(intel).toContain('steps[0].ref.command "intel api-surface" names no command an installed capability declares');
   });
 
-  it.each(["default.json", "intel.enabled-on.json", "workflow.tdd_mode-on.json"])("render every point as gsd-core does with the config of %s", async (variant) => {
-    expect(await variants()).toContain(variant);
-    const expected = JSON.parse(await readFile(join(ROOT, "expected", variant), "utf8")) as Expected;
-    const loaded: LoadedCapability[] = (await bundles()).map((bundle) => {
-      const slice = configValues(bundle.manifest, expected.config[bundle.manifest.id]);
-      expect(slice.problems).toEqual([]);
-      return { ...bundle, configuredPath: bundle.dir, values: slice.values };
-    });
-    for (const point of LOOP_POINTS) {
-      const theirs = expected.envelopes[point];
-      const ours = JSON.parse(JSON.stringify(hookEnvelope(loaded, point))) as Expected["envelopes"][string];
-      expect(Object.keys(ours), point).toEqual(Object.keys(theirs ?? {}));
-      expect(ours.rendered, point).toBe(theirs?.rendered);
-      // Field by field; the-loop's own additions (source, message) are extra keys on a hook.
-      const hooks = ours.activeHooks.map(({ source: _source, message: _message, ...hook }) => hook);
-      expect(hooks, point).toEqual(theirs?.activeHooks);
-      hooks.forEach((hook, index) => expect(Object.keys(hook), `${point} #${index}`).toEqual(Object.keys(theirs?.activeHooks[index] ?? {})));
-    }
-  });
+  it.each(["default.json", "intel.enabled-on.json", "workflow.tdd_mode-on.json"])(
+    "render every point as gsd-core does with the config of %s",
+    async (variant) => {
+      expect(await variants()).toContain(variant);
+      const expected = JSON.parse(await readFile(join(ROOT, "expected", variant), "utf8")) as Expected;
+      const loaded: LoadedCapability[] = (await bundles()).map((bundle) => {
+        const slice = configValues(bundle.manifest, expected.config[bundle.manifest.id]);
+        expect(slice.problems).toEqual([]);
+        return { ...bundle, configuredPath: bundle.dir, values: slice.values };
+      });
+      for (const point of LOOP_POINTS) {
+        const theirs = expected.envelopes[point];
+        const ours = JSON.parse(JSON.stringify(hookEnvelope(loaded, point))) as Expected["envelopes"][string];
+        expect(Object.keys(ours), point).toEqual(Object.keys(theirs ?? {}));
+        expect(ours.rendered, point).toBe(theirs?.rendered);
+        // Field by field; the-loop's own additions (source, message) are extra keys on a hook.
+        const hooks = ours.activeHooks.map(({ source: _source, message: _message, ...hook }) => hook);
+        expect(hooks, point).toEqual(theirs?.activeHooks);
+        hooks.forEach((hook, index) => expect(Object.keys(hook), `${point} #${index}`).toEqual(Object.keys(theirs?.activeHooks[index] ?? {})));
+      }
+    },
+  );
 });

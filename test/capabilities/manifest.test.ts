@@ -49,7 +49,10 @@ describe("capability manifests", () => {
     const { manifest: parsed, problems } = parseManifest(manifest);
     expect(problems).toEqual([]);
     const warnings = consentWarnings(parsed as NonNullable<typeof parsed>);
-    expect(warnings.some((warning) => warning.startsWith(`${field} `) && warning.includes("is not a command's words")), warnings.join("\n")).toBe(true);
+    expect(
+      warnings.some((warning) => warning.startsWith(`${field} `) && warning.includes("is not a command's words")),
+      warnings.join("\n"),
+    ).toBe(true);
   });
 
   const invalid: { what: string; manifest: unknown; field: string }[] = [
@@ -60,12 +63,18 @@ describe("capability manifests", () => {
     { what: "a ref with none", manifest: { ...base, steps: [{ point: "plan:pre", ref: {} }] }, field: "steps[0].ref" },
     {
       what: "a check with two kinds",
-      manifest: { ...base, gates: [{ point: "ship:pre", check: { query: "lint check", agentVerdict: { ref: "a", prompt: "p" } }, blocking: false, onError: "skip", message: "m" }] },
+      manifest: {
+        ...base,
+        gates: [{ point: "ship:pre", check: { query: "lint check", agentVerdict: { ref: "a", prompt: "p" } }, blocking: false, onError: "skip", message: "m" }],
+      },
       field: "gates[0].check",
     },
     {
       what: "a blocking agentVerdict",
-      manifest: { ...base, gates: [{ point: "ship:pre", check: { agentVerdict: { ref: "reviewer", prompt: "ok?" } }, blocking: true, onError: "skip", message: "m" }] },
+      manifest: {
+        ...base,
+        gates: [{ point: "ship:pre", check: { agentVerdict: { ref: "reviewer", prompt: "ok?" } }, blocking: true, onError: "skip", message: "m" }],
+      },
       field: "gates[0].blocking",
     },
     {
@@ -78,8 +87,16 @@ describe("capability manifests", () => {
       manifest: { ...base, gates: [{ point: "ship:pre", check: { query: "lint check" }, blocking: true, onError: "fail", message: "m" }] },
       field: "gates[0].onError",
     },
-    { what: "a when not in the config", manifest: { ...base, steps: [{ point: "plan:pre", ref: { skill: "x" }, when: "lint.enabled" }] }, field: "steps[0].when" },
-    { what: "a fragment with both", manifest: { ...base, contributions: [{ point: "plan:pre", into: "planner", fragment: { path: "a", file: "b" } }] }, field: "contributions[0].fragment" },
+    {
+      what: "a when not in the config",
+      manifest: { ...base, steps: [{ point: "plan:pre", ref: { skill: "x" }, when: "lint.enabled" }] },
+      field: "steps[0].when",
+    },
+    {
+      what: "a fragment with both",
+      manifest: { ...base, contributions: [{ point: "plan:pre", into: "planner", fragment: { path: "a", file: "b" } }] },
+      field: "contributions[0].fragment",
+    },
     { what: "an empty argv", manifest: { ...base, commands: [{ name: "lint check", argv: [] }] }, field: "commands[0].argv" },
     {
       what: "resolver args without {{id}}",
@@ -95,7 +112,10 @@ describe("capability manifests", () => {
   ];
   it.each(invalid)("refuses $what naming $field", ({ manifest, field }) => {
     const { problems } = parseManifest(manifest);
-    expect(problems.some((problem) => problem.startsWith(`${field}: `)), problems.join("\n")).toBe(true);
+    expect(
+      problems.some((problem) => problem.startsWith(`${field}: `)),
+      problems.join("\n"),
+    ).toBe(true);
   });
 
   // gsd-core's Boolean(): a boolean key's "false" never gets here, since load.ts refuses a value of another type.
@@ -155,10 +175,13 @@ describe("a capability bundle", () => {
   });
 
   it("warns at consent, and does not refuse, a command reference no installed capability declares", async () => {
-    const user = (await readBundle(await bundleWith({ ...base, id: "user", commands: [], steps: [{ point: "plan:pre", ref: { command: "lint check" } }] }))).bundle as CapabilityBundle;
+    const user = (await readBundle(await bundleWith({ ...base, id: "user", commands: [], steps: [{ point: "plan:pre", ref: { command: "lint check" } }] })))
+      .bundle as CapabilityBundle;
     const provider = (await readBundle(await bundleWith(base))).bundle as CapabilityBundle;
     expect(crossCheck([user])).toEqual([]);
-    expect(consentWarnings(user.manifest, { declaredCommands: new Set() }).join("\n")).toContain('steps[0].ref.command "lint check" names no command an installed capability declares');
+    expect(consentWarnings(user.manifest, { declaredCommands: new Set() }).join("\n")).toContain(
+      'steps[0].ref.command "lint check" names no command an installed capability declares',
+    );
     expect(consentWarnings(user.manifest, { declaredCommands: new Set(["lint check"]) }).join("\n")).not.toContain("names no command");
     expect(crossCheck([provider, user])).toEqual([]);
     expect(crossCheck([provider, provider]).join("\n")).toMatch(/id: "lint-gate" is already installed/);

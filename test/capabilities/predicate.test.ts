@@ -35,7 +35,11 @@ describe("evaluatePredicate: predicates that cannot be evaluated", () => {
     { what: "not an object", predicate: "artifact-exists", error: /a predicate is a JSON object/ },
     { what: "a list", predicate: [{ kind: "artifact-exists" }], error: /a predicate is a JSON object/ },
     { what: "no kind", predicate: { artifact: "PLAN.md" }, error: /has no "kind"/ },
-    { what: "an unknown kind", predicate: { kind: "file-exists", artifact: "PLAN.md" }, error: /unknown predicate kind "file-exists"; the known kinds: artifact-exists, checklist-complete, artifact-frontmatter-equals, command-exit-zero/ },
+    {
+      what: "an unknown kind",
+      predicate: { kind: "file-exists", artifact: "PLAN.md" },
+      error: /unknown predicate kind "file-exists"; the known kinds: artifact-exists, checklist-complete, artifact-frontmatter-equals, command-exit-zero/,
+    },
     { what: "a kind that is not a string", predicate: { kind: 3 }, error: /unknown predicate kind 3/ },
     { what: "a missing artifact", predicate: { kind: "artifact-exists" }, error: /artifact-exists predicate is malformed: predicate\.artifact: / },
     { what: "an empty artifact", predicate: { kind: "checklist-complete", artifact: "" }, error: /predicate\.artifact: artifact is empty/ },
@@ -85,7 +89,12 @@ describe("evaluatePredicate: artifact-exists and checklist-complete", () => {
   it.each([
     { what: "every item ticked", text: "- [x] one\n- [X] two\n", block: false, message: "TASKS.md: all 2 items ticked" },
     { what: "an unticked item", text: "- [x] one\n- [ ] two\n- [ ] three\n", block: true, message: 'TASKS.md has 2 unticked items; first: "- [ ] two"' },
-    { what: "no items", text: "# nothing to do\n", block: true, message: 'TASKS.md has no checklist items (lines like "- [ ] a task", ticked "- [x]" when done)' },
+    {
+      what: "no items",
+      text: "# nothing to do\n",
+      block: true,
+      message: 'TASKS.md has no checklist items (lines like "- [ ] a task", ticked "- [x]" when done)',
+    },
     { what: "an unticked item inside a code fence only", text: "- [x] one\n```\n- [ ] example\n```\n", block: false, message: "TASKS.md: all 1 items ticked" },
   ])("checklist-complete: $what", async ({ text, block, message }) => {
     const { cwd } = await workdir({ "TASKS.md": text });
@@ -104,27 +113,160 @@ describe("evaluatePredicate: artifact-exists and checklist-complete", () => {
 
 describe("evaluatePredicate: artifact-frontmatter-equals", () => {
   const cases: { what: string; text: string; field: string; equals: string | number | boolean; block: boolean; message: string }[] = [
-    { what: "an equal string", text: "---\nstatus: done\n---\nbody\n", field: "status", equals: "done", block: false, message: 'R.md: "status" is the string "done"' },
-    { what: "a different string", text: "---\nstatus: draft\n---\n", field: "status", equals: "done", block: true, message: 'R.md: "status" is the string "draft", not the string "done"' },
-    { what: "the boolean false for false", text: "---\napproved: false\n---\n", field: "approved", equals: false, block: false, message: 'R.md: "approved" is the boolean false' },
-    { what: 'the string "false" for false', text: '---\napproved: "false"\n---\n', field: "approved", equals: false, block: true, message: 'R.md: "approved" is the string "false", not the boolean false' },
-    { what: 'the boolean false for "false"', text: "---\napproved: false\n---\n", field: "approved", equals: "false", block: true, message: 'R.md: "approved" is the boolean false, not the string "false"' },
+    {
+      what: "an equal string",
+      text: "---\nstatus: done\n---\nbody\n",
+      field: "status",
+      equals: "done",
+      block: false,
+      message: 'R.md: "status" is the string "done"',
+    },
+    {
+      what: "a different string",
+      text: "---\nstatus: draft\n---\n",
+      field: "status",
+      equals: "done",
+      block: true,
+      message: 'R.md: "status" is the string "draft", not the string "done"',
+    },
+    {
+      what: "the boolean false for false",
+      text: "---\napproved: false\n---\n",
+      field: "approved",
+      equals: false,
+      block: false,
+      message: 'R.md: "approved" is the boolean false',
+    },
+    {
+      what: 'the string "false" for false',
+      text: '---\napproved: "false"\n---\n',
+      field: "approved",
+      equals: false,
+      block: true,
+      message: 'R.md: "approved" is the string "false", not the boolean false',
+    },
+    {
+      what: 'the boolean false for "false"',
+      text: "---\napproved: false\n---\n",
+      field: "approved",
+      equals: "false",
+      block: true,
+      message: 'R.md: "approved" is the boolean false, not the string "false"',
+    },
     { what: "the number 1 for 1", text: "---\nrevision: 1\n---\n", field: "revision", equals: 1, block: false, message: 'R.md: "revision" is the number 1' },
-    { what: 'the string "1" for 1', text: "---\nrevision: '1'\n---\n", field: "revision", equals: 1, block: true, message: 'R.md: "revision" is the string "1", not the number 1' },
-    { what: "the number 0 for false (no truthiness)", text: "---\napproved: 0\n---\n", field: "approved", equals: false, block: true, message: 'R.md: "approved" is the number 0, not the boolean false' },
-    { what: "yes, a string in YAML 1.2, for true", text: "---\napproved: yes\n---\n", field: "approved", equals: true, block: true, message: 'R.md: "approved" is the string "yes", not the boolean true' },
-    { what: "a missing field", text: "---\nstatus: done\n---\n", field: "approved", equals: true, block: true, message: 'R.md has no field "approved" in its front matter (wanted the boolean true)' },
-    { what: "a nested field by a dotted path", text: "---\nreview:\n  status: passed\n---\n", field: "review.status", equals: "passed", block: false, message: 'R.md: "review.status" is the string "passed"' },
-    { what: "a top-level dotted key before the path", text: '---\n"review.status": top\nreview:\n  status: nested\n---\n', field: "review.status", equals: "top", block: false, message: 'R.md: "review.status" is the string "top"' },
-    { what: "a dotted path through a non-mapping", text: "---\nreview: passed\n---\n", field: "review.status", equals: "passed", block: true, message: 'R.md has no field "review.status" in its front matter (wanted the string "passed")' },
-    { what: "an inherited key", text: "---\nstatus: done\n---\n", field: "constructor", equals: "x", block: true, message: 'R.md has no field "constructor" in its front matter (wanted the string "x")' },
+    {
+      what: 'the string "1" for 1',
+      text: "---\nrevision: '1'\n---\n",
+      field: "revision",
+      equals: 1,
+      block: true,
+      message: 'R.md: "revision" is the string "1", not the number 1',
+    },
+    {
+      what: "the number 0 for false (no truthiness)",
+      text: "---\napproved: 0\n---\n",
+      field: "approved",
+      equals: false,
+      block: true,
+      message: 'R.md: "approved" is the number 0, not the boolean false',
+    },
+    {
+      what: "yes, a string in YAML 1.2, for true",
+      text: "---\napproved: yes\n---\n",
+      field: "approved",
+      equals: true,
+      block: true,
+      message: 'R.md: "approved" is the string "yes", not the boolean true',
+    },
+    {
+      what: "a missing field",
+      text: "---\nstatus: done\n---\n",
+      field: "approved",
+      equals: true,
+      block: true,
+      message: 'R.md has no field "approved" in its front matter (wanted the boolean true)',
+    },
+    {
+      what: "a nested field by a dotted path",
+      text: "---\nreview:\n  status: passed\n---\n",
+      field: "review.status",
+      equals: "passed",
+      block: false,
+      message: 'R.md: "review.status" is the string "passed"',
+    },
+    {
+      what: "a top-level dotted key before the path",
+      text: '---\n"review.status": top\nreview:\n  status: nested\n---\n',
+      field: "review.status",
+      equals: "top",
+      block: false,
+      message: 'R.md: "review.status" is the string "top"',
+    },
+    {
+      what: "a dotted path through a non-mapping",
+      text: "---\nreview: passed\n---\n",
+      field: "review.status",
+      equals: "passed",
+      block: true,
+      message: 'R.md has no field "review.status" in its front matter (wanted the string "passed")',
+    },
+    {
+      what: "an inherited key",
+      text: "---\nstatus: done\n---\n",
+      field: "constructor",
+      equals: "x",
+      block: true,
+      message: 'R.md has no field "constructor" in its front matter (wanted the string "x")',
+    },
     { what: "a list value", text: "---\ntags: [a]\n---\n", field: "tags", equals: "a", block: true, message: 'R.md: "tags" is a list, not the string "a"' },
-    { what: "no front matter", text: "status: done\n", field: "status", equals: "done", block: true, message: 'R.md has no front matter (YAML between a first line "---" and a closing "---")' },
-    { what: "a rule further down is not front matter", text: "# Title\n---\nstatus: done\n---\n", field: "status", equals: "done", block: true, message: 'R.md has no front matter (YAML between a first line "---" and a closing "---")' },
-    { what: "unclosed front matter", text: "---\nstatus: done\n", field: "status", equals: "done", block: true, message: 'R.md\'s front matter is not closed (no "---" line after the first)' },
-    { what: "front matter that is a list", text: "---\n- a\n---\n", field: "status", equals: "done", block: true, message: "R.md's front matter is not a mapping of fields, so it has no field \"status\"" },
-    { what: "empty front matter", text: "---\n---\n", field: "status", equals: "done", block: true, message: "R.md's front matter is not a mapping of fields, so it has no field \"status\"" },
-    { what: "CRLF line ends and a BOM", text: "\uFEFF---\r\nstatus: done\r\n---\r\n", field: "status", equals: "done", block: false, message: 'R.md: "status" is the string "done"' },
+    {
+      what: "no front matter",
+      text: "status: done\n",
+      field: "status",
+      equals: "done",
+      block: true,
+      message: 'R.md has no front matter (YAML between a first line "---" and a closing "---")',
+    },
+    {
+      what: "a rule further down is not front matter",
+      text: "# Title\n---\nstatus: done\n---\n",
+      field: "status",
+      equals: "done",
+      block: true,
+      message: 'R.md has no front matter (YAML between a first line "---" and a closing "---")',
+    },
+    {
+      what: "unclosed front matter",
+      text: "---\nstatus: done\n",
+      field: "status",
+      equals: "done",
+      block: true,
+      message: 'R.md\'s front matter is not closed (no "---" line after the first)',
+    },
+    {
+      what: "front matter that is a list",
+      text: "---\n- a\n---\n",
+      field: "status",
+      equals: "done",
+      block: true,
+      message: 'R.md\'s front matter is not a mapping of fields, so it has no field "status"',
+    },
+    {
+      what: "empty front matter",
+      text: "---\n---\n",
+      field: "status",
+      equals: "done",
+      block: true,
+      message: 'R.md\'s front matter is not a mapping of fields, so it has no field "status"',
+    },
+    {
+      what: "CRLF line ends and a BOM",
+      text: "\uFEFF---\r\nstatus: done\r\n---\r\n",
+      field: "status",
+      equals: "done",
+      block: false,
+      message: 'R.md: "status" is the string "done"',
+    },
   ];
   it.each(cases)("$what", async ({ text, field, equals, block, message }) => {
     const { cwd } = await workdir({ "R.md": text });
@@ -182,7 +324,10 @@ describe("evaluatePredicate: command-exit-zero (real processes)", () => {
     const { cwd } = await workdir();
     process.env.THE_LOOP_TEST_SECRET = "s3cret";
     try {
-      const verdict = await evaluate({ kind: "command-exit-zero", argv: [NODE, "-e", "process.exit(process.env.THE_LOOP_TEST_SECRET === undefined ? 0 : 1)"] }, cwd);
+      const verdict = await evaluate(
+        { kind: "command-exit-zero", argv: [NODE, "-e", "process.exit(process.env.THE_LOOP_TEST_SECRET === undefined ? 0 : 1)"] },
+        cwd,
+      );
       expect(blocked(verdict).block).toBe(false);
     } finally {
       delete process.env.THE_LOOP_TEST_SECRET;
@@ -191,7 +336,10 @@ describe("evaluatePredicate: command-exit-zero (real processes)", () => {
 
   it("runs argv without a shell: a ; is an argument", async () => {
     const { cwd } = await workdir();
-    const verdict = await evaluate({ kind: "command-exit-zero", argv: [NODE, "-e", "process.exit(process.argv[1] === 'a; touch pwned' ? 0 : 1)", "a; touch pwned"] }, cwd);
+    const verdict = await evaluate(
+      { kind: "command-exit-zero", argv: [NODE, "-e", "process.exit(process.argv[1] === 'a; touch pwned' ? 0 : 1)", "a; touch pwned"] },
+      cwd,
+    );
     expect(blocked(verdict).block).toBe(false);
   });
 

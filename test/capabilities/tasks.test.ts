@@ -3,7 +3,15 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { readBundle } from "../../src/capabilities/load.js";
 import type { LoadedCapability } from "../../src/capabilities/load.js";
-import { TASK_CONTENT_MAX_BYTES, parsePlan, parseTrackerTasks, resolveTaskContent, resolveTrackerTask, resolverFor, splitTrackerId } from "../../src/capabilities/tasks.js";
+import {
+  TASK_CONTENT_MAX_BYTES,
+  parsePlan,
+  parseTrackerTasks,
+  resolveTaskContent,
+  resolveTrackerTask,
+  resolverFor,
+  splitTrackerId,
+} from "../../src/capabilities/tasks.js";
 import type { PlanTask } from "../../src/capabilities/tasks.js";
 import { tempDir } from "../support/temp.js";
 
@@ -14,7 +22,11 @@ describe("parsePlan", () => {
     { what: "a ticked task, either case", text: "- [x] jira-1 a\n- [X] jira-2 b", tasks: [task("jira-1", "a", 1, true), task("jira-2", "b", 2, true)] },
     { what: "a prefix with a dash", text: "- [ ] beads-gsd-42 Wire it", tasks: [task("beads-gsd-42", "Wire it", 1)] },
     { what: "no title", text: "- [ ] jira-7", tasks: [task("jira-7", "", 1)] },
-    { what: "other list markers and indentation", text: "* [ ] a-1 one\n  + [ ] b-2 two\n1. [ ] c-3 three\n2) [x] d-4 four", tasks: [task("a-1", "one", 1), task("b-2", "two", 2), task("c-3", "three", 3), task("d-4", "four", 4, true)] },
+    {
+      what: "other list markers and indentation",
+      text: "* [ ] a-1 one\n  + [ ] b-2 two\n1. [ ] c-3 three\n2) [x] d-4 four",
+      tasks: [task("a-1", "one", 1), task("b-2", "two", 2), task("c-3", "three", 3), task("d-4", "four", 4, true)],
+    },
     { what: "line numbers past prose and CRLF", text: "# Plan\r\n\r\nSome text.\r\n- [ ] jira-9 Last\r\n", tasks: [task("jira-9", "Last", 4)] },
     { what: "a first word without a dash", text: "- [ ] refactor the parser", tasks: [] },
     { what: "an uppercase id", text: "- [ ] JIRA-123 Fix", tasks: [] },
@@ -32,7 +44,9 @@ describe("parsePlan", () => {
 });
 
 /** A bundle whose resolver is `resolve.mjs`, and the file it writes the argv it was given to. */
-async function bundle(options: { id?: string; prefix?: string; timeoutMs?: number; binary?: string; args?: string[] } = {}): Promise<{ capability: LoadedCapability; argvFile: string }> {
+async function bundle(
+  options: { id?: string; prefix?: string; timeoutMs?: number; binary?: string; args?: string[] } = {},
+): Promise<{ capability: LoadedCapability; argvFile: string }> {
   const root = await tempDir();
   const dir = join(root, "bundle");
   await mkdir(join(dir, "bin"), { recursive: true });
@@ -70,7 +84,11 @@ else process.stdout.write("# " + id + "\\n\\nDo the thing.\\n");
 }
 
 const argvOf = async (file: string): Promise<{ argv: string[]; cwd: string; secret: string | null }> => JSON.parse(await readFile(file, "utf8")) as never;
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 describe("resolverFor", () => {
   const fake = (id: string, prefix?: string): LoadedCapability =>

@@ -30,7 +30,12 @@ describe("the-loop ask", () => {
 
     const events = jsonOf<EventsJson[]>(await runCli(["events", "--type", "session.*", "--json"], { cwd }));
     expect(events).toEqual([
-      expect.objectContaining({ event: "session.awaiting_input", work_item: "local:default#1", question: "Which port should it listen on?", comment_posted: true }),
+      expect.objectContaining({
+        event: "session.awaiting_input",
+        work_item: "local:default#1",
+        question: "Which port should it listen on?",
+        comment_posted: true,
+      }),
     ]);
   });
 

@@ -90,9 +90,7 @@ describe("sessions attach from inside tmux (real tmux)", () => {
 
     const result = await p.cli(["sessions", "attach", "--work-item", "#1"], { TMUX: await tmuxVariable(p.socketName, "desk") });
     expect(result.code, result.stderr).toBe(0);
-    await waitFor("the client to switch to the session", async () =>
-      (await clientSessions(p.socketName)).includes(target) ? true : undefined,
-    );
+    await waitFor("the client to switch to the session", async () => ((await clientSessions(p.socketName)).includes(target) ? true : undefined));
   });
 
   it("prints the command that attaches from outside when the terminal is inside another tmux server", async () => {

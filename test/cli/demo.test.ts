@@ -8,7 +8,11 @@ import type { EventRecord } from "../../src/events/reader.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 const run = promisify(execFile);
 
 function stateRootOf(output: string): string {
@@ -27,7 +31,10 @@ function socketOf(output: string): string {
 function summaryOf(output: string): string[] {
   const summary = /^Done\. .*\n((?: {2}.*\n)+)/m.exec(output)?.[1];
   if (!summary) throw new Error(`the demo printed no summary:\n${output}`);
-  return summary.trimEnd().split("\n").map((line) => line.trim());
+  return summary
+    .trimEnd()
+    .split("\n")
+    .map((line) => line.trim());
 }
 
 /** The rows of the event table the demo printed (the lines between its header and the summary). */
@@ -58,7 +65,9 @@ describe("the-loop demo", () => {
     expect(result.stdout).toMatch(/control\.command\s+local:demo#1\s+.*command=start/);
     expect(result.stdout).toMatch(/control\.command\s+local:demo#1\s+.*effect=started/);
     // The answer is read back from the agent's own screen, its words and all.
-    expect(result.stdout).toMatch(/│ ✅ got it: New event on local:demo#1 \(commented by alice\):\n.*│ +│ comment: Plain JSON is fine; keep it dependency-free\./);
+    expect(result.stdout).toMatch(
+      /│ ✅ got it: New event on local:demo#1 \(commented by alice\):\n.*│ +│ comment: Plain JSON is fine; keep it dependency-free\./,
+    );
     // mallory's stop keyword is dropped like any unauthorized comment: the session closes with the item.
     expect(result.stdout).toMatch(/routing\.dropped\s+local:demo#1\s+reason=unauthorized-actor/);
     expect(result.stdout).toMatch(/session\.closed\s+local:demo#1\s+reason=item-closed/);
@@ -93,8 +102,18 @@ describe("the-loop demo", () => {
       const records = log.map((line) => JSON.parse(line) as { event: string; reason?: string; command?: string; actor?: string });
       const types = records.map((record) => record.event);
       const debug = (records as { level?: string }[]).filter((record) => record.level === "debug").length;
-      expect(summaryOf(result.stdout)[4]).toBe(`${records.length - debug} of ${records.length} events in the table above (the other ${debug} are debug: \`--level debug\`)`);
-      for (const type of ["daemon.started", "control.command", "session.spawned", "session.awaiting_input", "dispatch.succeeded", "session.closed", "daemon.stopped"]) {
+      expect(summaryOf(result.stdout)[4]).toBe(
+        `${records.length - debug} of ${records.length} events in the table above (the other ${debug} are debug: \`--level debug\`)`,
+      );
+      for (const type of [
+        "daemon.started",
+        "control.command",
+        "session.spawned",
+        "session.awaiting_input",
+        "dispatch.succeeded",
+        "session.closed",
+        "daemon.stopped",
+      ]) {
         expect(types).toContain(type);
       }
       expect(types.filter((type) => type === "session.spawned")).toHaveLength(1);
@@ -145,7 +164,11 @@ describe("the demo's closing account", () => {
     },
     {
       name: "tells the start gate's holds from unauthorized drops",
-      records: [record("routing.dropped", { reason: "awaiting-start" }), record("routing.dropped", { reason: "unauthorized-actor" }), record("routing.dropped", { reason: "unauthorized-actor" })],
+      records: [
+        record("routing.dropped", { reason: "awaiting-start" }),
+        record("routing.dropped", { reason: "unauthorized-actor" }),
+        record("routing.dropped", { reason: "unauthorized-actor" }),
+      ],
       line: 2,
       expected: "1 event held at the start gate, 2 unauthorized comments dropped",
     },

@@ -16,7 +16,11 @@ async function projectWithSubfolder(): Promise<{ dir: string; deep: string; home
   return { dir, deep, home };
 }
 
-const exists = (path: string): Promise<boolean> => stat(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  stat(path).then(
+    () => true,
+    () => false,
+  );
 
 function ok(result: CliResult): CliResult {
   expect(result.code, result.stderr).toBe(0);

@@ -32,8 +32,7 @@ describe("init → items → events", () => {
     expect(shown).toMatchObject({ state: "open", labels: [], comments: [{ author: "bob", body: "hello" }] });
 
     type Logged = { event: string; work_item: string; actor: string; ts: string };
-    const events = async (...filters: string[]): Promise<Logged[]> =>
-      jsonOf<Logged[]>(await run("events", "--format", "json", "--limit", "0", ...filters));
+    const events = async (...filters: string[]): Promise<Logged[]> => jsonOf<Logged[]>(await run("events", "--format", "json", "--limit", "0", ...filters));
 
     expect((await events()).map((event) => event.event)).toEqual([
       "item.opened",

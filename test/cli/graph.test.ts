@@ -125,14 +125,14 @@ describe("the-loop graph show", () => {
   });
 
   it("says what a claim must pass, the implicit artifact checks first", async () => {
-    const { cwd } = await project(REVIEW_ONLY.replace("    produces: [notes.md]\n", "    produces: [notes.md]\n    checks: [{checklist: TODO.md}, {command: [npm, test]}]\n"));
+    const { cwd } = await project(
+      REVIEW_ONLY.replace("    produces: [notes.md]\n", "    produces: [notes.md]\n    checks: [{checklist: TODO.md}, {command: [npm, test]}]\n"),
+    );
     const result = await runCli(["graph", "show", "review-only"], { cwd });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("review-only (.the-loop/graphs/review-only.yaml) — the default\n");
     expect(result.stdout).toContain("    produces: notes.md\n");
-    expect(result.stdout).toContain(
-      '    a claim passes when: notes.md exists; the checklist of TODO.md is complete; ["npm","test"] exits 0 within 600 s\n',
-    );
+    expect(result.stdout).toContain('    a claim passes when: notes.md exists; the checklist of TODO.md is complete; ["npm","test"] exits 0 within 600 s\n');
   });
 
   it("prints only the Mermaid flowchart with --mermaid", async () => {
@@ -146,7 +146,9 @@ describe("the-loop graph show", () => {
   it("prints the graph as JSON with --json", async () => {
     const result = await runCli(["graph", "show", "adhoc", "--json"], { cwd: await tempDir() });
     expect(result.code, result.stderr).toBe(0);
-    const graph = jsonOf<{ name: string; start: string; default: boolean; nodes: { id: string; actor: string; terminal: boolean }[]; edges: unknown[] }>(result);
+    const graph = jsonOf<{ name: string; start: string; default: boolean; nodes: { id: string; actor: string; terminal: boolean }[]; edges: unknown[] }>(
+      result,
+    );
     expect(graph).toMatchObject({ name: "adhoc", source: "built-in", start: "work", default: false });
     expect(graph.nodes.map((node) => [node.id, node.actor, node.terminal])).toEqual([
       ["work", "agent", false],

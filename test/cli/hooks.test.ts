@@ -82,7 +82,9 @@ describe("the-loop hooks", () => {
     const lines = result.stdout.trimEnd().split("\n");
     expect(lines[0]).toMatch(/^name\s+kind\s+points\s+required\s+enabled\s+target$/);
     expect(lines[1]).toMatch(
-      new RegExp(`^office-hours\\s+path\\s+work_item_start\\s+yes\\s+yes\\s+hooks/allowed-hours\\.mjs \\(resolves to ${join(configDir, "hooks", "allowed-hours.mjs")}\\)$`),
+      new RegExp(
+        `^office-hours\\s+path\\s+work_item_start\\s+yes\\s+yes\\s+hooks/allowed-hours\\.mjs \\(resolves to ${join(configDir, "hooks", "allowed-hours.mjs")}\\)$`,
+      ),
     );
     expect(lines[2]).toMatch(/^house-rules\s+path\s+default: every point it overrides\s+no\s+yes\s+hooks\/prompt-prefix\.ts /);
     expect(lines[3]).toMatch(/^compliance\s+url\s+all\s+no\s+yes\s+https:\/\/compliance\.example\.com\/hooks \(bearer token from \$COMPLIANCE_TOKEN\)$/);
@@ -161,7 +163,9 @@ describe("the-loop hooks", () => {
     const result = await runCli(["hooks"], { cwd });
     expect(result.code).toBe(1);
     expect(result.stdout).toBe("");
-    expect(result.stderr).toContain('error: cannot read the hooks declaration in .the-loop/cli-config.yaml: hooks[1] "audit": on names "session.spawned", which is not a hook point');
+    expect(result.stderr).toContain(
+      'error: cannot read the hooks declaration in .the-loop/cli-config.yaml: hooks[1] "audit": on names "session.spawned", which is not a hook point',
+    );
     expect(result.stderr).toContain("the points are work_item_start, session_spawn,");
 
     const json = await runCli(["hooks", "--json"], { cwd });
@@ -267,7 +271,18 @@ describe("the-loop hooks", () => {
         timeoutSeconds: 5,
         headers: [],
       },
-      { name: "jq-gate", kind: "command", target: "jq", points: null, required: false, enabled: true, command: ["jq", "."], env: [], timeoutSeconds: 2, headers: [] },
+      {
+        name: "jq-gate",
+        kind: "command",
+        target: "jq",
+        points: null,
+        required: false,
+        enabled: true,
+        command: ["jq", "."],
+        env: [],
+        timeoutSeconds: 2,
+        headers: [],
+      },
     ]);
     const table = await runCli(["hooks"], { cwd });
     expect(table.code, table.stderr).toBe(0);

@@ -97,9 +97,7 @@ describe("the-loop item", () => {
     });
 
     const commented = await eventsOf(() => ok(["item", "comment", "#1", "the-loop:start-execution", "--as", "octocat"]));
-    expect(commented).toMatchObject([
-      { event: "item.commented", work_item: "local:default#1", actor: "octocat", comment_id: "default:c2", marked: false },
-    ]);
+    expect(commented).toMatchObject([{ event: "item.commented", work_item: "local:default#1", actor: "octocat", comment_id: "default:c2", marked: false }]);
     const piped = await eventsOf(async () => {
       const result = jsonOf<{ workItem: string; id: string; body: string; author: string }>(
         await ok(["item", "comment", "1", "-", "--json"], "from stdin\nsecond line\n"),
@@ -163,8 +161,7 @@ describe("the-loop item", () => {
     expect(jsonOf<ItemJson>(other)).toMatchObject({ ref: "local:web#1", project: "web", labels: ["UI"] });
     await ok(["item", "close", "#2"]);
 
-    const list = async (...args: string[]): Promise<string[]> =>
-      jsonOf<ItemJson[]>(await ok(["item", "list", "--json", ...args])).map((item) => item.ref);
+    const list = async (...args: string[]): Promise<string[]> => jsonOf<ItemJson[]>(await ok(["item", "list", "--json", ...args])).map((item) => item.ref);
     const listings = await Promise.all([
       list(),
       list("--state", "closed"),
@@ -281,7 +278,9 @@ describe("the-loop item", () => {
     expect(report).toMatchObject({ project: "default", journal, kept: 2, moved: [{ line: 2, reason: "line 2 is not JSON" }] });
     expect(report.aside).toMatch(/\/journal\.jsonl\.damaged-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z$/);
     expect(await fs.readFile(report.aside, "utf8")).toBe("{ not json\n");
-    expect(repaired).toMatchObject([{ event: "item.repaired", level: "warning", project: "default", journal, kept: 2, moved: 1, torn: false, aside: report.aside }]);
+    expect(repaired).toMatchObject([
+      { event: "item.repaired", level: "warning", project: "default", journal, kept: 2, moved: 1, torn: false, aside: report.aside },
+    ]);
 
     expect((await ok(["item", "comment", "#1", "three"])).stdout).toBe("commented on local:default#1 (default:c4)\n");
     const again = await ok(["item", "repair"]);

@@ -125,10 +125,10 @@ describe("the-loop sessions link-pr", () => {
     const cwd = await project();
     // No request could answer this: the-loop serves one GitHub host, so such a binding never applies.
     const env = { GITHUB_API_URL: "http://127.0.0.1:9/api/v3", GH_TOKEN: undefined, GITHUB_TOKEN: undefined };
-    const result = await runCli(
-      ["sessions", "link-pr", "--work-item", "github:octo/app#12", "--pull-request", "https://ghe.example.com/octo/app/pull/5"],
-      { cwd, env },
-    );
+    const result = await runCli(["sessions", "link-pr", "--work-item", "github:octo/app#12", "--pull-request", "https://ghe.example.com/octo/app/pull/5"], {
+      cwd,
+      env,
+    });
     expect(result.code, result.stderr).toBe(2);
     expect(result.stderr).toContain("github:ghe.example.com/octo/app#5 is on ghe.example.com");
     expect(result.stderr).toContain("github:octo/app#12 is on github.com");

@@ -38,7 +38,10 @@ describe("the-loop loop predicate (real CLI)", () => {
     expect(unticked.code, unticked.stderr).toBe(0);
     expect(unticked.stdout).toBe(`${JSON.stringify({ block: true, message: 'PLAN.md has 1 unticked item; first: "- [ ] jira-2 not yet"' })}\n`);
 
-    const strict = await predicate([JSON.stringify({ kind: "artifact-frontmatter-equals", artifact: "REVIEW.md", field: "approved", equals: "false" }), "--cwd", cwd, "--raw"], home);
+    const strict = await predicate(
+      [JSON.stringify({ kind: "artifact-frontmatter-equals", artifact: "REVIEW.md", field: "approved", equals: "false" }), "--cwd", cwd, "--raw"],
+      home,
+    );
     expect(jsonOf(strict)).toEqual({ block: true, message: 'REVIEW.md: "approved" is the boolean false, not the string "false"' });
   });
 
@@ -54,7 +57,10 @@ describe("the-loop loop predicate (real CLI)", () => {
 
   it("a failing command is a block, exit 0; its argv never meets a shell", async () => {
     const { home, cwd } = await session();
-    const result = await predicate([JSON.stringify({ kind: "command-exit-zero", argv: [process.execPath, "-e", "process.exit(4)", "; touch pwned"] }), "--cwd", cwd, "--raw"], home);
+    const result = await predicate(
+      [JSON.stringify({ kind: "command-exit-zero", argv: [process.execPath, "-e", "process.exit(4)", "; touch pwned"] }), "--cwd", cwd, "--raw"],
+      home,
+    );
     expect(result.code, result.stderr).toBe(0);
     const verdict = jsonOf<{ block: boolean; message: string }>(result);
     expect(verdict.block).toBe(true);
@@ -63,8 +69,16 @@ describe("the-loop loop predicate (real CLI)", () => {
 
   it.each([
     { what: "JSON that does not parse", json: "{kind: artifact-exists}", stderr: "the predicate is not JSON" },
-    { what: "an unknown kind", json: JSON.stringify({ kind: "shell", command: "true" }), stderr: 'unknown predicate kind "shell"; the known kinds: artifact-exists, checklist-complete, artifact-frontmatter-equals, command-exit-zero' },
-    { what: "a field of the wrong type", json: JSON.stringify({ kind: "artifact-frontmatter-equals", artifact: "REVIEW.md", field: "approved", equals: [true] }), stderr: "predicate.equals" },
+    {
+      what: "an unknown kind",
+      json: JSON.stringify({ kind: "shell", command: "true" }),
+      stderr: 'unknown predicate kind "shell"; the known kinds: artifact-exists, checklist-complete, artifact-frontmatter-equals, command-exit-zero',
+    },
+    {
+      what: "a field of the wrong type",
+      json: JSON.stringify({ kind: "artifact-frontmatter-equals", artifact: "REVIEW.md", field: "approved", equals: [true] }),
+      stderr: "predicate.equals",
+    },
     { what: "a missing field", json: JSON.stringify({ kind: "command-exit-zero" }), stderr: "predicate.argv" },
   ])("$what exits 2 naming the problem", async ({ json, stderr }) => {
     const { home, cwd } = await session();

@@ -177,7 +177,9 @@ describe("gsd-core's bundles through the command line", () => {
       if (id === "hello-note") expect(added.stdout).toContain("executable surfaces: none — declarative-only");
       if (id === "ui") expect(added.stdout).toContain("it HALTS plan:pre while workflow.ui_safety_gate is true");
     }
-    const expected = JSON.parse(await readFile(join(ROOT, "expected/default.json"), "utf8")) as { envelopes: Record<string, { activeHooks: unknown[]; rendered: string }> };
+    const expected = JSON.parse(await readFile(join(ROOT, "expected/default.json"), "utf8")) as {
+      envelopes: Record<string, { activeHooks: unknown[]; rendered: string }>;
+    };
     for (const point of LOOP_POINTS) {
       const result = await runCli(["loop", "render-hooks", point, "--raw"], { cwd: p.cwd });
       expect(result.code, result.stderr).toBe(0);

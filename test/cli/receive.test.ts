@@ -6,7 +6,6 @@ import { jsonOf, runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
 import { ARM } from "../support/builders.js";
 
-
 const CONFIG = `routing:
   authorizedUsers: [alice]
   spawnOnUnmatched: labeled
@@ -172,7 +171,11 @@ describe("the-loop receive", () => {
     const result = await runCli(["receive", "--event", "issue_comment", "--payload", strings, "--json"], { cwd });
     expect(result.code).toBe(2);
     expect(jsonOf<{ error: { message: string } }>(result).error.message).toMatch(/not what GitHub sends.*issue\.labels\.0.*400 \(invalid-payload\)/);
-    const elsewhere = await payloadFile(cwd, { ...issueComment("alice", [ARM]), repository: { full_name: "octo/repo", html_url: "https://evil.example/octo/repo" } }, "host.json");
+    const elsewhere = await payloadFile(
+      cwd,
+      { ...issueComment("alice", [ARM]), repository: { full_name: "octo/repo", html_url: "https://evil.example/octo/repo" } },
+      "host.json",
+    );
     const text = await runCli(["receive", "--event", "issue_comment", "--payload", elsewhere], { cwd });
     expect(text.code).toBe(2);
     expect(text.stderr).toMatch(/repository\.html_url: is not an https URL on github\.com/);

@@ -141,9 +141,7 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     // resume: active again, told to re-read the thread
     const resumed = jsonOf<ControlJson>(ok(await p.cli(["sessions", "resume", "--work-item", "#1", "--json"])));
     expect(resumed).toMatchObject({ applied: true, effect: "resumed", session: { status: "active" }, comment: { posted: true } });
-    const note = await waitFor("the re-read note", async () =>
-      (await p.transcript()).find((e) => e.type === "input" && (e.text ?? "").includes("re-read")),
-    );
+    const note = await waitFor("the re-read note", async () => (await p.transcript()).find((e) => e.type === "input" && (e.text ?? "").includes("re-read")));
     expect(note.text).toContain(`resumed by ${ACTOR} (cli)`);
     table = ok(await p.cli(["sessions", "list"])).stdout;
     expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "active", `resume (cli, ${ACTOR})`]);
@@ -197,9 +195,7 @@ describe("the-loop sessions start|pause|resume|stop", () => {
 
     // Every command is in the event log, with its source and actor (R4.7).
     const events = await p.events();
-    expect(
-      events.filter((r) => r.event === "control.command").map((r) => [r.work_item, r.command, r.command_source, r.actor, r.effect]),
-    ).toEqual([
+    expect(events.filter((r) => r.event === "control.command").map((r) => [r.work_item, r.command, r.command_source, r.actor, r.effect])).toEqual([
       ["local:demo#1", "start", "cli", ACTOR, "started"],
       ["local:demo#1", "pause", "cli", ACTOR, "paused"],
       ["local:demo#1", "pause", "cli", ACTOR, "noop"],
@@ -308,9 +304,7 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     expect(jsonOf<ListJson>(ok(await p.cli(["sessions", "list", "--json"])))).toMatchObject({ sessions: [], controls: [] });
 
     // A known one: the item's run begins on it rather than on graph.default (work-item).
-    const started = jsonOf<ControlJson & { graph?: string }>(
-      ok(await p.cli(["sessions", "start", "--work-item", "#1", "--graph", "adhoc", "--json"])),
-    );
+    const started = jsonOf<ControlJson & { graph?: string }>(ok(await p.cli(["sessions", "start", "--work-item", "#1", "--graph", "adhoc", "--json"])));
     expect(started).toMatchObject({ workItem: "local:demo#1", command: "start", graph: "adhoc", applied: true, effect: "started" });
     const status = jsonOf<{ graph: string; node: string }>(ok(await p.cli(["graph", "status", "#1", "--json"])));
     expect(status).toMatchObject({ graph: "adhoc", node: "work" });
@@ -534,15 +528,16 @@ describe("the-loop sessions list: each item's graph node", () => {
     for (const number of [1, 2]) {
       await sessions.transaction(`local:demo#${number}`, (tx) => tx.write(sessionRecord(localItem(number), { harness: "fake" })));
     }
-    await new ControlStore({ dir: join(root, "sessions", "control") }).transaction("local:demo#3", (tx) =>
-      tx.write(recordOf("local:demo#3", "pause", "bob")),
-    );
+    await new ControlStore({ dir: join(root, "sessions", "control") }).transaction("local:demo#3", (tx) => tx.write(recordOf("local:demo#3", "pause", "bob")));
 
     // No graph run and the graph off: the table is as it always was, and --json says there is no run.
     const before = await listed(config);
     expect(before.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "tmux", "last event"]);
     const none = JSON.parse((await listed(config, true)).out) as GraphListJson;
-    expect(none.sessions.map((s) => [s.workItem.ref, s.graph])).toEqual([["local:demo#1", null], ["local:demo#2", null]]);
+    expect(none.sessions.map((s) => [s.workItem.ref, s.graph])).toEqual([
+      ["local:demo#1", null],
+      ["local:demo#2", null],
+    ]);
 
     // The graph on, with no run yet: the column is there, every row at `-`.
     const enabled = join(root, "graph-config.yaml");
@@ -584,7 +579,10 @@ describe("the-loop sessions list: each item's graph node", () => {
       expect(row(damaged.out, "local:demo#3")[3]).toBe("-");
     }
     const damagedJson = JSON.parse((await listed(config, true)).out) as GraphListJson;
-    expect(damagedJson.sessions.map((s) => [s.workItem.ref, s.graph === null])).toEqual([["local:demo#1", false], ["local:demo#2", true]]);
+    expect(damagedJson.sessions.map((s) => [s.workItem.ref, s.graph === null])).toEqual([
+      ["local:demo#1", false],
+      ["local:demo#2", true],
+    ]);
     expect(damagedJson.problems).toEqual([{ file: damagedFile, message: expect.stringContaining("not valid JSON") as unknown }]);
   });
 });

@@ -50,7 +50,8 @@ taskContentResolver:
   return dir;
 }
 
-const resolveContent = (cwd: string, taskId: string, plan = "plans/PLAN.md") => runCli(["task", "resolve-content", "--plan", plan, "--task-id", taskId, "--raw"], { cwd });
+const resolveContent = (cwd: string, taskId: string, plan = "plans/PLAN.md") =>
+  runCli(["task", "resolve-content", "--plan", plan, "--task-id", taskId, "--raw"], { cwd });
 
 describe("the-loop task resolve-content (real CLI)", () => {
   it("prints the resolver's content, exit 0", async () => {
@@ -153,7 +154,9 @@ describe("the-loop task resolve-content on gsd-core's plan grammar (against gsd-
   });
 
   it("every case gsd-core exits 1 on has the cause its message must name", () => {
-    const failing = Object.entries(expected).filter(([, answer]) => answer.exit !== 0).map(([taskId]) => taskId);
+    const failing = Object.entries(expected)
+      .filter(([, answer]) => answer.exit !== 0)
+      .map(([taskId]) => taskId);
     expect(failing.sort()).toEqual(Object.keys(CAUSES).sort());
   });
 });

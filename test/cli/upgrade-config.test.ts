@@ -69,7 +69,9 @@ describe("runUpgradeConfig", () => {
 
     expect(output).toMatch(/^upgraded .*cli-config\.yaml\n/);
     expect(output).toContain("added (each with its default, so the config means what it meant):\n  state.root\n  routing.control.enabled\n");
-    expect(output).toMatch(/needs your decision:\n {2}routing\.control\.requireStartCommand: its default changes behaviour: labelling a work item no longer starts a session/);
+    expect(output).toMatch(
+      /needs your decision:\n {2}routing\.control\.requireStartCommand: its default changes behaviour: labelling a work item no longer starts a session/,
+    );
     expect(output).not.toContain("offered");
   });
 

@@ -83,7 +83,11 @@ const ROWS: Row[] = [
   },
   {
     what: "a running session, nothing wrong",
-    given: { session: active, control: control(), events: newestFirst(opened([ARM]), applied("started"), event("session.spawned", { harness: "fake", tmux_target: "loop-demo-1" })) },
+    given: {
+      session: active,
+      control: control(),
+      events: newestFirst(opened([ARM]), applied("started"), event("session.spawned", { harness: "fake", tmux_target: "loop-demo-1" })),
+    },
     state: "running",
     summary: /running and healthy: a fake session runs in tmux loop-demo-1/,
     next: null,
@@ -109,7 +113,11 @@ const ROWS: Row[] = [
   },
   {
     what: "a paused session",
-    given: { session: paused, control: control({ command: "pause", effect: "paused" }), events: newestFirst(event("session.paused", { actor: "bob", command_source: "cli" })) },
+    given: {
+      session: paused,
+      control: control({ command: "pause", effect: "paused" }),
+      events: newestFirst(event("session.paused", { actor: "bob", command_source: "cli" })),
+    },
     state: "paused",
     summary: /paused by bob \(cli\)/,
     next: /comment `the-loop:resume-execution` as one of: alice, bob, or run `the-loop sessions resume --work-item local:demo#1`/,
@@ -123,7 +131,10 @@ const ROWS: Row[] = [
   },
   {
     what: "a graph run blocked, with a loop hook's denial",
-    given: { session: active, graph: run({ status: "blocked", reasonCode: "hook_denied", reason: "denied", denial: { hook: "policy", point: "loop.gate", reason: "no budget" } }) },
+    given: {
+      session: active,
+      graph: run({ status: "blocked", reasonCode: "hook_denied", reason: "denied", denial: { hook: "policy", point: "loop.gate", reason: "no budget" } }),
+    },
     state: "graph-blocked",
     summary: /the loop hook policy denied it at loop\.gate: no budget/,
     next: /the-loop graph force local:demo#1 --to NODE --reason TEXT/,
@@ -143,19 +154,28 @@ const ROWS: Row[] = [
   },
   {
     what: "stopped, and the label removed since: arm it first",
-    given: { control: control({ command: "stop", effect: "recorded" }), events: newestFirst(opened([ARM]), event("item.unlabeled", { actor: "bob", label: ARM })) },
+    given: {
+      control: control({ command: "stop", effect: "recorded" }),
+      events: newestFirst(opened([ARM]), event("item.unlabeled", { actor: "bob", label: ARM })),
+    },
     state: "stopped",
     next: /^label it "the-loop: auto-execute", then comment/,
   },
   {
     what: "a start a hook refused",
-    given: { control: control({ source: "hook", actor: "policy", effect: "refused", command: "stop" }), events: newestFirst(opened([ARM]), event("hooks.refused", { hook: "policy", point: "work_item_start", reason: "no" })) },
+    given: {
+      control: control({ source: "hook", actor: "policy", effect: "refused", command: "stop" }),
+      events: newestFirst(opened([ARM]), event("hooks.refused", { hook: "policy", point: "work_item_start", reason: "no" })),
+    },
     state: "hook-refused",
     next: START_AS,
   },
   {
     what: "a start whose spawn keeps failing",
-    given: { control: control({ effect: "start-pending" }), events: newestFirst(opened([ARM]), applied("start-pending"), event("session.spawn_failed", { harness: "fake", error: "tmux: no server" })) },
+    given: {
+      control: control({ effect: "start-pending" }),
+      events: newestFirst(opened([ARM]), applied("start-pending"), event("session.spawn_failed", { harness: "fake", error: "tmux: no server" })),
+    },
     state: "start-pending",
     summary: /could not be spawned: tmux: no server/,
     next: /the-loop sessions start --work-item local:demo#1/,
@@ -242,7 +262,12 @@ const ROWS: Row[] = [
  */
 const HELD = { author: "alice", decision: "approved", heldAt: "2025-03-10T12:05:00.000Z", reason: "GitHub answered 502" };
 const DENIED = { hook: "budget", point: "loop.generation.pre", reason: "over budget" };
-const failedByHook = run({ status: "failed", reasonCode: "hook_denied", reason: 'the loop hook "budget" denied at loop.generation.pre: over budget', denial: DENIED });
+const failedByHook = run({
+  status: "failed",
+  reasonCode: "hook_denied",
+  reason: 'the loop hook "budget" denied at loop.generation.pre: over budget',
+  denial: DENIED,
+});
 
 const STATES: Row[] = [
   {
@@ -254,7 +279,11 @@ const STATES: Row[] = [
   },
   {
     what: "waiting at a gate",
-    given: { session: active, control: control(), graph: run({ node: "review", status: "waiting", reasonCode: "human-gate", reason: "approve or request changes" }) },
+    given: {
+      session: active,
+      control: control(),
+      graph: run({ node: "review", status: "waiting", reasonCode: "human-gate", reason: "approve or request changes" }),
+    },
     state: "at-gate",
     summary: /^the work-item graph run waits at the gate review \(human-gate: approve or request changes\)$/,
     next: /^comment `the-loop:approve` or `the-loop:request-changes` as one of: alice, bob$/,
@@ -268,7 +297,11 @@ const STATES: Row[] = [
   },
   {
     what: "a held answer names the fix the daemon gave",
-    given: { graph: run({ node: "review", status: "waiting" }), held: [HELD, { ...HELD, author: "bob" }], events: [event("graph.self_login_unknown", { fix: "set integrations.github.selfLogin to octo-bot" })] },
+    given: {
+      graph: run({ node: "review", status: "waiting" }),
+      held: [HELD, { ...HELD, author: "bob" }],
+      events: [event("graph.self_login_unknown", { fix: "set integrations.github.selfLogin to octo-bot" })],
+    },
     state: "answer-held",
     summary: /2 answers \(by alice, bob\) are held/,
     next: /^set integrations.github.selfLogin to octo-bot$/,
@@ -282,7 +315,16 @@ const STATES: Row[] = [
   },
   {
     what: "blocked by a loop hook at the gate: only a force moves it",
-    given: { session: active, graph: run({ node: "review", status: "blocked", reasonCode: "hook_denied", reason: "denied", denial: { hook: "policy", point: "loop.gate.pre", reason: "no" } }) },
+    given: {
+      session: active,
+      graph: run({
+        node: "review",
+        status: "blocked",
+        reasonCode: "hook_denied",
+        reason: "denied",
+        denial: { hook: "policy", point: "loop.gate.pre", reason: "no" },
+      }),
+    },
     state: "graph-blocked",
     summary: /the loop hook policy denied it at loop\.gate\.pre: no/,
     next: /^`the-loop graph force local:demo#1 --to NODE --reason TEXT`/,
@@ -291,7 +333,8 @@ const STATES: Row[] = [
     what: "failed by a hook denial while its agent still runs: the failure leads, not the agent",
     given: { session: active, control: control(), graph: failedByHook, events: newestFirst(event("session.spawned"), event("dispatch.succeeded")) },
     state: "graph-failed",
-    summary: /^the work-item graph run ended failed at node implement \(hook_denied: .*\); the loop hook budget denied it at loop\.generation\.pre: over budget; its fake agent still runs in tmux loop-demo-1$/,
+    summary:
+      /^the work-item graph run ended failed at node implement \(hook_denied: .*\); the loop hook budget denied it at loop\.generation\.pre: over budget; its fake agent still runs in tmux loop-demo-1$/,
     next: /^deal with what the loop hook budget objects to, then run `the-loop sessions stop --work-item local:demo#1`, then comment `the-loop:start-execution`.* \(a start begins a new run\)$/,
   },
   {
@@ -327,7 +370,12 @@ const STATES: Row[] = [
   },
   {
     what: "done, the session closed",
-    given: { session: closedSession, control: control({ clearedAt: "2025-03-10T13:00:00.000Z" }), graph: run({ node: "done", status: "done" }), events: newestFirst(opened([ARM])) },
+    given: {
+      session: closedSession,
+      control: control({ clearedAt: "2025-03-10T13:00:00.000Z" }),
+      graph: run({ node: "done", status: "done" }),
+      events: newestFirst(opened([ARM])),
+    },
     state: "graph-done",
     summary: /is done at node done; no session runs/,
     next: null,
@@ -345,7 +393,12 @@ const STATES: Row[] = [
   },
   {
     what: "canceled by a stop: the stop says what happens next",
-    given: { session: closedSession, control: control({ command: "stop", effect: "stopped" }), graph: run({ status: "canceled" }), events: newestFirst(opened([ARM])) },
+    given: {
+      session: closedSession,
+      control: control({ command: "stop", effect: "stopped" }),
+      graph: run({ status: "canceled" }),
+      events: newestFirst(opened([ARM])),
+    },
     state: "stopped",
     summary: /so a start begins a new run|nothing starts until the next start/,
     next: START_AS,
@@ -376,13 +429,21 @@ const STATES: Row[] = [
   },
   {
     what: "queued: a start stands whose spawn failed",
-    given: { control: control({ effect: "start-pending" }), graph: run(), events: newestFirst(opened([ARM]), event("session.spawn_failed", { error: "no tmux" })) },
+    given: {
+      control: control({ effect: "start-pending" }),
+      graph: run(),
+      events: newestFirst(opened([ARM]), event("session.spawn_failed", { error: "no tmux" })),
+    },
     state: "start-pending",
     next: /the-loop sessions start --work-item local:demo#1/,
   },
   {
     what: "blocked outranks a harness dialog",
-    given: { session: active, graph: run({ status: "blocked", reason: "x", reasonCode: "check-failed" }), events: [event("session.not_ready", { blocked: true })] },
+    given: {
+      session: active,
+      graph: run({ status: "blocked", reason: "x", reasonCode: "check-failed" }),
+      events: [event("session.not_ready", { blocked: true })],
+    },
     state: "graph-blocked",
   },
   {
@@ -481,7 +542,10 @@ describe("describeEvent", () => {
     ],
     [labeled(), 'alice added the label "the-loop: auto-execute", which arms it'],
     [event("graph.waiting", { node: "review", reason: "approve or request changes" }), "reached the gate review: approve or request changes"],
-    [event("graph.stalled", { node: "implement", reason_code: "no-progress", reason: "nothing for 60 minutes" }), "the graph run ended stalled at node implement (no-progress): nothing for 60 minutes"],
+    [
+      event("graph.stalled", { node: "implement", reason_code: "no-progress", reason: "nothing for 60 minutes" }),
+      "the graph run ended stalled at node implement (no-progress): nothing for 60 minutes",
+    ],
     // A type with no sentence of its own still shows everything it carries.
     [event("loop.gate.denied", { hook: "policy", reason: "no" }), "loop gate denied hook=policy reason=no"],
   ])("%#: %s", (record, sentence) => {

@@ -35,14 +35,7 @@ describe("artifacts generated from the config schema", () => {
   it("documents every key the state root derives", () => {
     const keys = referenceRows(configJsonSchema()).map((row) => row.key);
     expect(keys).toEqual(
-      expect.arrayContaining([
-        "state.root",
-        "routing.registryDir",
-        "polling.stateFile",
-        "eventLog.enabled",
-        "eventLog.path",
-        "webhooks.ghWebhook.pidfile",
-      ]),
+      expect.arrayContaining(["state.root", "routing.registryDir", "polling.stateFile", "eventLog.enabled", "eventLog.path", "webhooks.ghWebhook.pidfile"]),
     );
     for (const row of referenceRows(configJsonSchema())) expect(row.description, row.key).not.toBe("");
   });
@@ -61,7 +54,10 @@ describe("redaction", () => {
   };
 
   it("finds secret paths through objects, arrays and maps", () => {
-    expect(secretPaths(schema)).toEqual([["api", "token"], ["hooks", "[]", "headers", "*"]]);
+    expect(secretPaths(schema)).toEqual([
+      ["api", "token"],
+      ["hooks", "[]", "headers", "*"],
+    ]);
   });
 
   it("replaces secret values and leaves everything else, without mutating the input", () => {

@@ -101,9 +101,7 @@ describe("config discovery", () => {
     await expect(loadConfig({ explicitPath: "missing.yaml", env: {}, cwd, homeDir: cwd })).rejects.toThrow(
       /missing\.yaml \(named by --config\) does not exist; create it with `the-loop init`/,
     );
-    await expect(loadConfig({ env: { THE_LOOP_CLI_CONFIG: "nope.yaml" }, cwd, homeDir: cwd })).rejects.toThrow(
-      /named by \$THE_LOOP_CLI_CONFIG/,
-    );
+    await expect(loadConfig({ env: { THE_LOOP_CLI_CONFIG: "nope.yaml" }, cwd, homeDir: cwd })).rejects.toThrow(/named by \$THE_LOOP_CLI_CONFIG/);
   });
 
   it("refuses a directory given as the config, with exit status 2", async () => {

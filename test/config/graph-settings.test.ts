@@ -23,8 +23,16 @@ describe("the graph settings", () => {
   });
 
   it.each([
-    ["a default no graph has", "graph:\n  default: mine\n", 'c.yaml:2:3: graph.default: no graph is named "mine"; known: work-item, adhoc (declare it under graphs)'],
-    ["a default that is no graph name", "graph:\n  default: My Graph\n", "c.yaml:2:3: graph.default: a graph name is lowercase words joined by '-', such as work-item"],
+    [
+      "a default no graph has",
+      "graph:\n  default: mine\n",
+      'c.yaml:2:3: graph.default: no graph is named "mine"; known: work-item, adhoc (declare it under graphs)',
+    ],
+    [
+      "a default that is no graph name",
+      "graph:\n  default: My Graph\n",
+      "c.yaml:2:3: graph.default: a graph name is lowercase words joined by '-', such as work-item",
+    ],
     ["a misspelt key", "graph:\n  enable: true\n", 'c.yaml:2:3: graph.enable: unknown key; did you mean "enabled"?'],
     [
       "a keyword with a backtick",
@@ -47,9 +55,13 @@ describe("the graph settings", () => {
       "graphs:\n  - {name: work-item, path: mine.yaml}\n",
       'c.yaml:2:6: graphs[0].name: "work-item" is a built-in graph; give yours another name (copy the built-in\'s file to change it) and set graph.default to it',
     ],
-    ["two operator graphs of one name", "graphs:\n  - {name: mine, path: a.yaml}\n  - {name: mine, path: b.yaml}\n", 'c.yaml:3:6: graphs[1].name: graphs[0] already has the name "mine"'],
+    [
+      "two operator graphs of one name",
+      "graphs:\n  - {name: mine, path: a.yaml}\n  - {name: mine, path: b.yaml}\n",
+      'c.yaml:3:6: graphs[1].name: graphs[0] already has the name "mine"',
+    ],
     ["an entry without a path", "graphs:\n  - {name: mine}\n", "c.yaml:2:5: graphs[0].path: expected string, received undefined"],
-    ["an unknown key in an entry", "graphs:\n  - {name: mine, path: a.yaml, url: x}\n", 'c.yaml:2:32: graphs[0].url: unknown key; known keys here: name, path'],
+    ["an unknown key in an entry", "graphs:\n  - {name: mine, path: a.yaml, url: x}\n", "c.yaml:2:32: graphs[0].url: unknown key; known keys here: name, path"],
   ])("refuse %s", (_what, text, expected) => {
     expect(problemsOf(text)).toEqual([expected]);
   });

@@ -32,9 +32,9 @@ describe("parseConfigText", () => {
   it.each([
     ["an unknown top-level key", "state:\n  root: x\nbogus: 1\n", "c.yaml:3:1: bogus: unknown key; known keys here: version, state"],
     ["a misspelt key, with a suggestion", "state:\n  rooot: x\n", 'c.yaml:2:3: state.rooot: unknown key; did you mean "root"?'],
-    ["a wrong type", "eventLog:\n  enabled: \"yes\"\n", "c.yaml:2:3: eventLog.enabled: expected boolean, received string"],
-    ["an empty path", "eventLog:\n  path: \"\"\n", "c.yaml:2:3: eventLog.path: Too small"],
-    ["a bad project name", "integrations:\n  local:\n    project: \"a b\"\n", "c.yaml:3:5: integrations.local.project: a project name is"],
+    ["a wrong type", 'eventLog:\n  enabled: "yes"\n', "c.yaml:2:3: eventLog.enabled: expected boolean, received string"],
+    ["an empty path", 'eventLog:\n  path: ""\n', "c.yaml:2:3: eventLog.path: Too small"],
+    ["a bad project name", 'integrations:\n  local:\n    project: "a b"\n', "c.yaml:3:5: integrations.local.project: a project name is"],
     ["a wrong version", "version: 2\n", "c.yaml:1:1: version: expected 1"],
     ["a list at the top", "- 1\n", "c.yaml:1:1: the config must be a mapping"],
     ["a YAML syntax error", "state:\n\troot: x\n", "c.yaml:2:1: YAML syntax: Tabs are not allowed as indentation"],
@@ -57,14 +57,34 @@ describe("parseConfigText", () => {
 
   it.each([
     ["an unknown default harness", "routing:\n  defaultHarness: gpt\n", /routing\.defaultHarness: unknown harness "gpt"; known: claude, cursor/],
-    ["a command harness without a command", "routing:\n  harnesses:\n    mine:\n      args: []\n", /routing\.harnesses\.mine\.command: "mine" is not a built-in harness/],
-    ["resumeCommand on claude", "routing:\n  harnesses:\n    claude:\n      resumeCommand: [x]\n", /routing\.harnesses\.claude\.resumeCommand: "claude" resumes by itself/],
+    [
+      "a command harness without a command",
+      "routing:\n  harnesses:\n    mine:\n      args: []\n",
+      /routing\.harnesses\.mine\.command: "mine" is not a built-in harness/,
+    ],
+    [
+      "resumeCommand on claude",
+      "routing:\n  harnesses:\n    claude:\n      resumeCommand: [x]\n",
+      /routing\.harnesses\.claude\.resumeCommand: "claude" resumes by itself/,
+    ],
     ["polling enabled with no sources", "polling:\n  enabled: true\n", /polling\.sources: polling is enabled but has no sources/],
     ["an unknown spawn policy", "routing:\n  spawnOnUnmatched: sometimes\n", /routing\.spawnOnUnmatched: /],
-    ["two commands sharing a keyword", "routing:\n  control:\n    keywords:\n      stop: GO-NOW\n      start: go-now\n", /routing\.control\.keywords\.stop: the stop keyword is the same as the start keyword/],
-    ["a keyword in backticks", "routing:\n  control:\n    keywords:\n      start: '`go`'\n", /routing\.control\.keywords\.start: a keyword cannot contain a backtick/],
+    [
+      "two commands sharing a keyword",
+      "routing:\n  control:\n    keywords:\n      stop: GO-NOW\n      start: go-now\n",
+      /routing\.control\.keywords\.stop: the stop keyword is the same as the start keyword/,
+    ],
+    [
+      "a keyword in backticks",
+      "routing:\n  control:\n    keywords:\n      start: '`go`'\n",
+      /routing\.control\.keywords\.start: a keyword cannot contain a backtick/,
+    ],
     ["a keyword that reads as a quote", "routing:\n  control:\n    keywords:\n      pause: '> hold'\n", /routing\.control\.keywords\.pause: a keyword cannot/],
-    ["a keyword spanning lines", "routing:\n  control:\n    keywords:\n      resume: \"go\\non\"\n", /routing\.control\.keywords\.resume: one line of text without tabs/],
+    [
+      "a keyword spanning lines",
+      'routing:\n  control:\n    keywords:\n      resume: "go\\non"\n',
+      /routing\.control\.keywords\.resume: one line of text without tabs/,
+    ],
   ])("rejects %s", (_name, text, expected) => {
     expect(problemsOf(text)).toEqual([expect.stringMatching(expected)]);
   });
@@ -103,10 +123,13 @@ describe("parseConfigText", () => {
   });
 
   it("bounds alias expansion instead of exhausting memory", () => {
-    const bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]", ...Array.from({ length: 8 }, (_, i) => {
-      const prev = i === 0 ? "a" : `l${i - 1}`;
-      return `l${i}: &l${i} [*${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}]`;
-    })].join("\n");
+    const bomb = [
+      "a: &a [x, x, x, x, x, x, x, x, x, x]",
+      ...Array.from({ length: 8 }, (_, i) => {
+        const prev = i === 0 ? "a" : `l${i - 1}`;
+        return `l${i}: &l${i} [*${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}, *${prev}]`;
+      }),
+    ].join("\n");
     expect(problemsOf(bomb)[0]).toMatch(/YAML/);
   });
 

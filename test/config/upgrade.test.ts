@@ -6,12 +6,7 @@ import { ConfigError } from "../../src/config/load.js";
 import { parseConfigText } from "../../src/config/parse.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { starterConfigText } from "../../src/config/starter.js";
-import {
-  legacyPollStateMove,
-  movePollStateFile,
-  upgradeConfigText,
-  upgradeOffers,
-} from "../../src/config/upgrade.js";
+import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../src/config/upgrade.js";
 import type { ConfigUpgrade } from "../../src/config/upgrade.js";
 import { ExitError } from "../../src/errors.js";
 import { tempDir } from "../support/temp.js";
@@ -46,14 +41,9 @@ webhooks:
 # end of file
 `;
 
-const CONTROL_KEYS = [
-  "enabled",
-  "requireStartCommand",
-  "keywords.start",
-  "keywords.stop",
-  "keywords.pause",
-  "keywords.resume",
-].map((key) => `routing.control.${key}`);
+const CONTROL_KEYS = ["enabled", "requireStartCommand", "keywords.start", "keywords.stop", "keywords.pause", "keywords.resume"].map(
+  (key) => `routing.control.${key}`,
+);
 
 /** The original text is what is left once every insertion is taken out again: nothing else moved. */
 function withoutInsertions(upgrade: ConfigUpgrade): string {
@@ -184,9 +174,7 @@ describe("upgradeConfigText", () => {
     expect(upgrade.text).toContain("      control:\n        enabled: true\n");
     expect(upgrade.text).not.toMatch(/^routing:/m);
     const offers = upgradeOffers(upgrade, { pollStateFile: "/p/new", legacyPollStateFile: null });
-    expect(offers).toEqual([
-      expect.objectContaining({ action: "move-routing-block", flag: null, from: "webhooks.ghWebhook.routing", to: "routing" }),
-    ]);
+    expect(offers).toEqual([expect.objectContaining({ action: "move-routing-block", flag: null, from: "webhooks.ghWebhook.routing", to: "routing" })]);
   });
 
   it("creates a top-level routing block when the file has none", () => {
@@ -304,7 +292,9 @@ describe("upgradeConfigText", () => {
 describe("the starter config", () => {
   it("shows the start gate: control, requireStartCommand and the keywords, explained", () => {
     const text = starterConfigText("demo");
-    expect(text).toMatch(/# The label only arms a work item: its session starts when an authorized person comments\n\s+# the-loop:start-execution on it \(or runs `the-loop sessions start --work-item REF`\)\.\n\s+control:\n/);
+    expect(text).toMatch(
+      /# The label only arms a work item: its session starts when an authorized person comments\n\s+# the-loop:start-execution on it \(or runs `the-loop sessions start --work-item REF`\)\.\n\s+control:\n/,
+    );
     expect(text).toContain("    requireStartCommand: true    # false: the label alone starts a session\n");
     for (const keyword of Object.values(DEFAULT_CONTROL_KEYWORDS)) expect(text).toContain(`: ${keyword}`);
     expect(configOf(text)?.routing.control).toEqual({ enabled: true, requireStartCommand: true, keywords: DEFAULT_CONTROL_KEYWORDS });
@@ -355,7 +345,9 @@ describe("the poll-state move", () => {
     const link = vi.spyOn(fsPromises, "link").mockRejectedValueOnce(Object.assign(new Error("EROFS: read-only file system"), { code: "EROFS" }));
     const failed = movePollStateFile(from, to);
     await expect(failed).rejects.toBeInstanceOf(ExitError);
-    await expect(failed).rejects.toThrow(`could not move the poll state ${from} to ${to}: EROFS: read-only file system; it stays where it is, and the poller keeps using it`);
+    await expect(failed).rejects.toThrow(
+      `could not move the poll state ${from} to ${to}: EROFS: read-only file system; it stays where it is, and the poller keeps using it`,
+    );
     expect(await readFile(from, "utf8")).toBe("old\n");
     link.mockRestore();
 

@@ -379,7 +379,11 @@ describe("compileVocabulary", () => {
 describe("parseControl: linear time", () => {
   const KB100 = 100_000;
   const cases: [name: string, body: string, expected: string][] = [
-    ["a 100 KB ordinary comment ending in a keyword", `${"Some ordinary prose, with *emphasis* and a [link](https://x.y). ".repeat(1_600)}\n\n${START}`, "start"],
+    [
+      "a 100 KB ordinary comment ending in a keyword",
+      `${"Some ordinary prose, with *emphasis* and a [link](https://x.y). ".repeat(1_600)}\n\n${START}`,
+      "start",
+    ],
     ["100 KB of a near-miss keyword", "the-loop:start-executio".repeat(Math.ceil(KB100 / 23)), "none"],
     ["100 KB of a near-miss keyword, then the keyword", `${"the-loop:start-executio".repeat(Math.ceil(KB100 / 23))} ${START}`, "start"],
     ["100 KB of keywords glued by hyphens", `${START}-`.repeat(Math.ceil(KB100 / 25)), "none"],

@@ -147,9 +147,9 @@ describe("ControlStore.get and transaction", () => {
   it("is not reentrant: a nested transaction on the same item throws at once instead of waiting", async () => {
     const store = await storeWith();
     const started = Date.now();
-    await expect(
-      store.transaction(REF, () => store.transaction("GitHub:Octo/Repo#15", async () => "inner")),
-    ).rejects.toThrow(/already open in this call chain; transactions are not reentrant/);
+    await expect(store.transaction(REF, () => store.transaction("GitHub:Octo/Repo#15", async () => "inner"))).rejects.toThrow(
+      /already open in this call chain; transactions are not reentrant/,
+    );
     expect(Date.now() - started).toBeLessThan(1_500);
     // Another item's transaction inside one is fine.
     const inner = await store.transaction(REF, () => store.transaction(OTHER, async () => "inner"));
@@ -353,9 +353,7 @@ describe("ControlTransaction.write validation", () => {
     await expect(store.transaction(REF, (tx) => tx.write(recordOf(OTHER)))).rejects.toThrow(
       `refusing to write a control record for ${OTHER} in the transaction of ${REF}`,
     );
-    await expect(store.transaction(REF, (tx) => tx.write(recordOf("GitHub:Octo/Repo#15")))).rejects.toThrow(
-      /records carry the canonical ref/,
-    );
+    await expect(store.transaction(REF, (tx) => tx.write(recordOf("GitHub:Octo/Repo#15")))).rejects.toThrow(/records carry the canonical ref/);
     expect(await readdir(store.dir)).toEqual([]);
   });
 
@@ -388,10 +386,12 @@ describe("ControlTransaction.write validation", () => {
     const commands = ["start", "stop", "pause", "resume"] as const;
     const sources = ["comment", "cli"] as const;
     const effects = ["started", "start-pending", "resumed", "paused", "stopped", "recorded", "noop"] as const;
-    for (const command of commands) for (const source of sources) for (const effect of effects) {
-      await put(store, recordOf(REF, { command, source, effect }));
-      expect(store.get(REF)).toMatchObject({ command, source, effect });
-    }
+    for (const command of commands)
+      for (const source of sources)
+        for (const effect of effects) {
+          await put(store, recordOf(REF, { command, source, effect }));
+          expect(store.get(REF)).toMatchObject({ command, source, effect });
+        }
   });
 });
 
@@ -455,11 +455,9 @@ describe("ControlStore without the schema library", () => {
       const listing = store.list();
       console.log(JSON.stringify({ command: record?.command, listed: listing.records.length, problems: listing.problems.length }));
     `;
-    const child = spawnSync(
-      process.execPath,
-      ["--import", `data:text/javascript,${encodeURIComponent(register)}`, "--input-type=module", "-e", main],
-      { encoding: "utf8" },
-    );
+    const child = spawnSync(process.execPath, ["--import", `data:text/javascript,${encodeURIComponent(register)}`, "--input-type=module", "-e", main], {
+      encoding: "utf8",
+    });
     expect(child.stderr).toBe("");
     expect(JSON.parse(child.stdout)).toEqual({ command: "pause", listed: 1, problems: 0 });
 

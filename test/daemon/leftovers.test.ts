@@ -21,7 +21,9 @@ describe("a starting daemon", () => {
     const paths = deriveStatePaths(config, dir);
     mkdirSync(paths.tmpDir, { recursive: true });
     // What a crash loop leaves: files of daemons killed seconds ago, holding comment text.
-    const dead = Array.from({ length: 3 }, () => Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout));
+    const dead = Array.from({ length: 3 }, () =>
+      Number(spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout),
+    );
     const gone = dead.flatMap((pid, i) => [`the-loop-paste-${pid}-0${i}.txt`, `the-loop-submit-${pid}-0${i}.txt`]);
     // A delivery in progress in a live process (this one, as a `sessions start` would be).
     const live = [scratchFileName("paste", "ff"), scratchFileName("submit", "ff")];

@@ -112,9 +112,7 @@ describe("acquirePidfile", () => {
     expect(error).toBeInstanceOf(ExitError);
     const held = error as PidfileHeldError;
     expect(held).toMatchObject({ exitCode: 1, code: "conflict", holder: { pid, service: "poller" } });
-    expect(held.message).toBe(
-      `poller is already running (pid ${pid} since ${held.holder?.startedAt ?? ""}; pidfile ${path}); stop it with \`the-loop stop\``,
-    );
+    expect(held.message).toBe(`poller is already running (pid ${pid} since ${held.holder?.startedAt ?? ""}; pidfile ${path}); stop it with \`the-loop stop\``);
     expect((await heldBy(path))?.pid).toBe(pid);
     // The refusal did not touch the holder's file.
     expect((await holderIn(path)).pid).toBe(pid);
@@ -302,9 +300,7 @@ describe("acquirePidfile", () => {
     const winners = outcomes.filter((outcome) => outcome.acquired);
     expect(winners).toHaveLength(1);
     const winner = winners[0]?.pid;
-    expect(outcomes.filter((outcome) => !outcome.acquired).map((outcome) => outcome.holder)).toEqual(
-      Array.from({ length: CONTENDERS - 1 }, () => winner),
-    );
+    expect(outcomes.filter((outcome) => !outcome.acquired).map((outcome) => outcome.holder)).toEqual(Array.from({ length: CONTENDERS - 1 }, () => winner));
     expect((await holderIn(path)).pid).toBe(winner);
 
     for (const contender of contenders) contender.child.stdin.end();

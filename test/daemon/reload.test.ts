@@ -98,14 +98,7 @@ describe("configChanges", () => {
     const changes = configChanges(before, after);
     expect(changes.applied).toEqual(["routing.authorizedUsers"]);
     expect([...changes.restartRequired].sort()).toEqual(
-      [
-        "eventLog.enabled",
-        "integrations.github.tokenEnv",
-        "polling.intervalSeconds",
-        "polling.sources",
-        "state.root",
-        "webhooks.ghWebhook.port",
-      ].sort(),
+      ["eventLog.enabled", "integrations.github.tokenEnv", "polling.intervalSeconds", "polling.sources", "state.root", "webhooks.ghWebhook.port"].sort(),
     );
   });
 
@@ -113,9 +106,7 @@ describe("configChanges", () => {
     const github = { sources: [{ provider: "github" as const, repos: ["octo/repo"] }] };
     const running = config({ polling: { enabled: true, ...github } });
     const idle = config({ polling: { enabled: false, ...github } });
-    expect(configChanges(running, { ...running, routing: routing({ autoExecuteLabel: "go" }) }).restartRequired).toEqual([
-      "routing.autoExecuteLabel",
-    ]);
+    expect(configChanges(running, { ...running, routing: routing({ autoExecuteLabel: "go" }) }).restartRequired).toEqual(["routing.autoExecuteLabel"]);
     expect(configChanges(idle, { ...idle, routing: routing({ autoExecuteLabel: "go" }) }).restartRequired).toEqual([]);
   });
 });

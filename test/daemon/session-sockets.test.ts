@@ -11,10 +11,12 @@ import type { EventSink } from "../../src/events/log.js";
 const REF = "local:demo#1";
 const TOKEN = "t".repeat(43);
 const seen: { method: string; params: unknown; caller: RpcCaller }[] = [];
-const recording = (method: string): RpcHandler => async (params, caller) => {
-  seen.push({ method, params, caller });
-  return { method };
-};
+const recording =
+  (method: string): RpcHandler =>
+  async (params, caller) => {
+    seen.push({ method, params, caller });
+    return { method };
+  };
 const MAIN: Record<string, RpcHandler> = {
   "session.ask": recording("session.ask"),
   "graph.complete": recording("graph.complete"),
@@ -100,7 +102,9 @@ describe("SessionSockets: a socket for each live session", () => {
       await sockets.reconcile();
       expect(sockets.served()).toEqual([REF]);
       const path = sessionSocketPath(root, REF, { runtimeDir: undefined, uid: undefined })!;
-      await expect(callSocket(path, "session.ask", { question: "q" }, 5_000, { session: { workItem: REF, token: TOKEN } })).resolves.toEqual({ method: "session.ask" });
+      await expect(callSocket(path, "session.ask", { question: "q" }, 5_000, { session: { workItem: REF, token: TOKEN } })).resolves.toEqual({
+        method: "session.ask",
+      });
       live = [];
       await sockets.reconcile();
       expect(sockets.served()).toEqual([]);

@@ -34,7 +34,12 @@ describe("who may call a socket method", () => {
 describe("the refs a config serves", () => {
   const config = configSchema.parse({
     integrations: { local: { project: "demo" } },
-    polling: { sources: [{ provider: "github", repos: ["Octo/Repo", "ghe.example.com/team/tool"] }, { provider: "local", projects: ["other"] }] },
+    polling: {
+      sources: [
+        { provider: "github", repos: ["Octo/Repo", "ghe.example.com/team/tool"] },
+        { provider: "local", projects: ["other"] },
+      ],
+    },
   });
   const served = servedRefsOf(config, {});
   const none = (): boolean => false;

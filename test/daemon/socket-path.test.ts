@@ -80,7 +80,9 @@ describe("daemonSocketPath", () => {
     const run = await runtimeDir();
     mkdirSync(join(run, "the-loop"), { mode: 0o755 });
     chmodSync(join(run, "the-loop"), 0o755);
-    expect(() => daemonSocketPath(root, { runtimeDir: run })).toThrow(`the daemon's socket folder ${join(run, "the-loop")} has mode 0755: others may use it; remove it`);
+    expect(() => daemonSocketPath(root, { runtimeDir: run })).toThrow(
+      `the daemon's socket folder ${join(run, "the-loop")} has mode 0755: others may use it; remove it`,
+    );
     await rm(join(run, "the-loop"), { recursive: true });
     symlinkSync(await runtimeDir(), join(run, "the-loop"));
     expect(() => daemonSocketPath(root, { runtimeDir: run })).toThrow("is a symbolic link, not a folder");

@@ -16,7 +16,9 @@ describe("capabilityChangedProblems", () => {
     {
       what: "one refusal",
       refusals: [refusal("notes", "2024-01-01T00:00:00Z")],
-      expected: ['capability "notes" (/bundles/notes) changed since it was consented to: the daemon refused to use it once, last at 2024-01-01T00:00:00Z for local:demo#1, and blocked the item there'],
+      expected: [
+        'capability "notes" (/bundles/notes) changed since it was consented to: the daemon refused to use it once, last at 2024-01-01T00:00:00Z for local:demo#1, and blocked the item there',
+      ],
     },
     {
       what: "one problem per capability, its last refusal named",

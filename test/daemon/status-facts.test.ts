@@ -46,7 +46,7 @@ describe("readEventTail", () => {
     const text = [
       filler,
       line({ ts: "t1", event: "item.created", pid: 1 }),
-      "not json but mentions \"poll.cycle\"\n",
+      'not json but mentions "poll.cycle"\n',
       line({ ts: "t2", event: "poll.provider_error", pid: 1, poll_source: "local:*", error: "e" }),
       line({ ts: "t3", event: "session.spawn_failed", pid: 2, work_item: "local:demo#1", error: "boom" }),
       '{"ts":"t4","event":"poll.cycle"', // torn: its writer is mid-append

@@ -133,9 +133,9 @@ describe("failingSourceProblems", () => {
 
 describe("damagedFileProblems", () => {
   it("names the file, why, and the kind's remedy", () => {
-    expect(
-      damagedFileProblems([{ kind: "session record", file: "/s/sessions/ab.json", reason: "not valid JSON", remedy: "move it aside" }]),
-    ).toEqual([{ code: "damaged-file", message: "session record /s/sessions/ab.json is damaged: not valid JSON", fix: "move it aside" }]);
+    expect(damagedFileProblems([{ kind: "session record", file: "/s/sessions/ab.json", reason: "not valid JSON", remedy: "move it aside" }])).toEqual([
+      { code: "damaged-file", message: "session record /s/sessions/ab.json is damaged: not valid JSON", fix: "move it aside" },
+    ]);
   });
 });
 

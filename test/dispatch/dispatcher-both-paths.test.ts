@@ -125,8 +125,7 @@ describe("a command from the CLI while the tracker cannot be reached", () => {
     const d = t.dispatcher();
     await t.live(d, ISSUE);
     t.github.lookupError = new Error("GitHub is unreachable");
-    const cli = (command: "start" | "pause" | "resume" | "stop") =>
-      d.control({ ref: ISSUE.ref, command, source: "cli", actor: "operator" });
+    const cli = (command: "start" | "pause" | "resume" | "stop") => d.control({ ref: ISSUE.ref, command, source: "cli", actor: "operator" });
 
     expect(await cli("pause")).toMatchObject({ applied: true, effect: "paused" });
     expect(await cli("resume")).toMatchObject({ applied: true, effect: "resumed" });

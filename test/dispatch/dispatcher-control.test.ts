@@ -262,9 +262,7 @@ describe("pause, resume, stop on a live session (R3)", () => {
     const note = renderResumeNote({ workItem: { ref, url }, actor: "alice", source: "comment" });
     expect(note).toContain(`re-read the work item's thread at ${url}`);
     expect(t.runner.inputsOf(target)).toEqual([note]);
-    expect(t.emitted("session.resumed")).toEqual([
-      { work_item: ref, tmux_target: target, command_source: "comment", actor: "alice", notified: true },
-    ]);
+    expect(t.emitted("session.resumed")).toEqual([{ work_item: ref, tmux_target: target, command_source: "comment", actor: "alice", notified: true }]);
 
     const next = await t.say(ref, "now with feeling");
     await t.handled(d, next);
@@ -423,9 +421,7 @@ describe("comments that are not one command", () => {
 
     const event = await t.say(ref, `${KEYWORD.pause} or maybe ${KEYWORD.stop}?`);
     await t.handled(d, event);
-    expect(t.emitted("control.ambiguous")).toEqual([
-      { work_item: ref, commands: ["stop", "pause"], actor: "alice", delivery_id: event.deliveryId },
-    ]);
+    expect(t.emitted("control.ambiguous")).toEqual([{ work_item: ref, commands: ["stop", "pause"], actor: "alice", delivery_id: event.deliveryId }]);
     expect(t.emitted("routing.dropped").map((fields) => fields.delivery_id)).not.toContain(event.deliveryId);
     expect(t.emitted("dispatch.queued").map((fields) => fields.delivery_id)).not.toContain(event.deliveryId);
     expect(t.runner.inputsOf(target)).toEqual([]);
@@ -588,15 +584,16 @@ describe("commands from two processes", () => {
     for (const item of items) await t.trackers.local.addComment(parseWorkItemRef(item.ref), KEYWORD.start, "alice");
     const starts = await t.feed();
 
-    const results = await Promise.all(
-      items.flatMap((item, index) => [t.cli(cliProcess, item.ref, "start"), daemon.handle(starts[index] as InboundEvent)]),
-    );
+    const results = await Promise.all(items.flatMap((item, index) => [t.cli(cliProcess, item.ref, "start"), daemon.handle(starts[index] as InboundEvent)]));
     expect(results.filter((result) => "settled" in result)).toEqual(items.map(() => ({ settled: true })));
 
     for (const item of items) {
       expect(t.runner.spawnsOf(item.target)).toHaveLength(1);
       expect(t.record(item.ref).status).toBe("active");
-      const effects = t.commandEvents().filter((fields) => fields.work_item === item.ref).map((fields) => fields.effect);
+      const effects = t
+        .commandEvents()
+        .filter((fields) => fields.work_item === item.ref)
+        .map((fields) => fields.effect);
       expect(effects.sort()).toEqual(["noop", "started"]);
     }
   });
@@ -797,58 +794,52 @@ describe("durability: a command killed between its record and its session change
     return { ...t, steps, d };
   }
 
-  it.each([0, 1, 2, 3])(
-    "a stop killed after %i durable steps is completed by the restarted daemon: harness ended, nothing respawned",
-    async (survived) => {
-      const t = await stepped();
-      const { ref, target } = await t.started(t.d);
-      await t.feed();
-      const stop = await t.say(ref, KEYWORD.stop);
-      t.steps.left = survived;
-      await t.d.handle(stop);
+  it.each([0, 1, 2, 3])("a stop killed after %i durable steps is completed by the restarted daemon: harness ended, nothing respawned", async (survived) => {
+    const t = await stepped();
+    const { ref, target } = await t.started(t.d);
+    await t.feed();
+    const stop = await t.say(ref, KEYWORD.stop);
+    t.steps.left = survived;
+    await t.d.handle(stop);
 
-      // The restarted daemon: pending starts at start-up, then the poller hands out the unsettled stop again.
-      const restarted = t.dispatcher();
-      await restarted.retryPendingStarts();
-      await t.handled(restarted, stop);
+    // The restarted daemon: pending starts at start-up, then the poller hands out the unsettled stop again.
+    const restarted = t.dispatcher();
+    await restarted.retryPendingStarts();
+    await t.handled(restarted, stop);
 
-      expect(t.runner.spawnsOf(target)).toHaveLength(1);
-      expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "stopped" });
-      expect(t.runner.stateOf(target)).not.toBe("live");
-      expect(t.control.get(ref)).toMatchObject({ command: "stop", deliveryId: stop.deliveryId });
-      expect(t.control.get(ref)?.clearedAt).toBeUndefined();
+    expect(t.runner.spawnsOf(target)).toHaveLength(1);
+    expect(t.record(ref)).toMatchObject({ status: "closed", closeReason: "stopped" });
+    expect(t.runner.stateOf(target)).not.toBe("live");
+    expect(t.control.get(ref)).toMatchObject({ command: "stop", deliveryId: stop.deliveryId });
+    expect(t.control.get(ref)?.clearedAt).toBeUndefined();
 
-      // And it stays stopped.
-      const next = await t.say(ref, "hello?");
-      await t.handled(restarted, next);
-      expect(t.emitted("routing.dropped").at(-1)).toMatchObject({ reason: "execution-stopped", delivery_id: next.deliveryId });
-      expect(t.runner.spawnsOf(target)).toHaveLength(1);
-    },
-  );
+    // And it stays stopped.
+    const next = await t.say(ref, "hello?");
+    await t.handled(restarted, next);
+    expect(t.emitted("routing.dropped").at(-1)).toMatchObject({ reason: "execution-stopped", delivery_id: next.deliveryId });
+    expect(t.runner.spawnsOf(target)).toHaveLength(1);
+  });
 
-  it.each([0, 1, 2, 3])(
-    "a start on a stopped item killed after %i durable steps is honoured after the restart, once",
-    async (survived) => {
-      const t = await stepped();
-      const { ref, target } = await t.open("Stopped first");
-      await t.handled(t.d, await t.only());
-      await t.command(t.d, ref, "stop");
-      expect(t.control.get(ref)).toMatchObject({ command: "stop", effect: "recorded" });
+  it.each([0, 1, 2, 3])("a start on a stopped item killed after %i durable steps is honoured after the restart, once", async (survived) => {
+    const t = await stepped();
+    const { ref, target } = await t.open("Stopped first");
+    await t.handled(t.d, await t.only());
+    await t.command(t.d, ref, "stop");
+    expect(t.control.get(ref)).toMatchObject({ command: "stop", effect: "recorded" });
 
-      const start = await t.say(ref, KEYWORD.start);
-      t.steps.left = survived;
-      await t.d.handle(start);
+    const start = await t.say(ref, KEYWORD.start);
+    t.steps.left = survived;
+    await t.d.handle(start);
 
-      const restarted = t.dispatcher();
-      await restarted.retryPendingStarts();
-      await t.handled(restarted, start);
+    const restarted = t.dispatcher();
+    await restarted.retryPendingStarts();
+    await t.handled(restarted, start);
 
-      expect(t.runner.spawnsOf(target)).toHaveLength(1);
-      expect(t.runner.stateOf(target)).toBe("live");
-      expect(t.record(ref).status).toBe("active");
-      expect(t.control.get(ref)).toMatchObject({ command: "start", effect: "started", deliveryId: start.deliveryId });
-    },
-  );
+    expect(t.runner.spawnsOf(target)).toHaveLength(1);
+    expect(t.runner.stateOf(target)).toBe("live");
+    expect(t.record(ref).status).toBe("active");
+    expect(t.control.get(ref)).toMatchObject({ command: "start", effect: "started", deliveryId: start.deliveryId });
+  });
 
   it("a start killed before its claim, whose spawn at the restart fails, says start-pending and stands", async () => {
     const t = await stepped();

@@ -294,7 +294,10 @@ describe("Dispatcher: a pull request's merge or close, told to the linked item's
     const t = await githubSetup();
     const d = t.dispatcher();
     await t.live(d, ISSUE);
-    const review = { ...ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "r-1", commentKind: "review", kind: "reviewed" }), excerpt: { review: "Rename it." } };
+    const review = {
+      ...ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId: "r-1", commentKind: "review", kind: "reviewed" }),
+      excerpt: { review: "Rename it." },
+    };
     const remark = { ...ghEvent({ commentId: "rc-1", commentKind: "review_comment", kind: "review_commented" }), excerpt: { comment: "typo" } };
     expect(await d.handle(review)).toEqual({ settled: true });
     // The review comment names only the PR: the binding the review recorded brings it here.
@@ -460,9 +463,7 @@ describe("Dispatcher: workspaces", () => {
     const event = ghEvent({ linked: [[ISSUE, "closing-reference"]], headBranch: "fix-parser", headInRepository: true });
     expect(await d.handle(event)).toEqual({ settled: true });
 
-    expect(t.workspaces.prepared).toEqual([
-      { ref: ISSUE.ref, request: { branch: "fix-parser", headInRepository: true }, claimedBefore: true },
-    ]);
+    expect(t.workspaces.prepared).toEqual([{ ref: ISSUE.ref, request: { branch: "fix-parser", headInRepository: true }, claimedBefore: true }]);
     const checkout = join(t.dir, "workspaces", workItemSlug(ISSUE.ref));
     expect(t.runner.spawnsOf(target(ISSUE))[0]?.cwd).toBe(checkout);
     expect(t.record(ISSUE)).toMatchObject({ cwd: checkout, workspace: { checkout, strategy: "worktree", branch: "fix-parser" } });
@@ -615,11 +616,7 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     expect(await second.promise).toEqual({ settled: true });
     expect(t.runner.inputsOf(target(ISSUE))).toHaveLength(2);
     expect(t.runner.inputsOf(target(PR))).toHaveLength(1);
-    expect(t.runner.log.filter((line) => line.startsWith("paste"))).toEqual([
-      `paste ${target(PR)}`,
-      `paste ${target(ISSUE)}`,
-      `paste ${target(ISSUE)}`,
-    ]);
+    expect(t.runner.log.filter((line) => line.startsWith("paste"))).toEqual([`paste ${target(PR)}`, `paste ${target(ISSUE)}`, `paste ${target(ISSUE)}`]);
   });
 
   it("settles a batch of events naming overlapping items in any order, each session taking its events in arrival order", async () => {
@@ -632,7 +629,14 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     // PR names ISSUE, PR2 names OTHER then ISSUE; neither issue has a session, so each PR's own takes its events.
     const onPr = (commentId: string): InboundEvent => ghEvent({ linked: [[ISSUE, "closing-reference"]], commentId });
     const onPr2 = (commentId: string): InboundEvent => ({
-      ...ghEvent({ on: PR2, linked: [[OTHER, "closing-reference"], [ISSUE, "closing-reference"]], commentId }),
+      ...ghEvent({
+        on: PR2,
+        linked: [
+          [OTHER, "closing-reference"],
+          [ISSUE, "closing-reference"],
+        ],
+        commentId,
+      }),
       excerpt: { comment: commentId },
     });
     const batch = [
@@ -655,7 +659,16 @@ describe("Dispatcher: the queue an event on a pull request waits in", () => {
     const t = await githubSetup();
     const d = t.dispatcher();
     const spawn = t.runner.holdSpawn(target(ISSUE));
-    const opened = tracked(d.handle(ghEvent({ linked: [[ISSUE, "closing-reference"], [OTHER, "closing-reference"]] })));
+    const opened = tracked(
+      d.handle(
+        ghEvent({
+          linked: [
+            [ISSUE, "closing-reference"],
+            [OTHER, "closing-reference"],
+          ],
+        }),
+      ),
+    );
     await spawn.entered;
     const drained = tracked(d.drain());
     spawn.release();

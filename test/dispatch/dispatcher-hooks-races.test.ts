@@ -20,7 +20,6 @@ import { waitFor } from "../support/wait.js";
 
 const KEYWORD = DEFAULT_CONTROL_KEYWORDS;
 
-
 function gate(): { readonly wait: Promise<void>; open(): void } {
   let open!: () => void;
   const wait = new Promise<void>((resolve) => (open = resolve));
@@ -43,8 +42,7 @@ async function setup(routing: Record<string, unknown> = {}) {
   const base = await localSetup({ routing: { control: { requireStartCommand: true }, ...routing } });
   const hooked = (...executors: HookExecutor[]): Dispatcher => base.dispatcher({ hooks: new HookChain(executors, base.events) });
   const thread = async (ref: string) => (await base.trackers.local.getItemWithComments(parseWorkItemRef(ref))).comments;
-  const refusals = async (ref: string) =>
-    (await thread(ref)).filter((comment) => isSelfAuthored(comment.body) && comment.body.includes("lifecycle hook"));
+  const refusals = async (ref: string) => (await thread(ref)).filter((comment) => isSelfAuthored(comment.body) && comment.body.includes("lifecycle hook"));
   /** `the-loop sessions close`, from another process. */
   const cliClose = (ref: string) =>
     closeSession(

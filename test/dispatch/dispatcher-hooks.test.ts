@@ -17,7 +17,6 @@ import { ARM, ISSUE, PR, T0, ghEvent, githubSetup, localSetup, target } from "./
 
 const KEYWORD = DEFAULT_CONTROL_KEYWORDS;
 
-
 async function setup(routing: Record<string, unknown> = {}) {
   const base = await localSetup({ routing: { control: { requireStartCommand: true }, ...routing } });
   const hooked = (...executors: HookExecutor[]): Dispatcher => base.dispatcher({ hooks: new HookChain(executors, base.events) });
@@ -348,18 +347,16 @@ describe("input_received", () => {
     await t.handled(d, await t.say(ref, "main, please"));
     await d.control({ ref, command: "pause", source: "cli", actor: "operator" });
 
-    expect(seen).toEqual([
-      `command:start:${KEYWORD.start}`,
-      "comment::Use the v2 parser.",
-      "answer::main, please",
-      `command:pause:${KEYWORD.pause}`,
-    ]);
+    expect(seen).toEqual([`command:start:${KEYWORD.start}`, "comment::Use the v2 parser.", "answer::main, please", `command:pause:${KEYWORD.pause}`]);
     expect(observer.at("input_received")[0]).toMatchObject({ actor: "alice", inputSource: "poll", deliveryId: start.deliveryId });
     expect(observer.at("input_received")[3]).toMatchObject({ actor: "operator", inputSource: "cli" });
     // What was delivered is the person's text, whatever the hook answered.
-    expect(t.runner.delivered.filter((delivery) => delivery.target === tmux).map((delivery) => delivery.text).join("\n")).toContain(
-      "Use the v2 parser.",
-    );
+    expect(
+      t.runner.delivered
+        .filter((delivery) => delivery.target === tmux)
+        .map((delivery) => delivery.text)
+        .join("\n"),
+    ).toContain("Use the v2 parser.");
     expect(t.emitted("hooks.ignored").length).toBeGreaterThan(0);
     expect(t.emitted("hooks.decided")).toEqual([]);
   });

@@ -16,8 +16,7 @@ interface Overrides {
 async function setup(overrides: Overrides = {}) {
   const base = await localSetup(overrides);
   /** Event types of the routing, dispatch and session families, in order. */
-  const trail = (): string[] =>
-    base.events.events.map((event) => event.type).filter((type) => /^(routing|dispatch|session)\./.test(type));
+  const trail = (): string[] => base.events.events.map((event) => event.type).filter((type) => /^(routing|dispatch|session)\./.test(type));
   return { ...base, trail };
 }
 
@@ -444,14 +443,10 @@ describe("Dispatcher: dead panes", () => {
     expect(fresh?.argv[1]).toBe(resume?.argv[3]);
     expect(t.runner.stateOf(target)).toBe("live");
 
-    expect(t.emitted("session.resume_failed")).toEqual([
-      { work_item: ref, tmux_target: target, error: "the resumed harness exited at once" },
-    ]);
+    expect(t.emitted("session.resume_failed")).toEqual([{ work_item: ref, tmux_target: target, error: "the resumed harness exited at once" }]);
     const record = t.record(ref);
     expect(record.harnessSessionId).not.toBe(oldId);
-    expect(t.emitted("session.respawned")).toEqual([
-      { work_item: ref, tmux_target: target, harness_session_id: record.harnessSessionId, resumed: false },
-    ]);
+    expect(t.emitted("session.respawned")).toEqual([{ work_item: ref, tmux_target: target, harness_session_id: record.harnessSessionId, resumed: false }]);
     expect(t.trail().slice(-5)).toEqual(["dispatch.queued", "routing.routed", "session.resume_failed", "session.respawned", "dispatch.succeeded"]);
   });
 

@@ -123,8 +123,7 @@ export async function dispatcherSetup<R extends FakeRunner>(input: DispatcherSet
     if (!current) throw new Error(`no session record for ${ref}`);
     return current;
   };
-  const emitted = (type: EventType): Record<string, unknown>[] =>
-    events.events.filter((event) => event.type === type).map((event) => event.fields);
+  const emitted = (type: EventType): Record<string, unknown>[] => events.events.filter((event) => event.type === type).map((event) => event.fields);
   return { dir, routing, paths, events, trackers, registry, control, runner, spawnCwd, dispatcher, record, emitted };
 }
 

@@ -128,7 +128,9 @@ describe("the-loop events", () => {
   });
 
   it("says on stderr when a listing is cut, and reads one work item whole unless --limit is given", async () => {
-    const many = Array.from({ length: 60 }, (_, i) => record({ pid: 100 + i, ts: ago((60 - i) * 1000), event: "item.commented", work_item: "local:default#3", actor: "ann" }));
+    const many = Array.from({ length: 60 }, (_, i) =>
+      record({ pid: 100 + i, ts: ago((60 - i) * 1000), event: "item.commented", work_item: "local:default#3", actor: "ann" }),
+    );
     const { cwd } = await projectWithLog(jsonl(...FIXTURE, ...many));
     const cut = await runCli(["events", "--limit", "2"], { cwd });
     expect(cut.stdout.trimEnd().split("\n")).toHaveLength(1 + 2);
@@ -146,7 +148,17 @@ describe("the-loop events", () => {
   });
 
   it("hides the-loop's own echoes from the table: they are written at debug level", async () => {
-    const echo = record({ pid: 8, ts: ago(20_000), event: "routing.dropped", source: "daemon", level: "debug", reason: "self-echo", actor: "the-loop", kind: "labeled", work_item: "local:default#1" });
+    const echo = record({
+      pid: 8,
+      ts: ago(20_000),
+      event: "routing.dropped",
+      source: "daemon",
+      level: "debug",
+      reason: "self-echo",
+      actor: "the-loop",
+      kind: "labeled",
+      work_item: "local:default#1",
+    });
     const { cwd } = await projectWithLog(jsonl(...FIXTURE, echo));
     const table = await runCli(["events", "--work-item", "#1"], { cwd });
     expect(table.stdout).not.toContain("self-echo");
@@ -215,12 +227,17 @@ describe("the-loop events --follow", () => {
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => (output.stdout += chunk));
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (output.stderr += chunk));
     const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
-    const stdoutHas = (text: string) => waitFor(`stdout to contain ${text}\n(stdout so far:\n${output.stdout})`, () => (output.stdout.includes(text) ? true : undefined));
+    const stdoutHas = (text: string) =>
+      waitFor(`stdout to contain ${text}\n(stdout so far:\n${output.stdout})`, () => (output.stdout.includes(text) ? true : undefined));
     const stderrHas = (text: string) => waitFor(`stderr to contain ${text}`, () => (output.stderr.includes(text) ? true : undefined));
     return { child, output, exited, stdoutHas, stderrHas };
   }
 
-  const pidsOn = (stdout: string): number[] => stdout.trimEnd().split("\n").map((line) => Number((JSON.parse(line) as EventRecord).pid));
+  const pidsOn = (stdout: string): number[] =>
+    stdout
+      .trimEnd()
+      .split("\n")
+      .map((line) => Number((JSON.parse(line) as EventRecord).pid));
 
   it("waits for the log, streams appended lines whole, survives truncation, and stops on SIGTERM", async () => {
     const { cwd, log } = await projectWithLog();

@@ -101,7 +101,11 @@ describe("LineSplitter", () => {
     const lines: string[] = [];
     let overlong = 0;
     const push = (text: string | Buffer): void =>
-      splitter.push(Buffer.isBuffer(text) ? text : Buffer.from(text), (line) => lines.push(line), () => (overlong += 1));
+      splitter.push(
+        Buffer.isBuffer(text) ? text : Buffer.from(text),
+        (line) => lines.push(line),
+        () => (overlong += 1),
+      );
     push("ok\n");
     push(Buffer.alloc(MAX_LINE_BYTES, "x"));
     push("xx");

@@ -16,7 +16,12 @@ import { FakeGitHubTracker, HoldingRunner, ISSUE, T0, dispatcherSetup, ghEvent }
  */
 
 class UnknownSelf extends FakeGitHubTracker {
-  identity: SelfLogin = { kind: "unknown", permanent: false, reason: "GitHub did not say whom the token acts as (3 attempts): 502", fix: "wait, or set integrations.github.selfLogin" };
+  identity: SelfLogin = {
+    kind: "unknown",
+    permanent: false,
+    reason: "GitHub did not say whom the token acts as (3 attempts): 502",
+    fix: "wait, or set integrations.github.selfLogin",
+  };
   override async selfLogin(): Promise<SelfLogin> {
     return this.identity;
   }
@@ -86,7 +91,12 @@ describe("gate answers held while the login the-loop posts as is unknown", () =>
 
   it("refuses at once, not held, when the failure is permanent", async () => {
     const s = await heldSetup();
-    s.github.identity = { kind: "unknown", permanent: true, reason: "GitHub refused to say whom the token acts as (403)", fix: "set integrations.github.selfLogin" };
+    s.github.identity = {
+      kind: "unknown",
+      permanent: true,
+      reason: "GitHub refused to say whom the token acts as (403)",
+      fix: "set integrations.github.selfLogin",
+    };
     expect(await s.dispatcher.handle(s.approve("c-1"))).toEqual({ settled: true });
     expect(s.emitted("graph.gate_answer_held")).toEqual([]);
     expect(s.emitted("graph.gate_refused")).toEqual([expect.objectContaining({ actor: "alice", reason_code: "identity-unknown" })]);

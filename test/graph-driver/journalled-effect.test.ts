@@ -15,7 +15,10 @@ describe("parseJournalledEffect", () => {
     ["a run's end", { kind: "run-ended", status: "done" }],
     ["a loop event", { kind: "loop", name: "loop.started", payload: { a: 1 } }],
     ["a loop denial", { kind: "loop-denial", point: "loop.gate.pre", hook: "h", reason: "no", node: "n", status: "blocked" }],
-    ["a graph event", { kind: "event", name: "graph.effect_failed", fields: { work_item: "github:github.com/o/r#1", graph: "g", node: "n", effect: "hook", error: "y" } }],
+    [
+      "a graph event",
+      { kind: "event", name: "graph.effect_failed", fields: { work_item: "github:github.com/o/r#1", graph: "g", node: "n", effect: "hook", error: "y" } },
+    ],
   ])("reads %s back as it was written", (_name, effect) => {
     expect(parseJournalledEffect(JSON.stringify(effect))).toEqual(effect);
   });
@@ -36,8 +39,14 @@ describe("parseJournalledEffect", () => {
     ["an event outside the graph family", JSON.stringify({ kind: "event", name: "item.opened", fields: {} })],
     ["an event of no type", JSON.stringify({ kind: "event", name: "graph.nothing", fields: {} })],
     ["a graph event missing a field", JSON.stringify({ kind: "event", name: "graph.effect_failed", fields: { work_item: "w", graph: "g", node: "n" } })],
-    ["a graph event with a field of the wrong kind", JSON.stringify({ kind: "event", name: "graph.effect_failed", fields: { work_item: 1, graph: "g", node: "n", effect: "x", error: "y" } })],
-    ["a graph event with a field its catalog lacks", JSON.stringify({ kind: "event", name: "graph.effect_failed", fields: { work_item: "w", graph: "g", node: "n", effect: "x", error: "y", extra: 1 } })],
+    [
+      "a graph event with a field of the wrong kind",
+      JSON.stringify({ kind: "event", name: "graph.effect_failed", fields: { work_item: 1, graph: "g", node: "n", effect: "x", error: "y" } }),
+    ],
+    [
+      "a graph event with a field its catalog lacks",
+      JSON.stringify({ kind: "event", name: "graph.effect_failed", fields: { work_item: "w", graph: "g", node: "n", effect: "x", error: "y", extra: 1 } }),
+    ],
   ])("drops %s", (_name, text) => {
     expect(parseJournalledEffect(text)).toBeUndefined();
   });

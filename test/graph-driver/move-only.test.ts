@@ -18,7 +18,8 @@ const MOVE_STEPS = ["withPendingEffects", "committedMove", "askAhead"] as const;
 /** Transactions on the graph state records that are not moves: `file:function` → why it may stay. */
 const NOT_MOVES: Readonly<Record<string, string>> = {
   "src/graph-driver/carry-out.ts:carryOut": "takes a carried-out move's journal off its record: the last step of a move commitMove made",
-  "src/graph-driver/carry-out.ts:rememberUndelivered": "delivery bookkeeping: the assignment a paused or absent session missed; node, status and effects unchanged",
+  "src/graph-driver/carry-out.ts:rememberUndelivered":
+    "delivery bookkeeping: the assignment a paused or absent session missed; node, status and effects unchanged",
   "src/graph-driver/carry-out.ts:forgetUndelivered": "delivery bookkeeping: the missed assignment delivered or gone; node, status and effects unchanged",
   "src/graph-driver/capability-points.ts:rememberPointText": "keeps the points' text for the node's assignment; node, status and effects unchanged",
   "src/graph-driver/start-claim-force.ts:refuseClaim":
@@ -56,7 +57,8 @@ export function movesOutside(file: string, source: string): Finding[] {
   }
   for (const match of source.matchAll(/\bstates\??\.transaction\(/g)) {
     const writer = `${file}:${enclosingFunction(source, match.index)}`;
-    if (NOT_MOVES[writer] === undefined) findings.push({ file, line: lineOf(source, match.index), what: `${writer} writes the graph state outside commitMove` });
+    if (NOT_MOVES[writer] === undefined)
+      findings.push({ file, line: lineOf(source, match.index), what: `${writer} writes the graph state outside commitMove` });
   }
   return findings;
 }

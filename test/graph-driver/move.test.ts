@@ -114,7 +114,15 @@ function claimMove(seen: GraphState | undefined, record = false): GraphMove {
     ...(record
       ? {
           recordRefusal: (graph, current, refusal: Refusal) =>
-            recordRefusal(graph, current, { kind: "claim-refused", ref: REF, reasonCode: refusal.reasonCode, reason: refusal.reason, actor: AGENT, at: at(4), claimed: "design" }),
+            recordRefusal(graph, current, {
+              kind: "claim-refused",
+              ref: REF,
+              reasonCode: refusal.reasonCode,
+              reason: refusal.reason,
+              actor: AGENT,
+              at: at(4),
+              claimed: "design",
+            }),
         }
       : {}),
   };

@@ -14,24 +14,7 @@ import {
 import type { GraphEffect, Refusal, Transition } from "../../src/graph-run/advance.js";
 import type { GraphState } from "../../src/graph-run/state.js";
 import type { Graph } from "../../src/graph/types.js";
-import {
-  AGENT,
-  ALICE,
-  DAEMON,
-  GRAPH,
-  MISSING,
-  OPERATOR,
-  PASS,
-  REF,
-  T0,
-  applied,
-  at,
-  deepFreeze,
-  kinds,
-  refused,
-  started,
-  stateAt,
-} from "../graph/fixture.js";
+import { AGENT, ALICE, DAEMON, GRAPH, MISSING, OPERATOR, PASS, REF, T0, applied, at, deepFreeze, kinds, refused, started, stateAt } from "../graph/fixture.js";
 
 const claim = (state: GraphState, node: string, results = [PASS], minutes = 5): Refusal | Transition =>
   applyClaimResult(GRAPH, state, { node, generation: state.generation, results, actor: AGENT, at: at(minutes) });
@@ -105,8 +88,20 @@ describe("decideClaim", () => {
     ["a human gate, named", walkedTo("design-approval"), "design-approval", "not-agent-node", /waits for an authorized person/],
     ["a done run", walkedTo("complete"), undefined, "done", /run is done/],
     ["a done run, naming its node", walkedTo("complete"), "complete", "done", /takes no more input/],
-    ["a failed run", stateAt({ status: "failed", reasonCode: "item-closed", reason: "the ticket closed" }), "design", "failed", /failed at node "design" \(the ticket closed\)/],
-    ["a blocked item", stateAt({ status: "blocked", reasonCode: "max-attempts", reason: "design.md is missing" }), "design", "blocked", /blocked at node "design": design.md is missing.*graph force/],
+    [
+      "a failed run",
+      stateAt({ status: "failed", reasonCode: "item-closed", reason: "the ticket closed" }),
+      "design",
+      "failed",
+      /failed at node "design" \(the ticket closed\)/,
+    ],
+    [
+      "a blocked item",
+      stateAt({ status: "blocked", reasonCode: "max-attempts", reason: "design.md is missing" }),
+      "design",
+      "blocked",
+      /blocked at node "design": design.md is missing.*graph force/,
+    ],
     ["a node the graph lost", stateAt({ node: "gone" }), undefined, "unknown-node", /no node "gone"/],
   ];
   it.each(rows)("refuses a claim on %s", (_what, state, node, reasonCode, reason) => {
@@ -226,8 +221,17 @@ describe("applyClaimResult", () => {
 describe("applyGateAnswer", () => {
   it("moves an approved gate along its edge and replaces the one phase label", () => {
     const { state, effects } = applied(approve(walkedTo("design-approval")));
-    expect(kinds(effects)).toEqual(["event:graph.gate_decided", "event:graph.advanced", "phase-label", "hook:phase_changed", "announce-phase", "deliver-assignment"]);
-    expect(effects[0]).toMatchObject({ fields: { node: "design-approval", decision: "approved", generation: 1, actor: "alice", actor_kind: "human", via: "keyword" } });
+    expect(kinds(effects)).toEqual([
+      "event:graph.gate_decided",
+      "event:graph.advanced",
+      "phase-label",
+      "hook:phase_changed",
+      "announce-phase",
+      "deliver-assignment",
+    ]);
+    expect(effects[0]).toMatchObject({
+      fields: { node: "design-approval", decision: "approved", generation: 1, actor: "alice", actor_kind: "human", via: "keyword" },
+    });
     expect(labelEffects(effects)).toEqual([{ kind: "phase-label", remove: "loop:design-review", add: "loop:implementation" }]);
     expect(state).toMatchObject({ node: "implement", status: "running", generation: 1, outcomes: { design: "pass", "design-approval": "approved" } });
     expect(state.reasonCode).toBeUndefined();
@@ -255,7 +259,15 @@ describe("applyGateAnswer", () => {
       "event:graph.completed",
       "run-ended",
     ]);
-    expect(effects).toContainEqual({ kind: "hook", point: "phase_changed", graph: "tiny", node: "complete", fromPhase: "implementation", toPhase: "complete", terminal: true });
+    expect(effects).toContainEqual({
+      kind: "hook",
+      point: "phase_changed",
+      graph: "tiny",
+      node: "complete",
+      fromPhase: "implementation",
+      toPhase: "complete",
+      terminal: true,
+    });
     expect(effects.at(-1)).toEqual({ kind: "run-ended", status: "done" });
     expect(state.history.slice(-2).map((entry) => entry.kind)).toEqual(["entered", "completed"]);
   });
@@ -263,11 +275,24 @@ describe("applyGateAnswer", () => {
   it("fires phase_changed at a terminal node that has no phase of its own, the label left as it is", () => {
     const graph: Graph = {
       ...GRAPH,
-      nodes: new Map([...GRAPH.nodes].map(([id, n]) => [id, id === "complete" ? { id: n.id, actor: n.actor, description: "", produces: [], checks: [], maxAttempts: 3, terminal: true, points: [] } : n])),
+      nodes: new Map(
+        [...GRAPH.nodes].map(([id, n]) => [
+          id,
+          id === "complete" ? { id: n.id, actor: n.actor, description: "", produces: [], checks: [], maxAttempts: 3, terminal: true, points: [] } : n,
+        ]),
+      ),
     };
     const { effects } = applied(applyGateAnswer(graph, walkedTo("review"), { decision: "approved", actor: ALICE, at: at(40) }));
     expect(labelEffects(effects)).toEqual([]);
-    expect(effects).toContainEqual({ kind: "hook", point: "phase_changed", graph: "tiny", node: "complete", fromPhase: "implementation", toPhase: "implementation", terminal: true });
+    expect(effects).toContainEqual({
+      kind: "hook",
+      point: "phase_changed",
+      graph: "tiny",
+      node: "complete",
+      fromPhase: "implementation",
+      toPhase: "implementation",
+      terminal: true,
+    });
   });
 
   it("enters a human gate without a phase with no label change and no phase_changed", () => {
@@ -320,7 +345,14 @@ describe("forceTo", () => {
     expect(kinds(effects)).toEqual(["event:graph.forced", "announce-force", "phase-label", "hook:phase_changed", "announce-phase", "deliver-assignment"]);
     expect(effects[0]).toMatchObject({ fields: { from: "implement", node: "design", reason: "redo the design", actor: "ops", actor_kind: "operator" } });
     expect(effects[1]).toEqual({ kind: "announce-force", from: "implement", to: "design", reason: "redo the design", actor: OPERATOR });
-    expect(state.history.at(-2)).toEqual({ at: at(50).toISOString(), kind: "forced", node: "design", from: "implement", actor: OPERATOR, reason: "redo the design" });
+    expect(state.history.at(-2)).toEqual({
+      at: at(50).toISOString(),
+      kind: "forced",
+      node: "design",
+      from: "implement",
+      actor: OPERATOR,
+      reason: "redo the design",
+    });
     expect(state).toMatchObject({ node: "design", status: "running" });
   });
 
@@ -333,7 +365,9 @@ describe("forceTo", () => {
   });
 
   it("begins a run at the node for an item with none, when told which", () => {
-    const { state, effects } = applied(forceTo(GRAPH, undefined, { to: "implement", reason: "record was damaged", actor: OPERATOR, at: T0, start: { ref: REF, loopRunId: "run-9" } }));
+    const { state, effects } = applied(
+      forceTo(GRAPH, undefined, { to: "implement", reason: "record was damaged", actor: OPERATOR, at: T0, start: { ref: REF, loopRunId: "run-9" } }),
+    );
     expect(state).toMatchObject({ ref: REF, loopRunId: "run-9", node: "implement", phase: "implementation", generation: 1 });
     expect(state.history.map((entry) => entry.kind)).toEqual(["forced", "entered"]);
     expect(effects[0]).toMatchObject({ name: "graph.forced" });
@@ -383,13 +417,30 @@ describe("blockRun and failRun", () => {
 describe("recordRefusal", () => {
   it("logs the refusal and records it in the history once, however often it is repeated", () => {
     const state = started();
-    const input = { kind: "claim-refused" as const, ref: REF, reasonCode: "not-current", reason: 'the item is at node "design"', claimed: "implement", actor: AGENT, at: at(1) };
+    const input = {
+      kind: "claim-refused" as const,
+      ref: REF,
+      reasonCode: "not-current",
+      reason: 'the item is at node "design"',
+      claimed: "implement",
+      actor: AGENT,
+      at: at(1),
+    };
     const once = recordRefusal(GRAPH, state, input);
     expect(once.effects).toEqual([
       {
         kind: "event",
         name: "graph.claim_refused",
-        fields: { work_item: REF, graph: "tiny", node: "design", claimed: "implement", reason_code: "not-current", reason: input.reason, actor: "session-1", actor_kind: "agent" },
+        fields: {
+          work_item: REF,
+          graph: "tiny",
+          node: "design",
+          claimed: "implement",
+          reason_code: "not-current",
+          reason: input.reason,
+          actor: "session-1",
+          actor_kind: "agent",
+        },
       },
     ]);
     const twice = recordRefusal(GRAPH, once.state, { ...input, at: at(2) });
@@ -402,7 +453,9 @@ describe("recordRefusal", () => {
   it("logs the refusal of an item with no run, with no node and no record", () => {
     const result = recordRefusal(GRAPH, undefined, { kind: "gate-ambiguous", ref: REF, reasonCode: "ambiguous", reason: "both", actor: ALICE, at: T0 });
     expect(result.state).toBeUndefined();
-    expect(result.effects).toEqual([{ kind: "event", name: "graph.gate_ambiguous", fields: { work_item: REF, graph: "tiny", reason: "both", actor: "alice", actor_kind: "human" } }]);
+    expect(result.effects).toEqual([
+      { kind: "event", name: "graph.gate_ambiguous", fields: { work_item: REF, graph: "tiny", reason: "both", actor: "alice", actor_kind: "human" } },
+    ]);
   });
 });
 
@@ -451,8 +504,13 @@ describe("every transition", () => {
     expect(new Set(events.map((effect) => effect.name)).size).toBeGreaterThanOrEqual(8);
     for (const effect of events) {
       const spec: Readonly<Record<string, string>> = EVENT_CATALOG[effect.name].fields;
-      const required = Object.entries(spec).filter(([, kind]) => !kind.endsWith("?")).map(([field]) => field);
-      expect(Object.keys(effect.fields).filter((field) => !(field in spec)), effect.name).toEqual([]);
+      const required = Object.entries(spec)
+        .filter(([, kind]) => !kind.endsWith("?"))
+        .map(([field]) => field);
+      expect(
+        Object.keys(effect.fields).filter((field) => !(field in spec)),
+        effect.name,
+      ).toEqual([]);
       for (const field of required) expect(effect.fields, `${effect.name}.${field}`).toHaveProperty(field);
     }
   });

@@ -58,9 +58,7 @@ describe("artifact-exists", () => {
   it("judges a path by where it leads once `..` is resolved", async () => {
     const { cwd } = await workspace({ "r.md": "" });
     expect((await one(artifact("docs/../r.md"), cwd))?.passed).toBe(true);
-    expect((await one(artifact("docs/../../work-other/r.md"), cwd))?.message).toBe(
-      "docs/../../work-other/r.md is outside the working directory",
-    );
+    expect((await one(artifact("docs/../../work-other/r.md"), cwd))?.message).toBe("docs/../../work-other/r.md is outside the working directory");
   });
 
   it("does not count a symlink to a file outside the directory", async () => {
@@ -78,9 +76,7 @@ describe("artifact-exists", () => {
     const { cwd, outside } = await workspace();
     await writeFile(join(outside, "design.md"), "x");
     await symlink(outside, join(cwd, "docs"));
-    expect((await one(artifact("docs/design.md"), cwd))?.message).toBe(
-      "docs/design.md leads outside the working directory (through a symlink)",
-    );
+    expect((await one(artifact("docs/design.md"), cwd))?.message).toBe("docs/design.md leads outside the working directory (through a symlink)");
   });
 
   it("counts a symlink that stays inside, and a working directory reached through a symlink", async () => {
@@ -244,10 +240,7 @@ describe("runChecks", () => {
 
   it("runs commands in order and stops at the first that fails", async () => {
     const { cwd } = await workspace({ "requirements.md": "" });
-    const results = await runChecks(
-      [artifact("requirements.md"), command(["touch", "first"]), command(["false"]), command(["touch", "third"])],
-      { cwd, env },
-    );
+    const results = await runChecks([artifact("requirements.md"), command(["touch", "first"]), command(["false"]), command(["touch", "third"])], { cwd, env });
     expect(results.map((result) => result.message)).toEqual([
       "requirements.md exists",
       "touch first passed",
@@ -268,10 +261,7 @@ describe("runChecks", () => {
     const { cwd } = await workspace();
     const gone = join(cwd, "gone");
     const results = await runChecks([artifact("a.md"), command(["true"])], { cwd: gone, env });
-    expect(results.map((result) => result.message)).toEqual([
-      `the working directory ${gone} does not exist`,
-      `the working directory ${gone} does not exist`,
-    ]);
+    expect(results.map((result) => result.message)).toEqual([`the working directory ${gone} does not exist`, `the working directory ${gone} does not exist`]);
   });
 
   it("passes with no checks at all", async () => {

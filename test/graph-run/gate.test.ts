@@ -96,7 +96,16 @@ describe("gateAnswerOfReview", () => {
 });
 
 describe("decideGateInput", () => {
-  const waiting = (): GraphState => applied(applyClaimResult(GRAPH, started(), { node: "design", generation: 1, results: [], actor: { kind: "agent", id: "s" }, at: new Date("2025-03-01T10:05:00Z") })).state;
+  const waiting = (): GraphState =>
+    applied(
+      applyClaimResult(GRAPH, started(), {
+        node: "design",
+        generation: 1,
+        results: [],
+        actor: { kind: "agent", id: "s" },
+        at: new Date("2025-03-01T10:05:00Z"),
+      }),
+    ).state;
   const input = (fields: Partial<GateInput>): GateInput => ({
     answer: parseGateAnswer(APPROVE, defaults),
     authorized: true,

@@ -54,7 +54,13 @@ describe("workspaceOf", () => {
 describe("loopContext", () => {
   it("carries the context keys that have a value, in the catalog's order, in agh's words; the others omitted, never null", () => {
     const state = stateAt({ origin: { kind: "comment", ref: "delivery-1" } });
-    const context = loopContext("loop.started", { timestamp: "2025-03-01T10:00:00.000Z", graph: GRAPH, state, session: undefined, subject: { node: "design", actor: ALICE } });
+    const context = loopContext("loop.started", {
+      timestamp: "2025-03-01T10:00:00.000Z",
+      graph: GRAPH,
+      state,
+      session: undefined,
+      subject: { node: "design", actor: ALICE },
+    });
     expect(Object.keys(context)).toEqual(LOOP_CONTEXT_FIELDS.filter((key) => Object.hasOwn(context, key)));
     expect(context).toEqual({
       event: "loop.started",
@@ -85,7 +91,14 @@ describe("loopContext", () => {
       session: SESSION,
       subject: { node, actor: AGENT, task: { node, attempt } },
     });
-    expect(context).toMatchObject({ task_id: taskId, run_id: `run-1/${taskId}`, run_kind: kind, agent_name: "claude", session_id: "0f3c", actor_kind: "agent_session" });
+    expect(context).toMatchObject({
+      task_id: taskId,
+      run_id: `run-1/${taskId}`,
+      run_kind: kind,
+      agent_name: "claude",
+      session_id: "0f3c",
+      actor_kind: "agent_session",
+    });
   });
 });
 
@@ -130,7 +143,12 @@ describe("planLoopMove", () => {
     const transition = applied(applyClaimResult(GRAPH, before, { node: "design", generation: 1, results: [MISSING], actor: AGENT, at: at(1) }));
     const plan = planLoopMove(moveInput({ before, transition, left: { node: "design", taskStatus: "failed", error: MISSING.message, details: null } }));
     expect(loopNames(plan.effects)).toEqual(["loop.node.terminal"]);
-    expect(payloadOf(plan.effects, "loop.node.terminal")).toMatchObject({ task_status: "failed", error: MISSING.message, run_status: "failed", details: { the_loop: { run_status: "running" } } });
+    expect(payloadOf(plan.effects, "loop.node.terminal")).toMatchObject({
+      task_status: "failed",
+      error: MISSING.message,
+      run_status: "failed",
+      details: { the_loop: { run_status: "running" } },
+    });
   });
 
   it("changes requested at a gate: gate.pre asked, then generation.pre for the next; gate.post and generation.post after the move's effects", () => {
@@ -146,7 +164,14 @@ describe("planLoopMove", () => {
       }),
     );
     expect(plan.asks.map((ask) => ask.name)).toEqual(["loop.gate.pre", "loop.generation.pre"]);
-    expect(plan.asks[0]?.payload).toMatchObject({ gate_id: "design-approval", decision: "request_changes", status: "running", generation: 1, task_id: "design-approval#1", run_kind: "coordinator" });
+    expect(plan.asks[0]?.payload).toMatchObject({
+      gate_id: "design-approval",
+      decision: "request_changes",
+      status: "running",
+      generation: 1,
+      task_id: "design-approval#1",
+      run_kind: "coordinator",
+    });
     expect(plan.asks[1]?.payload).toMatchObject({ generation: 2, node_id: "design" });
     expect(loopNames(plan.effects)).toEqual(["loop.node.terminal", "loop.gate.post", "loop.generation.post"]);
     expect(payloadOf(plan.effects, "loop.generation.post")).toMatchObject({ generation: 1, status: "running", reason_code: "changes_requested" });
@@ -174,7 +199,9 @@ describe("planLoopMove", () => {
   it("builds nothing for events no hook runs at, and still counts the attempt", () => {
     const before = started();
     const transition = applied(applyClaimResult(GRAPH, before, { node: "design", generation: 1, results: [PASS], actor: AGENT, at: at(1) }));
-    const plan = planLoopMove(moveInput({ before, transition, handled: () => false, left: { node: "design", taskStatus: "passed", error: null, details: null } }));
+    const plan = planLoopMove(
+      moveInput({ before, transition, handled: () => false, left: { node: "design", taskStatus: "passed", error: null, details: null } }),
+    );
     expect(plan.effects).toEqual(transition.effects);
     expect(plan.state.tasks).toEqual({ design: 1 });
     expect(plan.state.lastLoopAt).toBeUndefined();
@@ -183,12 +210,24 @@ describe("planLoopMove", () => {
   it("every payload carries only keys its event declares, every one that always has a value, and no null", () => {
     const before = stateAt({ node: "review", status: "waiting", reasonCode: "awaiting-review", reason: "waiting" });
     const transition = applied(applyGateAnswer(GRAPH, before, { decision: "approved", actor: ALICE, at: at(2) }));
-    const plan = planLoopMove(moveInput({ before, transition, actor: ALICE, gate: { gateId: "review", decision: "approved" }, left: { node: "review", taskStatus: "passed", error: null, details: null } }));
+    const plan = planLoopMove(
+      moveInput({
+        before,
+        transition,
+        actor: ALICE,
+        gate: { gateId: "review", decision: "approved" },
+        left: { node: "review", taskStatus: "passed", error: null, details: null },
+      }),
+    );
     const payloads = [...plan.asks.map((ask) => ask.payload), ...plan.effects.flatMap((effect) => (effect.kind === "loop" ? [effect.payload] : []))];
     for (const payload of payloads) {
       const point = LOOP_POINTS.find((candidate) => candidate.name === payload["event"]);
       const facts = Object.entries(point?.facts ?? {}) as [string, { optional?: boolean }][];
-      for (const key of Object.keys(payload)) expect(facts.map(([name]) => name), key).toContain(key);
+      for (const key of Object.keys(payload))
+        expect(
+          facts.map(([name]) => name),
+          key,
+        ).toContain(key);
       for (const [name, spec] of facts) if (spec.optional !== true) expect(payload, `${String(payload["event"])} ${name}`).toHaveProperty(name);
       expect(Object.values(payload)).not.toContain(null);
     }
@@ -206,10 +245,21 @@ describe("deniedMove", () => {
     const ask = plan.asks[0];
     if (ask === undefined) throw new Error("no ask");
     const denied = deniedMove({ ...input, plan, at: ask, denial: { hook: "freeze", reason: "the release is frozen" } });
-    expect(denied.state).toMatchObject({ node: "review", phase: "review", status: "blocked", reasonCode: "hook_denied", denial: { hook: "freeze", point: "loop.gate.pre", reason: "the release is frozen" } });
+    expect(denied.state).toMatchObject({
+      node: "review",
+      phase: "review",
+      status: "blocked",
+      reasonCode: "hook_denied",
+      denial: { hook: "freeze", point: "loop.gate.pre", reason: "the release is frozen" },
+    });
     expect(denied.state.reason).toContain('"freeze"');
     expect(names(denied.effects)).toEqual(["event:graph.blocked", "loop.gate.post", "loop-denial", "loop.terminal"]);
-    expect(payloadOf(denied.effects, "loop.gate.post")).toMatchObject({ status: "blocked", reason_code: "hook_denied", denied: true, deny_reason: "the release is frozen" });
+    expect(payloadOf(denied.effects, "loop.gate.post")).toMatchObject({
+      status: "blocked",
+      reason_code: "hook_denied",
+      denied: true,
+      deny_reason: "the release is frozen",
+    });
     // blocked is terminal in agh's words: the run ends, and loop.terminal says how.
     expect(payloadOf(denied.effects, "loop.terminal")).toMatchObject({
       status: "blocked",

@@ -42,7 +42,14 @@ describe("endRun", () => {
     if (announced?.kind !== "event") throw new Error("no event");
     // Exactly the catalog's fields.
     expect(Object.keys(announced.fields).sort()).toEqual(Object.keys(EVENT_CATALOG[announced.name].fields).sort());
-    expect(announced.fields).toMatchObject({ work_item: state.ref, graph: "tiny", node: "design", reason_code: reasonCode, actor: "ops", actor_kind: "operator" });
+    expect(announced.fields).toMatchObject({
+      work_item: state.ref,
+      graph: "tiny",
+      node: "design",
+      reason_code: reasonCode,
+      actor: "ops",
+      actor_kind: "operator",
+    });
   });
 
   it("is what failRun does, with status failed", () => {

@@ -98,7 +98,9 @@ describe("parseGraphText", () => {
     {
       what: "an unknown check",
       lines: replaced(9, "      - lint: TODO.md"),
-      expected: ['g.yaml:9:9: nodes[0].checks[0]: node "write": unknown check "lint"; a check is {artifact: FILE}, {checklist: FILE} or {command: [PROGRAM, ARG…]}'],
+      expected: [
+        'g.yaml:9:9: nodes[0].checks[0]: node "write": unknown check "lint"; a check is {artifact: FILE}, {checklist: FILE} or {command: [PROGRAM, ARG…]}',
+      ],
     },
     {
       what: "a check of two kinds",
@@ -123,9 +125,7 @@ describe("parseGraphText", () => {
     {
       what: "an unknown outcome",
       lines: replaced(17, "  - {from: write, to: review, on: done}"),
-      expected: [
-        'g.yaml:17:31: edges[0].on: edge "write" → "review": unknown outcome; an edge is taken on one of: pass, fail, approved, changes-requested',
-      ],
+      expected: ['g.yaml:17:31: edges[0].on: edge "write" → "review": unknown outcome; an edge is taken on one of: pass, fail, approved, changes-requested'],
     },
     {
       what: "an undeclared start",
@@ -135,9 +135,7 @@ describe("parseGraphText", () => {
     {
       what: "an unknown key, with the closest known one",
       lines: replaced(6, "    descripton: Write it."),
-      expected: [
-        'g.yaml:6:5: nodes[0].descripton: node "write": unknown key "descripton"; did you mean "description"?',
-      ],
+      expected: ['g.yaml:6:5: nodes[0].descripton: node "write": unknown key "descripton"; did you mean "description"?'],
     },
     {
       what: "an unknown top-level key",
@@ -179,7 +177,9 @@ describe("parseGraphText", () => {
     {
       what: "an outcome that does not fit the node's actor",
       lines: [...VALID, "  - {from: write, to: done, on: approved}"],
-      expected: ['g.yaml:20:29: edges[3].on: edge "write" → "done" on approved: node "write" is an agent node, so its edges are taken on pass or fail, never approved'],
+      expected: [
+        'g.yaml:20:29: edges[3].on: edge "write" → "done" on approved: node "write" is an agent node, so its edges are taken on pass or fail, never approved',
+      ],
     },
     {
       what: "two edges on one outcome",
@@ -206,7 +206,9 @@ describe("parseGraphText", () => {
     {
       what: "a node without a description",
       lines: replaced(6),
-      expected: ['g.yaml:4:5: nodes[0].description: node "write" needs a description: it is what the agent is assigned, or what the reviewer is asked to look at'],
+      expected: [
+        'g.yaml:4:5: nodes[0].description: node "write" needs a description: it is what the agent is assigned, or what the reviewer is asked to look at',
+      ],
     },
     {
       what: "an artifact outside the working directory",
@@ -227,15 +229,13 @@ describe("parseGraphText", () => {
       what: "execute:task as a node's point",
       lines: inserted(10, "    points: [execute:task]"),
       expected: [
-        "g.yaml:11:14: nodes[0].points[0]: node \"write\": execute:task is not bound to a node: it runs for each task of a node's taskPlan; give the agent node taskPlan: FILE instead",
+        'g.yaml:11:14: nodes[0].points[0]: node "write": execute:task is not bound to a node: it runs for each task of a node\'s taskPlan; give the agent node taskPlan: FILE instead',
       ],
     },
     {
       what: "a point bound to two nodes",
       lines: [...inserted(10, "    points: [plan:pre]").slice(0, 16), "    points: [ship:post, plan:pre]", ...VALID.slice(15)],
-      expected: [
-        'g.yaml:17:25: nodes[2].points[1]: node "done": `plan:pre` is already bound to node "write"; a loop point is bound to one node of a graph',
-      ],
+      expected: ['g.yaml:17:25: nodes[2].points[1]: node "done": `plan:pre` is already bound to node "write"; a loop point is bound to one node of a graph'],
     },
     {
       what: "a point listed twice by one node",
@@ -328,13 +328,17 @@ describe("parseGraphText", () => {
       "  - {from: stuck, to: stuck, on: pass}",
       "  - {from: write, to: done, on: fail}",
     ];
-    expect(problemsOf(text(lines))).toEqual([
-      'g.yaml:16:5: nodes[3]: node "stuck": no terminal node can be reached from it, so a run there could never end',
-    ]);
+    expect(problemsOf(text(lines))).toEqual(['g.yaml:16:5: nodes[3]: node "stuck": no terminal node can be reached from it, so a run there could never end']);
   });
 
   it("refuses a graph with no terminal node", () => {
-    const lines = [...VALID.slice(0, 13), "edges:", "  - {from: write, to: review, on: pass}", "  - {from: review, to: write, on: approved}", "  - {from: review, to: write, on: changes-requested}"];
+    const lines = [
+      ...VALID.slice(0, 13),
+      "edges:",
+      "  - {from: write, to: review, on: pass}",
+      "  - {from: review, to: write, on: approved}",
+      "  - {from: review, to: write, on: changes-requested}",
+    ];
     expect(problemsOf(text(lines))).toContain("g.yaml:3:1: nodes: the graph has no terminal node (terminal: true), so no run could end");
   });
 

@@ -88,7 +88,9 @@ describe("the built-in graphs' loop points", () => {
   async function bindingOf(name: string): Promise<Record<string, unknown>> {
     const graph = (await loadBuiltinGraphs()).get(name);
     if (!graph) throw new Error(`${name} did not load`);
-    return Object.fromEntries([...graph.nodes.values()].map((node) => [node.id, node.taskPlan === undefined ? node.points : { points: node.points, taskPlan: node.taskPlan }]));
+    return Object.fromEntries(
+      [...graph.nodes.values()].map((node) => [node.id, node.taskPlan === undefined ? node.points : { points: node.points, taskPlan: node.taskPlan }]),
+    );
   }
 
   it("binds every point in work-item, the execute points and the task plan at implementation", async () => {
@@ -148,7 +150,9 @@ describe("loadGraphs", () => {
     const lines = (error as GraphError).details;
     expect((error as GraphError).exitCode).toBe(2);
     expect(lines).toHaveLength(4);
-    expect(lines[0]).toMatch(/bad\.yaml:1:1: name: the file names the graph "other", but graphs\[0\] in .*cli-config\.yaml calls it "bad"; make them the same$/);
+    expect(lines[0]).toMatch(
+      /bad\.yaml:1:1: name: the file names the graph "other", but graphs\[0\] in .*cli-config\.yaml calls it "bad"; make them the same$/,
+    );
     expect(lines[1]).toMatch(/bad\.yaml:7:18: edges\[0\]\.to: edge "work" → "ned" on pass: there is no node "ned"; did you mean "end"\?$/);
     expect(lines[2]).toMatch(/named\.yaml:1:1: name: the file names the graph "other", but graphs\[1\] in .* calls it "named"/);
     expect(lines[3]).toMatch(/missing\.yaml: cannot read graph file \(named by graphs\[2\] in .*cli-config\.yaml\): it does not exist$/);

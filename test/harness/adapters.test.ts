@@ -1,12 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { routingSchema } from "../../src/config/schema.js";
-import {
-  HarnessConfigError,
-  harnessAdapter,
-  isResumableSessionId,
-  newHarnessSessionId,
-  type HarnessLaunchInput,
-} from "../../src/harness/index.js";
+import { HarnessConfigError, harnessAdapter, isResumableSessionId, newHarnessSessionId, type HarnessLaunchInput } from "../../src/harness/index.js";
 
 const input: HarnessLaunchInput = {
   sessionId: "3f2a-id",

@@ -23,7 +23,12 @@ describe("mergeTrust", () => {
       projects: { "/elsewhere": { hasTrustDialogAccepted: false }, "/w/a": TRUSTED },
     },
     { name: "projects that is not an object is replaced", config: { projects: [1] }, changed: true, projects: { "/w/a": TRUSTED } },
-    { name: "a truthy non-boolean answer is written again", config: { projects: { "/w/a": { ...TRUSTED, hasTrustDialogAccepted: "yes" } } }, changed: true, projects: { "/w/a": TRUSTED } },
+    {
+      name: "a truthy non-boolean answer is written again",
+      config: { projects: { "/w/a": { ...TRUSTED, hasTrustDialogAccepted: "yes" } } },
+      changed: true,
+      projects: { "/w/a": TRUSTED },
+    },
   ])("$name", ({ config, changed, projects }) => {
     const before = JSON.stringify(config);
     const merge = mergeTrust(config as Record<string, unknown>, ["/w/a"]);

@@ -27,9 +27,24 @@ describe("parseShellEnvironment", () => {
 
 describe("inheritedEnvironment", () => {
   it("overlays the session's variables on the global ones, and drops what the session removes", () => {
-    const global = new Map<string, string | null>([["A", "global"], ["B", "global"], ["C", "global"]]);
-    const session = new Map<string, string | null>([["B", "session"], ["C", null], ["D", null], ["E", "session"]]);
-    expect(inheritedEnvironment(global, session)).toEqual(new Map([["A", "global"], ["B", "session"], ["E", "session"]]));
+    const global = new Map<string, string | null>([
+      ["A", "global"],
+      ["B", "global"],
+      ["C", "global"],
+    ]);
+    const session = new Map<string, string | null>([
+      ["B", "session"],
+      ["C", null],
+      ["D", null],
+      ["E", "session"],
+    ]);
+    expect(inheritedEnvironment(global, session)).toEqual(
+      new Map([
+        ["A", "global"],
+        ["B", "session"],
+        ["E", "session"],
+      ]),
+    );
   });
 });
 

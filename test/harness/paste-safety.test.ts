@@ -11,11 +11,7 @@ const RAW_HARNESS = fileURLToPath(new URL("../support/raw-harness.mjs", import.m
 const SOCKET = `loop-test-paste-${process.pid}-${randomBytes(4).toString("hex")}`;
 const TARGET = "loop-paste-safety";
 
-type Entry =
-  | { type: "ready" }
-  | { type: "paste"; text: string }
-  | { type: "typed"; text: string }
-  | { type: "ran"; command: string };
+type Entry = { type: "ready" } | { type: "paste"; text: string } | { type: "typed"; text: string } | { type: "ran"; command: string };
 
 /**
  * A comment written to break out of the paste: its own end marker closes the bracketed paste
@@ -52,9 +48,7 @@ describe("pasting into a raw-mode harness", () => {
       env: {},
     });
     // Once tmux has drawn the ready line it has read the bracketed-paste switch before it.
-    await waitFor("the raw harness to be ready", async () =>
-      (await runner.capture(TARGET)).includes("raw-harness: ready") ? true : undefined,
-    );
+    await waitFor("the raw harness to be ready", async () => ((await runner.capture(TARGET)).includes("raw-harness: ready") ? true : undefined));
 
     await runner.pasteText(TARGET, HOSTILE);
     // Deliveries to one pane arrive in order: once this one is in, everything before it is too.
@@ -65,7 +59,10 @@ describe("pasting into a raw-mode harness", () => {
       return closing !== -1 && all.slice(closing + 1).some((entry) => entry.type === "typed") ? all : undefined;
     });
 
-    const hostile = found.slice(0, found.findIndex((entry) => entry.type === "paste" && entry.text === "done"));
+    const hostile = found.slice(
+      0,
+      found.findIndex((entry) => entry.type === "paste" && entry.text === "done"),
+    );
     const pastes = hostile.filter((entry) => entry.type === "paste");
     const typed = hostile.filter((entry) => entry.type === "typed");
     expect(pastes).toHaveLength(1);

@@ -74,7 +74,13 @@ describe("TmuxRunner environment", () => {
   it("on a server someone else started, corrects what differs and withholds what that server holds", async () => {
     const socketName = newSocket();
     // An operator's server: started from a shell with its own variables, a token among them.
-    const operatorEnv = { HOME: "/home/operator", PATH: process.env.PATH ?? "/usr/bin:/bin", GH_TOKEN: "ghp_operator", EDITOR: "vim", ANTHROPIC_API_KEY: "sk-old" };
+    const operatorEnv = {
+      HOME: "/home/operator",
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      GH_TOKEN: "ghp_operator",
+      EDITOR: "vim",
+      ANTHROPIC_API_KEY: "sk-old",
+    };
     await run("tmux", ["-L", socketName, "new-session", "-d", "-s", "operator", "--", "tail", "-f", "/dev/null"], { env: operatorEnv });
     const runner = runnerOn(socketName, ENVIRONMENT, ["GH_TOKEN"]);
 

@@ -134,13 +134,7 @@ describe("TmuxRunner", () => {
     await tmux.pasteText("loop-order", "two\nlines");
     await Promise.all([tmux.pasteText("loop-order", "three"), tmux.pasteText("loop-order", "four"), tmux.pasteText("loop-order", "five")]);
     const found = await waitForEntries(transcript, 6);
-    expect(found.slice(1).map((entry) => (entry.type === "input" ? entry.text : entry.type))).toEqual([
-      "one",
-      "two\nlines",
-      "three",
-      "four",
-      "five",
-    ]);
+    expect(found.slice(1).map((entry) => (entry.type === "input" ? entry.text : entry.type))).toEqual(["one", "two\nlines", "three", "four", "five"]);
   });
 
   it("keeps deliveries to different sessions apart", async () => {
@@ -185,9 +179,7 @@ describe("TmuxRunner", () => {
     await expect(tmux.pasteText("loop-states", "hello")).rejects.toMatchObject({ name: "SessionMissingError", state: "dead" });
     // The point of remain-on-exit: the harness's last words stay readable. (Not tmux's "Pane is
     // dead" notice: tmux before 3.5 can lose the exit status and then never draws it.)
-    await waitFor("the dead pane's text", async () =>
-      (await tmux.capture("loop-states")).includes("fake-harness: exiting after boot") ? true : undefined,
-    );
+    await waitFor("the dead pane's text", async () => ((await tmux.capture("loop-states")).includes("fake-harness: exiting after boot") ? true : undefined));
 
     await tmux.spawn({ ...request, env: { THE_LOOP_WORK_ITEM: "local:demo#2" } });
     await waitReady(tmux, "loop-states");
@@ -298,19 +290,15 @@ describe("TmuxRunner", () => {
     const tmux = runner();
     const dir = await tempDir();
     await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: [], env: {} })).rejects.toThrow(/argv is empty/);
-    await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["true", "x"], env: { "A=B": "c" } })).rejects.toThrow(
-      /environment variable name/,
-    );
+    await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["true", "x"], env: { "A=B": "c" } })).rejects.toThrow(/environment variable name/);
     await expect(tmux.spawn({ target: "loop-bad", cwd: join(dir, "missing"), argv: ["true", "x"], env: {} })).rejects.toThrow(
       /working directory .*missing does not exist/,
     );
     // A harness that is not installed would leave only a dead pane: refused up front instead.
-    await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["no-such-agent-cli", "x"], env: {} })).rejects.toThrow(
-      ProgramNotFoundError,
+    await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["no-such-agent-cli", "x"], env: {} })).rejects.toThrow(ProgramNotFoundError);
+    await expect(tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["true", "x"], env: { PATH: join(dir, "empty-bin") } })).rejects.toThrow(
+      '"true" is not an executable on the session\'s PATH',
     );
-    await expect(
-      tmux.spawn({ target: "loop-bad", cwd: dir, argv: ["true", "x"], env: { PATH: join(dir, "empty-bin") } }),
-    ).rejects.toThrow('"true" is not an executable on the session\'s PATH');
     expect(await tmux.probe("loop-bad")).toBe("absent");
   });
 

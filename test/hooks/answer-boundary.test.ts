@@ -55,7 +55,12 @@ describe("remote answers", () => {
 
   it("ignores and records unknown keys in the result and the envelope, and applies the decisions", async () => {
     server.respond = (request, response) =>
-      reply(response, { jsonrpc: "2.0", id: request.json?.id ?? null, result: { proceed: false, reason: "no", colour: "blue", nested: { a: 1 } }, extension: true });
+      reply(response, {
+        jsonrpc: "2.0",
+        id: request.json?.id ?? null,
+        result: { proceed: false, reason: "no", colour: "blue", nested: { a: 1 } },
+        extension: true,
+      });
     const { chain: hooks, sink } = chain();
     const outcome = await hooks.run("work_item_start", startContext());
     expect(outcome.refusal).toEqual({ hook: "remote", reason: "no" });
@@ -76,7 +81,11 @@ describe("remote answers", () => {
   });
 
   it.each<[string, unknown, string]>([
-    ["an error without a code", { jsonrpc: "2.0", id: 1, error: { message: "m" } }, "malformed reply: error must be an object with a numeric code and a message"],
+    [
+      "an error without a code",
+      { jsonrpc: "2.0", id: 1, error: { message: "m" } },
+      "malformed reply: error must be an object with a numeric code and a message",
+    ],
     ["a result that is a list", { jsonrpc: "2.0", id: 1, result: [1] }, "malformed reply: result is an array, not an object or null"],
     ["another protocol version", { jsonrpc: "1.0", id: 1, result: null }, 'malformed reply: not a JSON-RPC 2.0 response ("jsonrpc" is not "2.0")'],
   ])("refuses %s with a clear message", async (_, body, message) => {

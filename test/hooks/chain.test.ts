@@ -20,7 +20,10 @@ function chainOf(...executors: HookExecutor[]): { chain: HookChain; sink: Memory
 
 describe("HookChain: the shape", () => {
   it("names its executors in declaration order and knows the points they run at", () => {
-    const { chain } = chainOf(scripted("b", ["session_spawn"], () => undefined), scripted("a", ["work_item_start"], () => undefined));
+    const { chain } = chainOf(
+      scripted("b", ["session_spawn"], () => undefined),
+      scripted("a", ["work_item_start"], () => undefined),
+    );
     expect(chain.names).toEqual(["b", "a"]);
     expect(chain.size).toBe(2);
     expect(chain.handles("session_spawn")).toBe(true);
@@ -145,15 +148,15 @@ describe("HookChain: facts and unknown keys", () => {
 
 describe("HookChain: a decision keeps its declared type", () => {
   it.each([
-    ["string", "label", 1, "decision \"label\" must be a string, not a number"],
-    ["string", "label", null, "decision \"label\" must be a string, not null"],
-    ["boolean", "enabled", "false", "decision \"enabled\" must be a boolean, not a string"],
-    ["boolean", "enabled", 0, "decision \"enabled\" must be a boolean, not a number"],
-    ["integer", "limit", 1.5, "decision \"limit\" must be an integer, not a number (1.5)"],
-    ["integer", "limit", "3", "decision \"limit\" must be an integer, not a string"],
+    ["string", "label", 1, 'decision "label" must be a string, not a number'],
+    ["string", "label", null, 'decision "label" must be a string, not null'],
+    ["boolean", "enabled", "false", 'decision "enabled" must be a boolean, not a string'],
+    ["boolean", "enabled", 0, 'decision "enabled" must be a boolean, not a number'],
+    ["integer", "limit", 1.5, 'decision "limit" must be an integer, not a number (1.5)'],
+    ["integer", "limit", "3", 'decision "limit" must be an integer, not a string'],
     ["integer", "limit", 2 ** 60, `decision "limit" must be an integer, not a number (${2 ** 60})`],
-    ["string[]", "tags", "a", "decision \"tags\" must be a list of strings, not a string"],
-    ["string[]", "tags", ["a", 1], "decision \"tags\" must be a list of strings, not an array"],
+    ["string[]", "tags", "a", 'decision "tags" must be a list of strings, not a string'],
+    ["string[]", "tags", ["a", 1], 'decision "tags" must be a list of strings, not an array'],
   ])("a %s decision set to %j is the executor's failure, and all its changes are dropped", async (_kind, field, value, error) => {
     const sink = new MemoryEventSink();
     const after = scripted("after", ["test_point"], () => ({ limit: 7 }));

@@ -30,18 +30,45 @@ describe("parseHookDeclaration: an on that names no point", () => {
 
 describe("parseHookDeclaration: headers that could never be sent", () => {
   it.each([
-    ["a header name with a space", { "X Team": "sec" }, 'header name "X Team" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon'],
-    ["a header name padded with a space", { " Authorization": "x" }, 'header name " Authorization" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon'],
-    ["a header name with a colon", { "X-Team: sec": "x" }, 'header name "X-Team: sec" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon'],
-    ["an empty header name", { "": "x" }, 'header name "" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon'],
-    ["a header value beyond Latin-1", { "X-Team": "s€c" }, 'header "X-Team" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)'],
-    ["a header value with a line break", { "X-Team": "sec\r\nX-Injected: 1" }, 'header "X-Team" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)'],
+    [
+      "a header name with a space",
+      { "X Team": "sec" },
+      'header name "X Team" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon',
+    ],
+    [
+      "a header name padded with a space",
+      { " Authorization": "x" },
+      'header name " Authorization" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon',
+    ],
+    [
+      "a header name with a colon",
+      { "X-Team: sec": "x" },
+      'header name "X-Team: sec" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon',
+    ],
+    [
+      "an empty header name",
+      { "": "x" },
+      'header name "" is not a valid HTTP header name; write the name alone (letters, digits, -), without spaces or a colon',
+    ],
+    [
+      "a header value beyond Latin-1",
+      { "X-Team": "s€c" },
+      'header "X-Team" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)',
+    ],
+    [
+      "a header value with a line break",
+      { "X-Team": "sec\r\nX-Injected: 1" },
+      'header "X-Team" has a value HTTP cannot carry (a line break, a control character, or a character beyond Latin-1)',
+    ],
   ])("%s fails at load, not at every call", (_title, headers, message) => {
     expect(failure([{ name: "audit", url: "https://audit.example/rpc", headers }])).toBe(`hooks[0] "audit": ${message}`);
   });
 
   it("ordinary headers load", () => {
-    const [entry] = parseHookDeclaration([{ name: "audit", url: "https://audit.example/rpc", headers: { "X-Team": "sec ops", "x_trace.id": "a\tb" } }], CONTEXT);
+    const [entry] = parseHookDeclaration(
+      [{ name: "audit", url: "https://audit.example/rpc", headers: { "X-Team": "sec ops", "x_trace.id": "a\tb" } }],
+      CONTEXT,
+    );
     expect(entry).toMatchObject({ headers: { "X-Team": "sec ops", "x_trace.id": "a\tb" } });
   });
 });

@@ -70,15 +70,26 @@ describe("parseHookDeclaration: R3.1 the list", () => {
   });
 
   it("a duplicate name fails naming the second entry", () => {
-    expect(failure([{ name: "a", path: "a.mjs" }, { name: "a", url: "https://x.example" }])).toBe(
-      'hooks[1] "a": the name "a" is declared twice; names must be unique',
-    );
+    expect(
+      failure([
+        { name: "a", path: "a.mjs" },
+        { name: "a", url: "https://x.example" },
+      ]),
+    ).toBe('hooks[1] "a": the name "a" is declared twice; names must be unique');
   });
 
   it.each([
     ["none of module, path, url and command", { name: "a" }, 'hooks[0] "a": give exactly one of module, path, url or command'],
-    ["path and url", { name: "a", path: "a.mjs", url: "https://x.example" }, 'hooks[0] "a": give exactly one of module, path, url or command (it has path and url)'],
-    ["module and path", { name: "a", module: "acme", path: "a.mjs" }, 'hooks[0] "a": give exactly one of module, path, url or command (it has module and path)'],
+    [
+      "path and url",
+      { name: "a", path: "a.mjs", url: "https://x.example" },
+      'hooks[0] "a": give exactly one of module, path, url or command (it has path and url)',
+    ],
+    [
+      "module and path",
+      { name: "a", module: "acme", path: "a.mjs" },
+      'hooks[0] "a": give exactly one of module, path, url or command (it has module and path)',
+    ],
   ])("an entry with %s fails", (_title, entry, message) => {
     expect(failure([entry])).toBe(message);
   });
@@ -234,7 +245,12 @@ describe("parseHookDeclaration: R4.3 transport and secrets", () => {
     expect(["localhost", "127.0.0.1", "[::1]", "::1"].map(isLoopbackHost)).toEqual([true, true, true, true]);
     // A name under .localhost goes to the resolver, which may point it anywhere.
     expect(["example.com", "128.0.0.1", "localhost.example.com", "0.0.0.0", "::ffff:7f00:1", "a.localhost"].map(isLoopbackHost)).toEqual([
-      false, false, false, false, false, false,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
     ]);
   });
 });

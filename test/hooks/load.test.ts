@@ -93,7 +93,12 @@ describe("loadHooks", () => {
   it("a malformed declaration fails whole: hooks.load_failed, a HookLoadError, no chain", async () => {
     const events = new MemoryEventSink();
     const error = await loadFailure(
-      loadHooks({ raw: [{ name: "a", url: "https://x.example", on: ["session.spawned"] }], configDir: "/etc/the-loop", configPath: "/etc/the-loop/cli-config.yaml", events }),
+      loadHooks({
+        raw: [{ name: "a", url: "https://x.example", on: ["session.spawned"] }],
+        configDir: "/etc/the-loop",
+        configPath: "/etc/the-loop/cli-config.yaml",
+        events,
+      }),
     );
     expect(error.message).toMatch(/^hooks\[0\] "a": on names "session\.spawned", which is not a hook point; the points are work_item_start, /);
     expect(error.hook).toBeUndefined();

@@ -223,7 +223,9 @@ export class Helper {}
     expect(await loadError({ path: "h.mjs", executor: "Helper" }, root)).toBe(
       `executor "Helper" of ${file} is not a class extending LifecycleHooks (from "the-loop/sdk/hooks"); its subclasses are A`,
     );
-    expect(await loadError({ path: "h.mjs", executor: "Missing" }, root)).toBe(`executor "Missing" is not exported by ${file}; its LifecycleHooks subclasses are A`);
+    expect(await loadError({ path: "h.mjs", executor: "Missing" }, root)).toBe(
+      `executor "Missing" is not exported by ${file}; its LifecycleHooks subclasses are A`,
+    );
   });
 
   it("an on naming a point whose method the class does not write", async () => {
@@ -259,11 +261,7 @@ describe("local executors: where the code comes from (abuse case 1)", () => {
     const configDir = join(root, "etc");
     const checkout = join(root, "checkout");
     await writeIn(configDir, "hooks/h.mjs", PREFIX_HOOK.replace('"[none]"', '"[operator]"'));
-    await writeIn(
-      checkout,
-      "hooks/h.mjs",
-      `globalThis.__theLoopCheckoutImported = true;\n${PREFIX_HOOK.replace('"[none]"', '"[checkout]"')}`,
-    );
+    await writeIn(checkout, "hooks/h.mjs", `globalThis.__theLoopCheckoutImported = true;\n${PREFIX_HOOK.replace('"[none]"', '"[checkout]"')}`);
     const previous = process.cwd();
     process.chdir(checkout);
     try {
@@ -342,7 +340,7 @@ describe("local executors: where the code comes from (abuse case 1)", () => {
 });
 
 describe("local executors: TypeScript as an ES module", () => {
-  it("imports a .ts file of a `\"type\": \"module\"` package", async () => {
+  it('imports a .ts file of a `"type": "module"` package', async () => {
     const root = await hookRoot();
     await writeIn(root, "package.json", JSON.stringify({ type: "module" }));
     await writeIn(

@@ -74,7 +74,9 @@ describe("HookChain.runLoop: denials at a .pre event", () => {
     const outcome = await chain.runLoop("loop.gate.pre", gatePre(), { workItem: "github:octo/repo#1" });
     expect(outcome).toEqual({ denied: { hook: "b", reason: "dependency not released" }, annotations: [] });
     expect(after.calls).toEqual([]);
-    expect(hookEvents(sink)).toEqual([["hooks.decided", { point: "loop.gate.pre", hook: "b", changed: ["denied", "deny_reason"], work_item: "github:octo/repo#1" }]]);
+    expect(hookEvents(sink)).toEqual([
+      ["hooks.decided", { point: "loop.gate.pre", hook: "b", changed: ["denied", "deny_reason"], work_item: "github:octo/repo#1" }],
+    ]);
   });
 
   it("hands each executor its own copy of the payload", async () => {
@@ -97,9 +99,12 @@ describe("HookChain.runLoop: denials at a .pre event", () => {
   });
 
   it.each<[string, () => unknown]>([
-    ["throws", () => {
-      throw new Error("boom");
-    }],
+    [
+      "throws",
+      () => {
+        throw new Error("boom");
+      },
+    ],
     ["answers a string", () => "deny"],
     ["answers a malformed denial", () => ({ denied: "true" })],
     ["rejects", () => Promise.reject(new Error("timed out after 10s"))],

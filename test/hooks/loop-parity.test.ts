@@ -48,7 +48,12 @@ describe("the loop family agrees everywhere", () => {
       "loop.terminal",
     ]);
     for (const point of LOOP_POINTS) {
-      expect([point.family, point.optIn, point.synchronous, point.canDeny], point.name).toEqual(["loop", true, point.name.endsWith(".pre"), point.name.endsWith(".pre")]);
+      expect([point.family, point.optIn, point.synchronous, point.canDeny], point.name).toEqual([
+        "loop",
+        true,
+        point.name.endsWith(".pre"),
+        point.name.endsWith(".pre"),
+      ]);
       expect(Object.keys(point.decisions), point.name).toEqual(point.canDeny ? ["denied", "deny_reason", "deny"] : ["labels"]);
       expect(Object.keys(point.facts).slice(0, LOOP_CONTEXT_FIELDS.length), point.name).toEqual([...LOOP_CONTEXT_FIELDS]);
     }

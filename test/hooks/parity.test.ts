@@ -102,9 +102,7 @@ function checkApplies(point: HookPoint, cell: string): void {
   const text = prose(cell);
   const decisions = Object.entries(point.decisions);
   const named = [...text.matchAll(/`([A-Za-z]+)`: /g)].map((match) => match[1]);
-  expect(named, `${point.name}: the decisions the "how the decision applies" cell explains, in order`).toEqual(
-    decisions.map(([name]) => name),
-  );
+  expect(named, `${point.name}: the decisions the "how the decision applies" cell explains, in order`).toEqual(decisions.map(([name]) => name));
   if (decisions.length === 0) {
     expect(text, `${point.name}: a point without decisions`).toMatch(/^None\b/);
     return;
@@ -160,7 +158,10 @@ describe("the lifecycle points agree everywhere", () => {
     const catalogNames = POINTS.map((point) => point.name);
     const unknown = rows.map((row) => row.point).filter((name) => !catalogNames.includes(name));
     expect(unknown, "docs rows naming no point of the catalog").toEqual([]);
-    expect(rows.map((row) => row.point), "one row per point, in catalog order").toEqual(catalogNames);
+    expect(
+      rows.map((row) => row.point),
+      "one row per point, in catalog order",
+    ).toEqual(catalogNames);
     for (const point of POINTS) {
       const row = rows.find((candidate) => candidate.point === point.name);
       expect(row?.facts, `${point.name} facts`).toEqual(catalogFields(point.facts));
@@ -189,7 +190,9 @@ describe("the lifecycle points agree everywhere", () => {
     const readmeSection = /## Lifecycle hooks\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? "";
     const listed = (text: string, pattern: RegExp): string[] => [...text.matchAll(pattern)].map((match) => match[1] ?? "");
     expect(listed(methods, /`([a-zA-Z]+)\(context\)`/g), "docs/hooks.md: the methods, in catalog order").toEqual(POINTS.map((point) => point.method));
-    expect(listed(exports, /`([A-Za-z]+Context)`/g), "docs/hooks.md: the context types the SDK exports").toEqual(POINTS.map((point) => contextType(point.name)));
+    expect(listed(exports, /`([A-Za-z]+Context)`/g), "docs/hooks.md: the context types the SDK exports").toEqual(
+      POINTS.map((point) => contextType(point.name)),
+    );
     for (const point of POINTS) {
       expect(sdk, `src/sdk/hooks/index.ts exports ${contextType(point.name)}`).toMatch(new RegExp(`\\b${contextType(point.name)}\\b`));
     }

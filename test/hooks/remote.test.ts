@@ -134,7 +134,8 @@ describe("remote executors: the reply", () => {
   });
 
   it("an error member is the hook's failure, its message bounded", async () => {
-    server.respond = (request, response) => reply(response, { jsonrpc: "2.0", id: request.json?.id, error: { code: -32000, message: `policy store down ${"x".repeat(1000)}` } });
+    server.respond = (request, response) =>
+      reply(response, { jsonrpc: "2.0", id: request.json?.id, error: { code: -32000, message: `policy store down ${"x".repeat(1000)}` } });
     const message = await failureOf(executor().invoke(SPAWN, spawnContext()));
     expect(message).toMatch(/^the hook answered error -32000: policy store down x+…$/);
     expect(message.length).toBe("the hook answered error -32000: ".length + 300);
@@ -152,7 +153,11 @@ describe("remote executors: the reply", () => {
     ["another id", { jsonrpc: "2.0", id: 99, result: null }, "malformed reply: id 99 does not match the request's 1"],
     ["a string id", { jsonrpc: "2.0", id: "1", result: null }, 'malformed reply: id "1" does not match the request\'s 1'],
     ["no id", { jsonrpc: "2.0", result: null }, "malformed reply: id absent does not match the request's 1"],
-    ["both result and error", { jsonrpc: "2.0", id: 1, result: null, error: { code: 1, message: "m" } }, "malformed reply: a JSON-RPC response carries exactly one of result and error"],
+    [
+      "both result and error",
+      { jsonrpc: "2.0", id: 1, result: null, error: { code: 1, message: "m" } },
+      "malformed reply: a JSON-RPC response carries exactly one of result and error",
+    ],
     ["neither result nor error", { jsonrpc: "2.0", id: 1 }, "malformed reply: a JSON-RPC response carries exactly one of result and error"],
     ["a malformed error", { jsonrpc: "2.0", id: 1, error: "bad" }, "malformed reply: error must be an object with a numeric code and a message"],
     ["a string result", { jsonrpc: "2.0", id: 1, result: "ok" }, "malformed reply: result is a string, not an object or null"],
@@ -246,7 +251,8 @@ describe("remote executors: the token stays secret", () => {
       (request, response) =>
         reply(response, { jsonrpc: "2.0", id: request.json?.id, result: { prompt: `echo ${String(request.headers.authorization)}`, [TOKEN]: true } }),
       (request, response) => reply(response, { jsonrpc: "2.0", id: request.json?.id, result: { proceed: "no", [String(request.headers.authorization)]: 1 } }),
-      (request, response) => reply(response, { jsonrpc: "2.0", id: request.json?.id, error: { code: 1, message: `you sent ${String(request.headers.authorization)}` } }),
+      (request, response) =>
+        reply(response, { jsonrpc: "2.0", id: request.json?.id, error: { code: 1, message: `you sent ${String(request.headers.authorization)}` } }),
       (request, response) => reply(response, "", 302, { location: `https://elsewhere.example/?t=${String(request.headers.authorization)}` }),
       (request, response) => reply(response, `not json ${String(request.headers.authorization)}`),
       (request, response) => reply(response, { jsonrpc: "2.0", id: String(request.headers.authorization), result: null }),

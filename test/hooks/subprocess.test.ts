@@ -98,7 +98,17 @@ describe("command entries in the declaration", () => {
   ])("%s", (_case, command, argv) => {
     const entry = parse({ name: "gate", command });
     // 5 s: agh's default for a subprocess hook (a url entry keeps 10).
-    expect(entry).toMatchObject({ kind: "command", target: command[0], argv, env: [], envValues: {}, timeoutSeconds: 5, options: {}, required: false, enabled: true });
+    expect(entry).toMatchObject({
+      kind: "command",
+      target: command[0],
+      argv,
+      env: [],
+      envValues: {},
+      timeoutSeconds: 5,
+      options: {},
+      required: false,
+      enabled: true,
+    });
   });
 
   it("keeps env (once each), timeoutSeconds, with, on and required", () => {
@@ -214,7 +224,11 @@ describe("running a command hook", () => {
     vi.stubEnv("POLICY", "the daemon's");
     vi.stubEnv("PATH", TEST_PATH);
     const printEnv = `${READ_STDIN}\nprocess.stdout.write(JSON.stringify({ prompt: JSON.stringify(process.env) }));\n`;
-    const { chain } = await loaded([{ name: "env", command: [NODE, "env.mjs"], env: { POLICY: "secret-files", QUOTED: "$GH_TOKEN" } }], { "env.mjs": printEnv }, null);
+    const { chain } = await loaded(
+      [{ name: "env", command: [NODE, "env.mjs"], env: { POLICY: "secret-files", QUOTED: "$GH_TOKEN" } }],
+      { "env.mjs": printEnv },
+      null,
+    );
     const env = JSON.parse((await chain.run("session_spawn", spawnContext())).context.prompt) as Record<string, string>;
     expect(env["POLICY"]).toBe("secret-files");
     // Never expanded: a map value cannot reach a variable of the daemon's.
@@ -351,7 +365,9 @@ if (request.event === "loop.generation.pre" && request.generation >= 1) process.
     ["echoes its payload", "process.stdout.write(JSON.stringify(request));", undefined],
     ["prints text", 'process.stdout.write("deny");', "not one JSON document"],
   ])("at loop.generation.pre, a command that %s does not deny", async (_case, body, failure) => {
-    const { chain, events } = await loaded([{ name: "odd", command: [NODE, "odd.mjs"], on: ["loop.generation.pre"] }], { "odd.mjs": `${READ_STDIN}\n${body}\n` });
+    const { chain, events } = await loaded([{ name: "odd", command: [NODE, "odd.mjs"], on: ["loop.generation.pre"] }], {
+      "odd.mjs": `${READ_STDIN}\n${body}\n`,
+    });
     const outcome = await chain.runLoop("loop.generation.pre", generationPre());
     expect(outcome.denied).toBeUndefined();
     const errors = failures(events);

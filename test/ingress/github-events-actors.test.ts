@@ -87,17 +87,16 @@ describe("an event whose person cannot be named is never authorized", () => {
     expect(route(event, policy, registry, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
   });
 
-  it.each(UNKNOWN_AUTHORS.map((sender) => [JSON.stringify(sender) ?? "undefined", sender]))(
-    "the arming label added by %s spawns nothing",
-    (_name, sender) => {
-      const labeled = eventOf(inboundFromGitHub("issues", { action: "labeled", issue: issue(), label: { name: ARM }, repository, sender }, context));
-      expect(route(labeled, policy, noSessions, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
-      const onPull = eventOf(inboundFromGitHub("pull_request", { action: "labeled", pull_request: pull({ body: "" }), label: { name: ARM }, repository, sender }, context));
-      expect(route(onPull, policy, noSessions, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
-      const opened = eventOf(inboundFromGitHub("issues", { action: "opened", issue: issue(), repository, sender }, context));
-      expect(route(opened, policy, noSessions, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
-    },
-  );
+  it.each(UNKNOWN_AUTHORS.map((sender) => [JSON.stringify(sender) ?? "undefined", sender]))("the arming label added by %s spawns nothing", (_name, sender) => {
+    const labeled = eventOf(inboundFromGitHub("issues", { action: "labeled", issue: issue(), label: { name: ARM }, repository, sender }, context));
+    expect(route(labeled, policy, noSessions, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
+    const onPull = eventOf(
+      inboundFromGitHub("pull_request", { action: "labeled", pull_request: pull({ body: "" }), label: { name: ARM }, repository, sender }, context),
+    );
+    expect(route(onPull, policy, noSessions, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
+    const opened = eventOf(inboundFromGitHub("issues", { action: "opened", issue: issue(), repository, sender }, context));
+    expect(route(opened, policy, noSessions, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
+  });
 
   it("a closure with no sender is still a status event: it has no actor and closes the session", () => {
     const closed = eventOf(inboundFromGitHub("issues", { action: "closed", issue: issue({ state: "closed" }), repository, sender: null }, context));
@@ -112,7 +111,11 @@ describe("an event whose person cannot be named is never authorized", () => {
     expect(byBot.actor).toBe("renovate[bot]");
     expect(route(byBot, policy, registry, noDeliveries)).toMatchObject({ action: "drop", reason: "unauthorized-actor" });
     const labeled = eventOf(
-      inboundFromGitHub("issues", { action: "labeled", issue: issue({ user: { login: "mallory" } }), label: { name: ARM }, repository, sender: { login: "alice" } }, context),
+      inboundFromGitHub(
+        "issues",
+        { action: "labeled", issue: issue({ user: { login: "mallory" } }), label: { name: ARM }, repository, sender: { login: "alice" } },
+        context,
+      ),
     );
     // A label's actor is who added it (the sender), not the item's author.
     expect(labeled.actor).toBe("alice");

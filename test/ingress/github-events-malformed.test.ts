@@ -55,7 +55,14 @@ function comment(extra: Record<string, unknown> = {}): Record<string, unknown> {
   };
 }
 
-const review = { id: 777, body: "ok", state: "APPROVED", user: sender, html_url: "https://github.com/octo/repo/pull/40#pullrequestreview-777", submitted_at: "2025-01-05T00:00:00Z" };
+const review = {
+  id: 777,
+  body: "ok",
+  state: "APPROVED",
+  user: sender,
+  html_url: "https://github.com/octo/repo/pull/40#pullrequestreview-777",
+  submitted_at: "2025-01-05T00:00:00Z",
+};
 
 const labeledIssue = (extra: Record<string, unknown>) => ({ action: "labeled", issue: issue(extra), label: { name: LABEL }, repository, sender });
 const issueComment = (issueExtra: Record<string, unknown>, commentExtra: Record<string, unknown> = {}) => ({
@@ -74,11 +81,26 @@ function rejectedOf(result: NormalizeResult): string {
 describe("a routed payload that is not what GitHub sends is rejected with its reason", () => {
   it.each<[string, string, unknown, string]>([
     ["labels as plain strings", "issues", labeledIssue({ labels: ["bug", LABEL] }), "issue.labels.0"],
-    ["a pull request's labels as plain strings", "pull_request", { action: "labeled", pull_request: pull({ labels: [LABEL] }), label: { name: LABEL }, repository, sender }, "pull_request.labels.0"],
+    [
+      "a pull request's labels as plain strings",
+      "pull_request",
+      { action: "labeled", pull_request: pull({ labels: [LABEL] }), label: { name: LABEL }, repository, sender },
+      "pull_request.labels.0",
+    ],
     ["the event's label as a plain string", "issues", { ...labeledIssue({}), label: LABEL }, "label"],
     ["comment.id as a string", "issue_comment", issueComment({}, { id: "555" }), "comment.id"],
-    ["review.id as a string", "pull_request_review", { action: "submitted", pull_request: pull(), review: { ...review, id: "777" }, repository, sender }, "review.id"],
-    ["a review comment's id as a string", "pull_request_review_comment", { action: "created", pull_request: pull(), comment: comment({ id: "9", path: "a.ts" }), repository, sender }, "comment.id"],
+    [
+      "review.id as a string",
+      "pull_request_review",
+      { action: "submitted", pull_request: pull(), review: { ...review, id: "777" }, repository, sender },
+      "review.id",
+    ],
+    [
+      "a review comment's id as a string",
+      "pull_request_review_comment",
+      { action: "created", pull_request: pull(), comment: comment({ id: "9", path: "a.ts" }), repository, sender },
+      "comment.id",
+    ],
     ['issue.pull_request: "yes"', "issue_comment", issueComment({ pull_request: "yes" }), "issue.pull_request"],
     ['issue.pull_request: "yes" on an issues event', "issues", labeledIssue({ pull_request: "yes" }), "issue.pull_request"],
     ["an html_url of javascript:", "issues", labeledIssue({ html_url: "javascript:alert(1)" }), "issue.html_url"],
@@ -87,13 +109,33 @@ describe("a routed payload that is not what GitHub sends is rejected with its re
     ["an html_url with credentials", "issues", labeledIssue({ html_url: "https://user:pw@github.com/octo/repo/issues/12" }), "issue.html_url"],
     ["an html_url that is not a URL", "issues", labeledIssue({ html_url: "see the issue" }), "issue.html_url"],
     ["a comment's html_url on another host", "issue_comment", issueComment({}, { html_url: "https://evil.example/x" }), "comment.html_url"],
-    ["a repository html_url on another host", "issues", { ...labeledIssue({}), repository: { ...repository, html_url: "https://evil.example/octo/repo" } }, "repository.html_url"],
-    ["a pull request's html_url of javascript:", "pull_request", { action: "opened", pull_request: pull({ html_url: "javascript:alert(1)" }), repository, sender }, "pull_request.html_url"],
-    ["a review's html_url on another host", "pull_request_review", { action: "submitted", pull_request: pull(), review: { ...review, html_url: "https://evil.example/r" }, repository, sender }, "review.html_url"],
+    [
+      "a repository html_url on another host",
+      "issues",
+      { ...labeledIssue({}), repository: { ...repository, html_url: "https://evil.example/octo/repo" } },
+      "repository.html_url",
+    ],
+    [
+      "a pull request's html_url of javascript:",
+      "pull_request",
+      { action: "opened", pull_request: pull({ html_url: "javascript:alert(1)" }), repository, sender },
+      "pull_request.html_url",
+    ],
+    [
+      "a review's html_url on another host",
+      "pull_request_review",
+      { action: "submitted", pull_request: pull(), review: { ...review, html_url: "https://evil.example/r" }, repository, sender },
+      "review.html_url",
+    ],
     ["a sender without a login", "issues", { ...labeledIssue({}), sender: {} }, "sender.login"],
     ["a sender whose login is a number", "issues", { ...labeledIssue({}), sender: { login: 42 } }, "sender.login"],
     ["a comment author whose login is a number", "issue_comment", issueComment({}, { user: { login: 42 } }), "comment.user.login"],
-    ["a review comment's line as text", "pull_request_review_comment", { action: "created", pull_request: pull(), comment: comment({ path: "a.ts", line: "5" }), repository, sender }, "comment.line"],
+    [
+      "a review comment's line as text",
+      "pull_request_review_comment",
+      { action: "created", pull_request: pull(), comment: comment({ path: "a.ts", line: "5" }), repository, sender },
+      "comment.line",
+    ],
     ["a state GitHub does not have", "issues", labeledIssue({ state: "merged" }), "issue.state"],
     ["an action that is not text", "issues", { ...labeledIssue({}), action: 5 }, "action"],
   ])("%s", (_name, event, payload, field) => {
@@ -132,9 +174,7 @@ interface Example {
   readonly payload: { readonly action: string; readonly repository: { readonly html_url: string } };
 }
 
-const EXAMPLES = (
-  JSON.parse(readFileSync(new URL("./fixtures/github-webhook-examples.json", import.meta.url), "utf8")) as { examples: Example[] }
-).examples;
+const EXAMPLES = (JSON.parse(readFileSync(new URL("./fixtures/github-webhook-examples.json", import.meta.url), "utf8")) as { examples: Example[] }).examples;
 
 describe("GitHub's own example payloads", () => {
   it("cover every routed event, on github.com and on GitHub Enterprise Server", () => {
@@ -173,7 +213,12 @@ describe("the poller's path", () => {
     const batch = await s.cycle();
     expect(batch.items).toEqual([]);
     expect(s.events.events.filter((event) => event.type === "poll.rejected").map((event) => event.fields)).toEqual([
-      { poll_source: s.feed.key, delivery_id: `poll-comment-${posted.id}`, github_event: "issue_comment", reason: expect.stringMatching(/^comment\.html_url: /) },
+      {
+        poll_source: s.feed.key,
+        delivery_id: `poll-comment-${posted.id}`,
+        github_event: "issue_comment",
+        reason: expect.stringMatching(/^comment\.html_url: /),
+      },
     ]);
   });
 });

@@ -117,9 +117,7 @@ describe("inboundFromGitHub: issues", () => {
   });
 
   it.each(["labeled", "unlabeled"])("%s carries the label", (action) => {
-    const event = eventOf(
-      inboundFromGitHub("issues", { action, issue: issue(), label: { name: "the-loop: auto-execute" }, repository, sender }, context),
-    );
+    const event = eventOf(inboundFromGitHub("issues", { action, issue: issue(), label: { name: "the-loop: auto-execute" }, repository, sender }, context));
     expect(event).toMatchObject({ kind: action, label: "the-loop: auto-execute", excerpt: { title: "Parser crashes", label: "the-loop: auto-execute" } });
   });
 
@@ -130,9 +128,7 @@ describe("inboundFromGitHub: issues", () => {
   });
 
   it("an issue that is a pull request is a pull_request work item", () => {
-    const event = eventOf(
-      inboundFromGitHub("issues", { action: "opened", issue: issue({ pull_request: { url: "x" } }), repository, sender }, context),
-    );
+    const event = eventOf(inboundFromGitHub("issues", { action: "opened", issue: issue({ pull_request: { url: "x" } }), repository, sender }, context));
     expect(event.workItems[0]?.kind).toBe("pull_request");
   });
 });
@@ -241,7 +237,11 @@ describe("inboundFromGitHub: pull_request", () => {
 
   it("a head whose repository is gone is not in the repository", () => {
     const event = eventOf(
-      inboundFromGitHub("pull_request", { action: "closed", pull_request: pull({ state: "closed", head: { ref: "issue-13", repo: null } }), repository, sender }, context),
+      inboundFromGitHub(
+        "pull_request",
+        { action: "closed", pull_request: pull({ state: "closed", head: { ref: "issue-13", repo: null } }), repository, sender },
+        context,
+      ),
     );
     expect(event.pullRequest?.headInRepository).toBe(false);
     expect(event.linkedBy).toEqual({ "github:octo/repo#12": "closing-reference" });
@@ -264,7 +264,9 @@ describe("inboundFromGitHub: pull_request", () => {
       ["a polled close without merging: no one", abandonedPull, null, false, null],
       ["merged told by merged_at alone", pull({ state: "closed", closed_at: closedAt, merged_at: closedAt }), null, true, null],
     ])("%s", (_name, pullRequest, closer, merged, actor) => {
-      const event = eventOf(inboundFromGitHub("pull_request", { action: "closed", number: 40, pull_request: pullRequest, repository, sender: closer }, context));
+      const event = eventOf(
+        inboundFromGitHub("pull_request", { action: "closed", number: 40, pull_request: pullRequest, repository, sender: closer }, context),
+      );
       expect(event).toMatchObject({ kind: "closed", actor, body: null, itemState: "closed", contentKey });
       expect(event.pullRequest).toEqual({ ref: "github:octo/repo#40", headBranch: "issue-13-parser", headInRepository: true, merged });
     });
@@ -278,11 +280,17 @@ describe("inboundFromGitHub: pull_request", () => {
     it("is keyed by the closing's own time: the same on both paths, and new after a reopen", () => {
       const webhook = eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: mergedPull, repository, sender }, context));
       const polled = eventOf(
-        inboundFromGitHub("pull_request", { action: "closed", pull_request: mergedPull, repository, sender: null }, { deliveryId: "poll-closed", source: "poll" }),
+        inboundFromGitHub(
+          "pull_request",
+          { action: "closed", pull_request: mergedPull, repository, sender: null },
+          { deliveryId: "poll-closed", source: "poll" },
+        ),
       );
       expect(polled.contentKey).toBe(webhook.contentKey);
       const again = pull({ state: "closed", closed_at: "2025-02-01T00:00:00Z", merged: false });
-      expect(eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: again, repository, sender }, context)).contentKey).not.toBe(contentKey);
+      expect(eventOf(inboundFromGitHub("pull_request", { action: "closed", pull_request: again, repository, sender }, context)).contentKey).not.toBe(
+        contentKey,
+      );
     });
 
     it("has no content key without a closing time", () => {
@@ -375,14 +383,15 @@ describe("inboundFromGitHub: reviews", () => {
     },
   );
 
-  it.each(GITHUB_REVIEW_EXAMPLES.flatMap((example) => ["approved", "changes_requested"].map((state) => [`${example.source} #${example.payload.review.id}`, state, example] as const)))(
-    "GitHub's own example review from %s, %s, carries its state",
-    (_name, state, example) => {
-      const host = new URL(example.payload.repository.html_url).host;
-      const payload = { ...example.payload, review: { ...example.payload.review, state } };
-      expect(eventOf(inboundFromGitHub("pull_request_review", payload, { ...context, defaultHost: host })).reviewState).toBe(state);
-    },
-  );
+  it.each(
+    GITHUB_REVIEW_EXAMPLES.flatMap((example) =>
+      ["approved", "changes_requested"].map((state) => [`${example.source} #${example.payload.review.id}`, state, example] as const),
+    ),
+  )("GitHub's own example review from %s, %s, carries its state", (_name, state, example) => {
+    const host = new URL(example.payload.repository.html_url).host;
+    const payload = { ...example.payload, review: { ...example.payload.review, state } };
+    expect(eventOf(inboundFromGitHub("pull_request_review", payload, { ...context, defaultHost: host })).reviewState).toBe(state);
+  });
 
   it.each(["edited", "dismissed"])("ignores %s reviews", (action) => {
     expect(inboundFromGitHub("pull_request_review", { action, review, pull_request: pull(), repository, sender }, context)).toEqual({
@@ -400,9 +409,7 @@ describe("inboundFromGitHub: reviews", () => {
       html_url: "https://github.com/Octo/Repo/pull/40#discussion_r888",
       created_at: "2025-01-06T00:00:00Z",
     };
-    const event = eventOf(
-      inboundFromGitHub("pull_request_review_comment", { action: "created", comment, pull_request: pull(), repository, sender }, context),
-    );
+    const event = eventOf(inboundFromGitHub("pull_request_review_comment", { action: "created", comment, pull_request: pull(), repository, sender }, context));
     expect(event).toMatchObject({
       kind: "review_commented",
       trackerEvent: "pull_request_review_comment.created",
@@ -414,9 +421,9 @@ describe("inboundFromGitHub: reviews", () => {
       excerpt: { title: "Fix the parser", path: "src/parser.ts", line: "42", comment: "off by one here" },
     });
     expect(event).not.toHaveProperty("reviewState");
-    expect(
-      inboundFromGitHub("pull_request_review_comment", { action: "edited", comment, pull_request: pull(), repository, sender }, context),
-    ).toEqual({ ignored: "unsupported-action:edited" });
+    expect(inboundFromGitHub("pull_request_review_comment", { action: "edited", comment, pull_request: pull(), repository, sender }, context)).toEqual({
+      ignored: "unsupported-action:edited",
+    });
   });
 });
 
@@ -424,7 +431,12 @@ describe("inboundFromGitHub: hosts", () => {
   it.each<[string, Record<string, unknown>, string | undefined, string]>([
     ["github.com: no host in the ref", { html_url: "https://github.com/Octo/Repo" }, undefined, "github:octo/repo#12"],
     ["an Enterprise host", { html_url: "https://GHE.Example.com/Octo/Repo" }, "ghe.example.com", "github:ghe.example.com/octo/repo#12"],
-    ["a host with a port, on this machine (plain http)", { html_url: "http://127.0.0.1:8123/Octo/Repo" }, "127.0.0.1:8123", "github:127.0.0.1:8123/octo/repo#12"],
+    [
+      "a host with a port, on this machine (plain http)",
+      { html_url: "http://127.0.0.1:8123/Octo/Repo" },
+      "127.0.0.1:8123",
+      "github:127.0.0.1:8123/octo/repo#12",
+    ],
     ["the item's URL when the repository has none", { html_url: undefined }, "ghe.example.com", "github:ghe.example.com/octo/repo#12"],
     ["the configured host when nothing says", { html_url: undefined }, "ghe.other.org", "github:ghe.other.org/octo/repo#12"],
   ])("%s", (_name, repoExtra, defaultHost, ref) => {
@@ -493,26 +505,20 @@ describe("inboundFromGitHub: what is not acted on", () => {
 
   it("bounds the excerpt", () => {
     const huge = "x".repeat(EXCERPT_FIELD_MAX * 3);
-    const event = eventOf(
-      inboundFromGitHub("issues", { action: "opened", issue: issue({ title: huge, body: huge }), repository, sender }, context),
-    );
+    const event = eventOf(inboundFromGitHub("issues", { action: "opened", issue: issue({ title: huge, body: huge }), repository, sender }, context));
     const total = Object.values(event.excerpt).reduce((sum, value) => sum + value.length, 0);
     expect(event.excerpt.title?.length).toBeLessThanOrEqual(EXCERPT_FIELD_MAX + 1);
     expect(total).toBeLessThanOrEqual(EXCERPT_TOTAL_MAX + 2);
   });
 
   it("takes the source and delivery id from the context", () => {
-    const event = eventOf(
-      inboundFromGitHub("issues", { action: "opened", issue: issue(), repository, sender }, { deliveryId: "poll-9", source: "poll" }),
-    );
+    const event = eventOf(inboundFromGitHub("issues", { action: "opened", issue: issue(), repository, sender }, { deliveryId: "poll-9", source: "poll" }));
     expect(event).toMatchObject({ source: "poll", deliveryId: "poll-9" });
   });
 
   it("stamps now when the payload carries no time", () => {
     const before = Date.now();
-    const event = eventOf(
-      inboundFromGitHub("issues", { action: "opened", issue: issue({ updated_at: undefined }), repository, sender }, context),
-    );
+    const event = eventOf(inboundFromGitHub("issues", { action: "opened", issue: issue({ updated_at: undefined }), repository, sender }, context));
     expect(Date.parse(event.occurredAt)).toBeGreaterThanOrEqual(before - 1);
   });
 });

@@ -207,7 +207,11 @@ describe("parseCursor", () => {
 });
 
 describe("legacyCursor", () => {
-  const item = (ref: string, lastPolledAt: string, seenComments: string[] = []) => ({ ref: parseWorkItemRef(ref), lastPolledAt: new Date(lastPolledAt), seenComments });
+  const item = (ref: string, lastPolledAt: string, seenComments: string[] = []) => ({
+    ref: parseWorkItemRef(ref),
+    lastPolledAt: new Date(lastPolledAt),
+    seenComments,
+  });
   const source = { host: "github.com", repos: ["octo/repo", "octo/web"], label: "the-loop" };
 
   it("resumes every repository at the latest look, skipping what was forwarded", () => {

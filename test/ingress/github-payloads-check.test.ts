@@ -16,9 +16,7 @@ interface Example {
   readonly payload: Record<string, unknown>;
 }
 
-const EXAMPLES = (
-  JSON.parse(readFileSync(new URL("./fixtures/github-webhook-examples.json", import.meta.url), "utf8")) as { examples: Example[] }
-).examples;
+const EXAMPLES = (JSON.parse(readFileSync(new URL("./fixtures/github-webhook-examples.json", import.meta.url), "utf8")) as { examples: Example[] }).examples;
 
 const HOSTS = ["github.com", "ghe.example.com", "localhost:8080", "127.0.0.1:3000"];
 
@@ -153,11 +151,40 @@ function parsedIsOnHost(value: string, host: string): boolean {
 }
 
 describe("isGitHubWebUrl", () => {
-  const hosts = ["github.com", "ghe.example.com", "ghe-1.example.com", "localhost", "localhost:8080", "127.0.0.1:3000", "github.com:443", "10.0.0.1", "xn--bcher-kva.example", "a.b1"];
+  const hosts = [
+    "github.com",
+    "ghe.example.com",
+    "ghe-1.example.com",
+    "localhost",
+    "localhost:8080",
+    "127.0.0.1:3000",
+    "github.com:443",
+    "10.0.0.1",
+    "xn--bcher-kva.example",
+    "a.b1",
+  ];
   const paths = ["/octo/repo", "/octo/repo/issues/42#issuecomment-9001", "/x@evil.example/", "/a\\b", "/%zz", "/ a", "/?q", "/\t/"];
-  const odd = ["", "https://", "https:///octo", "https://@github.com/", "https://u:p@github.com/x", "https://github.com", "https://github.com?x", "https://github.com#x",
-    "https://GITHUB.COM/x", "HTTPS://github.com/x", " https://github.com/x", "https://github.com.evil.example/x", "https://github.com@evil.example/x",
-    "https://github.com:443/x", "https://github.com:8443/x", "javascript:alert(1)", "https://github.com\\x", "https://git\thub.com/x", "https://github.com./x"];
+  const odd = [
+    "",
+    "https://",
+    "https:///octo",
+    "https://@github.com/",
+    "https://u:p@github.com/x",
+    "https://github.com",
+    "https://github.com?x",
+    "https://github.com#x",
+    "https://GITHUB.COM/x",
+    "HTTPS://github.com/x",
+    " https://github.com/x",
+    "https://github.com.evil.example/x",
+    "https://github.com@evil.example/x",
+    "https://github.com:443/x",
+    "https://github.com:8443/x",
+    "javascript:alert(1)",
+    "https://github.com\\x",
+    "https://git\thub.com/x",
+    "https://github.com./x",
+  ];
 
   it("answers as the parsed URL does, for addresses GitHub sends and for near misses", () => {
     for (const host of hosts) {

@@ -36,7 +36,10 @@ function emitted<T extends EventType>(events: MemoryEventSink, type: T): EventFi
 
 describe("resolvePollStateFile", () => {
   const paths = { pollStateFile: "/root/sessions/poll-state.json", legacyPollStateFile: "/project/.the-loop/poll-state.json" };
-  const existing = (...files: string[]) => (path: string) => files.includes(path);
+  const existing =
+    (...files: string[]) =>
+    (path: string) =>
+      files.includes(path);
 
   it("keeps using the legacy file only while it exists and the new one does not", () => {
     expect(resolvePollStateFile(paths, existing(paths.legacyPollStateFile))).toEqual({ file: paths.legacyPollStateFile, legacy: true });
@@ -83,7 +86,10 @@ describe("the legacy poll state file", () => {
     await fs.mkdir(join(dir, "project", ".the-loop"), { recursive: true });
     await fs.writeFile(
       legacyFile,
-      JSON.stringify({ version: 1, sources: { "local:*": { cursor: JSON.stringify({ v: 1, projects: { demo: 1 } }), handled: [], attempts: {}, updatedAt: "2026-01-01T00:00:00.000Z" } } }),
+      JSON.stringify({
+        version: 1,
+        sources: { "local:*": { cursor: JSON.stringify({ v: 1, projects: { demo: 1 } }), handled: [], attempts: {}, updatedAt: "2026-01-01T00:00:00.000Z" } },
+      }),
     );
     await tracker.addComment(ref("demo", 1), "since the upgrade", "bob");
 
@@ -118,7 +124,14 @@ describe("the legacy poll state file", () => {
     const file = join(dir, "poll-state.json");
     const source: PollSourceRuntime = { key: "x", read: () => Promise.resolve({ cursor: "c", items: [] }) };
     const poller = (): Poller =>
-      new Poller({ sources: [source], stateFile: file, statusFile: join(dir, "status.json"), handler: new RecordingHandler(), events: new MemoryEventSink(), intervalMs: 1000 });
+      new Poller({
+        sources: [source],
+        stateFile: file,
+        statusFile: join(dir, "status.json"),
+        handler: new RecordingHandler(),
+        events: new MemoryEventSink(),
+        intervalMs: 1000,
+      });
     for (const content of [
       { something: "else" },
       { items: { "github:octo/repo#1": { seenComments: ["IC_1"] } } },
@@ -185,7 +198,14 @@ describe("the legacy poll state file", () => {
     await fs.writeFile(stateFile, JSON.stringify({ items: { "github:octo/other#1": { seenComments: [], lastPolledAt: "2026-01-01T00:00:00Z" } } }));
     const events = new MemoryEventSink();
     const source: PollSourceRuntime = { key: "local:*", read: () => Promise.resolve({ cursor: "now", items: [] }) };
-    await new Poller({ sources: [source], stateFile, statusFile: join(dir, "status.json"), handler: new RecordingHandler(), events, intervalMs: 1000 }).runOnce();
+    await new Poller({
+      sources: [source],
+      stateFile,
+      statusFile: join(dir, "status.json"),
+      handler: new RecordingHandler(),
+      events,
+      intervalMs: 1000,
+    }).runOnce();
     expect(emitted(events, "poll.baseline")).toEqual([{ poll_source: "local:*" }]);
   });
 });

@@ -46,7 +46,11 @@ describe("poll state file", () => {
     ["not JSON", "{ half", "it is not JSON"],
     ["another version", JSON.stringify({ version: 2, sources: {} }), "version"],
     ["a list", "[]", "expected object"],
-    ["a cursor that is not text", JSON.stringify({ version: 1, sources: { "local:*": { ...sample.sources["local:*"], cursor: 4 } } }), "sources.local:*.cursor"],
+    [
+      "a cursor that is not text",
+      JSON.stringify({ version: 1, sources: { "local:*": { ...sample.sources["local:*"], cursor: 4 } } }),
+      "sources.local:*.cursor",
+    ],
     ["a negative attempt count", JSON.stringify({ version: 1, sources: { "local:*": { ...sample.sources["local:*"], attempts: { x: -1 } } } }), "attempts"],
   ])("refuses %s, naming the file and the remedy", async (_name, text, reason) => {
     const path = join(await tempDir(), "poll-state.json");

@@ -93,9 +93,7 @@ describe("Poller deferrals", () => {
     await p.poller.runOnce();
 
     expect(await p.poller.runOnce()).toMatchObject({ changes: 0, errors: 0 });
-    expect(emitted(p.events, "poll.rate_limited")).toEqual([
-      { poll_source: "github:a", resume_at: resetAt.toISOString(), reason: "rate-limit" },
-    ]);
+    expect(emitted(p.events, "poll.rate_limited")).toEqual([{ poll_source: "github:a", resume_at: resetAt.toISOString(), reason: "rate-limit" }]);
     expect(emitted(p.events, "poll.provider_error")).toEqual([]);
 
     clock += 59_000;

@@ -71,8 +71,7 @@ describe("Poller: each settled change is saved when it settles", () => {
       const b = deferred<HandleResult>();
       const c = deferred<HandleResult>();
       const handler: EventHandler = {
-        handle: (inbound) =>
-          inbound.deliveryId === "poll-a" ? Promise.resolve({ settled: true }) : inbound.deliveryId === "poll-b" ? b.promise : c.promise,
+        handle: (inbound) => (inbound.deliveryId === "poll-a" ? Promise.resolve({ settled: true }) : inbound.deliveryId === "poll-b" ? b.promise : c.promise),
       };
       const poller = new Poller({
         sources: [source],
@@ -94,11 +93,7 @@ describe("Poller: each settled change is saved when it settles", () => {
       for (let i = 0; i < offset; i++) await Promise.resolve();
       b.resolve({ settled: true });
       // c is still out, so the batch is not over: b must be on disk on its own account.
-      await waitFor(
-        `b's write (offset ${offset})`,
-        () => (io.writes.some((write) => write.handled.includes("b")) ? true : undefined),
-        { timeoutMs: 1_000 },
-      );
+      await waitFor(`b's write (offset ${offset})`, () => (io.writes.some((write) => write.handled.includes("b")) ? true : undefined), { timeoutMs: 1_000 });
       c.resolve({ settled: true });
       await cycle;
     }

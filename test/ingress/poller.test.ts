@@ -232,9 +232,7 @@ describe("Poller", () => {
     await s.tracker.addComment(ref("demo", 1), "hello", "bob");
 
     expect(await poller.runOnce()).toMatchObject({ dispatched: 1, errors: 1 });
-    expect(emitted(s.events, "poll.provider_error")).toEqual([
-      { poll_source: "local:*", error: "handling change demo:3 failed: dispatcher bug" },
-    ]);
+    expect(emitted(s.events, "poll.provider_error")).toEqual([{ poll_source: "local:*", error: "handling change demo:3 failed: dispatcher bug" }]);
     expect((await s.readState()).sources["local:*"]).toMatchObject({ cursor: cursorAt(2), attempts: { "demo:3": 1 } });
 
     expect(await poller.runOnce()).toMatchObject({ dispatched: 1, errors: 0 });
@@ -400,7 +398,13 @@ describe("Poller", () => {
     await s.tracker.openItem({ project: "demo", title: "d", actor: "alice" });
     await s.tracker.openItem({ project: "other", title: "o", actor: "alice" });
     const handler = new FakeHandler();
-    const sources = localPollSources([{ provider: "local", projects: ["demo"] }, { provider: "local", projects: ["other"] }], s.tracker);
+    const sources = localPollSources(
+      [
+        { provider: "local", projects: ["demo"] },
+        { provider: "local", projects: ["other"] },
+      ],
+      s.tracker,
+    );
     const poller = s.poller(handler, { sources });
     await poller.runOnce();
     expect(emitted(s.events, "poll.baseline")).toEqual([{ poll_source: "local:demo" }, { poll_source: "local:other" }]);
@@ -436,9 +440,7 @@ describe("Poller", () => {
       controller.abort();
       await running;
       expect(handler.deliveries).toEqual(["poll-demo:3"]);
-      await waitFor("the cursor on disk", async () =>
-        (await s.readState()).sources["local:*"]?.cursor === cursorAt(3) ? true : undefined,
-      );
+      await waitFor("the cursor on disk", async () => ((await s.readState()).sources["local:*"]?.cursor === cursorAt(3) ? true : undefined));
     });
 
     it("wakes from its pause at once when aborted", async () => {
@@ -509,11 +511,7 @@ describe("localPollSources", () => {
   it("keys local sources by their sorted projects and skips duplicates", async () => {
     const { tracker } = makeTracker(await tempDir());
     const sources = localPollSources(
-      [
-        { provider: "local" },
-        { provider: "local", projects: ["other", "demo"] },
-        { provider: "local", projects: ["demo", "other", "demo"] },
-      ],
+      [{ provider: "local" }, { provider: "local", projects: ["other", "demo"] }, { provider: "local", projects: ["demo", "other", "demo"] }],
       tracker,
     );
     expect(sources.map(({ key, scope }) => ({ key, scope }))).toEqual([

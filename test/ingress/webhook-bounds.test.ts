@@ -97,16 +97,12 @@ interface Answer {
 function nodeRequest(url: string, headers: Record<string, string>, chunks: readonly Buffer[], declared = true): Promise<Answer> {
   const length = chunks.reduce((sum, chunk) => sum + chunk.length, 0);
   return new Promise((resolve, reject) => {
-    const req = request(
-      url,
-      { method: "POST", agent: false, headers: { ...headers, ...(declared ? { "content-length": String(length) } : {}) } },
-      (res) => {
-        let body = "";
-        res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-        res.on("error", reject);
-      },
-    );
+    const req = request(url, { method: "POST", agent: false, headers: { ...headers, ...(declared ? { "content-length": String(length) } : {}) } }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      res.on("error", reject);
+    });
     req.on("error", reject);
     for (const chunk of chunks) req.write(chunk);
     req.end();

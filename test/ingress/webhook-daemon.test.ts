@@ -101,9 +101,7 @@ describe("the webhook receiver in the daemon", () => {
       body,
     });
     expect(delivery.status).toBe(202);
-    await waitFor("the dispatcher's decision", async () =>
-      (await events(cwd)).find((e) => e.event === "routing.dropped" && e.delivery_id === "daemon-1"),
-    );
+    await waitFor("the dispatcher's decision", async () => (await events(cwd)).find((e) => e.event === "routing.dropped" && e.delivery_id === "daemon-1"));
 
     const stopped = await runCli(["stop"], { cwd });
     expect(stopped.code).toBe(0);

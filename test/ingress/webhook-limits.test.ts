@@ -102,7 +102,11 @@ describe("the webhook receiver: timeouts and hostile input", () => {
     for (let round = 0; round < 10; round++) {
       const id = randomUUID();
       const body = JSON.stringify(commentPayload(`round ${round}`));
-      const answers = await Promise.all([post(h.url, "issue_comment", body, id), post(h.url, "issue_comment", body, id), post(h.url, "issue_comment", body, id)]);
+      const answers = await Promise.all([
+        post(h.url, "issue_comment", body, id),
+        post(h.url, "issue_comment", body, id),
+        post(h.url, "issue_comment", body, id),
+      ]);
       expect(answers.map((a) => a.status)).toEqual([202, 202, 202]);
       expect(answers.filter((a) => JSON.stringify(a.json) === '{"status":"accepted"}')).toHaveLength(1);
       expect(answers.filter((a) => JSON.stringify(a.json) === '{"status":"duplicate"}')).toHaveLength(2);
@@ -119,7 +123,12 @@ describe("the webhook receiver: timeouts and hostile input", () => {
     const body = JSON.stringify(commentPayload("forged"));
     const forged = await fetch(h.url, {
       method: "POST",
-      headers: { "content-type": "application/json", "x-github-event": "issue_comment", "x-github-delivery": id, "x-hub-signature-256": `sha256=${"a".repeat(64)}` },
+      headers: {
+        "content-type": "application/json",
+        "x-github-event": "issue_comment",
+        "x-github-delivery": id,
+        "x-hub-signature-256": `sha256=${"a".repeat(64)}`,
+      },
       body,
     });
     expect(forged.status).toBe(401);

@@ -16,7 +16,15 @@ const started = receiversStoppedAfterEach();
 function payload(issueExtra: Record<string, unknown>): Record<string, unknown> {
   return {
     action: "created",
-    issue: { number: 7, title: "Bug", body: "", state: "open", labels: [{ name: "the-loop" }], html_url: "https://github.com/octo/repo/issues/7", ...issueExtra },
+    issue: {
+      number: 7,
+      title: "Bug",
+      body: "",
+      state: "open",
+      labels: [{ name: "the-loop" }],
+      html_url: "https://github.com/octo/repo/issues/7",
+      ...issueExtra,
+    },
     comment: { id: 107, body: "please start", user: { login: "alice" }, html_url: "https://github.com/octo/repo/issues/7#issuecomment-107" },
     repository: { full_name: "octo/repo", html_url: "https://github.com/octo/repo" },
     sender: { login: "alice" },
@@ -69,7 +77,13 @@ describe("the webhook receiver and a signed payload that is not what GitHub send
     expect(handler.received.map((event) => event.deliveryId)).toEqual([good.deliveryId]);
     const rejected = events.events.filter((event) => event.type === "webhook.rejected");
     expect(rejected.map((event) => event.fields)).toEqual(
-      sent.map((deliveryId) => ({ reason: "invalid-payload", status: 400, delivery_id: deliveryId, github_event: "issue_comment", detail: expect.any(String) })),
+      sent.map((deliveryId) => ({
+        reason: "invalid-payload",
+        status: 400,
+        delivery_id: deliveryId,
+        github_event: "issue_comment",
+        detail: expect.any(String),
+      })),
     );
     // The detail names the field, never the value it held.
     expect(rejected.map((event) => String(event.fields.detail).split(":")[0])).toEqual([

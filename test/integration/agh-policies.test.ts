@@ -57,7 +57,10 @@ async function policyProject(policy: Record<string, unknown>): Promise<TestProje
 
 async function recorded(p: TestProject): Promise<Payload[]> {
   const text = await readFile(join(p.root, "loop-events.jsonl"), "utf8").catch(() => "");
-  const lines = text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Payload);
+  const lines = text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Payload);
   return lines.sort((a, b) => Date.parse(String(a["timestamp"])) - Date.parse(String(b["timestamp"])));
 }
 

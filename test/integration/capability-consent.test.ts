@@ -66,7 +66,15 @@ describe("consent checked at the moment of use (real daemon)", () => {
     expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
 
     const refused = await p.waitForEvent("the refused use", (r) => r.event === "capability.use_refused");
-    expect(refused).toMatchObject({ work_item: REF, node: "write", point: "discuss:pre", capability: "guidance", hook: "contributions[0]", path: bundle, files: "fragments/orchestrator.md" });
+    expect(refused).toMatchObject({
+      work_item: REF,
+      node: "write",
+      point: "discuss:pre",
+      capability: "guidance",
+      hook: "contributions[0]",
+      path: bundle,
+      files: "fragments/orchestrator.md",
+    });
     const state = await waitFor("the item blocked", async () => {
       const current = await graphStatus(p);
       return current.status === "blocked" ? current : undefined;

@@ -86,7 +86,6 @@ async function graphProject(graph: object): Promise<TestProject> {
   return p;
 }
 
-
 async function claim(p: TestProject): Promise<{ code: number; answer: ClaimJson }> {
   const result = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
   return { code: result.code ?? -1, answer: jsonOf<ClaimJson>(result) };
@@ -116,7 +115,9 @@ describe("capabilities at the loop points of a running graph", () => {
     await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
 
     // discuss:pre passed before the boot prompt: the step ran (with its phase and work item), the fragment is in the assignment verbatim.
-    expect(await marks(p), JSON.stringify((await p.events()).filter((r) => String(r.event).startsWith("capability.")))).toEqual([`--phase writing --work-item ${REF} --raw`]);
+    expect(await marks(p), JSON.stringify((await p.events()).filter((r) => String(r.event).startsWith("capability.")))).toEqual([
+      `--phase writing --work-item ${REF} --raw`,
+    ]);
     const boot = await waitFor("the boot prompt", async () => (await p.transcript()).find((entry) => entry.type === "boot"));
     const prompt = boot.argv?.join(" ") ?? "";
     expect(prompt).toContain("## For the orchestrator");
@@ -231,7 +232,13 @@ describe("capabilities at the loop points of a running graph", () => {
       name: "waves",
       start: "implementation",
       nodes: [
-        { id: "implementation", phase: "implementation", description: "Write out.md.", produces: ["out.md"], points: ["execute:pre", "execute:wave:pre", "execute:wave:post", "execute:post"] },
+        {
+          id: "implementation",
+          phase: "implementation",
+          description: "Write out.md.",
+          produces: ["out.md"],
+          points: ["execute:pre", "execute:wave:pre", "execute:wave:post", "execute:post"],
+        },
         { id: "done", phase: "done", terminal: true },
       ],
       edges: [{ from: "implementation", to: "done", on: "pass" }],

@@ -43,7 +43,10 @@ afterEach(async () => {
 
 async function panePids(p: TestProject): Promise<number[]> {
   const { stdout } = await run("tmux", ["-L", p.socketName, "list-panes", "-a", "-F", "#{pane_pid}"]).catch(() => ({ stdout: "" }));
-  return stdout.split("\n").map(Number).filter((pid) => Number.isInteger(pid) && pid > 0);
+  return stdout
+    .split("\n")
+    .map(Number)
+    .filter((pid) => Number.isInteger(pid) && pid > 0);
 }
 
 /** Waits, bounded, for a process (and its group) to end after its tmux server went; then kills what is left. */
@@ -196,7 +199,12 @@ describe("the argv the-loop builds, read by the real CLI's own parser", () => {
   it("without the --, the same variadic option swallows the prompt", async () => {
     const home = await claudeHome();
     stub = await startModelStub(() => ({ text: "parsed" }));
-    const result = await runClaude(binary, ["--session-id", randomUUID(), "-p", "--allowedTools", "Bash(the-loop ask:*)", "Summarise."], claudeEnv(home, stub.url), await tempDir());
+    const result = await runClaude(
+      binary,
+      ["--session-id", randomUUID(), "-p", "--allowedTools", "Bash(the-loop ask:*)", "Summarise."],
+      claudeEnv(home, stub.url),
+      await tempDir(),
+    );
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/Input must be provided/);
   });

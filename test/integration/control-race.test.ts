@@ -79,12 +79,7 @@ function expectApplied(refs: readonly string[], results: readonly CliResult[]): 
  * How much sooner a comment's start is decided than the CLI's, in milliseconds: one unraced start
  * of each kind, on two items of their own, from launch to the `control.command` it led to.
  */
-async function headStart(
-  p: TestProject,
-  cliItem: string,
-  commentItem: string,
-  comment: (ref: string) => Promise<string>,
-): Promise<number> {
+async function headStart(p: TestProject, cliItem: string, commentItem: string, comment: (ref: string) => Promise<string>): Promise<number> {
   const launched = Date.now();
   const [result, delivery] = await Promise.all([p.cli(["sessions", "start", "--work-item", cliItem, "--json"]), comment(commentItem)]);
   expectApplied([cliItem], [result]);
@@ -132,14 +127,20 @@ async function race(
     const spawned = events.filter((r) => r.event === "session.spawned" && r.work_item === ref);
     expect(spawned, ref).toHaveLength(1);
     const commands = events.filter((r) => r.event === "control.command" && r.work_item === ref);
-    expect(commands.map((r) => r.command), ref).toEqual(["start", "start"]);
+    expect(
+      commands.map((r) => r.command),
+      ref,
+    ).toEqual(["start", "start"]);
     expect(commands.map((r) => r.effect).sort(), ref).toEqual(["noop", "started"]);
     const won = commands.find((r) => r.effect === "started");
     expect(won?.command_source, ref).toBe(spawned[0]?.source === "daemon" ? "comment" : "cli");
     winners.push(String(won?.command_source));
   }
   for (const ref of refs.filter((ref) => !raced.includes(ref))) {
-    expect(events.filter((r) => r.event === "session.spawned" && r.work_item === ref), ref).toHaveLength(1);
+    expect(
+      events.filter((r) => r.event === "session.spawned" && r.work_item === ref),
+      ref,
+    ).toHaveLength(1);
   }
   expect(events.filter((r) => ["session.spawn_failed", "dispatch.failed", "control.rejected"].includes(String(r.event)))).toEqual([]);
 
@@ -205,9 +206,7 @@ describe("a start comment and `the-loop sessions start` racing on the same armed
     expect(started.code, started.stderr + started.stdout).toBe(0);
     const url = `http://127.0.0.1:${port}/gh-webhook`;
     // Opened armed, with the start keyword in the description, which is never a command: each is held.
-    const issues = Array.from({ length: ITEMS }, (_, n) =>
-      gh.addIssue("octo/repo", { title: `Task ${n + 1}`, body: START, user: "alice", labels: [ARM] }),
-    );
+    const issues = Array.from({ length: ITEMS }, (_, n) => gh.addIssue("octo/repo", { title: `Task ${n + 1}`, body: START, user: "alice", labels: [ARM] }));
     const refs = issues.map((issue) => `github:${gh.host}/octo/repo#${issue}`);
     for (const [index, issue] of issues.entries()) {
       const opened = await sendWebhook(url, { event: "issues", payload: gh.payload.issues("octo/repo", issue, "opened", "alice"), secret: SECRET });

@@ -151,9 +151,7 @@ describe("the daemon across kill -9 (real tmux, the fake harness)", () => {
           // The transcript first: a paste seen there whose success is not in the log read after
           // it was, at that read, inside the window between the paste and the record.
           const pasted = await seenTokens(p);
-          const succeeded = new Set(
-            (await p.events()).filter((r) => r.event === "dispatch.succeeded").map((r) => String(r.delivery_id)),
-          );
+          const succeeded = new Set((await p.events()).filter((r) => r.event === "dispatch.succeeded").map((r) => String(r.delivery_id)));
           const done = burst.filter((b) => succeeded.has(b.deliveryId)).length;
           if (done === BURST) return "after-burst";
           if (plan === "window") return burst.some((b) => pasted.has(b.token) && !succeeded.has(b.deliveryId)) ? "window" : undefined;
@@ -217,10 +215,7 @@ describe("the daemon across kill -9 (real tmux, the fake harness)", () => {
     const settledFrom = (await p.events()).length;
     await waitFor(
       "an idle poll cycle of the last daemon",
-      async () =>
-        (await p.events()).slice(settledFrom).some((r) => r.event === "poll.cycle" && r.pid === finalPid && r.changes === 0)
-          ? true
-          : undefined,
+      async () => ((await p.events()).slice(settledFrom).some((r) => r.event === "poll.cycle" && r.pid === finalPid && r.changes === 0) ? true : undefined),
       { timeoutMs: LONG_WAIT_MS, intervalMs: 50 },
     );
 
@@ -256,9 +251,7 @@ describe("the daemon across kill -9 (real tmux, the fake harness)", () => {
     expect(count("session.respawned")).toBe(0);
     expect(count("session.spawn_failed")).toBe(0);
     expect((await fs.readFile(p.transcriptFile, "utf8")).split("\n").filter((line) => line.includes('"type":"boot"'))).toHaveLength(1);
-    const listed = jsonOf<{ sessions: { workItem: { ref: string }; status: string; tmuxTarget: string }[] }>(
-      await p.cli(["sessions", "list", "--json"]),
-    );
+    const listed = jsonOf<{ sessions: { workItem: { ref: string }; status: string; tmuxTarget: string }[] }>(await p.cli(["sessions", "list", "--json"]));
     expect(listed.sessions.map((s) => [s.workItem.ref, s.status])).toEqual([["local:demo#1", "active"]]);
     expect(await tmuxSessions(p.socketName)).toEqual([listed.sessions[0]?.tmuxTarget]);
 

@@ -28,7 +28,6 @@ const STOP = "the-loop:stop-execution";
 const PAUSE = "the-loop:pause-execution";
 const RESUME = "the-loop:resume-execution";
 
-
 interface SessionsJson {
   sessions: { workItem: { ref: string }; status: string; tmuxTarget: string; control: { command: string; source: string } | null }[];
 }
@@ -157,8 +156,9 @@ describe.each([
 
     // 1. The label arms, nothing spawns.
     const labeled = await ingress.label(issue, "alice");
-    const held = await p.waitForEvent("the armed item held", (r) =>
-      r.event === "routing.dropped" && r.reason === "awaiting-start" && (labeled === undefined || r.delivery_id === labeled),
+    const held = await p.waitForEvent(
+      "the armed item held",
+      (r) => r.event === "routing.dropped" && r.reason === "awaiting-start" && (labeled === undefined || r.delivery_id === labeled),
     );
     expect(held).toMatchObject({ work_item: ref, kind: "labeled" });
 

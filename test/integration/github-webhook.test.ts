@@ -56,7 +56,10 @@ describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmu
       secret: SECRET,
     });
     expect(reviewDelivery.status).toBe(202);
-    const delivered = await p.waitForEvent("the review comment's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === reviewDelivery.deliveryId);
+    const delivered = await p.waitForEvent(
+      "the review comment's delivery",
+      (r) => r.event === "dispatch.succeeded" && r.delivery_id === reviewDelivery.deliveryId,
+    );
     expect(delivered.work_item).toBe(ref);
     const input = await waitFor("the delivered review comment", async () => (await p.transcript()).find((e) => e.type === "input"));
     expect(input.text).toContain("Rename handler to healthz.");

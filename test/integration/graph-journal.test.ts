@@ -69,9 +69,13 @@ describe("graph effects a killed daemon never carried out", () => {
       // The work node has no checks: each claim moves the item to the review gate at once, and a
       // force puts it back, so the kill lands somewhere in a move's write and its effects.
       const claim = p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
-      await waitFor(`round ${round}: the claim under way`, async () => ((await p.events()).some((r) => r.event === "graph.advanced" && r.node === "review") ? true : undefined), {
-        intervalMs: 2,
-      }).catch(() => undefined);
+      await waitFor(
+        `round ${round}: the claim under way`,
+        async () => ((await p.events()).some((r) => r.event === "graph.advanced" && r.node === "review") ? true : undefined),
+        {
+          intervalMs: 2,
+        },
+      ).catch(() => undefined);
       process.kill(pid as number, "SIGKILL");
       await claim;
       await waitFor(`round ${round}: the killed daemon gone`, () => (isProcessAlive(pid as number) ? undefined : true), { timeoutMs: 5_000 });

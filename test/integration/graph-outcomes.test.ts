@@ -109,7 +109,11 @@ describe("a graph run's ends short of its terminal node, through the daemon", ()
     const end = await ended(p, "canceled");
     expect(end).toMatchObject({ node: "write", reason_code: "stopped" });
     expect(end.reason).toContain("(cli)");
-    expect(await p.waitForEvent("graph.canceled", (r) => r.event === "graph.canceled")).toMatchObject({ work_item: REF, actor_kind: "operator", reason_code: "stopped" });
+    expect(await p.waitForEvent("graph.canceled", (r) => r.event === "graph.canceled")).toMatchObject({
+      work_item: REF,
+      actor_kind: "operator",
+      reason_code: "stopped",
+    });
   });
 
   it("ends canceled when the item is closed mid-run", async () => {
@@ -120,7 +124,11 @@ describe("a graph run's ends short of its terminal node, through the daemon", ()
     const end = await ended(p, "canceled");
     expect(end).toMatchObject({ node: "write", reason_code: "item-closed" });
     expect(end.reason).toContain("closed by alice");
-    expect(await p.waitForEvent("graph.canceled", (r) => r.event === "graph.canceled")).toMatchObject({ work_item: REF, actor: "alice", reason_code: "item-closed" });
+    expect(await p.waitForEvent("graph.canceled", (r) => r.event === "graph.canceled")).toMatchObject({
+      work_item: REF,
+      actor: "alice",
+      reason_code: "item-closed",
+    });
     await p.waitForEvent("the session's close", (r) => r.event === "session.closed" && r.reason === "item-closed");
   });
 });

@@ -60,7 +60,6 @@ const RECORDER = [
 
 type StatusJson = GraphStatusJson;
 
-
 interface ItemJson {
   labels: string[];
   comments: { author: string; body: string }[];

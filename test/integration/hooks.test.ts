@@ -48,9 +48,7 @@ describe("hooks in the daemon and in one-shot commands", () => {
     const failed = (await p.events()).filter((record) => record.event === "hooks.load_failed");
     expect(failed).toMatchObject([{ hook: "broken" }]);
     const status = await p.cli(["status", "--json"]);
-    expect(jsonOf<{ services: { name: string; running: boolean }[] }>(status).services).toEqual([
-      expect.objectContaining({ name: "poller", running: false }),
-    ]);
+    expect(jsonOf<{ services: { name: string; running: boolean }[] }>(status).services).toEqual([expect.objectContaining({ name: "poller", running: false })]);
   });
 
   it("a daemon refuses a declaration naming an event-log type under on, listing the points", async () => {
@@ -129,7 +127,7 @@ describe("hooks in the daemon and in one-shot commands", () => {
         "    super();",
         "  }",
         "  override waitingForInput(context: WaitingForInputContext): WaitingForInputContext {",
-        "    const tag: string = this.options.tag ?? \"QUESTION\";",
+        '    const tag: string = this.options.tag ?? "QUESTION";',
         "    return { ...context, question: `[${tag}] ${context.question}`, summary: `Blocked on ${context.workItem.ref}` };",
         "  }",
         "}",

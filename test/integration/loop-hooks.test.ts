@@ -174,7 +174,10 @@ describe("the loop.* events in the daemon", () => {
     expect(story(remote.seen)).toEqual(EXPECTED_STORY);
     const commandSeen = await waitFor("the command recorder's loop.terminal", async () => {
       const text = await readFile(join(p.root, "loop-events.jsonl"), "utf8").catch(() => "");
-      const lines = text.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as Payload);
+      const lines = text
+        .split("\n")
+        .filter((line) => line !== "")
+        .map((line) => JSON.parse(line) as Payload);
       return lines.some((line) => line["event"] === "loop.terminal") ? lines : undefined;
     });
     expect(story(commandSeen)).toEqual(EXPECTED_STORY);
@@ -223,7 +226,10 @@ describe("the loop.* events in the daemon", () => {
     expect((await status(p)).reason).toContain("policy");
     const boot = (await p.transcript()).find((entry) => entry.type === "boot");
     expect(boot?.argv?.join(" ")).not.toContain("the-loop graph complete --node write");
-    await waitFor("the denial comment", async () => (await itemOf(p)).comments.some((c) => c.body.includes("`policy` denied `loop.generation.pre`")) || undefined);
+    await waitFor(
+      "the denial comment",
+      async () => (await itemOf(p)).comments.some((c) => c.body.includes("`policy` denied `loop.generation.pre`")) || undefined,
+    );
     await p.waitForEvent("graph.failed", (r) => r.event === "graph.failed" && r.reason_code === "hook_denied");
 
     await newItem(p, "Denied at its gate", "local:demo#2");
@@ -234,9 +240,16 @@ describe("the loop.* events in the daemon", () => {
     expect(await status(p, "#2")).toMatchObject({ node: "review", phase: "review", status: "blocked", reason_code: "hook_denied" });
     const item = await itemOf(p, "#2");
     expect(item.labels.filter((label) => label.startsWith("loop:"))).toEqual(["loop:review"]);
-    await waitFor("the gate denial comment", async () => (await itemOf(p, "#2")).comments.some((c) => c.body.includes("`policy` denied `loop.gate.pre`")) || undefined);
+    await waitFor(
+      "the gate denial comment",
+      async () => (await itemOf(p, "#2")).comments.some((c) => c.body.includes("`policy` denied `loop.gate.pre`")) || undefined,
+    );
     await waitFor("loop.gate.post blocked", () => hooks.seen.some((e) => e["event"] === "loop.gate.post" && e["status"] === "blocked") || undefined);
-    expect(hooks.seen.find((e) => e["event"] === "loop.gate.post" && e["status"] === "blocked")).toMatchObject({ denied: true, deny_reason: "the release is frozen", reason_code: "hook_denied" });
+    expect(hooks.seen.find((e) => e["event"] === "loop.gate.post" && e["status"] === "blocked")).toMatchObject({
+      denied: true,
+      deny_reason: "the release is frozen",
+      reason_code: "hook_denied",
+    });
     // blocked ends the run: loop.terminal says so, with the reason in details and cause contract.
     const ended = await waitFor("loop.terminal blocked", () => hooks.seen.find((e) => e["event"] === "loop.terminal" && e["status"] === "blocked"));
     expect(ended).toMatchObject({ cause: "contract", reason_code: "hook_denied", details: { deny_reason: "the release is frozen" } });

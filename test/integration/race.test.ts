@@ -71,17 +71,16 @@ describe("the daemon and another process racing to start the same sessions", () 
     });
     const daemonFirst = items.slice(half).map(async (item) => {
       await arm(item);
-      await p.waitForEvent(`the daemon's decision on ${item.ref}`, (r) =>
-        r.source === "daemon" && r.event === "routing.routed" && r.work_item === item.ref,
-      );
+      await p.waitForEvent(`the daemon's decision on ${item.ref}`, (r) => r.source === "daemon" && r.event === "routing.routed" && r.work_item === item.ref);
       return rival.handle(rivalEvent(item));
     });
     const arming = Promise.all(rivalFirst);
     const rivals = Promise.all(daemonFirst);
     await Promise.all([arming, rivals]);
     for (const item of items) {
-      await p.waitForEvent(`the daemon to handle ${item.ref}`, (r) =>
-        r.source === "daemon" && r.work_item === item.ref && ["session.spawned", "dispatch.succeeded", "dispatch.dropped"].includes(String(r.event)),
+      await p.waitForEvent(
+        `the daemon to handle ${item.ref}`,
+        (r) => r.source === "daemon" && r.work_item === item.ref && ["session.spawned", "dispatch.succeeded", "dispatch.dropped"].includes(String(r.event)),
       );
     }
     await rival.drain();
@@ -91,7 +90,10 @@ describe("the daemon and another process racing to start the same sessions", () 
     // Both sides won some: the race was real.
     expect([...spawners].sort()).toEqual(["daemon", "sessions"]);
     for (const item of items) {
-      expect(all.filter((r) => r.event === "session.spawned" && r.work_item === item.ref), item.ref).toHaveLength(1);
+      expect(
+        all.filter((r) => r.event === "session.spawned" && r.work_item === item.ref),
+        item.ref,
+      ).toHaveLength(1);
     }
     const listed = jsonOf<{ sessions: { workItem: { ref: string }; status: string }[] }>(await p.cli(["sessions", "list", "--json", "--status", "live"]));
     expect(listed.sessions.map((s) => s.workItem.ref).sort()).toEqual(items.map((item) => item.ref).sort());

@@ -105,7 +105,10 @@ describe.skipIf(!check.available)(`a session in the real bwrap${skipReason}`, ()
 
     // A daemon of the same user, a secret in its environment, as the-loop's would be.
     daemon = spawn(NODE, ["-e", "setInterval(() => {}, 1 << 30)", "sandbox-test-daemon"], { env: { LOOP_SECRET: SECRET }, stdio: "ignore" });
-    await waitFor("the daemon's environment", () => existsSync(`/proc/${daemon?.pid}/environ`) && readFileSync(`/proc/${daemon?.pid}/environ`, "utf8").includes(SECRET));
+    await waitFor(
+      "the daemon's environment",
+      () => existsSync(`/proc/${daemon?.pid}/environ`) && readFileSync(`/proc/${daemon?.pid}/environ`, "utf8").includes(SECRET),
+    );
 
     server = createServer((socket) => socket.once("data", (data) => socket.end(`pong:${String(data).trim()}`)));
     await new Promise<void>((resolve) => server?.listen(0, "127.0.0.1", resolve));

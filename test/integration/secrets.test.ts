@@ -113,7 +113,10 @@ describe("a hook's token echoed back", () => {
     // #2: the hook refuses, its reason quoting the token; the refusal printed as JSON.
     const refused = await cli(["sessions", "start", "--work-item", "#2", "--json"]);
     expect(refused.code).toBe(1);
-    expect(jsonOf<{ applied: boolean; message: string }>(refused)).toMatchObject({ applied: false, message: expect.stringContaining("refused: raw [redacted]") });
+    expect(jsonOf<{ applied: boolean; message: string }>(refused)).toMatchObject({
+      applied: false,
+      message: expect.stringContaining("refused: raw [redacted]"),
+    });
 
     // #3: the daemon's own start of a labelled item, refused by the failing hook.
     expect((await cli(["start"])).code).toBe(0);
@@ -128,11 +131,12 @@ describe("a hook's token echoed back", () => {
     // The hook was sent the token, and echoed it back.
     expect(server.requests.map((request) => request.headers.authorization)).toContain(`Bearer ${TOKEN}`);
     const events = await p.events();
-    expect(events.filter((record) => record.event === "hooks.refused").map((record) => record.work_item).sort()).toEqual([
-      "local:demo#1",
-      "local:demo#2",
-      "local:demo#3",
-    ]);
+    expect(
+      events
+        .filter((record) => record.event === "hooks.refused")
+        .map((record) => record.work_item)
+        .sort(),
+    ).toEqual(["local:demo#1", "local:demo#2", "local:demo#3"]);
     expect(events.filter((record) => record.event === "hooks.failed").length).toBeGreaterThanOrEqual(2);
 
     const comments: string[] = [];
@@ -150,7 +154,8 @@ describe("a hook's token echoed back", () => {
     const files = await filesUnder(p.root);
     expect([...files.keys()].some((path) => path.endsWith("journal.jsonl"))).toBe(true);
     for (const [path, text] of files) found.push(...leaks(path, text));
-    for (const [args, result] of outputs) found.push(...leaks(`the-loop ${args} (stdout)`, result.stdout), ...leaks(`the-loop ${args} (stderr)`, result.stderr));
+    for (const [args, result] of outputs)
+      found.push(...leaks(`the-loop ${args} (stdout)`, result.stdout), ...leaks(`the-loop ${args} (stderr)`, result.stderr));
     for (const body of comments) found.push(...leaks("a comment", body));
     expect(found).toEqual([]);
   });

@@ -155,27 +155,43 @@ describe("the daemon socket authenticates and bounds its callers (real daemon)",
     const other = await p.cli(["graph", "complete", "local:demo#2", "--json"], inSession(one));
     expect(other.code).toBe(1);
     expect(other.stderr).toMatch(/own work item only/);
-    expect(await raw(p, JSON.stringify({ method: "graph.complete", params: { ref: "local:demo#2", node: null, configFile: null }, session: session1 }))).toMatchObject({
+    expect(
+      await raw(p, JSON.stringify({ method: "graph.complete", params: { ref: "local:demo#2", node: null, configFile: null }, session: session1 })),
+    ).toMatchObject({
       ok: false,
       error: expect.stringMatching(/own work item only/),
     });
     // A credential that is not the session's proves nothing.
     expect(
-      await raw(p, JSON.stringify({ method: "graph.complete", params: { ref: "local:demo#1", node: null, configFile: null }, session: { ...session1, token: "x".repeat(43) } })),
+      await raw(
+        p,
+        JSON.stringify({
+          method: "graph.complete",
+          params: { ref: "local:demo#1", node: null, configFile: null },
+          session: { ...session1, token: "x".repeat(43) },
+        }),
+      ),
     ).toMatchObject({ ok: false, error: expect.stringMatching(/not valid for local:demo#1/) });
     // A forged actor: the message names none, so one that tries is refused.
     const forged = { ref: "local:demo#1", to: "review", reason: "because", actor: "alice\nforged line" };
     expect(await raw(p, JSON.stringify({ method: "graph.force", params: forged }))).toMatchObject({ ok: false, error: expect.stringMatching(/actor/) });
-    expect(await raw(p, JSON.stringify({ method: "graph.complete", params: { ref: "local:demo#1", node: null, configFile: null, actor: "alice" } }))).toMatchObject({ ok: false });
+    expect(
+      await raw(p, JSON.stringify({ method: "graph.complete", params: { ref: "local:demo#1", node: null, configFile: null, actor: "alice" } })),
+    ).toMatchObject({ ok: false });
     // A force carrying a session credential, raw and through the CLI.
-    expect(await raw(p, JSON.stringify({ method: "graph.force", params: { ref: "local:demo#1", to: "review", reason: "r" }, session: session1 }))).toMatchObject({
+    expect(
+      await raw(p, JSON.stringify({ method: "graph.force", params: { ref: "local:demo#1", to: "review", reason: "r" }, session: session1 })),
+    ).toMatchObject({
       ok: false,
       error: expect.stringMatching(/operator command/),
     });
     const cliForce = await p.cli(["graph", "force", "#1", "--to", "review", "--reason", "r"], inSession(one));
     expect(cliForce.code).not.toBe(0);
     expect(cliForce.stderr).toMatch(/operator command/);
-    for (const args of [["sessions", "stop", "--work-item", "#1"], ["item", "comment", "#1", "hi", "--as", "alice"]]) {
+    for (const args of [
+      ["sessions", "stop", "--work-item", "#1"],
+      ["item", "comment", "#1", "hi", "--as", "alice"],
+    ]) {
       const refused = await p.cli(args, inSession(one));
       expect(refused.code, args.join(" ")).not.toBe(0);
       expect(refused.stderr).toMatch(/operator command/);

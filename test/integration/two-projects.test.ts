@@ -43,7 +43,10 @@ describe("two projects on one tmux server (real daemons, real tmux)", () => {
       await project.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
     }
     // local:demo#1 in both, at the same time.
-    for (const [project, title] of [[first, "First project's task"], [second, "Second project's task"]] as const) {
+    for (const [project, title] of [
+      [first, "First project's task"],
+      [second, "Second project's task"],
+    ] as const) {
       expect((await project.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
     }
     for (const project of projects) await project.waitForEvent("the spawn", (r) => r.event === "session.spawned" && r.work_item === "local:demo#1");
@@ -60,7 +63,10 @@ describe("two projects on one tmux server (real daemons, real tmux)", () => {
     expect(onServer.sort()).toEqual([...targets].sort());
 
     // Each harness was started for its own project's item, and hears only its own project's comments.
-    for (const [project, title] of [[first, "First project's task"], [second, "Second project's task"]] as const) {
+    for (const [project, title] of [
+      [first, "First project's task"],
+      [second, "Second project's task"],
+    ] as const) {
       const boot = await waitFor("the boot line", async () => (await project.transcript()).find((e) => e.type === "boot"));
       expect(boot.argv?.at(-1)).toContain(title);
     }

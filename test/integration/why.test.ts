@@ -125,7 +125,10 @@ describe("the-loop why, through the daemon (real tmux, the fake harness)", () =>
     await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
     const claimed = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
     expect(claimed.code, claimed.stderr).toBe(0);
-    await p.waitForEvent("the review label's echo", (r) => r.event === "routing.dropped" && r.reason === "self-echo" && r.kind === "labeled" && r.delivery_id !== echo.delivery_id);
+    await p.waitForEvent(
+      "the review label's echo",
+      (r) => r.event === "routing.dropped" && r.reason === "self-echo" && r.kind === "labeled" && r.delivery_id !== echo.delivery_id,
+    );
     const gate = await why(p);
     expect(gate.state).toBe("at-gate");
     expect(gate.summary).toMatch(/^the spec-review graph run waits at the gate review/);

@@ -85,10 +85,7 @@ describe("PullRequestLinks", () => {
   it("leaves one whole binding when two processes bind at once", async () => {
     const links = await store();
     const twin = new PullRequestLinks(links.dir);
-    const results = await Promise.all([
-      links.bind(PR, issue(12), "explicit", T0),
-      twin.bind(PR, issue(13), "closing-reference", T0),
-    ]);
+    const results = await Promise.all([links.bind(PR, issue(12), "explicit", T0), twin.bind(PR, issue(13), "closing-reference", T0)]);
     expect(results).toContain(true);
     // Whichever ran first, the explicit binding is what remains.
     expect(links.get(PR)).toMatchObject({ workItem: { ref: "github:octo/app#12" }, source: "explicit" });

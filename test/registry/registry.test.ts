@@ -213,9 +213,7 @@ describe("SessionRegistry.update", () => {
 
   it("refuses an invalid result and keeps the record", async () => {
     const registry = await registryWith(recordOf(DEMO));
-    await expect(registry.update(DEMO.ref, (record) => ({ ...record, status: "gone" as SessionStatus }))).rejects.toThrow(
-      /invalid session record/,
-    );
+    await expect(registry.update(DEMO.ref, (record) => ({ ...record, status: "gone" as SessionStatus }))).rejects.toThrow(/invalid session record/);
     expect(registry.get(DEMO.ref)).toEqual(recordOf(DEMO));
   });
 
@@ -459,7 +457,12 @@ describe("listSessionSummaries", () => {
       { ref: "local:demo#1", status: "active", harness: "claude", tmuxTarget: one.tmuxTarget, lastEventAt: one.lastEventAt },
       { ref: "local:demo#2", status: "paused", harness: "claude", tmuxTarget: two.tmuxTarget, lastEventAt: two.lastEventAt },
     ]);
-    expect(JSON.parse(await readFile(`${cache}.rows`, "utf8"))).toMatchObject({ entries: [["local:demo#1", "active"], ["local:demo#2", "paused"]].map((row) => expect.arrayContaining(row)) });
+    expect(JSON.parse(await readFile(`${cache}.rows`, "utf8"))).toMatchObject({
+      entries: [
+        ["local:demo#1", "active"],
+        ["local:demo#2", "paused"],
+      ].map((row) => expect.arrayContaining(row)),
+    });
     expect(listSessionSummaries(registry.dir, { cache, status: "paused" }).summaries.map((s) => s.ref)).toEqual(["local:demo#2"]);
     await registry.close(one.workItem.ref, "done", at(5));
     await settled(registry.dir);

@@ -73,8 +73,7 @@ function view(sessions: Record<string, SessionView> = {}, controls: Record<strin
   return { sessionFor: (ref) => sessions[ref], controlFor: (ref) => controls[ref] };
 }
 
-const decide = (e: Partial<InboundEvent>, p: PolicyInput = {}, v: RegistryView = view()): Decision =>
-  route(event(e), policy(p), v, { has: () => false });
+const decide = (e: Partial<InboundEvent>, p: PolicyInput = {}, v: RegistryView = view()): Decision => route(event(e), policy(p), v, { has: () => false });
 
 const control = (command: ControlRecord["command"], session: "none" | "active" | "paused", armed = true, itemClosed = false, workItem = ISSUE): Decision => ({
   action: "control",
@@ -89,22 +88,100 @@ describe("the start gate (a labelled item with no session)", () => {
   const comment = { body: "please have a look" };
   it.each<[string, Partial<InboundEvent>, PolicyInput, RegistryView, Decision]>([
     ["a comment on an armed item waits for the start", comment, {}, view(), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
-    ["an item opened already labelled is armed, not started", { kind: "opened", body: "do the thing" }, {}, view(), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
-    ["the label event itself only arms", { kind: "labeled", label: LABEL, body: null }, {}, view(), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
-    ["spawnOnUnmatched always still needs the start", { ...comment, labels: [] }, { spawn: "always" }, view(), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
-    ["an honoured start lets the next event spawn (a failed spawn retried)", comment, {}, view({}, { [ISSUE.ref]: record("start") }), { action: "spawn", workItem: ISSUE }],
+    [
+      "an item opened already labelled is armed, not started",
+      { kind: "opened", body: "do the thing" },
+      {},
+      view(),
+      { action: "drop", reason: "awaiting-start", workItem: ISSUE },
+    ],
+    [
+      "the label event itself only arms",
+      { kind: "labeled", label: LABEL, body: null },
+      {},
+      view(),
+      { action: "drop", reason: "awaiting-start", workItem: ISSUE },
+    ],
+    [
+      "spawnOnUnmatched always still needs the start",
+      { ...comment, labels: [] },
+      { spawn: "always" },
+      view(),
+      { action: "drop", reason: "awaiting-start", workItem: ISSUE },
+    ],
+    [
+      "an honoured start lets the next event spawn (a failed spawn retried)",
+      comment,
+      {},
+      view({}, { [ISSUE.ref]: record("start") }),
+      { action: "spawn", workItem: ISSUE },
+    ],
     ["a resume recorded counts as a start", comment, {}, view({}, { [ISSUE.ref]: record("resume") }), { action: "spawn", workItem: ISSUE }],
-    ["a cleared start no longer counts", comment, {}, view({}, { [ISSUE.ref]: record("start", { clearedAt: "2026-11-30T00:00:00.000Z" }) }), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
-    ["a start by someone no longer authorized starts nothing", comment, {}, view({}, { [ISSUE.ref]: record("start", { actor: "carol" }) }), { action: "drop", reason: "awaiting-start", workItem: ISSUE }],
-    ["a start from the CLI stands whoever gave it", comment, {}, view({}, { [ISSUE.ref]: record("start", { source: "cli", actor: "operator" }) }), { action: "spawn", workItem: ISSUE }],
-    ["a stopped item does not re-spawn", comment, {}, view({}, { [ISSUE.ref]: record("stop") }), { action: "drop", reason: "execution-stopped", workItem: ISSUE }],
-    ["a paused item with no session does not spawn", comment, {}, view({}, { [ISSUE.ref]: record("pause") }), { action: "drop", reason: "execution-stopped", workItem: ISSUE }],
+    [
+      "a cleared start no longer counts",
+      comment,
+      {},
+      view({}, { [ISSUE.ref]: record("start", { clearedAt: "2026-11-30T00:00:00.000Z" }) }),
+      { action: "drop", reason: "awaiting-start", workItem: ISSUE },
+    ],
+    [
+      "a start by someone no longer authorized starts nothing",
+      comment,
+      {},
+      view({}, { [ISSUE.ref]: record("start", { actor: "carol" }) }),
+      { action: "drop", reason: "awaiting-start", workItem: ISSUE },
+    ],
+    [
+      "a start from the CLI stands whoever gave it",
+      comment,
+      {},
+      view({}, { [ISSUE.ref]: record("start", { source: "cli", actor: "operator" }) }),
+      { action: "spawn", workItem: ISSUE },
+    ],
+    [
+      "a stopped item does not re-spawn",
+      comment,
+      {},
+      view({}, { [ISSUE.ref]: record("stop") }),
+      { action: "drop", reason: "execution-stopped", workItem: ISSUE },
+    ],
+    [
+      "a paused item with no session does not spawn",
+      comment,
+      {},
+      view({}, { [ISSUE.ref]: record("pause") }),
+      { action: "drop", reason: "execution-stopped", workItem: ISSUE },
+    ],
     ["requireStartCommand false: the label alone spawns", comment, { requireStartCommand: false }, view(), { action: "spawn", workItem: ISSUE }],
-    ["requireStartCommand false: a stop still holds", comment, { requireStartCommand: false }, view({}, { [ISSUE.ref]: record("stop") }), { action: "drop", reason: "execution-stopped", workItem: ISSUE }],
+    [
+      "requireStartCommand false: a stop still holds",
+      comment,
+      { requireStartCommand: false },
+      view({}, { [ISSUE.ref]: record("stop") }),
+      { action: "drop", reason: "execution-stopped", workItem: ISSUE },
+    ],
     ["control off: the label alone spawns", comment, { enabled: false }, view(), { action: "spawn", workItem: ISSUE }],
-    ["an unarmed item is refused by the spawn policy first", { ...comment, labels: [] }, {}, view({}, { [ISSUE.ref]: record("start") }), { action: "drop", reason: "spawn-policy", workItem: ISSUE }],
-    ["never spawns under never, start recorded or not", comment, { spawn: "never" }, view({}, { [ISSUE.ref]: record("start") }), { action: "drop", reason: "spawn-policy", workItem: ISSUE }],
-    ["a closed item never spawns", { ...comment, itemState: "closed" }, {}, view({}, { [ISSUE.ref]: record("start") }), { action: "drop", reason: "item-closed", workItem: ISSUE }],
+    [
+      "an unarmed item is refused by the spawn policy first",
+      { ...comment, labels: [] },
+      {},
+      view({}, { [ISSUE.ref]: record("start") }),
+      { action: "drop", reason: "spawn-policy", workItem: ISSUE },
+    ],
+    [
+      "never spawns under never, start recorded or not",
+      comment,
+      { spawn: "never" },
+      view({}, { [ISSUE.ref]: record("start") }),
+      { action: "drop", reason: "spawn-policy", workItem: ISSUE },
+    ],
+    [
+      "a closed item never spawns",
+      { ...comment, itemState: "closed" },
+      {},
+      view({}, { [ISSUE.ref]: record("start") }),
+      { action: "drop", reason: "item-closed", workItem: ISSUE },
+    ],
   ])("%s", (_name, e, p, v, expected) => {
     expect(decide(e, p, v)).toEqual(expected);
   });
@@ -123,7 +200,13 @@ describe("control keywords", () => {
     ["a keyword in a review", { kind: "reviewed", body: `LGTM\n\n${PAUSE}` }, {}, view({ [ISSUE.ref]: live("active") }), control("pause", "active")],
     ["a keyword in a review comment", { kind: "review_commented", body: `(${STOP})` }, {}, view({ [ISSUE.ref]: live("active") }), control("stop", "active")],
     ["the same keyword twice is one command", { body: `${START}\n${START.toUpperCase()}` }, {}, view(), control("start", "none")],
-    ["a start choosing a graph carries the choice", { body: `${START} graph=adhoc` }, {}, view(), { action: "control", workItem: ISSUE, command: "start", graph: "adhoc", session: "none", armed: true, itemClosed: false }],
+    [
+      "a start choosing a graph carries the choice",
+      { body: `${START} graph=adhoc` },
+      {},
+      view(),
+      { action: "control", workItem: ISSUE, command: "start", graph: "adhoc", session: "none", armed: true, itemClosed: false },
+    ],
     ["a graph argument on the next line is none", { body: `${START}\ngraph=adhoc` }, {}, view(), control("start", "none")],
     [
       "a PR comment acts on the linked item whose session is live",
@@ -132,13 +215,7 @@ describe("control keywords", () => {
       view({ [ISSUE.ref]: live("active") }),
       control("pause", "active"),
     ],
-    [
-      "a PR comment with no live session acts on the most authoritative item",
-      { workItems: [ISSUE, PR] },
-      {},
-      view(),
-      control("start", "none"),
-    ],
+    ["a PR comment with no live session acts on the most authoritative item", { workItems: [ISSUE, PR] }, {}, view(), control("start", "none")],
     [
       "a PR comment acts on the PR's own session when only it has one",
       { workItems: [ISSUE, PR], body: STOP },

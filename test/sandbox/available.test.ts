@@ -4,7 +4,18 @@ import { hostSystem, type HostFs } from "../../src/sandbox/host.js";
 import type { BoundedCommand, BoundedResult } from "../../src/subprocess/index.js";
 
 function result(overrides: Partial<BoundedResult>): BoundedResult {
-  return { exitCode: 0, signal: null, timedOut: false, aborted: false, stdout: "", stderr: "", stdoutTruncated: false, stderrTruncated: false, durationMs: 1, ...overrides };
+  return {
+    exitCode: 0,
+    signal: null,
+    timedOut: false,
+    aborted: false,
+    stdout: "",
+    stderr: "",
+    stdoutTruncated: false,
+    stderrTruncated: false,
+    durationMs: 1,
+    ...overrides,
+  };
 }
 
 /** A runner answering by the first argument after the program, remembering each argv. */
@@ -32,14 +43,20 @@ describe("checkBubblewrap", () => {
   });
 
   it("an older bwrap without --disable-userns still works, without that promise", async () => {
-    const runner = fakeRunner({ "--version": { stdout: "bubblewrap 0.6.1" }, "--disable-userns": { exitCode: 1, stderr: "bwrap: Unknown option --disable-userns" } });
+    const runner = fakeRunner({
+      "--version": { stdout: "bubblewrap 0.6.1" },
+      "--disable-userns": { exitCode: 1, stderr: "bwrap: Unknown option --disable-userns" },
+    });
     expect(await checkBubblewrap({ run: runner.run })).toMatchObject({ available: true, denyNestedUserNamespaces: false });
     expect(runner.calls[2]).not.toContain("--disable-userns");
   });
 
   it("not installed: says so and how to install it", async () => {
     const runner = fakeRunner({ "--version": { exitCode: null, error: "command not found: bwrap (install it or put it on the PATH the command is given)" } });
-    expect(await checkBubblewrap({ run: runner.run })).toEqual({ available: false, reason: "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)" });
+    expect(await checkBubblewrap({ run: runner.run })).toEqual({
+      available: false,
+      reason: "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap)",
+    });
   });
 
   it("user namespaces refused: the kernel's message as bwrap says it, and what to change", async () => {
@@ -55,7 +72,10 @@ describe("checkBubblewrap", () => {
 
   it("a probe past its deadline is a reason, not a hang", async () => {
     const runner = fakeRunner({ "--version": { stdout: "bubblewrap 0.8.0" }, "--disable-userns": { exitCode: null, signal: "SIGKILL", timedOut: true } });
-    expect(await checkBubblewrap({ run: runner.run, timeoutMs: 50 })).toEqual({ available: false, reason: "bwrap did not finish a sandbox of `true` within 50 ms" });
+    expect(await checkBubblewrap({ run: runner.run, timeoutMs: 50 })).toEqual({
+      available: false,
+      reason: "bwrap did not finish a sandbox of `true` within 50 ms",
+    });
   });
 });
 
@@ -78,7 +98,15 @@ describe("hostSystem", () => {
   }
 
   it("merged /usr: /bin and the /lib folders are recreated as the links they are; missing ones are left out", () => {
-    const fs = fakeFs({ "/usr": "dir", "/etc": "dir", "/bin": { link: "usr/bin" }, "/sbin": { link: "usr/sbin" }, "/lib": { link: "usr/lib" }, "/lib64": { link: "usr/lib64" }, "/etc/resolv.conf": "file" });
+    const fs = fakeFs({
+      "/usr": "dir",
+      "/etc": "dir",
+      "/bin": { link: "usr/bin" },
+      "/sbin": { link: "usr/sbin" },
+      "/lib": { link: "usr/lib" },
+      "/lib64": { link: "usr/lib64" },
+      "/etc/resolv.conf": "file",
+    });
     expect(hostSystem(fs)).toEqual([
       { kind: "dir", path: "/usr" },
       { kind: "dir", path: "/etc" },

@@ -66,9 +66,16 @@ describe("planBubblewrap: each field and the flags it makes", () => {
   it("system: folders read-only, links recreated as the same links, a file read-only", () => {
     const argv = planBubblewrap(request({ system: [...MERGED_USR, { kind: "file", path: "/run/systemd/resolve/stub-resolv.conf" }] }));
     expect(occurrences(argv, "--ro-bind", 2)).toEqual(
-      expect.arrayContaining([["/usr", "/usr"], ["/etc", "/etc"], ["/run/systemd/resolve/stub-resolv.conf", "/run/systemd/resolve/stub-resolv.conf"]]),
+      expect.arrayContaining([
+        ["/usr", "/usr"],
+        ["/etc", "/etc"],
+        ["/run/systemd/resolve/stub-resolv.conf", "/run/systemd/resolve/stub-resolv.conf"],
+      ]),
     );
-    expect(occurrences(argv, "--symlink", 2)).toEqual([["usr/bin", "/bin"], ["usr/lib", "/lib"]]);
+    expect(occurrences(argv, "--symlink", 2)).toEqual([
+      ["usr/bin", "/bin"],
+      ["usr/lib", "/lib"],
+    ]);
     expect(occurrences(argv, "--ro-bind", 2)).not.toContainEqual(["/", "/"]);
   });
 
@@ -167,20 +174,41 @@ describe("planBubblewrap refuses a request that would undo the sandbox", () => {
     ["a relative bind target", { binds: [{ source: "/data", target: "data", mode: "ro" }] }, /binds\[0\]\.target/],
     ["a path with a NUL byte", { worktree: "/srv/loop/workspaces/a\0b" }, /worktree: the path holds a NUL byte/],
     ["a path with a newline", { binds: [{ source: "/data\n--bind", target: "/data", mode: "ro" }] }, /binds\[0\]\.source: the path holds a line break/],
-    ["a path with ..", { binds: [{ source: "/srv/loop/workspaces/../tracker", target: "/t", mode: "ro" }] }, /not written plainly \(write \/srv\/loop\/tracker\)/],
+    [
+      "a path with ..",
+      { binds: [{ source: "/srv/loop/workspaces/../tracker", target: "/t", mode: "ro" }] },
+      /not written plainly \(write \/srv\/loop\/tracker\)/,
+    ],
     ["a path with a trailing slash", { home: "/home/op/" }, /home: .* not written plainly/],
     ["a bind inside the state root", { binds: [{ source: "/srv/loop/tracker", target: "/tracker", mode: "ro" }] }, /binds\[0\]: .* inside the state root/],
     ["a bind of the state root", { binds: [{ source: "/srv/loop", target: "/loop", mode: "ro" }] }, /binds\[0\]: \/srv\/loop is the state root/],
     ["a bind above the state root", { binds: [{ source: "/srv", target: "/srv", mode: "ro" }] }, /binds\[0\]: \/srv contains the state root/],
     ["a bind of /", { binds: [{ source: "/", target: "/host", mode: "ro" }] }, /binds\[0\]: \/ contains the state root/],
-    ["agent config inside the state root", { agentConfig: [{ source: "/srv/loop/sessions", target: "/home/op/.claude", mode: "rw" }] }, /agentConfig\[0\]: .* inside the state root/],
+    [
+      "agent config inside the state root",
+      { agentConfig: [{ source: "/srv/loop/sessions", target: "/home/op/.claude", mode: "rw" }] },
+      /agentConfig\[0\]: .* inside the state root/,
+    ],
     ["a worktree that is the state root", { worktree: "/srv/loop", cwd: "/srv/loop" }, /worktree: \/srv\/loop is the state root/],
     ["a git dir above the state root", { gitDirs: ["/srv"] }, /gitDirs\[0\]: \/srv contains the state root/],
     ["a bind of the home", { binds: [{ source: "/home/op", target: "/op", mode: "ro" }] }, /binds\[0\]: \/home\/op is the home/],
     ["a bind above the home", { binds: [{ source: "/home", target: "/home", mode: "ro" }] }, /binds\[0\]: \/home contains the home/],
     ["a worktree above the home", { worktree: "/home", cwd: "/home" }, /worktree: \/home contains the home/],
-    ["two binds on one target", { binds: [{ source: "/a", target: "/data", mode: "ro" }, { source: "/b", target: "/data", mode: "rw" }] }, /binds\[1\]: \/data is already the target of binds\[0\]/],
-    ["a bind on the worktree's target", { binds: [{ source: "/a", target: "/srv/loop/workspaces/octo-repo-15", mode: "ro" }] }, /already the target of worktree/],
+    [
+      "two binds on one target",
+      {
+        binds: [
+          { source: "/a", target: "/data", mode: "ro" },
+          { source: "/b", target: "/data", mode: "rw" },
+        ],
+      },
+      /binds\[1\]: \/data is already the target of binds\[0\]/,
+    ],
+    [
+      "a bind on the worktree's target",
+      { binds: [{ source: "/a", target: "/srv/loop/workspaces/octo-repo-15", mode: "ro" }] },
+      /already the target of worktree/,
+    ],
     ["a bind on a system path", { binds: [{ source: "/a", target: "/usr", mode: "ro" }] }, /\/usr is already the target of the system's \/usr/],
     ["a bind on /tmp", { binds: [{ source: "/a", target: "/tmp", mode: "ro" }] }, /already the target of the private \/tmp/],
     ["a bind on the home", { binds: [{ source: "/a", target: "/home/op", mode: "ro" }] }, /already the target of home/],

@@ -54,7 +54,10 @@ async function look() {
   writeFileSync(input.insideTmpFile, "written inside");
   const writes = Object.fromEntries(Object.entries(input.write).map(([name, path]) => [name, attempt(() => appendFileSync(path, ""))]));
   const git = attempt(() => {
-    const run = (...args) => execFileSync("git", args, { cwd: input.worktree, stdio: ["ignore", "pipe", "pipe"] }).toString().trim();
+    const run = (...args) =>
+      execFileSync("git", args, { cwd: input.worktree, stdio: ["ignore", "pipe", "pipe"] })
+        .toString()
+        .trim();
     writeFileSync(join(input.worktree, "from-inside.txt"), "made in the sandbox\n");
     run("add", "from-inside.txt");
     run("commit", "-q", "-m", "a commit made in the sandbox");

@@ -87,7 +87,7 @@ describe("the SDK's import graph", () => {
         'export { x } from "../outside.js";',
         'import "yaml";',
         "const name = 'x'; await import(name);",
-        'const text = "import y from \'commander\'";',
+        "const text = \"import y from 'commander'\";",
       ].join("\n"),
     );
     await writeFile(join(root, "sdk", "inner.js"), 'export const inner = await import("./missing.js");\n');

@@ -36,7 +36,9 @@ describe("handleRequest serves both families", () => {
   });
 
   it("answers -32601 for a loop event when the class extends LifecycleHooks only", async () => {
-    const answer = JSON.parse((await handleRequest(new LifecycleOnly(), request("loop.gate.pre", gatePre()))) ?? "null") as { error: { code: number; message: string } };
+    const answer = JSON.parse((await handleRequest(new LifecycleOnly(), request("loop.gate.pre", gatePre()))) ?? "null") as {
+      error: { code: number; message: string };
+    };
     expect(answer.error).toEqual({
       code: HOOK_RPC_ERRORS.methodNotFound,
       message: "Method not found: the executor has no loopGatePre method; a class handling loop.gate.pre extends LoopHooks",
@@ -46,7 +48,9 @@ describe("handleRequest serves both families", () => {
   it("answers -32601 for a wildcard, naming the points of both families", async () => {
     const answer = JSON.parse((await handleRequest(new Both(), request("loop.*", {}))) ?? "null") as { error: { code: number; message: string } };
     expect(answer.error.code).toBe(HOOK_RPC_ERRORS.methodNotFound);
-    expect(answer.error.message).toMatch(/^Method not found: "loop\.\*" is not a hook point; the points are work_item_start, .*, loop\.started, .*loop\.terminal$/);
+    expect(answer.error.message).toMatch(
+      /^Method not found: "loop\.\*" is not a hook point; the points are work_item_start, .*, loop\.started, .*loop\.terminal$/,
+    );
   });
 
   it("HookServer hosts a LoopHooks class over HTTP", async () => {

@@ -147,10 +147,28 @@ describe("handleRequest: the executor's answer", () => {
   it("sends back only the point's decisions: facts and unknown keys stay home", async () => {
     class Rewrites extends LifecycleHooks {
       override sessionSpawn(context: SessionSpawnContext): SessionSpawnContext {
-        return { ...context, harness: "changed", workItem: { ...context.workItem, number: 99 }, prompt: `[policy] ${context.prompt}`, extra: 1 } as SessionSpawnContext;
+        return {
+          ...context,
+          harness: "changed",
+          workItem: { ...context.workItem, number: 99 },
+          prompt: `[policy] ${context.prompt}`,
+          extra: 1,
+        } as SessionSpawnContext;
       }
     }
-    const context = { workItem, actor: "a", harness: "claude", tmuxTarget: "t", cwd: "/w", harnessSessionId: "h", pullRequest: "", deliveryId: "d", proceed: true, reason: "", prompt: "go" };
+    const context = {
+      workItem,
+      actor: "a",
+      harness: "claude",
+      tmuxTarget: "t",
+      cwd: "/w",
+      harnessSessionId: "h",
+      pullRequest: "",
+      deliveryId: "d",
+      proceed: true,
+      reason: "",
+      prompt: "go",
+    };
     const response = await call(new Rewrites(), request("session_spawn", context));
     expect(response.result).toEqual({ proceed: true, reason: "", prompt: "[policy] go" });
   });
@@ -207,7 +225,11 @@ describe("handleRequest: the executor's answer", () => {
       }
     }
     const response = await call(new Returns(), request("work_item_start", startContext, 12));
-    expect(response).toEqual({ jsonrpc: "2.0", id: 12, error: { code: HOOK_RPC_ERRORS.internalError, message: `the executor returned ${type}, not a context` } });
+    expect(response).toEqual({
+      jsonrpc: "2.0",
+      id: 12,
+      error: { code: HOOK_RPC_ERRORS.internalError, message: `the executor returned ${type}, not a context` },
+    });
   });
 
   it("answers -32603 when a decision has no JSON form", async () => {
@@ -223,8 +245,18 @@ describe("handleRequest: the executor's answer", () => {
 
 describe("handleRequest: a hook that raises", () => {
   it.each([
-    { name: "synchronously", method: (): never => { throw new Error("compliance service said no"); } },
-    { name: "asynchronously", method: async (): Promise<never> => { throw new Error("compliance service said no"); } },
+    {
+      name: "synchronously",
+      method: (): never => {
+        throw new Error("compliance service said no");
+      },
+    },
+    {
+      name: "asynchronously",
+      method: async (): Promise<never> => {
+        throw new Error("compliance service said no");
+      },
+    },
   ])("answers -32000 with the message when it raises $name", async ({ method }) => {
     class Raises extends LifecycleHooks {
       override workItemStart = method;
@@ -400,7 +432,11 @@ describe("handleRequest: batches", () => {
         return { ...context, reason: 1n as unknown as string };
       }
     }
-    const answers = await callBatch(new BigIntReason(), [request("phase_changed", {}, 1), request("work_item_start", startContext, 2), request("phase_changed", {}, 3)]);
+    const answers = await callBatch(new BigIntReason(), [
+      request("phase_changed", {}, 1),
+      request("work_item_start", startContext, 2),
+      request("phase_changed", {}, 3),
+    ]);
     expect(answers).toEqual([
       { jsonrpc: "2.0", id: 1, result: null },
       { jsonrpc: "2.0", id: 2, error: { code: HOOK_RPC_ERRORS.internalError, message: expect.stringMatching(/not JSON/) as unknown } },
@@ -410,7 +446,10 @@ describe("handleRequest: batches", () => {
 
   it(`answers a batch of ${MAX_BATCH_REQUESTS} requests`, async () => {
     const executor = new Recorder();
-    const answers = await callBatch(executor, Array.from({ length: MAX_BATCH_REQUESTS }, (_, index) => request("phase_changed", {}, index)));
+    const answers = await callBatch(
+      executor,
+      Array.from({ length: MAX_BATCH_REQUESTS }, (_, index) => request("phase_changed", {}, index)),
+    );
     expect(answers.map((answer) => answer.id)).toEqual(Array.from({ length: MAX_BATCH_REQUESTS }, (_, index) => index));
     expect(executor.calls).toHaveLength(MAX_BATCH_REQUESTS);
   });
@@ -422,7 +461,10 @@ describe("handleRequest: batches", () => {
     expect(answer).toEqual({
       jsonrpc: "2.0",
       id: null,
-      error: { code: HOOK_RPC_ERRORS.invalidRequest, message: `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests; this one holds ${MAX_BATCH_REQUESTS + 1}` },
+      error: {
+        code: HOOK_RPC_ERRORS.invalidRequest,
+        message: `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests; this one holds ${MAX_BATCH_REQUESTS + 1}`,
+      },
     });
     expect(executor.calls).toEqual([]);
   });

@@ -102,7 +102,11 @@ describe("handleRequest keeps the request's id once it has read it", () => {
       }
     }
     const text = await handleRequest(new Getter(), JSON.stringify({ jsonrpc: "2.0", id: 5, method: "work_item_start", params: {} }));
-    expect(text && JSON.parse(text)).toEqual({ jsonrpc: "2.0", id: 5, error: { code: HOOK_RPC_ERRORS.internalError, message: "Internal error: getter broke" } });
+    expect(text && JSON.parse(text)).toEqual({
+      jsonrpc: "2.0",
+      id: 5,
+      error: { code: HOOK_RPC_ERRORS.internalError, message: "Internal error: getter broke" },
+    });
   });
 
   it("when the executor's method cannot even be looked up", async () => {

@@ -50,7 +50,11 @@ function notify(method: string, params: Record<string, unknown>): string {
 }
 
 /** `json` is undefined when the body is empty, as a 204 has it. */
-async function post(url: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
+async function post(
+  url: string,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
   const response = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body });
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, json: text === "" ? undefined : (JSON.parse(text) as unknown) };

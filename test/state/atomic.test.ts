@@ -1,15 +1,7 @@
 import { mkdir, readdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  CorruptFileError,
-  createFileExclusive,
-  isTemporaryName,
-  readJsonFile,
-  toJsonText,
-  writeFileAtomic,
-  writeJsonAtomic,
-} from "../../src/state/atomic.js";
+import { CorruptFileError, createFileExclusive, isTemporaryName, readJsonFile, toJsonText, writeFileAtomic, writeJsonAtomic } from "../../src/state/atomic.js";
 import { tempDir } from "../support/temp.js";
 
 const modeOf = async (path: string): Promise<number> => (await stat(path)).mode & 0o777;

@@ -47,11 +47,7 @@ describe("deriveStatePaths", () => {
 
   const root = `${BASE}/custom-root`;
   it.each<[string, CliConfigInput, Partial<StatePaths>]>([
-    [
-      "routing.registryDir (absolute)",
-      { routing: { registryDir: "/srv/registry" } },
-      { registryDir: "/srv/registry" },
-    ],
+    ["routing.registryDir (absolute)", { routing: { registryDir: "/srv/registry" } }, { registryDir: "/srv/registry" }],
     ["routing.workspace.root", { routing: { workspace: { root: "/srv/checkouts" } } }, { workspacesDir: "/srv/checkouts" }],
     ["routing.registryDir (relative)", { routing: { registryDir: "records" } }, { registryDir: `${BASE}/records` }],
     ["routing.registryDir (~)", { routing: { registryDir: "~/records" } }, { registryDir: `${HOME}/records` }],
@@ -68,16 +64,8 @@ describe("deriveStatePaths", () => {
     ["eventLog.path (absolute)", { eventLog: { path: "/var/log/loop.jsonl" } }, { eventLog: "/var/log/loop.jsonl" }],
     ["eventLog.path (relative)", { eventLog: { path: "logs/loop.jsonl" } }, { eventLog: `${BASE}/logs/loop.jsonl` }],
     ["eventLog.path (~)", { eventLog: { path: "~/loop.jsonl" } }, { eventLog: `${HOME}/loop.jsonl` }],
-    [
-      "webhooks.ghWebhook.pidfile (absolute)",
-      { webhooks: { ghWebhook: { pidfile: "/run/gh-webhook.pid" } } },
-      { ghWebhookPidfile: "/run/gh-webhook.pid" },
-    ],
-    [
-      "webhooks.ghWebhook.pidfile (relative)",
-      { webhooks: { ghWebhook: { pidfile: "run/hook.pid" } } },
-      { ghWebhookPidfile: `${BASE}/run/hook.pid` },
-    ],
+    ["webhooks.ghWebhook.pidfile (absolute)", { webhooks: { ghWebhook: { pidfile: "/run/gh-webhook.pid" } } }, { ghWebhookPidfile: "/run/gh-webhook.pid" }],
+    ["webhooks.ghWebhook.pidfile (relative)", { webhooks: { ghWebhook: { pidfile: "run/hook.pid" } } }, { ghWebhookPidfile: `${BASE}/run/hook.pid` }],
   ])("uses an explicit %s verbatim and nothing else moves", (_case, input, overridden) => {
     // A custom root shows that the explicit path is not re-rooted and the others still are.
     expect(pathsFor({ ...input, state: { root: "custom-root" } })).toEqual({ ...underRoot(root), ...overridden });

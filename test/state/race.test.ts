@@ -27,9 +27,7 @@ describe("createFileExclusive across processes", () => {
     const dir = await tempDir();
     const CONTENDERS = 8;
     const CLAIMS = 25;
-    const contenders = await startTogether(CONTENDERS, (index) =>
-      startFixture("create-exclusive.mjs", [dir, `contender-${index}`, String(CLAIMS)]),
-    );
+    const contenders = await startTogether(CONTENDERS, (index) => startFixture("create-exclusive.mjs", [dir, `contender-${index}`, String(CLAIMS)]));
 
     const winnerOf = new Map<number, string[]>();
     for (const [index, contender] of contenders.entries()) {
@@ -56,9 +54,7 @@ describe("withLock", () => {
     const counter = join(dir, "counter.json");
     const PROCESSES = 6;
     const INCREMENTS = 30;
-    const incrementers = await startTogether(PROCESSES, () =>
-      startFixture("increment-counter.mjs", [counter, String(INCREMENTS)]),
-    );
+    const incrementers = await startTogether(PROCESSES, () => startFixture("increment-counter.mjs", [counter, String(INCREMENTS)]));
     await Promise.all(incrementers.map((incrementer) => expectCleanExit(incrementer)));
 
     expect(await readJsonFile(counter)).toEqual({ count: PROCESSES * INCREMENTS });
@@ -146,9 +142,7 @@ describe("withLock", () => {
     await mkdir(`${target}.lock`);
     const recently = new Date(Date.now() - 5 * 1000);
     await utimes(`${target}.lock`, recently, recently);
-    await expect(withLock(target, async () => "stolen", { timeoutMs: 100, staleMs: 30_000 })).rejects.toBeInstanceOf(
-      LockTimeoutError,
-    );
+    await expect(withLock(target, async () => "stolen", { timeoutMs: 100, staleMs: 30_000 })).rejects.toBeInstanceOf(LockTimeoutError);
     expect(await exists(`${target}.lock`)).toBe(true);
   });
 });

@@ -25,7 +25,18 @@ describe("the record kinds' generated shapes", () => {
   it("hand zod-free code the schema's facts", () => {
     expect(SESSION_STATUSES).toEqual(sessionRecordSchema.shape.status.options);
     expect(CONTROL_RECENT_DELIVERIES_MAX).toBe(50);
-    expect(controlRecordSchema.safeParse({ version: 1, ref: "local:a#1", command: "stop", source: "cli", actor: "x", requestedAt: "2025-03-01T10:00:00Z", effect: "noop", recentDeliveries: Array(51).fill("d") }).success).toBe(false);
+    expect(
+      controlRecordSchema.safeParse({
+        version: 1,
+        ref: "local:a#1",
+        command: "stop",
+        source: "cli",
+        actor: "x",
+        requestedAt: "2025-03-01T10:00:00Z",
+        effect: "noop",
+        recentDeliveries: Array(51).fill("d"),
+      }).success,
+    ).toBe(false);
   });
 
   it("compile: the session shape agrees with the schema on a record and on what is wrong with one", () => {
@@ -75,7 +86,10 @@ describe("compileShape", () => {
           count: z.number().int().nonnegative().optional(),
           ratio: z.number().optional(),
           flag: z.boolean().optional(),
-          code: z.string().regex(/^[a-z]+$/).optional(),
+          code: z
+            .string()
+            .regex(/^[a-z]+$/)
+            .optional(),
           short: z.string().max(3).optional(),
           from: z.string().optional(),
           to: z.string().optional(),
@@ -112,9 +126,7 @@ describe("compileShape", () => {
 
   it("refuses a shape it does not understand rather than check it less strictly", () => {
     expect(() => compileShape(shapeOf(z.object({ a: z.union([z.string(), z.number()]) })))).toThrow(/the type \["string","number"\] at a/);
-    expect(() => compileShape(shapeOf(z.object({ a: z.union([z.object({ b: z.string() }), z.object({ c: z.string() })]) })))).toThrow(
-      /"anyOf" at a/,
-    );
+    expect(() => compileShape(shapeOf(z.object({ a: z.union([z.object({ b: z.string() }), z.object({ c: z.string() })]) })))).toThrow(/"anyOf" at a/);
     expect(() => compileShape(shapeOf(z.object({ a: z.email() })))).toThrow(/string format "email"/);
     expect(() => compileShape(shapeOf(z.string()))).toThrow(/describes an object/);
   });
@@ -141,7 +153,9 @@ describe("compileShape: maps (z.record)", () => {
   });
 
   it("refuses key names without a value shape", () => {
-    expect(() => compileShape({ type: "object", properties: { m: { type: "object", propertyNames: { type: "string" } } } })).toThrow(/propertyNames without a value shape at m/);
+    expect(() => compileShape({ type: "object", properties: { m: { type: "object", propertyNames: { type: "string" } } } })).toThrow(
+      /propertyNames without a value shape at m/,
+    );
   });
 });
 

@@ -3,12 +3,7 @@ import { join } from "node:path";
 import { describe, expect, expectTypeOf, it, vi } from "vitest";
 import { z } from "zod";
 import { ExitError } from "../../src/errors.js";
-import {
-  DamagedRecordError,
-  FileRecordStore,
-  compileShape,
-  keysGoTogether,
-} from "../../src/state/index.js";
+import { DamagedRecordError, FileRecordStore, compileShape, keysGoTogether } from "../../src/state/index.js";
 import type { RecordDamage, RecordKind, RecordOf, RecordStore, RecordShape } from "../../src/state/index.js";
 import { RefError, workItemSlug } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
@@ -51,7 +46,10 @@ const OTHER = "local:demo#3";
 const noteOf = (ref: string, fields: Partial<Note> = {}): Note => ({ version: 1, item: { ref }, text: "hello", at: "2025-03-01T10:00:00Z", ...fields });
 const jsonOf = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
-async function storeOf(kind: RecordKind<typeof noteSchema> = noteKind, extra: { listingCache?: string; trustPlacement?: boolean; foreignFiles?: string[] } = {}) {
+async function storeOf(
+  kind: RecordKind<typeof noteSchema> = noteKind,
+  extra: { listingCache?: string; trustPlacement?: boolean; foreignFiles?: string[] } = {},
+) {
   const dir = join(await tempDir(), "notes");
   return new FileRecordStore({ kind, dir, lock: { timeoutMs: 2_000 }, ...extra });
 }
@@ -189,9 +187,7 @@ describe("FileRecordStore.transaction", () => {
     await expect(store.transaction(REF, (tx) => tx.write(noteOf(REF, { text: "banned" })))).rejects.toThrow(
       "refusing to write an invalid note for github:octo/repo#15: text: banned",
     );
-    await expect(store.transaction(REF, (tx) => tx.write(noteOf(OTHER)))).rejects.toThrow(
-      `refusing to write a note for ${OTHER} as the record of ${REF}`,
-    );
+    await expect(store.transaction(REF, (tx) => tx.write(noteOf(OTHER)))).rejects.toThrow(`refusing to write a note for ${OTHER} as the record of ${REF}`);
     const worded = await storeOf({ ...noteKind, misaddressed: (named, item) => `${named} is not ${item}` });
     await expect(worded.transaction(REF, (tx) => tx.write(noteOf(OTHER)))).rejects.toThrow(`${OTHER} is not ${REF}`);
     // The lock made the folder; nothing was written into it.

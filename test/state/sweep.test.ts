@@ -20,13 +20,7 @@ describe("sweepStaleTemporaries", () => {
   it("removes the temporary files of writers that are gone, and nothing else", async () => {
     const dir = await tempDir();
     const dead = deadPid();
-    const names = [
-      `.record.json.${dead}.ab12cd34.tmp`,
-      `.record.json.${process.pid}.ab12cd34.tmp`,
-      "record.json",
-      `.notes.${dead}.tmp`,
-      "other.tmp",
-    ];
+    const names = [`.record.json.${dead}.ab12cd34.tmp`, `.record.json.${process.pid}.ab12cd34.tmp`, "record.json", `.notes.${dead}.tmp`, "other.tmp"];
     for (const name of names) await writeFile(join(dir, name), "x");
     expect(sweepStaleTemporaries(dir)).toBe(1);
     expect((await readdir(dir)).sort()).toEqual(names.slice(1).sort());
@@ -41,7 +35,10 @@ describe("sweepScratchFiles", () => {
   it("names this process as the writer", () => {
     const name = scratchFileName("paste", "0a1b");
     expect(name).toMatch(/^the-loop-paste-\d+(\.\d+)?-0a1b\.txt$/);
-    expect(scratchFileWriter(name)).toEqual({ pid: process.pid, ...(processStartTicks(process.pid) === undefined ? {} : { startTicks: processStartTicks(process.pid) }) });
+    expect(scratchFileWriter(name)).toEqual({
+      pid: process.pid,
+      ...(processStartTicks(process.pid) === undefined ? {} : { startTicks: processStartTicks(process.pid) }),
+    });
     expect(() => scratchFileName("paste", "../x")).toThrow(/invalid/);
   });
 
@@ -78,10 +75,7 @@ describe("sweepScratchFiles", () => {
     const pasteDir = join(dir, "tmp");
     // A tmux that reports the pane live, then kills its caller (the-loop) as the paste loads.
     const fakeTmux = join(dir, "tmux");
-    await writeFile(
-      fakeTmux,
-      `#!/bin/sh\ncase " $* " in\n  *" list-panes "*) echo 0 ;;\n  *" load-buffer "*) kill -9 "$PPID" ;;\nesac\n`,
-    );
+    await writeFile(fakeTmux, `#!/bin/sh\ncase " $* " in\n  *" list-panes "*) echo 0 ;;\n  *" load-buffer "*) kill -9 "$PPID" ;;\nesac\n`);
     await chmod(fakeTmux, 0o755);
     await mkdir(pasteDir);
     const tmuxModule = pathToFileURL(join(REPO_ROOT, "src/harness/tmux.ts")).href;

@@ -52,7 +52,13 @@ function script(then: "wait" | "exit", via: "direct" | "orphan" = "direct"): str
 async function runScript(then: "wait" | "exit", via: "direct" | "orphan" = "direct") {
   const cwd = await tempDir();
   await writeFile(join(cwd, "hook.mjs"), script(then, via));
-  const result = await runBounded({ argv: [process.execPath, "hook.mjs"], cwd, timeoutMs: then === "wait" ? 1_500 : 10_000, killGraceMs: 200, env: { PATH: process.env.PATH ?? "/usr/bin:/bin" } });
+  const result = await runBounded({
+    argv: [process.execPath, "hook.mjs"],
+    cwd,
+    timeoutMs: then === "wait" ? 1_500 : 10_000,
+    killGraceMs: 200,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  });
   const pid = Number(await readFile(join(cwd, "grandchild"), "utf8"));
   expect(pid).toBeGreaterThan(1);
   started.push(pid);

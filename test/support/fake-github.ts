@@ -264,20 +264,10 @@ export interface PullRequestReviewCommentPayload {
 /** Webhook payloads built from the current state model. */
 export interface FakePayloads {
   issues(repo: string, number: number, action: IssueAction, sender: string, label?: string): IssuesPayload;
-  issueComment(
-    repo: string,
-    number: number,
-    comment: FakeComment,
-    action?: "created" | "edited" | "deleted",
-  ): IssueCommentPayload;
+  issueComment(repo: string, number: number, comment: FakeComment, action?: "created" | "edited" | "deleted"): IssueCommentPayload;
   pullRequest(repo: string, number: number, action: string, sender: string, label?: string): PullRequestPayload;
   pullRequestReview(repo: string, pr: number, review: FakeReview, action?: "submitted"): PullRequestReviewPayload;
-  pullRequestReviewComment(
-    repo: string,
-    pr: number,
-    comment: FakeReviewComment,
-    action?: "created",
-  ): PullRequestReviewCommentPayload;
+  pullRequestReviewComment(repo: string, pr: number, comment: FakeReviewComment, action?: "created"): PullRequestReviewCommentPayload;
 }
 
 export interface IssueEventRecord {
@@ -616,11 +606,7 @@ export class FakeGitHub {
     return clone(entry.json);
   }
 
-  addReview(
-    repo: string,
-    pr: number,
-    init: { user: string; body: string; state?: ReviewState; commitId?: string },
-  ): FakeReview {
+  addReview(repo: string, pr: number, init: { user: string; body: string; state?: ReviewState; commitId?: string }): FakeReview {
     const state = this.repo(repo);
     const item = this.pullItem(state, pr);
     const id = this.newId();
@@ -692,11 +678,7 @@ export class FakeGitHub {
     }
   }
 
-  closeItem(
-    repo: string,
-    number: number,
-    options: { merged?: boolean; actor?: string; stateReason?: "completed" | "not_planned" } = {},
-  ): void {
+  closeItem(repo: string, number: number, options: { merged?: boolean; actor?: string; stateReason?: "completed" | "not_planned" } = {}): void {
     const state = this.repo(repo);
     const item = this.itemState(state, number);
     const actor = options.actor ?? state.owner;
@@ -910,13 +892,7 @@ export class FakeGitHub {
     return true;
   }
 
-  private setState(
-    state: RepoState,
-    item: ItemState,
-    to: "open" | "closed",
-    actor: string,
-    reason?: "completed" | "not_planned",
-  ): void {
+  private setState(state: RepoState, item: ItemState, to: "open" | "closed", actor: string, reason?: "completed" | "not_planned"): void {
     if (item.state === to) return;
     item.state = to;
     if (to === "closed") {
@@ -930,13 +906,7 @@ export class FakeGitHub {
     this.touch(item);
   }
 
-  private recordEvent(
-    state: RepoState,
-    item: ItemState,
-    event: IssueEventRecord["event"],
-    actor: string,
-    label?: string,
-  ): void {
+  private recordEvent(state: RepoState, item: ItemState, event: IssueEventRecord["event"], actor: string, label?: string): void {
     const record: IssueEventRecord = { id: this.newId(), number: item.number, event, actor, created_at: this.now() };
     if (label !== undefined) record.label = label;
     state.events.push(record);
@@ -1373,7 +1343,8 @@ export class FakeGitHub {
       }
       if (ctx.method === "GET" && segments.length === 1 && segments[0] === "user") {
         if (presented === undefined) throw new HttpError(401, "Requires authentication");
-        if (this.userFailure !== undefined) throw new HttpError(this.userFailure, this.userFailure === 403 ? "Resource not accessible by integration" : `Injected failure ${this.userFailure}`);
+        if (this.userFailure !== undefined)
+          throw new HttpError(this.userFailure, this.userFailure === 403 ? "Resource not accessible by integration" : `Injected failure ${this.userFailure}`);
         return { status: 200, body: this.user(this.botLogin) };
       }
       for (const route of this.routes) {
@@ -1444,12 +1415,7 @@ export class FakeGitHub {
     return value;
   }
 
-  private react(
-    subject: FakeReaction["subject"],
-    state: RepoState,
-    id: number,
-    body: unknown,
-  ): Reply {
+  private react(subject: FakeReaction["subject"], state: RepoState, id: number, body: unknown): Reply {
     const content = (body as { content?: unknown } | undefined)?.content;
     if (typeof content !== "string" || !REACTIONS.has(content)) invalid("Reaction", "content");
     const existing = this.reactionLog.find(
@@ -1508,7 +1474,12 @@ export class FakeGitHub {
       const sorted =
         sort === "comments"
           ? [...json].sort((a, b) => (direction === "asc" ? 1 : -1) * (a.comments - b.comments || a.number - b.number))
-          : byTime(json, (i) => (sort === "updated" ? i.updated_at : i.created_at), (i) => i.number, direction);
+          : byTime(
+              json,
+              (i) => (sort === "updated" ? i.updated_at : i.created_at),
+              (i) => i.number,
+              direction,
+            );
       return this.page(ctx, sorted);
     });
 
@@ -1518,7 +1489,17 @@ export class FakeGitHub {
       const sort = this.sortKey(ctx, ["created", "updated"]);
       const direction = this.direction(ctx, "asc");
       const json = state.comments.map((c) => c.json).filter((c) => since(c.updated_at));
-      return this.page(ctx, clone(byTime(json, (c) => (sort === "updated" ? c.updated_at : c.created_at), (c) => c.id, direction)));
+      return this.page(
+        ctx,
+        clone(
+          byTime(
+            json,
+            (c) => (sort === "updated" ? c.updated_at : c.created_at),
+            (c) => c.id,
+            direction,
+          ),
+        ),
+      );
     });
 
     this.on("GET", `${R}/issues/comments/:n`, (_ctx, [o, r, id]) => {
@@ -1594,7 +1575,10 @@ export class FakeGitHub {
     this.on("GET", `${R}/issues/:n/labels`, (ctx, [o, r, n]) => {
       const state = this.routeRepo(o, r);
       const item = this.routeItem(state, n);
-      return this.page(ctx, item.labels.map((name) => this.labelJson(state, name)));
+      return this.page(
+        ctx,
+        item.labels.map((name) => this.labelJson(state, name)),
+      );
     });
 
     this.on("POST", `${R}/issues/:n/labels`, (ctx, [o, r, n]) => {
@@ -1635,7 +1619,15 @@ export class FakeGitHub {
         .filter((item) => wanted === "all" || item.state === wanted)
         .map((item) => this.pullJson(state, item))
         .filter((p) => (head === null || p.head.label === head) && (base === null || p.base.ref === base));
-      return this.page(ctx, byTime(pulls, (p) => (sort === "updated" ? p.updated_at : p.created_at), (p) => p.number, direction));
+      return this.page(
+        ctx,
+        byTime(
+          pulls,
+          (p) => (sort === "updated" ? p.updated_at : p.created_at),
+          (p) => p.number,
+          direction,
+        ),
+      );
     });
 
     this.on("GET", `${R}/pulls/comments`, (ctx, [o, r]) => {
@@ -1644,7 +1636,17 @@ export class FakeGitHub {
       const sort = this.sortKey(ctx, ["created", "updated"]);
       const direction = this.direction(ctx, "asc");
       const json = state.reviewComments.map((c) => c.json).filter((c) => since(c.updated_at));
-      return this.page(ctx, clone(byTime(json, (c) => (sort === "updated" ? c.updated_at : c.created_at), (c) => c.id, direction)));
+      return this.page(
+        ctx,
+        clone(
+          byTime(
+            json,
+            (c) => (sort === "updated" ? c.updated_at : c.created_at),
+            (c) => c.id,
+            direction,
+          ),
+        ),
+      );
     });
 
     this.on("GET", `${R}/pulls/comments/:n`, (_ctx, [o, r, id]) => {
@@ -1700,10 +1702,7 @@ export interface WebhookDelivery {
 }
 
 /** POSTs a delivery the way GitHub's webhook sender does. */
-export async function sendWebhook(
-  url: string,
-  delivery: WebhookDelivery,
-): Promise<{ status: number; body: string; deliveryId: string }> {
+export async function sendWebhook(url: string, delivery: WebhookDelivery): Promise<{ status: number; body: string; deliveryId: string }> {
   const deliveryId = delivery.deliveryId ?? randomUUID();
   const body = delivery.body ?? JSON.stringify(delivery.payload);
   const headers: Record<string, string> = {

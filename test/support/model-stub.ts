@@ -8,9 +8,7 @@ import type { AddressInfo } from "node:net";
  * plain text. Replies stream as the API does: `message_start` … `message_stop`.
  */
 
-export type ModelReply =
-  | { readonly text: string }
-  | { readonly toolUse: { readonly name: string; readonly input: Record<string, unknown> } };
+export type ModelReply = { readonly text: string } | { readonly toolUse: { readonly name: string; readonly input: Record<string, unknown> } };
 
 export interface ModelRequest {
   readonly url: string;
@@ -61,7 +59,10 @@ export async function startModelStub(script: (request: ModelRequest, agenticSoFa
     const request: ModelRequest = { url: req.url ?? "", body, agentic, lastUserText: lastUserText(body), receivedAt: Date.now() };
     requests.push(request);
     const reply: ModelReply = agentic
-      ? script(request, requests.filter((r) => r.agentic))
+      ? script(
+          request,
+          requests.filter((r) => r.agentic),
+        )
       : { text: "Work item session" };
     const model = body.model ?? "claude-stub";
     if (body.stream === false) {
@@ -115,9 +116,7 @@ const USAGE = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens:
 
 function wholeMessage(model: string, reply: ModelReply, nextToolId: () => string): Record<string, unknown> {
   const content =
-    "text" in reply
-      ? [{ type: "text", text: reply.text }]
-      : [{ type: "tool_use", id: nextToolId(), name: reply.toolUse.name, input: reply.toolUse.input }];
+    "text" in reply ? [{ type: "text", text: reply.text }] : [{ type: "tool_use", id: nextToolId(), name: reply.toolUse.name, input: reply.toolUse.input }];
   return {
     id: `msg_stub_${Date.now()}`,
     type: "message",

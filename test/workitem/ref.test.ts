@@ -1,14 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  RefError,
-  checkLocalProject,
-  formatWorkItemRef,
-  hostOf,
-  parseRefInput,
-  parseWorkItemRef,
-  repositoryOf,
-  sameWorkItem,
-} from "../../src/workitem/ref.js";
+import { RefError, checkLocalProject, formatWorkItemRef, hostOf, parseRefInput, parseWorkItemRef, repositoryOf, sameWorkItem } from "../../src/workitem/ref.js";
 import type { LooseRefOptions, WorkItemKind, WorkItemRef } from "../../src/workitem/ref.js";
 
 /** The RefError a parse throws; fails the test when it throws nothing or something else. */
@@ -25,10 +16,7 @@ function refErrorOf(parse: () => unknown): RefError {
 describe("canonical work item refs", () => {
   it.each<[string, WorkItemRef]>([
     ["github:owner/repo#15", { tracker: "github", host: "github.com", owner: "owner", repo: "repo", number: 15 }],
-    [
-      "github:ghe.example.com/owner/repo#15",
-      { tracker: "github", host: "ghe.example.com", owner: "owner", repo: "repo", number: 15 },
-    ],
+    ["github:ghe.example.com/owner/repo#15", { tracker: "github", host: "ghe.example.com", owner: "owner", repo: "repo", number: 15 }],
     ["github:host:8443/o/r#1", { tracker: "github", host: "host:8443", owner: "o", repo: "r", number: 1 }],
     ["github:10.0.0.7:65535/o/r#1", { tracker: "github", host: "10.0.0.7:65535", owner: "o", repo: "r", number: 1 }],
     ["github:my-org/my.repo_name#2147483647", { tracker: "github", host: "github.com", owner: "my-org", repo: "my.repo_name", number: 2147483647 }],

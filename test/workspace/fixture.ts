@@ -88,8 +88,7 @@ export async function setup(overrides: Partial<WorkspacesOptions> = {}, info?: P
     },
     ...overrides,
   });
-  const emitted = (type: EventType): Record<string, unknown>[] =>
-    events.events.filter((event) => event.type === type).map((event) => event.fields);
+  const emitted = (type: EventType): Record<string, unknown>[] => events.events.filter((event) => event.type === type).map((event) => event.fields);
   const mainHead = git(origin.bare, "rev-parse", "main");
   const featureHead = git(origin.bare, "rev-parse", "feature-x");
   const sharedClone = join(root, "github.com", "octo", "repo");

@@ -22,9 +22,7 @@ describe("Workspaces, worktree strategy", () => {
     expect(await exists(join(t.sharedClone, ".git"))).toBe(true);
     // The shared clone holds no branch, so every branch stays free for a worktree.
     expect(git(t.sharedClone, "rev-parse", "--abbrev-ref", "HEAD")).toBe("HEAD");
-    expect(t.emitted("workspace.prepared")).toEqual([
-      { work_item: issue.ref, checkout, strategy: "worktree", reused: false },
-    ]);
+    expect(t.emitted("workspace.prepared")).toEqual([{ work_item: issue.ref, checkout, strategy: "worktree", reused: false }]);
   });
 
   it("gives two work items of one repository their own worktrees of one shared clone", async () => {
@@ -119,10 +117,7 @@ describe("Workspaces, worktree strategy", () => {
     const calls = join(dir, "calls.log");
     const tracing = join(dir, "tracing-git");
     // The command's name is the first argument that is not a `-c name=value` setting.
-    await writeFile(
-      tracing,
-      `#!/bin/sh\nfor a in "$@"; do case "$a" in -c|*=*) ;; *) echo "$a" >> "${calls}"; break;; esac; done\nexec git "$@"\n`,
-    );
+    await writeFile(tracing, `#!/bin/sh\nfor a in "$@"; do case "$a" in -c|*=*) ;; *) echo "$a" >> "${calls}"; break;; esac; done\nexec git "$@"\n`);
     await chmod(tracing, 0o755);
     const t = await setup({ git: tracing });
     const [one, two] = await Promise.all([

@@ -102,7 +102,12 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
   if (options.json) {
     stdout.json({ healthy, problems, services });
   } else {
-    stdout.line(formatTable(["service", "state", "detail"], services.map((s) => [s.name, describe(s), detailOf(s)])));
+    stdout.line(
+      formatTable(
+        ["service", "state", "detail"],
+        services.map((s) => [s.name, describe(s), detailOf(s)]),
+      ),
+    );
     if (problems.length > 0) {
       stdout.line("");
       stdout.line(`${problems.length} problem${problems.length > 1 ? "s" : ""}:`);

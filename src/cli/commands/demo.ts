@@ -49,7 +49,9 @@ export async function runDemo(globals: GlobalOptions, options: DemoOptions): Pro
   } finally {
     const config = await demoConfig(projectDir, socketName);
     // The demo's own tmux server: one already gone has nothing left to stop.
-    await tmuxRunnerFor(config, deriveStatePaths(config, projectDir)).killServer().catch(() => undefined);
+    await tmuxRunnerFor(config, deriveStatePaths(config, projectDir))
+      .killServer()
+      .catch(() => undefined);
     if (options.keep) {
       stdout.line(`\nThe project is kept at ${projectDir}; look around, then remove it when done.`);
       stdout.line(`  cd ${projectDir} && the-loop events && the-loop sessions list`);
@@ -95,8 +97,7 @@ async function narrate(projectDir: string, socketName: string): Promise<void> {
     stdout.line(`${stdout.paint("cyan", `[${step}/${STEPS}]`)} ${text}`);
   };
   const detail = (text: string): void => stdout.line(stdout.paint("dim", `      ${text}`));
-  const waitFor = (what: string, match: (record: EventRecord) => boolean): Promise<EventRecord> =>
-    waitForEvent(paths.eventLog, paths.daemonLog, what, match);
+  const waitFor = (what: string, match: (record: EventRecord) => boolean): Promise<EventRecord> => waitForEvent(paths.eventLog, paths.daemonLog, what, match);
 
   stdout.line(stdout.paint("bold", "the-loop demo: a work item becomes an agent session, end to end"));
   stdout.line(`state root: ${paths.root} (in a throwaway project; nothing else is touched)\n`);
@@ -177,7 +178,7 @@ async function narrate(projectDir: string, socketName: string): Promise<void> {
 
     stdout.line(`\n${stdout.paint("bold", "Done.")} What it showed, counted from the event log and the work item:`);
     for (const line of demoSummary(log.events, itemRef, item.comments, shown.length)) stdout.line(`  ${line}`);
-    stdout.line("\nTry it in your own project: the-loop init, then the-loop start (README, \"Using it in a project\").");
+    stdout.line('\nTry it in your own project: the-loop init, then the-loop start (README, "Using it in a project").');
   } finally {
     if (running) await stopDaemon(config, paths).catch((error: unknown) => stderr.warn(`could not stop the demo daemon: ${messageOf(error)}`));
   }
@@ -207,7 +208,8 @@ export function demoSummary(
     `${counted(count("session.awaiting_input"), "question")} asked with \`the-loop ask\`, ${counted(answers, "answer")} delivered into the session`,
     `${counted(count("routing.dropped", "awaiting-start"), "event")} held at the start gate, ${counted(count("routing.dropped", "unauthorized-actor"), "unauthorized comment")} dropped`,
     `${counted(comments.length, "comment")} on the work item${authors ? `: ${authors}` : ""}`,
-    `${shownEvents} of ${counted(records.length, "event")} in the table above` + (debug > 0 ? ` (the other ${debug} ${debug === 1 ? "is" : "are"} debug: \`--level debug\`)` : ""),
+    `${shownEvents} of ${counted(records.length, "event")} in the table above` +
+      (debug > 0 ? ` (the other ${debug} ${debug === 1 ? "is" : "are"} debug: \`--level debug\`)` : ""),
   ];
 }
 
@@ -217,7 +219,10 @@ function counted(count: number, noun: string): string {
 
 /** The lines from the last one starting with `marker`, at most `count`: what the agent said on reading its input. */
 function linesFrom(text: string, marker: string, count: number): string[] {
-  const lines = text.split("\n").map((line) => line.trimEnd()).filter(Boolean);
+  const lines = text
+    .split("\n")
+    .map((line) => line.trimEnd())
+    .filter(Boolean);
   const start = lines.findLastIndex((line) => line.startsWith(marker));
   return lines.slice(start === -1 ? -count : start, start === -1 ? undefined : start + count);
 }
@@ -238,12 +243,7 @@ async function waitForText(read: () => Promise<string>, needle: string): Promise
   ]);
 }
 
-async function waitForEvent(
-  eventLog: string,
-  daemonLog: string,
-  what: string,
-  match: (record: EventRecord) => boolean,
-): Promise<EventRecord> {
+async function waitForEvent(eventLog: string, daemonLog: string, what: string, match: (record: EventRecord) => boolean): Promise<EventRecord> {
   const deadline = Date.now() + WAIT_MS;
   for (;;) {
     const { events } = await readEvents(eventLog, {}, { limit: 0 });
@@ -252,12 +252,12 @@ async function waitForEvent(
     if (Date.now() > deadline) {
       const daemonOutput = await readFile(daemonLog, "utf8").catch(() => "");
       const recent = events.slice(-8).map((record) => `  ${record.event} ${JSON.stringify(record)}`);
-      throw new ExitError(
-        `the demo gave up waiting for ${what} after ${WAIT_MS / 1000}s`,
-        1,
-        "failure",
-        ["last events:", ...recent, "daemon output:", ...daemonOutput.trim().split("\n").slice(-10)],
-      );
+      throw new ExitError(`the demo gave up waiting for ${what} after ${WAIT_MS / 1000}s`, 1, "failure", [
+        "last events:",
+        ...recent,
+        "daemon output:",
+        ...daemonOutput.trim().split("\n").slice(-10),
+      ]);
     }
     await sleep(100);
   }

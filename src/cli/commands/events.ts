@@ -266,7 +266,7 @@ function workItemCell(record: EventRecord): { text: string; key?: string } {
 }
 
 function detailValue(value: unknown): string {
-  const text = typeof value === "string" && /^[^\s"=]+$/.test(value) ? value : JSON.stringify(value) ?? String(value);
+  const text = typeof value === "string" && /^[^\s"=]+$/.test(value) ? value : (JSON.stringify(value) ?? String(value));
   return truncate(text, VALUE_MAX);
 }
 
@@ -304,7 +304,9 @@ class EventTable {
   }
 
   header(): string {
-    return HEADER.map((title, index) => title.padEnd(this.widths[index] ?? 0)).join("  ").trimEnd();
+    return HEADER.map((title, index) => title.padEnd(this.widths[index] ?? 0))
+      .join("  ")
+      .trimEnd();
   }
 
   row(record: EventRecord): string {
@@ -324,9 +326,7 @@ class EventTable {
 
 function printCatalog(globs: readonly string[], format: Format): void {
   const patterns = globs.map(globToRegExp);
-  const entries = catalogEntries().filter(
-    (entry) => patterns.length === 0 || patterns.some((pattern) => pattern.test(entry.type)),
-  );
+  const entries = catalogEntries().filter((entry) => patterns.length === 0 || patterns.some((pattern) => pattern.test(entry.type)));
   if (format === "json") {
     stdout.json(entries);
     return;

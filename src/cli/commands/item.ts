@@ -135,7 +135,9 @@ async function readStdinText(): Promise<string> {
     chunks.push(bytes);
   }
   // The newline that `echo` or a heredoc ends the text with is not part of the comment.
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "");
+  return Buffer.concat(chunks)
+    .toString("utf8")
+    .replace(/\r?\n$/, "");
 }
 
 // ---- output shapes -------------------------------------------------------------------------
@@ -312,14 +314,7 @@ export async function runItemList(globals: GlobalOptions, options: ItemListOptio
     stdout.line(`no ${which}items${options.label.length > 0 || options.project ? " match" : ""}`);
     return;
   }
-  const rows = items.map((item) => [
-    item.item.ref,
-    item.state,
-    item.labels.join(", "),
-    String(item.comments.length),
-    shortTime(item.updatedAt),
-    item.title,
-  ]);
+  const rows = items.map((item) => [item.item.ref, item.state, item.labels.join(", "), String(item.comments.length), shortTime(item.updatedAt), item.title]);
   stdout.line(formatTable(["REF", "STATE", "LABELS", "COMMENTS", "UPDATED", "TITLE"], rows));
 }
 

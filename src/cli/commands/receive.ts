@@ -46,9 +46,7 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
       : inboundFromGitHub(name, payload, { deliveryId, source: "gh-webhook", defaultHost: await defaultHostOf(project) });
   if ("rejected" in normalized) {
     // Like a body that is not JSON: nothing is decided, so nothing is recorded.
-    throw new UsageError(
-      `the payload is not what GitHub sends for ${name} (${normalized.rejected}): the receiver would refuse it with 400 (invalid-payload)`,
-    );
+    throw new UsageError(`the payload is not what GitHub sends for ${name} (${normalized.rejected}): the receiver would refuse it with 400 (invalid-payload)`);
   }
   if (!("event" in normalized)) {
     project.events.emit("webhook.ignored", { delivery_id: deliveryId, github_event: name, reason: normalized.ignored });
@@ -64,12 +62,7 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
   const linked = applyLink(normalized.event, links, (problem) => stderr.warn(problem)).event;
   let decision: Decision;
   try {
-    decision = route(
-      linked,
-      policyOf(project.config.routing),
-      registryViewOf(registry, control),
-      { has: () => false },
-    );
+    decision = route(linked, policyOf(project.config.routing), registryViewOf(registry, control), { has: () => false });
   } catch (error) {
     throw new ExitError(`cannot decide: ${messageOf(error)}`);
   }
@@ -100,9 +93,7 @@ async function readPayload(file: string, max: number): Promise<{ payload: unknow
     throw new UsageError(`cannot read the payload from ${where}: ${messageOf(error)}`);
   }
   if (read === undefined) {
-    throw new UsageError(
-      `the payload in ${where} is over webhooks.ghWebhook.maxBodyBytes (${max}): the receiver would refuse it with 413 (body-too-large)`,
-    );
+    throw new UsageError(`the payload in ${where} is over webhooks.ghWebhook.maxBodyBytes (${max}): the receiver would refuse it with 413 (body-too-large)`);
   }
   const { text, bytes } = read;
   let json = text.trim();

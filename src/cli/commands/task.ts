@@ -22,7 +22,8 @@ async function planText(path: string): Promise<string> {
   const info = await stat(path).catch(() => undefined);
   if (info === undefined) throw new ExitError(`no plan at ${shown}; --plan names the plan file, relative to the current directory`, EXIT_FAILURE, "usage");
   if (!info.isFile()) throw new ExitError(`the plan ${shown} is not a regular file; --plan names the plan file`, EXIT_FAILURE, "usage");
-  if (info.size > PLAN_MAX_BYTES) throw new ExitError(`the plan ${shown} is over ${PLAN_MAX_BYTES / 1024 / 1024} MiB; a plan is a Markdown checklist of tasks`, EXIT_FAILURE, "usage");
+  if (info.size > PLAN_MAX_BYTES)
+    throw new ExitError(`the plan ${shown} is over ${PLAN_MAX_BYTES / 1024 / 1024} MiB; a plan is a Markdown checklist of tasks`, EXIT_FAILURE, "usage");
   return readFile(path, "utf8");
 }
 

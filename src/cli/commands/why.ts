@@ -93,12 +93,22 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
   const control = readRecord((): ControlView | undefined => new ControlStore({ dir: project.paths.controlDir }).get(ref));
   const graph = await readRecordAsync(async (): Promise<GraphView | undefined> => await openGraphStates(project.paths).get(ref));
   // Held answers matter only to a run at a gate; their store loads zod, so it is read only then.
-  const held = graph !== undefined && !("damaged" in graph) && graph.status === "waiting" ? await readRecordAsync(async () => await heldAnswers(project, ref)) : undefined;
+  const held =
+    graph !== undefined && !("damaged" in graph) && graph.status === "waiting" ? await readRecordAsync(async () => await heldAnswers(project, ref)) : undefined;
   const [log, running] = await Promise.all([itemEvents(project, ref), daemonRunning(project)]);
   if (log.malformed > 0) stderr.warn(`skipped ${log.malformed} malformed line${log.malformed === 1 ? "" : "s"} in ${displayPath(project.paths.eventLog)}`);
   if (!project.config.eventLog.enabled) stderr.warn("the event log is disabled (eventLog.enabled: false): only the records explain the item");
 
-  const situation: WhySituation = { ref, settings, session, control, graph, ...(held !== undefined ? { held } : {}), events: log.events, daemonRunning: running };
+  const situation: WhySituation = {
+    ref,
+    settings,
+    session,
+    control,
+    graph,
+    ...(held !== undefined ? { held } : {}),
+    events: log.events,
+    daemonRunning: running,
+  };
   const verdict = explainWhy(situation);
   if (options.json) {
     stdout.json(whyDocument(situation, verdict, log));

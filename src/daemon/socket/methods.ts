@@ -25,7 +25,10 @@ import { schemaProblem } from "./protocol.js";
 
 const ref = z.string().min(1).max(300);
 /** A node id as graph files write them (NODE_ID_PATTERN of src/graph/definition.ts): nothing else is written into a history. */
-const nodeId = z.string().max(200).regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/, "a node id is lowercase words joined by '-'");
+const nodeId = z
+  .string()
+  .max(200)
+  .regex(/^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$/, "a node id is lowercase words joined by '-'");
 
 export const graphCompleteParams = z.strictObject({
   ref,
@@ -37,7 +40,10 @@ export const graphCompleteParams = z.strictObject({
 export const graphForceParams = z.strictObject({
   ref,
   to: nodeId,
-  reason: z.string().min(1).max(REASON_MAX * 2),
+  reason: z
+    .string()
+    .min(1)
+    .max(REASON_MAX * 2),
 });
 
 export const sessionAskParams = z.strictObject({
@@ -132,7 +138,11 @@ export function claimVerdict(caller: Caller, claimed: string): Verdict {
 /** `graph force` is the operator's: a session may not put its item (or any) on a node. */
 export function forceVerdict(caller: Caller): Verdict {
   if (caller.kind === "session") {
-    return { ok: false, reason: "graph force is an operator command, refused to a session (the request carried a session credential); the operator runs it from their own terminal" };
+    return {
+      ok: false,
+      reason:
+        "graph force is an operator command, refused to a session (the request carried a session credential); the operator runs it from their own terminal",
+    };
   }
   return { ok: true, actor: { kind: "operator", id: caller.id } };
 }

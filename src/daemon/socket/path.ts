@@ -40,7 +40,10 @@ export function daemonSocketPath(stateRoot: string, options: SocketPathOptions =
     const root = lstatIfPresent(stateRoot);
     // Group and other may still read and search a root an older version made; never write to it.
     const problem = root === undefined ? undefined : folderProblem(folderFacts(root), uid, 0o055);
-    if (problem !== undefined) refuse(`the state root ${stateRoot} ${problem}, so its daemon socket cannot be trusted; make it yours and private (\`chmod 700\`), or set state.root to a folder that is`);
+    if (problem !== undefined)
+      refuse(
+        `the state root ${stateRoot} ${problem}, so its daemon socket cannot be trusted; make it yours and private (\`chmod 700\`), or set state.root to a folder that is`,
+      );
     return inRoot;
   }
   const runtimeDir = options.runtimeDir;

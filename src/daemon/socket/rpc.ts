@@ -126,7 +126,13 @@ export interface CallOptions<T> {
  * Sends one request to the daemon of `stateRoot` and waits (at most `timeoutMs`) for its answer.
  * The answer is typed only by its schema: without `result` it is `unknown`, never a caller's claim.
  */
-export function callDaemon<T>(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T>;
+export function callDaemon<T>(
+  stateRoot: string,
+  method: string,
+  params: unknown,
+  timeoutMs: number,
+  options: CallOptions<T> & { readonly result: z.ZodType<T> },
+): Promise<T>;
 export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number, options?: CallOptions<unknown>): Promise<unknown>;
 export function callDaemon(stateRoot: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<unknown> = {}): Promise<unknown> {
   return callSocket(daemonSocketPath(stateRoot), method, params, timeoutMs, options);
@@ -140,7 +146,13 @@ export const SESSION_SOCKET_WAIT_MS = 5_000;
  * started may ask before the daemon has opened its socket: nothing listening is tried again
  * within SESSION_SOCKET_WAIT_MS, then refused with what to do.
  */
-export async function callSessionSocket<T>(path: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T> {
+export async function callSessionSocket<T>(
+  path: string,
+  method: string,
+  params: unknown,
+  timeoutMs: number,
+  options: CallOptions<T> & { readonly result: z.ZodType<T> },
+): Promise<T> {
   const deadline = Date.now() + SESSION_SOCKET_WAIT_MS;
   for (let pause = 100; ; pause = Math.min(pause * 2, 1_000)) {
     try {
@@ -160,7 +172,13 @@ export async function callSessionSocket<T>(path: string, method: string, params:
 }
 
 /** callDaemon on the socket file `path`: the daemon's own, or a session's (session-sockets.ts). */
-export function callSocket<T>(path: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<T> & { readonly result: z.ZodType<T> }): Promise<T>;
+export function callSocket<T>(
+  path: string,
+  method: string,
+  params: unknown,
+  timeoutMs: number,
+  options: CallOptions<T> & { readonly result: z.ZodType<T> },
+): Promise<T>;
 export function callSocket(path: string, method: string, params: unknown, timeoutMs: number, options?: CallOptions<unknown>): Promise<unknown>;
 export function callSocket(path: string, method: string, params: unknown, timeoutMs: number, options: CallOptions<unknown> = {}): Promise<unknown> {
   return new Promise((resolve, reject) => {
@@ -178,7 +196,11 @@ export function callSocket(path: string, method: string, params: unknown, timeou
     socket.on("connect", () => socket.write(`${JSON.stringify({ method, params, ...(options.session !== undefined ? { session: options.session } : {}) })}\n`));
     socket.on("error", (error) => {
       const code = errnoOf(error);
-      fail(code === "ENOENT" || code === "ECONNREFUSED" ? new NoDaemonError(path) : new ExitError(`the daemon's socket ${path}: ${messageOf(error)}`, EXIT_FAILURE));
+      fail(
+        code === "ENOENT" || code === "ECONNREFUSED"
+          ? new NoDaemonError(path)
+          : new ExitError(`the daemon's socket ${path}: ${messageOf(error)}`, EXIT_FAILURE),
+      );
     });
     socket.on("data", (chunk: string) => {
       received += chunk;
@@ -211,7 +233,13 @@ export function callSocket(path: string, method: string, params: unknown, timeou
       }
       const result = options.result.safeParse(parsed.data.result);
       if (result.success) resolve(result.data);
-      else reject(new ExitError(`the daemon's answer to ${method} is not what this version of the-loop expects (${schemaProblem(result.error)}); restart the daemon (\`the-loop stop\`, then \`the-loop start\`)`, EXIT_FAILURE));
+      else
+        reject(
+          new ExitError(
+            `the daemon's answer to ${method} is not what this version of the-loop expects (${schemaProblem(result.error)}); restart the daemon (\`the-loop stop\`, then \`the-loop start\`)`,
+            EXIT_FAILURE,
+          ),
+        );
     });
   });
 }

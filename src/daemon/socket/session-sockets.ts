@@ -55,7 +55,8 @@ export function sessionSocketHandlers(
     return rpc;
   };
   const served: Record<string, RpcHandler> = {
-    "graph.force": () => Promise.reject(new UsageError("graph force is an operator command; a session's socket does not take it (the operator runs it from their own terminal)")),
+    "graph.force": () =>
+      Promise.reject(new UsageError("graph force is an operator command; a session's socket does not take it (the operator runs it from their own terminal)")),
   };
   if (graphStateOf !== undefined) {
     // The session's own run, as `graph status` shows it: the record, or null without one.

@@ -53,7 +53,14 @@ export interface StatusReportOptions {
 
 /** Enough of the log's end for many poll cycles, read whatever the log's size. */
 const EVENT_TAIL_BYTES = 4 * 1024 * 1024;
-const WANTED_EVENTS = new Set(["poll.cycle", "poll.provider_error", "session.spawn_failed", "capability.use_refused", "graph.self_login_unknown", "graph.self_login_learned"]);
+const WANTED_EVENTS = new Set([
+  "poll.cycle",
+  "poll.provider_error",
+  "session.spawn_failed",
+  "capability.use_refused",
+  "graph.self_login_unknown",
+  "graph.self_login_learned",
+]);
 const HOOK_PROBE_TIMEOUT_MS = 2_000;
 
 export async function statusReport(config: CliConfig, paths: StatePaths, options: StatusReportOptions): Promise<StatusReport> {
@@ -108,7 +115,13 @@ export function readEventTail(path: string, maxBytes: number): LoggedEvent[] {
     const events: LoggedEvent[] = [];
     for (const line of lines) {
       // Cheap test first: most lines of a busy log are none of the few events wanted.
-      if (!line.includes('"poll.') && !line.includes('"session.spawn_failed"') && !line.includes('"capability.use_refused"') && !line.includes('"graph.self_login_')) continue;
+      if (
+        !line.includes('"poll.') &&
+        !line.includes('"session.spawn_failed"') &&
+        !line.includes('"capability.use_refused"') &&
+        !line.includes('"graph.self_login_')
+      )
+        continue;
       const record = parseEventLine(line);
       if (record && WANTED_EVENTS.has(record.event)) events.push(record);
     }
@@ -132,7 +145,15 @@ function capabilityRefusalsOf(events: readonly LoggedEvent[], services: readonly
   const field = (event: LoggedEvent, key: string): string => (typeof event[key] === "string" ? (event[key] as string) : "?");
   return events.flatMap((event) =>
     event.event === "capability.use_refused" && event.pid !== undefined && pids.has(event.pid)
-      ? [{ at: event.ts, capability: field(event, "capability"), path: field(event, "path"), workItem: field(event, "work_item"), reason: field(event, "reason") }]
+      ? [
+          {
+            at: event.ts,
+            capability: field(event, "capability"),
+            path: field(event, "path"),
+            workItem: field(event, "work_item"),
+            reason: field(event, "reason"),
+          },
+        ]
       : [],
   );
 }
@@ -229,10 +250,7 @@ async function githubTokenFact(
 async function requiredHookProbes(config: CliConfig, configDir: string, timeoutMs: number): Promise<HookProbe[]> {
   const raw: unknown = config.hooks;
   if (!Array.isArray(raw) || raw.length === 0) return [];
-  const [{ parseHookDeclaration }, { HOOK_POINT_NAMES }] = await Promise.all([
-    import("../../hooks/declaration.js"),
-    import("../../sdk/hooks/points.js"),
-  ]);
+  const [{ parseHookDeclaration }, { HOOK_POINT_NAMES }] = await Promise.all([import("../../hooks/declaration.js"), import("../../sdk/hooks/points.js")]);
   let entries: HookEntry[];
   try {
     entries = parseHookDeclaration(raw, { configDir, points: HOOK_POINT_NAMES });

@@ -180,11 +180,7 @@ export interface SpawnFailure {
 export const REPEATED_SPAWN_FAILURES = 2;
 
 /** Starts that stand (`start-pending`) after their spawn failed repeatedly since they were asked for. */
-export function pendingStartProblems(
-  pending: readonly PendingStart[],
-  failures: readonly SpawnFailure[],
-  repeated = REPEATED_SPAWN_FAILURES,
-): StatusProblem[] {
+export function pendingStartProblems(pending: readonly PendingStart[], failures: readonly SpawnFailure[], repeated = REPEATED_SPAWN_FAILURES): StatusProblem[] {
   const problems: StatusProblem[] = [];
   for (const start of pending) {
     const since = Date.parse(start.requestedAt);
@@ -309,9 +305,7 @@ export interface StatusFacts {
 export function statusProblems(facts: StatusFacts): StatusProblem[] {
   const token = githubTokenProblem(facts.token);
   // A GitHub source failing for want of a token is the token problem, said once.
-  const sources = failingSourceProblems(facts.cycles).filter(
-    (problem) => token === undefined || !problem.message.includes("no GitHub token"),
-  );
+  const sources = failingSourceProblems(facts.cycles).filter((problem) => token === undefined || !problem.message.includes("no GitHub token"));
   return [
     ...stoppedServiceProblems(facts.services, facts.daemonLog),
     ...(token ? [token] : []),

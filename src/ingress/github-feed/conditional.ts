@@ -29,11 +29,7 @@ export class ConditionalReads {
     const cached = this.cache.get(key);
     let result;
     try {
-      result = await this.client.list(
-        REVIEWS,
-        { owner: repo.owner, repo: repo.repo, pull_number: number, per_page: PER_PAGE },
-        optional("etag", cached?.etag),
-      );
+      result = await this.client.list(REVIEWS, { owner: repo.owner, repo: repo.repo, pull_number: number, per_page: PER_PAGE }, optional("etag", cached?.etag));
     } catch (error) {
       if (isGone(error)) return [];
       throw error;

@@ -7,7 +7,20 @@ import type { LegacyLedger } from "../legacy-poll-state.js";
 import type { PollSourceRuntime, SourceBatch, SourceItem } from "../source.js";
 import { ConditionalReads } from "./conditional.js";
 import type { GitHubReader } from "./conditional.js";
-import { advance, boundedArmed, boundedReviewMarks, compareTimes, isLater, isNew, laterOf, nextCommentsSince, nextSince, parseCursor, reviewMark, setListing } from "./cursor.js";
+import {
+  advance,
+  boundedArmed,
+  boundedReviewMarks,
+  compareTimes,
+  isLater,
+  isNew,
+  laterOf,
+  nextCommentsSince,
+  nextSince,
+  parseCursor,
+  reviewMark,
+  setListing,
+} from "./cursor.js";
 import type { FeedCursor, Mark, RepoCursor } from "./cursor.js";
 import { armedNumbers, firstSight } from "./first-sight.js";
 import type { FirstSightContext } from "./first-sight.js";
@@ -333,11 +346,7 @@ export class GitHubFeed implements PollSourceRuntime {
           },
         });
       }
-      setListing(
-        reviewCommentsCursor,
-        onePage(reviewComments),
-        nextCommentsSince(known.reviewComments.since, entries, reviewComments.truncated === true),
-      );
+      setListing(reviewCommentsCursor, onePage(reviewComments), nextCommentsSince(known.reviewComments.since, entries, reviewComments.truncated === true));
     }
 
     // 4. Reviews, only of the pull requests that changed and are watched. A review shows in the
@@ -351,7 +360,9 @@ export class GitHubFeed implements PollSourceRuntime {
       // read of the item listing (submitting one updates the PR, so an older one was there then).
       const mark: Mark = reviews[key] ?? (known.items.seen === undefined ? {} : { at: known.items.seen, ids: [] });
       const all = await this.reads.reviews(repo, item.number, interval);
-      const fresh = all.filter((review): review is RestReview & { submitted_at: string } => isTime(review.submitted_at) && isNew(mark, review.submitted_at, review.id));
+      const fresh = all.filter(
+        (review): review is RestReview & { submitted_at: string } => isTime(review.submitted_at) && isNew(mark, review.submitted_at, review.id),
+      );
       reviews[key] = reviewMark(mark, all);
       if (fresh.length === 0) continue;
       const pull = await this.reads.get(PULL, { ...base, pull_number: item.number }, interval);

@@ -8,9 +8,7 @@ import { rememberSecret } from "../../secrets.js";
  * loading it.
  */
 
-export type WebhookSecret =
-  | { readonly mode: "signed"; readonly secret: string }
-  | { readonly mode: "unsigned" };
+export type WebhookSecret = { readonly mode: "signed"; readonly secret: string } | { readonly mode: "unsigned" };
 
 export class WebhookSecretError extends ExitError {
   override readonly name: string = "WebhookSecretError";
@@ -26,10 +24,7 @@ export class WebhookSecretError extends ExitError {
 }
 
 /** Throws WebhookSecretError when the variable is unset or empty and unsigned deliveries are not allowed. */
-export function webhookSecret(
-  config: Pick<GhWebhookConfig, "secretEnv" | "insecureAllowUnsigned">,
-  env: NodeJS.ProcessEnv = process.env,
-): WebhookSecret {
+export function webhookSecret(config: Pick<GhWebhookConfig, "secretEnv" | "insecureAllowUnsigned">, env: NodeJS.ProcessEnv = process.env): WebhookSecret {
   const secret = env[config.secretEnv];
   if (secret !== undefined && secret !== "") {
     rememberSecret(secret);

@@ -39,7 +39,11 @@ const LOOP_CONTEXT = {
     kind: "string",
     description: "When it happened: RFC 3339 in UTC with milliseconds (`2026-07-27T12:00:00.000Z`); never earlier than the run's previous event.",
   },
-  loop_run_id: { kind: "string", description: "The loop run: one work item's run of its process graph, from its start to its end; a run ended is never resumed, a later move begins a new one." },
+  loop_run_id: {
+    kind: "string",
+    description:
+      "The loop run: one work item's run of its process graph, from its start to its end; a run ended is never resumed, a later move begins a new one.",
+  },
   parent_loop_run_id: optionalString("The run that started this one; omitted, since the-loop does not nest runs yet."),
   workspace_id: { kind: "string", description: "Where the work item lives: `owner/repo` on GitHub, the project name on the local tracker." },
   loop_name: { kind: "string", description: "The process graph's name." },
@@ -59,12 +63,14 @@ const LOOP_CONTEXT = {
   session_id: optionalString("The item's session id; omitted when it has none."),
   actor_kind: {
     kind: "string",
-    description: "Who caused the event, in agh's words: `agent_session`, `human` (a tracker login, or an operator at the CLI: `details.the_loop.actor_kind` `operator`) or `daemon`.",
+    description:
+      "Who caused the event, in agh's words: `agent_session`, `human` (a tracker login, or an operator at the CLI: `details.the_loop.actor_kind` `operator`) or `daemon`.",
   },
   actor_id: { kind: "string", description: "That actor: a tracker login, an OS user, a session id; `the-loop` for the daemon." },
   origin_kind: {
     kind: "string",
-    description: "What started the run, in agh's words: `web` (a tracker comment), `cli`, `automation` (the spawn policy alone) or `daemon` (a retry); the-loop's word in `details.the_loop.origin_kind`.",
+    description:
+      "What started the run, in agh's words: `web` (a tracker comment), `cli`, `automation` (the spawn policy alone) or `daemon` (a retry); the-loop's word in `details.the_loop.origin_kind`.",
   },
   origin_ref: optionalString("Where that start can be read (the delivery id); omitted when nothing records it."),
 } as const satisfies Readonly<Record<string, FieldSpec>>;
@@ -72,7 +78,8 @@ const LOOP_CONTEXT = {
 const details = {
   kind: "json-object",
   optional: true,
-  description: "More about the event, read-only JSON: the-loop's own facts under `the_loop` (see each event), and `deny_reason` at a denied run's end; omitted when there is nothing.",
+  description:
+    "More about the event, read-only JSON: the-loop's own facts under `the_loop` (see each event), and `deny_reason` at a denied run's end; omitted when there is nothing.",
 } as const;
 const reasonCode = optionalString("A machine-readable reason for the status (`hook_denied`, `max_attempts`, …); omitted when the status needs none.");
 const offeredDenied = { kind: "boolean", optional: true, description: "Omitted as sent (agh's false); a hook answers true to deny." } as const;
@@ -149,12 +156,14 @@ export const LOOP_POINTS = [
     ...observed,
     method: "loopGenerationPost",
     description: "A generation ended: changes were requested (the next one begins), or the run ended.",
-    fires: "After the gate that requested changes was passed (before the next generation's loop.generation.pre), or before loop.terminal when the run ended; a denied loop.generation.pre also ends its generation.",
+    fires:
+      "After the gate that requested changes was passed (before the next generation's loop.generation.pre), or before loop.terminal when the run ended; a denied loop.generation.pre also ends its generation.",
     facts: {
       ...LOOP_CONTEXT,
       status: {
         kind: "string",
-        description: "agh's status of the run as the generation ended: `running` (changes requested; reason_code `changes_requested`), or how the run ended (`done`, `failed`, `blocked`, …).",
+        description:
+          "agh's status of the run as the generation ended: `running` (changes requested; reason_code `changes_requested`), or how the run ended (`done`, `failed`, `blocked`, …).",
       },
       reason_code: reasonCode,
       details,
@@ -171,7 +180,11 @@ export const LOOP_POINTS = [
       ...LOOP_CONTEXT,
       gate_id: gateId,
       decision,
-      status: { kind: "string", description: "What the run becomes if the gate passes, agh's words: `running` (on to the next node, or the next generation), `needs-approval` (on to a human gate) or the terminal status (`done`, …)." },
+      status: {
+        kind: "string",
+        description:
+          "What the run becomes if the gate passes, agh's words: `running` (on to the next node, or the next generation), `needs-approval` (on to a human gate) or the terminal status (`done`, …).",
+      },
       reason_code: reasonCode,
       details,
       denied: offeredDenied,
@@ -197,7 +210,10 @@ export const LOOP_POINTS = [
       ...LOOP_CONTEXT,
       gate_id: gateId,
       decision,
-      status: { kind: "string", description: "agh's status of the run now: `running`, `needs-approval`, the terminal status, or `blocked` after a denial (the run ended)." },
+      status: {
+        kind: "string",
+        description: "agh's status of the run now: `running`, `needs-approval`, the terminal status, or `blocked` after a denial (the run ended).",
+      },
       reason_code: reasonCode,
       details,
       denied: outcomeDenied,
@@ -220,7 +236,8 @@ export const LOOP_POINTS = [
       },
       run_status: {
         kind: "string",
-        description: "agh's task-run status of the attempt, as task_status (`completed`, `failed`, `canceled`); the loop run's own status is `details.the_loop.run_status`.",
+        description:
+          "agh's task-run status of the attempt, as task_status (`completed`, `failed`, `canceled`); the loop run's own status is `details.the_loop.run_status`.",
       },
       error: optionalString("Why the attempt failed (the first failing check's message, or `changes requested`); omitted when it passed or was forced."),
       details,
@@ -235,7 +252,11 @@ export const LOOP_POINTS = [
     fires: "When the run's final status is written; what waited on the run (a start of the same item held behind it) is released after it.",
     facts: {
       ...LOOP_CONTEXT,
-      status: { kind: "string", description: "How the run ended, agh's words: `done`, `failed`, `blocked`, `exhausted` or `stalled` (`canceled` is sent as `failed`, `details.the_loop.status` `canceled`)." },
+      status: {
+        kind: "string",
+        description:
+          "How the run ended, agh's words: `done`, `failed`, `blocked`, `exhausted` or `stalled` (`canceled` is sent as `failed`, `details.the_loop.status` `canceled`).",
+      },
       cause: optionalString(
         "What ended it, agh's words: `contract` (a terminal node, a hook's denial, the graph's own rules), `iteration_cap`, `no_progress`, `operator_stop` (the item closed, the run stopped); the-loop's word in `details.the_loop.cause`.",
       ),

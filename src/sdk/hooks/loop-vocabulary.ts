@@ -38,7 +38,19 @@ export const AGH_TASK_STATUSES = ["draft", "pending", "blocked", "needs_attentio
 /** agh's task-run statuses (`run_status`: the node's run, not the loop run). */
 export const AGH_RUN_STATUSES = ["queued", "claimed", "starting", "running", "completed", "failed", "canceled", "needs_attention"] as const;
 /** agh's loop-run statuses (`status`); `planned` is what agh's loop.generation.post says of a generation. */
-export const AGH_LOOP_STATUSES = ["queued", "running", "watching", "needs-approval", "paused", "done", "no-op", "blocked", "failed", "exhausted", "stalled"] as const;
+export const AGH_LOOP_STATUSES = [
+  "queued",
+  "running",
+  "watching",
+  "needs-approval",
+  "paused",
+  "done",
+  "no-op",
+  "blocked",
+  "failed",
+  "exhausted",
+  "stalled",
+] as const;
 
 export type AghRunKind = (typeof AGH_RUN_KINDS)[number];
 export type AghActorKind = (typeof AGH_ACTOR_KINDS)[number];

@@ -76,7 +76,9 @@ async function respond(executor: LifecycleHooks, body: string | Uint8Array): Pro
 
   if (parsed.length === 0) return encode(failure(null, HOOK_RPC_ERRORS.invalidRequest, "Invalid Request: the batch is empty"));
   if (parsed.length > MAX_BATCH_REQUESTS) {
-    return encode(failure(null, HOOK_RPC_ERRORS.invalidRequest, `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests; this one holds ${parsed.length}`));
+    return encode(
+      failure(null, HOOK_RPC_ERRORS.invalidRequest, `Invalid Request: a batch holds at most ${MAX_BATCH_REQUESTS} requests; this one holds ${parsed.length}`),
+    );
   }
   const answered: string[] = [];
   for (const element of parsed as unknown[]) {
@@ -123,7 +125,11 @@ async function answer(executor: LifecycleHooks, methodName: string, context: unk
   const point = hookPoint(methodName);
   if (!point) {
     const names = HOOK_POINT_NAMES.join(", ");
-    return failure(id, HOOK_RPC_ERRORS.methodNotFound, `Method not found: ${JSON.stringify(truncate(methodName, 100))} is not a hook point; the points are ${names}`);
+    return failure(
+      id,
+      HOOK_RPC_ERRORS.methodNotFound,
+      `Method not found: ${JSON.stringify(truncate(methodName, 100))} is not a hook point; the points are ${names}`,
+    );
   }
   if (!isPlainObject(context)) {
     return failure(id, HOOK_RPC_ERRORS.invalidParams, `Invalid params: params must be the ${point.name} context, an object of its fields`);
@@ -132,7 +138,11 @@ async function answer(executor: LifecycleHooks, methodName: string, context: unk
   const method: unknown = (executor as unknown as Record<string, unknown>)[point.method];
   if (typeof method !== "function" && point.family === "loop") {
     // A LifecycleHooks class declared by url with a loop event in its `on`: the class is what to change.
-    return failure(id, HOOK_RPC_ERRORS.methodNotFound, `Method not found: the executor has no ${point.method} method; a class handling ${point.name} extends LoopHooks`);
+    return failure(
+      id,
+      HOOK_RPC_ERRORS.methodNotFound,
+      `Method not found: the executor has no ${point.method} method; a class handling ${point.name} extends LoopHooks`,
+    );
   }
   if (typeof method !== "function") {
     return failure(id, HOOK_RPC_ERRORS.internalError, `Internal error: the executor has no ${point.method} method`);

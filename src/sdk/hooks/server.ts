@@ -76,8 +76,10 @@ export class HookServer {
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     if (!this.path.startsWith("/")) throw new TypeError(`HookServer: path must start with "/", got ${JSON.stringify(this.path)}`);
-    if (!Number.isInteger(this.port) || this.port < 0 || this.port > 65_535) throw new RangeError(`HookServer: port must be an integer from 0 to 65535, got ${this.port}`);
-    if (!Number.isInteger(this.maxBodyBytes) || this.maxBodyBytes < 1) throw new RangeError(`HookServer: maxBodyBytes must be a positive integer, got ${this.maxBodyBytes}`);
+    if (!Number.isInteger(this.port) || this.port < 0 || this.port > 65_535)
+      throw new RangeError(`HookServer: port must be an integer from 0 to 65535, got ${this.port}`);
+    if (!Number.isInteger(this.maxBodyBytes) || this.maxBodyBytes < 1)
+      throw new RangeError(`HookServer: maxBodyBytes must be a positive integer, got ${this.maxBodyBytes}`);
     if (!Number.isInteger(this.requestTimeoutMs) || this.requestTimeoutMs < 1) {
       throw new RangeError(`HookServer: requestTimeoutMs must be a positive integer, got ${this.requestTimeoutMs}`);
     }

@@ -33,10 +33,7 @@ const DO_NOT_RETRY = Array.from({ length: 100 }, (_, i) => 400 + i);
 const NOT_IDEMPOTENT = new Set(["POST", "PATCH"]);
 
 /** The REST API base: the setting, else $GITHUB_API_URL, else api.github.com; no trailing slash. */
-export function githubApiUrl(
-  config: Pick<GitHubIntegrationConfig, "apiUrl"> | undefined,
-  env: NodeJS.ProcessEnv = process.env,
-): string {
+export function githubApiUrl(config: Pick<GitHubIntegrationConfig, "apiUrl"> | undefined, env: NodeJS.ProcessEnv = process.env): string {
   const fromEnv = env.GITHUB_API_URL?.trim();
   const url = config?.apiUrl ?? (fromEnv ? fromEnv : DEFAULT_GITHUB_API_URL);
   return url.replace(/\/+$/, "");
@@ -128,10 +125,10 @@ export class GitHubClient {
       );
     }
     if (parsed.username || parsed.password) {
-      throw new GitHubError(
-        "integrations.github.apiUrl must not carry credentials; the token comes from integrations.github.tokenEnv",
-        { exitCode: EXIT_USAGE, code: "config" },
-      );
+      throw new GitHubError("integrations.github.apiUrl must not carry credentials; the token comes from integrations.github.tokenEnv", {
+        exitCode: EXIT_USAGE,
+        code: "config",
+      });
     }
     // The token travels with every request: in clear text it could be read anywhere on the way.
     // Plain http is left for this machine (a local proxy or a test server), where it never
@@ -177,9 +174,7 @@ export class GitHubClient {
     this.octokit.hook.before("request", async (request) => {
       // Only the configured API ever sees the token, whatever a Link header points at.
       if (/^https?:\/\//i.test(request.url) && new URL(request.url).origin !== this.origin) {
-        throw new GitHubError(
-          `refusing to send the GitHub token to ${new URL(request.url).origin}: it is not the configured API (${this.origin})`,
-        );
+        throw new GitHubError(`refusing to send the GitHub token to ${new URL(request.url).origin}: it is not the configured API (${this.origin})`);
       }
       const token = await this.tokens.token();
       this.#secrets.add(token);
@@ -193,11 +188,7 @@ export class GitHubClient {
    * following pages (Link rel="next") are read too, up to `maxPages`, and the first page's ETag
    * is returned for the next call.
    */
-  async list(
-    route: string,
-    params: RequestParams,
-    options: { etag?: string; maxPages?: number } = {},
-  ): Promise<ListResult<unknown>> {
+  async list(route: string, params: RequestParams, options: { etag?: string; maxPages?: number } = {}): Promise<ListResult<unknown>> {
     const maxPages = options.maxPages ?? DEFAULT_MAX_PAGES;
     let first;
     try {
@@ -292,10 +283,7 @@ function conditional(etag: string | undefined): Record<string, string> {
   return etag ? { "if-none-match": etag } : {};
 }
 
-function notModifiedOf(
-  error: unknown,
-  etag: string | undefined,
-): { notModified: true; etag: string; pollIntervalSeconds?: number } | undefined {
+function notModifiedOf(error: unknown, etag: string | undefined): { notModified: true; etag: string; pollIntervalSeconds?: number } | undefined {
   if (!isHttpError(error) || error.status !== 304 || etag === undefined) return undefined;
   const headers = error.response?.headers;
   return {

@@ -12,10 +12,7 @@ export class GitHubError extends ExitError {
   readonly status: number | undefined;
   /** The request in octokit form, e.g. `GET /repos/{owner}/{repo}/issues`. */
   readonly route: string | undefined;
-  constructor(
-    message: string,
-    options: { status?: number; route?: string; exitCode?: number; code?: ErrorCode } = {},
-  ) {
+  constructor(message: string, options: { status?: number; route?: string; exitCode?: number; code?: ErrorCode } = {}) {
     super(message, options.exitCode ?? EXIT_FAILURE, options.code ?? "failure");
     this.status = options.status;
     this.route = options.route;
@@ -166,10 +163,7 @@ export function githubErrorFrom(error: unknown, context: RequestContext): GitHub
   if (status === 401) {
     const origin = context.tokenOrigin ? ` from ${context.tokenOrigin}` : "";
     return new GitHubAuthError(
-      redact(
-        `${where}: GitHub rejected the token${origin} (401 ${detail}); set a valid token, or log in again with \`gh auth login\``,
-        secrets,
-      ),
+      redact(`${where}: GitHub rejected the token${origin} (401 ${detail}); set a valid token, or log in again with \`gh auth login\``, secrets),
       withStatus,
     );
   }
@@ -185,10 +179,7 @@ export function githubErrorFrom(error: unknown, context: RequestContext): GitHub
     );
   }
   if (status === 404 || status === 410) {
-    return new GitHubNotFoundError(
-      `${where}: not found (${status} ${detail}); for a private repository, check that the token can read it`,
-      withStatus,
-    );
+    return new GitHubNotFoundError(`${where}: not found (${status} ${detail}); for a private repository, check that the token can read it`, withStatus);
   }
   return new GitHubError(`${where}: ${status} ${detail}`, withStatus);
 }

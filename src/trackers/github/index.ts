@@ -1,13 +1,6 @@
 export { GitHubClient, githubApiUrl, nextLink, refHostForApiUrl } from "./client.js";
 export type { GetResult, GitHubClientOptions, ListResult, LoopOctokitInstance, RequestParams } from "./client.js";
-export {
-  GitHubAuthError,
-  GitHubError,
-  GitHubNotFoundError,
-  GitHubRateLimitError,
-  UnsupportedGitHubHostError,
-  githubErrorFrom,
-} from "./errors.js";
+export { GitHubAuthError, GitHubError, GitHubNotFoundError, GitHubRateLimitError, UnsupportedGitHubHostError, githubErrorFrom } from "./errors.js";
 export { githubTokenSource, missingTokenMessage, runGhAuthToken } from "./token.js";
 export type { GhRunner, GitHubTokenSourceOptions, TokenSource } from "./token.js";
 export { GitHubTracker, workItemStateOf } from "./tracker.js";

@@ -100,10 +100,7 @@ export function missingTokenMessage(config: Pick<GitHubIntegrationConfig, "token
   const [first = "GH_TOKEN", ...rest] = config.tokenEnv;
   const others = rest.length > 0 ? ` (or ${rest.join(", or ")})` : "";
   const login = host && host !== "github.com" ? `gh auth login --hostname ${host}` : "gh auth login";
-  return (
-    `no GitHub token: set ${first}${others}, or log in with \`${login}\`; ` +
-    "integrations.github.tokenEnv names the variables read"
-  );
+  return `no GitHub token: set ${first}${others}, or log in with \`${login}\`; ` + "integrations.github.tokenEnv names the variables read";
 }
 
 /** The token from the first non-empty variable of `tokenEnv`, else from `gh auth token`. */

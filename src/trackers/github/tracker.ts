@@ -3,15 +3,7 @@ import { redactKnownSecrets } from "../../secrets.js";
 import { formatWorkItemRef, githubItemUrl, workItemOf } from "../../workitem/index.js";
 import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
-import type {
-  ItemState,
-  ReactionTarget,
-  RepositoryInfo,
-  SelfLogin,
-  Tracker,
-  TrackerComment,
-  WorkItemState,
-} from "../tracker.js";
+import type { ItemState, ReactionTarget, RepositoryInfo, SelfLogin, Tracker, TrackerComment, WorkItemState } from "../tracker.js";
 import type { GitHubClient } from "./client.js";
 import { GitHubError, GitHubNotFoundError, UnsupportedGitHubHostError } from "./errors.js";
 import { lookUpSelfLogin } from "./self-login.js";
@@ -227,12 +219,10 @@ export class GitHubTracker implements Tracker {
     const key = `${github.owner}/${github.repo}`;
     let info = this.repositories.get(key);
     if (!info) {
-      info = this.client
-        .request(REPOSITORY_ROUTE, { owner: github.owner, repo: github.repo })
-        .then((answer) => {
-          const data = answerOf(repositorySchema, answer, REPOSITORY_ROUTE, "a repository");
-          return { cloneUrl: data.clone_url, defaultBranch: data.default_branch };
-        });
+      info = this.client.request(REPOSITORY_ROUTE, { owner: github.owner, repo: github.repo }).then((answer) => {
+        const data = answerOf(repositorySchema, answer, REPOSITORY_ROUTE, "a repository");
+        return { cloneUrl: data.clone_url, defaultBranch: data.default_branch };
+      });
       this.repositories.set(key, info);
       // A failure is not remembered: the next spawn asks again.
       info.catch(() => {

@@ -163,9 +163,7 @@ export async function scanJournal(path: string): Promise<JournalScan> {
     }
   }
   const torn =
-    completeLength < data.length
-      ? { line: number + 1, reason: `line ${number + 1} is torn (no newline)`, bytes: data.subarray(completeLength) }
-      : undefined;
+    completeLength < data.length ? { line: number + 1, reason: `line ${number + 1} is torn (no newline)`, bytes: data.subarray(completeLength) } : undefined;
   return { lines, texts, damaged: damagedLines, torn, completeLength, size: data.length };
 }
 

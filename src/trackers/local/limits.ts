@@ -29,9 +29,7 @@ function characterCount(text: string): number {
 
 export function checkActor(login: string): string {
   if (!LOGIN_PATTERN.test(login)) {
-    throw new LocalTrackerInputError(
-      `invalid login "${login}": use letters, digits, ".", "_" and "-", starting with a letter or digit (at most 64)`,
-    );
+    throw new LocalTrackerInputError(`invalid login "${login}": use letters, digits, ".", "_" and "-", starting with a letter or digit (at most 64)`);
   }
   return login;
 }

@@ -123,10 +123,7 @@ export function applyLine(snapshot: ItemSnapshot | undefined, line: JournalLine)
     case "commented":
       return {
         ...next,
-        comments: [
-          ...snapshot.comments,
-          { id: line.comment.id, seq: line.seq, author: line.actor, body: line.comment.body, createdAt: line.ts },
-        ],
+        comments: [...snapshot.comments, { id: line.comment.id, seq: line.seq, author: line.actor, body: line.comment.body, createdAt: line.ts }],
       };
     case "closed":
       return { ...next, closedAt: line.ts };

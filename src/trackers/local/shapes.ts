@@ -28,10 +28,7 @@ export function localWorkItem(view: ProjectView, snapshot: { number: number; id:
   );
 }
 
-export function commentOf(
-  item: WorkItem,
-  comment: { id: string; seq: number; author: string; body: string; createdAt: string },
-): TrackerComment {
+export function commentOf(item: WorkItem, comment: { id: string; seq: number; author: string; body: string; createdAt: string }): TrackerComment {
   return {
     id: comment.id,
     author: comment.author,

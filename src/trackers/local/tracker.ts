@@ -149,9 +149,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     // seq order while interleaving projects in the order things happened.
     pending.sort(
       (a, b) =>
-        (a.line.ts < b.line.ts ? -1 : a.line.ts > b.line.ts ? 1 : 0) ||
-        (a.project < b.project ? -1 : a.project > b.project ? 1 : 0) ||
-        a.line.seq - b.line.seq,
+        (a.line.ts < b.line.ts ? -1 : a.line.ts > b.line.ts ? 1 : 0) || (a.project < b.project ? -1 : a.project > b.project ? 1 : 0) || a.line.seq - b.line.seq,
     );
     return { changes: pending.map(({ project, line }) => changeOf(this.files(project), line)), cursor: encodeCursor(positions) };
   }
@@ -278,7 +276,11 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
         }));
       };
       for (const label of toRemove) {
-        await step("unlabeled", label, snapshot.labels.filter((existing) => existing !== label));
+        await step(
+          "unlabeled",
+          label,
+          snapshot.labels.filter((existing) => existing !== label),
+        );
       }
       for (const label of toAdd) await step("labeled", label, [...snapshot.labels, label]);
       return { item: localItemOf(this.files(local.project), snapshot), added: toAdd, removed: toRemove, alreadyPresent, absent };
@@ -540,12 +542,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     return numbers.flatMap((number) => this.withPending(project, readSnapshotSync(files, number), pending, number) ?? []);
   }
 
-  private withPending(
-    project: string,
-    snapshot: ItemSnapshot | undefined,
-    last: JournalLine | undefined,
-    number: number,
-  ): ItemSnapshot | undefined {
+  private withPending(project: string, snapshot: ItemSnapshot | undefined, last: JournalLine | undefined, number: number): ItemSnapshot | undefined {
     if (!last || last.number !== number) return snapshot;
     if (snapshot && snapshot.seq >= last.seq) return snapshot;
     return this.applyPending(this.files(project).journal, snapshot, last);

@@ -43,7 +43,8 @@ export function aghViolations(payload: Readonly<Record<string, unknown>>): strin
     if (type === undefined) problems.push(`${event}: ${key} is no field of agh's payload`);
     else if (!typeOk(type, value)) problems.push(`${event}: ${key} is ${JSON.stringify(value)}, not a non-empty ${type}`);
     const allowed = AGH_CONTRACT.enums[key];
-    if (allowed !== undefined && !allowed.includes(String(value))) problems.push(`${event}: ${key} "${String(value)}" is not one of agh's (${allowed.join(", ")})`);
+    if (allowed !== undefined && !allowed.includes(String(value)))
+      problems.push(`${event}: ${key} "${String(value)}" is not one of agh's (${allowed.join(", ")})`);
   }
   const spec = payload["resolved_network_participation"];
   if (typeof spec === "object" && spec !== null) {

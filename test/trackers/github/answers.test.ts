@@ -47,25 +47,33 @@ describe("GitHubTracker: what GitHub answers is parsed", () => {
     ["a label that is null", { ...issue, labels: [null] }, /at labels\.0/],
     ["a user without a login", { ...issue, user: {} }, /at user\.login/],
   ])("refuses an issue with %s with a GitHubError naming the route", async (_name, body, message) => {
-    const error = await answering(body).getItem(ref).catch((caught: unknown) => caught);
+    const error = await answering(body)
+      .getItem(ref)
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GitHubError);
     expect((error as Error).message).toMatch(message);
   });
 
   it("refuses a pull request without a head", async () => {
-    const error = await answering({ state: "open", base: { ref: "main" } }).pullRequest(ref).catch((caught: unknown) => caught);
+    const error = await answering({ state: "open", base: { ref: "main" } })
+      .pullRequest(ref)
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GitHubError);
     expect((error as Error).message).toMatch(/pulls\/\{pull_number\}: the answer is not a pull request .* at head/);
   });
 
   it("refuses a repository without a clone URL", async () => {
-    const error = await answering({ default_branch: "main" }).repository(ref).catch((caught: unknown) => caught);
+    const error = await answering({ default_branch: "main" })
+      .repository(ref)
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GitHubError);
     expect((error as Error).message).toMatch(/GET \/repos\/\{owner\}\/\{repo\}: the answer is not a repository .* at clone_url/);
   });
 
   it("refuses a posted comment's answer without an id", async () => {
-    const error = await answering({ body: "hi" }).postComment(ref, "hi").catch((caught: unknown) => caught);
+    const error = await answering({ body: "hi" })
+      .postComment(ref, "hi")
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(GitHubError);
     expect((error as Error).message).toMatch(/comments: the answer is not a comment .* at id/);
   });

@@ -2,12 +2,7 @@ import { inspect } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { GitHubClient } from "../../../src/trackers/github/client.js";
 import type { GitHubClientOptions } from "../../../src/trackers/github/client.js";
-import {
-  GitHubAuthError,
-  GitHubError,
-  GitHubNotFoundError,
-  GitHubRateLimitError,
-} from "../../../src/trackers/github/errors.js";
+import { GitHubAuthError, GitHubError, GitHubNotFoundError, GitHubRateLimitError } from "../../../src/trackers/github/errors.js";
 import type { TokenSource } from "../../../src/trackers/github/token.js";
 import { FakeGitHub } from "../../support/fake-github.js";
 
@@ -72,9 +67,7 @@ describe("GitHubClient", () => {
   });
 
   it("refuses an API URL with credentials or an unparseable one", () => {
-    expect(() => new GitHubClient({ apiUrl: "https://user:pw@ghe.example.com/api/v3", tokens: fixedToken() })).toThrow(
-      /must not carry credentials/,
-    );
+    expect(() => new GitHubClient({ apiUrl: "https://user:pw@ghe.example.com/api/v3", tokens: fixedToken() })).toThrow(/must not carry credentials/);
     expect(() => new GitHubClient({ apiUrl: "not a url", tokens: fixedToken() })).toThrow(/invalid GitHub API URL/);
   });
 
@@ -182,9 +175,7 @@ describe("GitHubClient", () => {
   it("a missing token fails the request with the fix, before anything is sent", async () => {
     const gh = await fake();
     const tokens: TokenSource = { token: () => Promise.reject(new GitHubAuthError("no GitHub token: set GH_TOKEN")) };
-    await expect(client(gh, { tokens }).list(ISSUES, { owner: "octo", repo: "repo" })).rejects.toThrow(
-      "no GitHub token: set GH_TOKEN",
-    );
+    await expect(client(gh, { tokens }).list(ISSUES, { owner: "octo", repo: "repo" })).rejects.toThrow("no GitHub token: set GH_TOKEN");
     expect(gh.requests).toHaveLength(0);
   });
 

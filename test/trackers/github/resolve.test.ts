@@ -46,9 +46,7 @@ describe("openTrackers", () => {
   it("refuses a github ref on another host, naming integrations.github.apiUrl", async () => {
     const set = await trackers({ env: {} });
     expect(() => set.forRef("github:ghe.example.com/octo/repo#3")).toThrow(UnsupportedGitHubHostError);
-    expect(() => set.forRef("github:ghe.example.com/octo/repo#3")).toThrow(
-      "set integrations.github.apiUrl to https://ghe.example.com/api/v3",
-    );
+    expect(() => set.forRef("github:ghe.example.com/octo/repo#3")).toThrow("set integrations.github.apiUrl to https://ghe.example.com/api/v3");
   });
 
   it("reaches the configured server with the token from the configured variable", async () => {
@@ -62,9 +60,7 @@ describe("openTrackers", () => {
       githubClient: { spaceWrites: false },
     });
     const tracker = set.forRef(`github:${gh.host}/octo/repo#${n}`);
-    expect((await tracker.getItem({ tracker: "github", host: gh.host, owner: "octo", repo: "repo", number: n })).title).toBe(
-      "hello",
-    );
+    expect((await tracker.getItem({ tracker: "github", host: gh.host, owner: "octo", repo: "repo", number: n })).title).toBe("hello");
     expect(gh.requests.every((r) => r.authorized)).toBe(true);
   });
 });

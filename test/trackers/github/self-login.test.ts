@@ -54,19 +54,25 @@ describe("lookUpSelfLogin", () => {
     let calls = 0;
     const sleep = vi.fn(async () => undefined);
     expect(
-      await lookUpSelfLogin(async () => {
-        calls++;
-        throw new GitHubError("forbidden", { status: 403 });
-      }, { attempts: 5, sleep }),
+      await lookUpSelfLogin(
+        async () => {
+          calls++;
+          throw new GitHubError("forbidden", { status: 403 });
+        },
+        { attempts: 5, sleep },
+      ),
     ).toMatchObject({ kind: "unknown", permanent: true });
     expect(calls).toBe(1);
     const answers = [new GitHubError("down", { status: 500 }), { login: "octo-bot" }];
     expect(
-      await lookUpSelfLogin(async () => {
-        const next = answers.shift();
-        if (next instanceof Error) throw next;
-        return next ?? {};
-      }, { attempts: 5, sleep }),
+      await lookUpSelfLogin(
+        async () => {
+          const next = answers.shift();
+          if (next instanceof Error) throw next;
+          return next ?? {};
+        },
+        { attempts: 5, sleep },
+      ),
     ).toEqual({ kind: "known", login: "octo-bot" });
     expect(sleep).toHaveBeenCalledTimes(1);
   });

@@ -114,10 +114,7 @@ describe("GitHubTracker", () => {
     const comment = gh.addComment("octo/repo", pr, { user: "alice", body: "hello" });
     const reviewComment = gh.addReviewComment("octo/repo", pr, { user: "alice", body: "nit" });
     await tracker.react({ workItem: ref(pr), commentId: String(comment.id), commentKind: "comment" }, "eyes");
-    await tracker.react(
-      { workItem: ref(pr), commentId: String(reviewComment.id), commentKind: "review_comment" },
-      "rocket",
-    );
+    await tracker.react({ workItem: ref(pr), commentId: String(reviewComment.id), commentKind: "review_comment" }, "rocket");
     await tracker.react({ workItem: ref(pr), commentId: "123", commentKind: "review" }, "hooray");
     await tracker.react({ workItem: ref(pr) }, "+1");
     expect(gh.reactions().map(({ subject, id, content }) => ({ subject, id, content }))).toEqual([
@@ -245,10 +242,7 @@ describe("GitHubTracker", () => {
     const { gh, tracker, ref } = await setup();
     const n = gh.addIssue("octo/repo", { title: "t", user: "alice" });
     gh.rateLimitNext({ resetInSeconds: 900 });
-    const errors = await Promise.all([
-      tracker.getItem(ref(n)).catch((e: unknown) => e),
-      tracker.getItem(ref(77)).catch((e: unknown) => e),
-    ]);
+    const errors = await Promise.all([tracker.getItem(ref(n)).catch((e: unknown) => e), tracker.getItem(ref(77)).catch((e: unknown) => e)]);
     gh.failNext(500);
     errors.push(await tracker.postComment(ref(n), "x").catch((e: unknown) => e));
     for (const error of errors) {

@@ -54,9 +54,7 @@ describe("LocalTracker under concurrent writers", () => {
     const baseline = await tracker.changesSince({}, undefined);
     let finished = false;
     const writers = Promise.all(
-      Array.from({ length: workers }, (_, worker) =>
-        runWorker(script, [trackerUrl, eventsUrl, trackerDir, eventLog, String(worker), String(rounds)]),
-      ),
+      Array.from({ length: workers }, (_, worker) => runWorker(script, [trackerUrl, eventsUrl, trackerDir, eventLog, String(worker), String(rounds)])),
     ).finally(() => (finished = true));
     writers.catch(() => undefined); // reported by the await below, not as an unhandled rejection
 

@@ -4,11 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { EXIT_FAILURE, EXIT_USAGE } from "../../../src/errors.js";
 import { markSelfAuthored } from "../../../src/workitem/marker.js";
-import {
-  CorruptTrackerFileError,
-  LocalTrackerInputError,
-  NotLocalRefError,
-} from "../../../src/trackers/local/index.js";
+import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "../../../src/trackers/local/index.js";
 import { WorkItemNotFoundError } from "../../../src/trackers/index.js";
 import { tempDir } from "../../support/temp.js";
 import { journalLines, makeTracker, readJson, ref, treeOf } from "./helpers.js";
@@ -207,9 +203,7 @@ describe("LocalTracker: errors and limits", () => {
 
     await tracker.openItem({ project: "demo", title: "t", actor: "alice" });
     const before = await treeOf(dir);
-    await expect(tracker.setState(ref("demo", 5), "closed", "bob")).rejects.toThrow(
-      'no work item local:demo#5; the items of "demo" are #1 to #1',
-    );
+    await expect(tracker.setState(ref("demo", 5), "closed", "bob")).rejects.toThrow('no work item local:demo#5; the items of "demo" are #1 to #1');
     await expect(tracker.getItemWithComments(ref("demo", 5))).rejects.toBeInstanceOf(WorkItemNotFoundError);
     expect(await treeOf(dir)).toEqual(before);
   });
@@ -247,7 +241,11 @@ describe("LocalTracker: errors and limits", () => {
     expect(await treeOf(dir)).toEqual(before);
     // Exactly at the limits is fine.
     await tracker.openItem({ project: "demo", title: "é".repeat(256), body: "b".repeat(65_536), actor: "a".repeat(64) });
-    await tracker.addLabels(item, Array.from({ length: 100 }, (_, i) => `label-${i}`.padEnd(50, "x")), "bob");
+    await tracker.addLabels(
+      item,
+      Array.from({ length: 100 }, (_, i) => `label-${i}`.padEnd(50, "x")),
+      "bob",
+    );
     await expect(tracker.addLabels(item, ["one more"], "bob")).rejects.toThrow(/at most 100 labels/);
   });
 
@@ -275,9 +273,7 @@ describe("LocalTracker: errors and limits", () => {
     await tracker.openItem({ project: "demo", title: "t", actor: "alice" });
     const metaPath = join(dir, "demo", "meta.json");
     await fs.writeFile(metaPath, JSON.stringify({ lastSeq: 1, lastNumber: 0 }));
-    await expect(tracker.openItem({ project: "demo", title: "t2", actor: "alice" })).rejects.toThrow(
-      /hands out #1 next, but items\/1\.json already exists/,
-    );
+    await expect(tracker.openItem({ project: "demo", title: "t2", actor: "alice" })).rejects.toThrow(/hands out #1 next, but items\/1\.json already exists/);
     expect(await journalLines(dir, "demo")).toHaveLength(1);
   });
 });

@@ -81,7 +81,11 @@ async function editCapabilities(file: string, edit: (entries: CapabilityEntryCon
   const text = await readFile(file, "utf8");
   const doc = parseDocument(text);
   if (doc.errors.length > 0 || (doc.contents !== null && !isMap(doc.contents))) {
-    throw new ExitError(`${displayPath(file)} is not a YAML mapping the-loop can edit; fix it (\`the-loop config validate\`) and run this again`, EXIT_USAGE, "config");
+    throw new ExitError(
+      `${displayPath(file)} is not a YAML mapping the-loop can edit; fix it (\`the-loop config validate\`) and run this again`,
+      EXIT_USAGE,
+      "config",
+    );
   }
   const current = doc.get("capabilities", true);
   const before = isSeq(current) ? entriesIn(file, current.toJSON()) : [];

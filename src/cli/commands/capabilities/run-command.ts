@@ -59,7 +59,11 @@ export async function runCapabilityCommand(globals: GlobalOptions, args: readonl
   if (loaded.config.capabilities.length === 0) return { ran: false, installed: [] };
   printConfigWarnings(loaded);
   const configFile = loaded.source.path ?? undefined;
-  const capabilities = await loadCapabilities(loaded.config, configFile !== undefined ? dirname(configFile) : loaded.baseDir, configFile !== undefined ? { configFile } : {});
+  const capabilities = await loadCapabilities(
+    loaded.config,
+    configFile !== undefined ? dirname(configFile) : loaded.baseDir,
+    configFile !== undefined ? { configFile } : {},
+  );
   const match = findCommand(capabilities, args);
   if (match === undefined) return { ran: false, installed: commandNames(capabilities) };
 

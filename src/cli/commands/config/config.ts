@@ -1,16 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { basename, dirname, join, resolve } from "node:path";
-import {
-  CONFIG_DIR_NAME,
-  CONFIG_ENV,
-  CONFIG_FILE_NAME,
-  ConfigError,
-  DISCOVERY_PLACES,
-  baseDirFor,
-  discoverConfig,
-  loadConfig,
-} from "../../../config/load.js";
+import { CONFIG_DIR_NAME, CONFIG_ENV, CONFIG_FILE_NAME, ConfigError, DISCOVERY_PLACES, baseDirFor, discoverConfig, loadConfig } from "../../../config/load.js";
 import type { LoadedConfig } from "../../../config/load.js";
 import { configJsonSchema, configJsonSchemaText } from "../../../config/json-schema.js";
 import { formatProblem } from "../../../config/problem.js";

@@ -45,8 +45,7 @@ export async function runUpgradeConfig(globals: GlobalOptions, options: UpgradeC
     if (options.json) stdout.json(report);
     else {
       stdout.line(
-        `no config file (looked for ${DISCOVERY_PLACES}): ` +
-          "nothing to upgrade; the defaults already apply. `the-loop init` writes a commented config.",
+        `no config file (looked for ${DISCOVERY_PLACES}): ` + "nothing to upgrade; the defaults already apply. `the-loop init` writes a commented config.",
       );
     }
     return;
@@ -143,7 +142,9 @@ function printReport(
         for (const line of insertion.text.replace(/\r?\n$/, "").split(/\r?\n/)) stdout.line(stdout.paint("green", `+${line}`));
       }
     }
-    section(dryRun ? "would add (each with its default, so the config means what it meant):" : "added (each with its default, so the config means what it meant):");
+    section(
+      dryRun ? "would add (each with its default, so the config means what it meant):" : "added (each with its default, so the config means what it meant):",
+    );
     for (const key of report.added) stdout.line(`  ${key}`);
   }
   if (report.needsDecision.length > 0) {

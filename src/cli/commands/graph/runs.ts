@@ -46,7 +46,6 @@ export interface GraphForceOptions {
   readonly json: boolean;
 }
 
-
 /** What `graph status --json` prints: the item's run as scripts read it. */
 export function statusDocument(ref: string, state: GraphState, phase: string | null) {
   return {
@@ -118,7 +117,9 @@ function printStatus(ref: string, state: GraphState, options: GraphStatusOptions
   stdout.line(`${ref}: ${state.graph} graph, node ${state.node}${phase ? ` (phase ${phase})` : ""}, ${state.status}, generation ${state.generation}`);
   if (state.reason) stdout.line(`  ${state.reasonCode ?? "reason"}: ${state.reason}`);
   for (const entry of state.history.slice(-10).reverse()) {
-    stdout.line(`  ${entry.at}  ${entry.kind.padEnd(13)} ${entry.node}${entry.outcome ? ` (${entry.outcome})` : ""} by ${entry.actor.kind} ${entry.actor.id}${entry.reason ? `: ${entry.reason}` : ""}`);
+    stdout.line(
+      `  ${entry.at}  ${entry.kind.padEnd(13)} ${entry.node}${entry.outcome ? ` (${entry.outcome})` : ""} by ${entry.actor.kind} ${entry.actor.id}${entry.reason ? `: ${entry.reason}` : ""}`,
+    );
   }
 }
 
@@ -131,7 +132,9 @@ async function graphStatusInSession(given: string, options: GraphStatusOptions):
   const session = guard.sessionCredential();
   const socket = guard.sessionSocket();
   if (session === undefined || socket === undefined) {
-    throw new UsageError("THE_LOOP_SESSION_SOCKET is set but THE_LOOP_SESSION_TOKEN is not: a session's environment has both; run this inside the session the-loop started");
+    throw new UsageError(
+      "THE_LOOP_SESSION_SOCKET is set but THE_LOOP_SESSION_TOKEN is not: a session's environment has both; run this inside the session the-loop started",
+    );
   }
   const { formatWorkItemRef, parseWorkItemRef } = await import("../../../workitem/index.js");
   const full = (written: string): string | undefined => {
@@ -153,11 +156,22 @@ async function graphStatusInSession(given: string, options: GraphStatusOptions):
 
 function printAnswer(answer: z.output<typeof claimAnswerSchema>, json: boolean, verb: string): void {
   if (json) {
-    stdout.json({ moved: answer.moved, ref: answer.ref, graph: answer.graph, node: answer.node, status: answer.status, reason_code: answer.reasonCode, reason: answer.reason, notes: answer.notes ?? [] });
+    stdout.json({
+      moved: answer.moved,
+      ref: answer.ref,
+      graph: answer.graph,
+      node: answer.node,
+      status: answer.status,
+      reason_code: answer.reasonCode,
+      reason: answer.reason,
+      notes: answer.notes ?? [],
+    });
   } else if (answer.moved) {
     stdout.line(`${answer.ref} ${verb}: now at node ${answer.node} (${answer.status})`);
   } else {
-    stdout.line(`${answer.ref} did not move${answer.node ? ` (still at node ${answer.node}, ${answer.status})` : ""}: ${answer.reasonCode ?? "refused"}: ${answer.reason ?? "no reason given"}`);
+    stdout.line(
+      `${answer.ref} did not move${answer.node ? ` (still at node ${answer.node}, ${answer.status})` : ""}: ${answer.reasonCode ?? "refused"}: ${answer.reason ?? "no reason given"}`,
+    );
   }
   // What the capabilities' hooks at the claim said (advisories, warnings, the next attempt's steps): the agent reads them here.
   if (!json) for (const note of answer.notes ?? []) stdout.line(note);
@@ -184,10 +198,16 @@ export async function runGraphComplete(globals: GlobalOptions, given: string | u
     const timeout = Number(options.timeout);
     if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
     const { callSessionSocket, claimAnswerSchema } = await daemonClaims();
-    const answer = await callSessionSocket(socket, "graph.complete", { ref: given ?? session.workItem, node: options.node ?? null, configFile: null }, timeout * 1000, {
-      session,
-      result: claimAnswerSchema,
-    });
+    const answer = await callSessionSocket(
+      socket,
+      "graph.complete",
+      { ref: given ?? session.workItem, node: options.node ?? null, configFile: null },
+      timeout * 1000,
+      {
+        session,
+        result: claimAnswerSchema,
+      },
+    );
     printAnswer(answer, options.json, "moved on");
     return;
   }
@@ -198,10 +218,16 @@ export async function runGraphComplete(globals: GlobalOptions, given: string | u
   if (!Number.isFinite(timeout) || timeout <= 0) throw new UsageError(`--timeout takes seconds, got ${JSON.stringify(options.timeout)}`);
   const ref = canonicalRef(written, project);
   const { callDaemon, claimAnswerSchema } = await daemonClaims();
-  const answer = await callDaemon(project.paths.root, "graph.complete", { ref, node: options.node ?? null, configFile: configFileOf(project) }, timeout * 1000, {
-    session,
-    result: claimAnswerSchema,
-  });
+  const answer = await callDaemon(
+    project.paths.root,
+    "graph.complete",
+    { ref, node: options.node ?? null, configFile: configFileOf(project) },
+    timeout * 1000,
+    {
+      session,
+      result: claimAnswerSchema,
+    },
+  );
   printAnswer(answer, options.json, "moved on");
 }
 
@@ -215,5 +241,3 @@ export async function runGraphForce(globals: GlobalOptions, given: string, optio
   const answer = await callDaemon(project.paths.root, "graph.force", { ref, to: options.to, reason: options.reason }, 120_000, { result: claimAnswerSchema });
   printAnswer(answer, options.json, "forced");
 }
-
-

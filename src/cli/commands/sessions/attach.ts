@@ -89,10 +89,7 @@ export async function runSessionsAttach(globals: GlobalOptions, options: Session
   const target = record.tmuxTarget;
   const socketName = project.config.routing.tmux.socketName;
   const gone = (): NotFoundError => new NotFoundError(`the tmux session ${target} of ${ref} no longer exists (status ${record.status})`);
-  const plan = attachPlan(
-    currentTmuxSocket(process.env.TMUX),
-    socketPathOf(socketName ?? DEFAULT_SOCKET_NAME, process.env, process.getuid?.() ?? 0),
-  );
+  const plan = attachPlan(currentTmuxSocket(process.env.TMUX), socketPathOf(socketName ?? DEFAULT_SOCKET_NAME, process.env, process.getuid?.() ?? 0));
 
   if (plan.kind === "attach") {
     if ((await runtime.runner.probe(target)) === "absent") throw gone();

@@ -173,8 +173,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   const project = await openProject(globals, "sessions");
   const listing = { cache: join(project.paths.root, "cache", "sessions-list.json") };
   const wanted = options.status;
-  const keep = (status: SessionStatus): boolean =>
-    wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted;
+  const keep = (status: SessionStatus): boolean => (wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted);
   // Every session record is read (the filter applies afterwards) so that an item with a
   // filtered-out session is never mistaken for one without a session.
   const withoutSession = <T>(byRef: ReadonlyMap<string, T>, refs: ReadonlySet<string>): [string, T][] =>
@@ -230,7 +229,12 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     return;
   }
   const withNode = <T>(cells: T[], node: T): T[] => [...cells.slice(0, 3), node, ...cells.slice(3)];
-  stdout.line(formatTable(withNode(header, "node"), rows.map((cells, index) => withNode(cells, graphColumn(nodes[index])))));
+  stdout.line(
+    formatTable(
+      withNode(header, "node"),
+      rows.map((cells, index) => withNode(cells, graphColumn(nodes[index]))),
+    ),
+  );
 }
 
 export function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
@@ -353,11 +357,7 @@ export async function runSessionsLinkPr(globals: GlobalOptions, options: Session
     return;
   }
   const bound = changed ? `bound ${pullRequest} to ${ref}` : `${pullRequest} was already bound to ${ref}`;
-  stdout.line(
-    session
-      ? `${bound}: its events reach the session ${session}`
-      : `${bound}: its events go to the session of ${ref} once it has one`,
-  );
+  stdout.line(session ? `${bound}: its events reach the session ${session}` : `${bound}: its events go to the session of ${ref} once it has one`);
 }
 
 export interface SessionsControlOptions {
@@ -510,9 +510,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   // daemon does: a required hook is never bypassed from the CLI. Stop, pause and resume hold an
   // agent back, which must work whatever state the hooks are in: they run with none instead.
   const hooks =
-    command === "start"
-      ? await loadDaemonHooks(runtimeInputOf(project))
-      : await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
+    command === "start" ? await loadDaemonHooks(runtimeInputOf(project)) : await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
   const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
   let outcome: ControlOutcome;
   try {
