@@ -464,7 +464,7 @@ describe("control() from the CLI (R4.1, R4.5, R4.7)", () => {
     expect(record.recentDeliveries[0]).toMatch(/^cli-start-[0-9a-f-]{36}$/);
     const prompt = t.runner.spawnsOf(target)[0]?.argv[1] ?? "";
     expect(prompt).toContain(`to work on ${ref}: From the shell`);
-    expect(prompt).toContain("commented by operator");
+    expect(prompt).toContain("started from the CLI by operator");
     expect(prompt).toContain("source: cli");
     expect(t.emitted("session.announced")).toHaveLength(1);
     expect(t.control.get(ref)).toMatchObject({
