@@ -301,6 +301,26 @@ export const EVENT_CATALOG = {
     summary: "A `proceed: false` was applied: the start or launch did not happen, the item was disarmed and the refusal commented on it.",
     fields: { point: "string", hook: "string", reason: "string", work_item: "string", delivery_id: "string?", comment_posted: "boolean" },
   },
+  "hooks.ran": {
+    family: "hooks",
+    level: "info",
+    summary:
+      "A hook was called at a point (`outcome`: agh's applied, denied, failed, skipped or rejected; `duration_ms`). Applied calls past the first 5 per hook, point and minute are one event with their `count`, the longest `duration_ms` and `median_ms`, for the minute `since`.",
+    fields: {
+      hook: "string",
+      point: "string",
+      outcome: "string",
+      duration_ms: "integer",
+      work_item: "string?",
+      loop_run_id: "string?",
+      error: "string?",
+      changed: "string[]?",
+      count: "integer?",
+      median_ms: "integer?",
+      since: "string?",
+    },
+    quieterWhen: { field: "outcome", values: ["applied", "skipped"], level: "debug" },
+  },
   "hooks.loop_annotated": {
     family: "hooks",
     level: "info",

@@ -9,6 +9,8 @@ import { readLoopAnswer } from "./loop-answer.js";
 import type { LoopAnswer } from "./loop-answer.js";
 import type { ChainOutcome, HookContext, HookExecutor, HookRefusal, LoopAnnotation, LoopOutcome, RunOptions } from "./types.js";
 import { describe, isPlainObject, sameJson } from "./values.js";
+import { HookRunRecorder } from "./runs.js";
+import type { HookCall, HookRunRecorderOptions } from "./runs.js";
 
 /**
  * Runs the executors declared for a point, in declaration order, and folds their answers into the
@@ -16,7 +18,8 @@ import { describe, isPlainObject, sameJson } from "./values.js";
  * name and its decision specs), so a new family of points needs no change here.
  *
  * A run never throws: a hook is someone else's code in the path of a dispatch, and docs/hooks.md#when-a-hook-fails says
- * nothing it does may reach the caller. Every failure becomes `hooks.failed`.
+ * nothing it does may reach the caller. Every failure becomes `hooks.failed`, and every call —
+ * whatever its outcome — a `hooks.ran` record, bounded for a busy hook (runs.ts).
  */
 
 /** hooks.failed carries the error for a person to read, not a stack; a remote can answer at length. */
@@ -28,12 +31,15 @@ const NO_EVENTS: EventSink = { emit: () => undefined };
 
 export class HookChain {
   private readonly executors: readonly HookExecutor[];
+  private readonly runs: HookRunRecorder;
 
   constructor(
     executors: readonly HookExecutor[],
     private readonly events: EventSink,
+    runs: HookRunRecorderOptions = {},
   ) {
     this.executors = [...executors];
+    this.runs = new HookRunRecorder(events, runs);
   }
 
   /** The chain of a process that declared no hooks: every run returns the context as given. */
@@ -93,27 +99,38 @@ export class HookChain {
       const point = loopPoint(name);
       if (point === undefined) return { annotations };
       const executors = this.executors.filter((executor) => executor.points.has(name));
-      for (const executor of executors) {
+      const facts: HookContext = payload;
+      const runId = typeof facts["loop_run_id"] === "string" ? { loopRunId: facts["loop_run_id"] } : {};
+      for (const [index, executor] of executors.entries()) {
+        const started = performance.now();
         const answer = await this.askLoop(executor, point, payload);
-        if (typeof answer === "string") {
-          this.emitSafely(() =>
-            this.events.emit("hooks.failed", withWorkItem({ point: name, hook: executor.name, error: bounded(answer), required: false }, options)),
-          );
+        const call = { hook: executor.name, point: name, durationMs: performance.now() - started, ...callOf(options), ...runId };
+        if (answer !== undefined && "error" in answer) {
+          const error = bounded(answer.error);
+          this.emitSafely(() => this.events.emit("hooks.failed", withWorkItem({ point: name, hook: executor.name, error, required: false }, options)));
+          this.runs.record({ ...call, outcome: answer.rejected ? "rejected" : "failed", error });
           continue;
         }
-        if (answer === undefined) continue;
+        if (answer === undefined) {
+          this.runs.record({ ...call, outcome: "applied" });
+          continue;
+        }
         if (answer.ignored.length > 0) {
           this.emitSafely(() => this.events.emit("hooks.ignored", withWorkItem({ point: name, hook: executor.name, fields: [...answer.ignored] }, options)));
         }
         if (answer.denial !== undefined) {
           const changed = answer.denial.reason === "" ? ["denied"] : ["denied", "deny_reason"];
           this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: name, hook: executor.name, changed }, options)));
+          this.runs.record({ ...call, outcome: "denied", ...(answer.denial.reason === "" ? {} : { error: bounded(answer.denial.reason) }) });
+          // The first denial decides: the hooks after it are not called, and their record says so.
+          for (const later of executors.slice(index + 1)) this.runs.record({ ...call, hook: later.name, outcome: "skipped", durationMs: 0 });
           return { denied: { hook: executor.name, reason: answer.denial.reason }, annotations };
         }
         if (answer.labels !== undefined) {
           annotations.push({ hook: executor.name, labels: answer.labels });
           this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: name, hook: executor.name, changed: ["labels"] }, options)));
         }
+        this.runs.record({ ...call, outcome: "applied", ...(answer.labels !== undefined ? { changed: ["labels"] } : {}) });
       }
       return { annotations };
     } catch (error) {
@@ -127,6 +144,7 @@ export class HookChain {
 
   /** Releases what the executors hold (remote keep-alive connections). Never rejects. */
   async close(): Promise<void> {
+    this.runs.flush();
     await Promise.allSettled(this.executors.map(async (executor) => executor.close?.()));
   }
 
@@ -140,9 +158,12 @@ export class HookChain {
     let requiredRefusal: HookRefusal | undefined;
 
     for (const executor of executors) {
+      const started = performance.now();
       const answer = await this.ask(executor, point, given, current, fixed);
+      const call = { hook: executor.name, point: point.name, durationMs: performance.now() - started, ...callOf(options) };
       if (!answer.ok) {
         this.failed(point, executor, answer.error, options);
+        this.runs.record({ ...call, outcome: answer.rejected ? "rejected" : "failed", error: bounded(answer.error) });
         if (executor.required && hasProceed && requiredRefusal === undefined) {
           requiredRefusal = { hook: executor.name, reason: `required hook "${executor.name}" failed: ${bounded(answer.error)}` };
           // Later executors still run, and see that the operation is already refused.
@@ -152,11 +173,17 @@ export class HookChain {
         continue;
       }
       const read = answer.read;
-      if (read === undefined) continue;
+      if (read === undefined) {
+        this.runs.record({ ...call, outcome: "applied" });
+        continue;
+      }
       if (read.ignored.length > 0) {
         this.emitSafely(() => this.events.emit("hooks.ignored", withWorkItem({ point: point.name, hook: executor.name, fields: read.ignored }, options)));
       }
-      if (read.changed.length === 0) continue;
+      if (read.changed.length === 0) {
+        this.runs.record({ ...call, outcome: "applied" });
+        continue;
+      }
       for (const field of read.changed) current[field] = read.values[field];
       if (read.changed.includes("proceed")) refuser = current["proceed"] === false ? executor.name : undefined;
       // A hook answering proceed: false with a reason of its own refuses in its own words: the
@@ -164,6 +191,8 @@ export class HookChain {
       // that only echoes proceed while changing something else (a prompt) has refused nothing.
       else if (read.proceed === false && current["proceed"] === false && read.changed.includes("reason")) refuser = executor.name;
       this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: point.name, hook: executor.name, changed: read.changed }, options)));
+      const refused = refuser === executor.name && current["proceed"] === false;
+      this.runs.record({ ...call, outcome: refused ? "denied" : "applied", changed: read.changed });
     }
 
     if (requiredRefusal !== undefined) {
@@ -188,40 +217,48 @@ export class HookChain {
     given: HookContext,
     current: HookContext,
     fixed: ReadonlySet<string>,
-  ): Promise<{ ok: true; read: ReadAnswer | undefined } | { ok: false; error: string }> {
+  ): Promise<{ ok: true; read: ReadAnswer | undefined } | { ok: false; error: string; rejected: boolean }> {
     let value: unknown;
     try {
       value = await executor.invoke(point, structuredClone(current));
     } catch (error) {
-      return { ok: false, error: describeError(error) };
+      return { ok: false, error: describeError(error), rejected: false };
     }
     if (value === undefined || value === null) return { ok: true, read: undefined };
     try {
       // Inside the try: even asking a Proxy for its prototype can throw, and that is this hook's
       // failure, not a broken run that would drop the earlier hooks' decisions and skip the later ones.
-      if (!isPlainObject(value)) return { ok: false, error: `answered ${describe(value)}, not a context` };
+      if (!isPlainObject(value)) return { ok: false, error: `answered ${describe(value)}, not a context`, rejected: true };
       const read = readAnswer(point, given, current, value, fixed);
-      return typeof read === "string" ? { ok: false, error: read } : { ok: true, read };
+      return typeof read === "string" ? { ok: false, error: read, rejected: true } : { ok: true, read };
     } catch (error) {
       // An answer no JSON could carry (a cycle in a fact, a getter that throws): the hook's fault, not the chain's.
-      return { ok: false, error: `answered a context that cannot be read: ${describeError(error)}` };
+      return { ok: false, error: `answered a context that cannot be read: ${describeError(error)}`, rejected: true };
     }
   }
 
-  /** One executor's answer at a loop event: undefined to pass, or why it failed. */
-  private async askLoop(executor: HookExecutor, point: LoopPoint, payload: HookContext): Promise<LoopAnswer | string | undefined> {
+  /**
+   * One executor's answer at a loop event: undefined to pass, or why it failed — `rejected` when
+   * it answered something the event cannot read, rather than failing to answer.
+   */
+  private async askLoop(
+    executor: HookExecutor,
+    point: LoopPoint,
+    payload: HookContext,
+  ): Promise<LoopAnswer | { error: string; rejected: boolean } | undefined> {
     let value: unknown;
     try {
       value = await executor.invoke(point, structuredClone(payload));
     } catch (error) {
-      return describeError(error);
+      return { error: describeError(error), rejected: false };
     }
     if (value === undefined || value === null) return undefined;
     try {
-      if (!isPlainObject(value)) return `answered ${describe(value)}, not an object`;
-      return readLoopAnswer(point, payload, value);
+      if (!isPlainObject(value)) return { error: `answered ${describe(value)}, not an object`, rejected: true };
+      const read = readLoopAnswer(point, payload, value);
+      return typeof read === "string" ? { error: read, rejected: true } : read;
     } catch (error) {
-      return `answered an object that cannot be read: ${describeError(error)}`;
+      return { error: `answered an object that cannot be read: ${describeError(error)}`, rejected: true };
     }
   }
 
@@ -329,6 +366,10 @@ function describeError(error: unknown): string {
 function bounded(text: string): string {
   const redacted = redactKnownSecrets(text);
   return redacted.length > MAX_ERROR ? `${redacted.slice(0, MAX_ERROR - 1)}…` : redacted;
+}
+
+function callOf(options: RunOptions): Pick<HookCall, "workItem"> {
+  return options.workItem === undefined ? {} : { workItem: options.workItem };
 }
 
 function withWorkItem<F extends object>(fields: F, options: RunOptions): F & { work_item?: string } {

@@ -110,7 +110,8 @@ describe("examples/hooks/allowed-hours.ts", () => {
     const outcome = await chain.run("work_item_start", startContext());
     expect(outcome.refusal).toEqual({ hook: "office-hours", reason: expect.stringContaining(`between ${String(from).padStart(2, "0")}:00`) });
     expect(outcome.changed).toEqual(["proceed", "reason"]);
-    expect(events.events.map((event) => event.type)).toEqual(["hooks.loaded", "hooks.decided"]);
+    expect(events.events.map((event) => event.type)).toEqual(["hooks.loaded", "hooks.decided", "hooks.ran"]);
+    expect(events.events[2]?.fields).toMatchObject({ hook: "office-hours", point: "work_item_start", outcome: "denied" });
   });
 });
 

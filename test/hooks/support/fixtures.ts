@@ -88,9 +88,20 @@ export function scripted(
   };
 }
 
-/** The hooks.* events recorded, as `[type, fields]` pairs. */
+/** The hooks.* events recorded, as `[type, fields]` pairs; the per-call `hooks.ran` records are read by runsOf. */
 export function hookEvents(sink: MemoryEventSink): [string, Record<string, unknown>][] {
-  return sink.events.filter((event) => event.type.startsWith("hooks.")).map((event) => [event.type, event.fields]);
+  return sink.events.filter((event) => event.type.startsWith("hooks.") && event.type !== "hooks.ran").map((event) => [event.type, event.fields]);
+}
+
+/** The `hooks.ran` records, their durations left out (they are the clock's, not the chain's). */
+export function runsOf(sink: MemoryEventSink): Record<string, unknown>[] {
+  return sink.events
+    .filter((event) => event.type === "hooks.ran")
+    .map((event) => {
+      const { duration_ms: duration, ...rest } = event.fields;
+      expect(Number.isInteger(duration) && (duration as number) >= 0).toBe(true);
+      return rest;
+    });
 }
 
 /** The message a rejected invocation failed with (it must fail, with an Error). */
