@@ -6,6 +6,7 @@ import { messageOf } from "../errors.js";
 import { LIFECYCLE_HOOKS_BRAND, isLifecycleHooksClass } from "../sdk/hooks/base.js";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
 import type { LocalHookEntry } from "./declaration.js";
+import { resolveThisPackageForHooks } from "./self-resolve.js";
 import type { HookContext, HookExecutor } from "./types.js";
 
 /**
@@ -75,6 +76,8 @@ class LocalHookExecutor implements HookExecutor {
 /** Imports, picks and constructs a local entry's class. Throws LocalHookError saying what to fix. */
 export async function loadLocalExecutor(entry: LocalHookEntry, options: LocalExecutorOptions): Promise<HookExecutor> {
   const file = entry.kind === "path" ? checkFile(entry.resolved) : resolvePackage(entry.target, options.configDir);
+  // Before the first import: the hook's `import … from "the-loop/sdk/hooks"` needs no link or install.
+  resolveThisPackageForHooks();
   const namespace = await importWithin(file, options.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS);
   const { exportName, cls } = pickClass(namespace, entry, file);
   let instance: object;
@@ -131,13 +134,20 @@ async function importWithin(file: string, timeoutMs: number): Promise<Record<str
     }, timeoutMs);
   });
   const imported = importFile(file).catch((error: unknown) => {
-    throw new LocalHookError(`importing ${file} failed: ${messageOf(error)}`);
+    throw new LocalHookError(`importing ${file} failed: ${messageOf(error)}${importFix(error, file)}`);
   });
   try {
     return await Promise.race([imported, expired]);
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** What to do about a failed import, when the error says: a package the module imports is not installed. */
+function importFix(error: unknown, file: string): string {
+  const code = typeof error === "object" && error !== null && "code" in error ? error.code : undefined;
+  if (code !== "ERR_MODULE_NOT_FOUND" && code !== "MODULE_NOT_FOUND") return "";
+  return `; install the package it names in a node_modules folder at or above ${dirname(file)}, where the hook file's imports resolve`;
 }
 
 /**
