@@ -6,6 +6,7 @@
 export { HookChain } from "./chain.js";
 export { HookLoadError, loadHooks, loadHooksOrNone } from "./load.js";
 export type { LoadHooksOptions } from "./load.js";
+export { HOOK_LOAD_FIX, checkHooksLoad } from "./probe.js";
 export { HookDeclarationError, parseHookDeclaration } from "./declaration.js";
 export type { DeclarationContext, HookEntry, LocalHookEntry, RemoteHookEntry, SubprocessHookEntry } from "./declaration.js";
 export type { SubprocessHookRequest } from "./subprocess.js";

@@ -30,6 +30,15 @@ async function project(yaml: string): Promise<{ cwd: string; configDir: string }
   return { cwd, configDir };
 }
 
+/** The modules DECLARATION's enabled local entries name, so that it loads as a daemon would load it. */
+async function declaredModules(configDir: string): Promise<void> {
+  await mkdir(join(configDir, "hooks"), { recursive: true });
+  const hook = (method: string): string =>
+    `import { LifecycleHooks } from "the-loop/sdk/hooks";\nexport class H extends LifecycleHooks { ${method}() { return undefined; } }\n`;
+  await writeFile(join(configDir, "hooks", "allowed-hours.mjs"), hook("workItemStart"));
+  await writeFile(join(configDir, "hooks", "prompt-prefix.ts"), hook("override sessionSpawn"));
+}
+
 /** A hook module that leaves a marker file and throws when anything imports it. */
 async function trap(path: string, marker: string): Promise<void> {
   await mkdir(join(path, ".."), { recursive: true });
@@ -77,6 +86,7 @@ const DECLARATION = `hooks:
 describe("the-loop hooks", () => {
   it("lists every entry with its kind, target, points, required and enabled", async () => {
     const { cwd, configDir } = await project(DECLARATION);
+    await declaredModules(configDir);
     const result = await runCli(["hooks"], { cwd });
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.trimEnd().split("\n");
@@ -94,6 +104,7 @@ describe("the-loop hooks", () => {
 
   it("prints the entries as JSON with stable fields, header names only and no token", async () => {
     const { configDir } = await project(DECLARATION);
+    await declaredModules(configDir);
     // Run from elsewhere: a path resolves against the config file's folder, not the working directory.
     const elsewhere = await tempDir();
     const result = await runCli(["--config", join(configDir, "cli-config.yaml"), "hooks", "--json"], {
@@ -214,32 +225,34 @@ describe("the-loop hooks", () => {
     }
   });
 
-  it("never imports a module nor contacts a URL", async () => {
+  it("imports each local module as the daemon would, away from its own process, and contacts no URL", async () => {
     const server = await countingServer();
     const { cwd, configDir } = await project(`hooks:
-  - name: by-path
-    path: hooks/trap.mjs
-  - name: by-ts-path
-    path: hooks/trap.ts
-  - name: by-module
-    module: trap-package
   - name: remote
     url: ${server.url}
     tokenEnv: TRAP_TOKEN
+  - name: by-path
+    path: hooks/trap.mjs
 `);
     const marker = join(cwd, "imported.marker");
     await trap(join(configDir, "hooks", "trap.mjs"), marker);
-    await trap(join(configDir, "hooks", "trap.ts"), marker);
-    const packageDir = join(configDir, "node_modules", "trap-package");
-    await trap(join(packageDir, "index.js"), marker);
-    await writeFile(join(packageDir, "package.json"), JSON.stringify({ name: "trap-package", type: "module", main: "index.js" }));
 
-    for (const args of [["hooks"], ["hooks", "--json"], ["config", "validate"]]) {
-      const result = await runCli(args, { cwd, env: { TRAP_TOKEN: "trap-token-value" } });
-      expect(result.code, `${args.join(" ")}: ${result.stderr}`).toBe(0);
-      expect(result.stdout).not.toContain("trap-token-value");
-    }
-    expect(existsSync(marker), "a hook module was imported").toBe(false);
+    const listed = await runCli(["hooks"], { cwd, env: { TRAP_TOKEN: "trap-token-value" } });
+    expect(listed.code, listed.stderr).toBe(1);
+    expect(listed.stderr).toContain(
+      `error: the hooks declared in .the-loop/cli-config.yaml do not load: hooks[1] "by-path": importing ${join(configDir, "hooks", "trap.mjs")} failed: this hook module must not be imported; the daemon refuses to start on it; fix the entry, or set enabled: false on it until it loads`,
+    );
+    const json = await runCli(["hooks", "--json"], { cwd, env: { TRAP_TOKEN: "trap-token-value" } });
+    expect(json.code).toBe(1);
+    expect(jsonOf<{ error: { code: string; message: string } }>(json).error).toMatchObject({
+      code: "config",
+      message: expect.stringContaining('hooks[1] "by-path": importing'),
+    });
+    const validated = await runCli(["config", "validate"], { cwd, env: { TRAP_TOKEN: "trap-token-value" } });
+    expect(validated.code, validated.stderr).toBe(2);
+    expect(validated.stderr).toContain('.the-loop/cli-config.yaml:5:5: hooks[1] "by-path": importing');
+    for (const result of [listed, json, validated]) expect(result.stdout + result.stderr).not.toContain("trap-token-value");
+    expect(existsSync(marker), "the module was imported").toBe(true);
     expect(server.requests(), "a hook URL was contacted").toBe(0);
   });
 
@@ -399,7 +412,8 @@ hooks:
   });
 
   it("accepts a good declaration", async () => {
-    const { cwd } = await project(DECLARATION);
+    const { cwd, configDir } = await project(DECLARATION);
+    await declaredModules(configDir);
     const result = await runCli(["config", "validate"], { cwd });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("config OK");

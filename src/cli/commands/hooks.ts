@@ -110,9 +110,21 @@ async function readConfig(globals: GlobalOptions): Promise<LoadedConfig> {
 }
 
 /**
- * `the-loop hooks`: what the `hooks:` declaration would run, and where, read from the config
- * alone. Nothing is imported and no URL is contacted, so an operator can check a declaration
- * before any daemon loads it; the checks are the ones a daemon's load starts with.
+ * The declaration loaded as the daemon will load it, in a child process (hooks/probe.ts): a module
+ * that does not import or construct, or a command with no program, fails the listing with the
+ * daemon's error, instead of being listed as fine and refusing the start.
+ */
+async function checkLoads(file: string, raw: unknown): Promise<void> {
+  const { HOOK_LOAD_FIX, checkHooksLoad } = await import("../../hooks/probe.js");
+  const result = await checkHooksLoad({ raw, configDir: dirname(file), configPath: file });
+  if (result.ok) return;
+  throw new ExitError(`the hooks declared in ${displayPath(file)} do not load: ${result.message}; ${HOOK_LOAD_FIX}`, EXIT_FAILURE, "config");
+}
+
+/**
+ * `the-loop hooks`: what the `hooks:` declaration would run, and where. The declaration is loaded
+ * as a daemon would load it, away from this process (checkLoads); no hook point is run and no URL
+ * is contacted, so an operator can check a declaration before any daemon loads it.
  */
 export async function runHooksList(globals: GlobalOptions, options: HooksOptions): Promise<void> {
   const loaded = await readConfig(globals);
@@ -129,6 +141,7 @@ export async function runHooksList(globals: GlobalOptions, options: HooksOptions
       throw new ExitError(`cannot read the hooks declaration in ${displayPath(file)}: ${error.message}`, EXIT_FAILURE, "config");
     }
   }
+  if (file !== null && entries.some((entry) => entry.enabled)) await checkLoads(file, loaded.config.hooks);
   const listings = entries.map(listingOf);
   if (options.json) {
     stdout.json(listings);

@@ -159,9 +159,25 @@ async function loadValidated(globals: GlobalOptions): Promise<LoadedConfig> {
   }
   const file = loaded.source.path;
   if (file === null || loaded.config.hooks === undefined) return loaded;
-  const problems = await hookProblems(file, await readFile(file, "utf8"), loaded.config);
+  const text = await readFile(file, "utf8");
+  const problems = await hookProblems(file, text, loaded.config);
+  if (problems.length === 0) problems.push(...(await hookLoadProblems(file, text, loaded.config.hooks)));
   if (problems.length > 0) throw configErrorOf(file, problems);
   return loaded;
+}
+
+/**
+ * The declaration loaded as the daemon will load it — every module imported and constructed, in a
+ * child process, bounded (hooks/probe.ts) — so a declaration that reads right but does not load
+ * fails here, with the daemon's error, rather than at `the-loop start`.
+ */
+async function hookLoadProblems(file: string, text: string, raw: unknown): Promise<ConfigProblem[]> {
+  if (!Array.isArray(raw) || raw.length === 0) return [];
+  const [yaml, { HOOK_LOAD_FIX, checkHooksLoad }] = await Promise.all([import("yaml"), import("../../../hooks/probe.js")]);
+  const result = await checkHooksLoad({ raw, configDir: dirname(file), configPath: file });
+  if (result.ok) return [];
+  const index = /^hooks\[([0-9]+)\]/.exec(result.message)?.[1];
+  return [{ path: "", message: `${result.message}; ${HOOK_LOAD_FIX}`, ...hookEntryPosition(text, yaml, index === undefined ? undefined : Number(index)) }];
 }
 
 async function withHookProblems(globals: GlobalOptions, error: ConfigError): Promise<ConfigError> {
