@@ -11,6 +11,7 @@ import type { HookPoint } from "../../src/sdk/hooks/catalog.js";
 import { spawnContext, startContext } from "../hooks/support/fixtures.js";
 import { writeIn } from "../hooks/support/hook-dir.js";
 import { REPO_ROOT, jsonOf, runCli } from "../support/cli.js";
+import { testProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 
 /**
@@ -80,6 +81,23 @@ describe("docs/hooks.md, its examples as written", () => {
     expect(name).toBe("loop.generation.pre");
     expect(await executor.invoke(point(name ?? ""), { generation: 4 } as never)).toEqual({ denied: true, deny_reason: "three generations is the budget" });
     expect(await executor.invoke(point(name ?? ""), { generation: 2 } as never)).toBeUndefined();
+  });
+
+  it("the first example starts a real daemon, which loads it with nothing linked or installed", async () => {
+    const all = await blocks();
+    const first = all.findIndex((block) => block.lang === "ts");
+    const { parse } = await import("yaml");
+    const hooks = (parse(all[first + 1]?.text ?? "") as { hooks: Record<string, unknown>[] }).hooks;
+    const project = await testProject({ hooks });
+    await writeIn(project.root, String(hooks[0]?.["path"]), all[first]?.text ?? "");
+    for (let dir = project.dir; dirname(dir) !== dir; dir = dirname(dir)) expect(existsSync(join(dir, "node_modules")), dir).toBe(false);
+
+    const started = await project.cli(["start"]);
+    expect(started.code, started.stderr).toBe(0);
+    const loaded = await project.waitForEvent("hooks.loaded", (record) => record.event === "hooks.loaded");
+    expect(loaded).toMatchObject({ hooks: hooks.map((hook) => hook["name"]) });
+    expect((await project.events()).filter((record) => record.event === "hooks.load_failed")).toEqual([]);
+    expect((await project.cli(["stop"])).code).toBe(0);
   });
 
   it("the first local hook of 'Writing a local hook' validates and runs at both its points", async () => {
