@@ -13,6 +13,8 @@ import type { UpgradeConfigOptions } from "./commands/config/upgrade.js";
 import type { EventsOptions } from "./commands/events.js";
 import type { WhyOptions } from "./commands/why.js";
 import type { HookPointsOptions, HooksOptions } from "./commands/hooks.js";
+import type { HooksInfoOptions, HooksRunsOptions } from "./commands/hooks/runs.js";
+import type { HooksTestOptions } from "./commands/hooks/try.js";
 import type { CapabilitiesAddOptions, CapabilitiesListOptions, CapabilitiesRemoveOptions } from "./commands/capabilities/capabilities.js";
 import type { GraphListOptions, GraphShowOptions } from "./commands/graph/definitions.js";
 import type { LoopRenderHooksOptions } from "./commands/loop/render-hooks.js";
@@ -154,6 +156,47 @@ export function buildProgram(): Command {
     .action(async (_options: HookPointsOptions, command: Command) => {
       // Commander gives `--json` after `hooks points` to `hooks`, which has the same flag.
       (await import("./commands/hooks.js")).runHooksPoints(command.optsWithGlobals<HookPointsOptions>());
+    });
+  hooks
+    .command("runs")
+    .description("each recorded hook call, read from the event log: hook, event, work item, outcome (agh's names), duration and error")
+    .option("--hook <name>", "only this hook's calls")
+    .option("--event <point>", "only the calls at this point or loop event")
+    .addOption(new Option("--outcome <outcome>", "only calls with this outcome").choices(["applied", "denied", "failed", "skipped", "dropped", "rejected"]))
+    .option("--work-item <ref>", `only the calls about this work item (${REF_HELP})`)
+    .option("--since <when>", "only calls since then: 15m, 2h, 1d, or an ISO-8601 time")
+    .option("--limit <n>", "the last N calls (default 50, 0 for all)", parseCount)
+    .option("--last <n>", "the same as --limit, by agh's name", parseCount)
+    .option("--json", "print as JSON", false)
+    .action(async (_options: HooksRunsOptions, command: Command) => {
+      await (await import("./commands/hooks/runs.js")).runHooksRuns(globalsOf(command), command.optsWithGlobals<HooksRunsOptions>());
+    });
+  hooks
+    .command("info")
+    .description("one declared hook: its kind, executor, target, points, timeout, required and enabled, and its last runs")
+    .argument("<name>", "the hook's name, as `the-loop hooks` lists it")
+    .option("--json", "print as JSON", false)
+    .action(async (name: string, _options: HooksInfoOptions, command: Command) => {
+      await (await import("./commands/hooks/runs.js")).runHooksInfo(globalsOf(command), name, command.optsWithGlobals<HooksInfoOptions>());
+    });
+  hooks
+    .command("events")
+    .description("the points and loop events a hook can serve, one line each (`hooks points` describes each in full)")
+    .option("--json", "print as JSON", false)
+    .action(async (_options: HooksInfoOptions, command: Command) => {
+      (await import("./commands/hooks/runs.js")).runHooksEvents(command.optsWithGlobals<HooksInfoOptions>());
+    });
+  hooks
+    .command("test")
+    .description(
+      "call one declared hook once at a point, as the daemon would (same executor, timeout and env rules), and print what it answered and what the daemon would do; nothing is done with the answer, but the hook's own side effects happen",
+    )
+    .argument("<name>", "the hook's name, as `the-loop hooks` lists it")
+    .requiredOption("--point <point>", "the lifecycle point or loop event to call it at (`the-loop hooks events`)")
+    .option("--payload <file>", "the payload as a JSON object, from FILE or - for stdin (default: a sample payload of the point)")
+    .option("--json", "print as JSON", false)
+    .action(async (name: string, _options: HooksTestOptions, command: Command) => {
+      await (await import("./commands/hooks/try.js")).runHooksTest(globalsOf(command), name, command.optsWithGlobals<HooksTestOptions>());
     });
 
   const graph = program.command("graph").description("process graphs: the phases, gates and claims a started work item moves through (docs/graph.md)");

@@ -29,17 +29,27 @@ const CHAIN = "(chain)";
 
 const NO_EVENTS: EventSink = { emit: () => undefined };
 
+export interface HookChainOptions extends HookRunRecorderOptions {
+  /**
+   * Told each executor's raw answer before it is read (`the-loop hooks test` prints it). Never
+   * set in the daemon; a listener that throws is ignored.
+   */
+  readonly onAnswer?: (hook: string, answer: unknown) => void;
+}
+
 export class HookChain {
   private readonly executors: readonly HookExecutor[];
   private readonly runs: HookRunRecorder;
+  private readonly onAnswer: ((hook: string, answer: unknown) => void) | undefined;
 
   constructor(
     executors: readonly HookExecutor[],
     private readonly events: EventSink,
-    runs: HookRunRecorderOptions = {},
+    options: HookChainOptions = {},
   ) {
     this.executors = [...executors];
-    this.runs = new HookRunRecorder(events, runs);
+    this.runs = new HookRunRecorder(events, options);
+    this.onAnswer = options.onAnswer;
   }
 
   /** The chain of a process that declared no hooks: every run returns the context as given. */
@@ -224,6 +234,7 @@ export class HookChain {
     } catch (error) {
       return { ok: false, error: describeError(error), rejected: false };
     }
+    this.tell(executor, value);
     if (value === undefined || value === null) return { ok: true, read: undefined };
     try {
       // Inside the try: even asking a Proxy for its prototype can throw, and that is this hook's
@@ -252,6 +263,7 @@ export class HookChain {
     } catch (error) {
       return { error: describeError(error), rejected: false };
     }
+    this.tell(executor, value);
     if (value === undefined || value === null) return undefined;
     try {
       if (!isPlainObject(value)) return { error: `answered ${describe(value)}, not an object`, rejected: true };
@@ -282,6 +294,14 @@ export class HookChain {
     if (Object.hasOwn(point.decisions, "reason")) context["reason"] = refusal.reason;
     const changed = Object.keys(point.decisions).filter((field) => !sameJson(context[field], given[field]));
     return { context, changed, refusal };
+  }
+
+  private tell(executor: HookExecutor, value: unknown): void {
+    try {
+      this.onAnswer?.(executor.name, value);
+    } catch {
+      // Listening to an answer is not part of reading it.
+    }
   }
 
   private emitSafely(emit: () => void): void {

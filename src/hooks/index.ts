@@ -4,6 +4,8 @@
  * so a family other than the lifecycle is added by adding its points.
  */
 export { HookChain } from "./chain.js";
+export type { HookChainOptions } from "./chain.js";
+export { samplePayload } from "./sample.js";
 export { HookLoadError, loadHooks, loadHooksOrNone } from "./load.js";
 export type { LoadHooksOptions } from "./load.js";
 export { HOOK_LOAD_FIX, checkHooksLoad } from "./probe.js";

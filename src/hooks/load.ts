@@ -3,6 +3,7 @@ import type { EventSink } from "../events/log.js";
 import { HOOK_POINTS } from "../sdk/hooks/points.js";
 import type { HookPoint } from "../sdk/hooks/catalog.js";
 import { HookChain } from "./chain.js";
+import type { HookChainOptions } from "./chain.js";
 import { parseHookDeclaration, pointsWithoutOn } from "./declaration.js";
 import type { HookEntry } from "./declaration.js";
 import { loadLocalExecutor } from "./local.js";
@@ -36,6 +37,8 @@ export interface LoadHooksOptions {
   readonly homeDir?: string;
   /** How long one local module's import may take (default DEFAULT_IMPORT_TIMEOUT_MS, local.ts). */
   readonly importTimeoutMs?: number;
+  /** How the chain records its calls and who hears each answer (default: the daemon's). */
+  readonly chain?: HookChainOptions;
 }
 
 /**
@@ -97,7 +100,7 @@ export async function loadHooks(options: LoadHooksOptions): Promise<HookChain> {
       // Recording the load is not part of loading it.
     }
   }
-  return new HookChain(executors, options.events);
+  return new HookChain(executors, options.events, options.chain);
 }
 
 async function buildExecutor(entry: HookEntry, points: readonly HookPoint[], options: LoadHooksOptions): Promise<HookExecutor> {
