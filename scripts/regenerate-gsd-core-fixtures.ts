@@ -18,24 +18,13 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { LOOP_POINTS } from "../src/graph/types.js";
 
 /** The shipped bundles stored: small, and between them every hook kind, a file fragment, configValues, an activationKey, gsd-core command modules and dotted queries. */
 const SHIPPED = ["intel", "schema-gate", "security", "tdd", "ui"] as const;
 const TUTORIAL = "hello-note";
-const POINTS = [
-  "discuss:pre",
-  "discuss:post",
-  "plan:pre",
-  "plan:post",
-  "execute:pre",
-  "execute:wave:pre",
-  "execute:wave:post",
-  "execute:post",
-  "verify:pre",
-  "verify:post",
-  "ship:pre",
-  "ship:post",
-] as const;
+// The twelve points, as the-loop knows them: gsd-core's host contract has the same list.
+const POINTS = LOOP_POINTS;
 
 const source = resolve(process.argv[2] ?? "");
 if (!existsSync(join(source, "gsd-core/bin/gsd-tools.cjs")) || !existsSync(join(source, "gsd-core/bin/lib/loop-resolver.cjs"))) {

@@ -193,6 +193,19 @@ function answerOf(ref: string, graph: Graph | undefined, state: GraphState | und
   };
 }
 
+/** The answer to a claim or a force when the daemon runs without the process graph. */
+function graphOff(ref: string): ClaimAnswer {
+  return {
+    moved: false,
+    ref,
+    graph: null,
+    node: null,
+    status: null,
+    reasonCode: "graph-off",
+    reason: "the process graph is off in the daemon's config (graph.enabled)",
+  };
+}
+
 /**
  * An agent's claim that its node is done. The daemon is the judge: the node's checks run in the
  * session's working directory with a scrubbed environment, and the claim is decided again under
@@ -202,15 +215,7 @@ export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promi
   const setup = ctx.options.graph;
   const ref = request.ref;
   if (setup === undefined) {
-    return {
-      moved: false,
-      ref,
-      graph: null,
-      node: null,
-      status: null,
-      reasonCode: "graph-off",
-      reason: "the process graph is off in the daemon's config (graph.enabled)",
-    };
+    return graphOff(ref);
   }
   const actor: GraphActor = { kind: request.actor.kind, id: boundedName(request.actor.id) || "unknown" };
   const at = ctx.now();
@@ -333,15 +338,7 @@ export async function graphForce(ctx: MoveContext, request: ForceRequest): Promi
   const setup = ctx.options.graph;
   const ref = request.ref;
   if (setup === undefined) {
-    return {
-      moved: false,
-      ref,
-      graph: null,
-      node: null,
-      status: null,
-      reasonCode: "graph-off",
-      reason: "the process graph is off in the daemon's config (graph.enabled)",
-    };
+    return graphOff(ref);
   }
   const actor: GraphActor = { kind: "operator", id: boundedName(request.actor.id) || "operator" };
   // A run on a graph the config no longer has is put on the default graph's node, as a new run.

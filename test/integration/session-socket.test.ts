@@ -1,13 +1,11 @@
-import { mkdir, mkdtemp, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { sessionSocketPath } from "../../src/daemon/socket/path.js";
 import { jsonOf, runCli } from "../support/cli.js";
-import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import { graphStatus, sessionEnvOf, specReviewProject } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
-import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 import { ARM } from "../support/builders.js";
@@ -27,24 +25,6 @@ afterEach(async () => {
   for (const dir of scratch.splice(0)) await rm(dir, { recursive: true, force: true });
 });
 
-async function graphProject(): Promise<TestProject> {
-  const p = await testProject({
-    graph: { enabled: true, default: "spec-review" },
-    graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
-    routing: { spawnWorkdir: "work", tmux: { passEnv: ["FAKE_HARNESS_RECORD_ENV"] } },
-  });
-  await writeFile(join(p.root, "spec-review.yaml"), stringify(SPEC_REVIEW_GRAPH));
-  await mkdir(join(p.dir, "work"), { recursive: true });
-  return p;
-}
-
-async function sessionEnvOf(p: TestProject, ref: string): Promise<Record<string, string>> {
-  const boot = await waitFor(`the boot of ${ref}`, async () =>
-    (await p.transcript()).find((entry) => entry.type === "boot" && entry.environment?.THE_LOOP_WORK_ITEM === ref),
-  );
-  return boot.environment as Record<string, string>;
-}
-
 /** Only what the session was given of the-loop's: no config file, no state root. */
 const sessionOnly = (env: Record<string, string>): Record<string, string> => ({
   THE_LOOP_WORK_ITEM: env.THE_LOOP_WORK_ITEM ?? "",
@@ -54,7 +34,7 @@ const sessionOnly = (env: Record<string, string>): Record<string, string> => ({
 
 describe("a session's own socket (real daemon)", () => {
   it("serves the session's ask and claim with no config in sight, for its own item only, and closes with the session", async () => {
-    project = await graphProject();
+    project = await specReviewProject();
     const p = project;
     const started = await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" });
     expect(started.code, started.stderr).toBe(0);

@@ -1,15 +1,13 @@
-import { mkdir, readFile, readdir, writeFile } from "node:fs/promises";
+import { readFile, readdir, writeFile } from "node:fs/promises";
 import { createConnection } from "node:net";
 import type { Socket } from "node:net";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { daemonSocketPath } from "../../src/daemon/socket/rpc.js";
 import { workItemSlug } from "../../src/workitem/index.js";
 import { jsonOf } from "../support/cli.js";
-import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import { graphStatus, sessionEnvOf, specReviewProject } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
-import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 import { ARM } from "../support/builders.js";
@@ -76,25 +74,6 @@ async function stateSnapshot(p: TestProject): Promise<Record<string, string>> {
   return out;
 }
 
-async function graphProject(): Promise<TestProject> {
-  const p = await testProject({
-    graph: { enabled: true, default: "spec-review" },
-    graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
-    routing: { spawnWorkdir: "work", tmux: { passEnv: ["FAKE_HARNESS_RECORD_ENV"] } },
-  });
-  await writeFile(join(p.root, "spec-review.yaml"), stringify(SPEC_REVIEW_GRAPH));
-  await mkdir(join(p.dir, "work"), { recursive: true });
-  return p;
-}
-
-/** The environment the daemon gave the session of `ref`, as its harness saw it. */
-async function sessionEnvOf(p: TestProject, ref: string): Promise<Record<string, string>> {
-  const boot = await waitFor(`the boot of ${ref}`, async () =>
-    (await p.transcript()).find((entry) => entry.type === "boot" && entry.environment?.THE_LOOP_WORK_ITEM === ref),
-  );
-  return boot.environment as Record<string, string>;
-}
-
 const inSession = (env: Record<string, string>): Record<string, string> => ({
   THE_LOOP_WORK_ITEM: env.THE_LOOP_WORK_ITEM ?? "",
   THE_LOOP_SESSION_TOKEN: env.THE_LOOP_SESSION_TOKEN ?? "",
@@ -102,7 +81,7 @@ const inSession = (env: Record<string, string>): Record<string, string> => ({
 
 describe("the daemon socket authenticates and bounds its callers (real daemon)", () => {
   it("survives bad lines and 1,000 idle connections, keeps a session to its own item as its agent, and refuses forged actors, a session's force and unserved refs", async () => {
-    project = await graphProject();
+    project = await specReviewProject();
     const p = project;
     const started = await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" });
     expect(started.code, started.stderr).toBe(0);

@@ -1,6 +1,11 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { expect } from "vitest";
+import { stringify } from "yaml";
 import { jsonOf } from "./cli.js";
+import { testProject } from "./project.js";
 import type { TestProject } from "./project.js";
+import { waitFor } from "./wait.js";
 
 /**
  * The small process the graph's integration tests run: the agent writes spec.md, a person
@@ -50,4 +55,24 @@ export interface ClaimJson {
   reason: string | null;
   /** What the claim's loop points gave the agent. */
   notes: string[];
+}
+
+/** A project on the spec-review graph whose fake harness records its environment, working in `work/`. */
+export async function specReviewProject(): Promise<TestProject> {
+  const p = await testProject({
+    graph: { enabled: true, default: "spec-review" },
+    graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
+    routing: { spawnWorkdir: "work", tmux: { passEnv: ["FAKE_HARNESS_RECORD_ENV"] } },
+  });
+  await writeFile(join(p.root, "spec-review.yaml"), stringify(SPEC_REVIEW_GRAPH));
+  await mkdir(join(p.dir, "work"), { recursive: true });
+  return p;
+}
+
+/** The environment the daemon gave the session of `ref`, as its harness saw it. */
+export async function sessionEnvOf(p: TestProject, ref: string): Promise<Record<string, string>> {
+  const boot = await waitFor(`the boot of ${ref}`, async () =>
+    (await p.transcript()).find((entry) => entry.type === "boot" && entry.environment?.THE_LOOP_WORK_ITEM === ref),
+  );
+  return boot.environment as Record<string, string>;
 }
