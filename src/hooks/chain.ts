@@ -110,19 +110,19 @@ export class HookChain {
       if (point === undefined) return { annotations };
       const executors = this.executors.filter((executor) => executor.points.has(name));
       const facts: HookContext = payload;
-      const runId = typeof facts["loop_run_id"] === "string" ? { loopRunId: facts["loop_run_id"] } : {};
+      const loopRunId = typeof facts["loop_run_id"] === "string" ? facts["loop_run_id"] : undefined;
       for (const [index, executor] of executors.entries()) {
         const started = performance.now();
         const answer = await this.askLoop(executor, point, payload);
-        const call = { hook: executor.name, point: name, durationMs: performance.now() - started, ...callOf(options), ...runId };
+        const call: HookCall = { hook: executor.name, point: name, durationMs: performance.now() - started, workItem: options.workItem, loopRunId };
         if (answer !== undefined && "error" in answer) {
           const error = bounded(answer.error);
           this.emitSafely(() => this.events.emit("hooks.failed", withWorkItem({ point: name, hook: executor.name, error, required: false }, options)));
-          this.runs.record({ ...call, outcome: answer.rejected ? "rejected" : "failed", error });
+          this.runs.record(call, answer.rejected ? "rejected" : "failed", { error });
           continue;
         }
         if (answer === undefined) {
-          this.runs.record({ ...call, outcome: "applied" });
+          this.runs.record(call, "applied");
           continue;
         }
         if (answer.ignored.length > 0) {
@@ -131,16 +131,18 @@ export class HookChain {
         if (answer.denial !== undefined) {
           const changed = answer.denial.reason === "" ? ["denied"] : ["denied", "deny_reason"];
           this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: name, hook: executor.name, changed }, options)));
-          this.runs.record({ ...call, outcome: "denied", ...(answer.denial.reason === "" ? {} : { error: bounded(answer.denial.reason) }) });
+          this.runs.record(call, "denied", answer.denial.reason === "" ? undefined : { error: bounded(answer.denial.reason) });
           // The first denial decides: the hooks after it are not called, and their record says so.
-          for (const later of executors.slice(index + 1)) this.runs.record({ ...call, hook: later.name, outcome: "skipped", durationMs: 0 });
+          for (const later of executors.slice(index + 1)) {
+            this.runs.record({ hook: later.name, point: name, durationMs: 0, workItem: options.workItem, loopRunId }, "skipped");
+          }
           return { denied: { hook: executor.name, reason: answer.denial.reason }, annotations };
         }
         if (answer.labels !== undefined) {
           annotations.push({ hook: executor.name, labels: answer.labels });
           this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: name, hook: executor.name, changed: ["labels"] }, options)));
         }
-        this.runs.record({ ...call, outcome: "applied", ...(answer.labels !== undefined ? { changed: ["labels"] } : {}) });
+        this.runs.record(call, "applied", answer.labels !== undefined ? LABELS_CHANGED : undefined);
       }
       return { annotations };
     } catch (error) {
@@ -170,10 +172,10 @@ export class HookChain {
     for (const executor of executors) {
       const started = performance.now();
       const answer = await this.ask(executor, point, given, current, fixed);
-      const call = { hook: executor.name, point: point.name, durationMs: performance.now() - started, ...callOf(options) };
+      const call: HookCall = { hook: executor.name, point: point.name, durationMs: performance.now() - started, workItem: options.workItem };
       if (!answer.ok) {
         this.failed(point, executor, answer.error, options);
-        this.runs.record({ ...call, outcome: answer.rejected ? "rejected" : "failed", error: bounded(answer.error) });
+        this.runs.record(call, answer.rejected ? "rejected" : "failed", { error: bounded(answer.error) });
         if (executor.required && hasProceed && requiredRefusal === undefined) {
           requiredRefusal = { hook: executor.name, reason: `required hook "${executor.name}" failed: ${bounded(answer.error)}` };
           // Later executors still run, and see that the operation is already refused.
@@ -184,14 +186,14 @@ export class HookChain {
       }
       const read = answer.read;
       if (read === undefined) {
-        this.runs.record({ ...call, outcome: "applied" });
+        this.runs.record(call, "applied");
         continue;
       }
       if (read.ignored.length > 0) {
         this.emitSafely(() => this.events.emit("hooks.ignored", withWorkItem({ point: point.name, hook: executor.name, fields: read.ignored }, options)));
       }
       if (read.changed.length === 0) {
-        this.runs.record({ ...call, outcome: "applied" });
+        this.runs.record(call, "applied");
         continue;
       }
       for (const field of read.changed) current[field] = read.values[field];
@@ -202,7 +204,7 @@ export class HookChain {
       else if (read.proceed === false && current["proceed"] === false && read.changed.includes("reason")) refuser = executor.name;
       this.emitSafely(() => this.events.emit("hooks.decided", withWorkItem({ point: point.name, hook: executor.name, changed: read.changed }, options)));
       const refused = refuser === executor.name && current["proceed"] === false;
-      this.runs.record({ ...call, outcome: refused ? "denied" : "applied", changed: read.changed });
+      this.runs.record(call, refused ? "denied" : "applied", { changed: read.changed });
     }
 
     if (requiredRefusal !== undefined) {
@@ -388,9 +390,7 @@ function bounded(text: string): string {
   return redacted.length > MAX_ERROR ? `${redacted.slice(0, MAX_ERROR - 1)}…` : redacted;
 }
 
-function callOf(options: RunOptions): Pick<HookCall, "workItem"> {
-  return options.workItem === undefined ? {} : { workItem: options.workItem };
-}
+const LABELS_CHANGED = { changed: ["labels"] } as const;
 
 function withWorkItem<F extends object>(fields: F, options: RunOptions): F & { work_item?: string } {
   return options.workItem === undefined ? fields : { ...fields, work_item: options.workItem };

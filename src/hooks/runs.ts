@@ -20,16 +20,20 @@ export const RUN_WINDOW_MS = 60_000;
 /** Durations kept per window for the median: a uniform sample past this, so a flood holds bounded memory. */
 const MEDIAN_SAMPLE = 1_000;
 
+/** One call: which hook, at which point, how long, about what. Built once per call, with no copies: the record is on every hook's path. */
 export interface HookCall {
   readonly hook: string;
   readonly point: string;
-  readonly outcome: HookOutcome;
   readonly durationMs: number;
-  readonly workItem?: string;
-  readonly loopRunId?: string;
-  readonly error?: string;
+  readonly workItem?: string | undefined;
+  readonly loopRunId?: string | undefined;
+}
+
+/** What a call that did not simply apply says: its error or denial reason, or the decisions it changed. */
+export interface HookCallDetail {
+  readonly error?: string | undefined;
   /** Applied at a lifecycle point: the decisions it changed. */
-  readonly changed?: readonly string[];
+  readonly changed?: readonly string[] | undefined;
 }
 
 export interface HookRunRecorderOptions {
@@ -37,6 +41,12 @@ export interface HookRunRecorderOptions {
   readonly now?: () => number;
   /** Whether a closing window is flushed by a timer (default true; tests flush by hand). */
   readonly timers?: boolean;
+}
+
+interface Aggregate {
+  readonly count: number;
+  readonly median_ms: number;
+  readonly since: string;
 }
 
 interface Window {
@@ -61,10 +71,10 @@ export class HookRunRecorder {
   }
 
   /** Records one call. Never throws: a record is not part of running the hook. */
-  record(call: HookCall): void {
+  record(call: HookCall, outcome: HookOutcome, detail?: HookCallDetail): void {
     try {
-      if (call.outcome !== "applied") {
-        this.emit(call, {});
+      if (outcome !== "applied") {
+        this.emit(call, outcome, detail, undefined);
         return;
       }
       const key = `${call.hook}\u0000${call.point}`;
@@ -80,7 +90,7 @@ export class HookRunRecorder {
       }
       if (window.shown < APPLIED_SHOWN) {
         window.shown += 1;
-        this.emit(call, {});
+        this.emit(call, outcome, detail, undefined);
         return;
       }
       this.aggregate(key, window, call.durationMs);
@@ -116,26 +126,31 @@ export class HookRunRecorder {
     if (window.count === 0) return;
     const [hook = "", point = ""] = key.split("\u0000");
     try {
-      this.emit(
-        { hook, point, outcome: "applied", durationMs: window.max },
-        { count: window.count, median_ms: median(window.sample), since: new Date(window.start).toISOString() },
-      );
+      this.emit({ hook, point, durationMs: window.max }, "applied", undefined, {
+        count: window.count,
+        median_ms: median(window.sample),
+        since: new Date(window.start).toISOString(),
+      });
     } catch {
       // As in record().
     }
   }
 
-  private emit(call: HookCall, aggregate: { count?: number; median_ms?: number; since?: string }): void {
+  private emit(call: HookCall, outcome: HookOutcome, detail: HookCallDetail | undefined, aggregate: Aggregate | undefined): void {
+    // Keys without a value are left undefined (the log writes no such key), not spread in.
+    const changed = detail?.changed;
     this.events.emit("hooks.ran", {
       hook: call.hook,
       point: call.point,
-      outcome: call.outcome,
-      duration_ms: Math.max(0, Math.round(call.durationMs)),
-      ...(call.workItem !== undefined ? { work_item: call.workItem } : {}),
-      ...(call.loopRunId !== undefined ? { loop_run_id: call.loopRunId } : {}),
-      ...(call.error !== undefined ? { error: call.error } : {}),
-      ...(call.changed !== undefined && call.changed.length > 0 ? { changed: [...call.changed] } : {}),
-      ...aggregate,
+      outcome,
+      duration_ms: call.durationMs > 0 ? Math.round(call.durationMs) : 0,
+      work_item: call.workItem,
+      loop_run_id: call.loopRunId,
+      error: detail?.error,
+      changed: changed !== undefined && changed.length > 0 ? [...changed] : undefined,
+      count: aggregate?.count,
+      median_ms: aggregate?.median_ms,
+      since: aggregate?.since,
     });
   }
 }

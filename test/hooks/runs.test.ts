@@ -108,9 +108,9 @@ describe("hooks.ran: one record per hook call", () => {
   it("aggregates with the longest duration and the median of the minute", () => {
     const sink = new MemoryEventSink();
     const recorder = new HookRunRecorder(sink, { now: clock().now, timers: false });
-    const call = { hook: "h", point: "p", outcome: "applied" as const };
-    for (let index = 0; index < APPLIED_SHOWN; index += 1) recorder.record({ ...call, durationMs: 1 });
-    for (const durationMs of [10, 30, 20, 90, 40]) recorder.record({ ...call, durationMs });
+    const call = { hook: "h", point: "p" };
+    for (let index = 0; index < APPLIED_SHOWN; index += 1) recorder.record({ ...call, durationMs: 1 }, "applied");
+    for (const durationMs of [10, 30, 20, 90, 40]) recorder.record({ ...call, durationMs }, "applied");
     recorder.flush();
     expect(sink.events.at(-1)?.fields).toMatchObject({ count: 5, duration_ms: 90, median_ms: 30 });
   });

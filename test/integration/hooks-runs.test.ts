@@ -44,9 +44,9 @@ function recordRuns(log: string): void {
   const events = new EventLog({ path: log, source: "daemon", now: () => new Date(at) });
   const recorder = new HookRunRecorder(events, { now: () => at, timers: false });
   const base = { point: "loop.generation.pre", workItem: "local:demo#1", loopRunId: "run-1" };
-  recorder.record({ ...base, hook: "budget", outcome: "denied", durationMs: 12, error: "over budget" });
-  recorder.record({ ...base, hook: "other", outcome: "failed", durationMs: 5000, error: "timed out after 5s", workItem: "local:demo#2" });
-  for (let call = 0; call < 20; call += 1) recorder.record({ ...base, hook: "budget", outcome: "applied", durationMs: call });
+  recorder.record({ ...base, hook: "budget", durationMs: 12 }, "denied", { error: "over budget" });
+  recorder.record({ ...base, hook: "other", durationMs: 5000, workItem: "local:demo#2" }, "failed", { error: "timed out after 5s" });
+  for (let call = 0; call < 20; call += 1) recorder.record({ ...base, hook: "budget", durationMs: call }, "applied");
   at += 60_000;
   recorder.flush();
   events.emit("hooks.loop_dropped", { point: "loop.started", loop_run_id: "run-1", waiting: 64, work_item: "local:demo#1" });
