@@ -175,6 +175,7 @@ export async function readBundle(dir: string, options: Pick<BundleReadOptions, "
     // Read once more, and used only when these are the bytes the bundle's hash was computed from.
     const located = await locateInBundle(dir, snapshot.realDir, path);
     const key = "real" in located ? relative(snapshot.realDir, located.real).split(sep).join("/") : undefined;
+    // Unreadable now is treated as changed: the fragment is refused below (fails closed), never read from elsewhere.
     const bytes = "real" in located ? await readRegularFile(located.real).catch(() => undefined) : undefined;
     if (key === undefined || bytes === undefined || snapshot.files.get(key) !== sha256Of(bytes)) {
       return { problems: [`${file}: ${field}: ${JSON.stringify(path)} changed while the bundle was read; run this again`] };

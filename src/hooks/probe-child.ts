@@ -1,6 +1,7 @@
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import { HookLoadError, loadHooks } from "./load.js";
+import { isLoadRequest } from "./probe.js";
 import type { HookLoadRequest, HookLoadResult } from "./probe.js";
 
 /**
@@ -29,6 +30,7 @@ async function check(request: HookLoadRequest): Promise<void> {
       events,
     });
     const hooks = chain.names;
+    // The entries loaded, which is all a check asks; a hook whose close fails is the daemon's to report when it stops, and this process exits next.
     await chain.close().catch(() => undefined);
     reply({ ok: true, hooks });
   } catch (error) {
@@ -37,4 +39,7 @@ async function check(request: HookLoadRequest): Promise<void> {
 }
 
 // The parent sends one request (probe.ts), and the child ends after answering it.
-process.once("message", (request) => void check(request as HookLoadRequest));
+process.once("message", (request: unknown) => {
+  if (isLoadRequest(request)) void check(request);
+  else reply({ ok: false, message: "the hook check was sent no valid request (configDir, and optionally configPath and importTimeoutMs)" });
+});

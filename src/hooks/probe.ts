@@ -58,6 +58,19 @@ function isResult(value: unknown): value is HookLoadResult {
   return ok === true || (ok === false && typeof Reflect.get(value, "message") === "string");
 }
 
+const optionalString = (value: unknown): boolean => value === undefined || typeof value === "string";
+
+/** What the child accepts as its request (it comes over IPC, so it is checked, not assumed). */
+export function isLoadRequest(value: unknown): value is HookLoadRequest {
+  if (typeof value !== "object" || value === null) return false;
+  const timeout: unknown = Reflect.get(value, "importTimeoutMs");
+  return (
+    typeof Reflect.get(value, "configDir") === "string" &&
+    optionalString(Reflect.get(value, "configPath")) &&
+    (timeout === undefined || (typeof timeout === "number" && Number.isFinite(timeout) && timeout > 0))
+  );
+}
+
 /** Loads the declaration in a child process, bounded; never throws for a hook's sake. */
 export async function checkHooksLoad(request: HookLoadRequest, options: CheckHooksOptions = {}): Promise<HookLoadResult> {
   const importBound = request.importTimeoutMs ?? DEFAULT_IMPORT_TIMEOUT_MS;
