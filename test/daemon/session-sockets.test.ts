@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { MAX_SOCKET_PATH, sessionSocketPath } from "../../src/daemon/socket/path.js";
 import type { RpcCaller, RpcHandler } from "../../src/daemon/socket/protocol.js";
 import { callSocket } from "../../src/daemon/socket/rpc.js";
@@ -115,6 +115,42 @@ describe("SessionSockets: a socket for each live session", () => {
       ]);
     } finally {
       await sockets.close();
+    }
+  });
+
+  it("spaces its listings by what they cost, however often the registry moves", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    let clock = 0;
+    let listings = 0;
+    let stamp = 0;
+    const events = { emit: () => undefined } as unknown as EventSink;
+    const sockets = new SessionSockets({
+      stateRoot: "/nonexistent",
+      handlers: MAIN,
+      configFile: null,
+      // Each listing costs 100 ms of the clock; the registry moves at every look.
+      liveItems: () => {
+        listings += 1;
+        clock += 100;
+        return [];
+      },
+      changeStamp: () => (stamp += 1),
+      events,
+      warn: () => undefined,
+      now: () => clock,
+    });
+    try {
+      sockets.watch(10);
+      for (let tick = 0; tick < 400; tick += 1) {
+        clock += 10;
+        await vi.advanceTimersByTimeAsync(10);
+      }
+      // 4 s of clock, listings at most every 100 / 0.05 = 2,000 ms: 2 or 3 of them, not 400.
+      expect(listings).toBeGreaterThanOrEqual(2);
+      expect(listings).toBeLessThanOrEqual(3);
+    } finally {
+      await sockets.close();
+      vi.useRealTimers();
     }
   });
 });

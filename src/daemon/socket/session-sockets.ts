@@ -77,6 +77,9 @@ export function sessionSocketHandlers(
   return served;
 }
 
+/** The most of the daemon's time the watch spends listing sessions. */
+const LISTING_SHARE = 0.05;
+
 export interface SessionSocketsOptions {
   readonly stateRoot: string;
   /** The daemon socket's methods, which a session's socket serves for its own item. */
@@ -94,6 +97,8 @@ export interface SessionSocketsOptions {
   readonly changeStamp?: () => number | undefined;
   readonly events: EventSink;
   readonly warn: (message: string) => void;
+  /** The clock listings are timed and spaced by, in milliseconds (default performance.now). */
+  readonly now?: () => number;
 }
 
 export class SessionSockets {
@@ -101,9 +106,15 @@ export class SessionSockets {
   private readonly failed = new Set<string>();
   private reconciling: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** How long the last listing of the live sessions took: what watch() spaces its passes by. */
+  private listingMs = 0;
   private closed = false;
 
-  constructor(private readonly options: SessionSocketsOptions) {}
+  private readonly now: () => number;
+
+  constructor(private readonly options: SessionSocketsOptions) {
+    this.now = options.now ?? (() => performance.now());
+  }
 
   /** The work items whose session's socket is open. */
   served(): string[] {
@@ -120,7 +131,9 @@ export class SessionSockets {
     if (this.closed) return;
     let live: Set<string>;
     try {
+      const started = this.now();
       live = new Set(this.options.liveItems());
+      this.listingMs = this.now() - started;
     } catch (error) {
       // The registry could not be listed now: nothing is closed on a guess, the next pass looks again.
       this.options.warn(`could not list the live sessions for their sockets: ${messageOf(error)}`);
@@ -155,10 +168,15 @@ export class SessionSockets {
   /** Reconciles every `intervalMs` while the registry changes; stopped by close(). */
   watch(intervalMs: number): void {
     let seen: number | undefined;
+    let last = 0;
     this.timer = setInterval(() => {
+      // Every delivery rewrites a record, so on a busy daemon the folder moves at every tick; a
+      // listing is not made more often than LISTING_SHARE of the time allows (10,000 records: ~2 s).
+      if (this.now() - last < this.listingMs / LISTING_SHARE) return;
       const stamp = this.options.changeStamp?.();
       if (stamp !== undefined && stamp === seen) return;
       seen = stamp;
+      last = this.now();
       void this.reconcile();
     }, intervalMs);
     this.timer.unref();
