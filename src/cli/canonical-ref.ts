@@ -1,5 +1,5 @@
 import { UsageError } from "../errors.js";
-import { RefError, formatWorkItemRef, parseRefInput } from "../workitem/index.js";
+import { RefError, formatWorkItemRef, parseRefInput, parseWorkItemRef } from "../workitem/index.js";
 import type { ProjectConfig } from "./context.js";
 
 /**
@@ -14,5 +14,18 @@ export function canonicalRef(text: string, project: Pick<ProjectConfig, "config"
   } catch (error) {
     if (error instanceof RefError) throw new UsageError(error.message);
     throw error;
+  }
+}
+
+/**
+ * A ref written in full (`local:demo#1`, `github:owner/repo#7`) in canonical form, or undefined
+ * for anything else: inside a session there is no config to read a short ref (`#7`) against.
+ */
+export function fullRefOf(text: string): string | undefined {
+  try {
+    return formatWorkItemRef(parseWorkItemRef(text));
+  } catch {
+    // Not a full ref: the caller refuses it by name.
+    return undefined;
   }
 }

@@ -7,13 +7,12 @@ import { QUESTION_MAX, postQuestion } from "../../sessions/ask.js";
 import type { AskAnswer } from "../../sessions/ask.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { openTrackers } from "../../trackers/resolve.js";
-import { formatWorkItemRef, parseWorkItemRef } from "../../workitem/index.js";
 import { openProject } from "../context.js";
 import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { sessionCredential, sessionSocket } from "../session-guard.js";
-import { canonicalRef } from "../canonical-ref.js";
+import { canonicalRef, fullRefOf } from "../canonical-ref.js";
 
 export interface AskOptions {
   readonly workItem?: string;
@@ -56,15 +55,8 @@ export async function runAsk(globals: GlobalOptions, asked: string, options: Ask
 /** Inside a session with its own socket, `--work-item` may only name the session's item (written in full). */
 function refuseOtherItem(session: SessionCredential, given: string | undefined): void {
   if (given === undefined) return;
-  const full = (written: string): string | undefined => {
-    try {
-      return formatWorkItemRef(parseWorkItemRef(written));
-    } catch {
-      return undefined;
-    }
-  };
-  const own = full(session.workItem);
-  if (own === undefined || full(given) !== own) {
+  const own = fullRefOf(session.workItem);
+  if (own === undefined || fullRefOf(given) !== own) {
     throw new UsageError(`a session asks on its own work item only: this session's is ${session.workItem}; leave out --work-item`);
   }
 }

@@ -6,7 +6,7 @@ import { openGraphStates } from "../../../graph-run/store.js";
 import type { z } from "zod";
 import { openProject, openProjectConfig } from "../../context.js";
 import { SHELL_HASH_HINT } from "../../ref-hint.js";
-import { canonicalRef } from "../../canonical-ref.js";
+import { canonicalRef, fullRefOf } from "../../canonical-ref.js";
 import type { GlobalOptions, Project } from "../../context.js";
 import { stdout } from "../../output.js";
 
@@ -136,16 +136,8 @@ async function graphStatusInSession(given: string, options: GraphStatusOptions):
       "THE_LOOP_SESSION_SOCKET is set but THE_LOOP_SESSION_TOKEN is not: a session's environment has both; run this inside the session the-loop started",
     );
   }
-  const { formatWorkItemRef, parseWorkItemRef } = await import("../../../workitem/index.js");
-  const full = (written: string): string | undefined => {
-    try {
-      return formatWorkItemRef(parseWorkItemRef(written));
-    } catch {
-      return undefined;
-    }
-  };
-  const ref = full(session.workItem) ?? session.workItem;
-  if (full(given) !== ref) {
+  const ref = fullRefOf(session.workItem) ?? session.workItem;
+  if (fullRefOf(given) !== ref) {
     throw new UsageError(`inside a session, graph status shows the session's own item: ${ref} (name it in full, or as "$THE_LOOP_WORK_ITEM")`);
   }
   const [{ callSessionSocket }, { graphStateSchema }] = await Promise.all([import("../../../daemon/socket/rpc.js"), import("../../../graph-run/state.js")]);
