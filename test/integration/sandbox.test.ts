@@ -204,6 +204,11 @@ describe.skipIf(!check.available)(`a session in the real bwrap${skipReason}`, ()
 
   describe("on a tmux pane", () => {
     const socket = `loop-test-sandbox-${process.pid}`;
+    // A pane whose probe ends would otherwise leave the server without sessions: it exits, and the
+    // next test's new-session can meet it on its way out ("server exited unexpectedly").
+    beforeAll(async () => {
+      await run("tmux", ["-L", socket, "new-session", "-d", "-s", "keep", "--", NODE, "-e", "setInterval(() => undefined, 1 << 30)"]);
+    });
     afterAll(async () => {
       await run("tmux", ["-L", socket, "kill-server"]).catch(() => undefined);
     });
