@@ -196,6 +196,8 @@ export async function startClaimed(
       cwd,
       argv: adapter.fresh({ sessionId: claimed.harnessSessionId, prompt, workItem: workItem.ref }),
       env: { ...sessionEnv(workItem.ref), [SESSION_TOKEN_ENV]: token },
+      workItem: workItem.ref,
+      harness: adapter.name,
     });
   } catch (error) {
     const elsewhere = error instanceof TargetLiveError ? startedByOther(ctx, claimed) : undefined;

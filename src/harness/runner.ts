@@ -13,6 +13,13 @@ export interface SpawnRequest {
   readonly argv: readonly string[];
   /** Extra environment for the harness (THE_LOOP_WORK_ITEM, THE_LOOP_CLI_CONFIG, …). */
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * The canonical work item ref the session serves, and the harness adapter's name (`claude`,
+   * `codex`, …): what a sandbox around the harness is made for, and which agent config it binds
+   * in. A sandboxing runner refuses a request without them.
+   */
+  readonly workItem?: string;
+  readonly harness?: string;
 }
 
 export interface PasteOptions {

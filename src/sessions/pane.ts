@@ -168,6 +168,8 @@ export async function respawn(
       cwd: record.cwd,
       argv,
       env: { ...options.sessionEnv(ref), [SESSION_TOKEN_ENV]: credential.token },
+      workItem: ref,
+      harness: adapter.name,
     });
     markStarted(ctx, record.tmuxTarget);
   };
