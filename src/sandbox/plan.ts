@@ -12,7 +12,9 @@ import { posix } from "node:path";
  *
  * A request that would undo that — a relative or unclean path, a bind inside or above the state
  * root, a bind that is the home or above it, two mounts on one target — is refused with a
- * SandboxPlanError naming the field, never repaired.
+ * SandboxPlanError naming the field, never repaired. A worktree that holds the state root (a
+ * project folder whose `.the-loop` is inside it) is bound with the state root masked by an empty
+ * tmpfs: the folder is the session's, the root in it is not.
  */
 
 export type BindMode = "ro" | "rw";
@@ -45,8 +47,19 @@ export interface SandboxRequest {
   readonly agentConfig: readonly SandboxBind[];
   /** Paths the operator named to bind in; a missing source fails the start. */
   readonly binds: readonly SandboxBind[];
-  /** Exactly the session's environment (bwrap adds PWD, set to `cwd`). */
-  readonly env: Readonly<Record<string, string>>;
+  /**
+   * Exactly the session's environment (bwrap adds PWD, set to `cwd`). Undefined: the environment
+   * bwrap itself is started with, which its caller made exact — a tmux pane's, whose TERM only
+   * the pane knows.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /**
+   * The session's own socket folder, bound read-write at `target`: the one thing from inside the
+   * state root the sandbox sees, and its only way to the-loop.
+   */
+  readonly sessionSocket?: { readonly source: string; readonly target: string };
+  /** Symbolic links made inside the sandbox: the `the-loop` shim on the session's PATH. */
+  readonly links?: readonly { readonly path: string; readonly to: string }[];
   /** The harness command. */
   readonly argv: readonly string[];
   readonly cwd: string;
@@ -92,12 +105,18 @@ export function planBubblewrap(request: SandboxRequest): string[] {
   const agentConfig = request.agentConfig.map((bind, index) => cleanBind(bind, `agentConfig[${index}]`));
   const binds = request.binds.map((bind, index) => cleanBind(bind, `binds[${index}]`));
   const system = request.system.map((entry, index) => cleanSystemEntry(entry, index));
+  const socket = request.sessionSocket === undefined ? undefined : cleanSocket(request.sessionSocket);
+  const links = (request.links ?? []).map((link, index) => cleanLink(link, index));
 
   // The worktree and git dirs may sit under the state root (<root>/workspaces): only the root and what is above it are closed to them.
-  for (const [path, field] of [[worktree, "worktree"], ...gitDirs.map((dir, index) => [dir, `gitDirs[${index}]`] as const)] as const) {
-    refuseAbove(path, stateRoot, field, "the state root");
-    refuseAbove(path, home, field, "the home");
-  }
+  // A worktree above the state root gets the root masked instead (see the module comment).
+  if (worktree === stateRoot) refuseAbove(worktree, stateRoot, "worktree", "the state root");
+  const masksStateRoot = worktree !== stateRoot && within(stateRoot, worktree);
+  refuseAbove(worktree, home, "worktree", "the home");
+  gitDirs.forEach((dir, index) => {
+    refuseAbove(dir, stateRoot, `gitDirs[${index}]`, "the state root");
+    refuseAbove(dir, home, `gitDirs[${index}]`, "the home");
+  });
   for (const [bind, field] of [
     ...agentConfig.map((bind, index) => [bind, `agentConfig[${index}]`] as const),
     ...binds.map((bind, index) => [bind, `binds[${index}]`] as const),
@@ -108,11 +127,12 @@ export function planBubblewrap(request: SandboxRequest): string[] {
     }
     refuseAbove(bind.source, home, field, "the home");
   }
+  if (socket !== undefined) refuseAbove(socket.source, stateRoot, "sessionSocket.source", "the state root");
   if (request.argv.length === 0 || request.argv[0] === "") throw new SandboxPlanError("argv: the sandbox needs a command to run");
   request.argv.forEach((arg, index) => {
     if (arg.includes("\0")) throw new SandboxPlanError(`argv[${index}] holds a NUL byte`);
   });
-  for (const [name, value] of Object.entries(request.env)) {
+  for (const [name, value] of Object.entries(request.env ?? {})) {
     if (name === "" || name.includes("=") || name.includes("\0"))
       throw new SandboxPlanError(`env: "${name.replace(/\0/g, "\\0")}" is not a valid variable name`);
     if (value.includes("\0")) throw new SandboxPlanError(`env: ${name} holds a NUL byte`);
@@ -130,6 +150,9 @@ export function planBubblewrap(request: SandboxRequest): string[] {
     ...gitDirs.map((dir, index) => ({ flags: ["--bind", dir, dir], target: dir, what: `gitDirs[${index}]` })),
     ...agentConfig.map((bind, index) => bindMount(bind, true, `agentConfig[${index}]`)),
     ...binds.map((bind, index) => bindMount(bind, false, `binds[${index}]`)),
+    ...(masksStateRoot ? [{ flags: ["--tmpfs", stateRoot], target: stateRoot, what: "the state root's mask" }] : []),
+    ...(socket === undefined ? [] : [{ flags: ["--bind", socket.source, socket.target], target: socket.target, what: "the session's socket" }]),
+    ...links.map((link, index) => ({ flags: ["--symlink", link.to, link.path], target: link.path, what: `links[${index}]` })),
   ];
   refuseDuplicates([...base, ...user]);
   for (const target of MADE_BY_THE_SANDBOX) {
@@ -156,8 +179,10 @@ export function planBubblewrap(request: SandboxRequest): string[] {
   if (!(request.terminal ?? false)) argv.push("--new-session");
   for (const mount of [...base, ...ordered]) argv.push(...mount.flags);
   argv.push(...gitProtections(worktree, gitDirs));
-  argv.push("--clearenv");
-  for (const [name, value] of Object.entries(request.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) argv.push("--setenv", name, value);
+  if (request.env !== undefined) {
+    argv.push("--clearenv");
+    for (const [name, value] of Object.entries(request.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) argv.push("--setenv", name, value);
+  }
   argv.push("--chdir", cwd, "--", ...request.argv);
   return argv;
 }
@@ -231,6 +256,16 @@ function cleanPath(path: string, field: string): string {
 function cleanBind(bind: SandboxBind, field: string): SandboxBind {
   if (bind.mode !== "ro" && bind.mode !== "rw") throw new SandboxPlanError(`${field}: mode must be "ro" or "rw"`);
   return { source: cleanPath(bind.source, `${field}.source`), target: cleanPath(bind.target, `${field}.target`), mode: bind.mode };
+}
+
+function cleanSocket(socket: { readonly source: string; readonly target: string }): { source: string; target: string } {
+  return { source: cleanPath(socket.source, "sessionSocket.source"), target: cleanPath(socket.target, "sessionSocket.target") };
+}
+
+function cleanLink(link: { readonly path: string; readonly to: string }, index: number): { path: string; to: string } {
+  const path = cleanPath(link.path, `links[${index}].path`);
+  if (link.to === "" || /[\0\n\r]/.test(link.to)) throw new SandboxPlanError(`links[${index}]: the link's target is empty or holds a NUL or line break`);
+  return { path, to: link.to };
 }
 
 function cleanSystemEntry(entry: SystemEntry, index: number): SystemEntry {

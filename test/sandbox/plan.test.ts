@@ -157,6 +157,33 @@ describe("planBubblewrap: each field and the flags it makes", () => {
     expect(argv.indexOf("--setenv")).toBeGreaterThan(clear);
   });
 
+  it("env left out: nothing is cleared or set, the environment bwrap starts with passes as it is", () => {
+    const { env: _env, ...rest } = request();
+    const argv = planBubblewrap(rest);
+    expect(argv).not.toContain("--clearenv");
+    expect(argv).not.toContain("--setenv");
+  });
+
+  it("a worktree holding the state root: bound, the root masked by an empty tmpfs mounted after it", () => {
+    const argv = planBubblewrap(
+      request({ worktree: "/srv/project", cwd: "/srv/project", stateRoot: "/srv/project/.the-loop", gitDirs: ["/srv/project/.git"] }),
+    );
+    const worktree = indexOfPair(argv, "--bind", "/srv/project");
+    const mask = indexOfPair(argv, "--tmpfs", "/srv/project/.the-loop");
+    expect(worktree).toBeGreaterThan(0);
+    expect(mask).toBeGreaterThan(worktree);
+  });
+
+  it("sessionSocket: the socket's folder, from inside the state root, bound read-write at its own target", () => {
+    const argv = planBubblewrap(request({ sessionSocket: { source: "/srv/loop/run/sockets/ab12", target: "/run/the-loop/session" } }));
+    expect(occurrences(argv, "--bind", 2)).toContainEqual(["/srv/loop/run/sockets/ab12", "/run/the-loop/session"]);
+  });
+
+  it("links: each made as a symbolic link inside the sandbox", () => {
+    const argv = planBubblewrap(request({ links: [{ path: "/run/the-loop/bin/the-loop", to: "/opt/the-loop/bin/the-loop.js" }] }));
+    expect(occurrences(argv, "--symlink", 2)).toContainEqual(["/opt/the-loop/bin/the-loop.js", "/run/the-loop/bin/the-loop"]);
+  });
+
   it("argv and cwd: --chdir, then `--` and the command word for word, never a shell", () => {
     const argv = planBubblewrap(request({ argv: ["--looks-like-a-flag", "$(rm -rf ~)", "a b"] }));
     expect(occurrences(argv, "--chdir", 1)).toEqual([["/srv/loop/workspaces/octo-repo-15"]]);
@@ -190,6 +217,13 @@ describe("planBubblewrap refuses a request that would undo the sandbox", () => {
       /agentConfig\[0\]: .* inside the state root/,
     ],
     ["a worktree that is the state root", { worktree: "/srv/loop", cwd: "/srv/loop" }, /worktree: \/srv\/loop is the state root/],
+    [
+      "a session socket folder above the state root",
+      { sessionSocket: { source: "/srv", target: "/run/s" } },
+      /sessionSocket.source: \/srv contains the state root/,
+    ],
+    ["a link with an empty target", { links: [{ path: "/run/x", to: "" }] }, /links\[0\]: the link's target is empty/],
+    ["a relative link path", { links: [{ path: "run/x", to: "/a" }] }, /links\[0\]\.path: .* not an absolute path/],
     ["a git dir above the state root", { gitDirs: ["/srv"] }, /gitDirs\[0\]: \/srv contains the state root/],
     ["a bind of the home", { binds: [{ source: "/home/op", target: "/op", mode: "ro" }] }, /binds\[0\]: \/home\/op is the home/],
     ["a bind above the home", { binds: [{ source: "/home", target: "/home", mode: "ro" }] }, /binds\[0\]: \/home contains the home/],
