@@ -31,6 +31,24 @@ describe("the-loop hooks points --family", () => {
     for (const line of result.stdout.split("\n")) expect(line.length, line).toBeLessThanOrEqual(80);
   });
 
+  it("marks each field agh omits where it has no value as optional, and each loop event as opt-in", async () => {
+    const result = await runCli(["hooks", "points", "--family", "loop"], { cwd: await tempDir() });
+    expect(result.code, result.stderr).toBe(0);
+    const text = result.stdout.replace(/\s+/g, " ");
+    for (const point of LOOP_POINTS) {
+      const block = new RegExp(`^${point.name.replaceAll(".", "\\.")}\\n([\\s\\S]*?)(?:\\n\\n|(?![\\s\\S]))`, "m").exec(result.stdout)?.[1] ?? "";
+      expect(block, point.name).toMatch(/^ {2}opt-in: {4}yes: only an entry whose on names it runs here$/m);
+      const fields: [string, { kind: string; optional?: boolean; nullable?: boolean }][] = [...Object.entries(point.facts), ...Object.entries(point.decisions)];
+      for (const [name, spec] of fields) {
+        const kind = spec.nullable === true ? `${spec.kind} or null` : spec.optional === true ? `${spec.kind}, optional` : spec.kind;
+        expect(text, `${point.name}.${name}`).toContain(`${name}: ${kind} — `);
+      }
+    }
+    expect(text).toContain("parent_loop_run_id: string, optional — ");
+    expect(text).toContain("loop_run_id: string — ");
+    expect(text).toContain("A key marked optional is omitted where it has no value (agh's omitempty), never null");
+  });
+
   it("--family lifecycle lists the lifecycle points only; no flag lists both, grouped", async () => {
     const cwd = await tempDir();
     const lifecycle = await runCli(["hooks", "points", "--family", "lifecycle"], { cwd });

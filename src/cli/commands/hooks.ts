@@ -189,7 +189,12 @@ function hanging(label: string, tokens: readonly string[], more = 0, width: numb
 
 const words = (text: string): string[] => text.split(/\s+/).filter((word) => word !== "");
 
-const kindOf = (spec: FieldSpec): string => (spec.nullable === true ? `${spec.kind} or null` : spec.kind);
+/**
+ * A field's kind, and whether it may be missing: `or null` for a lifecycle fact sent as null, and
+ * `optional` for a key omitted where it has no value (agh's `omitempty`), so a hook author knows
+ * which keys to test for before reading them.
+ */
+const kindOf = (spec: FieldSpec): string => (spec.nullable === true ? `${spec.kind} or null` : spec.optional === true ? `${spec.kind}, optional` : spec.kind);
 
 /** One field per item: `name: kind — description`, and for a decision how it applies. */
 function describeFields(label: string, fields: readonly [string, FieldSpec | DecisionSpec][]): string[] {
@@ -209,6 +214,7 @@ function describePoint(point: HookPoint): string[] {
   lines.push(...hanging("  fires:", words(point.fires)));
   if (isLoopPoint(point)) {
     lines.push(...hanging("  denies:", words(point.canDeny ? "yes: synchronous, the run waits for the answer" : "no: observe-only, off the run's path")));
+    if (point.optIn) lines.push(...hanging("  opt-in:", words("yes: only an entry whose on names it runs here")));
     // The loop context is the same at every event: listed once, above the family's events.
     const own = Object.entries(point.facts).filter(([name]) => !LOOP_CONTEXT_FIELDS.includes(name));
     lines.push(...hanging("  facts:", words("the loop context, then:")));
@@ -232,7 +238,12 @@ function describeLoopContext(): string[] {
   const shared = Object.entries(first.facts).filter(([name]) => LOOP_CONTEXT_FIELDS.includes(name));
   return [
     stdout.paint("bold", "the loop context"),
-    ...hanging("  what:", words("The keys every loop event's payload starts with; each is present, null where it does not apply.")),
+    ...hanging(
+      "  what:",
+      words(
+        "The keys every loop event's payload starts with. A key marked optional is omitted where it has no value (agh's omitempty), never null; the others are always present.",
+      ),
+    ),
     ...describeFields("  facts:", shared),
   ];
 }
