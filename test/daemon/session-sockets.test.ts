@@ -73,7 +73,7 @@ describe("sessionSocketHandlers: a session's socket acts for its own item only",
 describe("sessionSocketPath", () => {
   it("is one per work item and per state root, beside the daemon's socket", () => {
     const a = sessionSocketPath("/tmp/p1/.the-loop", REF, { runtimeDir: undefined, uid: undefined });
-    expect(a).toMatch(/^\/tmp\/p1\/\.the-loop\/sockets\/[0-9a-f]{16}\.sock$/);
+    expect(a).toMatch(/^\/tmp\/p1\/\.the-loop\/sockets\/[0-9a-f]{16}\/sock$/);
     expect(sessionSocketPath("/tmp/p1/.the-loop", "local:demo#2", { runtimeDir: undefined, uid: undefined })).not.toBe(a);
     expect(sessionSocketPath("/tmp/p2/.the-loop", REF, { runtimeDir: undefined, uid: undefined })?.slice(-22)).not.toBe(a?.slice(-22));
   });

@@ -63,8 +63,10 @@ export function daemonSocketPath(stateRoot: string, options: SocketPathOptions =
 }
 
 /**
- * Where the daemon listens for one work item's session: `sockets/<hash of the root and the ref>.sock` beside
- * the daemon's own socket, so the folder checks that guard the daemon's socket guard these too.
+ * Where the daemon listens for one work item's session: `sockets/<hash of the root and the ref>/sock` beside
+ * the daemon's own socket, so the folder checks that guard the daemon's socket guard these too. A
+ * folder per session, because a sandbox binds the folder, not the socket: a socket the daemon
+ * makes again after a restart is a new file, which a bind of the old one would never show.
  * Undefined when that path is too long for a socket address (a session then reaches the daemon
  * through the daemon's socket, with its credential) or when the daemon's socket has no place.
  */
@@ -78,6 +80,6 @@ export function sessionSocketPath(stateRoot: string, workItem: string, options?:
   }
   // The state root is hashed in too: two projects whose sockets share $XDG_RUNTIME_DIR never meet.
   const hash = createHash("sha256").update(`${stateRoot}\0${workItem}`).digest("hex").slice(0, 16);
-  const path = join(dirname(daemonSocket), "sockets", `${hash}.sock`);
+  const path = join(dirname(daemonSocket), "sockets", hash, "sock");
   return Buffer.byteLength(path) <= MAX_SOCKET_PATH ? path : undefined;
 }

@@ -1,6 +1,6 @@
-import { chmodSync, mkdirSync } from "node:fs";
+import { chmodSync, mkdirSync, rmdirSync } from "node:fs";
 import { dirname } from "node:path";
-import { UsageError, messageOf } from "../../errors.js";
+import { UsageError, errnoOf, messageOf } from "../../errors.js";
 import type { EventSink } from "../../events/log.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../workitem/index.js";
 import { sessionSocketPath } from "./path.js";
@@ -18,8 +18,8 @@ import type { RpcServer } from "./rpc.js";
  * spawns and those a CLI start made) and closes it when the session is no longer live.
  */
 
-/** The daemon socket's methods a session's socket takes: the session's own question and claim (and `graph.status`, its own). */
-const SESSION_METHODS = ["session.ask", "graph.complete"] as const;
+/** The daemon socket's methods a session's socket takes: the session's own question, claim and `why` (and `graph.status`, its own). */
+const SESSION_METHODS = ["session.ask", "graph.complete", "session.why"] as const;
 
 function canonical(written: string): string {
   try {
@@ -143,6 +143,7 @@ export class SessionSockets {
       if (live.has(ref)) continue;
       this.open.delete(ref);
       await server.close();
+      removeEmptyFolder(dirname(server.path), this.options.warn);
       this.options.events.emit("session.socket_closed", { work_item: ref });
     }
     for (const ref of this.failed) if (!live.has(ref)) this.failed.delete(ref);
@@ -190,5 +191,18 @@ export class SessionSockets {
     const servers = [...this.open.values()];
     this.open.clear();
     await Promise.all(servers.map((server) => server.close()));
+  }
+}
+
+/**
+ * The session's socket folder, once its session is over. Only when empty: a daemon that took the
+ * state root over since may have its own socket there. (A daemon that stops keeps every folder: a
+ * session outlives it, and its sandbox holds the folder bound for the next daemon's socket.)
+ */
+function removeEmptyFolder(dir: string, warn: (message: string) => void): void {
+  try {
+    rmdirSync(dir);
+  } catch (error) {
+    if (!["ENOENT", "ENOTEMPTY", "EEXIST"].includes(errnoOf(error) ?? "")) warn(`could not remove the session socket folder ${dir}: ${messageOf(error)}`);
   }
 }
