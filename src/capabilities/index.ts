@@ -16,4 +16,5 @@ export { DEFAULT_COMMAND_TIMEOUT_MS, LOOP_POINTS } from "./manifest.js";
 export type { LoopPoint } from "./manifest.js";
 export { evaluatePredicate } from "./predicate.js";
 export { parsePlan, resolverFor, resolveTaskContent } from "./tasks.js";
-export { parseTrackerTasks, resolveTrackerTask } from "./tasks.js";
+export { parseTrackerTasks, resolveTrackerTask, taskContentText } from "./tasks.js";
+export type { TaskResolutionFailure } from "./tasks.js";

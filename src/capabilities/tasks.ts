@@ -70,10 +70,24 @@ export interface TrackerTask {
   readonly trackerId: string;
   /** 1-based: the line the element opens on. */
   readonly line: number;
+  /** The text of its `<name>` element, on one line; empty when it has none. */
+  readonly name: string;
 }
 
 // gsd-core's opening tag: `<task` followed by a space or `>`, in any case.
 const TASK_OPENING = /<task(?=[\s>])[^>]*>/gi;
+const TASK_CLOSING = /<\/task\s*>/i;
+const TASK_NAME = /<name(?:\s[^>]*)?>([\s\S]*?)<\/name\s*>/i;
+const NAME_MAX_CHARS = 200;
+
+/** The `<name>` of the element opened at `from` (its body ends at `</task>`), on one line, bounded. */
+function taskName(text: string, from: number): string {
+  const rest = text.slice(from);
+  const close = TASK_CLOSING.exec(rest);
+  const body = close === null ? rest : rest.slice(0, close.index);
+  const found = TASK_NAME.exec(body)?.[1] ?? "";
+  return clip(stripControlCharacters(found.replace(/\s+/g, " ")).trim(), NAME_MAX_CHARS);
+}
 const FENCE = /^\s*(`{3,}|~{3,})/;
 
 function attribute(openTag: string, name: string): string | undefined {
@@ -117,7 +131,7 @@ export function parseTrackerTasks(text: string): TrackerTask[] {
     if (attribute(match[0], "type")?.toLowerCase().startsWith("checkpoint") === true) continue;
     const trackerId = attribute(match[0], "tracker-id");
     if (trackerId === undefined) continue;
-    tasks.push({ trackerId, line });
+    tasks.push({ trackerId, line, name: taskName(plain, match.index + match[0].length) });
   }
   return tasks;
 }
@@ -167,6 +181,27 @@ export interface TaskContent {
   readonly acceptanceCriteria: readonly string[];
   readonly readFirst: readonly string[];
   readonly done: string | null;
+}
+
+/**
+ * gsd-core's task content as the agent reads it in its assignment: the fields in the order a
+ * `<task>` element gives them (`read_first` first, as gsd-core reads those files before acting),
+ * each under gsd-core's element name, an empty one left out. It supersedes the plan's own
+ * elements of that task, as in gsd-core.
+ */
+export function taskContentText(content: TaskContent): string {
+  const list = (items: readonly string[]): string => items.map((item) => `- ${item}`).join("\n");
+  const sections: [string, string][] = [
+    ["read_first", list(content.readFirst)],
+    ["action", content.action ?? ""],
+    ["verify", content.verify ?? ""],
+    ["acceptance_criteria", list(content.acceptanceCriteria)],
+    ["done", content.done ?? ""],
+  ];
+  return sections
+    .filter(([, text]) => text.trim() !== "")
+    .map(([name, text]) => `<${name}>\n${text.trim()}\n</${name}>`)
+    .join("\n\n");
 }
 
 export type TrackerTaskResolution =

@@ -3,7 +3,8 @@ import { ConsentChangedError } from "../capabilities/consented.js";
 import type { ActiveHook } from "../capabilities/active.js";
 import { commandWordsOf, decideGate, decideStepFailure, failureOf, instructionOf, pointText, readCheckOutput } from "../capabilities/dispatch.js";
 import type { CheckOutcome, GateHook, PointTextParts, StepHook } from "../capabilities/dispatch.js";
-import { parsePlan, resolveTaskContent, resolverFor } from "../capabilities/tasks.js";
+import { parsePlan, parseTrackerTasks, resolveTaskContent, resolveTrackerTask, resolverFor, taskContentText } from "../capabilities/tasks.js";
+import type { TaskResolutionFailure } from "../capabilities/tasks.js";
 import { messageOf } from "../errors.js";
 import { blockRun } from "../graph-run/advance.js";
 import { firstArtifact, readChecklist, rootOf } from "../graph-run/checks.js";
@@ -245,10 +246,50 @@ function runSelf(runtime: CapabilityRuntime, input: PassInput, args: readonly st
   });
 }
 
+/** One task of the node's plan to resolve, in either grammar, and how. */
+interface PlanEntry {
+  readonly id: string;
+  readonly title: string;
+  readonly line: number;
+  resolve(): Promise<{ readonly content: string } | TaskResolutionFailure | undefined>;
+}
+
 /**
- * execute:task: each unticked task of the node's plan whose id a resolver's prefix claims gets
- * its content from that resolver. A failure blocks the node: the agent is never handed a task
- * without the content it was meant to have. A task no resolver claims keeps the plan's own text.
+ * The tasks of the plan a resolver may own, in the plan's order, whatever grammar each is written
+ * in: the-loop's checklist items (unticked, their id's prefix a resolver's) and gsd-core's
+ * `<task tracker-id>` elements (a checkpoint's is never read). A task no resolver owns, or one it
+ * resolves to nothing, keeps the plan's own text: it is left out, as gsd-core falls back to the plan.
+ */
+function planEntries(runtime: CapabilityRuntime, plan: string): PlanEntry[] {
+  const loaded = runtime.loaded;
+  const checklist = parsePlan(plan)
+    .filter((task) => !task.done && resolverFor(loaded, task.id) !== undefined)
+    .map((task): PlanEntry => ({
+      id: task.id,
+      title: task.title,
+      line: task.line,
+      resolve: async () => {
+        const resolution = await resolveTaskContent(loaded, task.id);
+        return resolution.kind === "unresolved" ? undefined : resolution.kind === "resolved" ? { content: resolution.content } : resolution;
+      },
+    }));
+  const tracker = parseTrackerTasks(plan).map((task): PlanEntry => ({
+    id: task.trackerId,
+    title: task.name,
+    line: task.line,
+    resolve: async () => {
+      const resolution = await resolveTrackerTask(loaded, task.trackerId);
+      return resolution.kind === "unresolved" ? undefined : resolution.kind === "resolved" ? { content: taskContentText(resolution.content) } : resolution;
+    },
+  }));
+  return [...checklist, ...tracker].sort((a, b) => a.line - b.line);
+}
+
+/**
+ * execute:task: each task of the node's plan a resolver owns gets its content from that resolver,
+ * in the-loop's checklist grammar or gsd-core's `<task tracker-id>` one. A failure blocks the
+ * node: the agent is never handed a task without the content it was meant to have (gsd-core's
+ * hard halt). A task no resolver owns keeps the plan's own text.
  */
 async function resolveTasks(
   ctx: ContextNeeds<never, "events">,
@@ -264,25 +305,23 @@ async function resolveTasks(
     parts.notes.push(`warning: the task plan ${planPath} was not read: ${plan.problem}`);
     return undefined;
   }
-  for (const task of parsePlan(plan)) {
-    if (task.done) continue;
-    const owner = resolverFor(runtime.loaded, task.id);
-    if (owner === undefined) continue;
-    const resolution = await resolveTaskContent(runtime.loaded, task.id);
-    if (resolution.kind === "resolved") parts.tasks.push({ id: task.id, title: task.title, content: resolution.content });
-    if (resolution.kind === "failed" && resolution.consentChanged !== undefined)
-      return refuseChanged(ctx, input, "execute:task", "taskContentResolver", resolution.consentChanged);
-    if (resolution.kind === "failed") {
-      ctx.options.events.emit("capability.resolver_failed", {
-        work_item: input.ref,
-        graph: input.graph.name,
-        node: input.node.id,
-        capability: resolution.capability,
-        task_id: task.id,
-        error: resolution.error,
-      });
-      return { reasonCode: "task-resolver", reason: `the content of task ${task.id} could not be resolved (${planPath}): ${resolution.error}` };
+  for (const task of planEntries(runtime, plan)) {
+    const resolution = await task.resolve();
+    if (resolution === undefined) continue;
+    if ("content" in resolution) {
+      parts.tasks.push({ id: task.id, title: task.title, content: resolution.content });
+      continue;
     }
+    if (resolution.consentChanged !== undefined) return refuseChanged(ctx, input, "execute:task", "taskContentResolver", resolution.consentChanged);
+    ctx.options.events.emit("capability.resolver_failed", {
+      work_item: input.ref,
+      graph: input.graph.name,
+      node: input.node.id,
+      capability: resolution.capability,
+      task_id: task.id,
+      error: resolution.error,
+    });
+    return { reasonCode: "task-resolver", reason: `the content of task ${task.id} could not be resolved (${planPath}): ${resolution.error}` };
   }
   return undefined;
 }

@@ -176,7 +176,7 @@ export const nodeSchema = z
     taskPlan: taskPlanPath
       .optional()
       .describe(
-        "Agent nodes: the Markdown checklist (`- [ ] <task-id> <title>` lines) whose tasks' content capabilities' resolvers provide when the item enters this node (execute:task). One path relative to the session's working directory.",
+        "Agent nodes: the plan — a Markdown checklist (`- [ ] <task-id> <title>` lines), gsd-core's `<task tracker-id=\"…\">` elements, or both — whose tasks' content capabilities' resolvers provide when the item enters this node (execute:task). One path relative to the session's working directory.",
       ),
   })
   .describe("One step of the process.");

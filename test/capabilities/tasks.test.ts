@@ -11,6 +11,7 @@ import {
   resolveTrackerTask,
   resolverFor,
   splitTrackerId,
+  taskContentText,
 } from "../../src/capabilities/tasks.js";
 import type { PlanTask } from "../../src/capabilities/tasks.js";
 import { tempDir } from "../support/temp.js";
@@ -253,6 +254,25 @@ describe("parseTrackerTasks (gsd-core's <task> grammar)", () => {
     { what: "an element in a code fence", text: '```xml\n<task tracker-id="beads:GSD-7">\n```\n<task tracker-id="beads:GSD-8">', ids: [["beads:GSD-8", 4]] },
   ])("$what", ({ text, ids }) => {
     expect(parseTrackerTasks(text).map((task) => [task.trackerId, task.line])).toEqual(ids);
+  });
+});
+
+describe("a <task> element's name", () => {
+  it.each([
+    { what: "its <name>", text: '<task tracker-id="beads:GSD-1">\n  <name>Task 1: wire it</name>\n</task>', name: "Task 1: wire it" },
+    { what: "over lines, on one", text: '<task tracker-id="beads:GSD-1"><name>\n  Task 1:\n  wire it\n</name></task>', name: "Task 1: wire it" },
+    { what: "none", text: '<task tracker-id="beads:GSD-1"><action>x</action></task>', name: "" },
+    { what: "never the next task's", text: '<task tracker-id="beads:GSD-1"></task>\n<task><name>other</name></task>', name: "" },
+    { what: "an unclosed last task's", text: '<task tracker-id="beads:GSD-1"><name>last</name>', name: "last" },
+  ])("$what", ({ text, name }) => {
+    expect(parseTrackerTasks(text).map((task) => task.name)).toEqual([name]);
+  });
+});
+
+describe("taskContentText", () => {
+  it("gives the fields under gsd-core's element names, read_first first, an empty one left out", () => {
+    const text = taskContentText({ action: "Wire it", verify: null, acceptanceCriteria: ["a", "b"], readFirst: ["src/x.ts"], done: " " });
+    expect(text).toBe("<read_first>\n- src/x.ts\n</read_first>\n\n<action>\nWire it\n</action>\n\n<acceptance_criteria>\n- a\n- b\n</acceptance_criteria>");
   });
 });
 
