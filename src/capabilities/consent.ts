@@ -3,6 +3,7 @@ import { readBundleFiles } from "./bundle-files.js";
 import { skillId } from "./dispatch.js";
 import { GSD_VERSION, commandReferences, isCommandWords, predicateSchema } from "./manifest.js";
 import type { CapabilityManifest } from "./manifest.js";
+import { runtimeWarning } from "./runtime-compat.js";
 
 /**
  * What the operator consents to: the bundle's hash (every file, so no edit after consent goes
@@ -24,10 +25,12 @@ export async function bundleHash(dir: string): Promise<string> {
 const quoted = (argv: readonly string[]): string => JSON.stringify(argv);
 const q = (value: unknown): string => JSON.stringify(value);
 
-/** The harnesses the-loop runs sessions in: what a gsd-core `runtimeCompat` is read against. */
-export const HARNESSES = ["claude", "cursor"] as const;
+/** The built-in harnesses: what a `runtimeCompat` is read against when no config says which harnesses run. */
+export const HARNESSES = ["claude", "codex", "cursor", "gemini"] as const;
 
 export interface DisclosureOptions {
+  /** The harnesses the config runs sessions in (runtime-compat.ts `configuredHarnesses`); default: the built-in ones. */
+  readonly harnesses?: readonly string[];
   /** The commands installed capabilities (this one included) declare: a `ref.command` or `check.query` naming another is warned about. */
   readonly declaredCommands?: ReadonlySet<string>;
 }
@@ -100,16 +103,8 @@ export function consentWarnings(manifest: CapabilityManifest, options: Disclosur
   if (manifest.mcpServers !== undefined) warnings.push("mcpServers: the-loop never starts a capability's MCP servers");
   if (manifest.reviewer !== undefined) warnings.push("reviewer: the-loop has no reviewer lanes; it never invokes this one");
   if (manifest.runtime !== undefined) warnings.push("runtime: the-loop projects nothing onto host runtimes; the runtime descriptor is not used");
-  const compat = manifest.runtimeCompat;
-  if (compat !== undefined) {
-    const excluded = HARNESSES.filter(
-      (harness) => compat.unsupported.includes(harness) || !(compat.supported.includes("*") || compat.supported.includes(harness)),
-    );
-    if (excluded.length > 0)
-      warnings.push(
-        `runtimeCompat: it does not support the harness${excluded.length > 1 ? "es" : ""} ${excluded.join(", ")}; the-loop runs its hooks in every session all the same`,
-      );
-  }
+  const runtimes = runtimeWarning(manifest, options.harnesses ?? HARNESSES);
+  if (runtimes !== undefined) warnings.push(runtimes);
   manifest.steps.forEach((step, index) => {
     if (step.ref.skill !== undefined)
       warnings.push(

@@ -55,6 +55,22 @@ export const CAPABILITY_EVENTS = {
       reason: "string",
     },
   },
+  "capability.runtime_refused": {
+    family: "capability",
+    level: "error",
+    summary:
+      "A capability's hook at a loop `point` was not run: the capability's `runtimeCompat` does not support the `harness` the work item's session runs in (`reason` names the fix). The item is blocked at its node (reason code `capability-runtime`).",
+    fields: {
+      work_item: "string",
+      graph: "string",
+      node: "string",
+      point: "string",
+      capability: "string",
+      hook: "string",
+      harness: "string",
+      reason: "string",
+    },
+  },
   "capability.step_run": {
     family: "capability",
     level: "info",

@@ -3,6 +3,7 @@ import { ConsentChangedError } from "../capabilities/consented.js";
 import type { ActiveHook } from "../capabilities/active.js";
 import { commandWordsOf, decideGate, decideStepFailure, failureOf, instructionOf, pointText, readCheckOutput } from "../capabilities/dispatch.js";
 import type { CheckOutcome, GateHook, PointTextParts, StepHook } from "../capabilities/dispatch.js";
+import { runtimeHalt } from "../capabilities/runtime-compat.js";
 import { parsePlan, parseTrackerTasks, resolveTaskContent, resolveTrackerTask, resolverFor, taskContentText } from "../capabilities/tasks.js";
 import type { TaskResolutionFailure } from "../capabilities/tasks.js";
 import { messageOf } from "../errors.js";
@@ -38,7 +39,7 @@ const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
 
 /** Why a pass stops the node: a blocking gate's block, a halting step or check, a resolver's failure. */
 export interface PointHalt {
-  readonly reasonCode: "capability-gate" | "capability-step" | "task-resolver" | "capability-changed";
+  readonly reasonCode: "capability-gate" | "capability-step" | "task-resolver" | "capability-changed" | "capability-runtime";
   readonly reason: string;
 }
 
@@ -62,6 +63,14 @@ interface PassInput {
   readonly cwd: string;
   /** Resolve the tasks of the node's plan (execute:task), after the points. */
   readonly resolveTasks: boolean;
+  /** The harness of the item's live session (its runtime, for runtimeCompat); undefined when it has none. */
+  readonly harness: string | undefined;
+}
+
+/** The harness of the item's live session, the runtime a capability's runtimeCompat is read against. */
+function sessionHarness(ctx: ContextNeeds<never, "registry">, ref: string): string | undefined {
+  const record = ctx.options.registry.get(ref);
+  return record !== undefined && isLive(record) ? record.harness : undefined;
 }
 
 /** The session's working directory, where the item's artifacts are. */
@@ -77,7 +86,7 @@ function phaseOf(node: GraphNode, state: GraphState): string {
 
 /** Passes the points `node` binds at `moment`; nothing at all when no capability is installed. */
 export async function passAt(
-  ctx: ContextNeeds<never, "events" | "graph">,
+  ctx: ContextNeeds<never, "events" | "graph" | "registry">,
   graph: Graph,
   state: GraphState,
   node: GraphNode,
@@ -89,7 +98,8 @@ export async function passAt(
   const points = pointsAt(node, moment);
   const resolveTasks = moment === "enter" && node.taskPlan !== undefined && node.actor === "agent" && !node.terminal;
   if (points.length === 0 && !resolveTasks) return NOTHING;
-  return passPoints(ctx, runtime, { graph, ref: state.ref, node, phase: phaseOf(node, state), points, cwd, resolveTasks });
+  const harness = sessionHarness(ctx, state.ref);
+  return passPoints(ctx, runtime, { graph, ref: state.ref, node, phase: phaseOf(node, state), points, cwd, resolveTasks, harness });
 }
 
 async function passPoints(ctx: ContextNeeds<never, "events">, runtime: CapabilityRuntime, input: PassInput): Promise<PointPass> {
@@ -103,7 +113,7 @@ async function passPoints(ctx: ContextNeeds<never, "events">, runtime: Capabilit
   const finish = (halt?: PointHalt): PointPass => ({ text: pointText(parts), notes: parts.notes, ...(halt ? { halt } : {}) });
   for (const point of input.points) {
     for (const hook of activeHooks(runtime.loaded, point)) {
-      const halt = await dispatchHook(ctx, runtime, input, point, hook, parts);
+      const halt = refuseRuntime(ctx, runtime, input, point, hook) ?? (await dispatchHook(ctx, runtime, input, point, hook, parts));
       // A gate's block (or a halting step) stops the step: no later hook, no later point.
       if (halt !== undefined) return finish(halt);
     }
@@ -129,6 +139,25 @@ function refuseChanged(ctx: ContextNeeds<never, "events">, input: PassInput, poi
     reason: error.message,
   });
   return { reasonCode: "capability-changed", reason: error.message };
+}
+
+/**
+ * A hook of a capability whose runtimeCompat excludes the session's harness: not run, and the node
+ * halted naming the harness and the fix (runtime-compat.ts says why the-loop does not drop it quietly).
+ */
+function refuseRuntime(
+  ctx: ContextNeeds<never, "events">,
+  runtime: CapabilityRuntime,
+  input: PassInput,
+  point: LoopPoint,
+  hook: ActiveHook,
+): PointHalt | undefined {
+  if (input.harness === undefined) return undefined;
+  const capability = runtime.loaded.find((loaded) => loaded.manifest.id === hook.capId);
+  const reason = capability === undefined ? undefined : runtimeHalt(capability.manifest, input.harness);
+  if (reason === undefined) return undefined;
+  ctx.options.events.emit("capability.runtime_refused", { ...hookFields(input, point, hook), harness: input.harness, reason });
+  return { reasonCode: "capability-runtime", reason };
 }
 
 function hookFields(input: PassInput, point: LoopPoint, hook: ActiveHook) {
@@ -368,6 +397,7 @@ export function capabilityBlockText(ref: string, node: string, halt: PointHalt):
     "capability-gate": "a capability's gate stopped it",
     "capability-step": "a capability's step failed and halts",
     "capability-changed": "a capability's bundle changed since it was consented to, so it was not used",
+    "capability-runtime": "a capability does not run in the harness of its session",
   }[halt.reasonCode];
   return markSelfAuthored(
     [

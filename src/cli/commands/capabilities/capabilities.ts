@@ -3,6 +3,7 @@ import { dirname, isAbsolute, relative, resolve } from "node:path";
 import { isMap, isSeq, parseDocument } from "yaml";
 import { z } from "zod";
 import { disclosureLines } from "../../../capabilities/consent.js";
+import { configuredHarnesses, installRefusal } from "../../../capabilities/runtime-compat.js";
 import { CapabilityError, configValues, crossCheck, readBundle, resolveCapabilityPath } from "../../../capabilities/load.js";
 import type { CapabilityBundle } from "../../../capabilities/load.js";
 import { capabilityEntrySchema } from "../../../config/capability-schema.js";
@@ -124,8 +125,11 @@ export async function runCapabilitiesAdd(globals: GlobalOptions, dirArgument: st
   const problems = crossCheck([...others, bundle]).filter((problem) => problem.startsWith(`${bundle.file}:`));
   if (problems.length > 0) throw new CapabilityError(problems);
   const { manifest } = bundle;
+  const harnesses = configuredHarnesses(project.config.routing);
+  const runtimes = installRefusal(manifest, harnesses);
+  if (runtimes !== undefined) throw new CapabilityError([`${bundle.file}: ${runtimes}`]);
   const declaredCommands = new Set([...others, bundle].flatMap((each) => each.manifest.commands.map((command) => command.name)));
-  const disclosure = disclosureLines(manifest, { declaredCommands });
+  const disclosure = disclosureLines(manifest, { declaredCommands, harnesses });
   const facts = { id: manifest.id, version: manifest.version, path: dir, sha256: bundle.sha256 };
   if (!options.yes) {
     project.events.emit("capability.consent_required", { id: facts.id, version: facts.version, path: dir, bundle_hash: bundle.sha256 });

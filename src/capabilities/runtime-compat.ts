@@ -1,0 +1,75 @@
+import type { CapabilityManifest } from "./manifest.js";
+
+/**
+ * gsd-core's `runtimeCompat` against the-loop's harnesses (docs/capabilities.md, "Runtimes"). A
+ * harness's name is the runtime id it is read as: the built-in `claude`, `codex`, `cursor` and
+ * `gemini` are gsd-core's runtimes of those names, and a command harness is the runtime its name
+ * says (an `opencode` command harness is `opencode`). gsd-core leaves a capability off on a runtime
+ * it does not support (not "surfaced" there). the-loop consented to the capability for every item,
+ * so it does not drop it quietly:
+ *
+ * - `capabilities add` refuses a capability that supports none of the harnesses the config runs;
+ * - consent warns about each configured harness it does not support;
+ * - at a loop point, a capability that does not support the item's session's harness is not run
+ *   there, and the item is blocked at its node, naming the harness and the fix, so no gate of it is
+ *   passed by without its check.
+ *
+ * Pure functions, no I/O.
+ */
+
+type Compat = NonNullable<CapabilityManifest["runtimeCompat"]>;
+
+/** Whether a capability with `compat` runs on `runtime`: `unsupported` wins; `supported` holds it or `*`. No `runtimeCompat`: every runtime. */
+export function supportsRuntime(compat: Compat | undefined, runtime: string): boolean {
+  if (compat === undefined) return true;
+  if (compat.unsupported.includes(runtime)) return false;
+  return compat.supported.includes("*") || compat.supported.includes(runtime);
+}
+
+/** The harnesses a config runs sessions in: its default, then every one it declares, each once. */
+export function configuredHarnesses(routing: { readonly defaultHarness: string; readonly harnesses: Readonly<Record<string, unknown>> }): string[] {
+  return [...new Set([routing.defaultHarness, ...Object.keys(routing.harnesses)])];
+}
+
+const listed = (names: readonly string[]): string => names.join(", ");
+
+/** What a capability supports, in words: `claude, codex`, or `every runtime but cursor`. */
+function supportedWords(compat: Compat): string {
+  const but = compat.unsupported.length > 0 ? ` but ${listed(compat.unsupported)}` : "";
+  return compat.supported.includes("*") ? `every runtime${but}` : `${listed(compat.supported)}${but !== "" ? ` (not ${listed(compat.unsupported)})` : ""}`;
+}
+
+/**
+ * Why `capabilities add` refuses the manifest: it supports none of `harnesses`. Undefined when it
+ * supports one of them (or says nothing of runtimes).
+ */
+export function installRefusal(manifest: CapabilityManifest, harnesses: readonly string[]): string | undefined {
+  const compat = manifest.runtimeCompat;
+  if (compat === undefined || harnesses.some((harness) => supportsRuntime(compat, harness))) return undefined;
+  return (
+    `runtimeCompat: capability ${manifest.id} supports ${supportedWords(compat)}, and the config runs sessions only in ${listed(harnesses)}; ` +
+    `its hooks would block every item they reach. Declare a harness it supports under routing.harnesses (and make it routing.defaultHarness), or do not install it`
+  );
+}
+
+/** The consent's warning: the configured harnesses the manifest does not support, and what follows there. */
+export function runtimeWarning(manifest: CapabilityManifest, harnesses: readonly string[]): string | undefined {
+  const compat = manifest.runtimeCompat;
+  const excluded = harnesses.filter((harness) => !supportsRuntime(compat, harness));
+  if (compat === undefined || excluded.length === 0) return undefined;
+  const plural = excluded.length > 1;
+  return (
+    `runtimeCompat: it supports ${supportedWords(compat)}, not the harness${plural ? "es" : ""} ${listed(excluded)}: ` +
+    `an item whose session runs in ${plural ? "one of them" : "it"} is blocked at the first node whose points it has hooks at (reason code capability-runtime)`
+  );
+}
+
+/** Why a capability may not run in a session of `harness`, naming it and the fix; undefined when it may. */
+export function runtimeHalt(manifest: CapabilityManifest, harness: string): string | undefined {
+  const compat = manifest.runtimeCompat;
+  if (supportsRuntime(compat, harness) || compat === undefined) return undefined;
+  return (
+    `capability ${manifest.id} does not run in the harness ${harness} (its runtimeCompat supports ${supportedWords(compat)}); ` +
+    `make a harness it supports routing.defaultHarness, close the item's session (\`the-loop sessions close\`) and start it again, or remove the capability (\`the-loop capabilities remove\`)`
+  );
+}

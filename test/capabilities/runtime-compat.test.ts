@@ -1,0 +1,53 @@
+import { describe, expect, it } from "vitest";
+import type { CapabilityManifest } from "../../src/capabilities/manifest.js";
+import { configuredHarnesses, installRefusal, runtimeHalt, runtimeWarning, supportsRuntime } from "../../src/capabilities/runtime-compat.js";
+
+const manifest = (runtimeCompat: CapabilityManifest["runtimeCompat"]): CapabilityManifest =>
+  ({ id: "ui", ...(runtimeCompat !== undefined ? { runtimeCompat } : {}) }) as CapabilityManifest;
+
+describe("supportsRuntime", () => {
+  it.each([
+    { compat: undefined, runtime: "cursor", supports: true },
+    { compat: { supported: ["*"], unsupported: [] }, runtime: "cursor", supports: true },
+    { compat: { supported: ["*"], unsupported: ["cursor"] }, runtime: "cursor", supports: false },
+    { compat: { supported: ["claude", "codex"], unsupported: [] }, runtime: "codex", supports: true },
+    { compat: { supported: ["claude", "codex"], unsupported: [] }, runtime: "fake", supports: false },
+    { compat: { supported: ["claude"], unsupported: ["claude"] }, runtime: "claude", supports: false },
+  ])("$runtime against $compat: $supports", ({ compat, runtime, supports }) => {
+    expect(supportsRuntime(compat, runtime)).toBe(supports);
+  });
+});
+
+describe("configuredHarnesses", () => {
+  it("is the default, then every declared one, each once", () => {
+    expect(configuredHarnesses({ defaultHarness: "claude", harnesses: { fake: {}, claude: {} } })).toEqual(["claude", "fake"]);
+  });
+});
+
+describe("what a mismatch does", () => {
+  const claudeOnly = manifest({ supported: ["claude"], unsupported: [] });
+
+  it("refuses the install when no configured harness is supported, naming them and the fix", () => {
+    const refusal = installRefusal(claudeOnly, ["fake", "cursor"]);
+    expect(refusal).toContain("capability ui supports claude, and the config runs sessions only in fake, cursor");
+    expect(refusal).toContain("Declare a harness it supports under routing.harnesses");
+    expect(installRefusal(claudeOnly, ["fake", "claude"])).toBeUndefined();
+    expect(installRefusal(manifest(undefined), ["fake"])).toBeUndefined();
+  });
+
+  it("warns at consent about each configured harness it does not support", () => {
+    expect(runtimeWarning(manifest({ supported: ["*"], unsupported: ["cursor"] }), ["claude", "cursor", "fake"])).toBe(
+      "runtimeCompat: it supports every runtime but cursor, not the harness cursor: an item whose session runs in it is blocked at the first node whose points it has hooks at (reason code capability-runtime)",
+    );
+    expect(runtimeWarning(claudeOnly, ["claude"])).toBeUndefined();
+  });
+
+  it("halts a session in a harness it does not support, naming the harness and the fix", () => {
+    const halt = runtimeHalt(claudeOnly, "fake");
+    expect(halt).toContain("capability ui does not run in the harness fake (its runtimeCompat supports claude)");
+    expect(halt).toContain("routing.defaultHarness");
+    expect(halt).toContain("the-loop capabilities remove");
+    expect(runtimeHalt(claudeOnly, "claude")).toBeUndefined();
+    expect(runtimeHalt(manifest(undefined), "fake")).toBeUndefined();
+  });
+});

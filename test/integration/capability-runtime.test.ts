@@ -1,0 +1,82 @@
+import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { describe, expect, it } from "vitest";
+import { ARM } from "../support/builders.js";
+import { REPO_ROOT, jsonOf } from "../support/cli.js";
+import { graphStatus } from "../support/graph.js";
+import { FAKE_HARNESS, testProject } from "../support/project.js";
+import type { TestProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
+
+/**
+ * gsd-core's `runtimeCompat` against the harnesses the-loop runs (docs/capabilities.md,
+ * "Runtimes"): gsd-core's tutorial bundle, its runtimeCompat narrowed to `claude`, is refused at
+ * install by a config that runs only the fake harness, and, installed beside a declared `claude`,
+ * blocks an item whose session runs in the fake one at the first point it has a hook at.
+ */
+
+const REF = "local:demo#1";
+const GRAPH = {
+  name: "plan",
+  start: "plan",
+  nodes: [
+    { id: "plan", phase: "planning", description: "Write PLAN.md.", produces: ["PLAN.md"], points: ["plan:pre"] },
+    { id: "done", phase: "done", terminal: true },
+  ],
+  edges: [{ from: "plan", to: "done", on: "pass" }],
+};
+
+/** gsd-core's hello-note bundle, unchanged but for its runtimeCompat: claude only. */
+async function claudeOnlyBundle(p: TestProject): Promise<string> {
+  const bundle = join(p.dir, "capabilities", "hello-note");
+  await cp(join(REPO_ROOT, "test", "fixtures", "gsd-core", "bundles", "hello-note"), bundle, { recursive: true });
+  const file = join(bundle, "capability.json");
+  const manifest = JSON.parse(await readFile(file, "utf8")) as Record<string, unknown>;
+  await writeFile(file, JSON.stringify({ ...manifest, runtimeCompat: { supported: ["claude"], unsupported: [] } }, null, 2));
+  return "capabilities/hello-note";
+}
+
+async function project(harnesses?: (transcript: string) => Record<string, unknown>): Promise<TestProject> {
+  const p = await testProject({
+    graph: { enabled: true, default: GRAPH.name },
+    graphs: [{ name: GRAPH.name, path: "graph.yaml" }],
+    routing: (transcript) => ({ spawnWorkdir: "work", ...(harnesses ? { harnesses: harnesses(transcript) } : {}) }),
+  });
+  await writeFile(join(p.root, "graph.yaml"), stringify(GRAPH));
+  await mkdir(join(p.dir, "work"), { recursive: true });
+  return p;
+}
+
+describe("runtimeCompat against the-loop's harnesses", () => {
+  it("refuses to install a capability that supports none of the config's harnesses, naming them and the fix; the config is unchanged", async () => {
+    const p = await project();
+    const path = await claudeOnlyBundle(p);
+    const config = await readFile(join(p.root, "cli-config.yaml"), "utf8");
+    const added = await p.cli(["capabilities", "add", path, "--yes"]);
+    expect(added.code).toBe(2);
+    expect(added.stderr).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
+    expect(added.stderr).toContain("Declare a harness it supports under routing.harnesses");
+    expect(await readFile(join(p.root, "cli-config.yaml"), "utf8")).toBe(config);
+  });
+
+  it("installed beside a harness it supports, it blocks an item whose session runs in another at its first point, and says why", async () => {
+    const p = await project((transcript) => ({ fake: { command: [process.execPath, FAKE_HARNESS, transcript, "{prompt}"] }, claude: {} }));
+    const path = await claudeOnlyBundle(p);
+    const shown = await p.cli(["capabilities", "add", path]);
+    expect(shown.stdout).toContain("runtimeCompat: it supports claude, not the harness fake");
+    expect((await p.cli(["capabilities", "add", path, "--yes"])).code).toBe(0);
+
+    expect((await p.cli(["start"])).code).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    expect((await p.cli(["item", "new", "Plan it", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    const refused = await p.waitForEvent("the refusal", (r) => r.event === "capability.runtime_refused");
+    expect(refused).toMatchObject({ work_item: REF, node: "plan", point: "plan:pre", capability: "hello-note", hook: "contributions[0]", harness: "fake" });
+    await waitFor("the block", async () => (await graphStatus(p)).status === "blocked");
+    const state = await graphStatus(p);
+    expect(state).toMatchObject({ node: "plan", status: "blocked", reason_code: "capability-runtime" });
+    expect(state.reason).toContain("capability hello-note does not run in the harness fake");
+    const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
+    expect(comments.some((c) => c.body.includes("does not run in the harness of its session") && c.body.includes("routing.defaultHarness"))).toBe(true);
+  });
+});
