@@ -30,6 +30,7 @@ const FLOORS = [
   ["graph-driver"],
   ["dispatch"],
   ["daemon"],
+  ["mcp"],
   ["cli", "demo", "docs"],
 ];
 

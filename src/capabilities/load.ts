@@ -205,6 +205,7 @@ export const BUILT_IN_COMMAND_WORDS: readonly string[] = [
   "init",
   "item",
   "loop",
+  "mcp",
   "receive",
   "serve",
   "sessions",

@@ -431,6 +431,10 @@ export function buildProgram(): Command {
     .action(async (question: string, options: AskOptions, command: Command) => {
       await (await import("./commands/ask.js")).runAsk(globalsOf(command), question, options);
     });
+  program
+    .command("mcp")
+    .description("for an agent in a session: the-loop as a stdio MCP server (tools ask, graph_complete, graph_status, why), for its own work item")
+    .action(async (_options: unknown, command: Command) => await (await import("./commands/mcp.js")).runMcp(globalsOf(command)));
 
   program
     .command("receive")

@@ -24,6 +24,7 @@ export {
   DEFAULT_GITHUB_API_URL,
   GITHUB_WEBHOOK_EVENTS,
   githubIntegrationSchema,
+  SPAWN_POLICIES,
 } from "./schema.js";
 export type {
   ControlCommand,

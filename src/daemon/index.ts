@@ -17,3 +17,5 @@ export { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarnin
 export { NoDaemonError } from "./socket/rpc.js";
 export type { SessionCredential } from "./socket/rpc.js";
 export { askAnswerSchema, claimAnswerSchema, servedRefsOf, unservedReason } from "./socket/methods.js";
+export { readWhySituation, whyAnswerSchema } from "./socket/why-situation.js";
+export type { WhyAnswer } from "./socket/why-situation.js";

@@ -15,6 +15,7 @@ import { acquirePidfile } from "./pidfile.js";
 import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
 import { SessionSockets } from "./socket/session-sockets.js";
+import { readWhySituation } from "./socket/why-situation.js";
 import { openGraphStates } from "../graph-run/store.js";
 import type { RpcServer } from "./socket/rpc.js";
 import type { PidfileLock } from "./pidfile.js";
@@ -112,8 +113,13 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     sweepLeftovers(paths);
     tightenStateRootOnce(paths, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
-    const handlers = socketHandlers(dispatcher, { config, sessionOf: (ref) => runtime.registry.get(ref) });
     const graphStates = openGraphStates(paths);
+    const handlers = socketHandlers(dispatcher, {
+      config,
+      sessionOf: (ref) => runtime.registry.get(ref),
+      graphStateOf: (ref) => graphStates.get(ref),
+      whyOf: (ref) => readWhySituation(paths, config, ref),
+    });
     rpc = await serveRpc(paths.root, handlers);
     sessionSockets = new SessionSockets({
       stateRoot: paths.root,

@@ -14,6 +14,7 @@ export {
 export { TmuxRunner, type TmuxRunnerOptions } from "./tmux.js";
 export { findExecutable } from "./preflight.js";
 export { pasteText } from "./paste-text.js";
+export { MCP_SERVER_NAME, MCP_TOOL_NAMES, claudeMcpArgs, claudeMcpToolNames, theLoopMcpServer, type McpServerSpec, type McpToolName } from "./mcp.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { claudeConfigFile, ensureClaudeTrust, trustScope } from "./claude-trust.js";

@@ -162,6 +162,10 @@ export interface SocketDeps {
   readonly config: CliConfig;
   /** The item's session record (throws when it does not parse). */
   readonly sessionOf: (ref: string) => SessionRecord | undefined;
+  /** The item's graph state record (`graph.status`, a session's own); absent: the method is not served. */
+  readonly graphStateOf?: (ref: string) => Promise<unknown>;
+  /** What `the-loop why` reads about the item (`session.why`, a session's own); absent: the method is not served. */
+  readonly whyOf?: (ref: string) => Promise<unknown>;
 }
 
 function paramsOf<T>(schema: z.ZodType<T>, raw: unknown): T {
@@ -178,7 +182,11 @@ function canonical(written: string): string {
   }
 }
 
-/** The socket methods: `graph.complete`, `graph.force` (the-loop graph …) and `session.ask` (the-loop ask inside a session). */
+/**
+ * The socket methods: `graph.complete`, `graph.force` (the-loop graph …), `session.ask` (the-loop
+ * ask inside a session), and a session's reads of its own item — `graph.status` and `session.why`
+ * (the MCP server's `graph_status` and `why`, for a session whose socket has no place of its own).
+ */
 export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record<string, RpcHandler> {
   const served = servedRefsOf(deps.config);
   const hasSession = (item: string): boolean => {
@@ -199,7 +207,7 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
     const reason = unservedReason(served, item, hasSession);
     if (reason !== undefined) throw new UsageError(reason);
   };
-  return {
+  const handlers: Record<string, RpcHandler> = {
     "graph.complete": async (raw, rpc) => {
       const params = paramsOf(graphCompleteParams, raw);
       const item = canonical(params.ref);
@@ -231,4 +239,18 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
       return dispatcher.askQuestion(item, question);
     },
   };
+  // A session's reads of its own item: the credential names the item, nothing in the params does.
+  const ownItem = (rpc: RpcCaller, method: string): string => {
+    const caller = callerOf(rpc);
+    if (caller.kind !== "session") {
+      throw new UsageError(
+        `${method} is for a session (it carries the session's credential); an operator reads any item with the CLI (\`the-loop graph status REF\`, \`the-loop why REF\`)`,
+      );
+    }
+    return caller.session.ref;
+  };
+  const { graphStateOf, whyOf } = deps;
+  if (graphStateOf !== undefined) handlers["graph.status"] = async (_raw, rpc) => (await graphStateOf(ownItem(rpc, "graph.status"))) ?? null;
+  if (whyOf !== undefined) handlers["session.why"] = async (_raw, rpc) => await whyOf(ownItem(rpc, "session.why"));
+  return handlers;
 }

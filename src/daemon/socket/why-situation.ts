@@ -1,0 +1,138 @@
+import { z } from "zod";
+import { SPAWN_POLICIES } from "../../config/schema.js";
+import type { CliConfig } from "../../config/schema.js";
+import { ControlStore } from "../../control/store.js";
+import type { EventRecord } from "../../events/reader.js";
+import { readLatestEvents } from "../../events/tail.js";
+import { openHeldGateAnswers } from "../../graph-run/held.js";
+import { openGraphStates } from "../../graph-run/store.js";
+import { SessionRegistry } from "../../registry/registry.js";
+import { DamagedRecordError } from "../../state/index.js";
+import type { StatePaths } from "../../state/layout.js";
+import { messageOf } from "../../errors.js";
+
+/**
+ * What `the-loop why` reads about one work item — its records, the end of the event log and the
+ * settings its verdict weighs — as the daemon reads them for a session that asks about its own
+ * item (`session.why` on the session's socket: a sandboxed session sees no state root). The
+ * verdict itself is the CLI's pure function of these (src/cli/why-explain.ts), applied by the
+ * asking side, so the daemon answers with data and both read the same facts.
+ */
+
+/** Enough of the item's story to explain where it stands: the newest events, as `why` reads them. */
+export const WHY_EVENTS = 200;
+/** A log of every item for years is not read to its start for one item's question. */
+export const WHY_LOG_BYTES = 64 * 1024 * 1024;
+
+/** The settings `why` weighs (WhySettings of src/cli/why-events.ts). */
+export function whySettingsOf(config: Pick<CliConfig, "routing" | "graph">) {
+  const { routing, graph } = config;
+  return {
+    authorizedUsers: routing.authorizedUsers,
+    spawnOnUnmatched: routing.spawnOnUnmatched,
+    autoExecuteLabel: routing.autoExecuteLabel,
+    control: { enabled: routing.control.enabled, requireStartCommand: routing.control.requireStartCommand, keywords: routing.control.keywords },
+    graph: { enabled: graph.enabled, keywords: graph.keywords },
+  };
+}
+
+/** A record that exists but cannot be read, with what is wrong and how to fix it. */
+const damaged = z.object({ damaged: z.string() });
+const controlKeywords = z.object({ start: z.string(), stop: z.string(), pause: z.string(), resume: z.string() });
+const gateKeywords = z.object({ approve: z.string(), requestChanges: z.string() });
+
+/** The daemon's answer to `session.why`; every record is null when there is none. */
+export const whyAnswerSchema = z.object({
+  ref: z.string(),
+  settings: z.object({
+    authorizedUsers: z.array(z.string()),
+    spawnOnUnmatched: z.enum(SPAWN_POLICIES),
+    autoExecuteLabel: z.string(),
+    control: z.object({ enabled: z.boolean(), requireStartCommand: z.boolean(), keywords: controlKeywords }),
+    graph: z.object({ enabled: z.boolean(), keywords: gateKeywords }),
+  }),
+  session: z
+    .union([
+      damaged,
+      z.looseObject({
+        status: z.string(),
+        harness: z.string(),
+        tmuxTarget: z.string(),
+        createdAt: z.string(),
+        closedAt: z.string().optional(),
+        closeReason: z.string().optional(),
+        awaitingInput: z.looseObject({ question: z.string() }).optional(),
+      }),
+    ])
+    .nullable(),
+  control: z
+    .union([
+      damaged,
+      z.looseObject({
+        command: z.string(),
+        source: z.string(),
+        actor: z.string(),
+        effect: z.string(),
+        requestedAt: z.string(),
+        clearedAt: z.string().optional(),
+      }),
+    ])
+    .nullable(),
+  graph: z
+    .union([
+      damaged,
+      z.looseObject({
+        graph: z.string(),
+        node: z.string(),
+        status: z.string(),
+        reasonCode: z.string().optional(),
+        reason: z.string().optional(),
+        denial: z.looseObject({ hook: z.string(), point: z.string(), reason: z.string() }).optional(),
+      }),
+    ])
+    .nullable(),
+  held: z.union([damaged, z.array(z.looseObject({ author: z.string(), decision: z.string(), heldAt: z.string(), reason: z.string() }))]).nullable(),
+  events: z.array(z.looseObject({ ts: z.string(), source: z.string(), event: z.string(), level: z.string(), pid: z.number().optional() })),
+  log: z.object({ scannedBytes: z.number(), complete: z.boolean(), malformed: z.number(), missing: z.boolean() }),
+});
+
+export type WhyAnswer = z.output<typeof whyAnswerSchema>;
+
+/** The record, null when there is none, or what is wrong with it when it cannot be read. */
+async function readRecord<T>(read: () => T | undefined | Promise<T | undefined>): Promise<T | { damaged: string } | null> {
+  try {
+    return (await read()) ?? null;
+  } catch (error) {
+    if (error instanceof DamagedRecordError) return { damaged: error.message };
+    throw error;
+  }
+}
+
+/** One work item's `why` facts, read from the state root as `the-loop why` reads them. */
+export async function readWhySituation(paths: StatePaths, config: Pick<CliConfig, "routing" | "graph">, ref: string): Promise<WhyAnswer> {
+  const session = await readRecord(() => new SessionRegistry({ dir: paths.registryDir }).get(ref));
+  const control = await readRecord(() => new ControlStore({ dir: paths.controlDir }).get(ref));
+  const graph = await readRecord(() => openGraphStates(paths).get(ref));
+  // Held answers matter only to a run at a gate.
+  const held =
+    graph !== null && !("damaged" in graph) && graph.status === "waiting"
+      ? await readRecord(async () => (await openHeldGateAnswers(paths).get(ref))?.answers)
+      : null;
+  let log;
+  try {
+    log = await readLatestEvents(paths.eventLog, { workItem: ref, minLevel: "info" }, { limit: WHY_EVENTS, maxBytes: WHY_LOG_BYTES });
+  } catch (error) {
+    throw new Error(`the daemon cannot read its event log: ${messageOf(error)}`, { cause: error });
+  }
+  const events: EventRecord[] = log.events;
+  return {
+    ref,
+    settings: whySettingsOf(config),
+    session,
+    control,
+    graph,
+    held,
+    events,
+    log: { scannedBytes: log.scannedBytes, complete: log.reachedStart, malformed: log.malformed, missing: log.missing },
+  };
+}
