@@ -32,6 +32,8 @@ export interface HarnessAdapter {
   readonly blockedPattern?: RegExp;
   /** Matches the bottom of the screen once a paste sits in the input box; Enter waits for it. */
   readonly pastedPattern?: RegExp;
+  /** Enter is pressed again while the box still shows the paste (see PasteOptions.submitUntilTaken). */
+  readonly submitUntilTaken?: boolean;
   /** Starts a new conversation. */
   fresh(input: HarnessLaunchInput): string[];
   /** Continues the conversation `input.sessionId`; absent when the harness cannot resume one. */

@@ -29,6 +29,12 @@ export interface PasteOptions {
    * paste and the Enter in one chunk — as a busy one does — takes the Enter as part of the paste.
    */
   readonly pastedPattern?: RegExp;
+  /**
+   * With a pastedPattern: after Enter, the screen is read again, and while the box still shows
+   * the paste Enter is pressed again (a few times, bounded). For a TUI that takes an Enter soon
+   * after a paste as part of it even once the paste shows (Gemini CLI makes it a newline).
+   */
+  readonly submitUntilTaken?: boolean;
 }
 
 export interface TerminateOptions {

@@ -58,6 +58,9 @@ const ABSENT_PATTERN = new RegExp(`can't find session|${NO_SERVER_PATTERN.source
 const POLL_MS = 100;
 /** How long Enter waits for a harness to show a paste in its input box before it is sent anyway. */
 const SUBMIT_SETTLE_MS = 5_000;
+/** With submitUntilTaken: how long the box may still show a submitted paste before Enter is pressed again, and how often. */
+const RESUBMIT_AFTER_MS = 400;
+const SUBMITS_AT_MOST = 4;
 const SCREEN_POLL_MS = 20;
 /** After SIGKILL the pane should die at once; bounded so a wedged process cannot hang a close. */
 const KILL_SETTLE_MS = 2_000;
@@ -180,7 +183,7 @@ export class TmuxRunner implements SessionRunner {
     if (text === "") throw new RunnerError(`nothing to deliver to ${target}: the text is empty`);
     const previous = this.deliveries.get(target) ?? Promise.resolve();
     // The previous delivery's failure was its own caller's to report; this one waits only for its turn.
-    const current = previous.catch(() => undefined).then(() => this.deliverNow(target, text, options.pastedPattern));
+    const current = previous.catch(() => undefined).then(() => this.deliverNow(target, text, options));
     this.deliveries.set(target, current);
     const forget = (): void => {
       if (this.deliveries.get(target) === current) this.deliveries.delete(target);
@@ -189,7 +192,7 @@ export class TmuxRunner implements SessionRunner {
     return current;
   }
 
-  private async deliverNow(target: string, text: string, pastedPattern: RegExp | undefined): Promise<void> {
+  private async deliverNow(target: string, text: string, { pastedPattern, submitUntilTaken }: PasteOptions): Promise<void> {
     const state = await this.probe(target);
     if (state !== "live") throw new SessionMissingError(target, state);
     const nonce = randomBytes(8).toString("hex");
@@ -217,18 +220,35 @@ export class TmuxRunner implements SessionRunner {
       // A TUI that reads the paste and the Enter in one chunk (it does when it is busy) takes the
       // Enter as part of the paste and leaves the text in its input box: Enter waits for the box.
       await this.tmux(paste);
-      await this.awaitScreen(target, pastedPattern, SUBMIT_SETTLE_MS);
+      await this.awaitScreen(target, (tail) => pastedPattern.test(tail), SUBMIT_SETTLE_MS);
       await this.tmux(submit);
+      if (submitUntilTaken === true) await this.resubmit(target, pastedPattern, submit);
     } finally {
       await Promise.all([rm(textFile, { force: true }), rm(submitFile, { force: true })]);
     }
   }
 
-  /** Polls the bottom of the visible screen until `pattern` matches it, or `boundMs` passes. */
-  private async awaitScreen(target: string, pattern: RegExp, boundMs: number): Promise<boolean> {
+  /**
+   * Presses Enter again while the box still shows the paste, bounded. The text has been
+   * submitted once already, so nothing here may fail the delivery.
+   */
+  private async resubmit(target: string, pastedPattern: RegExp, submit: readonly string[]): Promise<void> {
+    try {
+      for (let submits = 1; submits < SUBMITS_AT_MOST; submits++) {
+        if (await this.awaitScreen(target, (tail) => !pastedPattern.test(tail), RESUBMIT_AFTER_MS)) return;
+        await this.tmux(submit);
+      }
+    } catch {
+      // Whatever stopped the check (the pane gone, a tmux call that failed), the text went in
+      // with the first Enter: failing now would have the delivery pasted a second time.
+    }
+  }
+
+  /** Polls the bottom of the visible screen until `matches` holds for it, or `boundMs` passes. */
+  private async awaitScreen(target: string, matches: (tail: string) => boolean, boundMs: number): Promise<boolean> {
     const deadline = performance.now() + boundMs;
     for (;;) {
-      if (pattern.test(screenTail(await this.screen(target)))) return true;
+      if (matches(screenTail(await this.screen(target)))) return true;
       const left = deadline - performance.now();
       if (left <= 0) return false;
       await new Promise((resolve) => setTimeout(resolve, Math.min(SCREEN_POLL_MS, left)));

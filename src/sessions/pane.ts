@@ -16,13 +16,15 @@ import type { SessionRecord } from "../registry/record.js";
 
 /** Pastes into the session's pane, Enter waiting for the harness to show the paste where it knows how to tell. */
 export async function pasteIntoPane(ctx: ContextNeeds<"routing", "runner">, record: SessionRecord, text: string): Promise<void> {
-  let pastedPattern: RegExp | undefined;
+  let adapter: HarnessAdapter | undefined;
   try {
-    pastedPattern = adapterOf(ctx, record.harness).pastedPattern;
+    adapter = adapterOf(ctx, record.harness);
   } catch {
-    pastedPattern = undefined;
+    adapter = undefined;
   }
-  await ctx.options.runner.pasteText(record.tmuxTarget, text, pastedPattern === undefined ? {} : { pastedPattern });
+  const pastedPattern = adapter?.pastedPattern;
+  const options = pastedPattern === undefined ? {} : { pastedPattern, ...(adapter?.submitUntilTaken === true ? { submitUntilTaken: true } : {}) };
+  await ctx.options.runner.pasteText(record.tmuxTarget, text, options);
 }
 
 /**

@@ -8,9 +8,14 @@ import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
 const FAKE_HARNESS = fileURLToPath(new URL("../support/fake-harness.mjs", import.meta.url));
+const PASTE_GUARD_HARNESS = fileURLToPath(new URL("../support/paste-guard-harness.mjs", import.meta.url));
 const SOCKET = `loop-test-${process.pid}-${randomBytes(4).toString("hex")}`;
 
-type Entry = { type: "boot"; argv: string[]; cwd: string; env: { THE_LOOP_WORK_ITEM: string | null } } | { type: "input"; text: string };
+type Entry =
+  | { type: "boot"; argv: string[]; cwd: string; env: { THE_LOOP_WORK_ITEM: string | null } }
+  | { type: "input"; text: string }
+  | { type: "ready" | "newline" }
+  | { type: "submitted"; text: string };
 
 let runners: TmuxRunner[] = [];
 function runner(remainOnExit = true): TmuxRunner {
@@ -123,6 +128,24 @@ describe("TmuxRunner", () => {
     await tmux.pasteText("loop-deliver", NASTY);
     const found = await waitForEntries(transcript, 2);
     expect(found.slice(1)).toEqual([{ type: "input", text: NASTY }]);
+  });
+
+  it("with submitUntilTaken, presses Enter again while the box still shows the paste", async () => {
+    const tmux = runner();
+    const dir = await tempDir();
+    const transcript = join(dir, "transcript.jsonl");
+    const argv = [process.execPath, PASTE_GUARD_HARNESS, transcript, "700"];
+    const pastedPattern = /─{8,}\n> \S/;
+    await tmux.spawn({ target: "loop-guard", cwd: dir, argv, env: {} });
+    await waitForEntries(transcript, 1);
+    // Without it, the Enter sent as soon as the box shows the paste lands inside the guard.
+    await tmux.pasteText("loop-guard", "first", { pastedPattern });
+    expect((await waitForEntries(transcript, 2))[1]).toEqual({ type: "newline" });
+    await tmux.pasteText("loop-guard", " second", { pastedPattern, submitUntilTaken: true });
+    const submitted = await waitFor("the submit", async () => (await entries(transcript)).find((entry) => entry.type === "submitted"));
+    // Each Enter inside the guard added a newline; one after it submitted the lot.
+    expect(submitted).toMatchObject({ text: expect.stringMatching(/^first\n+ second\n+$/) as string });
+    expect(await tmux.screen("loop-guard")).toContain("Type your message");
   });
 
   it("delivers in order, also when calls overlap", async () => {
