@@ -131,6 +131,33 @@ export const harnessTrustSchema = z
   })
   .describe("What the-loop pre-accepts in Claude Code's config for an unattended start (see docs/agents.md).");
 
+export const SANDBOX_MODES = ["auto", "bubblewrap", "none"] as const;
+export type SandboxMode = (typeof SANDBOX_MODES)[number];
+
+const sandboxBindSchema = z.union([
+  z.string().min(1).describe("A path bound read-only at the same place."),
+  z.strictObject({
+    source: z.string().min(1).describe("The path outside: absolute, `~/…` (the home) or relative to the project directory."),
+    target: z.string().min(1).optional().describe("Where it appears inside (absolute); the same path when left out."),
+    mode: z.enum(["ro", "rw"]).default("ro").describe("`ro`: read-only (the default). `rw`: the session may write there."),
+  }),
+]);
+
+export const sandboxSchema = z
+  .strictObject({
+    mode: z
+      .enum(SANDBOX_MODES)
+      .default("auto")
+      .describe(
+        "`auto`: each session runs in a bubblewrap sandbox where bwrap works here, unsandboxed (a `status` problem) where it does not. `bubblewrap`: a session never starts without one. `none`: no sandbox (a `status` problem): the agent reaches everything its OS user can.",
+      ),
+    bind: z
+      .array(sandboxBindSchema)
+      .default([])
+      .describe("Paths bound into every session's sandbox besides its own folder (a credential for `git push`, a cache, a tool's install). Never the state root or the home itself."),
+  })
+  .describe("The sandbox each session's agent runs in (docs/security.md): its folder, its agent's config and its own socket to the-loop, nothing else of this machine's.");
+
 export const WORKSPACE_STRATEGIES = ["worktree", "clone"] as const;
 export type WorkspaceStrategy = (typeof WORKSPACE_STRATEGIES)[number];
 
@@ -265,6 +292,7 @@ export const routingSchema = z
     dedupCacheSize: z.number().int().min(16).max(1_000_000).default(1024).describe("Delivery ids remembered in memory to drop a duplicate delivery."),
     tmux: tmuxSchema.prefault({}),
     harnessTrust: harnessTrustSchema.prefault({}),
+    sandbox: sandboxSchema.prefault({}),
     announce: z
       .strictObject({
         enabled: z.boolean().default(true).describe("Post a (marked) comment on the work item when its session starts."),

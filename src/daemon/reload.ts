@@ -35,7 +35,7 @@ export interface ConfigChanges {
 /**
  * Routing keys read once, when the daemon builds its machinery: the registry folder, the tmux
  * server, the sessions' environment and the pane option, the dispatch pool and dedupe cache sizes, the sessions' working
- * directory (resolved into the dispatcher at start) and the workspace provider. A reload keeps
+ * directory (resolved into the dispatcher at start), the workspace provider and the sessions' sandbox. A reload keeps
  * their running values, so the dispatcher never sees a value it was not built with.
  */
 const FIXED_AT_START: readonly (readonly string[])[] = [
@@ -47,6 +47,7 @@ const FIXED_AT_START: readonly (readonly string[])[] = [
   ["dedupCacheSize"],
   ["spawnWorkdir"],
   ["workspace"],
+  ["sandbox"],
 ];
 
 /** Top-level blocks that carry no setting (the format version). */

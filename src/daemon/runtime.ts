@@ -1,4 +1,5 @@
 import { mkdirSync } from "node:fs";
+import { homedir } from "node:os";
 import type { LoadedCapability } from "../capabilities/load.js";
 import type { CliConfig } from "../config/schema.js";
 import { resolveConfiguredPath } from "../state/layout.js";
@@ -25,6 +26,7 @@ import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";
 import { PullRequestLinks } from "../registry/pr-links.js";
 import { harnessPreparer } from "../sessions/harness-trust.js";
+import { SandboxRunner, resolveSandboxBinds } from "../sessions/sandbox-runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
 import { workspacesFor } from "../workspace/index.js";
 
@@ -67,8 +69,7 @@ export interface Runtime {
 export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner {
   mkdirSync(paths.tmpDir, { recursive: true, mode: 0o700 });
   const secret = config.webhooks.ghWebhook.secretEnv;
-  // An agent has no business with the secret that authenticates GitHub's deliveries.
-  const environment = passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv, ...askCredentials(config)], never: [secret] });
+  const environment = sessionsEnvironment(config);
   return new TmuxRunner({
     socketName: config.routing.tmux.socketName,
     remainOnExit: config.routing.tmux.remainOnExit,
@@ -76,6 +77,31 @@ export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner 
     environment,
     // Named as well, for a server that holds them already: the secret, and a GitHub token not passed on purpose.
     withheldEnv: [secret, ...config.integrations.github.tokenEnv.filter((name) => !Object.hasOwn(environment, name))],
+  });
+}
+
+/** The part of this process's environment every session is given. */
+function sessionsEnvironment(config: CliConfig): Record<string, string> {
+  // An agent has no business with the secret that authenticates GitHub's deliveries.
+  return passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv, ...askCredentials(config)], never: [config.webhooks.ghWebhook.secretEnv] });
+}
+
+/**
+ * The runner the dispatcher starts harnesses with: `tmux`, each harness inside its sandbox
+ * (routing.sandbox, fixed at start: a change waits for a restart, which the reload says).
+ */
+function sandboxedRunnerFor(input: RuntimeInput, tmux: TmuxRunner): SandboxRunner {
+  const { config, paths, events } = input;
+  const sandbox = config.routing.sandbox;
+  const home = process.env.HOME || homedir();
+  const settings = { mode: sandbox.mode, binds: resolveSandboxBinds(sandbox.bind, input.baseDir, home) };
+  return new SandboxRunner({
+    inner: tmux,
+    settings: () => settings,
+    stateRoot: paths.root,
+    environment: sessionsEnvironment(config),
+    sessionBinDir: paths.binDir,
+    events,
   });
 }
 
@@ -150,7 +176,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         policy: policyOf(routing),
         registry,
         control,
-        runner,
+        runner: sandboxedRunnerFor(input, runner),
         trackers,
         events,
         templates,

@@ -155,6 +155,38 @@ export const EVENT_CATALOG = {
       "An input waited `routing.tmux.readyTimeoutSeconds` for the session's harness to take input and it never did (a dialog on its screen, or a start that hangs); nothing was pasted and the event is tried again. `screen`: the bottom of the pane.",
     fields: { work_item: "string", tmux_target: "string", waited_ms: "integer", blocked: "boolean", screen: "string" },
   },
+  "session.sandboxed": {
+    family: "session",
+    level: "info",
+    summary:
+      "A session's harness started inside its bubblewrap sandbox (routing.sandbox): its folder, its agent's config, its own socket and the binds named, nothing else of this machine.",
+    fields: { work_item: "string", sandbox: "string", binds: "string[]" },
+  },
+  "session.unsandboxed": {
+    family: "session",
+    level: "warning",
+    summary:
+      "A session's harness started without a sandbox because bubblewrap does not work here (routing.sandbox.mode: auto): its agent reaches everything the daemon's OS user can. The reason says how to fix it.",
+    fields: { work_item: "string", reason: "string" },
+  },
+  "session.socket_opened": {
+    family: "session",
+    level: "debug",
+    summary: "The daemon opened the socket of a live session (THE_LOOP_SESSION_SOCKET): the one way its agent reaches the-loop, for its own item only.",
+    fields: { work_item: "string" },
+  },
+  "session.socket_closed": {
+    family: "session",
+    level: "debug",
+    summary: "The daemon closed a session's socket: the session is no longer live.",
+    fields: { work_item: "string" },
+  },
+  "session.resume_failed": {
+    family: "session",
+    level: "warning",
+    summary: "Resuming the conversation failed; a fresh conversation was started instead.",
+    fields: { work_item: "string", tmux_target: "string", error: "string" },
+  },
   "session.socket_opened": {
     family: "session",
     level: "debug",

@@ -57,10 +57,16 @@ export async function checkBubblewrap(options: CheckOptions = {}): Promise<Bubbl
 
 let cached: Promise<BubblewrapCheck> | undefined;
 
-/** checkBubblewrap's answer, asked once per process. */
+/**
+ * checkBubblewrap's answer, asked once per process while it is yes. A no is asked again next
+ * time: installing bubblewrap is the fix `status` gives, and it must not wait for a restart.
+ */
 export function bubblewrapAvailable(options: CheckOptions = {}): Promise<BubblewrapCheck> {
-  cached ??= checkBubblewrap(options);
-  return cached;
+  const answer = (cached ??= checkBubblewrap(options));
+  void answer.then((check) => {
+    if (!check.available && cached === answer) cached = undefined;
+  });
+  return answer;
 }
 
 /** Forgets the kept answer (after installing bwrap, or in a test). */

@@ -1,8 +1,6 @@
 import { execFile } from "node:child_process";
-import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { sessionSocketPath } from "../../src/daemon/socket/path.js";
 import { TMUX_PANE_VARIABLES } from "../../src/harness/pane-env.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
@@ -44,20 +42,20 @@ describe("a session's environment is what the-loop gives it (real daemon, real t
     const ours = Object.fromEntries(Object.entries(seen).filter(([name]) => name === "PATH" || !TMUX_PANE_VARIABLES.has(name)));
     // cliEnv gives the daemon HOME, USER, LOGNAME, TZ, PATH and NO_COLOR; daemonEnv the rest.
     expect(ours).toEqual({
-      HOME: p.dir,
+      HOME: p.home,
       USER: "tester",
       LOGNAME: "tester",
       TZ: "UTC",
-      PATH: `${join(p.root, "bin")}:${process.env.PATH ?? ""}`,
+      // In its sandbox (docs/security.md): the `the-loop` shim first, no config, the socket where the sandbox binds it.
+      PATH: `/run/the-loop/bin:${process.env.PATH ?? ""}`,
       LC_ALL: "C.UTF-8",
       ANTHROPIC_API_KEY: "sk-ant-for-the-harness",
       FAKE_HARNESS_RECORD_ENV: "1",
       THE_LOOP_WORK_ITEM: "local:demo#1",
-      THE_LOOP_CLI_CONFIG: join(p.root, "cli-config.yaml"),
       // The session's own credential (docs/sessions.md): random, a new one at each start.
       THE_LOOP_SESSION_TOKEN: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
       // Where the daemon serves this session (docs/sessions.md, "The session's socket").
-      THE_LOOP_SESSION_SOCKET: sessionSocketPath(p.root, "local:demo#1"),
+      THE_LOOP_SESSION_SOCKET: "/run/the-loop/session/sock",
     });
 
     // What any session could read of the server: its global environment, and its own session's.

@@ -13,7 +13,8 @@ import { ARM } from "../support/builders.js";
 /**
  * A session's own socket on the real daemon: the session is told its path, and `the-loop ask`
  * and `the-loop graph complete` run from a folder with no config and no state root, with nothing
- * but the session's own variables — as they will in a sandbox that hides both. The socket takes
+ * but the session's own variables — as they do in a sandbox that hides both
+ * (sandboxed-session.test.ts runs them there). The socket takes
  * its own item's requests only, refuses an operator command, and closes when the session does.
  */
 
@@ -34,7 +35,8 @@ const sessionOnly = (env: Record<string, string>): Record<string, string> => ({
 
 describe("a session's own socket (real daemon)", () => {
   it("serves the session's ask and claim with no config in sight, for its own item only, and closes with the session", async () => {
-    project = await specReviewProject();
+    // Unsandboxed, so the test can act from outside with the session's own variables as they are.
+    project = await specReviewProject({ sandbox: { mode: "none", bind: [] } });
     const p = project;
     const started = await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" });
     expect(started.code, started.stderr).toBe(0);

@@ -58,11 +58,11 @@ export interface ClaimJson {
 }
 
 /** A project on the spec-review graph whose fake harness records its environment, working in `work/`. */
-export async function specReviewProject(): Promise<TestProject> {
+export async function specReviewProject(routing: Record<string, unknown> = {}): Promise<TestProject> {
   const p = await testProject({
     graph: { enabled: true, default: "spec-review" },
     graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
-    routing: { spawnWorkdir: "work", tmux: { passEnv: ["FAKE_HARNESS_RECORD_ENV"] } },
+    routing: { spawnWorkdir: "work", tmux: { passEnv: ["FAKE_HARNESS_RECORD_ENV"] }, ...routing },
   });
   await writeFile(join(p.root, "spec-review.yaml"), stringify(SPEC_REVIEW_GRAPH));
   await mkdir(join(p.dir, "work"), { recursive: true });

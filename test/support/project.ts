@@ -31,6 +31,11 @@ export interface TranscriptEntry {
  */
 export interface TestProject {
   readonly dir: string;
+  /**
+   * The HOME its CLI runs get: a folder of its own beside the project, as an operator's home is
+   * beside their projects (a session's sandbox hides the home; it cannot hide the session's own folder).
+   */
+  readonly home: string;
   readonly root: string;
   readonly socketName: string;
   readonly transcriptFile: string;
@@ -76,10 +81,14 @@ export interface ProjectOverrides {
 
 export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
   const dir = await tempDir();
+  const home = await tempDir();
   const root = join(dir, ".the-loop");
   const socketName = `loop-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const transcriptFile = join(dir, "transcript.jsonl");
+  // In a folder of its own, bound into each session's sandbox: the fake harness writes it from any spawnWorkdir.
+  const harnessDir = join(dir, "harness");
+  const transcriptFile = join(harnessDir, "transcript.jsonl");
   await mkdir(root, { recursive: true });
+  await mkdir(harnessDir, { recursive: true });
   const routing = (typeof overrides.routing === "function" ? overrides.routing(transcriptFile) : overrides.routing) ?? {};
   const config = {
     version: 1,
@@ -92,6 +101,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
       // Label-alone spawning (R2.6): the session tests exercise the label path; control tests
       // pass their own \`control\` block to put the start gate back.
       control: { requireStartCommand: false },
+      sandbox: { bind: [{ source: harnessDir, mode: "rw" }] },
       ...routing,
       // A test's tmux settings go on top of the project's own server, never instead of it.
       tmux: { socketName, harnessKillGraceSeconds: 1, startupGraceSeconds: 0.3, ...(routing.tmux as Record<string, unknown> | undefined) },
@@ -114,10 +124,11 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
   let cleaning: Promise<void> | undefined;
   const project: TestProject = {
     dir,
+    home,
     root,
     socketName,
     transcriptFile,
-    cli: (args, env) => runCli(args, { cwd: dir, env }),
+    cli: (args, env) => runCli(args, { cwd: dir, env, home }),
     events,
     async waitForEvent(what, match, timeoutMs = 20_000) {
       try {
@@ -139,7 +150,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
     },
     cleanup() {
       cleaning ??= (async () => {
-        await runCli(["stop", "--timeout", "20"], { cwd: dir });
+        await runCli(["stop", "--timeout", "20"], { cwd: dir, home });
         // `stop` answers once the daemon's locks are free, and fails when it does not stop in
         // time: either way, nothing started here may outlive the test (a daemon, a CLI a test
         // left running, the git a daemon ran).

@@ -16,6 +16,8 @@ import { journalRemedy } from "../../trackers/local/errors.js";
 import { daemonStatus } from "../start-stop.js";
 import type { ServiceStatus } from "../start-stop.js";
 import { pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./problems.js";
+import type { SandboxFact } from "./problems.js";
+import { checkBubblewrap } from "../../sandbox/index.js";
 import type {
   CapabilityRefusal,
   DamagedFile,
@@ -69,10 +71,11 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
   const poller = services.find((service) => service.name === "poller");
   const cycles = poller?.running && poller.pid !== undefined ? pollCyclesOf(events, poller.pid) : [];
   const records = damagedRecords(paths);
-  const [token, hooks, journals] = await Promise.all([
+  const [token, hooks, journals, sandbox] = await Promise.all([
     githubTokenFact(config, services, cycles, options.env ?? process.env),
     requiredHookProbes(config, options.configDir, options.hookProbeTimeoutMs ?? HOOK_PROBE_TIMEOUT_MS),
     damagedJournals(paths.trackerDir),
+    sandboxFact(config.routing.sandbox.mode),
   ]);
   const problems = statusProblems({
     services,
@@ -85,8 +88,16 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     hooks,
     capabilityRefusals: capabilityRefusalsOf(events, services),
     selfLoginFailure: selfLoginFailureOf(events, new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])))),
+    sandbox,
   });
   return { healthy: problems.length === 0, services, problems, exitCode: statusExitCode(problems) };
+}
+
+/** Whether the sessions get their sandbox: bwrap is asked here, as the daemon asks it at a spawn. */
+async function sandboxFact(mode: SandboxFact["mode"]): Promise<SandboxFact> {
+  if (mode === "none") return { mode };
+  const check = await checkBubblewrap();
+  return check.available ? { mode } : { mode, unavailable: check.reason };
 }
 
 /**

@@ -18,7 +18,8 @@ export type StatusProblemCode =
   | "start-pending"
   | "hook-server-down"
   | "capability-changed"
-  | "self-login-unknown";
+  | "self-login-unknown"
+  | "sandbox-off";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;
@@ -283,6 +284,40 @@ export function selfLoginProblem(failure: SelfLoginFailure): StatusProblem {
   };
 }
 
+// ---- the sessions' sandbox ---------------------------------------------------------------------
+
+export interface SandboxFact {
+  readonly mode: "auto" | "bubblewrap" | "none";
+  /** Why bwrap does not work here; undefined where it does (or was not asked: mode none). */
+  readonly unavailable?: string | undefined;
+}
+
+/** A session that would run without its sandbox, or not at all for want of one (docs/security.md). */
+export function sandboxProblem(fact: SandboxFact): StatusProblem | undefined {
+  const restart = "then restart the daemon: `the-loop stop && the-loop start`";
+  if (fact.mode === "none") {
+    return {
+      code: "sandbox-off",
+      message:
+        "routing.sandbox.mode is none: each session's agent runs with everything this OS user reaches — the daemon's secrets, the state root, every other item's folder, the home",
+      fix: `set routing.sandbox.mode: auto (a bubblewrap sandbox per session where it works here), ${restart}`,
+    };
+  }
+  if (fact.unavailable === undefined) return undefined;
+  if (fact.mode === "bubblewrap") {
+    return {
+      code: "sandbox-off",
+      message: `no session can start: routing.sandbox.mode is bubblewrap, and ${fact.unavailable}`,
+      fix: "make bubblewrap work here (Debian/Ubuntu: apt-get install bubblewrap), or set routing.sandbox.mode: none to run sessions unsandboxed",
+    };
+  }
+  return {
+    code: "sandbox-off",
+    message: `sessions start without a sandbox (routing.sandbox.mode: auto), because ${fact.unavailable}`,
+    fix: `make bubblewrap work here (Debian/Ubuntu: apt-get install bubblewrap); a session started since runs sandboxed at its next start, no restart needed`,
+  };
+}
+
 // ---- all together ----------------------------------------------------------------------------
 
 export interface StatusFacts {
@@ -299,6 +334,7 @@ export interface StatusFacts {
   readonly capabilityRefusals?: readonly CapabilityRefusal[];
   /** The running daemon's permanent failure to learn its own login. */
   readonly selfLoginFailure?: SelfLoginFailure | undefined;
+  readonly sandbox?: SandboxFact;
 }
 
 /** Every problem, most basic first: a stopped service, then what a running one cannot do. */
@@ -313,6 +349,7 @@ export function statusProblems(facts: StatusFacts): StatusProblem[] {
     ...hookServerProblems(facts.hooks),
     ...capabilityChangedProblems(facts.capabilityRefusals ?? []),
     ...(facts.selfLoginFailure ? [selfLoginProblem(facts.selfLoginFailure)] : []),
+    ...(facts.sandbox === undefined ? [] : [sandboxProblem(facts.sandbox)].filter((problem) => problem !== undefined)),
     ...damagedFileProblems(facts.damaged),
     ...pendingStartProblems(facts.pending, facts.spawnFailures),
   ];
