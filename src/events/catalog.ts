@@ -187,24 +187,6 @@ export const EVENT_CATALOG = {
     summary: "Resuming the conversation failed; a fresh conversation was started instead.",
     fields: { work_item: "string", tmux_target: "string", error: "string" },
   },
-  "session.socket_opened": {
-    family: "session",
-    level: "debug",
-    summary: "The daemon opened the socket of a live session (THE_LOOP_SESSION_SOCKET): the one way its agent reaches the-loop, for its own item only.",
-    fields: { work_item: "string" },
-  },
-  "session.socket_closed": {
-    family: "session",
-    level: "debug",
-    summary: "The daemon closed a session's socket: the session is no longer live.",
-    fields: { work_item: "string" },
-  },
-  "session.resume_failed": {
-    family: "session",
-    level: "warning",
-    summary: "Resuming the conversation failed; a fresh conversation was started instead.",
-    fields: { work_item: "string", tmux_target: "string", error: "string" },
-  },
   "session.announced": {
     family: "session",
     level: "info",
