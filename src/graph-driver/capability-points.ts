@@ -7,13 +7,12 @@ import { runtimeHalt } from "../capabilities/runtime-compat.js";
 import { parsePlan, parseTrackerTasks, resolveTaskContent, resolveTrackerTask, resolverFor, taskContentText } from "../capabilities/tasks.js";
 import type { TaskResolutionFailure } from "../capabilities/tasks.js";
 import { messageOf } from "../errors.js";
-import { blockRun } from "../graph-run/advance.js";
+import { blockRun, runHasEnded } from "../graph-run/advance.js";
 import { firstArtifact, readChecklist, rootOf } from "../graph-run/checks.js";
 import { pointsAt } from "../graph/points.js";
 import type { PointMoment } from "../graph/points.js";
 import type { GraphState } from "../graph-run/state.js";
 import type { Graph, GraphActor, GraphNode, LoopPoint } from "../graph/types.js";
-import { isFinalGraphStatus } from "../graph/types.js";
 import { isLive } from "../registry/record.js";
 import { runBounded } from "../subprocess/index.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
@@ -374,11 +373,15 @@ async function readPlan(cwd: string, path: string): Promise<string | { readonly 
 /**
  * A pass that halted: the item is blocked at the node it passed, if it is still there in the same
  * generation — a move (graph-move.ts), decided on the record under its lock; then postBlock's comment.
+ * The block ends the loop run (RUN_ENDING_BLOCKS): its loop events say so — loop.generation.post
+ * and loop.terminal, status `blocked`, cause `contract`, the halt's reason code — and an answer or
+ * a force after it begins a new run. A block on a run that has ended already (blocked by a denial,
+ * say) moves nothing.
  */
 export function blockAtNode(graph: Graph, current: GraphState | undefined, nodeId: string, generation: number, halt: PointHalt, at: Date): MoveDecision<never> {
-  if (current === undefined || current.node !== nodeId || current.generation !== generation || isFinalGraphStatus(current.status)) return STAY;
+  if (current === undefined || current.node !== nodeId || current.generation !== generation || runHasEnded(current)) return STAY;
   const blocked = blockRun(graph, current, { reasonCode: halt.reasonCode, reason: halt.reason, actor: DAEMON, at });
-  return blocked.kind === "refuse" ? STAY : { kind: "move", transition: blocked };
+  return blocked.kind === "refuse" ? STAY : { kind: "move", transition: blocked, loop: { graph, before: current, transition: blocked, actor: DAEMON } };
 }
 
 /** The block's marked comment on the item. */

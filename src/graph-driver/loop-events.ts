@@ -255,6 +255,8 @@ export function endedByBlockBefore(graph: Graph, state: GraphState): boolean {
   const prior = earlier[earlier.length - 1];
   if (prior?.kind !== "blocked" || prior.node !== state.node) return false;
   if (state.status === "blocked") return state.reasonCode !== undefined && RUN_ENDING_BLOCKS.has(state.reasonCode);
+  // The block's own code, where the record kept it; an older record's is found from what it does keep.
+  if (prior.reasonCode !== undefined) return RUN_ENDING_BLOCKS.has(prior.reasonCode);
   if (state.denial?.point === "loop.gate.pre") return true;
   const node = graph.nodes.get(state.node);
   if (node === undefined) return false;

@@ -46,11 +46,22 @@ export type { EndInput } from "./outcomes.js";
 /**
  * The blocks that end the loop run (loop.terminal, with status `blocked`): agh counts `blocked`
  * among its terminal outcomes, "progress impossible" without a person. A claim out of attempts, an
- * outcome the graph has no edge for, a loop.gate.pre hook's denial. A capability's halt is not
- * among them: it is decided outside the loop family (no loop event hears of it), and the run
- * resumes where it stood.
+ * outcome the graph has no edge for, a loop.gate.pre hook's denial, and a capability's halt — a
+ * blocking gate's block, a halting step, a task whose content could not be resolved, a bundle
+ * changed since consent, a harness the capability does not run in: gsd-core's "stop the current
+ * step", which in agh's terms is a run that cannot go on without a person (docs/hooks.md, "When a
+ * run ends"). An answer or a force after any of them begins a new run.
  */
-export const RUN_ENDING_BLOCKS: ReadonlySet<string> = new Set(["max-attempts", "no-edge", "hook_denied"]);
+export const RUN_ENDING_BLOCKS: ReadonlySet<string> = new Set([
+  "max-attempts",
+  "no-edge",
+  "hook_denied",
+  "capability-gate",
+  "capability-step",
+  "task-resolver",
+  "capability-changed",
+  "capability-runtime",
+]);
 
 /** Whether the item's loop run has ended: a final status, or a block that ends it. */
 export function runHasEnded(state: GraphState): boolean {
@@ -521,7 +532,10 @@ function enter(graph: Graph, state: GraphState, target: GraphNode, moment: Momen
 
 function block(graph: Graph, state: GraphState, reasonCode: string, reason: string, moment: Moment): Transition {
   const at = moment.at.toISOString();
-  const blocked = withHistory({ ...state, status: "blocked", reasonCode, reason }, { at, kind: "blocked", node: state.node, actor: moment.actor, reason });
+  const blocked = withHistory(
+    { ...state, status: "blocked", reasonCode, reason },
+    { at, kind: "blocked", node: state.node, actor: moment.actor, reason, reasonCode },
+  );
   return applied(false, blocked, [
     event("graph.blocked", {
       ...itemFields(graph, blocked),

@@ -309,6 +309,10 @@ export const graphStateShape = {
           },
           "reason": {
             "type": "string"
+          },
+          "reasonCode": {
+            "type": "string",
+            "pattern": "^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$"
           }
         },
         "required": [

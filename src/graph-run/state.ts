@@ -78,6 +78,8 @@ export const graphHistoryEntrySchema = z.strictObject({
   outcome: z.enum(GRAPH_OUTCOMES).optional(),
   actor: graphActorSchema,
   reason: z.string().optional(),
+  /** A block's reason code: whether the block ended the loop run is read from it once a later end replaced the state's own. */
+  reasonCode: reasonCode.optional(),
 });
 
 export const graphStateSchema = keysGoTogether(

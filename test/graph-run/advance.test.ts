@@ -301,8 +301,8 @@ describe("applyGateAnswer", () => {
   });
 
   describe("on a blocked item", () => {
-    // A capability's halt: a block that does not end the run (new-run.test.ts has those that do).
-    const blocked = (): GraphState => stateAt({ status: "blocked", attempts: { design: 2 }, reasonCode: "capability-gate", reason: "design.md is missing" });
+    // A block whose code ends no run — an older record's: every block the-loop writes now ends it (new-run.test.ts).
+    const blocked = (): GraphState => stateAt({ status: "blocked", attempts: { design: 2 }, reasonCode: "hook-vetoed", reason: "design.md is missing" });
 
     it("approved accepts the agent node's work and follows its pass edge", () => {
       const { state, effects } = applied(approve(blocked()));
@@ -357,7 +357,7 @@ describe("forceTo", () => {
   });
 
   it("resumes a blocked node forced onto itself, with its attempts forgotten", () => {
-    const blocked = stateAt({ status: "blocked", attempts: { design: 2, implement: 1 }, reasonCode: "capability-gate", reason: "missing" });
+    const blocked = stateAt({ status: "blocked", attempts: { design: 2, implement: 1 }, reasonCode: "hook-vetoed", reason: "missing" });
     const { state, effects } = applied(forceTo(GRAPH, blocked, { to: "design", reason: "fixed by hand", actor: OPERATOR, at: at(3) }));
     expect(state).toMatchObject({ node: "design", status: "running", attempts: { implement: 1 } });
     expect(state.attempts.design).toBeUndefined();

@@ -4,6 +4,8 @@ import type { Transition } from "../../src/graph-run/advance.js";
 import { deniedMove, planLoopMove } from "../../src/graph-run/loop-plan.js";
 import type { LoopMoveInput, RunEffect } from "../../src/graph-run/loop-plan.js";
 import type { GraphState } from "../../src/graph-run/state.js";
+import { blockAtNode } from "../../src/graph-driver/capability-points.js";
+import type { PointHalt } from "../../src/graph-driver/capability-points.js";
 import { endedByBlockBefore, loopClaimMove, loopForceMove, loopGateMove, loopMoveInput } from "../../src/graph-driver/loop-events.js";
 import type { LoopAsker } from "../../src/graph-driver/loop-events.js";
 import { aghViolations } from "../hooks/support/agh-conformance.js";
@@ -48,8 +50,36 @@ describe("a block that ends the run", () => {
     expect(loopPayloads(effects).flatMap((payload) => aghViolations(payload))).toEqual([]);
   });
 
-  it("a capability's halt does not: the run is resumed where it stood", () => {
-    expect(runHasEnded({ ...started(), status: "blocked", reasonCode: "capability-gate", reason: "a gate stopped it" })).toBe(false);
+  it.each(["capability-gate", "capability-step", "task-resolver", "capability-changed", "capability-runtime"])(
+    "a capability's halt (%s) ends it too, as gsd-core's stop: generation.post, then loop.terminal, and a close after it sends no second",
+    (reasonCode) => {
+      const before = started();
+      const decided = blockAtNode(GRAPH, before, before.node, before.generation, { reasonCode, reason: "a gate stopped it" } as PointHalt, at(5));
+      if (decided.kind !== "move" || decided.loop === undefined) throw new Error(`the halt moved nothing: ${decided.kind}`);
+      const plan = planLoopMove(input(decided.loop));
+      expect(plan.state).toMatchObject({ status: "blocked", reasonCode });
+      expect(runHasEnded(plan.state)).toBe(true);
+      expect(story(plan.effects)).toEqual(["loop.generation.post blocked", "loop.terminal blocked"]);
+      const terminal = loopPayloads(plan.effects).at(-1);
+      expect(terminal).toMatchObject({ status: "blocked", cause: "contract", reason_code: reasonCode, details: { the_loop: { cause: reasonCode } } });
+      expect(loopPayloads(plan.effects).flatMap((payload) => aghViolations(payload))).toEqual([]);
+      const closed = applied(endRun(GRAPH, plan.state, { status: "canceled", reasonCode: "item-closed", reason: "closed", actor: DAEMON, at: at(6) })).state;
+      expect(endedByBlockBefore(GRAPH, closed)).toBe(true);
+      // Blocked again on the ended run, it moves nothing: nothing more is sent on its id.
+      expect(blockAtNode(GRAPH, plan.state, plan.state.node, plan.state.generation, { reasonCode, reason: "again" } as PointHalt, at(7))).toEqual({
+        kind: "stay",
+      });
+    },
+  );
+
+  it("a force after a capability's halt begins a new run", () => {
+    const before = started();
+    const decided = blockAtNode(GRAPH, before, before.node, before.generation, { reasonCode: "capability-gate", reason: "a gate stopped it" }, at(5));
+    if (decided.kind !== "move") throw new Error("the halt moved nothing");
+    const blocked = decided.transition.state;
+    expect(refused(forceTo(GRAPH, blocked, { to: "design", reason: "fixed", actor: OPERATOR, at: at(6) })).reasonCode).toBe("blocked");
+    const renewed = applied(forceTo(GRAPH, blocked, { to: "design", reason: "fixed", actor: OPERATOR, at: at(6), start: { ref: REF, loopRunId: "run-2" } }));
+    expect(renewed.state).toMatchObject({ loopRunId: "run-2", node: "design", status: "running", generation: 1 });
   });
 });
 

@@ -116,8 +116,8 @@ describe("maxGenerations", () => {
   });
 
   it("counts a changes-requested answer at a blocked agent node too", () => {
-    // A block that does not end the run (a capability's halt): the answer is decided on that run.
-    const blocked = stateAt({ status: "blocked", reasonCode: "capability-gate", reason: "r" });
+    // A block whose code ends no run (an older record's): the answer is decided on that run.
+    const blocked = stateAt({ status: "blocked", reasonCode: "hook-vetoed", reason: "r" });
     expect(applied(answer(limited(1), blocked, "changes-requested")).state.status).toBe("exhausted");
     expect(applied(answer(limited(2), blocked, "changes-requested")).state).toMatchObject({ status: "running", generation: 2 });
   });

@@ -4,7 +4,8 @@ import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { REPO_ROOT, jsonOf } from "../support/cli.js";
-import { graphStatus } from "../support/graph.js";
+import { graphStatus as graphStatusOf } from "../support/graph.js";
+import type { GraphStatusJson } from "../support/graph.js";
 import { FAKE_HARNESS, testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -37,12 +38,37 @@ async function claudeOnlyBundle(p: TestProject): Promise<string> {
   return "capabilities/hello-note";
 }
 
+const LOOP_EVENTS = ["loop.started", "loop.generation.pre", "loop.generation.post", "loop.gate.pre", "loop.gate.post", "loop.node.terminal", "loop.terminal"];
+
+/** A command hook on every loop event that appends each payload it is given, as agh writes it on stdin. */
+const RECORDER = `
+import { appendFileSync } from "node:fs";
+const chunks = [];
+for await (const chunk of process.stdin) chunks.push(chunk);
+appendFileSync("loop-events.jsonl", Buffer.concat(chunks).toString("utf8") + "\\n");
+`;
+
+/** `graph status --json`, with the run's id, which the shared helper's type leaves out. */
+const graphStatus = async (p: TestProject): Promise<GraphStatusJson & { loop_run_id: string }> =>
+  (await graphStatusOf(p)) as GraphStatusJson & { loop_run_id: string };
+
+async function recorded(p: TestProject): Promise<Record<string, unknown>[]> {
+  const text = await readFile(join(p.root, "loop-events.jsonl"), "utf8").catch(() => "");
+  const payloads = text
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  return payloads.sort((a, b) => Date.parse(String(a["timestamp"])) - Date.parse(String(b["timestamp"])));
+}
+
 async function project(harnesses?: (transcript: string) => Record<string, unknown>): Promise<TestProject> {
   const p = await testProject({
     graph: { enabled: true, default: GRAPH.name },
     graphs: [{ name: GRAPH.name, path: "graph.yaml" }],
     routing: (transcript) => ({ spawnWorkdir: "work", ...(harnesses ? { harnesses: harnesses(transcript) } : {}) }),
+    hooks: [{ name: "recorder", command: [process.execPath, "record.mjs"], on: LOOP_EVENTS }],
   });
+  await writeFile(join(p.root, "record.mjs"), RECORDER);
   await writeFile(join(p.root, "graph.yaml"), stringify(GRAPH));
   await mkdir(join(p.dir, "work"), { recursive: true });
   return p;
@@ -78,5 +104,28 @@ describe("runtimeCompat against the-loop's harnesses", () => {
     expect(state.reason).toContain("capability hello-note does not run in the harness fake");
     const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
     expect(comments.some((c) => c.body.includes("does not run in the harness of its session") && c.body.includes("routing.defaultHarness"))).toBe(true);
+
+    // The halt ends the loop run, as agh ends a run that cannot go on without a person: loop.terminal, blocked.
+    const run = state.loop_run_id;
+    const ended = await waitFor("loop.terminal", async () => (await recorded(p)).find((payload) => payload["event"] === "loop.terminal"));
+    expect(ended).toMatchObject({ loop_run_id: run, status: "blocked", cause: "contract", reason_code: "capability-runtime" });
+    expect((await recorded(p)).map((payload) => payload["event"])).toEqual(["loop.started", "loop.generation.pre", "loop.generation.post", "loop.terminal"]);
+    // A force after it begins a new run; nothing more is sent on the ended one's id.
+    const forced = await p.cli(["graph", "force", "#1", "--to", "plan", "--reason", "on to another harness"]);
+    expect(forced.code, forced.stderr).toBe(0);
+    const renewed = await waitFor("the new run's block", async () => {
+      const now = await graphStatus(p);
+      return now.loop_run_id !== run && now.status === "blocked" ? now : undefined;
+    });
+    const again = await waitFor("the new run's loop.terminal", async () =>
+      (await recorded(p)).find((payload) => payload["event"] === "loop.terminal" && payload["loop_run_id"] === renewed.loop_run_id),
+    );
+    expect(again).toMatchObject({ status: "blocked", reason_code: "capability-runtime" });
+    expect((await recorded(p)).filter((payload) => payload["loop_run_id"] === run).map((payload) => payload["event"])).toEqual([
+      "loop.started",
+      "loop.generation.pre",
+      "loop.generation.post",
+      "loop.terminal",
+    ]);
   });
 });
