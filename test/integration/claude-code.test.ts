@@ -128,6 +128,8 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     stub = await startModelStub(askOnce);
     project = await claudeProject(home, stub);
     const p = project;
+    // In its sandbox (docs/security.md): the flow below runs there, through the session's own socket.
+    expect((await p.events()).find((r) => r.event === "session.sandboxed")).toMatchObject({ work_item: "local:demo#1" });
 
     const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
     expect(first.lastUserText).toContain("Choose a database");
