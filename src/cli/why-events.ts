@@ -231,13 +231,27 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
     `${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}): ${text(f, "how") === "command" ? `ran \`the-loop ${text(f, "ref") ?? "?"}\`` : `asked the session to use the ${text(f, "how") ?? "?"} ${text(f, "ref") ?? "?"}`}`,
   "capability.step_failed": (f) =>
     `${hookOf(f)} failed at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}): ${text(f, "error") ?? "?"}; ${text(f, "on_error") === "halt" ? "its onError is halt, so the item was blocked" : "skipped"}`,
-  "capability.gate_decided": (f) =>
-    `${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}) decided ${text(f, "decision") ?? "?"}${text(f, "message") ? `: ${text(f, "message")}` : ""}`,
+  "capability.gate_decided": (f) => gateSentence(f),
+  "capability.runtime_refused": (f) =>
+    `did not run ${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}), so the node was blocked: ${text(f, "reason") ?? `it does not run in the harness ${text(f, "harness") ?? "?"}`}`,
   "capability.use_refused": (f) =>
     `did not use ${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"}), so the node was blocked: its bundle changed since consent (${text(f, "files") || text(f, "reason") || "?"})`,
   "capability.resolver_failed": (f) =>
     `the resolver of ${text(f, "capability") ?? "?"} could not resolve task ${text(f, "task_id") ?? "?"}, so node ${text(f, "node") ?? "?"} was blocked: ${text(f, "error") ?? "?"}`,
 };
+
+/**
+ * A gate's verdict. A check that itself failed is said plainly — skipped (onError skip) or halted
+ * (onError halt) — with why, so a gate that never ran is never read as one that passed.
+ */
+function gateSentence(f: Readonly<Record<string, unknown>>): string {
+  const where = `${hookOf(f)} at ${text(f, "point") ?? "?"} (node ${text(f, "node") ?? "?"})`;
+  const decision = text(f, "decision");
+  const error = text(f, "error") ?? text(f, "message") ?? "?";
+  if (decision === "error-skipped") return `${where} was skipped, its check having failed (onError skip): ${error}`;
+  if (decision === "error-halted") return `${where} halted the node, its check having failed (onError halt): ${error}`;
+  return `${where} decided ${decision ?? "?"}${text(f, "message") ? `: ${text(f, "message")}` : ""}`;
+}
 
 /** A capability's hook as the sentences name it: `checks gates[1]`. */
 function hookOf(f: Readonly<Record<string, unknown>>): string {

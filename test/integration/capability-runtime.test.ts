@@ -105,6 +105,13 @@ describe("runtimeCompat against the-loop's harnesses", () => {
     const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
     expect(comments.some((c) => c.body.includes("does not run in the harness of its session") && c.body.includes("routing.defaultHarness"))).toBe(true);
 
+    const why = jsonOf<{ events: { says: string }[] }>(await p.cli(["why", "#1", "--json"])).events.map((event) => event.says);
+    expect(why).toContainEqual(
+      expect.stringMatching(
+        /^did not run the capability hello-note's contributions\[0\] at plan:pre \(node plan\), so the node was blocked: capability hello-note does not run in the harness fake/,
+      ),
+    );
+
     // The halt ends the loop run, as agh ends a run that cannot go on without a person: loop.terminal, blocked.
     const run = state.loop_run_id;
     const ended = await waitFor("loop.terminal", async () => (await recorded(p)).find((payload) => payload["event"] === "loop.terminal"));
