@@ -150,5 +150,6 @@ describe("a session in its sandbox (real daemon, real bwrap, real tmux)", () => 
     expect(status.code).toBe(3);
     expect(status.stdout + status.stderr).toMatch(/routing\.sandbox\.mode is none/);
     expect(status.stdout + status.stderr).toMatch(/routing\.sandbox\.mode: auto/);
+    expect(status.stdout).toContain("sessions: unsandboxed — routing.sandbox.mode: none");
   });
 });

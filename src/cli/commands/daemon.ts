@@ -97,16 +97,21 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
   const configFile = project.loaded.source.path ?? undefined;
   const report = await statusReport(project.config, project.paths, {
     configDir: configFile !== undefined ? dirname(configFile) : project.loaded.baseDir,
+    projectDir: project.loaded.baseDir,
   });
-  const { healthy, services, problems } = report;
+  const { healthy, services, problems, sandbox } = report;
   if (options.json) {
-    stdout.json({ healthy, problems, services });
+    stdout.json({ healthy, problems, services, sandbox });
   } else {
     stdout.line(
       formatTable(
         ["service", "state", "detail"],
         services.map((s) => [s.name, describe(s), detailOf(s)]),
       ),
+    );
+    const binds = sandbox.binds.length === 0 ? "no binds" : `binds ${sandbox.binds.join(", ")}`;
+    stdout.line(
+      `sessions: ${sandbox.sandbox === undefined ? "unsandboxed" : `sandboxed (${sandbox.sandbox}, ${binds})`} — routing.sandbox.mode: ${sandbox.mode}`,
     );
     if (problems.length > 0) {
       stdout.line("");

@@ -1,3 +1,4 @@
+import { homedir } from "node:os";
 import { closeSync, openSync, readSync, readdirSync, fstatSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -18,6 +19,7 @@ import type { ServiceStatus } from "../start-stop.js";
 import { pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./problems.js";
 import type { SandboxFact } from "./problems.js";
 import { checkBubblewrap } from "../../sandbox/index.js";
+import { resolveSandboxBinds } from "../../sessions/sandbox-runner.js";
 import type {
   CapabilityRefusal,
   DamagedFile,
@@ -42,6 +44,16 @@ export interface StatusReport {
   readonly problems: StatusProblem[];
   /** statusExitCode of the problems. */
   readonly exitCode: number;
+  /** The sandbox sessions start in, and the operator's binds into it (docs/security.md). */
+  readonly sandbox: SandboxStatus;
+}
+
+export interface SandboxStatus {
+  readonly mode: SandboxFact["mode"];
+  /** `bubblewrap 0.8.0` where sessions get their sandbox; undefined where they do not. */
+  readonly sandbox?: string | undefined;
+  /** `routing.sandbox.bind`, resolved: `source:target:mode` each. */
+  readonly binds: string[];
 }
 
 export interface StatusReportOptions {
@@ -49,6 +61,8 @@ export interface StatusReportOptions {
   readonly env?: NodeJS.ProcessEnv;
   /** The directory of the config file in effect (hooks' `path` entries resolve against it). */
   readonly configDir: string;
+  /** The project directory (a relative `routing.sandbox.bind` resolves against it, as the daemon resolves it); configDir when omitted. */
+  readonly projectDir?: string;
   /** How long a required remote hook's server has to accept a connection (default 2 s). */
   readonly hookProbeTimeoutMs?: number;
 }
@@ -90,14 +104,23 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     selfLoginFailure: selfLoginFailureOf(events, new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])))),
     sandbox,
   });
-  return { healthy: problems.length === 0, services, problems, exitCode: statusExitCode(problems) };
+  const binds = resolveSandboxBinds(config.routing.sandbox.bind, options.projectDir ?? options.configDir, process.env.HOME || homedir()).map(
+    (bind) => `${bind.source}:${bind.target}:${bind.mode}`,
+  );
+  return {
+    healthy: problems.length === 0,
+    services,
+    problems,
+    exitCode: statusExitCode(problems),
+    sandbox: { mode: sandbox.mode, sandbox: sandbox.version, binds },
+  };
 }
 
 /** Whether the sessions get their sandbox: bwrap is asked here, as the daemon asks it at a spawn. */
-async function sandboxFact(mode: SandboxFact["mode"]): Promise<SandboxFact> {
+async function sandboxFact(mode: SandboxFact["mode"]): Promise<SandboxFact & { version?: string }> {
   if (mode === "none") return { mode };
   const check = await checkBubblewrap();
-  return check.available ? { mode } : { mode, unavailable: check.reason };
+  return check.available ? { mode, version: check.version } : { mode, unavailable: check.reason };
 }
 
 /**
