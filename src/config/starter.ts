@@ -46,6 +46,11 @@ routing:
   # harnesses:
   #   claude: {args: [--allowedTools, "Bash(the-loop ask:*)", Edit, Write]}
   #   my-agent: {command: [my-agent, --task, "{prompt}"]}   # any agent CLI, argv form
+  # Each agent runs in a bubblewrap sandbox where bwrap works (docs/security.md): its folder,
+  # its CLI's config and its own socket to the-loop, nothing else. Bind in what it also needs:
+  # sandbox:
+  #   mode: auto                                     # auto | bubblewrap | none
+  #   bind: [~/.gitconfig, {source: ~/.config/push-token, mode: ro}]
   # The label only arms a work item: its session starts when an authorized person comments
   # the-loop:start-execution on it (or runs \`the-loop sessions start --work-item REF\`).
   control:
