@@ -28,7 +28,7 @@ export const stateSchema = z
   })
   .describe("Where generated state lives.");
 
-export const BUILTIN_HARNESSES = ["claude", "cursor"] as const;
+export const BUILTIN_HARNESSES = ["claude", "cursor", "gemini"] as const;
 export const SPAWN_POLICIES = ["never", "always", "labeled"] as const;
 export type SpawnPolicy = (typeof SPAWN_POLICIES)[number];
 export const DEFAULT_AUTO_EXECUTE_LABEL = "the-loop: auto-execute";
@@ -40,7 +40,7 @@ export const harnessSchema = z
     command: argvSchema
       .optional()
       .describe(
-        "The program and its arguments, as an argv list (never a shell string). For `claude` and `cursor` it replaces the binary; any other harness name is a command harness and needs it: `{prompt}`, `{session_id}` and `{work_item}` in an element are replaced at launch.",
+        "The program and its arguments, as an argv list (never a shell string). For the built-in `claude`, `cursor` and `gemini` it replaces the binary; any other harness name is a command harness and needs it: `{prompt}`, `{session_id}` and `{work_item}` in an element are replaced at launch.",
       ),
     resumeCommand: argvSchema
       .optional()
@@ -51,7 +51,7 @@ export const harnessSchema = z
       .array(z.string())
       .default([])
       .describe(
-        "Extra arguments for `claude` / `cursor`, inserted before the prompt (which follows a `--`, so a variadic option such as `--allowedTools` cannot take it). the-loop never adds permissions of its own.",
+        "Extra arguments for a built-in harness, inserted before the prompt (for `claude` the prompt follows a `--`, so a variadic option such as `--allowedTools` cannot take it). `gemini` runs with `--approval-mode=yolo` unless these name an approval option (`--approval-mode=…`, `--yolo`); otherwise the-loop adds no permissions of its own.",
       ),
     readyPattern: z
       .string()
@@ -60,7 +60,7 @@ export const harnessSchema = z
       .refine(isCompilableRegex, "not a valid regular expression")
       .optional()
       .describe(
-        "A regular expression that matches the harness's screen once it takes input (its prompt line or footer). Input waits for it, up to `tmux.readyTimeoutSeconds`. Built in for `claude`; without one, input waits `tmux.startupGraceSeconds` after a start.",
+        "A regular expression that matches the harness's screen once it takes input (its prompt line or footer). Input waits for it, up to `tmux.readyTimeoutSeconds`. Built in for `claude` and `gemini`; without one, input waits `tmux.startupGraceSeconds` after a start.",
       ),
   })
   .describe("One agent harness.");
@@ -120,7 +120,7 @@ export const harnessTrustSchema = z
       .boolean()
       .default(true)
       .describe(
-        'Before each start of a `claude` session, mark its folder trusted and onboarded in Claude Code\'s own config, so the session does not stop on the "Do you trust this folder?" dialog.',
+        'Before each start of a `claude` or `gemini` session, mark its folder trusted in the harness\'s own config (Claude Code: trusted and onboarded; Gemini CLI: trusted, and its sign-in choice and nudges settled), so the session does not stop on a "Do you trust this folder?" dialog.',
       ),
     scope: z
       .enum(HARNESS_TRUST_SCOPES)
@@ -129,7 +129,7 @@ export const harnessTrustSchema = z
         "`directory`: trust exactly the session's folder. `workspace-root`: also trust `workspace.root`, which covers every checkout beneath it (never `/` or the home folder).",
       ),
   })
-  .describe("What the-loop pre-accepts in Claude Code's config for an unattended start (see docs/agents.md).");
+  .describe("What the-loop pre-accepts in a harness's own config for an unattended start (see docs/agents.md).");
 
 export const SANDBOX_MODES = ["auto", "bubblewrap", "none"] as const;
 export type SandboxMode = (typeof SANDBOX_MODES)[number];
@@ -310,7 +310,7 @@ export const routingSchema = z
         context.addIssue({
           code: "custom",
           path: ["harnesses", name, "command"],
-          message: `"${name}" is not a built-in harness (claude, cursor), so it needs a command: an argv list such as ["my-agent", "{prompt}"]`,
+          message: `"${name}" is not a built-in harness (${BUILTIN_HARNESSES.join(", ")}), so it needs a command: an argv list such as ["my-agent", "{prompt}"]`,
         });
       }
       if (builtin(name) && harness.resumeCommand) {

@@ -461,14 +461,14 @@ export const EVENT_CATALOG = {
     family: "workspace",
     level: "info",
     summary:
-      "Claude Code's user config now marks the session's folder trusted and onboarded, so the session starts without a dialog (`written`: false when it already did; `note`: why a wider scope was narrowed).",
+      "The harness's own config now holds what an unattended start in the session's folder needs, so it starts without a dialog: Claude Code's user config marks the folder trusted and onboarded; Gemini CLI's `trustedFolders.json` trusts it and its `settings.json` settles the sign-in choice and nudges (`written`: false when it already did; `note`: why a wider scope was narrowed, or which settings were set).",
     fields: { work_item: "string", file: "string", dirs: "string[]", written: "boolean", note: "string?" },
   },
   "workspace.trust_failed": {
     family: "workspace",
     level: "warning",
     summary:
-      "Claude Code's user config could not be updated for the session's folder (it does not parse, or cannot be written); it was left as it is and the session starts anyway.",
+      "The harness's own config (Claude Code's user config, one of Gemini CLI's files) could not be updated for the session's folder (it does not parse as plain JSON, or cannot be written); it was left as it is, the error says what to set by hand, and the session starts anyway.",
     fields: { work_item: "string", file: "string", dirs: "string[]", error: "string" },
   },
   "workspace.cleaned": {

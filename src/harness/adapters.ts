@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { BUILTIN_HARNESSES, type HarnessConfig, type RoutingConfig } from "../config/schema.js";
+import { geminiAdapter } from "./gemini.js";
 import { pasteText } from "./paste-text.js";
 
 /**
@@ -79,6 +80,8 @@ function rawAdapter(name: string, routing: RoutingConfig): HarnessAdapter {
       return claudeAdapter(config);
     case "cursor":
       return cursorAdapter(config);
+    case "gemini":
+      return geminiAdapter(config);
   }
   if (config === undefined) {
     const known = [...new Set([...BUILTIN_HARNESSES, ...Object.keys(routing.harnesses)])].join(", ");

@@ -95,6 +95,9 @@ export const PASSED_ENV: readonly string[] = [
   "DISABLE_ERROR_REPORTING",
   // Cursor's agent CLI.
   "CURSOR_API_KEY",
+  // Gemini CLI: its API key, model, home and files (GEMINI_*), and its API endpoint.
+  "GEMINI_*",
+  "GOOGLE_GEMINI_BASE_URL",
 ];
 
 /** The-loop's own variables are set for a session (THE_LOOP_WORK_ITEM, THE_LOOP_CLI_CONFIG), never passed on from the daemon. */

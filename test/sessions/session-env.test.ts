@@ -25,6 +25,9 @@ const DAEMON_ENV = {
   CLAUDE_CODE_USE_BEDROCK: "1",
   DISABLE_AUTOUPDATER: "1",
   CURSOR_API_KEY: "cursor-key",
+  GEMINI_API_KEY: "gemini-key",
+  GEMINI_CLI_HOME: "/home/alice/gemini-work",
+  GOOGLE_GEMINI_BASE_URL: "https://gemini.internal",
   // What no session gets unless the operator adds it.
   THE_LOOP_GH_WEBHOOK_SECRET: "webhook-secret",
   THE_LOOP_CLI_CONFIG: "/elsewhere/cli-config.yaml",
@@ -64,6 +67,9 @@ const BASE = [
   "CLAUDE_CODE_USE_BEDROCK",
   "DISABLE_AUTOUPDATER",
   "CURSOR_API_KEY",
+  "GEMINI_API_KEY",
+  "GEMINI_CLI_HOME",
+  "GOOGLE_GEMINI_BASE_URL",
 ];
 
 describe("passedEnvironment", () => {
