@@ -50,9 +50,12 @@ export interface TmuxRunnerOptions {
 const TARGET_PATTERN = /^loop-[A-Za-z0-9_-]+$/;
 /**
  * What tmux says when there is no server. "server exited unexpectedly" is the client's view of a
- * server that shut down mid-call because its last session just ended: no server either.
+ * server that shut down mid-call because its last session just ended: no server either. So is
+ * "no current target", what that server answers a `-t` in the moment between its last session
+ * ending and its exit (seen about one time in five right after a kill-session).
  */
-const NO_SERVER_PATTERN = /no server running|error connecting to .*\((No such file or directory|Connection refused)\)|server exited unexpectedly/;
+const NO_SERVER_PATTERN =
+  /no server running|error connecting to .*\((No such file or directory|Connection refused)\)|server exited unexpectedly|no current target/;
 /** What tmux says when the session, or the whole server, is not there. */
 const ABSENT_PATTERN = new RegExp(`can't find session|${NO_SERVER_PATTERN.source}`);
 const POLL_MS = 100;
