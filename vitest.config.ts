@@ -10,14 +10,14 @@ import { defineConfig } from "vitest/config";
  *   built by the global setup), a real daemon, tmux, git, child processes. The leak guard fails a
  *   test that leaves one of them running.
  * - `real-agent` runs the pinned Claude Code CLI (scripts/install-claude-code.ts) against the
- *   model stub.
+ *   model stub, and the pinned Gemini CLI (scripts/install-gemini.ts) against the Gemini stub.
  *
  * A file lives in the project of what it does, not of the folder it sits in: a test file outside
  * test/integration/ that starts a process is listed in INTEGRATION below.
  */
 
 const ALL = "test/**/*.test.ts";
-const REAL_AGENT = ["test/integration/claude-code.test.ts"];
+const REAL_AGENT = ["test/integration/claude-code.test.ts", "test/integration/gemini.test.ts"];
 /** Outside test/integration/, the files whose tests start a process or read the build. */
 const INTEGRATION = [
   "test/capabilities/consent.test.ts",
