@@ -194,6 +194,10 @@ export function buildProgram(): Command {
     .argument("<name>", "the hook's name, as `the-loop hooks` lists it")
     .requiredOption("--point <point>", "the lifecycle point or loop event to call it at (`the-loop hooks events`)")
     .option("--payload <file>", "the payload as a JSON object, from FILE or - for stdin (default: a sample payload of the point)")
+    .option(
+      "--work-item <ref>",
+      `the payload the daemon would send at the point for this work item, from its records now (its graph run, its session; read only): ${REF_HELP}`,
+    )
     .option("--json", "print as JSON", false)
     .action(async (name: string, _options: HooksTestOptions, command: Command) => {
       await (await import("./commands/hooks/try.js")).runHooksTest(globalsOf(command), name, command.optsWithGlobals<HooksTestOptions>());

@@ -23,6 +23,8 @@ export interface HooksTestOptions {
   readonly point: string;
   /** A JSON file, or `-` for stdin; absent: a sample payload of the point. */
   readonly payload?: string;
+  /** A work item: the payload the daemon would send at the point for it, from its records. */
+  readonly workItem?: string;
   readonly json: boolean;
 }
 
@@ -32,6 +34,10 @@ export interface HookTestReport {
   readonly point: string;
   readonly payload: HookContext;
   readonly sampled: boolean;
+  /** Where the payload came from: the point's sample, the operator's file, or a work item's records. */
+  readonly source: "sample" | "payload" | "work-item";
+  /** `--work-item`: the item, and the payload's keys its records gave (the rest are the sample's). */
+  readonly workItem?: { readonly ref: string; readonly fromItem: readonly string[] };
   /** What the hook answered, as its executor returned it (absent: nothing, or it failed to answer). */
   readonly answer?: unknown;
   readonly outcome: string;
@@ -80,9 +86,22 @@ export async function runHooksTest(globals: GlobalOptions, name: string, options
   const declared = entries.find((item) => typeof item === "object" && item !== null && (item as { name?: unknown }).name === name);
   if (file === null || declared === undefined) throw new ExitError(`hook "${name}" is not in the config's hooks list`, EXIT_FAILURE, "not-found");
 
-  const sampled = options.payload === undefined;
+  if (options.payload !== undefined && options.workItem !== undefined)
+    throw new UsageError("--payload and --work-item each give the payload: give one of them");
   const { samplePayload } = await import("../../../hooks/sample.js");
-  const payload = options.payload === undefined ? samplePayload(point) : readPayload(options.payload);
+  const sample = samplePayload(point);
+  let payload = sample;
+  let fromItem: { readonly ref: string; readonly fromItem: readonly string[] } | undefined;
+  if (options.payload !== undefined) payload = readPayload(options.payload);
+  if (options.workItem !== undefined) {
+    const { itemPayload } = await import("./item-payload.js");
+    const built = await itemPayload(loaded, options.workItem, point, sample);
+    payload = built.payload;
+    const { canonicalRef } = await import("../../canonical-ref.js");
+    fromItem = { ref: canonicalRef(options.workItem, loaded), fromItem: built.fromItem };
+  }
+  const source = options.payload !== undefined ? "payload" : fromItem !== undefined ? "work-item" : "sample";
+  const sampled = source === "sample";
 
   const answers: unknown[] = [];
   const sink = new MemoryEventSink();
@@ -112,6 +131,8 @@ export async function runHooksTest(globals: GlobalOptions, name: string, options
       point: point.name,
       payload,
       sampled,
+      source,
+      ...(fromItem !== undefined ? { workItem: fromItem } : {}),
       ...(answers[0] !== undefined ? { answer: answers[0] } : {}),
       outcome: typeof ran["outcome"] === "string" ? ran["outcome"] : "unknown",
       duration_ms: typeof ran["duration_ms"] === "number" ? ran["duration_ms"] : 0,
@@ -147,6 +168,14 @@ async function tryLoop(chain: Chain, point: LoopPoint, payload: HookContext): Pr
   return point.canDeny ? ["go on: the hook did not deny"] : ["go on: nothing to record"];
 }
 
+function sourceText(report: HookTestReport): string {
+  if (report.workItem !== undefined) {
+    const facts = report.workItem.fromItem;
+    return ` (on ${report.workItem.ref}'s payload, as the daemon would build it now; from its records: ${facts.length > 0 ? facts.join(", ") : "nothing"}, the rest a sample's)`;
+  }
+  return report.sampled ? " (on a sample payload; --payload FILE or --work-item REF gives a real one)" : "";
+}
+
 function printReport(report: HookTestReport, json: boolean): void {
   if (json) {
     stdout.json(report);
@@ -154,7 +183,7 @@ function printReport(report: HookTestReport, json: boolean): void {
   }
   const outcome = report.outcome === "failed" || report.outcome === "rejected" ? stdout.paint("red", report.outcome) : report.outcome;
   const lines = [
-    `${stdout.paint("bold", report.hook)} at ${report.point}${report.sampled ? " (on a sample payload; --payload FILE gives your own)" : ""}`,
+    `${stdout.paint("bold", report.hook)} at ${report.point}${sourceText(report)}`,
     `  answered:  ${"answer" in report ? JSON.stringify(report.answer) : "nothing"}`,
     `  outcome:   ${outcome} in ${report.duration_ms} ms`,
   ];
