@@ -50,8 +50,9 @@ export function geminiAdapter(config: HarnessConfig | undefined) {
   // Gemini refuses --yolo beside --approval-mode, and a second --approval-mode: the operator's wins.
   const args = operatorArgs.some((arg) => APPROVAL_OPTION.test(arg)) ? [...operatorArgs] : [...GEMINI_DEFAULT_APPROVAL, ...operatorArgs];
   // The prompt is the value of `--prompt-interactive=`, in the same argv element: yargs never
-  // reads it as an option, even when it starts with `-` (a separate element would be parsed as
-  // one), and it stays interactive where a positional prompt depends on a TTY check.
+  // reads it as an option, even when it starts with `-` (after a separate `-i`, a prompt reading
+  // `--version` prints the version), and it stays interactive where a positional prompt depends
+  // on a TTY check.
   const prompt = (text: string): string => `--prompt-interactive=${text}`;
   return {
     name: "gemini",
