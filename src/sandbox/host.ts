@@ -1,4 +1,4 @@
-import { lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import type { SystemEntry } from "./plan.js";
 
 /**
@@ -52,4 +52,23 @@ function resolvConfOutsideSystem(fs: HostFs): string | undefined {
     return undefined;
   }
   return SYSTEM_DIRS.some((dir) => resolved === dir || resolved.startsWith(`${dir}/`)) ? undefined : resolved;
+}
+
+/** The files under /etc only root may read, and so a sandbox run as root would: its passwords and the host's SSH keys. */
+const ROOT_ONLY_FILES = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"];
+
+/** Which of those exist here (hiddenFiles of the plan): the password files, and each `/etc/ssh/ssh_host_*_key`. */
+export function rootOnlySecrets(
+  fs: Pick<HostFs, "lstat"> & { readdir(path: string): string[] } = { ...nodeFs, readdir: (path) => readdirSync(path) },
+): string[] {
+  const found = ROOT_ONLY_FILES.filter((path) => fs.lstat(path)?.isFile() === true);
+  let names: string[] = [];
+  try {
+    names = fs.readdir("/etc/ssh");
+  } catch {
+    // No SSH server configured here: no host keys to hide.
+    names = [];
+  }
+  const keys = names.filter((name) => /^ssh_host_.*_key$/.test(name)).map((name) => `/etc/ssh/${name}`);
+  return [...found, ...keys.filter((path) => fs.lstat(path)?.isFile() === true)];
 }

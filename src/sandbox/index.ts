@@ -6,7 +6,7 @@
  */
 export { SandboxPlanError, planBubblewrap } from "./plan.js";
 export type { BindMode, SandboxBind, SandboxRequest, SystemEntry } from "./plan.js";
-export { SYSTEM_DIRS, TOP_LEVEL_ENTRIES, hostSystem } from "./host.js";
+export { SYSTEM_DIRS, TOP_LEVEL_ENTRIES, hostSystem, rootOnlySecrets } from "./host.js";
 export type { HostFs } from "./host.js";
 export { bubblewrapAvailable, checkBubblewrap, forgetBubblewrapCheck } from "./available.js";
 export type { BubblewrapCheck, CheckOptions } from "./available.js";

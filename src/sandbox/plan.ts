@@ -60,6 +60,11 @@ export interface SandboxRequest {
   readonly sessionSocket?: { readonly source: string; readonly target: string };
   /** Symbolic links made inside the sandbox: the `the-loop` shim on the session's PATH. */
   readonly links?: readonly { readonly path: string; readonly to: string }[];
+  /**
+   * Files of the bound system shown empty (`/dev/null` bound over each): what only root may read
+   * (`/etc/shadow`, the host's SSH keys), which a sandbox of root's would otherwise still read.
+   */
+  readonly hiddenFiles?: readonly string[];
   /** The harness command. */
   readonly argv: readonly string[];
   readonly cwd: string;
@@ -107,6 +112,7 @@ export function planBubblewrap(request: SandboxRequest): string[] {
   const system = request.system.map((entry, index) => cleanSystemEntry(entry, index));
   const socket = request.sessionSocket === undefined ? undefined : cleanSocket(request.sessionSocket);
   const links = (request.links ?? []).map((link, index) => cleanLink(link, index));
+  const hidden = (request.hiddenFiles ?? []).map((path, index) => cleanPath(path, `hiddenFiles[${index}]`));
 
   // The worktree and git dirs may sit under the state root (<root>/workspaces): only the root and what is above it are closed to them.
   // A worktree above the state root gets the root masked instead (see the module comment).
@@ -153,6 +159,7 @@ export function planBubblewrap(request: SandboxRequest): string[] {
     ...(masksStateRoot ? [{ flags: ["--tmpfs", stateRoot], target: stateRoot, what: "the state root's mask" }] : []),
     ...(socket === undefined ? [] : [{ flags: ["--bind", socket.source, socket.target], target: socket.target, what: "the session's socket" }]),
     ...links.map((link, index) => ({ flags: ["--symlink", link.to, link.path], target: link.path, what: `links[${index}]` })),
+    ...hidden.map((path, index) => ({ flags: ["--ro-bind", "/dev/null", path], target: path, what: `hiddenFiles[${index}]` })),
   ];
   refuseDuplicates([...base, ...user]);
   for (const target of MADE_BY_THE_SANDBOX) {

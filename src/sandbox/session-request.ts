@@ -40,6 +40,8 @@ export interface SessionSandboxFacts {
   /** The operator's `routing.sandbox.bind`, resolved to absolute paths. */
   readonly binds: readonly SandboxBind[];
   readonly system: readonly SystemEntry[];
+  /** The system's root-only files, shown empty inside (rootOnlySecrets). */
+  readonly hiddenFiles?: readonly string[];
   readonly program?: string;
   readonly denyNestedUserNamespaces?: boolean;
 }
@@ -135,6 +137,7 @@ export function sessionSandbox(facts: SessionSandboxFacts): SessionSandbox {
     system: facts.system,
     terminal: true,
     links: [{ path: posix.join(SANDBOX_BIN_DIR, "the-loop"), to: facts.cliEntry }],
+    ...(facts.hiddenFiles === undefined ? {} : { hiddenFiles: facts.hiddenFiles }),
     ...(facts.sessionSocket === undefined ? {} : { sessionSocket: { source: posix.dirname(facts.sessionSocket), target: SANDBOX_SESSION_DIR } }),
     ...(facts.program === undefined ? {} : { program: facts.program }),
     ...(facts.denyNestedUserNamespaces === undefined ? {} : { denyNestedUserNamespaces: facts.denyNestedUserNamespaces }),

@@ -6,7 +6,16 @@ import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import { findExecutable } from "../harness/preflight.js";
 import { ProgramNotFoundError, RunnerError, type SessionRunner, type SpawnRequest } from "../harness/runner.js";
-import { SandboxPlanError, bubblewrapAvailable, hostSystem, planBubblewrap, sessionSandbox, type BubblewrapCheck, type SandboxBind } from "../sandbox/index.js";
+import {
+  SandboxPlanError,
+  bubblewrapAvailable,
+  hostSystem,
+  planBubblewrap,
+  rootOnlySecrets,
+  sessionSandbox,
+  type BubblewrapCheck,
+  type SandboxBind,
+} from "../sandbox/index.js";
 import type { SystemEntry } from "../sandbox/index.js";
 import { runBounded } from "../subprocess/index.js";
 import { CLI_ENTRY, SESSION_SOCKET_ENV } from "./session-env.js";
@@ -40,6 +49,8 @@ export interface SandboxRunnerOptions {
   readonly check?: () => Promise<BubblewrapCheck>;
   /** The host's system layout (default: read once). */
   readonly system?: () => readonly SystemEntry[];
+  /** The system's root-only files to show empty (default: rootOnlySecrets, read once). */
+  readonly hiddenFiles?: () => readonly string[];
 }
 
 const GIT_TIMEOUT_MS = 10_000;
@@ -64,6 +75,7 @@ export function resolveSandboxBinds(
 
 export class SandboxRunner implements SessionRunner {
   private systemEntries: readonly SystemEntry[] | undefined;
+  private hiddenFiles: readonly string[] | undefined;
 
   constructor(private readonly options: SandboxRunnerOptions) {}
 
@@ -122,6 +134,7 @@ export class SandboxRunner implements SessionRunner {
       sessionSocket: socket,
       binds: settings.binds,
       system: this.system(),
+      hiddenFiles: this.hidden(),
       program: check.program,
       denyNestedUserNamespaces: check.denyNestedUserNamespaces,
     });
@@ -135,6 +148,11 @@ export class SandboxRunner implements SessionRunner {
       throw error;
     }
     return { ...request, cwd, argv, env: sandbox.env };
+  }
+
+  private hidden(): readonly string[] {
+    this.hiddenFiles ??= (this.options.hiddenFiles ?? rootOnlySecrets)();
+    return this.hiddenFiles;
   }
 
   private system(): readonly SystemEntry[] {

@@ -42,7 +42,7 @@ interface ProbeReport {
   env: Record<string, string | undefined>;
   processes: { pid: number; argv: string[] | null }[];
   environsWithSecret: string[];
-  reads: Record<"config" | "otherWorktree" | "sshKey", Outcome<string>>;
+  reads: Record<"shadow" | "config" | "otherWorktree" | "sshKey", Outcome<string>>;
   lists: Record<"stateRoot" | "home", Outcome<string[]>>;
   force: CliOutcome;
   start: CliOutcome;
@@ -75,6 +75,7 @@ async function probeProject(mode: "auto" | "none"): Promise<{ p: TestProject; re
     question: QUESTION,
     specFile: "spec.md",
     reads: {
+      shadow: "/etc/shadow",
       config: join(p.root, "cli-config.yaml"),
       otherWorktree: join(p.root, "workspaces", "octo-repo-7", "secret.txt"),
       sshKey: join(p.home, ".ssh", "id_ed25519"),
@@ -115,6 +116,8 @@ describe("a session in its sandbox (real daemon, real bwrap, real tmux)", () => 
     expect(found.lists.stateRoot).toEqual({ ok: true, value: [] });
     expect(found.lists.home.ok ? found.lists.home.value : []).not.toContain(".ssh");
     for (const name of ["config", "otherWorktree", "sshKey"] as const) expect(found.reads[name], name).toEqual({ ok: false, code: "ENOENT" });
+    // Root's own files are shown empty (as root) or closed (unprivileged), never their content.
+    expect(found.reads.shadow.ok ? found.reads.shadow.value : "").not.toMatch(/root:/);
     // The CLI inside finds the session's socket, not the daemon's config.
     expect(found.env.THE_LOOP_SESSION_SOCKET).toBe("/run/the-loop/session/sock");
     expect(found.env.THE_LOOP_CLI_CONFIG).toBeUndefined();

@@ -184,6 +184,12 @@ describe("planBubblewrap: each field and the flags it makes", () => {
     expect(occurrences(argv, "--symlink", 2)).toContainEqual(["/opt/the-loop/bin/the-loop.js", "/run/the-loop/bin/the-loop"]);
   });
 
+  it("hiddenFiles: /dev/null bound read-only over each, after the system they sit in", () => {
+    const argv = planBubblewrap(request({ hiddenFiles: ["/etc/shadow", "/etc/ssh/ssh_host_ed25519_key"] }));
+    expect(occurrences(argv, "--ro-bind", 2)).toContainEqual(["/dev/null", "/etc/shadow"]);
+    expect(indexOfPair(argv, "--ro-bind", "/dev/null")).toBeGreaterThan(indexOfPair(argv, "--ro-bind", "/etc"));
+  });
+
   it("argv and cwd: --chdir, then `--` and the command word for word, never a shell", () => {
     const argv = planBubblewrap(request({ argv: ["--looks-like-a-flag", "$(rm -rf ~)", "a b"] }));
     expect(occurrences(argv, "--chdir", 1)).toEqual([["/srv/loop/workspaces/octo-repo-15"]]);
