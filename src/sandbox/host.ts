@@ -62,7 +62,7 @@ export function rootOnlySecrets(
   fs: Pick<HostFs, "lstat"> & { readdir(path: string): string[] } = { ...nodeFs, readdir: (path) => readdirSync(path) },
 ): string[] {
   const found = ROOT_ONLY_FILES.filter((path) => fs.lstat(path)?.isFile() === true);
-  let names: string[] = [];
+  let names: string[];
   try {
     names = fs.readdir("/etc/ssh");
   } catch {
