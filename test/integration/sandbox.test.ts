@@ -96,6 +96,8 @@ describe.skipIf(!check.available)(`a session in the real bwrap${skipReason}`, ()
     await git(repo, "commit", "-q", "-m", "first");
     worktree = join(stateRoot, "workspaces", "item-1");
     otherWorktree = join(stateRoot, "workspaces", "item-2");
+    await git(base, "init", "-q", "--bare", "remote.git");
+    await git(base, "init", "-q", "--bare", "unbound.git");
     await git(repo, "worktree", "add", "-q", "-b", "item-1", worktree);
     await git(repo, "worktree", "add", "-q", "-b", "item-2", otherWorktree);
     commonDir = join(repo, ".git");
@@ -137,6 +139,8 @@ describe.skipIf(!check.available)(`a session in the real bwrap${skipReason}`, ()
       worktree,
       outsideTmpFile: OUTSIDE_TMP,
       insideTmpFile: INSIDE_TMP,
+      remote: join(base, "remote.git"),
+      unboundRemote: join(base, "unbound.git"),
       read: {
         stateSecret: join(stateRoot, "secret.txt"),
         otherWorktree: join(otherWorktree, "README.md"),
@@ -158,7 +162,9 @@ describe.skipIf(!check.available)(`a session in the real bwrap${skipReason}`, ()
         worktreeCommondir: join(adminDir, "commondir"),
       },
     };
-    const argv = planBubblewrap(sessionRequest({ argv: [NODE, PROBE, JSON.stringify(input)] }));
+    // The remote the operator bound in, as a credential for `git push` would be (routing.sandbox.bind).
+    const remoteBind = { source: input.remote, target: input.remote, mode: "rw" } as const;
+    const argv = planBubblewrap(sessionRequest({ argv: [NODE, PROBE, JSON.stringify(input)], binds: [...sessionRequest().binds, remoteBind] }));
     const result = await runBounded({ argv, cwd: "/", env: { PATH: process.env.PATH ?? "/usr/bin:/bin" }, timeoutMs: 20_000, outputCapBytes: 1024 * 1024 });
     expect(result.stderr).toBe("");
     expect(result.exitCode).toBe(0);
@@ -195,6 +201,9 @@ describe.skipIf(!check.available)(`a session in the real bwrap${skipReason}`, ()
     // The worktree is writable and git commits in it; what git would run outside is not writable.
     expect(report.git).toEqual({ ok: true, value: "a commit made in the sandbox" });
     expect(await git(worktree, "log", "-1", "--format=%s")).toBe("a commit made in the sandbox");
+    expect(report.pushes.bound.ok).toBe(true);
+    expect(await git(input.remote, "log", "-1", "--format=%s", "item-1")).toBe("a commit made in the sandbox");
+    expect(report.pushes.unbound.ok).toBe(false);
     expect(readFileSync(join(worktree, "from-inside.txt"), "utf8")).toBe("made in the sandbox\n");
     for (const [name, outcome] of Object.entries(report.writes)) expect(outcome, name).toEqual({ ok: false, code: "EROFS" });
 
@@ -251,5 +260,6 @@ interface ProbeReport {
   outsideTmpSeen: boolean;
   writes: Record<string, Outcome<undefined>>;
   git: Outcome<string>;
+  pushes: Record<"bound" | "unbound", Outcome<string>>;
   tcp: Outcome<string>;
 }

@@ -63,6 +63,10 @@ async function look() {
     run("commit", "-q", "-m", "a commit made in the sandbox");
     return run("log", "-1", "--format=%s");
   });
+  // The item's branch pushed to the remote the operator bound in; one not bound is not there to push to.
+  const push = (remote) =>
+    attempt(() => execFileSync("git", ["push", "-q", remote, "HEAD:refs/heads/item-1"], { cwd: input.worktree, stdio: ["ignore", "pipe", "pipe"] }).toString());
+  const pushes = { bound: push(input.remote), unbound: push(input.unboundRemote) };
   const report = {
     env: { ...process.env },
     pid: process.pid,
@@ -74,6 +78,7 @@ async function look() {
     outsideTmpSeen,
     writes,
     git,
+    pushes,
     tcp: await tcp(input.port),
   };
   process.stdout.write(JSON.stringify(report));
