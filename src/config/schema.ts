@@ -302,6 +302,17 @@ export const routingSchema = z
     workspace: workspaceSchema.prefault({}),
     reactions: reactionsSchema.prefault({}),
     control: controlSchema.prefault({}),
+    mcp: z
+      .strictObject({
+        enabled: z
+          .boolean()
+          .default(true)
+          .describe(
+            "Register the-loop's MCP server (`the-loop mcp`: ask, graph_complete, graph_status, why) with each built-in harness at spawn, its tools pre-approved and no other. Off: the agent reaches the-loop through its shell only.",
+          ),
+      })
+      .prefault({})
+      .describe("the-loop as an MCP server for its agents (docs/agents.md)."),
   })
   .superRefine((routing, context) => {
     const builtin = (name: string): boolean => (BUILTIN_HARNESSES as readonly string[]).includes(name);

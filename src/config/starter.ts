@@ -61,6 +61,10 @@ routing:
       stop: the-loop:stop-execution      # close the session; the item stays stopped until a start
       pause: the-loop:pause-execution    # hold the session; events are recorded, not delivered
       resume: the-loop:resume-execution
+  # Each session's agent also reaches the-loop as an MCP server (\`the-loop mcp\`), with its four
+  # tools (ask, graph_complete, graph_status, why) pre-approved and nothing else (docs/agents.md).
+  mcp:
+    enabled: true                # false: the agent reaches the-loop through its shell only
 
 polling:
   # \`the-loop start\` runs the poller: it reads the local tracker's change feed and turns each

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { BUILTIN_HARNESSES, type HarnessConfig, type RoutingConfig } from "../config/schema.js";
 import { geminiAdapter } from "./gemini.js";
+import { claudeMcpArgs } from "./mcp.js";
 import { pasteText } from "./paste-text.js";
 
 /**
@@ -77,7 +78,7 @@ function rawAdapter(name: string, routing: RoutingConfig): HarnessAdapter {
   const config: HarnessConfig | undefined = Object.hasOwn(routing.harnesses, name) ? routing.harnesses[name] : undefined;
   switch (name) {
     case "claude":
-      return claudeAdapter(config);
+      return claudeAdapter(config, routing);
     case "cursor":
       return cursorAdapter(config);
     case "gemini":
@@ -107,9 +108,11 @@ export const CLAUDE_BLOCKED_PATTERN = /Enter to confirm|Esc to cancel|Do you tru
  */
 export const CLAUDE_PASTED_PATTERN = /─{8,}\n❯ \S/;
 
-function claudeAdapter(config: HarnessConfig | undefined): HarnessAdapter {
+function claudeAdapter(config: HarnessConfig | undefined, routing: Pick<RoutingConfig, "mcp">): HarnessAdapter {
   const binary = config?.command ?? ["claude"];
-  const args = config?.args ?? [];
+  // the-loop's own MCP server, its tools alone pre-approved (routing.mcp.enabled), before the
+  // operator's args: a repeated --allowedTools adds to the list, so theirs still count.
+  const args = [...(routing.mcp.enabled ? claudeMcpArgs() : []), ...(config?.args ?? [])];
   // `--` ends the options: several of Claude Code's are variadic (--allowedTools, --add-dir,
   // --mcp-config) and would take the prompt as one more value, and a prompt starting with `-`
   // would be read as an option.

@@ -8,7 +8,7 @@ const input: HarnessLaunchInput = {
   workItem: "local:demo#7",
 };
 
-const routing = (harnesses: Record<string, unknown> = {}) => routingSchema.parse({ harnesses });
+const routing = (harnesses: Record<string, unknown> = {}, mcp: Record<string, unknown> = { enabled: false }) => routingSchema.parse({ harnesses, mcp });
 
 describe("builtin harnesses", () => {
   it.each([
@@ -29,6 +29,20 @@ describe("builtin harnesses", () => {
     expect(adapter.name).toBe("claude");
     expect(adapter.fresh(input)).toEqual(fresh);
     expect(adapter.resume?.(input)).toEqual(resume);
+  });
+
+  it("registers the-loop's MCP server with claude and pre-approves its four tools and nothing else, before the operator's args", () => {
+    const adapter = harnessAdapter("claude", routing({ claude: { args: ["--allowedTools", "Edit"] } }, {}));
+    const argv = adapter.fresh(input);
+    expect(argv.slice(0, 3)).toEqual(["claude", "--session-id", "3f2a-id"]);
+    expect(argv.slice(-4)).toEqual(["--allowedTools", "Edit", "--", input.prompt]);
+    const config = JSON.parse(argv[argv.indexOf("--mcp-config") + 1] ?? "") as unknown;
+    expect(config).toEqual({ mcpServers: { "the-loop": { type: "stdio", command: "the-loop", args: ["mcp"] } } });
+    expect(argv[argv.indexOf("--allowedTools") + 1]).toBe("mcp__the-loop__ask,mcp__the-loop__graph_complete,mcp__the-loop__graph_status,mcp__the-loop__why");
+    expect(argv.indexOf("--mcp-config")).toBeLessThan(argv.indexOf("--"));
+    expect(adapter.resume?.(input)).toEqual(["claude", "--resume", "3f2a-id", ...argv.slice(3)]);
+    // routing.mcp.enabled: false leaves the argv as the operator wrote it.
+    expect(harnessAdapter("claude", routing({}, { enabled: false })).fresh(input)).toEqual(["claude", "--session-id", "3f2a-id", "--", input.prompt]);
   });
 
   it.each([

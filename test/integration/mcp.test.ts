@@ -62,7 +62,8 @@ interface ShownItem {
 
 describe("the-loop mcp (the SDK's client, a real daemon)", () => {
   it("lists its tools, asks on its own item (marked), and refuses another item's variable or a borrowed credential", async () => {
-    project = await specReviewProject();
+    // Unsandboxed, so the test can act from outside with the session's own variables as they are.
+    project = await specReviewProject({ sandbox: { mode: "none", bind: [] } });
     const p = project;
     expect((await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" })).code).toBe(0);
     await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
