@@ -68,8 +68,11 @@ export function agentConfigPaths(harness: string, env: Readonly<Record<string, s
       return env.CLAUDE_CONFIG_DIR ? [env.CLAUDE_CONFIG_DIR] : [inHome(".claude.json"), inHome(".claude")];
     case "codex":
       return [env.CODEX_HOME || inHome(".codex")];
-    case "gemini":
-      return [inHome(".gemini")];
+    case "gemini": {
+      // Gemini CLI keeps its files under `$GEMINI_CLI_HOME/.gemini` when set, its trusted folders where the variable names.
+      const dir = env.GEMINI_CLI_HOME ? posix.join(env.GEMINI_CLI_HOME, ".gemini") : inHome(".gemini");
+      return env.GEMINI_CLI_TRUSTED_FOLDERS_PATH ? [dir, env.GEMINI_CLI_TRUSTED_FOLDERS_PATH] : [dir];
+    }
     case "cursor":
       return [inHome(".cursor")];
     default:

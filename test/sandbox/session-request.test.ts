@@ -46,6 +46,7 @@ describe("agentConfigPaths: each built-in agent's own config, nothing for a comm
     ["codex", {}, ["/home/op/.codex"]],
     ["codex", { CODEX_HOME: "/cfg/codex" }, ["/cfg/codex"]],
     ["gemini", {}, ["/home/op/.gemini"]],
+    ["gemini", { GEMINI_CLI_HOME: "/cfg/g", GEMINI_CLI_TRUSTED_FOLDERS_PATH: "/cfg/trusted.json" }, ["/cfg/g/.gemini", "/cfg/trusted.json"]],
     ["cursor", {}, ["/home/op/.cursor"]],
     ["my-agent", {}, []],
   ] as const)("%s %j", (harness, env, paths) => {
