@@ -18,6 +18,12 @@ export const DEFAULT_GRAPH_NAME = "work-item";
 /** The longest stall window: a week. */
 export const MAX_STALL_MINUTES = 7 * 24 * 60;
 
+/** How long a session stays after its run ended, by default; and the longest it may be kept open on a delay (a week). */
+export const DEFAULT_CLOSE_AFTER_MINUTES = 10;
+export const MAX_CLOSE_AFTER_MINUTES = 7 * 24 * 60;
+/** `graph.closeAfterMinutes: never`: a session outlives its run until someone closes it. */
+export const CLOSE_NEVER = "never";
+
 export const DEFAULT_GATE_KEYWORDS = {
   approve: "the-loop:approve",
   requestChanges: "the-loop:request-changes",
@@ -69,6 +75,12 @@ export const graphSettingsSchema = z
       .optional()
       .describe(
         "End a run `stalled` when it has made no progress at an agent node for this many minutes (fractions allowed), checked every poll interval. A gate waiting for a person, a blocked run and a paused session never stall. Unset: runs never stall.",
+      ),
+    closeAfterMinutes: z
+      .union([z.number().min(0).max(MAX_CLOSE_AFTER_MINUTES), z.literal(CLOSE_NEVER)])
+      .default(DEFAULT_CLOSE_AFTER_MINUTES)
+      .describe(
+        "When a run ends (done, failed, canceled, stalled, exhausted), its session is told in one message, then closed this many minutes later (fractions allowed; checked every poll interval, at least once a second), its tmux session kept for the transcript as `routing.tmux.keepSessionOnClose` says. 0: at once; `never`: the session stays until someone closes it.",
       ),
   })
   .describe("The process graph a started work item moves through.");

@@ -82,6 +82,10 @@ polling:
 #     port: 8787
 #     secretEnv: THE_LOOP_GH_WEBHOOK_SECRET   # the variable holding the secret, never the secret
 
+# graph:                         # process graphs: phases, claims checked by the daemon, approval gates (docs/graph.md)
+#   enabled: true
+#   closeAfterMinutes: 10         # a run's session is told the run ended, then closed this long after (0: at once, never: kept)
+
 eventLog:
   # Every observable step is one JSON line in <state.root>/logs/events.jsonl;
   # read it with \`the-loop events\`.

@@ -11,6 +11,7 @@ import { ConfigError } from "./load.js";
 import { formatPath, parseConfigText } from "./parse.js";
 import { formatProblem } from "./problem.js";
 import { controlSchema, stateSchema } from "./schema.js";
+import { CLOSE_AFTER_COMMENT, CLOSE_AFTER_KEY, CLOSE_AFTER_WHY, graphDefaults, graphOn } from "./upgrade-graph.js";
 
 /**
  * `the-loop upgrade-config`, as functions over text and data: what an existing config needs to
@@ -73,6 +74,7 @@ function controlDefaults(): Defaults {
 function commentFor(path: ConfigPath, routingPath: ConfigPath): string | undefined {
   const at = formatPath(path);
   if (at === "state") return " Everything the-loop generates lives under this folder (added by `the-loop upgrade-config`).";
+  if (at === CLOSE_AFTER_KEY) return CLOSE_AFTER_COMMENT;
   if (at === formatPath([...routingPath, "control"])) {
     return (
       " Execution control (added by `the-loop upgrade-config`): authorized people start, stop, pause\n" +
@@ -425,6 +427,8 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
     if (routing) fill(routing, routingPath, { control: controlDefaults() }, context, edits);
     else if (hasKey(top, routingPath)) throw byHand(routingPath, { control: controlDefaults() }, "is not a plain mapping (an alias?)");
     else fill(top, [], { routing: { control: controlDefaults() } }, context, edits);
+    const graph = graphOn(top);
+    if (graph) fill(graph, ["graph"], graphDefaults(), context, edits);
   }
 
   if (edits.length === 0) {
@@ -464,13 +468,20 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
   }
   const requireStart = formatPath([...routingPath, "control", "requireStartCommand"]);
   const control = before.config.routing.control;
-  const needsDecision = added.includes(requireStart) ? [{ key: requireStart, why: requireStartWhy(control.keywords.start, control.enabled) }] : [];
+  const needsDecision = [
+    ...(added.includes(requireStart) ? [{ key: requireStart, why: requireStartWhy(control.keywords.start, control.enabled) }] : []),
+    ...(added.includes(CLOSE_AFTER_KEY) ? [{ key: CLOSE_AFTER_KEY, why: CLOSE_AFTER_WHY }] : []),
+  ];
   return { text: upgraded, changed: true, added, needsDecision, insertions, routingPath };
 }
 
 /** The keys the upgrade targets that the new document has and the old one lacked, in file order. */
 function addedPaths(afterTop: YAMLMap, beforeTop: YAMLMap | undefined, routingPath: ConfigPath): string[] {
-  const targets = [...leafPaths(stateDefaults(), ["state"]), ...leafPaths(controlDefaults(), [...routingPath, "control"])].map((dotted) => dotted.split("."));
+  const targets = [
+    ...leafPaths(stateDefaults(), ["state"]),
+    ...leafPaths(controlDefaults(), [...routingPath, "control"]),
+    ...leafPaths(graphDefaults(), ["graph"]),
+  ].map((dotted) => dotted.split("."));
   const present = (root: YAMLMap | undefined, path: ConfigPath): boolean => root !== undefined && hasKey(root, path);
   return targets.filter((path) => present(afterTop, path) && !present(beforeTop, path)).map((path) => formatPath(path));
 }

@@ -50,6 +50,7 @@ export async function graphSetupFor(input: GraphSetupInput, capabilities?: reado
     allowSelfApproval: settings.allowSelfApproval,
     configFile: input.configFile !== undefined ? resolve(input.configFile) : undefined,
     ...(settings.stallAfterMinutes !== undefined ? { stallAfterMs: Math.round(settings.stallAfterMinutes * 60_000) } : {}),
+    ...(settings.closeAfterMinutes !== "never" ? { closeAfterMs: Math.round(settings.closeAfterMinutes * 60_000) } : {}),
   };
 }
 

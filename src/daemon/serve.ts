@@ -162,10 +162,17 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
     );
     if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options);
-    // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`.
+    // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`,
+    // and the sessions of runs that ended graph.closeAfterMinutes ago close.
+    const stalling = config.graph.enabled && config.graph.stallAfterMinutes !== undefined;
+    const closing = config.graph.enabled && config.graph.closeAfterMinutes !== "never";
     const stalls =
-      config.graph.enabled && config.graph.stallAfterMinutes !== undefined
-        ? watchForStalls(() => dispatcher.endStalledRuns(), config.polling.intervalSeconds * 1000, options.signal)
+      stalling || closing
+        ? watchForStalls(
+            () => Promise.all([stalling ? dispatcher.endStalledRuns() : 0, closing ? dispatcher.closeEndedRunSessions() : 0]),
+            config.polling.intervalSeconds * 1000,
+            options.signal,
+          )
         : undefined;
     await (poller ? poller.run(options.signal) : aborted(options.signal));
     await stalls;

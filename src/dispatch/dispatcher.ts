@@ -21,6 +21,7 @@ import type { AskAnswer } from "../sessions/ask.js";
 import { journalledMoves, resumeJournalledEffects } from "../graph-driver/carry-out.js";
 import { drainLoopEvents } from "../graph-driver/loop-events.js";
 import { cancelRunOfClosedItem, endStalledRun, stalledRuns } from "../graph-driver/run-ends.js";
+import { closeEndedRunSession, endedRunSessions } from "../graph-driver/run-end-session.js";
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "../graph-driver/start-claim-force.js";
 import { KeyedQueue, Semaphore } from "../sessions/keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./pr-linkage.js";
@@ -376,6 +377,25 @@ export class Dispatcher implements EventHandler {
     }
     const ended = await Promise.all(refs.map((ref) => this.counted(() => this.exclusive([ref], () => endStalledRun(this.ctx, ref)))));
     return ended.filter(Boolean).length;
+  }
+
+  /**
+   * Closes the sessions whose run ended `graph.closeAfterMinutes` ago (run-end-session.ts), each
+   * in its item's queue and decided again there; the daemon calls it every poll interval. How many closed.
+   */
+  async closeEndedRunSessions(): Promise<number> {
+    if (!this.accepting) return 0;
+    let refs: string[];
+    try {
+      refs = await endedRunSessions(this.ctx);
+    } catch (error) {
+      this.options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "close-ended-sessions", error: messageOf(error) });
+      return 0;
+    }
+    const closed = await Promise.all(
+      refs.map((ref) => this.counted(() => this.exclusive([ref], () => withSlot(this.ctx, () => closeEndedRunSession(this.ctx, ref))))),
+    );
+    return closed.filter(Boolean).length;
   }
 
   /**

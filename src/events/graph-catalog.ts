@@ -220,6 +220,13 @@ export const GRAPH_EVENTS = {
     summary: "The assignment for `node` could not be given to the session; `will_retry` says whether it is delivered later (on resume, or the next event).",
     fields: { work_item: "string", graph: "string", node: "string", generation: "integer", error: "string", will_retry: "boolean", actor: "string?" },
   },
+  "graph.session_told": {
+    family: "graph",
+    level: "info",
+    summary:
+      "The item's session was told, in one message, that its run ended (`about` run-ended, `status` how) or that a gate or check blocked it after a claim (`about` blocked, `status` blocked). `outcome`: pasted, or why not (no-session, paused, not-started, no-harness, closed, …); `close_after` says when the session closes after an end (minutes, `never`, or empty for a block).",
+    fields: { work_item: "string", graph: "string", node: "string", about: "string", status: "string", outcome: "string", close_after: "string" },
+  },
   "graph.record_moved_aside": {
     family: "graph",
     level: "warning",

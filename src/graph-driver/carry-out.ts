@@ -17,6 +17,7 @@ import { blockAtNode, passAt, postBlock, rememberPointText, sessionCwd } from ".
 import type { PointHalt, PointPass } from "./capability-points.js";
 import { loopAskerOf, loopDenialText, queueLoopEvent, queueLoopTerminal } from "./loop-events.js";
 import { commitMove } from "./move.js";
+import { tellBlocked, tellRunEnded } from "./run-end-session.js";
 import type { EffectOptions, MovePorts } from "./move.js";
 import { workItemEntityOfRef } from "../sessions/lifecycle.js";
 
@@ -168,6 +169,8 @@ export async function applyGraphEffects(
           if (effect.status === "done") await enterPoints(ctx, graph, state, state.node, state.generation);
           // loop.terminal, whatever ended the run: after every other loop event of its last move.
           queueLoopTerminal(ctx, graph, state, effect.status);
+          // Last: the agent is told, and with graph.closeAfterMinutes 0 its session closes now.
+          await tellRunEnded(ctx, graph, state);
           break;
         case "loop":
           queueLoopEvent(ctx, ref, effect.name, effect.payload);
@@ -231,6 +234,8 @@ export async function applyPointHalt(
   });
   if (blocked.kind !== "moved") return undefined;
   await postBlock(ctx, graph, ref, nodeId, halt);
+  // The agent learns it from the-loop, not from the ticket: a claim it made may have led here.
+  await tellBlocked(ctx, graph, ref, nodeId, halt.reasonCode, halt.reason);
   return blocked.state;
 }
 

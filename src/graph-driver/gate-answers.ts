@@ -16,7 +16,6 @@ import type { SelfLogin, Tracker } from "../trackers/tracker.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import type { ContextNeeds, GraphSetup } from "../sessions/context.js";
 import type { MoveContext } from "./move-context.js";
-import type { PasteContext } from "../sessions/delivery.js";
 import { carryOut, emitGraphEvents, movePorts } from "./carry-out.js";
 import { loopGateMove } from "./loop-events.js";
 import { commitMove, STAY } from "./move.js";
@@ -53,7 +52,7 @@ interface GivenAnswer {
  * typed into: the answer moves the graph, and the next assignment waits for the resume.
  */
 export async function graphGate(
-  ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks" | "inputSeen" | "react", "graph" | "spawnCwd" | "trackers">,
+  ctx: MoveContext & ContextNeeds<"answersHeld" | "inputSeen" | "react">,
   ref: string,
   event: InboundEvent,
 ): Promise<"taken" | undefined> {
@@ -148,7 +147,7 @@ async function lookUpSelf(ctx: ContextNeeds<never, "events" | "trackers">, ref: 
 
 /** Keeps the answer until the login is known; false when there is no store to keep it in. */
 async function holdAnswer(
-  ctx: PasteContext & ContextNeeds<"answersHeld" | "hooks", "graph" | "spawnCwd" | "trackers">,
+  ctx: MoveContext & ContextNeeds<"answersHeld">,
   setup: GraphSetup,
   graph: Graph,
   state: GraphState,

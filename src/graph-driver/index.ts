@@ -11,3 +11,4 @@ export { deliverPendingAssignment, journalledMoves, resumeJournalledEffects } fr
 export { drainLoopEvents } from "./loop-events.js";
 export { graphAtStart, graphClaim, graphForce } from "./start-claim-force.js";
 export { graphGate, releaseHeldAnswers } from "./gate-answers.js";
+export { RUN_ENDED_CLOSE, closeEndedRunSession, endedRunSessions, tellBlocked, tellRunEnded } from "./run-end-session.js";

@@ -6,4 +6,4 @@ import type { PasteContext } from "../sessions/delivery.js";
  * and labels on, the worktree a point runs in, and all that pasting an assignment into the
  * session takes.
  */
-export type MoveContext = PasteContext & ContextNeeds<"hooks", "graph" | "spawnCwd" | "trackers">;
+export type MoveContext = PasteContext & ContextNeeds<"hooks", "control" | "graph" | "spawnCwd" | "stateRootTag" | "trackers">;

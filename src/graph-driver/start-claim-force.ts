@@ -283,7 +283,14 @@ export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promi
     const halt = await halted(await passAt(ctx, graph, outcome.state, node, "retry", cwd));
     if (halt !== undefined) return halt;
   }
-  return { ...answerOf(ref, graph, outcome.state, moved), ...(notes.length > 0 ? { notes } : {}) };
+  // The move's effects ran before this answer: a gate at the node entered may have blocked the item since, and the answer says so.
+  const after = (await setup.states.get(ref).catch(() => undefined)) ?? outcome.state;
+  const now = after.loopRunId === outcome.state.loopRunId ? after : outcome.state;
+  return {
+    ...answerOf(ref, graph, now, moved),
+    ...(now.status === "blocked" ? { reasonCode: now.reasonCode ?? null, reason: now.reason ?? null } : {}),
+    ...(notes.length > 0 ? { notes } : {}),
+  };
 }
 
 async function refuseClaim(

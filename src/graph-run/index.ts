@@ -31,3 +31,5 @@ export { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "./held-retry.js";
 export type { GraphEventName } from "./effects.js";
 export { RUN_ENDING_BLOCKS, runHasEnded } from "./advance.js";
 export { graphStateSchema } from "./state.js";
+export { blockedText, closeAfterField, closeAfterText, runEndedAt, runEndedText, sessionCloseDue } from "./session-notices.js";
+export type { BlockWhat, CloseDueInput } from "./session-notices.js";

@@ -69,6 +69,11 @@ export interface GraphSetup {
   readonly configFile: string | undefined;
   /** `graph.stallAfterMinutes` in milliseconds: a run with no progress for that long ends `stalled`. Absent: never. */
   readonly stallAfterMs?: number;
+  /**
+   * `graph.closeAfterMinutes` in milliseconds: how long a session stays once its run ended (0: it
+   * closes at once). Absent: it stays until someone closes it (`never`).
+   */
+  readonly closeAfterMs?: number;
   /** The installed capabilities: their hooks pass at the points the graph's nodes bind. Absent: none. */
   readonly capabilities?: CapabilityRuntime;
   /**

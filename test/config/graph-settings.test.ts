@@ -10,9 +10,24 @@ function problemsOf(text: string): string[] {
 describe("the graph settings", () => {
   it("default to graphs off, work-item, the namespaced gate keywords and no self-approval", () => {
     const config = parseConfigText("").config;
-    expect(config?.graph).toEqual({ enabled: false, default: "work-item", keywords: DEFAULT_GATE_KEYWORDS, allowSelfApproval: false });
+    expect(config?.graph).toEqual({ enabled: false, default: "work-item", keywords: DEFAULT_GATE_KEYWORDS, allowSelfApproval: false, closeAfterMinutes: 10 });
     expect(config?.graphs).toEqual([]);
     expect(DEFAULT_GATE_KEYWORDS).toEqual({ approve: "the-loop:approve", requestChanges: "the-loop:request-changes" });
+  });
+
+  it.each([
+    { text: "0", value: 0 },
+    { text: "0.5", value: 0.5 },
+    { text: "never", value: "never" },
+  ])("take closeAfterMinutes: $text", ({ text, value }) => {
+    const outcome = parseConfigText(`graph:\n  closeAfterMinutes: ${text}\n`);
+    expect(outcome.problems).toEqual([]);
+    expect(outcome.config?.graph.closeAfterMinutes).toBe(value);
+  });
+
+  it.each(["-1", "always", "20000"])("refuse closeAfterMinutes: %s", (text) => {
+    const outcome = parseConfigText(`graph:\n  closeAfterMinutes: ${text}\n`);
+    expect(outcome.problems.map((problem) => problem.path)).toEqual(["graph.closeAfterMinutes"]);
   });
 
   it("accept an operator graph as the default", () => {
