@@ -165,6 +165,8 @@ const SENTENCES: Readonly<Record<string, Sentence>> = {
   "session.not_ready": (f) =>
     `the harness did not take input within ${seconds(f, "waited_ms")}${f.blocked === true ? " (a dialog is on its screen)" : ""}; the event is tried again`,
   "session.resume_failed": (f) => `could not resume the conversation (${text(f, "error") ?? "?"}); a fresh one was started`,
+  "session.harness_id_unknown": (f) =>
+    `could not learn the ${text(f, "harness") ?? ""} conversation's id (${text(f, "error") ?? "?"}); a respawn starts a new conversation`,
   "session.announced": (f) => `announced the session on the item (comment ${text(f, "comment_id") ?? "?"})`,
   "session.announce_failed": (f) => `could not announce the session: ${text(f, "error") ?? "?"}`,
   "session.awaiting_input": (f) => `the agent asked: "${text(f, "question") ?? ""}"; the next authorized comment is the answer`,

@@ -28,7 +28,7 @@ export const stateSchema = z
   })
   .describe("Where generated state lives.");
 
-export const BUILTIN_HARNESSES = ["claude", "cursor", "gemini"] as const;
+export const BUILTIN_HARNESSES = ["claude", "cursor", "gemini", "codex"] as const;
 export const SPAWN_POLICIES = ["never", "always", "labeled"] as const;
 export type SpawnPolicy = (typeof SPAWN_POLICIES)[number];
 export const DEFAULT_AUTO_EXECUTE_LABEL = "the-loop: auto-execute";
@@ -40,7 +40,7 @@ export const harnessSchema = z
     command: argvSchema
       .optional()
       .describe(
-        "The program and its arguments, as an argv list (never a shell string). For the built-in `claude`, `cursor` and `gemini` it replaces the binary; any other harness name is a command harness and needs it: `{prompt}`, `{session_id}` and `{work_item}` in an element are replaced at launch.",
+        "The program and its arguments, as an argv list (never a shell string). For the built-in `claude`, `cursor`, `gemini` and `codex` it replaces the binary; any other harness name is a command harness and needs it: `{prompt}`, `{session_id}` and `{work_item}` in an element are replaced at launch.",
       ),
     resumeCommand: argvSchema
       .optional()
@@ -51,7 +51,7 @@ export const harnessSchema = z
       .array(z.string())
       .default([])
       .describe(
-        "Extra arguments for a built-in harness, inserted before the prompt (for `claude` the prompt follows a `--`, so a variadic option such as `--allowedTools` cannot take it). `gemini` runs with `--approval-mode=yolo` unless these name an approval option (`--approval-mode=…`, `--yolo`); otherwise the-loop adds no permissions of its own.",
+        'Extra arguments for a built-in harness, inserted before the prompt (for `claude` and `codex` the prompt follows a `--`, so a variadic option such as `--allowedTools` cannot take it). `gemini` runs with `--approval-mode=yolo` unless these name an approval option (`--approval-mode=…`, `--yolo`); `codex` runs with approvals off and its own sandbox off (`-c approval_policy="never" -c sandbox_mode="danger-full-access"`), which `-a …` / `-s …` here override; otherwise the-loop adds no permissions of its own.',
       ),
     readyPattern: z
       .string()
@@ -60,7 +60,7 @@ export const harnessSchema = z
       .refine(isCompilableRegex, "not a valid regular expression")
       .optional()
       .describe(
-        "A regular expression that matches the harness's screen once it takes input (its prompt line or footer). Input waits for it, up to `tmux.readyTimeoutSeconds`. Built in for `claude` and `gemini`; without one, input waits `tmux.startupGraceSeconds` after a start.",
+        "A regular expression that matches the harness's screen once it takes input (its prompt line or footer). Input waits for it, up to `tmux.readyTimeoutSeconds`. Built in for `claude`, `gemini` and `codex`; without one, input waits `tmux.startupGraceSeconds` after a start.",
       ),
   })
   .describe("One agent harness.");

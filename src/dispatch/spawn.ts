@@ -21,6 +21,7 @@ import { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLau
 import type { PoolSlot } from "../sessions/keyed-queue.js";
 import { boundedInputText, deliveredInputKind } from "../sessions/lifecycle.js";
 import { endIfClosed, markHarnessStarted, prepareHarness } from "../sessions/pane.js";
+import { learnHarnessSessionId } from "../sessions/harness-id.js";
 import { renderBootPrompt } from "../sessions/prompts.js";
 import { isLive, tmuxTargetFor } from "../registry/record.js";
 import type { SessionRecord, SessionWorkspace } from "../registry/record.js";
@@ -181,6 +182,7 @@ export async function startClaimed(
   const launch = await launchPoint(ctx, turn, slot, claimed, cwd, bootPrompt);
   if (launch.refusal !== undefined) return await refuseLaunch(ctx, turn, claimed, launch.refusal, unchanged);
   const prompt = launch.prompt;
+  const harnessStartedAt = new Date();
   try {
     await prepareHarness(ctx, workItem.ref, adapter.name, cwd);
     // The session's credential is on its record before its harness can present it: written with
@@ -230,11 +232,12 @@ export async function startClaimed(
     settle(turn, SESSION_CLOSED);
     return { kind: "closed" };
   }
+  const harnessSessionId = await learnHarnessSessionId(ctx, adapter, claimed, cwd, harnessStartedAt);
   if (!adapter.promptInArgv.fresh) await bootAsInput(ctx, turn, claimed, prompt);
   graphBoot?.delivered();
   turn.events.emit("session.spawned", {
     harness: harnessName,
-    harness_session_id: claimed.harnessSessionId,
+    harness_session_id: harnessSessionId,
     tmux_target: target,
     cwd,
   });

@@ -187,6 +187,13 @@ export const EVENT_CATALOG = {
     summary: "Resuming the conversation failed; a fresh conversation was started instead.",
     fields: { work_item: "string", tmux_target: "string", error: "string" },
   },
+  "session.harness_id_unknown": {
+    family: "session",
+    level: "warning",
+    summary:
+      "The harness picks its conversation's id itself (Codex) and it could not be read off the harness's own files after the start (`error`: why); a respawn of this session starts a fresh conversation instead of resuming it.",
+    fields: { work_item: "string", harness: "string", tmux_target: "string", error: "string" },
+  },
   "session.announced": {
     family: "session",
     level: "info",

@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import { BUILTIN_HARNESSES, type HarnessConfig, type RoutingConfig } from "../config/schema.js";
 import { geminiAdapter } from "./gemini.js";
 import { claudeMcpArgs } from "./mcp.js";
+import { codexAdapter } from "./codex.js";
 import { pasteText } from "./paste-text.js";
+import type { LearnSessionIdInput } from "./session-id.js";
 
 /**
  * Harness adapters turn "start (or resume) this conversation with this prompt" into an argv.
@@ -40,6 +42,12 @@ export interface HarnessAdapter {
   fresh(input: HarnessLaunchInput): string[];
   /** Continues the conversation `input.sessionId`; absent when the harness cannot resume one. */
   resume?(input: HarnessLaunchInput): string[];
+  /**
+   * For a harness that picks its conversation's id itself (Codex): the id of the one just
+   * started, once it is known, to record on the session for a later `resume`. Undefined when it
+   * could not be told; the id the-loop assigned stays then.
+   */
+  learnSessionId?(input: LearnSessionIdInput): Promise<string | undefined>;
 }
 
 export class HarnessConfigError extends Error {
@@ -81,6 +89,8 @@ function rawAdapter(name: string, routing: RoutingConfig): HarnessAdapter {
       return claudeAdapter(config, routing);
     case "cursor":
       return cursorAdapter(config);
+    case "codex":
+      return codexAdapter(config);
     case "gemini":
       return geminiAdapter(config);
   }

@@ -18,5 +18,6 @@ export { MCP_SERVER_NAME, MCP_TOOL_NAMES, claudeMcpArgs, claudeMcpToolNames, the
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { claudeConfigFile, ensureClaudeTrust, trustScope } from "./claude-trust.js";
+export { codexConfigFile, codexTrustDirs, ensureCodexTrust } from "./codex-config.js";
 export { ensureGeminiConfig, geminiSettingsFile, geminiTrustedFoldersFile } from "./gemini-config.js";
 export { SCREEN_TAIL_LINES, screenTail } from "./screen.js";

@@ -2,6 +2,7 @@ import { homedir } from "node:os";
 import type { RoutingConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
 import { claudeConfigFile, ensureClaudeTrust, trustScope } from "../harness/claude-trust.js";
+import { prepareCodexTrust } from "./codex-trust.js";
 import { prepareGemini } from "./gemini-preparer.js";
 
 /**
@@ -30,6 +31,7 @@ export interface HarnessPreparerOptions {
 export function harnessPreparer(options: HarnessPreparerOptions): HarnessPreparer {
   return async ({ workItem, harness, cwd, routing, env }) => {
     if (harness === "gemini" && routing.harnessTrust.enabled) return prepareGemini(options, { workItem, cwd, routing, env });
+    if (harness === "codex" && routing.harnessTrust.enabled) return await prepareCodexTrust(options.events, workItem, cwd, env);
     // Only Claude Code asks; a command harness that wraps it is the operator's to configure.
     if (harness !== "claude" || !routing.harnessTrust.enabled) return;
     const home = env.HOME || homedir();

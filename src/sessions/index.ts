@@ -51,6 +51,7 @@ export { closeDamaged, finishClose, isDamagedClose } from "./close.js";
 export { commentReason } from "./announce.js";
 export { deliverEvent, paste, promptInput, recordLink } from "./delivery.js";
 export { endIfClosed, markHarnessStarted, prepareHarness } from "./pane.js";
+export { learnHarnessSessionId } from "./harness-id.js";
 export { issueCredential, issueForClaim, takeClaimedToken } from "./credential.js";
 export { renderBootPrompt, renderResumeNote } from "./prompts.js";
 export type { ContextNeeds } from "./context.js";

@@ -5,6 +5,7 @@ import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import { SESSION_TOKEN_ENV, issueCredential } from "./credential.js";
 import { adapterOf, sameLiveSession } from "./context.js";
 import type { ContextNeeds } from "./context.js";
+import { learnHarnessSessionId } from "./harness-id.js";
 import { HarnessNotReadyError, awaitReady } from "./readiness.js";
 import type { SessionRecord } from "../registry/record.js";
 
@@ -208,12 +209,14 @@ export async function respawn(
     }
   }
   const sessionId = newHarnessSessionId();
+  const startedAt = new Date();
   await spawnWith(adapter.fresh({ sessionId, prompt, workItem: ref }));
   await markHarnessStarted(ctx, record, { harnessSessionId: sessionId });
+  const learned = await learnHarnessSessionId(ctx, adapter, { ...record, harnessSessionId: sessionId }, record.cwd, startedAt);
   options.events.emit("session.respawned", {
     work_item: ref,
     tmux_target: record.tmuxTarget,
-    harness_session_id: sessionId,
+    harness_session_id: learned,
     resumed: false,
   });
   await handOver(adapter.promptInArgv.fresh);

@@ -95,6 +95,10 @@ export const PASSED_ENV: readonly string[] = [
   "DISABLE_ERROR_REPORTING",
   // Cursor's agent CLI.
   "CURSOR_API_KEY",
+  // Codex: its home (config, sessions) and the OpenAI key it signs in with. A custom model
+  // provider's key, named by its `env_key`, is the operator's to add to routing.tmux.passEnv.
+  "CODEX_HOME",
+  "OPENAI_API_KEY",
   // Gemini CLI: its API key, model, home and files (GEMINI_*), and its API endpoint.
   "GEMINI_*",
   "GOOGLE_GEMINI_BASE_URL",

@@ -1,0 +1,198 @@
+import { open, readdir, realpath } from "node:fs/promises";
+import { join } from "node:path";
+import type { HarnessConfig } from "../config/schema.js";
+import { codexHome } from "./codex-config.js";
+import type { LearnSessionIdInput } from "./session-id.js";
+
+/**
+ * The Codex CLI (`@openai/codex`) as a built-in harness: its interactive TUI in the session's
+ * pane, the boot prompt in its argv, and its conversation resumed by id after a dead pane.
+ * Every fact here was read off Codex 0.169.0 in a tmux pane (docs/agents.md).
+ */
+
+/**
+ * What an unattended Codex needs, each as a `-c key=value` override so that the operator's own
+ * flags in `routing.harnesses.codex.args` win over it (Codex lets `-a`/`-s` override `-c`, and
+ * of two `-c` for one key the later):
+ *
+ * - `approval_policy="never"`: nobody is at the pane to approve a command; a refused one goes
+ *   back to the model instead of waiting on a dialog.
+ * - `sandbox_mode="danger-full-access"`: Codex's own sandbox refuses the connection to the
+ *   session's socket (`the-loop ask` could not reach the daemon) and makes `.git` read-only (no
+ *   commit from a worktree). The session's confinement is the-loop's own (`routing.sandbox`).
+ * - `allow_login_shell=false`: a login shell reads `/etc/profile`, which resets `PATH` and drops
+ *   the session's `bin` folder, where `the-loop` is.
+ * - `check_for_update_on_startup=false`, `analytics.enabled=false`: no update nudge on the
+ *   screen, no usage events sent.
+ * - `features.plugins=false`: no plugin catalog fetched at each start (a clone of
+ *   github.com/openai/plugins, a request to chatgpt.com) that an unattended session never uses.
+ *
+ * And `--no-daemon`: otherwise Codex starts a shared background server that outlives the pane.
+ */
+export const CODEX_DEFAULT_ARGS: readonly string[] = [
+  "-c",
+  'approval_policy="never"',
+  "-c",
+  'sandbox_mode="danger-full-access"',
+  "-c",
+  "allow_login_shell=false",
+  "-c",
+  "check_for_update_on_startup=false",
+  "-c",
+  "analytics.enabled=false",
+  "-c",
+  "features.plugins=false",
+  "--no-daemon",
+];
+
+/**
+ * Codex's footer: "? for shortcuts" under an idle input box, "esc to interrupt" while it works
+ * (a paste then joins the running turn). Neither shows while its folder-trust screen does.
+ */
+export const CODEX_READY_PATTERN = /\? for shortcuts|esc to interrupt/;
+
+/**
+ * Screens on which an Enter would pick an answer: the folder-trust question ("Trust this
+ * folder?", "enter continue · esc back") and an approval request, should the operator's args
+ * turn approvals on.
+ */
+export const CODEX_BLOCKED_PATTERN = /Trust this folder\?|enter continue · esc back|Would you like to run the following command|Press enter to confirm/;
+
+interface CodexLaunch {
+  readonly sessionId: string;
+  readonly prompt: string;
+}
+
+/** The adapter (adapters.ts names its type; this file stays below it, so no import cycle). */
+export function codexAdapter(config: HarnessConfig | undefined) {
+  const binary = config?.command ?? ["codex"];
+  const args = [...CODEX_DEFAULT_ARGS, ...(config?.args ?? [])];
+  // `--` ends the options, so a prompt that starts with `-` (or reads `resume`, a subcommand) is
+  // the prompt. No pastedPattern: Codex takes a bracketed paste and an Enter sent back to back,
+  // idle or busy, and its idle box shows a placeholder that would read as text already there.
+  return {
+    name: "codex",
+    promptInArgv: { fresh: true, resume: true } as const,
+    readyPattern: config?.readyPattern === undefined ? CODEX_READY_PATTERN : new RegExp(config.readyPattern),
+    blockedPattern: CODEX_BLOCKED_PATTERN,
+    fresh: ({ prompt }: CodexLaunch): string[] => [...binary, ...args, "--", prompt],
+    resume: ({ sessionId, prompt }: CodexLaunch): string[] => [...binary, "resume", ...args, "--", sessionId, prompt],
+    learnSessionId: (input: LearnSessionIdInput): Promise<string | undefined> => learnCodexSessionId(input),
+  };
+}
+
+/** How long after its start Codex may take to write its session's first line. */
+const LEARN_BOUND_MS = 20_000;
+const LEARN_POLL_MS = 100;
+/** Codex's clock and this one are the same, but its timestamp is taken a moment before the spawn returns. */
+const CLOCK_SLACK_MS = 2_000;
+
+/**
+ * Codex picks its conversation's id itself and takes none up front. It writes each one to
+ * `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, whose first line
+ * (`session_meta`) holds the id, the folder and the start time: the id is the one of the
+ * earliest conversation begun in the session's folder since its start. Polled, bounded;
+ * undefined when none appears in time.
+ */
+export async function learnCodexSessionId(input: LearnSessionIdInput & { readonly boundMs?: number }): Promise<string | undefined> {
+  const home = codexHome(input.env);
+  const cwds = new Set([input.cwd, await realpath(input.cwd).catch(() => input.cwd)]);
+  const deadline = Date.now() + (input.boundMs ?? LEARN_BOUND_MS);
+  for (;;) {
+    const found = await findCodexSession(home, cwds, input.startedAt, new Date());
+    if (found !== undefined) return found;
+    if (Date.now() >= deadline || input.signal?.aborted === true) return undefined;
+    await new Promise((resolve) => setTimeout(resolve, LEARN_POLL_MS));
+  }
+}
+
+export interface RolloutMeta {
+  readonly id: string;
+  readonly cwd: string;
+  readonly timestamp: number;
+}
+
+/** One look: the earliest conversation in one of `cwds` begun since `since`, or undefined. */
+export async function findCodexSession(home: string, cwds: ReadonlySet<string>, since: Date, now: Date): Promise<string | undefined> {
+  const candidates: RolloutMeta[] = [];
+  for (const dir of dayDirs(home, since, now)) {
+    let names: string[];
+    try {
+      names = await readdir(dir);
+    } catch {
+      // That day has no sessions (yet).
+      continue;
+    }
+    for (const name of names) {
+      if (!/^rollout-.*\.jsonl$/.test(name)) continue;
+      const meta = parseRolloutMeta(await firstLine(join(dir, name)));
+      if (meta !== undefined && cwds.has(meta.cwd) && meta.timestamp >= since.getTime() - CLOCK_SLACK_MS) candidates.push(meta);
+    }
+  }
+  candidates.sort((a, b) => a.timestamp - b.timestamp);
+  return candidates[0]?.id;
+}
+
+/**
+ * The day folders a conversation begun between `since` and `now` can be in: Codex names them
+ * by its local date, so both the local and the UTC date of each end are looked at.
+ */
+export function dayDirs(home: string, since: Date, now: Date): string[] {
+  const pad = (n: number): string => String(n).padStart(2, "0");
+  const dirs = new Set<string>();
+  for (const at of [since, now]) {
+    dirs.add(join(home, "sessions", String(at.getFullYear()), pad(at.getMonth() + 1), pad(at.getDate())));
+    dirs.add(join(home, "sessions", String(at.getUTCFullYear()), pad(at.getUTCMonth() + 1), pad(at.getUTCDate())));
+  }
+  return [...dirs];
+}
+
+/** The `session_meta` record a rollout file starts with; undefined for anything else. */
+export function parseRolloutMeta(line: string | undefined): RolloutMeta | undefined {
+  if (line === undefined || line.trim() === "") return undefined;
+  let record: unknown;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    // A line still being written, or not Codex's: not (yet) a session to take.
+    return undefined;
+  }
+  if (typeof record !== "object" || record === null) return undefined;
+  const { type, payload } = record as { type?: unknown; payload?: unknown };
+  if (type !== "session_meta" || typeof payload !== "object" || payload === null) return undefined;
+  const { id, cwd, timestamp } = payload as { id?: unknown; cwd?: unknown; timestamp?: unknown };
+  if (typeof id !== "string" || typeof cwd !== "string" || typeof timestamp !== "string") return undefined;
+  const at = Date.parse(timestamp);
+  return Number.isNaN(at) ? undefined : { id, cwd, timestamp: at };
+}
+
+/** The first line of a file, read no further than it (the rest is the whole conversation); at most 1 MiB. */
+async function firstLine(path: string): Promise<string | undefined> {
+  let handle;
+  try {
+    handle = await open(path, "r");
+  } catch {
+    // Gone, or not readable: not a session to take.
+    return undefined;
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const buffer = Buffer.alloc(64 * 1024);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, total);
+      if (bytesRead === 0) return undefined;
+      const chunk = buffer.subarray(0, bytesRead);
+      const newline = chunk.indexOf(10);
+      if (newline >= 0) {
+        chunks.push(chunk.subarray(0, newline));
+        return Buffer.concat(chunks).toString("utf8");
+      }
+      chunks.push(chunk);
+      total += bytesRead;
+      if (total > 1024 * 1024) return undefined;
+    }
+  } finally {
+    await handle.close();
+  }
+}

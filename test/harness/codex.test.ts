@@ -1,0 +1,130 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { routingSchema } from "../../src/config/schema.js";
+import { harnessAdapter, isResumableSessionId } from "../../src/harness/adapters.js";
+import {
+  CODEX_BLOCKED_PATTERN,
+  CODEX_DEFAULT_ARGS,
+  CODEX_READY_PATTERN,
+  dayDirs,
+  findCodexSession,
+  learnCodexSessionId,
+  parseRolloutMeta,
+} from "../../src/harness/codex.js";
+import { tempDir } from "../support/temp.js";
+
+const ID = "01a234da-2a72-7552-a8a9-bd6c136355a5";
+const input = { sessionId: "ignored", prompt: "Work on #1", workItem: "local:demo#1" };
+
+function meta(id: string, cwd: string, timestamp: string): string {
+  return `${JSON.stringify({ timestamp, type: "session_meta", payload: { id, cwd, timestamp, originator: "codex-tui", base_instructions: { text: "x".repeat(70_000) } } })}\n`;
+}
+
+describe("the codex adapter", () => {
+  it("starts Codex unattended with the prompt after --, and the operator's args after the defaults", () => {
+    const routing = routingSchema.parse({ harnesses: { codex: { command: ["/opt/codex"], args: ["-s", "workspace-write"] } } });
+    const adapter = harnessAdapter("codex", routing);
+    expect(adapter.fresh(input)).toEqual(["/opt/codex", ...CODEX_DEFAULT_ARGS, "-s", "workspace-write", "--", "Work on #1"]);
+    expect(adapter.resume?.({ ...input, sessionId: ID })).toEqual([
+      "/opt/codex",
+      "resume",
+      ...CODEX_DEFAULT_ARGS,
+      "-s",
+      "workspace-write",
+      "--",
+      ID,
+      "Work on #1",
+    ]);
+    expect(adapter.promptInArgv).toEqual({ fresh: true, resume: true });
+    expect(adapter.learnSessionId).toBeTypeOf("function");
+  });
+
+  it("runs `codex` from PATH by default, and a prompt that reads like an option or a subcommand stays the prompt", () => {
+    const adapter = harnessAdapter("codex", routingSchema.parse({}));
+    expect(adapter.fresh({ ...input, prompt: "resume --last" })).toEqual(["codex", ...CODEX_DEFAULT_ARGS, "--", "resume --last"]);
+  });
+
+  it("sets what an unattended pane needs, each as an override the operator's flags win over", () => {
+    expect(CODEX_DEFAULT_ARGS).toEqual([
+      "-c",
+      'approval_policy="never"',
+      "-c",
+      'sandbox_mode="danger-full-access"',
+      "-c",
+      "allow_login_shell=false",
+      "-c",
+      "check_for_update_on_startup=false",
+      "-c",
+      "analytics.enabled=false",
+      "-c",
+      "features.plugins=false",
+      "--no-daemon",
+    ]);
+  });
+
+  it.each([
+    { screen: "› Ask Codex to do anything\n\n  stub-model default · /w/a\n  ← for agents · ? for shortcuts", ready: true, blocked: false },
+    { screen: "› go\n\n◦ Working (0s • esc to interrupt)\n\n› Ask Codex to do anything", ready: true, blocked: false },
+    {
+      screen:
+        "  Trust this folder? Codex can read, edit, and run files here\n› 1. Trust and continue\n  2. Back to Agent Command Center\n  enter continue · esc back",
+      ready: false,
+      blocked: true,
+    },
+    { screen: "  >_ OpenAI Codex (v0.169.0)\n     /w/a", ready: false, blocked: false },
+  ])("reads the screen %#", ({ screen, ready, blocked }) => {
+    expect(CODEX_READY_PATTERN.test(screen)).toBe(ready);
+    expect(CODEX_BLOCKED_PATTERN.test(screen)).toBe(blocked);
+  });
+
+  it("takes a Codex id as resumable", () => {
+    expect(isResumableSessionId(ID)).toBe(true);
+  });
+});
+
+describe("learning Codex's session id", () => {
+  it("reads the session_meta line and nothing else", () => {
+    expect(parseRolloutMeta(meta(ID, "/w/a", "2026-12-02T03:44:02.693Z").trimEnd())).toEqual({
+      id: ID,
+      cwd: "/w/a",
+      timestamp: Date.parse("2026-12-02T03:44:02.693Z"),
+    });
+    expect(parseRolloutMeta('{"type":"response_item","payload":{}}')).toBeUndefined();
+    expect(parseRolloutMeta('{"type":"session_meta","payl')).toBeUndefined();
+    expect(parseRolloutMeta('{"type":"session_meta","payload":{"id":1,"cwd":"/w","timestamp":"x"}}')).toBeUndefined();
+  });
+
+  it("looks in the day folders of both ends, local and UTC", () => {
+    const dirs = dayDirs("/h", new Date("2026-12-31T23:59:00Z"), new Date("2027-01-01T00:01:00Z"));
+    expect(dirs).toContain("/h/sessions/2026/12/31");
+    expect(dirs).toContain("/h/sessions/2027/01/01");
+  });
+
+  it("takes the earliest conversation begun in the session's folder since its start", async () => {
+    const home = await tempDir();
+    const day = join(home, "sessions", "2026", "12", "02");
+    await mkdir(day, { recursive: true });
+    const since = new Date("2026-12-02T03:44:00Z");
+    await writeFile(join(day, "rollout-2026-12-02T03-00-00-old.jsonl"), meta("old", "/w/a", "2026-12-02T03:00:00Z"));
+    await writeFile(join(day, "rollout-2026-12-02T03-44-05-other.jsonl"), meta("other-folder", "/w/b", "2026-12-02T03:44:01Z"));
+    await writeFile(join(day, "rollout-2026-12-02T03-44-09-later.jsonl"), meta("later", "/w/a", "2026-12-02T03:44:09Z"));
+    await writeFile(join(day, "rollout-2026-12-02T03-44-02-mine.jsonl"), meta(ID, "/w/a", "2026-12-02T03:44:02Z"));
+    await writeFile(join(day, "rollout-half-written.jsonl"), '{"type":"session_meta","payload":{"id":"x"');
+    await writeFile(join(day, "notes.txt"), "not a rollout");
+    expect(await findCodexSession(home, new Set(["/w/a"]), since, new Date("2026-12-02T03:45:00Z"))).toBe(ID);
+    expect(await findCodexSession(home, new Set(["/w/c"]), since, new Date("2026-12-02T03:45:00Z"))).toBeUndefined();
+  });
+
+  it("waits for the file Codex writes after its start, bounded", async () => {
+    const home = await tempDir();
+    const cwd = await tempDir();
+    const startedAt = new Date();
+    const [dir] = dayDirs(home, startedAt, startedAt);
+    const learning = learnCodexSessionId({ cwd, env: { CODEX_HOME: home }, startedAt, boundMs: 5_000 });
+    await mkdir(dir ?? "", { recursive: true });
+    await writeFile(join(dir ?? "", `rollout-x-${ID}.jsonl`), meta(ID, cwd, new Date().toISOString()));
+    expect(await learning).toBe(ID);
+    expect(await learnCodexSessionId({ cwd: "/nowhere", env: { CODEX_HOME: home }, startedAt, boundMs: 200 })).toBeUndefined();
+  });
+});
