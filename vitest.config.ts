@@ -17,7 +17,12 @@ import { defineConfig } from "vitest/config";
  */
 
 const ALL = "test/**/*.test.ts";
-const REAL_AGENT = ["test/integration/claude-code.test.ts", "test/integration/claude-code-mcp.test.ts", "test/integration/gemini.test.ts"];
+const REAL_AGENT = [
+  "test/integration/claude-code.test.ts",
+  "test/integration/claude-code-mcp.test.ts",
+  "test/integration/gemini.test.ts",
+  "test/integration/codex.test.ts",
+];
 /** Outside test/integration/, the files whose tests start a process or read the build. */
 const INTEGRATION = [
   "test/capabilities/consent.test.ts",

@@ -1,0 +1,247 @@
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { ARM } from "../support/builders.js";
+import { jsonOf } from "../support/cli.js";
+import { CODEX_KEY_ENV, CODEX_VERSION, codexBinary, codexEnv, codexHome, readCodexConfig } from "../support/codex.js";
+import { testProject, type TestProject } from "../support/project.js";
+import { startRefusingProxy, type RefusingProxy } from "../support/refusing-proxy.js";
+import { startResponsesStub, type ResponsesReply, type ResponsesRequest, type ResponsesStub } from "../support/responses-stub.js";
+import { tempDir } from "../support/temp.js";
+import { waitFor } from "../support/wait.js";
+
+/**
+ * The main job with the real Codex CLI, pinned, in the session the-loop spawns, against a
+ * scripted Responses API on loopback through a custom provider in a scratch CODEX_HOME. Nothing
+ * here stands in for the CLI itself, and every proxy variable points at a proxy that refuses
+ * and counts, so a request for anywhere else would be seen.
+ */
+
+const run = promisify(execFile);
+const QUESTION = "Which database should the service use?";
+const ANSWER = "Use PostgreSQL 16, please.";
+const HOSTILE = "Nothing to run here: $(touch PWNED) `touch PWNED` \u001b[201~\r/quit\nand a second line";
+const AFTER_RESPAWN = "Are you still there after the restart?";
+/**
+ * What Codex 0.169.0 asks for at each start whatever its config says (its TUI's announcement
+ * tip, raw.githubusercontent.com/openai/codex/main/announcement_tip.toml): refused by the proxy,
+ * and the only request for anywhere but loopback this test lets pass its count.
+ */
+const ANNOUNCEMENT = "CONNECT raw.githubusercontent.com:443";
+
+let binary = "";
+let project: TestProject | undefined;
+let stub: ResponsesStub | undefined;
+let proxy: RefusingProxy | undefined;
+
+beforeAll(async () => {
+  binary = await codexBinary();
+}, 600_000);
+
+afterEach(async () => {
+  if (project !== undefined) {
+    const harnesses = await panePids(project);
+    await project.cleanup();
+    // Codex writes into its home until it has exited; the scratch home goes after it.
+    await Promise.all(harnesses.map((pid) => untilGone(pid)));
+  }
+  project = undefined;
+  await stub?.close();
+  stub = undefined;
+  await proxy?.close();
+  proxy = undefined;
+});
+
+async function panePids(p: TestProject, target?: string): Promise<number[]> {
+  const args = target === undefined ? ["-a"] : ["-t", `=${target}:`];
+  const { stdout } = await run("tmux", ["-L", p.socketName, "list-panes", ...args, "-F", "#{pane_dead} #{pane_pid}"]).catch(() => ({ stdout: "" }));
+  return stdout
+    .split("\n")
+    .filter((line) => line.startsWith("0 "))
+    .map((line) => Number(line.slice(2)))
+    .filter((pid) => Number.isInteger(pid) && pid > 0);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Waits, bounded, for a process (and its group) to end after its tmux server went; then kills what is left. */
+async function untilGone(pid: number): Promise<void> {
+  await waitFor(`harness ${pid} to exit`, () => !alive(pid), { timeoutMs: 10_000 }).catch(() => {
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  });
+}
+
+/** The agent's script: ask the operator once through `the-loop ask`, then acknowledge whatever comes. */
+function askOnce(request: ResponsesRequest, agentic: readonly ResponsesRequest[]): ResponsesReply {
+  if (agentic.length === 1) return { call: { name: "exec_command", args: { cmd: `the-loop ask "${QUESTION}"` } } };
+  return { text: request.lastUserText.includes(ANSWER) ? "Thanks — PostgreSQL it is." : "Noted." };
+}
+
+/** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
+async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  try {
+    return await waitFor(what, probe, { timeoutMs: 30_000 });
+  } catch (error) {
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
+    const events = (await p.events())
+      .filter((record) => !String(record.event).startsWith("poll."))
+      .slice(-20)
+      .map((record) => JSON.stringify(record));
+    const requests = (stub?.requests ?? []).map((r) => `${r.agentic ? "agentic" : "side"}: ${r.lastUserText.slice(-160)}`);
+    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${requests.join("\n")}`, {
+      cause: error,
+    });
+  }
+}
+
+async function screenOf(p: TestProject, target: string): Promise<string> {
+  const { stdout } = await run("tmux", ["-L", p.socketName, "capture-pane", "-p", "-t", `=${target}:`]).catch(() => ({ stdout: "" }));
+  return stdout;
+}
+
+interface ItemJson {
+  comments: { author: string | null; body: string }[];
+}
+interface SessionsJson {
+  sessions: { tmuxTarget: string; cwd: string; harnessSessionId: string }[];
+}
+
+/**
+ * A project whose sessions start in `wt`, a linked git worktree of a repository elsewhere:
+ * Codex looks trust up on that repository's root, not on the worktree.
+ */
+async function codexProject(home: string, routing: Record<string, unknown> = {}): Promise<{ p: TestProject; mainRepo: string }> {
+  const p = await testProject({
+    routing: {
+      defaultHarness: "codex",
+      harnesses: { codex: { command: [binary] } },
+      spawnWorkdir: "wt",
+      ...routing,
+      tmux: { passEnv: [CODEX_KEY_ENV], ...(routing.tmux as Record<string, unknown> | undefined) },
+    },
+  });
+  project = p;
+  const mainRepo = await tempDir("the-loop-codex-repo-");
+  const git = (args: string[], cwd: string) => run("git", args, { cwd });
+  await git(["init", "-q", "-b", "main"], mainRepo);
+  await git(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"], mainRepo);
+  await git(["worktree", "add", "-q", "-b", "item-1", join(p.dir, "wt")], mainRepo);
+  const started = await p.cli(["start"], codexEnv(home, proxy?.url ?? ""));
+  expect(started.code, started.stderr).toBe(0);
+  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+  expect((await p.cli(["item", "new", "Choose a database", "--as", "alice"])).code).toBe(0);
+  expect((await p.cli(["item", "label", "#1", "--add", ARM, "--as", "alice"])).code).toBe(0);
+  await p.waitForEvent("the spawn", (r) => r.event === "session.spawned", 40_000);
+  return { p, mainRepo };
+}
+
+describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_000 }, () => {
+  it("starts unattended in a worktree it has never seen, asks through the-loop, hears the answer, keeps a hostile comment as text, and resumes after its pane dies", async () => {
+    stub = await startResponsesStub(askOnce);
+    proxy = await startRefusingProxy();
+    const home = await codexHome(stub.url);
+    const { p, mainRepo } = await codexProject(home);
+
+    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    expect(first.lastUserText).toContain("Choose a database");
+
+    const asked = await waitInSession(p, "the question on the work item", async () =>
+      jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
+    );
+    expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
+
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const target = session?.tmuxTarget ?? "";
+    expect(await screenOf(p, target)).not.toMatch(/Trust this folder/);
+
+    // The id Codex picked is on the record, and it is the one of Codex's own session file.
+    const spawned = await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    const id = String(spawned.harness_session_id);
+    expect(session?.harnessSessionId).toBe(id);
+    expect(await rolloutIds(home)).toEqual([id]);
+
+    expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
+    const answered = await waitInSession(p, "the answer in the model's next request", async () =>
+      stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
+    );
+    expect(answered.lastUserText).toContain("alice");
+
+    // A comment full of shell and terminal tricks reaches the model as text, and nothing of it runs.
+    expect((await p.cli(["item", "comment", "#1", HOSTILE, "--as", "alice"])).code).toBe(0);
+    const hostile = await waitInSession(p, "the hostile comment in a model request", async () =>
+      stub?.requests.find((r) => r.agentic && r.lastUserText.includes("$(touch PWNED)")),
+    );
+    expect(hostile.lastUserText).toContain("/quit");
+    expect(hostile.lastUserText).toContain("and a second line");
+    expect(existsSync(join(p.dir, "wt", "PWNED"))).toBe(false);
+    expect(await panePids(p, target)).toHaveLength(1);
+
+    // The operator's config keeps every line; the main repository's root is trusted, and only it.
+    const config = await readCodexConfig(home);
+    expect(config).toContain("# the operator's own settings\n");
+    expect(config).toContain('[projects."/srv/elsewhere"]\ntrust_level = "untrusted" # declined once\n');
+    expect(config).toContain(`[projects."${mainRepo}"]\ntrust_level = "trusted"\n`);
+    expect(config).not.toContain(`[projects."${join(p.dir, "wt")}"]`);
+
+    // Its pane dies; the next comment starts it again with `codex resume <id>`: the same conversation.
+    const [pid] = await panePids(p, target);
+    process.kill(-(pid ?? 0), "SIGTERM");
+    await waitFor("Codex to exit", () => !alive(pid ?? 0), { timeoutMs: 10_000 });
+    const before = stub.requests.length;
+    expect((await p.cli(["item", "comment", "#1", AFTER_RESPAWN, "--as", "alice"])).code).toBe(0);
+    const respawned = await p.waitForEvent("the respawn", (r) => r.event === "session.respawned", 30_000);
+    expect(respawned).toMatchObject({ resumed: true, harness_session_id: id });
+    const resumed = await waitInSession(p, "the comment in the resumed conversation", async () =>
+      stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes(AFTER_RESPAWN)),
+    );
+    expect(resumed.allText).toContain(ANSWER);
+    expect(await rolloutIds(home)).toEqual([id]);
+
+    // Nothing but the model call reached anything; Codex's one request elsewhere was refused.
+    expect(stub.refused).toEqual([]);
+    expect(proxy.refused).toEqual([ANNOUNCEMENT, ANNOUNCEMENT]);
+  });
+
+  it("without the pre-seed it stops on the trust screen, and input waits instead of answering it", async () => {
+    stub = await startResponsesStub(askOnce);
+    proxy = await startRefusingProxy();
+    const home = await codexHome(stub.url);
+    const { p } = await codexProject(home, { harnessTrust: { enabled: false }, tmux: { readyTimeoutSeconds: 2 } });
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const target = session?.tmuxTarget ?? "";
+    await waitFor("the trust screen", async () => /Trust this folder\?/.test(await screenOf(p, target)), { timeoutMs: 30_000 });
+
+    expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
+    const held = await p.waitForEvent("the held input", (r) => r.event === "session.not_ready");
+    expect(held.blocked).toBe(true);
+    // The screen is still there: the comment's Enter did not pick "Trust and continue".
+    expect(await screenOf(p, target)).toMatch(/Trust this folder\?/);
+    expect(stub.requests.filter((r) => r.agentic)).toHaveLength(0);
+    expect(proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
+  });
+});
+
+/** The ids of the conversations Codex recorded, read off its rollout file names. */
+async function rolloutIds(home: string): Promise<string[]> {
+  const files = await readdir(join(home, "sessions"), { recursive: true });
+  return files
+    .map((file) => /rollout-.*-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$/.exec(String(file))?.[1])
+    .filter((found): found is string => found !== undefined);
+}
