@@ -503,6 +503,10 @@ export function buildProgram(): Command {
         "--graph <name>",
         "the process graph the item's run begins on, instead of graph.default (`the-loop graph list`); a run under way keeps its graph",
       );
+      control.option(
+        "--agent <harness>",
+        "the harness the item's session runs, instead of the one its labels (routing.harnessByLabel) or routing.defaultHarness pick; one the config names",
+      );
     }
     control
       .option("--no-comment", "do not post the comment on the work item")

@@ -279,6 +279,12 @@ export const routingSchema = z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), harnessSchema)
       .default({})
       .describe("Harness settings by name. `claude` and `cursor` are built in; any other name is a command harness."),
+    harnessByLabel: z
+      .record(z.string().min(1), z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/))
+      .default({})
+      .describe(
+        "A label → the harness a work item carrying it runs (e.g. `agent:codex: codex`), the first mapped label in this order winning; `sessions start --agent` comes first, `defaultHarness` last. Only names this config allows: a built-in or one under `harnesses`.",
+      ),
     spawnWorkdir: z.string().min(1).default(".").describe("Working directory of a new session. Relative to the project directory."),
     spawnPromptTemplate: z.string().min(1).optional().describe("File whose text replaces the built-in boot prompt ({{placeholders}}: see docs/prompts.md)."),
     promptTemplate: z.string().min(1).optional().describe("File whose text replaces the built-in prompt for events delivered into a live session."),
@@ -329,6 +335,15 @@ export const routingSchema = z
           code: "custom",
           path: ["harnesses", name, "resumeCommand"],
           message: `"${name}" resumes by itself; resumeCommand is for command harnesses only`,
+        });
+      }
+    }
+    for (const [label, harness] of Object.entries(routing.harnessByLabel)) {
+      if (!builtin(harness) && !Object.hasOwn(routing.harnesses, harness)) {
+        context.addIssue({
+          code: "custom",
+          path: ["harnessByLabel", label],
+          message: `unknown harness "${harness}"; known: ${[...BUILTIN_HARNESSES, ...Object.keys(routing.harnesses)].join(", ")} (declare it under routing.harnesses)`,
         });
       }
     }

@@ -46,6 +46,9 @@ routing:
   # harnesses:
   #   claude: {args: [--allowedTools, "Bash(the-loop ask:*)", Edit, Write]}
   #   my-agent: {command: [my-agent, --task, "{prompt}"]}   # any agent CLI, argv form
+  # A label may pick an item's harness among those named here (docs/agents.md); an operator's
+  # start picks with \`the-loop sessions start --agent NAME\`:
+  # harnessByLabel: {"agent: codex": codex, "agent: gemini": gemini}
   # Each agent runs in a bubblewrap sandbox where bwrap works (docs/security.md): its folder,
   # its CLI's config and its own socket to the-loop, nothing else. Bind in what it also needs:
   # sandbox:

@@ -65,6 +65,14 @@ export const controlRecordSchema = keysGoTogether(
      * --graph NAME`): the run the item begins next is on it, when the config has it.
      */
     graph: z.string().max(GRAPH_NAME_MAX).regex(new RegExp(GRAPH_NAME_PATTERN)).optional(),
+    /**
+     * The harness an operator's start chose (`sessions start --agent NAME`): the item's next
+     * session runs it, while the config allows it. Never set from a comment.
+     */
+    harness: z
+      .string()
+      .regex(/^[a-z0-9][a-z0-9_-]{0,31}$/)
+      .optional(),
     deliveryId: z.string().optional(),
     /**
      * Delivery ids and content keys of the commands the item took (this one included), newest

@@ -63,6 +63,10 @@ export const controlRecordShape = {
       "maxLength": 64,
       "pattern": "^[a-z][a-z0-9]*(?:-[a-z0-9]+)*$"
     },
+    "harness": {
+      "type": "string",
+      "pattern": "^[a-z0-9][a-z0-9_-]{0,31}$"
+    },
     "deliveryId": {
       "type": "string"
     },

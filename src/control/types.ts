@@ -68,6 +68,8 @@ export interface ControlRequest {
   readonly deliveryId?: string;
   /** The graph a start chose for the item (`--graph`); ignored on the other commands. */
   readonly graph?: string;
+  /** The harness an operator's start chose for the item (`--agent`, the CLI only); ignored on the other commands. */
+  readonly harness?: string;
 }
 
 export type ControlOutcome =

@@ -109,6 +109,7 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
     effect,
     ...(input.note !== undefined ? { note: input.note } : {}),
     ...(input.command === "start" && input.graph !== undefined ? { graph: input.graph } : {}),
+    ...(input.command === "start" && input.harness !== undefined ? { harness: input.harness } : {}),
     deliveryId: input.deliveryId,
     recentDeliveries: rememberedCommands(tx.read(), input.event),
   });

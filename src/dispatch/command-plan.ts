@@ -23,6 +23,8 @@ export interface CommandInput {
   readonly deliveryId: string;
   /** The graph a start chose for the item, kept in its record (graphAtStart reads it). */
   readonly graph?: string | undefined;
+  /** The harness an operator's start chose (the CLI's `--agent`), kept in its record (chooseHarness reads it). */
+  readonly harness?: string | undefined;
   /** The spawn policy arms the item (its labels, as the event or the tracker shows them). */
   readonly armed: boolean;
   readonly itemClosed: boolean;

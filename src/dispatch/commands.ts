@@ -7,6 +7,7 @@ import type { HarnessAdapter } from "../harness/adapters.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { armsSpawn, standingState } from "../routing/router.js";
+import { chooseHarness } from "../routing/harness-choice.js";
 import type { Decision } from "../routing/router.js";
 import type { WorkItemState } from "../trackers/tracker.js";
 import type { WorkItem } from "../workitem/index.js";
@@ -53,6 +54,8 @@ export async function controlRequest(ctx: DispatchContext, ref: string, request:
     note: request.note,
     deliveryId,
     graph: request.graph,
+    // Only the CLI's start chooses a harness: no comment text ever names one.
+    harness: request.source === "cli" ? request.harness : undefined,
     armed: armsSpawn(state.labels, ctx.policy),
     itemClosed: state.state === "closed",
     event,
@@ -172,9 +175,10 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
   const ref = input.workItem.ref;
   const { command, event } = input;
   const turn = turnOf(ctx, input.workItem, event);
-  const harnessName = ctx.routing.defaultHarness;
+  const choice = chooseHarness(ctx.routing, { chosen: input.harness, labels: event.labels });
+  const harnessName = "refused" in choice ? ctx.routing.defaultHarness : choice.harness;
   // Resolved before the lock: a start that can act but whose harness cannot be had is pending.
-  const adapter = command === "start" ? adapterOrProblem(ctx, harnessName) : undefined;
+  const adapter = command === "start" ? ("refused" in choice ? choice.refused : adapterOrProblem(ctx, harnessName)) : undefined;
   if (adapter !== undefined && typeof adapter !== "string" && ctx.hooks.handles("work_item_start") && wouldSpawn(ctx, input)) {
     // Before the lock and the claim: a hook may take its timeout, and a refused start must
     // leave nothing behind but the refusal.

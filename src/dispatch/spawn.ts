@@ -8,6 +8,7 @@ import { ProgramNotFoundError, TargetLiveError } from "../harness/runner.js";
 import { deliveryKeys } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { standingState } from "../routing/router.js";
+import { chooseHarness } from "../routing/harness-choice.js";
 import type { WorkspaceRequest } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
 import { hostOf, parseWorkItemRef, repositoryOf, workItemSlug } from "../workitem/index.js";
@@ -55,7 +56,14 @@ export async function spawn(
 ): Promise<SpawnOutcome> {
   const { workItem, event } = turn;
   const { registry, control } = ctx.options;
-  const harnessName = ctx.routing.defaultHarness;
+  // The harness an operator's standing start chose, else the labels' or the default (routing/harness-choice.ts).
+  const standingStart = standingStartRecord(ctx, workItem.ref);
+  const choice = chooseHarness(ctx.routing, { chosen: standingStart?.harness, labels: event.labels });
+  if ("refused" in choice) {
+    spawnFailed(ctx, turn, standingStart?.harness ?? ctx.routing.defaultHarness, choice.refused);
+    return { kind: "failed", error: choice.refused, retry: false };
+  }
+  const harnessName = choice.harness;
   const adapter = resolveAdapter(ctx, turn, harnessName);
   if (typeof adapter === "string") return { kind: "failed", error: adapter, retry: false };
   // A live session means this event is its input (the claim below says so): nothing starts.
@@ -91,6 +99,21 @@ export async function spawn(
   if (started.kind === "started") await confirmPendingStart(ctx, turn);
   if (started.kind === "failed") await markStandingStartPending(ctx, turn);
   return started;
+}
+
+/**
+ * The item's standing start, when its control record is one: what an operator's start chose for
+ * it. A record that cannot be read chooses nothing here; the control transaction below meets it
+ * and stops the spawn with its own error.
+ */
+function standingStartRecord(ctx: ContextNeeds<never, "control">, ref: string): ControlRecord | undefined {
+  try {
+    const record = ctx.options.control.get(ref);
+    return record?.command === "start" ? record : undefined;
+  } catch {
+    // Damaged: the transaction reports it (see above).
+    return undefined;
+  }
 }
 
 /** A spawn that did not happen: recorded, and the comment it came from marked as failed. */

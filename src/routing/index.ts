@@ -2,6 +2,8 @@ export { COMMENT_KINDS, EXCERPT_FIELD_MAX, EXCERPT_TOTAL_MAX, INBOUND_KINDS, bou
 export type { EventHandler, HandleResult, InboundEvent, InboundKind, InboundSource, ReviewState } from "./inbound.js";
 export { failClosedWarning, isAuthorized } from "./authz.js";
 export { DeliveryLru } from "./dedupe.js";
+export { allowedHarnesses, chooseHarness } from "./harness-choice.js";
+export type { HarnessChoice, HarnessRouting } from "./harness-choice.js";
 export { armsSpawn, isArmed, policyOf, registryViewOf, route, standingState } from "./router.js";
 export type { ControlView, Decision, DecisionAction, DeliveryMemory, DropReason, RegistryView, RoutingPolicy, SessionView } from "./router.js";
 

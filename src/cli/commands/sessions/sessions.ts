@@ -19,6 +19,7 @@ import { SHELL_HASH_HINT } from "../../ref-hint.js";
 import type { GlobalOptions, Project } from "../../context.js";
 import { formatTable, stderr, stdout } from "../../output.js";
 import { refuseInsideSession } from "../../session-guard.js";
+import { allowedHarnesses } from "../../../routing/harness-choice.js";
 
 export interface SessionsListOptions {
   readonly status?: SessionStatus | "live";
@@ -366,6 +367,8 @@ export interface SessionsControlOptions {
   readonly json: boolean;
   /** start only: the graph the item's run begins on, instead of graph.default. */
   readonly graph?: string;
+  /** start only: the harness the item's session runs (one the config allows). */
+  readonly agent?: string;
 }
 
 /** A start's `--graph`, checked: an unknown name is refused here (exit 2), not run on the default as a comment's is. */
@@ -378,6 +381,17 @@ async function checkedGraphChoice(project: Project, name: string): Promise<strin
   if (!loaded.graphs.has(name)) throw new UsageError(`no graph is named ${JSON.stringify(name)} (--graph); known: ${known}`);
   if (!loaded.enabled) {
     stderr.warn(`graphs are off (graph.enabled: false): the start records graph ${name}, and the item's next run begins on it once they are on`);
+  }
+  return name;
+}
+
+/** A start's `--agent`, checked: only a harness the config names (docs/agents.md, "Choosing an agent per work item"); else exit 2. */
+function checkedAgentChoice(project: Project, name: string): string {
+  const allowed = allowedHarnesses(project.config.routing);
+  if (!allowed.includes(name)) {
+    throw new UsageError(
+      `--agent ${JSON.stringify(name)} is not a harness this config allows (${allowed.join(", ")}); name it under routing.harnesses (or in routing.harnessByLabel) first`,
+    );
   }
   return name;
 }
@@ -496,8 +510,17 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
     stderr.line(`note: ${named} is bound to ${ref}, so the ${command} acts on ${ref}, as the keyword in a comment on ${named} would`);
   }
   const graph = command === "start" && options.graph !== undefined ? await checkedGraphChoice(project, options.graph) : undefined;
-  const note = `the-loop sessions ${command}${graph !== undefined ? ` --graph ${graph}` : ""}`;
-  const request: ControlRequest = { ref, command, source: "cli", actor: localActor(), note, ...(graph !== undefined ? { graph } : {}) };
+  const harness = command === "start" && options.agent !== undefined ? checkedAgentChoice(project, options.agent) : undefined;
+  const note = `the-loop sessions ${command}${graph !== undefined ? ` --graph ${graph}` : ""}${harness !== undefined ? ` --agent ${harness}` : ""}`;
+  const request: ControlRequest = {
+    ref,
+    command,
+    source: "cli",
+    actor: localActor(),
+    note,
+    ...(graph !== undefined ? { graph } : {}),
+    ...(harness !== undefined ? { harness } : {}),
+  };
   // A stop must end an agent whose session record does not parse: the record is moved aside and
   // its tmux session ended by name (close.ts), and the stop is then recorded as for an item with
   // no session. Start, pause and resume still refuse a damaged record, naming the file.
