@@ -81,8 +81,12 @@ export function codexAdapter(config: HarnessConfig | undefined) {
   };
 }
 
-/** How long after its start Codex may take to write its session's first line. */
-const LEARN_BOUND_MS = 20_000;
+/**
+ * How long after its start Codex may take to write its session's first line: about a second
+ * here, as its boot prompt starts the first turn at once. No file comes while its trust screen
+ * holds it, and the spawn waits this out then.
+ */
+const LEARN_BOUND_MS = 10_000;
 const LEARN_POLL_MS = 100;
 /** Codex's clock and this one are the same, but its timestamp is taken a moment before the spawn returns. */
 const CLOCK_SLACK_MS = 2_000;

@@ -227,6 +227,9 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     const target = session?.tmuxTarget ?? "";
     await waitFor("the trust screen", async () => /Trust this folder\?/.test(await screenOf(p, target)), { timeoutMs: 30_000 });
+    // Held there, Codex writes no session file: its id is not known, and the session says so.
+    const unknown = await p.waitForEvent("the unknown id", (r) => r.event === "session.harness_id_unknown", 30_000);
+    expect(unknown).toMatchObject({ harness: "codex", tmux_target: target });
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
     const held = await p.waitForEvent("the held input", (r) => r.event === "session.not_ready");
