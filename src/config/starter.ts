@@ -38,7 +38,7 @@ routing:
   # (labeled = the item carries autoExecuteLabel).
   spawnOnUnmatched: labeled
   autoExecuteLabel: "the-loop: auto-execute"
-  # The agent every session runs: claude, cursor, gemini, or a harness declared below.
+  # The agent every session runs: claude, cursor, gemini, codex, or a harness declared below.
   defaultHarness: claude
   # Nobody is at a session's terminal: grant the tools the agent may use without asking
   # (docs/agents.md). the-loop marks each session's folder trusted in Claude Code's config
