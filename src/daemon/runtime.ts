@@ -80,10 +80,15 @@ export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner 
   });
 }
 
-/** The part of this process's environment every session is given. */
+/**
+ * The part of this process's environment every session is given. No credential of the-loop's
+ * own: inside a session the daemon posts the agent's question and runs its hooks (the session's
+ * socket, or the daemon's with the session's credential), so the GitHub token and a hook's token
+ * reach a session only where `routing.tmux.passEnv` names them.
+ */
 function sessionsEnvironment(config: CliConfig): Record<string, string> {
   // An agent has no business with the secret that authenticates GitHub's deliveries.
-  return passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv, ...askCredentials(config)], never: [config.webhooks.ghWebhook.secretEnv] });
+  return passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv], never: [config.webhooks.ghWebhook.secretEnv] });
 }
 
 /**
@@ -103,25 +108,6 @@ function sandboxedRunnerFor(input: RuntimeInput, tmux: TmuxRunner): SandboxRunne
     sessionBinDir: paths.binDir,
     events,
   });
-}
-
-/**
- * Credentials a session's own `the-loop ask` needs, so they pass to it: where GitHub work items
- * can reach a session, the token the-loop posts with (integrations.github.tokenEnv), and the
- * token of each remote hook that runs at `waiting_for_input` — the one point that runs inside a
- * session. A project on the local tracker alone, without such a hook, gives a session neither.
- */
-function askCredentials(config: CliConfig): string[] {
-  const github = config.webhooks.ghWebhook.enabled || config.polling.sources.some((source) => source.provider === "github");
-  const names = github ? [...config.integrations.github.tokenEnv] : [];
-  for (const entry of config.hooks ?? []) {
-    if (typeof entry !== "object" || entry === null) continue;
-    const tokenEnv = "tokenEnv" in entry ? entry.tokenEnv : undefined;
-    const on = "on" in entry ? entry.on : undefined;
-    const atAsk = on === undefined || (Array.isArray(on) && on.includes("waiting_for_input"));
-    if (typeof tokenEnv === "string" && atAsk) names.push(tokenEnv);
-  }
-  return names;
 }
 
 export function composeRuntime(input: RuntimeInput): Runtime {

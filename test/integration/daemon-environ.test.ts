@@ -86,10 +86,11 @@ describe.skipIf(process.platform !== "linux")("the daemon's /proc/<pid>/environ"
     await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
     const call = await waitFor("the hook's call", async () => hook.requests.find((request) => request.json?.method === "work_item_start"));
     expect(call.headers.authorization).toBe(`Bearer ${HOOK_TOKEN}`);
-    // The session gets what it always got: the agent's key, and the token its `the-loop ask` posts with.
+    // The session gets the agent's key, and no credential of the-loop's: the daemon posts its questions.
     const boot = await waitFor("the boot line", async () => (await p.transcript()).find((e) => e.type === "boot"));
     expect(boot.environment?.ANTHROPIC_API_KEY).toBe(AGENT_KEY);
-    expect(boot.environment?.GH_TOKEN).toBe(TOKEN);
+    expect(boot.environment?.GH_TOKEN).toBeUndefined();
+    expect(boot.environment?.GATE_TOKEN).toBeUndefined();
     expect(boot.environment?.THE_LOOP_GH_WEBHOOK_SECRET).toBeUndefined();
 
     // Still true once it has run a while.
