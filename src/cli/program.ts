@@ -98,7 +98,7 @@ export function buildProgram(): Command {
   program
     .command("upgrade-config")
     .description(
-      "add the settings this version introduced (state.root, routing.control) to the config in use, each with its default, keeping its comments and layout; report what needs your decision",
+      "add the settings this version introduced (state.root, routing.control, routing.mcp) to the config in use, each with its default, keeping its comments and layout; report what needs your decision",
     )
     .option("--dry-run", "show the lines it would add (and what it would move) without writing anything", false)
     .option("--move-poll-state", "also move a poll-state file from before state.root under <state.root>/sessions/ (stop the daemon first)", false)

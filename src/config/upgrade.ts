@@ -12,6 +12,7 @@ import { formatPath, parseConfigText } from "./parse.js";
 import { formatProblem } from "./problem.js";
 import { controlSchema, stateSchema } from "./schema.js";
 import { CLOSE_AFTER_COMMENT, CLOSE_AFTER_KEY, CLOSE_AFTER_WHY, graphDefaults, graphOn } from "./upgrade-graph.js";
+import { MCP_COMMENT, MCP_WHY, mcpDefaults } from "./upgrade-mcp.js";
 
 /**
  * `the-loop upgrade-config`, as functions over text and data: what an existing config needs to
@@ -70,11 +71,17 @@ function controlDefaults(): Defaults {
   return { enabled: control.enabled, requireStartCommand: control.requireStartCommand, keywords: { ...control.keywords } };
 }
 
+/** What an upgrade adds to the routing block: execution control, and the switch of the-loop's MCP server. */
+function routingDefaults(): Defaults {
+  return { control: controlDefaults(), mcp: mcpDefaults() };
+}
+
 /** Comments placed above inserted keys, by the key's path relative to the config's blocks. */
 function commentFor(path: ConfigPath, routingPath: ConfigPath): string | undefined {
   const at = formatPath(path);
   if (at === "state") return " Everything the-loop generates lives under this folder (added by `the-loop upgrade-config`).";
   if (at === CLOSE_AFTER_KEY) return CLOSE_AFTER_COMMENT;
+  if (at === formatPath([...routingPath, "mcp"])) return MCP_COMMENT;
   if (at === formatPath([...routingPath, "control"])) {
     return (
       " Execution control (added by `the-loop upgrade-config`): authorized people start, stop, pause\n" +
@@ -395,7 +402,7 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
   let routingPath: ConfigPath = TOP_LEVEL_ROUTING;
   if (!isMap(top)) {
     // An empty document (or one of comments only): everything is appended.
-    const everything = { state: stateDefaults(), routing: { control: controlDefaults() } };
+    const everything = { state: stateDefaults(), routing: routingDefaults() };
     const context: RenderContext = { text, eol, indentUnit: 2, routingPath };
     edits.push({
       offset: text.length,
@@ -424,9 +431,9 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
     }
 
     const routing = mapAt(top, routingPath);
-    if (routing) fill(routing, routingPath, { control: controlDefaults() }, context, edits);
-    else if (hasKey(top, routingPath)) throw byHand(routingPath, { control: controlDefaults() }, "is not a plain mapping (an alias?)");
-    else fill(top, [], { routing: { control: controlDefaults() } }, context, edits);
+    if (routing) fill(routing, routingPath, routingDefaults(), context, edits);
+    else if (hasKey(top, routingPath)) throw byHand(routingPath, routingDefaults(), "is not a plain mapping (an alias?)");
+    else fill(top, [], { routing: routingDefaults() }, context, edits);
     const graph = graphOn(top);
     if (graph) fill(graph, ["graph"], graphDefaults(), context, edits);
   }
@@ -470,6 +477,7 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
   const control = before.config.routing.control;
   const needsDecision = [
     ...(added.includes(requireStart) ? [{ key: requireStart, why: requireStartWhy(control.keywords.start, control.enabled) }] : []),
+    ...(added.includes(formatPath([...routingPath, "mcp", "enabled"])) ? [{ key: formatPath([...routingPath, "mcp", "enabled"]), why: MCP_WHY }] : []),
     ...(added.includes(CLOSE_AFTER_KEY) ? [{ key: CLOSE_AFTER_KEY, why: CLOSE_AFTER_WHY }] : []),
   ];
   return { text: upgraded, changed: true, added, needsDecision, insertions, routingPath };
@@ -477,11 +485,9 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
 
 /** The keys the upgrade targets that the new document has and the old one lacked, in file order. */
 function addedPaths(afterTop: YAMLMap, beforeTop: YAMLMap | undefined, routingPath: ConfigPath): string[] {
-  const targets = [
-    ...leafPaths(stateDefaults(), ["state"]),
-    ...leafPaths(controlDefaults(), [...routingPath, "control"]),
-    ...leafPaths(graphDefaults(), ["graph"]),
-  ].map((dotted) => dotted.split("."));
+  const targets = [...leafPaths(stateDefaults(), ["state"]), ...leafPaths(routingDefaults(), routingPath), ...leafPaths(graphDefaults(), ["graph"])].map(
+    (dotted) => dotted.split("."),
+  );
   const present = (root: YAMLMap | undefined, path: ConfigPath): boolean => root !== undefined && hasKey(root, path);
   return targets.filter((path) => present(afterTop, path) && !present(beforeTop, path)).map((path) => formatPath(path));
 }

@@ -112,8 +112,12 @@ describe("runUpgradeConfig", () => {
         "routing.control.keywords.stop",
         "routing.control.keywords.pause",
         "routing.control.keywords.resume",
+        "routing.mcp.enabled",
       ],
-      needsDecision: [{ key: "routing.control.requireStartCommand", why: expect.stringContaining("Set it to false") as unknown as string }],
+      needsDecision: [
+        { key: "routing.control.requireStartCommand", why: expect.stringContaining("Set it to false") as unknown as string },
+        { key: "routing.mcp.enabled", why: expect.stringContaining("Set it to false") as unknown as string },
+      ],
       offers: [],
       changed: true,
       dryRun: false,
@@ -180,7 +184,7 @@ describe("runUpgradeConfig", () => {
   it("upgrades a config saved with a byte order mark, and keeps the mark", async () => {
     const { config } = await oldProject(`\uFEFF${OLD_CONFIG}`);
     const report = JSON.parse(await upgrade(config, { json: true })) as UpgradeConfigReport;
-    expect(report).toMatchObject({ changed: true, needsDecision: [{ key: "routing.control.requireStartCommand" }] });
+    expect(report).toMatchObject({ changed: true, needsDecision: [{ key: "routing.control.requireStartCommand" }, { key: "routing.mcp.enabled" }] });
     const text = await readFile(config, "utf8");
     expect(text.startsWith("\uFEFF# our config\nversion: 1\n")).toBe(true);
     expect(parseConfigText(text).problems).toEqual([]);

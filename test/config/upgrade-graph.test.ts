@@ -16,6 +16,8 @@ routing:
       stop: the-loop:stop-execution
       pause: the-loop:pause-execution
       resume: the-loop:resume-execution
+  mcp:
+    enabled: true
 `;
 
 describe("upgradeConfigText and graph.closeAfterMinutes", () => {

@@ -44,6 +44,8 @@ webhooks:
 const CONTROL_KEYS = ["enabled", "requireStartCommand", "keywords.start", "keywords.stop", "keywords.pause", "keywords.resume"].map(
   (key) => `routing.control.${key}`,
 );
+/** What an upgrade adds to a routing block without any: the control keys, and the MCP server's switch. */
+const ROUTING_KEYS = [...CONTROL_KEYS, "routing.mcp.enabled"];
 
 /** The original text is what is left once every insertion is taken out again: nothing else moved. */
 function withoutInsertions(upgrade: ConfigUpgrade): string {
@@ -60,7 +62,7 @@ describe("upgradeConfigText", () => {
   it("adds state and routing.control with their defaults, keeping every byte of the original", () => {
     const upgrade = upgradeConfigText(PRE_106);
     expect(upgrade.changed).toBe(true);
-    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.added).toEqual(["state.root", ...ROUTING_KEYS]);
     expect(withoutInsertions(upgrade)).toBe(PRE_106);
 
     // It loads through the real validator, and means exactly what the old text meant.
@@ -115,6 +117,10 @@ describe("upgradeConfigText", () => {
         key: "routing.control.requireStartCommand",
         why: expect.stringContaining("labelling a work item no longer starts a session") as unknown as string,
       },
+      {
+        key: "routing.mcp.enabled",
+        why: expect.stringContaining("one permission of the-loop's own") as unknown as string,
+      },
     ]);
     const why = upgrade.needsDecision[0]?.why ?? "";
     expect(why).toContain("the-loop:start-execution");
@@ -137,8 +143,10 @@ describe("upgradeConfigText", () => {
       "routing.control.keywords.start",
       "routing.control.keywords.pause",
       "routing.control.keywords.resume",
+      "routing.mcp.enabled",
     ]);
-    expect(upgrade.needsDecision).toEqual([]);
+    // The control decision is made; the MCP server's switch is new, and is the one left to make.
+    expect(upgrade.needsDecision.map((decision) => decision.key)).toEqual(["routing.mcp.enabled"]);
     expect(withoutInsertions(upgrade)).toBe(text);
     expect(configOf(upgrade.text)?.routing.control).toEqual({
       enabled: true,
@@ -150,13 +158,13 @@ describe("upgradeConfigText", () => {
 
   it("adds a state.root missing from an existing state block", () => {
     const upgrade = upgradeConfigText("state: {}\nrouting:\n  control: {}\n");
-    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.added).toEqual(["state.root", ...ROUTING_KEYS]);
     expect(configOf(upgrade.text)?.state.root).toBe(".the-loop");
   });
 
   it("never touches a configured state.root", () => {
     const upgrade = upgradeConfigText("state:\n  root: /srv/loop-state\n");
-    expect(upgrade.added).toEqual(CONTROL_KEYS);
+    expect(upgrade.added).toEqual(ROUTING_KEYS);
     expect(upgrade.text.startsWith("state:\n  root: /srv/loop-state\n")).toBe(true);
     expect(configOf(upgrade.text)?.state.root).toBe("/srv/loop-state");
   });
@@ -165,8 +173,11 @@ describe("upgradeConfigText", () => {
     const text = "webhooks:\n  ghWebhook:\n    enabled: false\n    routing:\n      authorizedUsers: [alice]\n";
     const upgrade = upgradeConfigText(text);
     expect(upgrade.routingPath).toEqual(["webhooks", "ghWebhook", "routing"]);
-    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS.map((key) => `webhooks.ghWebhook.${key}`)]);
-    expect(upgrade.needsDecision.map((decision) => decision.key)).toEqual(["webhooks.ghWebhook.routing.control.requireStartCommand"]);
+    expect(upgrade.added).toEqual(["state.root", ...ROUTING_KEYS.map((key) => `webhooks.ghWebhook.${key}`)]);
+    expect(upgrade.needsDecision.map((decision) => decision.key)).toEqual([
+      "webhooks.ghWebhook.routing.control.requireStartCommand",
+      "webhooks.ghWebhook.routing.mcp.enabled",
+    ]);
     const outcome = parseConfigText(upgrade.text);
     expect(outcome.problems).toEqual([]);
     // Still the older spelling, so still its warning; the offer says to move it.
@@ -192,7 +203,7 @@ describe("upgradeConfigText", () => {
     ["a file without a final newline", "polling:\n  enabled: false"],
   ])("upgrades %s", (_name, text) => {
     const upgrade = upgradeConfigText(text);
-    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.added).toEqual(["state.root", ...ROUTING_KEYS]);
     expect(configOf(upgrade.text)).toEqual(configOf(text));
     expect(upgradeConfigText(upgrade.text).changed).toBe(false);
   });
@@ -217,7 +228,7 @@ describe("upgradeConfigText", () => {
     // Editors on Windows save one; the loader reads such a file, so the upgrade must too.
     const text = `\uFEFF${body}`;
     const upgrade = upgradeConfigText(text);
-    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.added).toEqual(["state.root", ...ROUTING_KEYS]);
     expect(upgrade.text.startsWith("\uFEFF")).toBe(true);
     expect(upgrade.text.indexOf("\uFEFF", 1)).toBe(-1);
     expect(configOf(upgrade.text)).toEqual(configOf(text));
@@ -230,7 +241,7 @@ describe("upgradeConfigText", () => {
     ["over two lines", "{\n}\n"],
   ])("fills an empty top-level flow mapping %s with state and routing both", (_name, text) => {
     const upgrade = upgradeConfigText(text);
-    expect(upgrade.added).toEqual(["state.root", ...CONTROL_KEYS]);
+    expect(upgrade.added).toEqual(["state.root", ...ROUTING_KEYS]);
     expect(upgrade.text).toMatch(/^\{state: \{root: \.the-loop\}, routing: \{control: \{enabled: true, /);
     expect(configOf(upgrade.text)).toEqual(configOf(text));
     expect(upgradeConfigText(upgrade.text).changed).toBe(false);
@@ -243,7 +254,7 @@ describe("upgradeConfigText", () => {
   ])("adds after a block scalar that keeps its trailing blank lines and %s, leaving its value alone", (_name, text) => {
     const upgrade = upgradeConfigText(text);
     expect(upgrade.added.filter((key) => key.endsWith("requireStartCommand"))).toHaveLength(1);
-    expect(upgrade.added).toHaveLength(7);
+    expect(upgrade.added).toHaveLength(8);
     expect(withoutInsertions(upgrade)).toBe(text);
     expect(configOf(upgrade.text)).toEqual(configOf(text));
   });
@@ -253,7 +264,7 @@ describe("upgradeConfigText", () => {
     const upgrade = upgradeConfigText(text);
     expect(upgrade.text.split("\n")[0]).toBe(
       "routing: {authorizedUsers: [alice], control: {enabled: true, requireStartCommand: true, keywords: " +
-        "{start: the-loop:start-execution, stop: the-loop:stop-execution, pause: the-loop:pause-execution, resume: the-loop:resume-execution}}}",
+        "{start: the-loop:start-execution, stop: the-loop:stop-execution, pause: the-loop:pause-execution, resume: the-loop:resume-execution}}, mcp: {enabled: true}}",
     );
     expect(configOf(upgrade.text)).toEqual(configOf(text));
   });

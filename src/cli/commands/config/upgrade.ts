@@ -32,7 +32,7 @@ export interface UpgradeConfigReport {
 
 /**
  * `the-loop upgrade-config`: makes the settings execution control added explicit in the config
- * in use (state.root, routing.control), each with its default, so an upgraded config behaves
+ * in use (state.root, routing.control, routing.mcp), each with its default, so an upgraded config behaves
  * exactly as it did and the operator can see — and decide — what the new defaults do. Offers the
  * move of a pre-state-root poll-state file, and makes it with --move-poll-state.
  */
