@@ -154,9 +154,13 @@ export const sandboxSchema = z
     bind: z
       .array(sandboxBindSchema)
       .default([])
-      .describe("Paths bound into every session's sandbox besides its own folder (a credential for `git push`, a cache, a tool's install). Never the state root or the home itself."),
+      .describe(
+        "Paths bound into every session's sandbox besides its own folder (a credential for `git push`, a cache, a tool's install). Never the state root or the home itself.",
+      ),
   })
-  .describe("The sandbox each session's agent runs in (docs/security.md): its folder, its agent's config and its own socket to the-loop, nothing else of this machine's.");
+  .describe(
+    "The sandbox each session's agent runs in (docs/security.md): its folder, its agent's config and its own socket to the-loop, nothing else of this machine's.",
+  );
 
 export const WORKSPACE_STRATEGIES = ["worktree", "clone"] as const;
 export type WorkspaceStrategy = (typeof WORKSPACE_STRATEGIES)[number];
