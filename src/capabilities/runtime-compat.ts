@@ -1,3 +1,5 @@
+import { allowedHarnesses } from "../routing/harness-choice.js";
+import type { HarnessRouting } from "../routing/harness-choice.js";
 import type { CapabilityManifest } from "./manifest.js";
 
 /**
@@ -26,9 +28,12 @@ export function supportsRuntime(compat: Compat | undefined, runtime: string): bo
   return compat.supported.includes("*") || compat.supported.includes(runtime);
 }
 
-/** The harnesses a config runs sessions in: its default, then every one it declares, each once. */
-export function configuredHarnesses(routing: { readonly defaultHarness: string; readonly harnesses: Readonly<Record<string, unknown>> }): string[] {
-  return [...new Set([routing.defaultHarness, ...Object.keys(routing.harnesses)])];
+/**
+ * The harnesses a config runs sessions in: those a start or a label may choose (its default, each
+ * one it declares, each one a label maps to), the one list the dispatcher chooses from.
+ */
+export function configuredHarnesses(routing: HarnessRouting): string[] {
+  return allowedHarnesses(routing);
 }
 
 const listed = (names: readonly string[]): string => names.join(", ");
@@ -48,7 +53,7 @@ export function installRefusal(manifest: CapabilityManifest, harnesses: readonly
   if (compat === undefined || harnesses.some((harness) => supportsRuntime(compat, harness))) return undefined;
   return (
     `runtimeCompat: capability ${manifest.id} supports ${supportedWords(compat)}, and the config runs sessions only in ${listed(harnesses)}; ` +
-    `its hooks would block every item they reach. Declare a harness it supports under routing.harnesses (and make it routing.defaultHarness), or do not install it`
+    `its hooks would block every item they reach. Declare a harness it supports under routing.harnesses (and choose it: routing.defaultHarness, routing.harnessByLabel, or \`sessions start --agent\`), or do not install it`
   );
 }
 
@@ -70,6 +75,6 @@ export function runtimeHalt(manifest: CapabilityManifest, harness: string): stri
   if (supportsRuntime(compat, harness) || compat === undefined) return undefined;
   return (
     `capability ${manifest.id} does not run in the harness ${harness} (its runtimeCompat supports ${supportedWords(compat)}); ` +
-    `make a harness it supports routing.defaultHarness, close the item's session (\`the-loop sessions close\`) and start it again, or remove the capability (\`the-loop capabilities remove\`)`
+    `close the item's session and start it in one it supports (\`sessions start --work-item REF --agent NAME\`; routing.harnessByLabel, routing.defaultHarness), or remove the capability`
   );
 }

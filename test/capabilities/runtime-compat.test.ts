@@ -19,8 +19,14 @@ describe("supportsRuntime", () => {
 });
 
 describe("configuredHarnesses", () => {
-  it("is the default, then every declared one, each once", () => {
-    expect(configuredHarnesses({ defaultHarness: "claude", harnesses: { fake: {}, claude: {} } })).toEqual(["claude", "fake"]);
+  it("is the default, every declared one, and every one a label maps to, each once", () => {
+    expect(
+      configuredHarnesses({
+        defaultHarness: "claude",
+        harnesses: { fake: {}, claude: {} },
+        harnessByLabel: { "agent: codex": "codex", "agent: fake": "fake" },
+      }),
+    ).toEqual(["claude", "fake", "codex"]);
   });
 });
 
@@ -45,8 +51,10 @@ describe("what a mismatch does", () => {
   it("halts a session in a harness it does not support, naming the harness and the fix", () => {
     const halt = runtimeHalt(claudeOnly, "fake");
     expect(halt).toContain("capability ui does not run in the harness fake (its runtimeCompat supports claude)");
-    expect(halt).toContain("routing.defaultHarness");
-    expect(halt).toContain("the-loop capabilities remove");
+    expect(halt).toContain("sessions start --work-item REF --agent NAME");
+    expect(halt).toContain("remove the capability");
+    // All of it fits the ticket's comment, which keeps a reason's first 300 characters.
+    expect(halt?.length).toBeLessThanOrEqual(300);
     expect(runtimeHalt(claudeOnly, "claude")).toBeUndefined();
     expect(runtimeHalt(manifest(undefined), "fake")).toBeUndefined();
   });

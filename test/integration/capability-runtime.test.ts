@@ -103,7 +103,7 @@ describe("runtimeCompat against the-loop's harnesses", () => {
     expect(state).toMatchObject({ node: "plan", status: "blocked", reason_code: "capability-runtime" });
     expect(state.reason).toContain("capability hello-note does not run in the harness fake");
     const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
-    expect(comments.some((c) => c.body.includes("does not run in the harness of its session") && c.body.includes("routing.defaultHarness"))).toBe(true);
+    expect(comments.some((c) => c.body.includes("does not run in the harness of its session") && c.body.includes("--agent NAME"))).toBe(true);
 
     const why = jsonOf<{ events: { says: string }[] }>(await p.cli(["why", "#1", "--json"])).events.map((event) => event.says);
     expect(why).toContainEqual(
