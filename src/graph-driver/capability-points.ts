@@ -101,6 +101,53 @@ export async function passAt(
   return passPoints(ctx, runtime, { graph, ref: state.ref, node, phase: phaseOf(node, state), points, cwd, resolveTasks, harness });
 }
 
+/**
+ * An approval at `node` (a person's gate answer): its blocking gates evaluated again, on the
+ * artifacts as they are now — a human gate's (its `:pre` points, passed on entry), or an agent
+ * node's claim gates (its `execute:wave:post` and `:post` points), whose pass the approval stands
+ * in for. Only gates run: no step, contribution or resolver runs again, and an advisory gate or
+ * an agent's verdict is not asked. The first that still blocks, or undefined when none does.
+ * `graph force` is the operator's way past them (docs/capabilities.md, "A blocking gate holds").
+ */
+export async function recheckGates(
+  ctx: ContextNeeds<never, "events" | "graph" | "registry" | "spawnCwd">,
+  graph: Graph,
+  state: GraphState,
+  node: GraphNode,
+): Promise<PointHalt | undefined> {
+  const runtime = ctx.options.graph?.capabilities;
+  if (runtime === undefined || runtime.loaded.length === 0 || node.terminal) return undefined;
+  const moments: readonly PointMoment[] = node.actor === "human" ? ["enter"] : ["attempt-end", "claim-passed"];
+  const points = moments.flatMap((moment) => pointsAt(node, moment));
+  const input: PassInput = {
+    graph,
+    ref: state.ref,
+    node,
+    phase: phaseOf(node, state),
+    points,
+    cwd: sessionCwd(ctx, state.ref),
+    resolveTasks: false,
+    harness: sessionHarness(ctx, state.ref),
+  };
+  for (const point of points) {
+    for (const hook of activeHooks(runtime.loaded, point)) {
+      if (hook.kind !== "gate" || !hook.blocking || instructionOf(hook, point) !== undefined) continue;
+      const outcome = await evaluateCheck(runtime, input, hook);
+      const verdict = decideGate(hook, outcome);
+      ctx.options.events.emit("capability.gate_decided", {
+        ...hookFields(input, point, hook),
+        check: hook.check.query !== undefined ? "query" : "predicate",
+        blocking: hook.blocking,
+        decision: verdict.decision,
+        message: verdict.message,
+        ...(verdict.error !== undefined ? { error: verdict.error } : {}),
+      });
+      if (verdict.halt) return { reasonCode: "capability-gate", reason: verdict.message };
+    }
+  }
+  return undefined;
+}
+
 async function passPoints(ctx: ContextNeeds<never, "events">, runtime: CapabilityRuntime, input: PassInput): Promise<PointPass> {
   const parts = {
     points: [...input.points],

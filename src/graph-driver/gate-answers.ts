@@ -16,7 +16,10 @@ import type { SelfLogin, Tracker } from "../trackers/tracker.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import type { ContextNeeds, GraphSetup } from "../sessions/context.js";
 import type { MoveContext } from "./move-context.js";
-import { carryOut, emitGraphEvents, movePorts } from "./carry-out.js";
+import { applyPointHalt, carryOut, emitGraphEvents, movePorts } from "./carry-out.js";
+import { recheckGates } from "./capability-points.js";
+import type { PointHalt } from "./capability-points.js";
+import { commentReason } from "../sessions/announce.js";
 import { loopGateMove } from "./loop-events.js";
 import { commitMove, STAY } from "./move.js";
 import type { MoveRefusal } from "./move.js";
@@ -351,6 +354,11 @@ async function decideGateAnswer(
     state: current,
     graph,
   });
+  // An approval that would count passes the node's blocking gates first: one that still blocks holds the item where it is.
+  const foreseen = decideGateInput(gateInput(state));
+  const node = graph.nodes.get(state.node);
+  const gateHolds =
+    foreseen.kind === "accept" && foreseen.decision === "approved" && node !== undefined ? await recheckGates(ctx, graph, state, node) : undefined;
   // loop.gate.pre (and the next generation's loop.generation.pre) are answered before the decision is written.
   const outcome = await commitMove<MoveRefusal>(movePorts(ctx, setup.states), {
     ref,
@@ -360,6 +368,9 @@ async function decideGateAnswer(
       const decided = decideGateInput(gateInput(current));
       if (decided.kind === "refuse") return decided;
       if (current === undefined) return STAY;
+      if (gateHolds !== undefined && decided.decision === "approved" && current.node === state.node) {
+        return { kind: "refuse", reasonCode: gateHolds.reasonCode, reason: `the approval does not pass the node's blocking gate: ${gateHolds.reason}` };
+      }
       const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via, next: nextRun });
       return answered.kind === "refuse"
         ? answered
@@ -372,5 +383,40 @@ async function decideGateAnswer(
     },
   });
   if (outcome.kind === "stayed") return undefined;
+  if (outcome.kind === "refused" && gateHolds !== undefined && outcome.refusal.reasonCode === gateHolds.reasonCode) {
+    await holdAtGate(ctx, graph, outcome.state ?? state, gateHolds, actor.id);
+  }
   return { moved: outcome.kind === "moved" && !outcome.denied };
+}
+
+/**
+ * An approval a blocking gate still stops: the item stays blocked at its node with the gate's
+ * message — a gate that waited is blocked now (its block comment, the session told) — and a
+ * block that stood already gets one marked comment saying the approval did not pass it.
+ */
+async function holdAtGate(ctx: MoveContext, graph: Graph, state: GraphState, halt: PointHalt, author: string): Promise<void> {
+  if (state.status !== "blocked") {
+    await applyPointHalt(ctx, graph, state.ref, state.node, state.generation, halt);
+    return;
+  }
+  const text = markSelfAuthored(
+    [
+      `🛑 **the-loop**: the approval of @${author} did not move \`${state.ref}\`: a blocking gate at node \`${state.node}\` still stops it.`,
+      "",
+      `> ${commentReason(halt.reason)}`,
+      "",
+      "Fix what it names and approve again; or `the-loop graph force` moves the item past it (audited).",
+    ].join("\n"),
+  );
+  try {
+    await ctx.options.trackers.forRef(state.ref).postComment(parseWorkItemRef(state.ref), text);
+  } catch (error) {
+    ctx.options.events.emit("graph.effect_failed", {
+      work_item: state.ref,
+      graph: graph.name,
+      node: state.node,
+      effect: "gate-holds",
+      error: messageOf(error),
+    });
+  }
 }

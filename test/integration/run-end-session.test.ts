@@ -1,4 +1,4 @@
-import { chmod, mkdir, writeFile } from "node:fs/promises";
+import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
@@ -52,6 +52,46 @@ const pasted = (p: TestProject, begins: string) =>
     (await p.transcript()).find((entry) => entry.type === "input" && (entry.text ?? "").startsWith(begins)),
   );
 
+/** A review gate binding ship:pre, where the notes capability's blocking gate wants RELEASE-NOTES.md. */
+const SHIP_GRAPH = {
+  name: "ship",
+  start: "write",
+  nodes: [
+    { id: "write", phase: "writing", description: "Write spec.md.", produces: ["spec.md"] },
+    { id: "review", phase: "review", actor: "human", description: "Review spec.md.", points: ["ship:pre"] },
+    { id: "done", phase: "done", terminal: true },
+  ],
+  edges: [
+    { from: "write", to: "review", on: "pass" },
+    { from: "review", to: "done", on: "approved" },
+    { from: "review", to: "write", on: "changes-requested" },
+  ],
+};
+
+async function installNotesGate(p: TestProject): Promise<void> {
+  const bundle = join(p.dir, "capabilities", "notes");
+  await mkdir(bundle, { recursive: true });
+  await writeFile(
+    join(bundle, "capability.json"),
+    JSON.stringify({
+      id: "notes",
+      version: "1.0.0",
+      description: "Release notes before shipping.",
+      gates: [
+        {
+          point: "ship:pre",
+          check: { predicate: { kind: "artifact-exists", artifact: "RELEASE-NOTES.md" } },
+          blocking: true,
+          onError: "halt",
+          message: "Write RELEASE-NOTES.md before shipping.",
+        },
+      ],
+    }),
+  );
+  const added = await p.cli(["capabilities", "add", "capabilities/notes", "--yes"]);
+  expect(added.code, added.stderr).toBe(0);
+}
+
 describe("a run's end and a block reach the session", () => {
   it("tells the session a done run ended, then closes it graph.closeAfterMinutes later, its tmux session kept", async () => {
     const p = await project(SPEC_REVIEW_GRAPH, { closeAfterMinutes: 0.02 });
@@ -88,43 +128,8 @@ describe("a run's end and a block reach the session", () => {
   });
 
   it("pastes a capability gate's block after a claim into the session, and the claim's answer says blocked", async () => {
-    const graph = {
-      name: "ship",
-      start: "write",
-      nodes: [
-        { id: "write", phase: "writing", description: "Write spec.md.", produces: ["spec.md"] },
-        { id: "review", phase: "review", actor: "human", description: "Review spec.md.", points: ["ship:pre"] },
-        { id: "done", phase: "done", terminal: true },
-      ],
-      edges: [
-        { from: "write", to: "review", on: "pass" },
-        { from: "review", to: "done", on: "approved" },
-        { from: "review", to: "write", on: "changes-requested" },
-      ],
-    };
-    const p = await project(graph, {});
-    const bundle = join(p.dir, "capabilities", "notes");
-    await mkdir(bundle, { recursive: true });
-    await writeFile(
-      join(bundle, "capability.json"),
-      JSON.stringify({
-        id: "notes",
-        version: "1.0.0",
-        description: "Release notes before shipping.",
-        gates: [
-          {
-            point: "ship:pre",
-            check: { predicate: { kind: "artifact-exists", artifact: "RELEASE-NOTES.md" } },
-            blocking: true,
-            onError: "halt",
-            message: "Write RELEASE-NOTES.md before shipping.",
-          },
-        ],
-      }),
-    );
-    await chmod(bundle, 0o755);
-    const added = await p.cli(["capabilities", "add", "capabilities/notes", "--yes"]);
-    expect(added.code, added.stderr).toBe(0);
+    const p = await project(SHIP_GRAPH, {});
+    await installNotesGate(p);
     await runningItem(p);
     await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
 
@@ -139,5 +144,40 @@ describe("a run's end and a block reach the session", () => {
       outcome: "pasted",
     });
     expect((await graphStatus(p)).status).toBe("blocked");
+
+    // An approval re-runs the blocking gate, which still blocks: the item stays blocked with its message.
+    expect((await p.cli(["item", "comment", "#1", "the-loop:approve", "--as", "alice"])).code).toBe(0);
+    const refused = await p.waitForEvent("the approval's refusal", (r) => r.event === "graph.gate_refused");
+    expect(refused).toMatchObject({ work_item: REF, reason_code: "capability-gate" });
+    expect(String(refused.reason)).toContain("Write RELEASE-NOTES.md before shipping.");
+    const status = await graphStatus(p);
+    expect(status).toMatchObject({ node: "review", status: "blocked", reason_code: "capability-gate" });
+    const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
+    expect(comments.some((c) => c.body.includes("the approval of @alice did not move"))).toBe(true);
+    expect((await p.events()).filter((r) => r.event === "capability.gate_decided" && r.decision === "block")).toHaveLength(2);
+
+    // The operator's force goes past it.
+    const forced = await p.cli(["graph", "force", "#1", "--to", "done", "--reason", "shipping without notes"]);
+    expect(forced.code, forced.stderr).toBe(0);
+    expect((await graphStatus(p)).status).toBe("done");
+  });
+
+  it("re-runs a human gate's blocking gate on approval: what passed on entry and fails now blocks the item instead of completing it", async () => {
+    const p = await project(SHIP_GRAPH, {});
+    await installNotesGate(p);
+    await runningItem(p);
+    await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
+    await writeFile(join(p.dir, "work", "RELEASE-NOTES.md"), "Notes.\n");
+    expect(await claim(p)).toMatchObject({ moved: true, node: "review", status: "waiting" });
+    await rm(join(p.dir, "work", "RELEASE-NOTES.md"));
+    expect((await p.cli(["item", "comment", "#1", "the-loop:approve", "--as", "alice"])).code).toBe(0);
+    await waitFor("the block", async () => (await graphStatus(p)).status === "blocked");
+    expect(await graphStatus(p)).toMatchObject({ node: "review", reason_code: "capability-gate" });
+    expect((await pasted(p, `the-loop block for ${REF}`)).text).toContain("Write RELEASE-NOTES.md before shipping.");
+
+    // With the note written again, the next approval passes the gate and completes the run.
+    await writeFile(join(p.dir, "work", "RELEASE-NOTES.md"), "Notes.\n");
+    expect((await p.cli(["item", "comment", "#1", "the-loop:approve", "--as", "alice"])).code).toBe(0);
+    await waitFor("the run's end", async () => (await graphStatus(p)).status === "done");
   });
 });
