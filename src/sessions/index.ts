@@ -56,3 +56,5 @@ export { issueCredential, issueForClaim, takeClaimedToken } from "./credential.j
 export { renderBootPrompt, renderResumeNote } from "./prompts.js";
 export type { ContextNeeds } from "./context.js";
 export type { PasteContext } from "./delivery.js";
+export { SandboxRunner, resolveSandboxBinds } from "./sandbox-runner.js";
+export type { SandboxRunnerOptions, SandboxSettings } from "./sandbox-runner.js";
