@@ -88,24 +88,29 @@ export function codexAdapter(config: HarnessConfig | undefined) {
  */
 const LEARN_BOUND_MS = 10_000;
 const LEARN_POLL_MS = 100;
-/** Codex's clock and this one are the same, but its timestamp is taken a moment before the spawn returns. */
-const CLOCK_SLACK_MS = 2_000;
+/** How much of a session file is read for the work item's name: its first turn is near the top. */
+const MENTION_READ_BYTES = 1024 * 1024;
 
 /**
  * Codex picks its conversation's id itself and takes none up front. It writes each one to
  * `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl`, whose first line
- * (`session_meta`) holds the id, the folder and the start time: the id is the one of the
- * earliest conversation begun in the session's folder since its start. Polled, bounded;
- * undefined when none appears in time.
+ * (`session_meta`) holds the id, the folder and the start time. The id is the one of the
+ * earliest conversation begun in the session's folder since its start whose file names the
+ * session's work item (the boot prompt does): sessions of several local items share one folder,
+ * and two of them may start in the same moment. Polled, bounded; at the bound, a single
+ * conversation begun there since the start is taken even without the name (a boot prompt of the
+ * operator's own may not carry it), and none otherwise.
  */
 export async function learnCodexSessionId(input: LearnSessionIdInput & { readonly boundMs?: number }): Promise<string | undefined> {
   const home = codexHome(input.env);
   const cwds = new Set([input.cwd, await realpath(input.cwd).catch(() => input.cwd)]);
   const deadline = Date.now() + (input.boundMs ?? LEARN_BOUND_MS);
   for (;;) {
-    const found = await findCodexSession(home, cwds, input.startedAt, new Date());
-    if (found !== undefined) return found;
-    if (Date.now() >= deadline || input.signal?.aborted === true) return undefined;
+    const candidates = await codexSessionsSince(home, cwds, input.startedAt, new Date());
+    for (const candidate of candidates) {
+      if (input.workItem === undefined || (await namesWorkItem(candidate.path, input.workItem))) return candidate.id;
+    }
+    if (Date.now() >= deadline || input.signal?.aborted === true) return candidates.length === 1 ? candidates[0]?.id : undefined;
     await new Promise((resolve) => setTimeout(resolve, LEARN_POLL_MS));
   }
 }
@@ -116,9 +121,16 @@ export interface RolloutMeta {
   readonly timestamp: number;
 }
 
-/** One look: the earliest conversation in one of `cwds` begun since `since`, or undefined. */
-export async function findCodexSession(home: string, cwds: ReadonlySet<string>, since: Date, now: Date): Promise<string | undefined> {
-  const candidates: RolloutMeta[] = [];
+export interface RolloutFile extends RolloutMeta {
+  readonly path: string;
+}
+
+/**
+ * One look: the conversations begun in one of `cwds` since `since`, earliest first. `since` is
+ * taken before the spawn, and Codex stamps its session after it starts, on the same clock.
+ */
+export async function codexSessionsSince(home: string, cwds: ReadonlySet<string>, since: Date, now: Date): Promise<RolloutFile[]> {
+  const found: RolloutFile[] = [];
   for (const dir of dayDirs(home, since, now)) {
     let names: string[];
     try {
@@ -129,12 +141,32 @@ export async function findCodexSession(home: string, cwds: ReadonlySet<string>, 
     }
     for (const name of names) {
       if (!/^rollout-.*\.jsonl$/.test(name)) continue;
-      const meta = parseRolloutMeta(await firstLine(join(dir, name)));
-      if (meta !== undefined && cwds.has(meta.cwd) && meta.timestamp >= since.getTime() - CLOCK_SLACK_MS) candidates.push(meta);
+      const path = join(dir, name);
+      const meta = parseRolloutMeta(await firstLine(path));
+      if (meta !== undefined && cwds.has(meta.cwd) && meta.timestamp >= since.getTime()) found.push({ ...meta, path });
     }
   }
-  candidates.sort((a, b) => a.timestamp - b.timestamp);
-  return candidates[0]?.id;
+  return found.sort((a, b) => a.timestamp - b.timestamp);
+}
+
+/** Whether a session file names the work item `ref` (not merely a longer one: `#1` is not `#12`). */
+export async function namesWorkItem(path: string, ref: string): Promise<boolean> {
+  let text: string;
+  try {
+    const handle = await open(path, "r");
+    try {
+      const buffer = Buffer.alloc(MENTION_READ_BYTES);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+      text = buffer.subarray(0, bytesRead).toString("utf8");
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Gone, or not readable: it names nothing.
+    return false;
+  }
+  const escaped = ref.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  return new RegExp(`${escaped}(?![0-9])`).test(text);
 }
 
 /**

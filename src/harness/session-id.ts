@@ -9,6 +9,8 @@ export interface LearnSessionIdInput {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Just before it was started: its conversation begins after. */
   readonly startedAt: Date;
+  /** The session's work item, which its boot prompt names: it tells apart conversations begun in one folder at once. */
+  readonly workItem?: string;
   /** Stops the search (the daemon is draining). */
   readonly signal?: AbortSignal;
 }

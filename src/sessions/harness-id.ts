@@ -25,7 +25,7 @@ export async function learnHarnessSessionId(
   let learned: string | undefined;
   let error = "it wrote no session file for this folder in time";
   try {
-    learned = await adapter.learnSessionId({ cwd, env: { ...process.env, ...options.sessionEnv(ref) }, startedAt });
+    learned = await adapter.learnSessionId({ cwd, env: { ...process.env, ...options.sessionEnv(ref) }, startedAt, workItem: ref });
   } catch (caught) {
     error = messageOf(caught);
   }

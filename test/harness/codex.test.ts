@@ -8,7 +8,7 @@ import {
   CODEX_DEFAULT_ARGS,
   CODEX_READY_PATTERN,
   dayDirs,
-  findCodexSession,
+  codexSessionsSince,
   learnCodexSessionId,
   parseRolloutMeta,
 } from "../../src/harness/codex.js";
@@ -101,7 +101,7 @@ describe("learning Codex's session id", () => {
     expect(dirs).toContain("/h/sessions/2027/01/01");
   });
 
-  it("takes the earliest conversation begun in the session's folder since its start", async () => {
+  it("lists the conversations begun in the session's folder since its start, earliest first", async () => {
     const home = await tempDir();
     const day = join(home, "sessions", "2026", "12", "02");
     await mkdir(day, { recursive: true });
@@ -112,8 +112,36 @@ describe("learning Codex's session id", () => {
     await writeFile(join(day, "rollout-2026-12-02T03-44-02-mine.jsonl"), meta(ID, "/w/a", "2026-12-02T03:44:02Z"));
     await writeFile(join(day, "rollout-half-written.jsonl"), '{"type":"session_meta","payload":{"id":"x"');
     await writeFile(join(day, "notes.txt"), "not a rollout");
-    expect(await findCodexSession(home, new Set(["/w/a"]), since, new Date("2026-12-02T03:45:00Z"))).toBe(ID);
-    expect(await findCodexSession(home, new Set(["/w/c"]), since, new Date("2026-12-02T03:45:00Z"))).toBeUndefined();
+    const found = await codexSessionsSince(home, new Set(["/w/a"]), since, new Date("2026-12-02T03:45:00Z"));
+    expect(found.map((file) => file.id)).toEqual([ID, "later"]);
+    expect(await codexSessionsSince(home, new Set(["/w/c"]), since, new Date("2026-12-02T03:45:00Z"))).toEqual([]);
+  });
+
+  it("tells apart two conversations begun in one folder at once by the work item their boot prompt names", async () => {
+    const home = await tempDir();
+    const cwd = await tempDir();
+    const startedAt = new Date();
+    const [dir = ""] = dayDirs(home, startedAt, startedAt);
+    await mkdir(dir, { recursive: true });
+    const at = (ms: number): string => new Date(startedAt.getTime() + ms).toISOString();
+    const turn = (ref: string): string => `${JSON.stringify({ type: "response_item", payload: { role: "user", content: [{ text: `work on ${ref}: …` }] } })}\n`;
+    await writeFile(join(dir, "rollout-a-first.jsonl"), meta("first", cwd, at(100)) + turn("local:demo#12"));
+    await writeFile(join(dir, "rollout-b-second.jsonl"), meta("second", cwd, at(200)) + turn("local:demo#1"));
+    const env = { CODEX_HOME: home };
+    expect(await learnCodexSessionId({ cwd, env, startedAt, workItem: "local:demo#1", boundMs: 1_000 })).toBe("second");
+    expect(await learnCodexSessionId({ cwd, env, startedAt, workItem: "local:demo#12", boundMs: 1_000 })).toBe("first");
+    // Neither names it: two candidates, and no guess between them.
+    expect(await learnCodexSessionId({ cwd, env, startedAt, workItem: "local:demo#3", boundMs: 200 })).toBeUndefined();
+  });
+
+  it("takes the one conversation begun there at the bound, when its file never names the work item", async () => {
+    const home = await tempDir();
+    const cwd = await tempDir();
+    const startedAt = new Date();
+    const [dir = ""] = dayDirs(home, startedAt, startedAt);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, `rollout-x-${ID}.jsonl`), meta(ID, cwd, new Date(startedAt.getTime() + 50).toISOString()));
+    expect(await learnCodexSessionId({ cwd, env: { CODEX_HOME: home }, startedAt, workItem: "local:demo#1", boundMs: 200 })).toBe(ID);
   });
 
   it("waits for the file Codex writes after its start, bounded", async () => {
@@ -121,9 +149,9 @@ describe("learning Codex's session id", () => {
     const cwd = await tempDir();
     const startedAt = new Date();
     const [dir] = dayDirs(home, startedAt, startedAt);
-    const learning = learnCodexSessionId({ cwd, env: { CODEX_HOME: home }, startedAt, boundMs: 5_000 });
+    const learning = learnCodexSessionId({ cwd, env: { CODEX_HOME: home }, startedAt, workItem: "local:demo#1", boundMs: 5_000 });
     await mkdir(dir ?? "", { recursive: true });
-    await writeFile(join(dir ?? "", `rollout-x-${ID}.jsonl`), meta(ID, cwd, new Date().toISOString()));
+    await writeFile(join(dir ?? "", `rollout-x-${ID}.jsonl`), meta(ID, cwd, new Date(startedAt.getTime() + 1).toISOString()) + "work on local:demo#1\n");
     expect(await learning).toBe(ID);
     expect(await learnCodexSessionId({ cwd: "/nowhere", env: { CODEX_HOME: home }, startedAt, boundMs: 200 })).toBeUndefined();
   });

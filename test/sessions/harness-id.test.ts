@@ -61,7 +61,7 @@ describe("learnHarnessSessionId", () => {
     );
     expect(id).toBe(LEARNED);
     expect(held.record?.harnessSessionId).toBe(LEARNED);
-    expect(asked).toMatchObject({ cwd: "/w/a", startedAt: new Date(0), env: { CODEX_HOME: "/h" } });
+    expect(asked).toMatchObject({ cwd: "/w/a", startedAt: new Date(0), env: { CODEX_HOME: "/h" }, workItem: "local:demo#1" });
     expect(emitted).toEqual([]);
   });
 
