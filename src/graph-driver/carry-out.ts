@@ -239,15 +239,15 @@ export async function applyPointHalt(
   return blocked.state;
 }
 
-/** Replaces the one old `loop:` label with the new one; every other label is left alone. */
-async function relabel(ctx: ContextNeeds<never, "trackers">, ref: string, remove: string | null, add: string): Promise<void> {
+/** Replaces the one old `loop:` label with the new one (or, with none, takes it off); every other label is left alone. */
+async function relabel(ctx: ContextNeeds<never, "trackers">, ref: string, remove: string | null, add: string | null): Promise<void> {
   const tracker = ctx.options.trackers.forRef(ref);
   const item = parseWorkItemRef(ref);
   if (remove !== null && remove !== add) {
     const current = await tracker.getItem(item);
     if (current.labels.some((label) => label.toLowerCase() === remove.toLowerCase())) await tracker.removeLabel(item, remove);
   }
-  await tracker.addLabel(item, add);
+  if (add !== null) await tracker.addLabel(item, add);
 }
 
 async function post(ctx: ContextNeeds<never, "trackers">, ref: string, text: string): Promise<void> {

@@ -23,7 +23,7 @@ const decidingName = z.custom<LoopDecidingPointName>((name) => decidingNames.som
 const actorSchema = z.object({ kind: z.enum(GRAPH_ACTOR_KINDS), id: z.string() });
 
 const otherEffectSchema = z.union([
-  z.object({ kind: z.literal("phase-label"), remove: z.string().nullable(), add: z.string() }),
+  z.object({ kind: z.literal("phase-label"), remove: z.string().nullable(), add: z.string().nullable() }),
   z.object({
     kind: z.literal("hook"),
     point: z.literal("phase_changed"),

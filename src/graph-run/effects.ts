@@ -67,8 +67,8 @@ export type GraphEventEffect = {
 }[GraphEventName];
 
 export type GraphEffect =
-  /** Remove the one old phase label (null: none) and add the new one; leave every other label alone. */
-  | { readonly kind: "phase-label"; readonly remove: string | null; readonly add: string }
+  /** Remove the one old phase label (null: none) and add the new one (null: none, a canceled run); leave every other label alone. */
+  | { readonly kind: "phase-label"; readonly remove: string | null; readonly add: string | null }
   /** Fire phase_changed (its facts); its `notify: false` suppresses the announce-phase that follows. */
   | {
       readonly kind: "hook";

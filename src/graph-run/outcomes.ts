@@ -1,3 +1,4 @@
+import { phaseLabel } from "./effects.js";
 import type { GraphEffect, Refusal, Transition } from "./effects.js";
 import type { GraphState } from "./state.js";
 import { actorFields, applied, event, itemFields, refuse, withHistory } from "./steps.js";
@@ -10,7 +11,8 @@ import { isFinalGraphStatus } from "../graph/types.js";
  * `failed` (a hook's denial, …), `exhausted` (a changes-requested answer past the graph's
  * `maxGenerations`), `stalled` (no progress at an agent node within the stall window) and
  * `canceled` (the item was closed or stopped mid-run). Each is one `endRun`: the status and its
- * reason on the record, a history entry, its `graph.*` event, and `run-ended` with the status —
+ * reason on the record, a history entry, its `graph.*` event, and `run-ended` with the status — a
+ * canceled run's phase label taken off first —
  * where the runtime releases what waited on the run.
  */
 
@@ -38,7 +40,12 @@ export function endRun(graph: Graph, state: GraphState, input: EndInput, before:
   if (final) return final;
   const at = input.at.toISOString();
   const { status, reasonCode, reason } = input;
-  const ended = withHistory({ ...state, status, reasonCode, reason }, { at, kind: status, node: state.node, actor: input.actor, reason });
+  // A canceled run leaves no work going on, so the item no longer carries its phase's label (the other ends keep it: where the run stopped).
+  const unlabel: GraphEffect[] =
+    status === "canceled" && state.phase !== undefined ? [{ kind: "phase-label", remove: phaseLabel(state.phase), add: null }] : [];
+  const { phase: _phase, ...unphased } = state;
+  const base = unlabel.length > 0 ? unphased : state;
+  const ended = withHistory({ ...base, status, reasonCode, reason }, { at, kind: status, node: state.node, actor: input.actor, reason });
   const fields = { ...itemFields(graph, ended), node: state.node, reason_code: reasonCode, reason, ...actorFields(input.actor) };
   const withGeneration = { ...fields, generation: state.generation };
   const announced =
@@ -49,7 +56,7 @@ export function endRun(graph: Graph, state: GraphState, input: EndInput, before:
         : status === "stalled"
           ? event("graph.stalled", withGeneration)
           : event("graph.canceled", withGeneration);
-  return applied(false, ended, [...before, announced, { kind: "run-ended", status }]);
+  return applied(false, ended, [...before, ...unlabel, announced, { kind: "run-ended", status }]);
 }
 
 const ENDED_AS: Readonly<Record<RunEndStatus, string>> = {

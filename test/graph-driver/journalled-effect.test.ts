@@ -6,6 +6,7 @@ import { parseJournalledEffect } from "../../src/graph-driver/journalled-effect.
 describe("parseJournalledEffect", () => {
   it.each<[string, unknown]>([
     ["a phase label", { kind: "phase-label", remove: null, add: "loop:design" }],
+    ["a phase label taken off", { kind: "phase-label", remove: "loop:design", add: null }],
     ["a phase_changed hook", { kind: "hook", point: "phase_changed", graph: "g", node: "n", fromPhase: "", toPhase: "design", terminal: false }],
     ["a waiting_for_input hook", { kind: "hook", point: "waiting_for_input", asker: "gate", node: "n" }],
     ["an announced phase", { kind: "announce-phase", node: "n", phase: null, terminal: true }],

@@ -32,7 +32,8 @@ describe("endRun", () => {
   ];
 
   it.each(ends)("ends the run $status: the record, a history entry, $event, then run-ended with the status", ({ status, event, reasonCode }) => {
-    const { state, effects, moved } = applied(endRun(GRAPH, started(), { status, reasonCode, reason: "why", actor: OPERATOR, at: at(3) }));
+    // Without a phase: a canceled run's label removal has its own test below.
+    const { state, effects, moved } = applied(endRun(GRAPH, stateAt({ phase: undefined }), { status, reasonCode, reason: "why", actor: OPERATOR, at: at(3) }));
     expect(moved).toBe(false);
     expect(state).toMatchObject({ status, reasonCode, reason: "why", node: "design", updatedAt: at(3).toISOString() });
     expect(state.history.at(-1)).toEqual({ at: at(3).toISOString(), kind: status, node: "design", actor: OPERATOR, reason: "why" });
@@ -59,8 +60,24 @@ describe("endRun", () => {
 
   it("puts prior effects of the same input first", () => {
     const before = [{ kind: "phase-label", remove: null, add: "loop:x" }] as const;
-    const { effects } = applied(endRun(GRAPH, started(), { status: "canceled", reasonCode: "stopped", reason: "r", actor: ALICE, at: T0 }, before));
-    expect(kinds(effects)).toEqual(["phase-label", "event:graph.canceled", "run-ended"]);
+    const { effects } = applied(endRun(GRAPH, started(), { status: "failed", reasonCode: "stopped", reason: "r", actor: ALICE, at: T0 }, before));
+    expect(kinds(effects)).toEqual(["phase-label", "event:graph.failed", "run-ended"]);
+  });
+
+  it("takes a canceled run's phase label off the item (and the phase off its record); every other end keeps it", () => {
+    const phased = stateAt({ phase: "design" });
+    const canceled = applied(endRun(GRAPH, phased, { status: "canceled", reasonCode: "stopped", reason: "r", actor: ALICE, at: T0 }));
+    expect(canceled.effects[0]).toEqual({ kind: "phase-label", remove: "loop:design", add: null });
+    expect(kinds(canceled.effects)).toEqual(["phase-label", "event:graph.canceled", "run-ended"]);
+    expect(canceled.state.phase).toBeUndefined();
+    for (const status of ["failed", "exhausted", "stalled"] as const) {
+      const ended = applied(endRun(GRAPH, phased, { status, reasonCode: "x", reason: "r", actor: ALICE, at: T0 }));
+      expect(kinds(ended.effects)).not.toContain("phase-label");
+      expect(ended.state.phase).toBe("design");
+    }
+    const unphased = stateAt({ phase: undefined });
+    const { effects } = applied(endRun(GRAPH, unphased, { status: "canceled", reasonCode: "stopped", reason: "r", actor: ALICE, at: T0 }));
+    expect(kinds(effects)).toEqual(["event:graph.canceled", "run-ended"]);
   });
 
   it.each(FINAL_GRAPH_STATUSES)("refuses a %s run, by its status, and every other input on it too", (status) => {

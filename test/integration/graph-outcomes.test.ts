@@ -109,6 +109,11 @@ describe("a graph run's ends short of its terminal node, through the daemon", ()
     const end = await ended(p, "canceled");
     expect(end).toMatchObject({ node: "write", reason_code: "stopped" });
     expect(end.reason).toContain("(cli)");
+    // No work goes on: the item no longer carries its phase's label (issue: a canceled run kept loop:writing).
+    await waitFor("the phase label's removal", async () => {
+      const item = jsonOf<{ labels: string[] }>(await p.cli(["item", "show", "#1", "--json"]));
+      return !item.labels.includes("loop:writing");
+    });
     expect(await p.waitForEvent("graph.canceled", (r) => r.event === "graph.canceled")).toMatchObject({
       work_item: REF,
       actor_kind: "operator",
@@ -130,5 +135,9 @@ describe("a graph run's ends short of its terminal node, through the daemon", ()
       reason_code: "item-closed",
     });
     await p.waitForEvent("the session's close", (r) => r.event === "session.closed" && r.reason === "item-closed");
+    await waitFor("the phase label's removal", async () => {
+      const item = jsonOf<{ labels: string[] }>(await p.cli(["item", "show", "#1", "--json"]));
+      return !item.labels.includes("loop:writing");
+    });
   });
 });
