@@ -5,7 +5,7 @@ export type { ParseOutcome } from "./parse.js";
 export { escapeControlCharacters, formatProblem } from "./problem.js";
 export type { ConfigProblem } from "./problem.js";
 export { configSchema } from "./schema.js";
-export type { CliConfig, CliConfigInput } from "./schema.js";
+export type { CliConfig, CliConfigInput, SandboxMode } from "./schema.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export type { CapabilityEntryConfig } from "./capability-schema.js";

@@ -20,4 +20,5 @@ export { MCP_SERVER_NAME, MCP_TOOL_NAMES, claudeMcpArgs, claudeMcpToolNames, the
 export { claudeConfigFile, ensureClaudeTrust, trustScope } from "./claude-trust.js";
 export { codexConfigFile, codexTrustDirs, ensureCodexTrust } from "./codex-config.js";
 export { ensureGeminiConfig, geminiSettingsFile, geminiTrustedFoldersFile } from "./gemini-config.js";
+export type { GeminiFileOutcome } from "./gemini-config.js";
 export { SCREEN_TAIL_LINES, screenTail } from "./screen.js";
