@@ -628,6 +628,7 @@ describe("GitHubFeed: changes it must not lose", () => {
     expect(ids(await s.cycle())).toContain(`review-${review.id}`);
   });
 
+  // More than ten pages through the fake GitHub: seconds on a loaded machine, past the unit default.
   it("hands out a comment edited before it was read when the listing was cut at its page bound", async () => {
     const s = await setup();
     const issue = s.gh.addIssue(REPO, { title: "armed", user: "alice", labels: [LABEL] });
@@ -647,7 +648,7 @@ describe("GitHubFeed: changes it must not lose", () => {
 
     const seen = await s.idsOver(4);
     expect(seen).toEqual([`comment-${request.id}`]);
-  });
+  }, 20_000);
 
   it("hands out the closing of a watched item updated again beyond a cut listing", async () => {
     const s = await setup();
