@@ -312,6 +312,21 @@ export const routingSchema = z
     workspace: workspaceSchema.prefault({}),
     reactions: reactionsSchema.prefault({}),
     control: controlSchema.prefault({}),
+    limits: z
+      .strictObject({
+        maxLiveSessions: z
+          .number()
+          .int()
+          .min(1)
+          .optional()
+          .describe("Live sessions at once, over every work item. A start beyond it is queued (FIFO) until a session closes. Unset: no cap."),
+        perHarness: z
+          .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), z.number().int().min(1))
+          .default({})
+          .describe("A harness → how many of its sessions may be live at once; a start beyond it is queued. A harness not named has no cap of its own."),
+      })
+      .prefault({})
+      .describe("Concurrency caps (docs/fleet.md): an authorized start beyond one waits in a queue, in order, and starts when a slot frees."),
     mcp: z
       .strictObject({
         enabled: z
@@ -347,6 +362,15 @@ export const routingSchema = z
         context.addIssue({
           code: "custom",
           path: ["harnessByLabel", label],
+          message: `unknown harness "${harness}"; known: ${[...BUILTIN_HARNESSES, ...Object.keys(routing.harnesses)].join(", ")} (declare it under routing.harnesses)`,
+        });
+      }
+    }
+    for (const harness of Object.keys(routing.limits.perHarness)) {
+      if (!builtin(harness) && !Object.hasOwn(routing.harnesses, harness)) {
+        context.addIssue({
+          code: "custom",
+          path: ["limits", "perHarness", harness],
           message: `unknown harness "${harness}"; known: ${[...BUILTIN_HARNESSES, ...Object.keys(routing.harnesses)].join(", ")} (declare it under routing.harnesses)`,
         });
       }

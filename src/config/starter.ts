@@ -49,6 +49,11 @@ routing:
   # A label may pick an item's harness among those named here (docs/agents.md); an operator's
   # start picks with \`the-loop sessions start --agent NAME\`:
   # harnessByLabel: {"agent: codex": codex, "agent: gemini": gemini}
+  # Concurrency caps (docs/fleet.md): a start beyond one waits in a queue, in order, with a
+  # comment giving its place, and starts by itself when a session closes. Unset: no cap.
+  # limits:
+  #   maxLiveSessions: 4
+  #   perHarness: {codex: 2}
   # Each agent runs in a bubblewrap sandbox where bwrap works (docs/security.md): its folder,
   # its CLI's config and its own socket to the-loop, nothing else. Bind in what it also needs:
   # sandbox:
