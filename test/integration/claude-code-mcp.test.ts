@@ -4,6 +4,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
+import { endAgentProject } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 import { ARM } from "../support/builders.js";
@@ -29,45 +30,12 @@ beforeAll(async () => {
 }, 300_000);
 
 afterEach(async () => {
-  if (project !== undefined) {
-    const harnesses = await panePids(project);
-    await project.cleanup();
-    // Claude Code writes into its home until it has exited; the scratch home goes after it.
-    await Promise.all(harnesses.map((pid) => untilGone(pid)));
-  }
+  // Claude Code writes into its home until it has exited; the scratch home goes after it.
+  if (project !== undefined) await endAgentProject(project);
   project = undefined;
   await stub?.close();
   stub = undefined;
 });
-
-async function panePids(p: TestProject): Promise<number[]> {
-  const { stdout } = await run("tmux", ["-L", p.socketName, "list-panes", "-a", "-F", "#{pane_pid}"]).catch(() => ({ stdout: "" }));
-  return stdout
-    .split("\n")
-    .map(Number)
-    .filter((pid) => Number.isInteger(pid) && pid > 0);
-}
-
-/** Waits, bounded, for a process to end after its tmux server went; then kills what is left of its group. */
-async function untilGone(pid: number): Promise<void> {
-  const alive = (): boolean => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  await waitFor(`harness ${pid} to exit`, async () => (alive() ? undefined : true), { timeoutMs: 10_000 }).catch(() => {
-    for (const target of [-pid, pid]) {
-      try {
-        process.kill(target, "SIGKILL");
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-  });
-}
 
 /** The names of the tools a request offered the model. */
 function toolNames(request: ModelRequest): string[] {
