@@ -1,6 +1,6 @@
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { readdir } from "node:fs/promises";
+import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -217,6 +217,11 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     // Nothing but the model call reached anything; Codex's one request elsewhere was refused.
     expect(stub.refused).toEqual([]);
     expect(proxy.refused).toEqual([ANNOUNCEMENT, ANNOUNCEMENT]);
+
+    // Its session ended, nothing Codex started is left running: no background server of its own.
+    expect((await processesOf(home)).length).toBeGreaterThan(0);
+    await p.cleanup();
+    await waitFor("every Codex process to end", async () => (await processesOf(home)).length === 0, { timeoutMs: 15_000 });
   });
 
   it("without the pre-seed it stops on the trust screen, and input waits instead of answering it", async () => {
@@ -240,6 +245,17 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect(proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
   });
 });
+
+/** The processes that run with `home` as their CODEX_HOME (a sandbox's too: its PID namespace is visible from here). */
+async function processesOf(home: string): Promise<number[]> {
+  const found: number[] = [];
+  for (const name of await readdir("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    const environ = await readFile(`/proc/${name}/environ`, "utf8").catch(() => "");
+    if (environ.split("\0").includes(`CODEX_HOME=${home}`)) found.push(Number(name));
+  }
+  return found;
+}
 
 /** The ids of the conversations Codex recorded, read off its rollout file names. */
 async function rolloutIds(home: string): Promise<string[]> {
