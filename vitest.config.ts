@@ -10,7 +10,8 @@ import { defineConfig } from "vitest/config";
  *   built by the global setup), a real daemon, tmux, git, child processes. The leak guard fails a
  *   test that leaves one of them running.
  * - `real-agent` runs the pinned Claude Code CLI (scripts/install-claude-code.ts) against the
- *   model stub, and the pinned Gemini CLI (scripts/install-gemini.ts) against the Gemini stub.
+ *   model stub, the pinned Codex CLI (scripts/install-codex.ts) against the Responses stub, and
+ *   the pinned Gemini CLI (scripts/install-gemini.ts) against the Gemini stub.
  *
  * A file lives in the project of what it does, not of the folder it sits in: a test file outside
  * test/integration/ that starts a process is listed in INTEGRATION below.
@@ -23,7 +24,6 @@ const REAL_AGENT = [
   "test/integration/codex.test.ts",
   "test/integration/agents-side-by-side.test.ts",
   "test/integration/gemini.test.ts",
-  "test/integration/codex.test.ts",
 ];
 /** Outside test/integration/, the files whose tests start a process or read the build. */
 const INTEGRATION = [
