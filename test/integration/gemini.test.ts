@@ -140,7 +140,8 @@ async function geminiProject(home: string, routing: Record<string, unknown> = {}
 /** The ids of the conversations Gemini recorded, read off its chat files. */
 async function chatFiles(home: string): Promise<string[]> {
   const files = await readdir(join(home, ".gemini", "tmp"), { recursive: true }).catch(() => []);
-  return files.map(String).filter((file) => /chats\/.*\.json/.test(file));
+  // Whole chat files only: a write in progress can leave a sibling (`….json.tmp`) for a moment.
+  return files.map(String).filter((file) => /chats\/[^/]+\.json$/.test(file));
 }
 
 describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout: 180_000 }, () => {
