@@ -66,6 +66,8 @@ export interface WhySituation {
   readonly events: readonly EventRecord[];
   /** Whether the daemon's poller runs; undefined when that is not known. */
   readonly daemonRunning?: boolean;
+  /** The item's place in the start queue (routing.limits, docs/fleet.md), when it waits there. */
+  readonly queued?: { readonly position: number; readonly ahead: number; readonly cap: string | undefined };
 }
 
 export type WhyState =
@@ -85,6 +87,7 @@ export type WhyState =
   | "stopped"
   | "hook-refused"
   | "start-pending"
+  | "queued"
   | "starting"
   | "not-armed"
   | "awaiting-start"
@@ -333,6 +336,17 @@ function decide(situation: WhySituation): WhyVerdict {
       state: "stopped",
       summary: `${standing.actor} ${verb} execution (${standing.source}) at ${standing.requestedAt}: nothing starts until the next start${lastSession}`,
       next: startAgain(ref, armed, settings),
+    };
+  }
+  const queued = situation.queued;
+  if (queued !== undefined) {
+    return {
+      state: "queued",
+      summary:
+        queued.cap === undefined
+          ? `waiting for a slot: ${queued.ahead} ahead, and a slot is free — the daemon starts it within a second`
+          : `waiting for a slot: ${queued.ahead} ahead, cap ${queued.cap} reached`,
+      next: `nothing: it starts by itself when a session closes (\`the-loop sessions stop --work-item ${ref}\` takes it out of the queue)`,
     };
   }
   if (standing) {

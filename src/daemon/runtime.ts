@@ -25,6 +25,7 @@ import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironm
 import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";
 import { PullRequestLinks } from "../registry/pr-links.js";
+import { StartQueue, startQueueFile } from "../registry/start-queue.js";
 import { harnessPreparer } from "../sessions/harness-trust.js";
 import { SandboxRunner, resolveSandboxBinds } from "../sessions/sandbox-runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
@@ -171,6 +172,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
           sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
         stateRootTag: stateRootTag(paths.root),
         links,
+        startQueue: new StartQueue({ file: startQueueFile(paths.root) }),
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
         ...(workspaces ? { workspaces } : {}),
         ...(hooks ? { hooks } : {}),

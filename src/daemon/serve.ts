@@ -11,6 +11,7 @@ import { failClosedWarning } from "../routing/authz.js";
 import type { RoutingConfig } from "../config/schema.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
+import { watchStartQueue } from "../dispatch/dequeue.js";
 import { acquirePidfile } from "./pidfile.js";
 import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
@@ -162,6 +163,8 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
     );
     if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options);
+    // Queued starts (routing.limits) take a slot as soon as one frees, whoever closed the session.
+    const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
     // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`,
     // and the sessions of runs that ended graph.closeAfterMinutes ago close.
     const stalling = config.graph.enabled && config.graph.stallAfterMinutes !== undefined;
@@ -176,6 +179,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
         : undefined;
     await (poller ? poller.run(options.signal) : aborted(options.signal));
     await stalls;
+    await queued;
     await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();

@@ -17,6 +17,9 @@ import { renderResumeNote } from "../sessions/prompts.js";
 import { isLive } from "../registry/record.js";
 import type { SessionRecord } from "../registry/record.js";
 import { claimSession, markStartPending, spawnFailed, startClaimed } from "./spawn.js";
+import { announceQueued, claimWithinLimits } from "./slots.js";
+import type { Queued } from "./slots.js";
+import { capText } from "../routing/limits.js";
 
 /**
  * The effects table: what each step of a CommandPlan (command-plan.ts) does. `applyUnderLock`
@@ -51,6 +54,8 @@ export type Decided =
       readonly session?: SessionRecord;
       /** A spawn whose claim this command won: the harness is started outside the lock. */
       readonly claimed?: SessionRecord;
+      /** A start a full cap queued (routing.limits). */
+      readonly queued?: Queued;
     };
 type Applied = Extract<Decided, { readonly kind: "applied" }>;
 
@@ -60,6 +65,7 @@ interface Changed {
   readonly claimed?: SessionRecord;
   readonly effect?: CommandEffect;
   readonly vanished?: boolean;
+  readonly queued?: Queued;
 }
 
 /** What the slow part left: the command's outcome, or a hook's refusal of the launch. */
@@ -72,7 +78,10 @@ const TRANSITIONS: {
   readonly [T in Transition]: (ctx: DispatchContext, run: CommandRun, at: Date, live: SessionRecord | undefined) => Promise<Changed>;
 } = {
   claim: async (ctx, run) => {
-    const claim = await claimSession(ctx, run.input.workItem, run.input.event, run.harnessName);
+    const { workItem, event } = run.input;
+    const claim = await claimWithinLimits(ctx, workItem.ref, run.harnessName, () => claimSession(ctx, workItem, event, run.harnessName));
+    // A full cap: the start stands, pending, in the queue (its place is announced after the lock).
+    if ("queued" in claim) return { effect: "start-pending", queued: claim.queued };
     // Lost to a process that started one without this lock: the start confirms that session.
     return claim.claimed ? { session: claim.record, claimed: claim.record } : { session: claim.record, effect: "noop" };
   },
@@ -169,6 +178,7 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
       effect,
       ...(session !== undefined ? { session } : {}),
       ...(claimed !== undefined ? { claimed } : {}),
+      ...(changed.queued !== undefined ? { queued: changed.queued } : {}),
     };
   }
 }
@@ -196,6 +206,10 @@ const FOLLOW_UPS: { readonly [F in FollowUp]: (ctx: DispatchContext, run: Comman
   "start-harness": async (ctx, run, decided) => {
     const { claimed } = decided;
     const adapter = run.adapter;
+    if (decided.queued !== undefined) {
+      await announceQueued(ctx, run.turn, run.harnessName, decided.queued);
+      return { effect: decided.effect, problem: `queued at position ${decided.queued.position}: ${capText(decided.queued.cap)} is reached` };
+    }
     // A claim lost to a live session: the start confirms it, and is done.
     if (claimed === undefined || adapter === undefined || typeof adapter === "string") return done(ctx, run, decided);
     const { input, turn } = run;

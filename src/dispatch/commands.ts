@@ -24,6 +24,7 @@ import { inputReceived, refuse, startRefusal } from "../sessions/hook-points.js"
 import { boundedInputText } from "../sessions/lifecycle.js";
 import { RegistryRecordError, isLive } from "../registry/record.js";
 import { spawn } from "./spawn.js";
+import { leaveQueue } from "./slots.js";
 
 /**
  * Execution control: a command from a comment (the router chose the work item) or the CLI,
@@ -204,6 +205,7 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
   // A stop ends the item's graph run under way (`canceled`), with a session or without one; before
   // the session's close, so a process killed in between leaves a stop that finishStop completes.
   if (command === "stop") await cancelRunOfStoppedItem(ctx, ref, input);
+  if (command === "stop") await leaveQueue(ctx, turn, "stopped");
   const finished = await followUp(ctx, run, decided);
   if ("refused" in finished) return refusedCommand(turn, input, finished.refused);
   const { effect, problem } = finished;

@@ -28,6 +28,8 @@ import { LinkedItemCheck, applyLink } from "./pr-linkage.js";
 import { isLive } from "../registry/record.js";
 import { Reactions } from "../sessions/reactions.js";
 import { spawnTurn } from "./spawn.js";
+import { dequeueStart } from "./dequeue.js";
+import { queuedToStart } from "./slots.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js";
 
@@ -451,6 +453,31 @@ export class Dispatcher implements EventHandler {
       Promise.all(stops.map((ref) => inQueue(ref, () => finishStop(this.ctx, ref)))),
       Promise.all(journalled.map((ref) => inQueue(ref, () => resumeJournalledEffects(this.ctx, ref)))),
     ]);
+    return started.filter(Boolean).length;
+  }
+
+  /** Queued starts being carried out here now: a pump that runs again meanwhile leaves them be. */
+  private readonly dequeuing = new Set<string>();
+
+  /**
+   * Starts the queued starts a free slot lets through (routing.limits, docs/fleet.md), each in
+   * its item's queue and checked again there (dequeue.ts). The daemon calls it twice a second
+   * while the queue is not empty, so a session closed by any process — the daemon, the CLI, an
+   * agent's end — frees its slot within a second. How many sessions started.
+   */
+  async startQueued(): Promise<number> {
+    if (!this.accepting) return 0;
+    const refs = queuedToStart(this.ctx).filter((ref) => !this.dequeuing.has(ref));
+    const started = await Promise.all(
+      refs.map(async (ref) => {
+        this.dequeuing.add(ref);
+        try {
+          return await this.counted(() => this.exclusive([ref], () => dequeueStart(this.ctx, ref)));
+        } finally {
+          this.dequeuing.delete(ref);
+        }
+      }),
+    );
     return started.filter(Boolean).length;
   }
 }

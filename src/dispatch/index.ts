@@ -4,3 +4,4 @@
  */
 export { Dispatcher } from "./dispatcher.js";
 export { applyLink } from "./pr-linkage.js";
+export { watchStartQueue } from "./dequeue.js";

@@ -27,6 +27,8 @@ import { renderBootPrompt } from "../sessions/prompts.js";
 import { isLive, tmuxTargetFor } from "../registry/record.js";
 import type { SessionRecord, SessionWorkspace } from "../registry/record.js";
 import type { ClaimResult } from "../registry/registry.js";
+import { announceQueued, claimWithinLimits } from "./slots.js";
+import type { Queued } from "./slots.js";
 
 /**
  * Starting a session: the claim (under the item's control lock, where the start gate is checked
@@ -84,14 +86,22 @@ export async function spawn(
   }
   const gated = await control.transaction(
     workItem.ref,
-    async (tx): Promise<{ readonly hold: SpawnHold } | { readonly claim: ClaimResult; readonly standing: ControlRecord | undefined }> => {
+    async (
+      tx,
+    ): Promise<{ readonly hold: SpawnHold } | { readonly queued: Queued } | { readonly claim: ClaimResult; readonly standing: ControlRecord | undefined }> => {
       const standing = tx.read();
       const hold = spawnHold(standingState(standing, ctx.policy), ctx.policy.control);
       if (hold !== undefined) return { hold };
-      return { claim: await claimSession(ctx, workItem, event, harnessName), standing };
+      // A full cap (routing.limits) queues the start instead of claiming.
+      const claim = await claimWithinLimits(ctx, workItem.ref, harnessName, () => claimSession(ctx, workItem, event, harnessName));
+      return "queued" in claim ? claim : { claim, standing };
     },
   );
   if ("hold" in gated) return { kind: "held", hold: gated.hold };
+  if ("queued" in gated) {
+    await announceQueued(ctx, turn, harnessName, gated.queued);
+    return { kind: "held", hold: "queued" };
+  }
   const { claim, standing } = gated;
   if (!claim.claimed) return { kind: "occupied", occupant: claim.record };
   ctx.react(event, "started");

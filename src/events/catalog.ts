@@ -136,6 +136,18 @@ export const EVENT_CATALOG = {
       delivery_id: "string?",
     },
   },
+  "session.queued": {
+    family: "session",
+    level: "info",
+    summary: "An authorized start found a routing.limits cap full and waits in the start queue (`position`: 1 is next; `cap`: the cap that holds it).",
+    fields: { work_item: "string", harness: "string", position: "integer", cap: "string", delivery_id: "string?" },
+  },
+  "session.dequeued": {
+    family: "session",
+    level: "info",
+    summary: "A start left the start queue (`reason`: slot-free — it starts now; stopped, awaiting-start, item-closed, spawn-policy, live — it does not).",
+    fields: { work_item: "string", reason: "string", delivery_id: "string?" },
+  },
   "session.spawn_failed": {
     family: "session",
     level: "error",

@@ -12,3 +12,5 @@ export { SessionRegistry } from "./registry.js";
 export type { ClaimResult } from "./registry.js";
 export { PullRequestLinks } from "./pr-links.js";
 export type { LinkSource, PullRequestLink } from "./pr-links.js";
+export { StartQueue, StartQueueError, startQueueFile } from "./start-queue.js";
+export type { QueueEntry } from "./start-queue.js";

@@ -36,6 +36,7 @@ import type { ReactionMoment } from "./reactions.js";
 import { isLive } from "../registry/record.js";
 import type { SessionClaimer, SessionRecord } from "../registry/record.js";
 import type { SessionRegistry } from "../registry/registry.js";
+import type { StartQueue } from "../registry/start-queue.js";
 
 /**
  * What the dispatcher's collaborators (spawn, delivery, pane, hook points, commands, closing)
@@ -126,6 +127,8 @@ export interface DispatcherOptions {
   readonly prepareHarness?: HarnessPreparer;
   /** The process graph, when `graph.enabled` is on; without it a started item is one session. */
   readonly graph?: GraphSetup;
+  /** The starts waiting for a slot under routing.limits (docs/fleet.md); without it no start ever waits. */
+  readonly startQueue?: StartQueue;
 }
 
 /**
@@ -238,8 +241,8 @@ export type SpawnOutcome =
   | { readonly kind: "started"; readonly record: SessionRecord }
   /** Another process started one first. */
   | Occupied
-  /** The item's control record holds it (checked again under the control lock). */
-  | { readonly kind: "held"; readonly hold: SpawnHold }
+  /** The item's control record holds it (checked again under the control lock), or a full cap queued it. */
+  | { readonly kind: "held"; readonly hold: SpawnHold | "queued" }
   /** Nothing runs; `retry`: trying the same event again may work. */
   | { readonly kind: "failed"; readonly error: string; readonly retry: boolean }
   /** Closed by another process while it was starting (settled as session-closed). */

@@ -69,6 +69,17 @@ const START_AS = /comment `the-loop:start-execution` as one of: alice, bob/;
 
 const ROWS: Row[] = [
   {
+    what: "a start a full cap queued: its place and the cap (routing.limits)",
+    given: {
+      control: control({ effect: "start-pending" }),
+      queued: { position: 2, ahead: 1, cap: "routing.limits.maxLiveSessions 2" },
+      events: newestFirst(opened(), labeled(), applied("start-pending")),
+    },
+    state: "queued",
+    summary: /^waiting for a slot: 1 ahead, cap routing\.limits\.maxLiveSessions 2 reached$/,
+    next: /starts by itself when a session closes/,
+  },
+  {
     what: "a start before the item is armed: the refusal, and that arming and starting again is needed",
     given: { events: newestFirst(opened(), dropped("spawn-policy", "alice", "opened"), event("item.commented", { actor: "alice" }), rejected("not-armed")) },
     state: "not-armed",

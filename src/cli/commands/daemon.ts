@@ -8,6 +8,7 @@ import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";
 import { displayPath, openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
+import { limitsLine, limitsStatus } from "./sessions/queued.js";
 
 export interface JsonOption {
   readonly json: boolean;
@@ -100,8 +101,9 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     projectDir: project.loaded.baseDir,
   });
   const { healthy, services, problems, sandbox } = report;
+  const limits = limitsStatus(project);
   if (options.json) {
-    stdout.json({ healthy, problems, services, sandbox });
+    stdout.json({ healthy, problems, services, sandbox, ...(limits !== undefined ? { limits } : {}) });
   } else {
     stdout.line(
       formatTable(
@@ -113,6 +115,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     stdout.line(
       `sessions: ${sandbox.sandbox === undefined ? "unsandboxed" : `sandboxed (${sandbox.sandbox}, ${binds})`} — routing.sandbox.mode: ${sandbox.mode}`,
     );
+    if (limits !== undefined) stdout.line(limitsLine(limits));
     if (problems.length > 0) {
       stdout.line("");
       stdout.line(`${problems.length} problem${problems.length > 1 ? "s" : ""}:`);

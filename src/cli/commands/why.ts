@@ -14,6 +14,7 @@ import { describeEvent } from "../why-events.js";
 import { explainWhy } from "../why-explain.js";
 import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
 import { canonicalRef } from "../canonical-ref.js";
+import { queuedPlace } from "./sessions/queued.js";
 
 /**
  * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one
@@ -85,6 +86,13 @@ async function itemEvents(project: Project, ref: string): Promise<ReadLatestResu
   }
 }
 
+/** The item's place in the start queue, unless a session of its own runs (then the queue is not its story). */
+function queuedIn(project: Project, ref: string, session: WhySituation["session"]): Pick<WhySituation, "queued"> {
+  if (session !== undefined && !("damaged" in session) && (session.status === "active" || session.status === "paused")) return {};
+  const place = queuedPlace(project, ref);
+  return place === undefined ? {} : { queued: place };
+}
+
 export async function runWhy(globals: GlobalOptions, given: string, options: WhyOptions): Promise<void> {
   const project = await openProject(globals);
   const ref = canonicalRef(given, project);
@@ -108,6 +116,7 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
     ...(held !== undefined ? { held } : {}),
     events: log.events,
     daemonRunning: running,
+    ...queuedIn(project, ref, session),
   };
   const verdict = explainWhy(situation);
   if (options.json) {

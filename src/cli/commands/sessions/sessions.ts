@@ -10,6 +10,7 @@ import type { Runtime, RuntimeInput } from "../../../daemon/runtime.js";
 import { RegistryRecordError, isLive } from "../../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
+import { queuedStarts } from "./queued.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
 import type { WorkItemState } from "../../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../../workitem/index.js";
@@ -180,6 +181,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   const withoutSession = <T>(byRef: ReadonlyMap<string, T>, refs: ReadonlySet<string>): [string, T][] =>
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   const graphRuns = graphRunsByRef(project);
+  const queued = queuedStarts(project, wanted);
   if (options.json) {
     const controls = controlRecordsByRef(project);
     const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
@@ -196,6 +198,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
         // to a copy (10,000 copies were a tenth of the command's time).
         .map((record) => Object.assign(record, { control: controls.byRef.get(record.workItem.ref) ?? null, graph: graphOf(record.workItem.ref) })),
       controls: withoutSession(controls.byRef, new Set(records.map((record) => record.workItem.ref))).map(([, record]) => record),
+      queued,
       problems: allProblems,
     });
     return;
@@ -213,8 +216,12 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
       summary.tmuxTarget,
       summary.lastEventAt,
     ]);
+  const queuedRefs = new Set(queued.map((entry) => entry.ref));
   for (const [ref, control] of withoutSession(controls.byRef, new Set(summaries.map((summary) => summary.ref)))) {
-    rows.push([ref, "-", control, "-", "-", "-"]);
+    if (!queuedRefs.has(ref)) rows.push([ref, "-", control, "-", "-", "-"]);
+  }
+  for (const entry of queued) {
+    rows.push([entry.ref, `queued (${entry.position})`, controls.byRef.get(entry.ref) ?? controlSummary(undefined), entry.harness, "-", entry.queuedAt]);
   }
   if (rows.length === 0) {
     stdout.line(wanted ? `no ${wanted} sessions` : "no sessions yet");

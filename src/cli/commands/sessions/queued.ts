@@ -1,0 +1,72 @@
+import { messageOf } from "../../../errors.js";
+import { StartQueue, startQueueFile } from "../../../registry/start-queue.js";
+import type { QueueEntry } from "../../../registry/start-queue.js";
+import { SessionRegistry } from "../../../registry/registry.js";
+import { admit, capText, capUsage, hasLimits } from "../../../routing/limits.js";
+import type { Project } from "../../context.js";
+import { stderr } from "../../output.js";
+
+/**
+ * The starts waiting for a slot under routing.limits (docs/fleet.md), with their places: shown
+ * unless the listing asks for a session status. A damaged queue is warned about and shows none.
+ */
+export function queuedStarts(project: Project, wanted: string | undefined): (QueueEntry & { readonly status: "queued"; readonly position: number })[] {
+  if (wanted !== undefined) return [];
+  try {
+    return new StartQueue({ file: startQueueFile(project.paths.root) }).read().map((entry, index) => ({ ...entry, status: "queued", position: index + 1 }));
+  } catch (error) {
+    stderr.warn(messageOf(error));
+    return [];
+  }
+}
+
+/**
+ * Where `ref` waits in the start queue, as `why` tells it: its place, how many wait ahead of it,
+ * and the cap that holds it (undefined: none does now, so the daemon starts it within a second).
+ * Undefined when it is not queued, or the queue cannot be read (warned about).
+ */
+export function queuedPlace(project: Project, ref: string): { position: number; ahead: number; cap: string | undefined } | undefined {
+  let entries: QueueEntry[];
+  try {
+    entries = new StartQueue({ file: startQueueFile(project.paths.root) }).read();
+  } catch (error) {
+    stderr.warn(messageOf(error));
+    return undefined;
+  }
+  const index = entries.findIndex((entry) => entry.ref === ref);
+  const entry = entries[index];
+  if (entry === undefined) return undefined;
+  const live = new SessionRegistry({ dir: project.paths.registryDir })
+    .list({ status: "live" })
+    .records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
+  const admission = admit(project.config.routing.limits, live, entries, entry);
+  return { position: index + 1, ahead: index, cap: admission.kind === "queue" ? capText(admission.cap) : undefined };
+}
+
+/** What `status` shows of routing.limits: each cap with the live sessions under it, and how many starts wait. */
+export interface LimitsStatus {
+  readonly caps: { readonly cap: string; readonly live: number; readonly limit: number }[];
+  readonly queued: number;
+}
+
+/** Undefined when no cap is set and nothing waits: `status` then says nothing of them. */
+export function limitsStatus(project: Project): LimitsStatus | undefined {
+  const limits = project.config.routing.limits;
+  let queued = 0;
+  try {
+    queued = new StartQueue({ file: startQueueFile(project.paths.root) }).read().length;
+  } catch (error) {
+    stderr.warn(messageOf(error));
+  }
+  if (!hasLimits(limits) && queued === 0) return undefined;
+  const live = new SessionRegistry({ dir: project.paths.registryDir })
+    .list({ status: "live" })
+    .records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
+  return { caps: capUsage(limits, live), queued };
+}
+
+/** `maxLiveSessions 2/2, perHarness.codex 0/1; 2 queued`. */
+export function limitsLine(status: LimitsStatus): string {
+  const caps = status.caps.length === 0 ? "no cap" : status.caps.map((cap) => `${cap.cap} ${cap.live}/${cap.limit}`).join(", ");
+  return `limits: ${caps}; ${status.queued} queued`;
+}

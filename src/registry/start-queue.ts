@@ -1,0 +1,115 @@
+import { join } from "node:path";
+import { readJsonFileSync, writeJsonAtomic } from "../state/atomic.js";
+import { withLock } from "../state/lock.js";
+import type { LockOptions } from "../state/lock.js";
+
+/**
+ * The queue of authorized starts waiting for a slot under routing.limits (docs/fleet.md): one
+ * file under the state root, `queue/starts.json`, in order. It is written whole and atomically
+ * (state/atomic.ts), so a `kill -9` at any instant leaves the old queue or the new one, and every
+ * change runs under the file's lock, so two processes never both take the last slot: the
+ * admission (count the live sessions, read the queue, claim or append) happens inside it. Lock
+ * order: the item's control record, then this queue, then the item's session record.
+ */
+
+/** One start waiting for a slot. */
+export interface QueueEntry {
+  readonly ref: string;
+  /** The harness it will run: the per-harness caps weigh it by this. */
+  readonly harness: string;
+  readonly queuedAt: string;
+}
+
+interface QueueFile {
+  readonly version: 1;
+  readonly entries: readonly QueueEntry[];
+}
+
+/** Where a state root keeps its queue. */
+export function startQueueFile(stateRoot: string): string {
+  return join(stateRoot, "queue", "starts.json");
+}
+
+/** A queue file that is not one: named, with how to mend it. */
+export class StartQueueError extends Error {
+  override readonly name: string = "StartQueueError";
+  constructor(file: string, why: string) {
+    super(
+      `the start queue ${file} is damaged (${why}): fix it by hand, or remove it (the starts it held stay standing and are queued again at the daemon's next start)`,
+    );
+  }
+}
+
+function entryOf(file: string, value: unknown, index: number): QueueEntry {
+  const entry = value as Partial<Record<keyof QueueEntry, unknown>> | null;
+  if (typeof entry !== "object" || entry === null) throw new StartQueueError(file, `entry ${index} is not an object`);
+  const { ref, harness, queuedAt } = entry;
+  if (typeof ref !== "string" || typeof harness !== "string" || typeof queuedAt !== "string") {
+    throw new StartQueueError(file, `entry ${index} needs ref, harness and queuedAt as strings`);
+  }
+  return { ref, harness, queuedAt };
+}
+
+export class StartQueue {
+  readonly file: string;
+  private readonly lock: LockOptions;
+
+  constructor(options: { readonly file: string; readonly lock?: LockOptions }) {
+    this.file = options.file;
+    this.lock = options.lock ?? {};
+  }
+
+  /** The queue in order; empty when there is no file. Throws StartQueueError on a damaged one. */
+  read(): QueueEntry[] {
+    let parsed: unknown;
+    try {
+      parsed = readJsonFileSync(this.file);
+    } catch (error) {
+      throw new StartQueueError(this.file, error instanceof Error ? error.message : String(error));
+    }
+    // No file: nothing has queued yet.
+    if (parsed === undefined) return [];
+    const data = parsed as Partial<QueueFile> | null;
+    if (typeof data !== "object" || data === null || data.version !== 1 || !Array.isArray(data.entries)) {
+      throw new StartQueueError(this.file, "not { version: 1, entries: [...] }");
+    }
+    return data.entries.map((entry, index) => entryOf(this.file, entry, index));
+  }
+
+  /** The 1-based place of `ref` in the queue, or undefined when it is not queued. */
+  positionOf(ref: string): number | undefined {
+    const index = this.read().findIndex((entry) => entry.ref === ref);
+    return index === -1 ? undefined : index + 1;
+  }
+
+  /**
+   * Read → decide → write under the queue's lock. `decide` returns the new queue (undefined: no
+   * change) and its result; the file is rewritten only when the queue changed.
+   */
+  async transaction<T>(decide: (entries: readonly QueueEntry[]) => Promise<{ readonly entries?: readonly QueueEntry[]; readonly result: T }>): Promise<T> {
+    return withLock(
+      this.file,
+      async () => {
+        const before = this.read();
+        const { entries, result } = await decide(before);
+        if (entries !== undefined && !sameEntries(before, entries)) {
+          await writeJsonAtomic(this.file, { version: 1, entries } satisfies QueueFile);
+        }
+        return result;
+      },
+      this.lock,
+    );
+  }
+
+  /** Takes `ref` out of the queue; whether it was in it. */
+  remove(ref: string): Promise<boolean> {
+    return this.transaction(async (entries) => {
+      const kept = entries.filter((entry) => entry.ref !== ref);
+      return { entries: kept, result: kept.length !== entries.length };
+    });
+  }
+}
+
+function sameEntries(a: readonly QueueEntry[], b: readonly QueueEntry[]): boolean {
+  return a.length === b.length && a.every((entry, index) => entry.ref === b[index]?.ref && entry.harness === b[index]?.harness);
+}
