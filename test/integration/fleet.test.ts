@@ -125,4 +125,36 @@ describe("concurrency caps with a persistent queue (real daemon, fake harness)",
       expect(live.sessions.map((session) => session.workItem.ref).sort()).toEqual([first, second].sort());
     },
   );
+
+  it("queues an operator's start beyond the cap as a pending start, and a stop takes it out of the queue", { timeout: 120_000 }, async () => {
+    project = await testProject({ routing: { control: { requireStartCommand: true }, limits: { maxLiveSessions: 1 } } });
+    const p = project;
+    const started = await p.cli(["start", "--json"]);
+    expect(started.code, started.stderr + started.stdout).toBe(0);
+    await p.waitForEvent("the baseline", named("poll.baseline"));
+    for (const title of ["one", "two", "three"]) {
+      expect((await p.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
+    }
+    const first = jsonOf<{ effect: string }>(await p.cli(["sessions", "start", "--work-item", "#1", "--json"]));
+    expect(first.effect).toBe("started");
+    const second = jsonOf<{ effect: string; problem?: string }>(await p.cli(["sessions", "start", "--work-item", "#2", "--json"]));
+    expect(second.effect).toBe("start-pending");
+    expect(second.problem).toContain("queued at position 1");
+    const third = jsonOf<{ effect: string; problem?: string }>(await p.cli(["sessions", "start", "--work-item", "#3", "--json"]));
+    expect(third.problem).toContain("queued at position 2");
+    const queue = new StartQueue({ file: startQueueFile(p.root) });
+    expect(queue.read().map((entry) => entry.ref)).toEqual(["local:demo#2", "local:demo#3"]);
+
+    // A stop takes #2 out: recorded as any stop, and it never starts.
+    expect((await p.cli(["sessions", "stop", "--work-item", "#2", "--json"])).code).toBe(0);
+    const left = await p.waitForEvent("#2 dequeued", (r) => r.event === "session.dequeued" && r.work_item === "local:demo#2");
+    expect(left.reason).toBe("stopped");
+    expect(queue.read().map((entry) => entry.ref)).toEqual(["local:demo#3"]);
+
+    // The slot #1 frees goes to #3, the head now.
+    expect((await p.cli(["sessions", "close", "--work-item", "#1"])).code).toBe(0);
+    await p.waitForEvent("#3 spawned", (r) => r.event === "session.spawned" && r.work_item === "local:demo#3");
+    expect(queue.read()).toEqual([]);
+    expect((await p.events()).some((r) => r.event === "session.spawned" && r.work_item === "local:demo#2")).toBe(false);
+  });
 });
