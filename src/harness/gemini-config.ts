@@ -4,6 +4,7 @@ import { homedir } from "node:os";
 import { dirname, join, resolve, sep } from "node:path";
 import { writeFileAtomic } from "../state/atomic.js";
 import { withLock } from "../state/lock.js";
+import { geminiMcpWanted, mergeGeminiMcp } from "./gemini-mcp.js";
 
 /**
  * Gemini CLI asks a person several things before it works unattended: which way to sign in,
@@ -129,6 +130,8 @@ export type GeminiFileOutcome =
 export interface GeminiPreparation {
   readonly trust: GeminiFileOutcome;
   readonly settings: GeminiFileOutcome;
+  /** the-loop's MCP server in `settings.json` (src/harness/gemini-mcp.ts): registered, or removed. */
+  readonly mcp: GeminiFileOutcome;
   /** The folders trusted (or found trusted): each one's real path. */
   readonly dirs: readonly string[];
 }
@@ -137,6 +140,8 @@ export interface EnsureGeminiInput {
   readonly trustFile: string;
   readonly settingsFile: string;
   readonly dirs: readonly string[];
+  /** routing.mcp.enabled: register the-loop's MCP server (true) or take the-loop's entry out (false). */
+  readonly mcp: boolean;
 }
 
 /**
@@ -152,12 +157,17 @@ export async function ensureGeminiConfig(input: EnsureGeminiInput): Promise<Gemi
     mergeGeminiSettings,
     GEMINI_SETTINGS.map(([path, value]) => `${path}: ${JSON.stringify(value)}`),
   );
+  const mcp = await updateJson(
+    input.settingsFile,
+    (config) => mergeGeminiMcp(config, input.mcp),
+    input.mcp ? geminiMcpWanted() : ["no mcpServers.the-loop entry"],
+  );
   const trust = await updateJson(
     input.trustFile,
     (rules) => mergeGeminiTrust(rules, dirs),
     dirs.map((dir) => `${JSON.stringify(dir)}: "TRUST_FOLDER"`),
   );
-  return { trust, settings, dirs };
+  return { trust, settings, mcp, dirs };
 }
 
 async function updateJson(path: string, merge: (config: Record<string, unknown>) => GeminiMerge, wanted: readonly string[]): Promise<GeminiFileOutcome> {

@@ -7,7 +7,8 @@ import type { GeminiFileOutcome } from "../harness/gemini-config.js";
 
 /**
  * Gemini CLI's answers before a start (src/harness/gemini-config.ts): its folder trusted in
- * `trustedFolders.json`, and the sign-in choice and nudges settled in `settings.json`. One event
+ * `trustedFolders.json`, the sign-in choice and nudges settled in `settings.json`, and the-loop's
+ * MCP server registered there (routing.mcp.enabled) or its entry taken out. One event
  * per file that changed or could not be changed; it never fails the spawn it precedes.
  */
 export async function prepareGemini(
@@ -17,7 +18,12 @@ export async function prepareGemini(
   const { workItem, env } = input;
   const home = env.HOME || homedir();
   const scope = trustScope({ spawnDir: input.cwd, scope: input.routing.harnessTrust.scope, workspaceRoot: options.workspaceRoot, home });
-  const prepared = await ensureGeminiConfig({ trustFile: geminiTrustedFoldersFile(env), settingsFile: geminiSettingsFile(env), dirs: scope.dirs });
+  const prepared = await ensureGeminiConfig({
+    trustFile: geminiTrustedFoldersFile(env),
+    settingsFile: geminiSettingsFile(env),
+    dirs: scope.dirs,
+    mcp: input.routing.mcp.enabled,
+  });
   const dirs = [...prepared.dirs];
   const report = (outcome: GeminiFileOutcome, note: string | undefined): void => {
     if (outcome.kind === "failed") {
@@ -41,4 +47,8 @@ export async function prepareGemini(
   };
   report(prepared.trust, scope.narrowed);
   report(prepared.settings, prepared.settings.kind === "written" ? `set ${prepared.settings.set.join(", ")}, unset before` : undefined);
+  // The same file: one that could not be read or written was reported just above.
+  if (prepared.settings.kind !== "failed") {
+    report(prepared.mcp, prepared.mcp.kind === "written" ? `the-loop's MCP server: ${prepared.mcp.set.join(", ")}` : undefined);
+  }
 }

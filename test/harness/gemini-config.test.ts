@@ -123,14 +123,14 @@ describe("ensureGeminiConfig", () => {
 
   it("creates both files, private, and then leaves them alone", async () => {
     const { work, settingsFile, trustFile } = await files();
-    const first = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work] });
+    const first = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work], mcp: false });
     expect(first.trust).toMatchObject({ kind: "written", set: [work] });
     expect(first.settings.kind).toBe("written");
     expect(JSON.parse(await readFile(trustFile, "utf8"))).toEqual({ [work]: "TRUST_FOLDER" });
     expect(JSON.parse(await readFile(settingsFile, "utf8"))).toEqual(ALL_SET);
     expect((await stat(trustFile)).mode & 0o777).toBe(0o600);
     expect((await stat(settingsFile)).mode & 0o777).toBe(0o600);
-    const again = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work] });
+    const again = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work], mcp: false });
     expect([again.trust.kind, again.settings.kind]).toEqual(["unchanged", "unchanged"]);
   });
 
@@ -138,7 +138,7 @@ describe("ensureGeminiConfig", () => {
     const { dir, work, settingsFile, trustFile } = await files();
     const link = join(dir, "link");
     await symlink(work, link);
-    const outcome = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [link] });
+    const outcome = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [link], mcp: false });
     expect(outcome.dirs).toEqual([work]);
     expect(JSON.parse(await readFile(trustFile, "utf8"))).toEqual({ [work]: "TRUST_FOLDER" });
   });
@@ -147,7 +147,7 @@ describe("ensureGeminiConfig", () => {
     const { work, settingsFile, trustFile } = await files();
     const commented = '{\n  // the operator\'s note\n  "general": { "vimMode": true }\n}\n';
     await writeFile(settingsFile, commented);
-    const outcome = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work] });
+    const outcome = await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work], mcp: false });
     expect(outcome.settings).toMatchObject({ kind: "failed", error: expect.stringContaining("security.auth.selectedType") as string });
     expect(await readFile(settingsFile, "utf8")).toBe(commented);
     expect(outcome.trust.kind).toBe("written");
@@ -156,7 +156,7 @@ describe("ensureGeminiConfig", () => {
   it("keeps the mode of a file it rewrites", async () => {
     const { work, settingsFile, trustFile } = await files();
     await writeFile(settingsFile, '{"model": {"name": "x"}}', { mode: 0o640 });
-    await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work] });
+    await ensureGeminiConfig({ settingsFile, trustFile, dirs: [work], mcp: false });
     expect((await stat(settingsFile)).mode & 0o777).toBe(0o640);
     expect(JSON.parse(await readFile(settingsFile, "utf8"))).toMatchObject({ model: { name: "x" } });
   });
