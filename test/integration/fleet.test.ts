@@ -1,6 +1,8 @@
 import { promises as fs } from "node:fs";
+import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
 import { isProcessAlive } from "../../src/daemon/pidfile.js";
 import type { EventRecord } from "../../src/events/index.js";
 import { StartQueue, startQueueFile } from "../../src/registry/start-queue.js";
@@ -156,5 +158,42 @@ describe("concurrency caps with a persistent queue (real daemon, fake harness)",
     await p.waitForEvent("#3 spawned", (r) => r.event === "session.spawned" && r.work_item === "local:demo#3");
     expect(queue.read()).toEqual([]);
     expect((await p.events()).some((r) => r.event === "session.spawned" && r.work_item === "local:demo#2")).toBe(false);
+  });
+
+  it("takes a cap a config reload raises or lowers at the next start, and ends no session for it", { timeout: 120_000 }, async () => {
+    project = await testProject({ routing: { limits: { maxLiveSessions: 1 } } });
+    const p = project;
+    const configFile = join(p.root, "cli-config.yaml");
+    const withCap = async (cap: number): Promise<void> => {
+      const config = parse(await readFile(configFile, "utf8")) as { routing: { limits: { maxLiveSessions: number } } };
+      config.routing.limits.maxLiveSessions = cap;
+      await writeFile(configFile, stringify(config));
+    };
+    expect((await p.cli(["start", "--json"])).code).toBe(0);
+    await p.waitForEvent("the baseline", named("poll.baseline"));
+    for (const title of ["one", "two"]) expect((await p.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await waitFor(
+      "one spawned, one queued",
+      async () => ((await countOf(p, "session.queued")).length >= 1 && (await countOf(p, "session.spawned")).length >= 1 ? true : undefined),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      },
+    );
+
+    // Raised: the queued start takes the new slot.
+    await withCap(2);
+    await p.waitForEvent("the raise", (r) => r.event === "config.reloaded" && JSON.stringify(r.applied).includes("routing.limits.maxLiveSessions"));
+    await waitFor("both live", async () => ((await countOf(p, "session.spawned")).length >= 2 ? true : undefined), { timeoutMs: 20_000, intervalMs: 50 });
+
+    // Lowered: both keep running, and a new start waits.
+    await withCap(1);
+    await waitFor("the lowering", async () => ((await countOf(p, "config.reloaded")).length >= 2 ? true : undefined), { timeoutMs: 20_000, intervalMs: 50 });
+    expect((await p.cli(["item", "new", "three", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    const queued = await p.waitForEvent("#3 queued", (r) => r.event === "session.queued" && r.work_item === "local:demo#3");
+    expect(queued.cap).toBe("routing.limits.maxLiveSessions 1");
+    expect(await countOf(p, "session.closed")).toEqual([]);
+    const live = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json", "--status", "live"]));
+    expect(live.sessions).toHaveLength(2);
   });
 });
