@@ -36,7 +36,7 @@ export async function dequeueStart(
     if (isLive(registry.get(ref))) return await leave("live");
     const standing = control.get(ref);
     const hold = spawnHold(standingState(standing, ctx.policy), ctx.policy.control);
-    if (hold !== undefined) return await leave(hold === "execution-stopped" ? "stopped" : hold);
+    if (hold !== undefined) return await leave(hold === "execution-stopped" ? (standing?.command === "pause" ? "paused" : "stopped") : hold);
     const state = await trackers.forRef(ref).getItem(parseWorkItemRef(ref));
     if (state.state === "closed") return await leave("item-closed");
     if (!armsSpawn(state.labels, ctx.policy)) return await leave("spawn-policy");

@@ -145,7 +145,8 @@ export const EVENT_CATALOG = {
   "session.dequeued": {
     family: "session",
     level: "info",
-    summary: "A start left the start queue (`reason`: slot-free — it starts now; stopped, awaiting-start, item-closed, spawn-policy, live — it does not).",
+    summary:
+      "A start left the start queue (`reason`: slot-free — it starts now; stopped, paused, awaiting-start, item-closed, spawn-policy, live — it does not).",
     fields: { work_item: "string", reason: "string", delivery_id: "string?" },
   },
   "session.spawn_failed": {
