@@ -141,7 +141,7 @@ async function geminiProject(home: string, routing: Record<string, unknown> = {}
 async function chatFiles(home: string): Promise<string[]> {
   const files = await readdir(join(home, ".gemini", "tmp"), { recursive: true }).catch(() => []);
   // Whole chat files only: a write in progress can leave a sibling (`….json.tmp`) for a moment.
-  return files.map(String).filter((file) => /chats\/[^/]+\.json$/.test(file));
+  return files.map(String).filter((file) => /chats\/[^/]+\.jsonl?$/.test(file));
 }
 
 describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout: 180_000 }, () => {
@@ -219,6 +219,46 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     expect(stub.refused).toEqual([]);
   });
 
+  it("calls the-loop's MCP server, registered in its settings.json with its four tools alone trusted: the question lands on the work item, marked", async () => {
+    const MCP_QUESTION = "Should the cache be Redis or Memcached?";
+    stub = await startGeminiStub((request, agentic) => {
+      if (agentic.length === 1) return { functionCall: { name: "mcp_the-loop_ask", args: { question: MCP_QUESTION } } };
+      return { text: "Waiting for the answer." };
+    });
+    const home = await geminiHome({ settings: { mcpServers: { other: { command: "/bin/false" } } } });
+    const p = await geminiProject(home);
+
+    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    // Gemini offers the server's tools under its own names, and no other tool of it.
+    const offered = toolNames(first);
+    expect(offered.filter((name) => name.startsWith("mcp_the-loop_")).sort()).toEqual([
+      "mcp_the-loop_ask",
+      "mcp_the-loop_graph_complete",
+      "mcp_the-loop_graph_status",
+      "mcp_the-loop_why",
+    ]);
+
+    const asked = await waitInSession(p, "the MCP question on the work item", async () =>
+      jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(MCP_QUESTION)),
+    );
+    expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
+    // The tool's answer went back to the model, and no shell command was asked for.
+    const replied = await waitInSession(p, "the tool's answer at the model", async () =>
+      stub?.requests.find((r) => r.agentic && r.lastUserText.includes("mcp_the-loop_ask")),
+    );
+    expect(replied.lastUserText).toContain("Posted your question on local:demo#1");
+    expect(stub.requests.some((r) => r.allText.includes("run_shell_command"))).toBe(false);
+
+    expect(await readGeminiFile(home, "settings.json")).toMatchObject({
+      mcpServers: {
+        other: { command: "/bin/false" },
+        "the-loop": { command: "the-loop", args: ["mcp"], trust: true, includeTools: ["ask", "graph_complete", "graph_status", "why"] },
+      },
+      security: { environmentVariableRedaction: { allowed: ["THE_LOOP_SESSION_TOKEN"] } },
+    });
+    expect(stub.refused).toEqual([]);
+  });
+
   it("without the pre-seed it stops on its first dialog, input waits instead of answering it, and its requests elsewhere are refused", async () => {
     stub = await startGeminiStub(askOnce);
     const home = await geminiHome();
@@ -237,6 +277,11 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     await waitFor("a refused request", () => stub !== undefined && stub.refused.length > 0, { timeoutMs: 20_000 });
   });
 });
+
+/** The function names a request offers the model. */
+function toolNames(request: GeminiRequest): string[] {
+  return (request.body.tools ?? []).flatMap((tool) => ((tool as { functionDeclarations?: { name: string }[] }).functionDeclarations ?? []).map((d) => d.name));
+}
 
 function groupAlive(pgid: number): boolean {
   try {
