@@ -13,6 +13,7 @@ import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";
 import { acquirePidfile } from "./pidfile.js";
+import { runningConfigFile, writeRunningConfig } from "./running-config.js";
 import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
 import { SessionSockets } from "./socket/session-sockets.js";
@@ -113,6 +114,8 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     }
     sweepLeftovers(paths);
     tightenStateRootOnce(paths, options.warn);
+    // What this daemon runs, for the CLI to tell from the file (status, graph list): after the locks, so it is this daemon's.
+    await recordRunningConfig(paths, config, input.configFile, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
     const graphStates = openGraphStates(paths);
     const handlers = socketHandlers(dispatcher, {
@@ -221,6 +224,20 @@ function keepRunningThroughHookRejections(hooksLoaded: boolean, events: RuntimeI
   return { stop: () => process.off("unhandledRejection", handler) };
 }
 
+/** writeRunningConfig, a failure warned about: the daemon runs on without the record (status then compares nothing). */
+async function recordRunningConfig(
+  paths: RuntimeInput["paths"],
+  config: RuntimeInput["config"],
+  configFile: string | undefined,
+  warn: (message: string) => void,
+): Promise<void> {
+  try {
+    await writeRunningConfig(paths, config, configFile);
+  } catch (error) {
+    warn(`could not record the config the daemon runs (${runningConfigFile(paths)}): ${messageOf(error)}; status cannot tell a setting not loaded yet`);
+  }
+}
+
 interface ConfigFollower {
   /** Stops watching and waits for a reload under way. */
   stop(): Promise<void>;
@@ -240,6 +257,7 @@ function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: D
     try {
       const result = await reloadRouting(state, { configFile, baseDir: input.baseDir, dispatcher, events: input.events, warn: options.warn }, text);
       state = result.state;
+      if (result.outcome === "reloaded") await recordRunningConfig(input.paths, state.running, configFile, options.warn);
       // Emptied by this reload: said as loudly as at start.
       if (result.outcome === "reloaded" && result.applied.includes("routing.authorizedUsers")) {
         warnIfFailClosed(state.running.routing, input, options);

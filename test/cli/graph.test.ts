@@ -55,6 +55,7 @@ describe("the-loop graph list", () => {
         { name: "work-item", source: "built-in", start: "requirements", nodes: 9, edges: 11, default: true },
         { name: "adhoc", source: "built-in", start: "work", nodes: 3, edges: 3, default: false },
       ],
+      notLoaded: [],
     });
     const text = await runCli(["graph", "list"], { cwd });
     expect(text.code).toBe(0);
@@ -83,7 +84,7 @@ describe("the-loop graph list", () => {
     await writeFile(config, `graph:\n  enabled: true\n  default: adhoc\ngraphs:\n  - name: review-only\n    path: graphs/review-only.yaml\n`);
     expect(jsonOf<Listing>(await runCli(["graph", "list", "--json"], { cwd })).default).toBe("adhoc");
     const doc = await readFile(join(REPO_ROOT, "docs", "graph.md"), "utf8");
-    expect(doc.replace(/\s+/g, " ")).toContain("`the-loop graph list` and `graph show` list the edited file's graphs and default");
+    expect(doc.replace(/\s+/g, " ")).toContain("`the-loop graph list`, which lists the file's graphs and default,");
   });
 
   it("refuses to list when a graph file is broken, naming the file and the node (exit 2)", async () => {

@@ -1,3 +1,4 @@
+import { unloadedSettings } from "../running-config.js";
 import { homedir } from "node:os";
 import { closeSync, openSync, readSync, readdirSync, fstatSync } from "node:fs";
 import { connect } from "node:net";
@@ -103,6 +104,11 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     capabilityRefusals: capabilityRefusalsOf(events, services),
     selfLoginFailure: selfLoginFailureOf(events, new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])))),
     sandbox,
+    unloaded: unloadedSettings(
+      paths,
+      config,
+      services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])),
+    ),
   });
   const binds = resolveSandboxBinds(config.routing.sandbox.bind, options.projectDir ?? options.configDir, process.env.HOME || homedir()).map(
     (bind) => `${bind.source}:${bind.target}:${bind.mode}`,

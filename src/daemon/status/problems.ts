@@ -5,6 +5,8 @@
  * A daemon is healthy only when there are none.
  */
 
+import type { UnloadedSettings } from "../running-config.js";
+
 /** `status` when an enabled service is not running (its problems, if any, are listed too). */
 export const EXIT_STATUS_NOT_RUNNING = 1;
 /** `status` when every enabled service runs (or none is enabled) but something stops the work. */
@@ -19,7 +21,8 @@ export type StatusProblemCode =
   | "hook-server-down"
   | "capability-changed"
   | "self-login-unknown"
-  | "sandbox-off";
+  | "sandbox-off"
+  | "settings-not-loaded";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;
@@ -318,6 +321,35 @@ export function sandboxProblem(fact: SandboxFact): StatusProblem | undefined {
   };
 }
 
+// ---- settings changed on disk, not loaded ------------------------------------------------------
+
+/**
+ * The config file says one thing and the running daemon runs another: each setting it has not
+ * loaded, by name, with how it is loaded — a restart, or (for the keys a reload applies) the
+ * reload the daemon makes by itself, which a file it cannot read keeps from happening.
+ */
+export function unloadedSettingsProblems(fact: UnloadedSettings | undefined, daemonLog: string): StatusProblem[] {
+  if (fact === undefined) return [];
+  const problems: StatusProblem[] = [];
+  const list = (keys: readonly string[]): string => keys.join(", ");
+  if (fact.restartRequired.length > 0) {
+    const one = fact.restartRequired.length === 1;
+    problems.push({
+      code: "settings-not-loaded",
+      message: `the config file changed ${list(fact.restartRequired)}, which the running daemon (pid ${fact.pid}) has not loaded: ${one ? "it takes" : "they take"} effect only at a start, and until then the daemon, and every command that acts through it, runs the value${one ? "" : "s"} it started with`,
+      fix: "restart the daemon to run the file as it is: `the-loop stop && the-loop start`",
+    });
+  }
+  if (fact.reloads.length > 0) {
+    problems.push({
+      code: "settings-not-loaded",
+      message: `the config file changed ${list(fact.reloads)}, which the running daemon (pid ${fact.pid}) reloads by itself and has not loaded yet`,
+      fix: `run \`the-loop status\` again in a few seconds; if it stays, the daemon could not use the file (config.reload_failed in ${daemonLog} says why): fix it and save it again`,
+    });
+  }
+  return problems;
+}
+
 // ---- all together ----------------------------------------------------------------------------
 
 export interface StatusFacts {
@@ -335,6 +367,8 @@ export interface StatusFacts {
   /** The running daemon's permanent failure to learn its own login. */
   readonly selfLoginFailure?: SelfLoginFailure | undefined;
   readonly sandbox?: SandboxFact;
+  /** What the config file changed that the running daemon has not loaded. */
+  readonly unloaded?: UnloadedSettings | undefined;
 }
 
 /** Every problem, most basic first: a stopped service, then what a running one cannot do. */
@@ -344,6 +378,7 @@ export function statusProblems(facts: StatusFacts): StatusProblem[] {
   const sources = failingSourceProblems(facts.cycles).filter((problem) => token === undefined || !problem.message.includes("no GitHub token"));
   return [
     ...stoppedServiceProblems(facts.services, facts.daemonLog),
+    ...unloadedSettingsProblems(facts.unloaded, facts.daemonLog),
     ...(token ? [token] : []),
     ...sources,
     ...hookServerProblems(facts.hooks),

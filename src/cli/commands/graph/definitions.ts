@@ -4,7 +4,8 @@ import type { LoadedGraphs } from "../../../graph/registry.js";
 import type { Graph, GraphCheck, GraphNode } from "../../../graph/types.js";
 import { displayPath, loadCommandConfig, printConfigWarnings } from "../../context.js";
 import type { GlobalOptions } from "../../context.js";
-import { formatTable, stdout } from "../../output.js";
+import type { LoadedConfig } from "../../../config/load.js";
+import { formatTable, stderr, stdout } from "../../output.js";
 
 export interface GraphListOptions {
   readonly json: boolean;
@@ -19,18 +20,46 @@ const DOCS = "docs/graph.md";
 
 /** The config's graphs, every one compiled: a bad file is exit 2 naming the file and the node. */
 async function openGraphs(globals: GlobalOptions): Promise<LoadedGraphs> {
+  return (await openConfigGraphs(globals)).graphs;
+}
+
+async function openConfigGraphs(globals: GlobalOptions): Promise<{ readonly loaded: LoadedConfig; readonly graphs: LoadedGraphs }> {
   const loaded = await loadCommandConfig(globals);
   printConfigWarnings(loaded);
   const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
   const { loadGraphs } = await import("../../../graph/registry.js");
-  return loadGraphs(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {});
+  return { loaded, graphs: await loadGraphs(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {}) };
+}
+
+/**
+ * The graph settings the file changed and the running daemon has not loaded (it runs what it
+ * started with until a restart): said on stderr, since the daemon, not this listing, decides
+ * which graph a started item runs.
+ */
+async function unloadedGraphSettings(loaded: LoadedConfig): Promise<readonly string[]> {
+  const { readRunningConfig, unloadedSettings } = await import("../../../daemon/running-config.js");
+  const { isProcessAlive } = await import("../../../state/process.js");
+  const pid = readRunningConfig(loaded.paths)?.pid;
+  if (pid === undefined || !isProcessAlive(pid)) return [];
+  const unloaded = unloadedSettings(loaded.paths, loaded.config, [pid]);
+  return [...(unloaded?.restartRequired ?? []), ...(unloaded?.reloads ?? [])].filter(
+    (key) => key === "graphs" || key.startsWith("graph.") || key.startsWith("graphs."),
+  );
 }
 
 const sourceText = (graph: Graph): string => (graph.source === "built-in" ? graph.source : displayPath(graph.source));
 
 /** `the-loop graph list`: every graph the config can run, and which one a started item runs. */
 export async function runGraphList(globals: GlobalOptions, options: GraphListOptions): Promise<void> {
-  const loaded = await openGraphs(globals);
+  const opened = await openConfigGraphs(globals);
+  const loaded = opened.graphs;
+  const unloaded = await unloadedGraphSettings(opened.loaded);
+  if (unloaded.length > 0) {
+    stderr.line(
+      `note: the running daemon has not loaded ${unloaded.join(", ")} from this file: it runs, and starts items with, the values it started with; ` +
+        "this listing is the file's. Run the file's with `the-loop stop && the-loop start` (`the-loop status` lists every setting not loaded)",
+    );
+  }
   const graphs = [...loaded.graphs.values()];
   const listings = graphs.map((graph) => ({
     name: graph.name,
@@ -41,7 +70,7 @@ export async function runGraphList(globals: GlobalOptions, options: GraphListOpt
     default: graph === loaded.defaultGraph,
   }));
   if (options.json) {
-    stdout.json({ enabled: loaded.enabled, default: loaded.defaultGraph.name, graphs: listings });
+    stdout.json({ enabled: loaded.enabled, default: loaded.defaultGraph.name, graphs: listings, notLoaded: unloaded });
     return;
   }
   const rows = graphs.map((graph) => [graph.name, String(graph.nodes.size), graph === loaded.defaultGraph ? "yes" : "", sourceText(graph)]);

@@ -34,7 +34,8 @@ export interface SessionsCloseOptions {
 /** Loaded only by the commands that act on sessions: listing must not pay for the dispatcher. */
 export async function runtimeOf(project: Project): Promise<Runtime> {
   const { composeRuntime } = await import("../../../daemon/runtime.js");
-  return composeRuntime(runtimeInputOf(project));
+  const { asTheDaemonRuns } = await import("../../../daemon/running-config.js");
+  return composeRuntime(asTheDaemonRuns(runtimeInputOf(project)));
 }
 
 function runtimeInputOf(project: Project): RuntimeInput {
