@@ -90,7 +90,7 @@ function rawAdapter(name: string, routing: RoutingConfig): HarnessAdapter {
     case "cursor":
       return cursorAdapter(config);
     case "codex":
-      return codexAdapter(config);
+      return codexAdapter(config, routing);
     case "gemini":
       return geminiAdapter(config);
   }

@@ -1,7 +1,8 @@
 import { open, readdir, realpath } from "node:fs/promises";
 import { join } from "node:path";
-import type { HarnessConfig } from "../config/schema.js";
+import type { HarnessConfig, RoutingConfig } from "../config/schema.js";
 import { codexHome } from "./codex-config.js";
+import { MCP_TOOL_NAMES, theLoopMcpServer, type McpServerSpec } from "./mcp.js";
 import type { LearnSessionIdInput } from "./session-id.js";
 
 /**
@@ -58,15 +59,52 @@ export const CODEX_READY_PATTERN = /\? for shortcuts|esc to interrupt/;
  */
 export const CODEX_BLOCKED_PATTERN = /Trust this folder\?|enter continue · esc back|Would you like to run the following command|Press enter to confirm/;
 
+/**
+ * The session's variables the-loop's MCP server needs: Codex starts a stdio server with only a
+ * few of its own (HOME, PATH, USER, …) plus those a server's `env_vars` names, and the server
+ * reaches the daemon with these. Named, never given as values: the credential stays out of the
+ * argv.
+ */
+export const CODEX_MCP_ENV_VARS: readonly string[] = ["THE_LOOP_SESSION_TOKEN", "THE_LOOP_WORK_ITEM", "THE_LOOP_SESSION_SOCKET", "THE_LOOP_CLI_CONFIG"];
+
+/**
+ * How long Codex lets one of the server's tool calls run (its default is 60 s): a
+ * `graph_complete` waits for its claim up to an hour (src/mcp/tools.ts), an `ask` up to two
+ * minutes for the daemon's hooks.
+ */
+const CODEX_MCP_TOOL_TIMEOUT_S = 3_660;
+
+/**
+ * the-loop's MCP server for one Codex run (routing.mcp.enabled), as `-c` overrides, so the
+ * operator's config.toml is not edited for it: the server's command and args, the session's
+ * variables it may see, its four tools alone (`enabled_tools`), and each call approved up front
+ * (`default_tools_approval_mode="approve"`), so no approval question waits at the pane whatever
+ * the operator's approval policy. Read off Codex 0.169.0 (`codex mcp list --json`).
+ */
+export function codexMcpArgs(server: McpServerSpec = theLoopMcpServer()): string[] {
+  const key = `mcp_servers.${server.name}`;
+  const list = (values: readonly string[]): string => `[${values.map((value) => JSON.stringify(value)).join(",")}]`;
+  return [
+    `${key}.command=${JSON.stringify(server.command)}`,
+    `${key}.args=${list(server.args)}`,
+    `${key}.env_vars=${list(CODEX_MCP_ENV_VARS)}`,
+    `${key}.enabled_tools=${list(MCP_TOOL_NAMES)}`,
+    `${key}.default_tools_approval_mode="approve"`,
+    `${key}.tool_timeout_sec=${CODEX_MCP_TOOL_TIMEOUT_S}`,
+  ].flatMap((override) => ["-c", override]);
+}
+
 interface CodexLaunch {
   readonly sessionId: string;
   readonly prompt: string;
 }
 
 /** The adapter (adapters.ts names its type; this file stays below it, so no import cycle). */
-export function codexAdapter(config: HarnessConfig | undefined) {
+export function codexAdapter(config: HarnessConfig | undefined, routing: Pick<RoutingConfig, "mcp">) {
   const binary = config?.command ?? ["codex"];
-  const args = [...CODEX_DEFAULT_ARGS, ...(config?.args ?? [])];
+  // the-loop's MCP server after the defaults and before the operator's args, so a `-c` of theirs
+  // for the same key wins.
+  const args = [...CODEX_DEFAULT_ARGS, ...(routing.mcp.enabled ? codexMcpArgs() : []), ...(config?.args ?? [])];
   // `--` ends the options, so a prompt that starts with `-` (or reads `resume`, a subcommand) is
   // the prompt. No pastedPattern: Codex takes a bracketed paste and an Enter sent back to back,
   // idle or busy, and its idle box shows a placeholder that would read as text already there.

@@ -1,8 +1,8 @@
 /**
  * the-loop's own MCP server as an agent CLI registers it (`the-loop mcp`, src/mcp/): its name, its
  * tools, and the command that starts it. One description for every harness: Claude Code gets it
- * as `--mcp-config` (claudeMcpArgs), and another CLI's adapter writes the same server into the
- * file that CLI reads its servers from.
+ * as `--mcp-config` (claudeMcpArgs), Codex as `-c mcp_servers.…` overrides (codexMcpArgs), and
+ * another CLI's adapter writes the same server into the file that CLI reads its servers from.
  *
  * The command is the session's own `the-loop` — the link on the session's PATH to the very
  * installation that started it (sessions/session-env.ts) — and the server inherits the session's

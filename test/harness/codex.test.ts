@@ -6,6 +6,8 @@ import { harnessAdapter, isResumableSessionId } from "../../src/harness/adapters
 import {
   CODEX_BLOCKED_PATTERN,
   CODEX_DEFAULT_ARGS,
+  CODEX_MCP_ENV_VARS,
+  codexMcpArgs,
   CODEX_READY_PATTERN,
   dayDirs,
   codexSessionsSince,
@@ -25,11 +27,12 @@ describe("the codex adapter", () => {
   it("starts Codex unattended with the prompt after --, and the operator's args after the defaults", () => {
     const routing = routingSchema.parse({ harnesses: { codex: { command: ["/opt/codex"], args: ["-s", "workspace-write"] } } });
     const adapter = harnessAdapter("codex", routing);
-    expect(adapter.fresh(input)).toEqual(["/opt/codex", ...CODEX_DEFAULT_ARGS, "-s", "workspace-write", "--", "Work on #1"]);
+    expect(adapter.fresh(input)).toEqual(["/opt/codex", ...CODEX_DEFAULT_ARGS, ...codexMcpArgs(), "-s", "workspace-write", "--", "Work on #1"]);
     expect(adapter.resume?.({ ...input, sessionId: ID })).toEqual([
       "/opt/codex",
       "resume",
       ...CODEX_DEFAULT_ARGS,
+      ...codexMcpArgs(),
       "-s",
       "workspace-write",
       "--",
@@ -42,7 +45,39 @@ describe("the codex adapter", () => {
 
   it("runs `codex` from PATH by default, and a prompt that reads like an option or a subcommand stays the prompt", () => {
     const adapter = harnessAdapter("codex", routingSchema.parse({}));
-    expect(adapter.fresh({ ...input, prompt: "resume --last" })).toEqual(["codex", ...CODEX_DEFAULT_ARGS, "--", "resume --last"]);
+    expect(adapter.fresh({ ...input, prompt: "resume --last" })).toEqual(["codex", ...CODEX_DEFAULT_ARGS, ...codexMcpArgs(), "--", "resume --last"]);
+  });
+
+  it("registers the-loop's MCP server for the run as -c overrides: its command, the session's variables by name, its four tools alone, approved up front", () => {
+    expect(codexMcpArgs()).toEqual([
+      "-c",
+      'mcp_servers.the-loop.command="the-loop"',
+      "-c",
+      'mcp_servers.the-loop.args=["mcp"]',
+      "-c",
+      'mcp_servers.the-loop.env_vars=["THE_LOOP_SESSION_TOKEN","THE_LOOP_WORK_ITEM","THE_LOOP_SESSION_SOCKET","THE_LOOP_CLI_CONFIG"]',
+      "-c",
+      'mcp_servers.the-loop.enabled_tools=["ask","graph_complete","graph_status","why"]',
+      "-c",
+      'mcp_servers.the-loop.default_tools_approval_mode="approve"',
+      "-c",
+      "mcp_servers.the-loop.tool_timeout_sec=3660",
+    ]);
+    // Names only: no value of a session's variable (its credential above all) is in an argv.
+    expect(CODEX_MCP_ENV_VARS.every((name) => /^THE_LOOP_[A-Z_]+$/.test(name))).toBe(true);
+  });
+
+  it("with routing.mcp.enabled false adds nothing of the server's", () => {
+    const adapter = harnessAdapter("codex", routingSchema.parse({ mcp: { enabled: false } }));
+    const argv = adapter.fresh(input);
+    expect(argv).toEqual(["codex", ...CODEX_DEFAULT_ARGS, "--", "Work on #1"]);
+    expect(argv.join(" ")).not.toContain("mcp_servers");
+  });
+
+  it("puts the operator's args after the server's, so their -c for one of its keys wins", () => {
+    const routing = routingSchema.parse({ harnesses: { codex: { args: ["-c", "mcp_servers.the-loop.enabled=false"] } } });
+    const argv = harnessAdapter("codex", routing).fresh(input);
+    expect(argv.indexOf("mcp_servers.the-loop.enabled=false")).toBeGreaterThan(argv.indexOf('mcp_servers.the-loop.command="the-loop"'));
   });
 
   it("sets what an unattended pane needs, each as an override the operator's flags win over", () => {
