@@ -4,6 +4,7 @@ import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MCP_TOOL_NAMES } from "../../src/harness/mcp.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { CODEX_KEY_ENV, CODEX_VERSION, codexBinary, codexEnv, codexHome, readCodexConfig } from "../support/codex.js";
@@ -31,6 +32,11 @@ const AFTER_RESPAWN = "Are you still there after the restart?";
  * and the only request for anywhere but loopback this test lets pass its count.
  */
 const ANNOUNCEMENT = "CONNECT raw.githubusercontent.com:443";
+/**
+ * How Codex offers the model the-loop's tools, read off the stub's recorded request: a namespace
+ * named after the server (`-` made `_`) whose functions are the tools' own names.
+ */
+const MCP_NAMESPACE = "mcp__the_loop";
 
 let binary = "";
 let project: TestProject | undefined;
@@ -91,6 +97,27 @@ async function untilGone(pid: number): Promise<void> {
 function askOnce(request: ResponsesRequest, agentic: readonly ResponsesRequest[]): ResponsesReply {
   if (agentic.length === 1) return { call: { name: "exec_command", args: { cmd: `the-loop ask "${QUESTION}"` } } };
   return { text: request.lastUserText.includes(ANSWER) ? "Thanks — PostgreSQL it is." : "Noted." };
+}
+
+/** The names of the tools a request offers the model, a namespace's own tools too. */
+function toolNames(request: ResponsesRequest): string[] {
+  const names: string[] = [];
+  const walk = (tools: readonly unknown[] | undefined, prefix: string): void => {
+    for (const tool of tools ?? []) {
+      if (typeof tool !== "object" || tool === null) continue;
+      const { name, tools: inner } = tool as { name?: unknown; tools?: unknown };
+      if (typeof name === "string") names.push(prefix + name);
+      if (Array.isArray(inner)) walk(inner, typeof name === "string" ? `${prefix}${name}/` : prefix);
+    }
+  };
+  walk(request.body.tools, "");
+  return names;
+}
+
+/** The agent's script: ask the operator once through the-loop's MCP tool, then acknowledge. */
+function askByMcp(request: ResponsesRequest, agentic: readonly ResponsesRequest[]): ResponsesReply {
+  if (agentic.length === 1) return { call: { namespace: MCP_NAMESPACE, name: "ask", args: { question: QUESTION } } };
+  return { text: "Waiting for the answer." };
 }
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
@@ -222,6 +249,34 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect((await processesOf(home)).length).toBeGreaterThan(0);
     await p.cleanup();
     await waitFor("every Codex process to end", async () => (await processesOf(home)).length === 0, { timeoutMs: 15_000 });
+  });
+
+  it("registers the-loop's MCP server for the session: the model sees its four tools, and its ask posts the question on the work item, marked, with no approval asked", async () => {
+    stub = await startResponsesStub(askByMcp);
+    proxy = await startRefusingProxy();
+    const home = await codexHome(stub.url);
+    const { p } = await codexProject(home);
+
+    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const offered = toolNames(first);
+    expect(offered.filter((name) => name.startsWith(`${MCP_NAMESPACE}/`)).sort(), offered.join(", ")).toEqual(
+      MCP_TOOL_NAMES.map((tool) => `${MCP_NAMESPACE}/${tool}`).sort(),
+    );
+
+    const asked = await waitInSession(p, "the question on the work item", async () =>
+      jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
+    );
+    expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
+    // The tool's answer went back to the model: the call ran, and no approval question held it.
+    const answered = await waitInSession(p, "the tool's answer in the model's next request", async () =>
+      stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question")),
+    );
+    expect(answered.lastUserText).toContain("#1");
+    // The operator's config.toml names no server of the-loop's: the registration is the run's own.
+    expect(await readCodexConfig(home)).not.toContain("mcp_servers");
+
+    expect(stub.refused).toEqual([]);
+    expect(proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
   });
 
   it("without the pre-seed it stops on the trust screen, and input waits instead of answering it", async () => {

@@ -10,7 +10,9 @@ import type { AddressInfo } from "node:net";
  * takes the stream for broken and retries. Any other path is refused with 404 and counted.
  */
 
-export type ResponsesReply = ({ readonly text: string } | { readonly call: { readonly name: string; readonly args: Record<string, unknown> } }) & {
+export type ResponsesReply = (
+  { readonly text: string } | { readonly call: { readonly name: string; readonly args: Record<string, unknown>; readonly namespace?: string } }
+) & {
   /** Holds the reply back this long after its first event, as a model still thinking would (the agent shows itself busy meanwhile). */
   readonly delayMs?: number;
 };
@@ -166,6 +168,8 @@ function streamEvents(n: number, model: string, reply: ResponsesReply): Record<s
           id: `fc_stub_${n}`,
           call_id: `call_stub_${n}`,
           name: reply.call.name,
+          // A tool offered inside a namespace (Codex offers an MCP server's tools so) is called by both.
+          ...(reply.call.namespace === undefined ? {} : { namespace: reply.call.namespace }),
           arguments: JSON.stringify(reply.call.args),
           status: "completed",
         };
