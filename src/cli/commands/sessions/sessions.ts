@@ -10,7 +10,7 @@ import type { Runtime, RuntimeInput } from "../../../daemon/runtime.js";
 import { RegistryRecordError, isLive } from "../../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
-import { queuedStarts } from "./queued.js";
+import { queuedPlace, queuedStarts } from "./queued.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
 import type { WorkItemState } from "../../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../../workitem/index.js";
@@ -565,7 +565,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   }
 
   const comment = options.comment ? await announceControl(runtime, project, request) : undefined;
-  const pending = outcome.effect === "start-pending";
+  const pending = outcome.effect === "start-pending" && queuedPlace(project, ref) === undefined; // queued: it starts by itself (docs/fleet.md)
   const retry = "the start stands and is retried at the item's next event or when the daemon starts";
   if (comment?.posted === false) {
     stderr.warn(`could not post the ${command} comment on ${ref}: ${comment.error}; the ${command} stands, applied locally`);
