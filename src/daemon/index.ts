@@ -17,7 +17,7 @@ export { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarnin
 export { NoDaemonError } from "./socket/rpc.js";
 export type { SessionCredential } from "./socket/rpc.js";
 export { askAnswerSchema, claimAnswerSchema, servedRefsOf, unservedReason } from "./socket/methods.js";
-export { readWhySituation, whyAnswerSchema } from "./socket/why-situation.js";
+export { readWhySituation, whyAnswerSchema, whySettingsOf } from "./socket/why-situation.js";
 export type { WhyAnswer } from "./socket/why-situation.js";
 export { asTheDaemonRuns, readRunningConfig, runningConfigFile, unloadedSettings, writeRunningConfig } from "./running-config.js";
 export type { RunningConfigRecord, UnloadedSettings } from "./running-config.js";

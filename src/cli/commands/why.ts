@@ -1,5 +1,6 @@
 import { ControlStore } from "../../control/store.js";
 import { daemonStatus } from "../../daemon/start-stop.js";
+import { whySettingsOf as daemonWhySettings } from "../../daemon/socket/why-situation.js";
 import { ExitError, messageOf } from "../../errors.js";
 import type { EventRecord } from "../../events/reader.js";
 import { readLatestEvents } from "../../events/tail.js";
@@ -31,15 +32,9 @@ const EVENTS_SHOWN = 200;
 /** A log of every item for years is not read to its start for one item's question. */
 const LOG_BYTES_READ = 64 * 1024 * 1024;
 
+/** The settings `why` weighs: the daemon's reading of them, the one a session's `why` gets too. */
 export function whySettingsOf(config: Project["config"]): WhySettings {
-  const { routing, graph } = config;
-  return {
-    authorizedUsers: routing.authorizedUsers,
-    spawnOnUnmatched: routing.spawnOnUnmatched,
-    autoExecuteLabel: routing.autoExecuteLabel,
-    control: { enabled: routing.control.enabled, requireStartCommand: routing.control.requireStartCommand, keywords: routing.control.keywords },
-    graph: { enabled: graph.enabled, keywords: graph.keywords },
-  };
+  return daemonWhySettings(config);
 }
 
 /** The record, undefined when there is none, or what is wrong with it when it cannot be read. */
