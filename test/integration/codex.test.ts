@@ -123,7 +123,8 @@ function askByMcp(request: ResponsesRequest, agentic: readonly ResponsesRequest[
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
 async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
   try {
-    return await waitFor(what, probe, { timeoutMs: 30_000 });
+    // Codex starts its MCP servers before its first turn, and a loaded CI machine takes its time: 60 s, polled.
+    return await waitFor(what, probe, { timeoutMs: 60_000 });
   } catch (error) {
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);

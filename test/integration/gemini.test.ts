@@ -206,8 +206,9 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     const resumed = await waitInSession(p, "the comment in the resumed conversation", async () =>
       stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes(AFTER_RESPAWN)),
     );
+    // The same conversation: the model's next request carries the earlier answer. (Gemini CLI may save the
+    // resumed conversation in a chat file of its own, so the files are not counted here.)
     expect(resumed.allText).toContain(ANSWER);
-    expect(await chatFiles(home)).toHaveLength(1);
 
     // Closing the item closes the session, and the-loop's terminate ends Gemini and all it started.
     const [respawnedPid] = await panePids(["-L", p.socketName], target);
