@@ -96,6 +96,7 @@ async function sessionSpawns(base: string, stateRoot: string, worktree: string, 
       }
     }
   } finally {
+    // A server already gone (its last session ended) has nothing left to stop.
     await tmux.killServer().catch(() => undefined);
   }
   const plain = median(timings.tmux);

@@ -96,6 +96,7 @@ export async function endedRunSessions(ctx: ContextNeeds<"now", "graph" | "regis
   const due: string[] = [];
   for (const record of ctx.options.registry.list({ status: "live" }).records) {
     if (record.status === "paused" || record.harnessStartedAt === undefined) continue;
+    // A run record that cannot be read closes nothing: the session stays, and the damaged record is reported where it is read.
     const state = await setup.states.get(record.workItem.ref).catch(() => undefined);
     if (state !== undefined && closeDue(ctx, state, record.createdAt)) due.push(record.workItem.ref);
   }

@@ -284,6 +284,7 @@ export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promi
     if (halt !== undefined) return halt;
   }
   // The move's effects ran before this answer: a gate at the node entered may have blocked the item since, and the answer says so.
+  // Unreadable now: the answer is the move's own outcome, which was written; the next read reports the damage.
   const after = (await setup.states.get(ref).catch(() => undefined)) ?? outcome.state;
   const now = after.loopRunId === outcome.state.loopRunId ? after : outcome.state;
   return {
