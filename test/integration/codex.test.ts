@@ -8,6 +8,7 @@ import { MCP_TOOL_NAMES } from "../../src/harness/mcp.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { CODEX_KEY_ENV, CODEX_VERSION, codexBinary, codexEnv, codexHome, readCodexConfig } from "../support/codex.js";
+import { alive, endAgentProject, livePanePids } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { startRefusingProxy, type RefusingProxy } from "../support/refusing-proxy.js";
 import { startResponsesStub, type ResponsesReply, type ResponsesRequest, type ResponsesStub } from "../support/responses-stub.js";
@@ -48,50 +49,14 @@ beforeAll(async () => {
 }, 600_000);
 
 afterEach(async () => {
-  if (project !== undefined) {
-    const harnesses = await panePids(project);
-    await project.cleanup();
-    // Codex writes into its home until it has exited; the scratch home goes after it.
-    await Promise.all(harnesses.map((pid) => untilGone(pid)));
-  }
+  // Codex writes into its home until it has exited; the scratch home goes after it.
+  if (project !== undefined) await endAgentProject(project);
   project = undefined;
   await stub?.close();
   stub = undefined;
   await proxy?.close();
   proxy = undefined;
 });
-
-async function panePids(p: TestProject, target?: string): Promise<number[]> {
-  const args = target === undefined ? ["-a"] : ["-t", `=${target}:`];
-  const { stdout } = await run("tmux", ["-L", p.socketName, "list-panes", ...args, "-F", "#{pane_dead} #{pane_pid}"]).catch(() => ({ stdout: "" }));
-  return stdout
-    .split("\n")
-    .filter((line) => line.startsWith("0 "))
-    .map((line) => Number(line.slice(2)))
-    .filter((pid) => Number.isInteger(pid) && pid > 0);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Waits, bounded, for a process (and its group) to end after its tmux server went; then kills what is left. */
-async function untilGone(pid: number): Promise<void> {
-  await waitFor(`harness ${pid} to exit`, () => !alive(pid), { timeoutMs: 10_000 }).catch(() => {
-    for (const target of [-pid, pid]) {
-      try {
-        process.kill(target, "SIGKILL");
-      } catch {
-        // Gone meanwhile.
-      }
-    }
-  });
-}
 
 /** The agent's script: ask the operator once through `the-loop ask`, then acknowledge whatever comes. */
 function askOnce(request: ResponsesRequest, agentic: readonly ResponsesRequest[]): ResponsesReply {
@@ -219,7 +184,7 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect(hostile.lastUserText).toContain("/quit");
     expect(hostile.lastUserText).toContain("and a second line");
     expect(existsSync(join(p.dir, "wt", "PWNED"))).toBe(false);
-    expect(await panePids(p, target)).toHaveLength(1);
+    expect(await livePanePids(p.socketName, target)).toHaveLength(1);
 
     // The operator's config keeps every line; the main repository's root is trusted, and only it.
     const config = await readCodexConfig(home);
@@ -229,7 +194,7 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect(config).not.toContain(`[projects."${join(p.dir, "wt")}"]`);
 
     // Its pane dies; the next comment starts it again with `codex resume <id>`: the same conversation.
-    const [pid] = await panePids(p, target);
+    const [pid] = await livePanePids(p.socketName, target);
     process.kill(-(pid ?? 0), "SIGTERM");
     await waitFor("Codex to exit", () => !alive(pid ?? 0), { timeoutMs: 10_000 });
     const before = stub.requests.length;

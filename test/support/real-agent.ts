@@ -22,7 +22,7 @@ export async function livePanePids(socketName: string, target?: string): Promise
     .filter((pid) => Number.isInteger(pid) && pid > 0);
 }
 
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
