@@ -20,7 +20,7 @@ import type { GraphListOptions, GraphShowOptions } from "./commands/graph/defini
 import type { LoopRenderHooksOptions } from "./commands/loop/render-hooks.js";
 import type { LoopPredicateOptions } from "./commands/loop/predicate.js";
 import type { TaskResolveContentOptions } from "./commands/task.js";
-import type { GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph/runs.js";
+import type { GraphAnswerOptions, GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph/runs.js";
 import type { ItemActOptions, ItemLabelOptions, ItemListOptions, ItemNewOptions, ItemRepairOptions, ItemShowOptions } from "./commands/item.js";
 
 /**
@@ -247,6 +247,24 @@ export function buildProgram(): Command {
     .option("--json", "print as JSON", false)
     .action(async (ref: string, options: GraphForceOptions, command: Command) => {
       await (await import("./commands/graph/runs.js")).runGraphForce(globalsOf(command), ref, options);
+    });
+  graph
+    .command("approve")
+    .description("answer the item's gate: approve, as the approve keyword in a comment would (audited: event, history, marked comment)")
+    .argument("<ref>", REF_HELP)
+    .option("--reason <text>", "why (recorded and posted)")
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string, options: GraphAnswerOptions, command: Command) => {
+      await (await import("./commands/graph/runs.js")).runGraphAnswer(globalsOf(command), ref, "approved", options);
+    });
+  graph
+    .command("request-changes")
+    .description("answer the item's gate: send the work back, as the request-changes keyword in a comment would (audited: event, history, marked comment)")
+    .argument("<ref>", REF_HELP)
+    .requiredOption("--reason <text>", "what to change (recorded and posted, for the agent to read)")
+    .option("--json", "print as JSON", false)
+    .action(async (ref: string, options: GraphAnswerOptions, command: Command) => {
+      await (await import("./commands/graph/runs.js")).runGraphAnswer(globalsOf(command), ref, "changes-requested", options);
     });
 
   const capabilities = program

@@ -14,6 +14,8 @@ import { RETRY, SETTLED, deliveryEvents, dispatchFailed, handBack, settle, thisP
 import type { DeliveryEvents, DispatchContext, DispatcherConfig, DispatcherOptions, HandleResult } from "../sessions/context.js";
 import { deliverEvent } from "../sessions/delivery.js";
 import { graphClaim, graphForce } from "../graph-driver/start-claim-force.js";
+import { graphOperatorAnswer } from "../graph-driver/operator-answer.js";
+import type { OperatorAnswerRequest } from "../graph-driver/operator-answer.js";
 import { graphGate, releaseHeldAnswers } from "../graph-driver/gate-answers.js";
 import { DEFAULT_HELD_RETRY, HeldAnswerRetry } from "../graph-run/held-retry.js";
 import { postQuestion } from "../sessions/ask.js";
@@ -362,6 +364,13 @@ export class Dispatcher implements EventHandler {
     if (!this.accepting) throw new Error("the daemon is shutting down and takes no more commands");
     const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
     return this.counted(() => this.exclusive([ref], () => graphForce(this.ctx, { ...request, ref })));
+  }
+
+  /** `the-loop graph approve | request-changes` (and the dashboard's buttons), in the item's queue. */
+  async graphAnswer(request: OperatorAnswerRequest): Promise<ClaimAnswer> {
+    if (!this.accepting) throw new Error("the daemon is shutting down and takes no more commands");
+    const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
+    return this.counted(() => this.exclusive([ref], () => graphOperatorAnswer(this.ctx, { ...request, ref })));
   }
 
   /**

@@ -57,7 +57,8 @@ export const GRAPH_EVENTS = {
   "graph.gate_decided": {
     family: "graph",
     level: "info",
-    summary: "An authorized person answered the gate at `node` (`decision`: approved or changes-requested; `via`: keyword or review).",
+    summary:
+      "An authorized person answered the gate at `node` (`decision`: approved or changes-requested; `via`: keyword or review; cli or dashboard for an operator's answer, `actor_kind` operator).",
     fields: {
       work_item: "string",
       graph: "string",

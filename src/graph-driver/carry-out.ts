@@ -1,6 +1,6 @@
 import { messageOf } from "../errors.js";
 import { assignmentText } from "../graph-run/assignment.js";
-import { forceText, phaseText, reviewRequestText } from "../graph-run/comments.js";
+import { forceText, operatorAnswerText, phaseText, reviewRequestText } from "../graph-run/comments.js";
 import type { GraphEventEffect } from "../graph-run/effects.js";
 import type { RunEffect } from "../graph-run/loop-plan.js";
 import type { GraphState } from "../graph-run/state.js";
@@ -156,6 +156,9 @@ export async function applyGraphEffects(
         }
         case "announce-force":
           await post(ctx, ref, forceText(ref, graph, effect.from, effect.to, effect.reason, effect.actor));
+          break;
+        case "announce-answer":
+          await post(ctx, ref, operatorAnswerText(ref, graph, effect.node, effect.decision, effect.reason, effect.actor, effect.via));
           break;
         case "deliver-assignment": {
           // In the boot prompt: its points pass there, and it is recorded once the harness started with it (spawn.ts).

@@ -11,4 +11,6 @@ export { deliverPendingAssignment, journalledMoves, resumeJournalledEffects } fr
 export { drainLoopEvents } from "./loop-events.js";
 export { graphAtStart, graphClaim, graphForce } from "./start-claim-force.js";
 export { graphGate, releaseHeldAnswers } from "./gate-answers.js";
+export { graphOperatorAnswer } from "./operator-answer.js";
+export type { OperatorAnswerRequest } from "./operator-answer.js";
 export { RUN_ENDED_CLOSE, closeEndedRunSession, endedRunSessions, tellBlocked, tellRunEnded } from "./run-end-session.js";

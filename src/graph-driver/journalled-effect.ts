@@ -38,6 +38,14 @@ const otherEffectSchema = z.union([
   z.object({ kind: z.literal("deliver-assignment"), node: z.string(), generation: z.number().int() }),
   z.object({ kind: z.literal("request-review"), node: z.string(), generation: z.number().int() }),
   z.object({ kind: z.literal("announce-force"), from: z.string().nullable(), to: z.string(), reason: z.string(), actor: actorSchema }),
+  z.object({
+    kind: z.literal("announce-answer"),
+    node: z.string(),
+    decision: z.enum(["approved", "changes-requested"]),
+    reason: z.string().nullable(),
+    actor: actorSchema,
+    via: z.enum(["cli", "dashboard"]),
+  }),
   z.object({ kind: z.literal("run-ended"), status: z.enum(FINAL_GRAPH_STATUSES) }),
   z.object({ kind: z.literal("loop"), name: observedName, payload: z.record(z.string(), z.unknown()) }),
   z.object({

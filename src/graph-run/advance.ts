@@ -255,7 +255,7 @@ export function gateRefusal(graph: Graph, state: GraphState | undefined): Refusa
 export interface GateAnswerInput extends Moment {
   readonly decision: GateDecision;
   /** How the answer came: `keyword` (a comment) or `review` (a pull request review's state). */
-  readonly via?: "keyword" | "review";
+  readonly via?: "keyword" | "review" | "cli" | "dashboard";
   /** The run the answer begins when the item's run has ended (a block that ended it): refused without one. */
   readonly next?: NextRun;
 }

@@ -53,6 +53,29 @@ export function forceText(ref: string, graph: Graph, from: string | null, to: st
   );
 }
 
+/** Where an operator's gate answer came from: `the-loop graph approve | request-changes`, or the dashboard. */
+export type OperatorVia = "cli" | "dashboard";
+
+/** The marked audit comment of an operator's gate answer (`the-loop graph approve | request-changes`, or the dashboard). */
+export function operatorAnswerText(
+  ref: string,
+  graph: Graph,
+  node: string,
+  decision: "approved" | "changes-requested",
+  reason: string | null,
+  actor: GraphActor,
+  via: OperatorVia,
+): string {
+  const command = decision === "approved" ? "approve" : "request-changes";
+  const how = via === "dashboard" ? "from the-loop's dashboard" : `with \`the-loop graph ${command}\``;
+  const gate = `the gate \`${node}\` of \`${ref}\` (${graph.name} graph)`;
+  const head =
+    decision === "approved"
+      ? `✅ **the-loop**: ${gate} was approved by ${actor.id} ${how}.`
+      : `↩️ **the-loop**: ${actor.id} requested changes at ${gate} ${how}.`;
+  return markSelfAuthored(reason !== null && reason.trim() !== "" ? `${head}\n\nReason given: ${oneLine(reason)}` : head);
+}
+
 /** The artifacts of the agent nodes with an edge into `node`: what a gate reviews. */
 function previousArtifacts(graph: Graph, node: GraphNode): string[] {
   const sources = graph.edges.filter((edge) => edge.to === node.id).map((edge) => graph.nodes.get(edge.from));

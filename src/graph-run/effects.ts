@@ -96,6 +96,15 @@ export type GraphEffect =
       readonly reason: string;
       readonly actor: GraphActor;
     }
+  /** Post the marked comment recording an operator's gate answer (`graph approve | request-changes`, the dashboard). */
+  | {
+      readonly kind: "announce-answer";
+      readonly node: string;
+      readonly decision: "approved" | "changes-requested";
+      readonly reason: string | null;
+      readonly actor: GraphActor;
+      readonly via: "cli" | "dashboard";
+    }
   /** The run is over (`status`: how it ended): the runtime stops treating the item as in its graph. */
   | { readonly kind: "run-ended"; readonly status: FinalGraphStatus }
   | GraphEventEffect;

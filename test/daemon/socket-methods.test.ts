@@ -1,6 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
-import { claimVerdict, forceVerdict, graphCompleteParams, graphForceParams, servedRefsOf, unservedReason } from "../../src/daemon/socket/methods.js";
+import {
+  answerVerdict,
+  claimVerdict,
+  forceVerdict,
+  graphAnswerParams,
+  graphCompleteParams,
+  graphForceParams,
+  servedRefsOf,
+  unservedReason,
+} from "../../src/daemon/socket/methods.js";
 import type { Caller } from "../../src/daemon/socket/methods.js";
 import { checkSessionCredential, credentialHash, issueCredential } from "../../src/sessions/credential.js";
 import { boundedName } from "../../src/sessions/names.js";
@@ -21,6 +30,21 @@ describe("who may call a socket method", () => {
   it("refuses a force to a session and gives it to the operator", () => {
     expect(forceVerdict(session)).toEqual({ ok: false, reason: expect.stringMatching(/operator command/) });
     expect(forceVerdict(operator)).toEqual({ ok: true, actor: { kind: "operator", id: "alice" } });
+  });
+
+  it("refuses a gate answer to a session and gives it to the operator", () => {
+    expect(answerVerdict(session)).toEqual({ ok: false, reason: expect.stringMatching(/operator commands.*does not answer its own gate/) });
+    expect(answerVerdict(operator)).toEqual({ ok: true, actor: { kind: "operator", id: "alice" } });
+  });
+
+  it.each([
+    [{ ref: "#1", decision: "approved" }, true],
+    [{ ref: "#1", decision: "changes-requested", reason: "fix it" }, true],
+    [{ ref: "#1", decision: "approved", reason: null }, true],
+    [{ ref: "#1", decision: "maybe" }, false],
+    [{ ref: "#1", decision: "approved", actor: "alice" }, false],
+  ] as const)("graph.answer's params %o parse: %s", (params, ok) => {
+    expect(graphAnswerParams.safeParse(params).success).toBe(ok);
   });
 
   it("takes no actor from a message: a params object naming one is refused", () => {

@@ -24,6 +24,8 @@ const NOT_MOVES: Readonly<Record<string, string>> = {
   "src/graph-driver/capability-points.ts:rememberPointText": "keeps the points' text for the node's assignment; node, status and effects unchanged",
   "src/graph-driver/start-claim-force.ts:refuseClaim":
     "records a refused claim (a history entry and its event) after the claim's move refused or never began; nothing moves, no effects are journalled",
+  "src/graph-driver/operator-answer.ts:refuseAnswer":
+    "records an operator's gate answer refused before its move began (a history entry and its event); nothing moves, no effects are journalled",
   "src/graph-driver/gate-answers.ts:refuseUnchecked":
     "records gate answers refused for want of the-loop's login (history entries and events); nothing moves, no effects are journalled",
 };

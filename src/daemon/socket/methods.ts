@@ -46,11 +46,21 @@ export const graphForceParams = z.strictObject({
     .max(REASON_MAX * 2),
 });
 
+export const graphAnswerParams = z.strictObject({
+  ref,
+  decision: z.enum(["approved", "changes-requested"]),
+  /** Required for changes-requested (what the agent is to change), optional for an approval. */
+  reason: z
+    .string()
+    .max(REASON_MAX * 2)
+    .nullish(),
+});
+
 export const sessionAskParams = z.strictObject({
   question: z.string().min(1).max(QUESTION_MAX),
 });
 
-/** What `graph.complete` and `graph.force` answer (ClaimAnswer of src/graph-driver/start-claim-force.ts). */
+/** What `graph.complete`, `graph.force` and `graph.answer` answer (ClaimAnswer of src/graph-driver/start-claim-force.ts). */
 export const claimAnswerSchema = z.object({
   moved: z.boolean(),
   ref: z.string(),
@@ -147,6 +157,18 @@ export function forceVerdict(caller: Caller): Verdict {
   return { ok: true, actor: { kind: "operator", id: caller.id } };
 }
 
+/** `graph approve | request-changes` are the operator's: a session may not answer its own gate (or any). */
+export function answerVerdict(caller: Caller): Verdict {
+  if (caller.kind === "session") {
+    return {
+      ok: false,
+      reason:
+        "graph approve and graph request-changes are operator commands, refused to a session (the request carried a session credential): an agent does not answer its own gate",
+    };
+  }
+  return { ok: true, actor: { kind: "operator", id: caller.id } };
+}
+
 /** The daemon's OS user, the only one who can reach its socket: what an uncredentialed request is recorded as. */
 export function operatorName(): string {
   let name: string | undefined;
@@ -225,6 +247,18 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
       const reason = boundedName(params.reason, REASON_MAX);
       if (reason === "") throw new UsageError("a force is audited: give the reason with --reason TEXT");
       return dispatcher.graphForce({ ref: item, to: params.to, reason, actor: verdict.actor });
+    },
+    "graph.answer": async (raw, rpc) => {
+      const params = paramsOf(graphAnswerParams, raw);
+      const verdict = answerVerdict(callerOf(rpc));
+      if (!verdict.ok) throw new UsageError(verdict.reason);
+      const item = canonical(params.ref);
+      servedOrRefuse(item);
+      const reason = boundedName(params.reason ?? "", REASON_MAX);
+      if (params.decision === "changes-requested" && reason === "") {
+        throw new UsageError("a request for changes says what to change: give it with --reason TEXT");
+      }
+      return dispatcher.graphAnswer({ ref: item, decision: params.decision, reason, actor: verdict.actor, via: "cli" });
     },
     "session.ask": async (raw, rpc) => {
       const params = paramsOf(sessionAskParams, raw);

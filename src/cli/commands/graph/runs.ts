@@ -233,3 +233,34 @@ export async function runGraphForce(globals: GlobalOptions, given: string, optio
   const answer = await callDaemon(project.paths.root, "graph.force", { ref, to: options.to, reason: options.reason }, 120_000, { result: claimAnswerSchema });
   printAnswer(answer, options.json, "forced");
 }
+
+export interface GraphAnswerOptions {
+  readonly reason?: string;
+  readonly json: boolean;
+}
+
+/**
+ * `the-loop graph approve | request-changes`: the operator answers the item's gate, as the
+ * keyword in an authorized person's comment would; decided and audited by the daemon (event,
+ * history, marked comment). Refused, exit 1, when the item is not waiting for an answer.
+ */
+export async function runGraphAnswer(
+  globals: GlobalOptions,
+  given: string,
+  decision: "approved" | "changes-requested",
+  options: GraphAnswerOptions,
+): Promise<void> {
+  const command = decision === "approved" ? "graph approve" : "graph request-changes";
+  (await import("../../session-guard.js")).refuseInsideSession(command);
+  const project = await openProject(globals);
+  const ref = canonicalRef(given, project);
+  const reason = options.reason ?? "";
+  if (decision === "changes-requested" && reason.trim() === "") {
+    throw new UsageError("a request for changes says what to change: give it with --reason TEXT");
+  }
+  const { callDaemon, claimAnswerSchema } = await daemonClaims();
+  const answer = await callDaemon(project.paths.root, "graph.answer", { ref, decision, reason: reason === "" ? null : reason }, 120_000, {
+    result: claimAnswerSchema,
+  });
+  printAnswer(answer, options.json, decision === "approved" ? "approved" : "sent back for changes");
+}
