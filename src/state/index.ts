@@ -30,6 +30,7 @@ export type {
   RecordProblem,
   RecordStore,
   RecordTransaction,
+  SyncRecordStore,
 } from "./record-store.js";
 export { compileShape, keysGoTogether, recordShapeModuleText } from "./record-shape.js";
 export type { RecordCheck, RecordShape } from "./record-shape.js";

@@ -4,14 +4,28 @@ import type { Dirent } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import type { z } from "zod";
-import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
-import { redactKnownSecretsIn } from "../secrets.js";
-import { RefError, formatWorkItemRef, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
+import { errnoOf, messageOf } from "../errors.js";
+import { RefError, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
 import { fsyncDirectory, isTemporaryName, readTextIfPresent, writeJsonAtomic } from "./atomic.js";
 import { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.js";
 import { withLock } from "./lock.js";
 import type { LockOptions } from "./lock.js";
-import type { RecordCheck } from "./record-shape.js";
+import { RecordCodec, canonicalItem } from "./record-codec.js";
+import { DamagedRecordError } from "./record-kind.js";
+import type {
+  ListRecordsOptions,
+  RecordDamage,
+  RecordKind,
+  RecordListing,
+  RecordOf,
+  RecordProblem,
+  RecordStore,
+  RecordTransaction,
+  SyncRecordStore,
+} from "./record-kind.js";
+
+export { DamagedRecordError };
+export type { ListRecordsOptions, RecordDamage, RecordKind, RecordListing, RecordOf, RecordProblem, RecordStore, RecordTransaction, SyncRecordStore };
 
 /**
  * One JSON record per work item, for each record *kind* (session records, control records, and
@@ -33,125 +47,6 @@ import type { RecordCheck } from "./record-shape.js";
  * DamagedRecordError naming the work item, where the record is and why; a listing reports it
  * among its problems and lists the rest.
  */
-
-/** What a DamagedRecordError says about the record it could not read. */
-export interface RecordDamage {
-  /** The kind's name: "session record". */
-  readonly kind: string;
-  /** The canonical ref of the work item whose record it is. */
-  readonly item: string;
-  /** Where the record is, as the backend names it (for files, the path). */
-  readonly where: string;
-  /** Why it is not a record of its item: `not valid JSON (…)`, `not a session record (…)`, `it holds …`. */
-  readonly reason: string;
-}
-
-/** A stored record that does not hold its work item's record. Stopping beats guessing what it meant. */
-export class DamagedRecordError extends ExitError implements RecordDamage {
-  override readonly name: string = "DamagedRecordError";
-  readonly kind: string;
-  readonly item: string;
-  readonly where: string;
-  readonly reason: string;
-  constructor(damage: RecordDamage, remedy: string) {
-    super(`${damage.kind} ${damage.where} is damaged: ${damage.reason}; ${remedy}`, EXIT_FAILURE);
-    this.kind = damage.kind;
-    this.item = damage.item;
-    this.where = damage.where;
-    this.reason = damage.reason;
-  }
-
-  /** The record's file, for the file-backed store (the same as `where`). */
-  get path(): string {
-    return this.where;
-  }
-}
-
-/** A kind of record kept per work item. */
-export interface RecordKind<S extends z.ZodType = z.ZodType> {
-  /** What one record is called in messages: "session record". */
-  readonly name: string;
-  /** The dotted field of a record holding its work item's canonical ref ("ref", "workItem.ref"). */
-  readonly itemField: string;
-  /**
-   * The kind's one schema: every write is validated with it, and so is every read unless the
-   * kind has a `check`. A loader when the schema library must not load until a write needs it:
-   * a transaction loads it before taking its lock.
-   */
-  readonly schema: S | (() => Promise<S>);
-  /**
-   * A check of what is read that loads no schema library: the schema's generated shape compiled
-   * (compileShape). Reads then return the record as stored, not a parse of it; writes are checked
-   * with it too after the schema, so a stale shape cannot write what it would refuse to read.
-   */
-  readonly check?: RecordCheck;
-  /** What a listing checks of each record, when less than a read does (default: as a read). */
-  readonly listCheck?: RecordCheck;
-  /** The order of a listing. */
-  readonly order: (a: z.output<S>, b: z.output<S>) => number;
-  /** What a DamagedRecordError tells the operator to do. */
-  readonly remedy: string;
-  /** The kind's own DamagedRecordError (a subclass callers catch by name). */
-  readonly damaged?: (damage: RecordDamage) => DamagedRecordError;
-  /** The message for a write of a record naming another work item (a caller's bug). */
-  readonly misaddressed?: (named: string, item: string) => string;
-}
-
-/** The record type of a kind: inferred from its schema. */
-export type RecordOf<K> = K extends RecordKind<infer S> ? z.output<S> : never;
-
-/** A record a listing left out, and why. */
-export interface RecordProblem {
-  /** Where it is, as the backend names it (for files, the path). */
-  readonly where: string;
-  readonly message: string;
-}
-
-export interface RecordListing<T> {
-  /** In the kind's order. */
-  readonly records: T[];
-  readonly problems: RecordProblem[];
-}
-
-export interface ListRecordsOptions<T> {
-  /** Only the records this keeps (applied after any cache, so one cached listing serves every filter). */
-  readonly keep?: (record: T) => boolean;
-}
-
-/** One work item's record, inside its transaction (see RecordStore.transaction). */
-export interface RecordTransaction<T> {
-  /** The record as it is now, under the lock; throws DamagedRecordError when it is damaged. */
-  read(): T | undefined;
-  /**
-   * Replaces the record whole, atomically; answers what was stored (the schema's output). An
-   * invalid record, or one naming another work item, is a bug: thrown before anything is written.
-   */
-  write(record: T): Promise<T>;
-  /** Deletes the record durably (no error when there is none). */
-  remove(): Promise<void>;
-}
-
-/** The records of one kind, one per work item. Work items are refs in any spelling. */
-export interface RecordStore<T> {
-  /** The item's record; undefined when it has none. Throws DamagedRecordError. */
-  get(item: string): Promise<T | undefined>;
-  /** Every record; one that is damaged goes in `problems` instead of failing the listing. */
-  list(options?: ListRecordsOptions<T>): Promise<RecordListing<T>>;
-  /**
-   * Runs `work` holding the item's lock, which every process sharing the store respects: read →
-   * decide → write without another writer in between. Not reentrant: a transaction on the item
-   * inside its own throws at once rather than wait for itself. The transaction is dead once
-   * `work` settles; a write it left running is waited for before the lock is released.
-   */
-  transaction<R>(item: string, work: (tx: RecordTransaction<T>) => Promise<R>): Promise<R>;
-  /** Deletes the item's record, under its lock; whether there was one. */
-  remove(item: string): Promise<boolean>;
-  /**
-   * Moves the item's record aside, under its lock: kept for an operator to inspect, no longer
-   * the item's. Answers where it went; undefined when there was no record.
-   */
-  moveAside(item: string, reason: string): Promise<string | undefined>;
-}
 
 /**
  * A record's lock is held for one read-decide-write (milliseconds), so a lock not refreshed for
@@ -182,26 +77,6 @@ const openTransactions = new AsyncLocalStorage<ReadonlySet<string>>();
 /** Records are about a kilobyte; one bigger than this is read the ordinary way. */
 const LISTING_BUFFER_BYTES = 64 * 1024;
 
-type Checked<T> = { readonly record: T; readonly problem?: undefined } | { readonly problem: string };
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
-
-function isSchema<S extends z.ZodType>(schema: S | (() => Promise<S>)): schema is S {
-  return typeof schema !== "function";
-}
-
-/** The first issue of a failed parse, as `path: message`. */
-function schemaProblem(error: z.ZodError): string {
-  const issue = error.issues[0];
-  if (!issue) return "unexpected content";
-  const path = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
-  return `${path}${issue.message}`;
-}
-
-function canonicalItem(item: string): string {
-  return formatWorkItemRef(parseWorkItemRef(item));
-}
-
 /**
  * readFileSync, minus what ten thousand small files make expensive: it fstat()s each file and
  * allocates a buffer per file, where one reused buffer does (about a third faster at 10,000).
@@ -229,16 +104,14 @@ async function removeDurably(path: string): Promise<boolean> {
 }
 
 /** The file-backed RecordStore: `<dir>/<slug>.json` per work item, written atomically under `<file>.lock`. */
-export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.output<S>> {
+export class FileRecordStore<S extends z.ZodType> implements SyncRecordStore<z.output<S>> {
   readonly dir: string;
   private readonly kind: RecordKind<S>;
+  private readonly codec: RecordCodec<S>;
   private readonly lock: LockOptions;
   private readonly listingCache: string | undefined;
   private readonly foreign: ReadonlySet<string>;
   private readonly trustPlacement: boolean;
-  private readonly itemSteps: readonly string[];
-  private schemaLoaded: S | undefined;
-  private schemaLoading: Promise<S> | undefined;
 
   constructor(options: FileRecordStoreOptions<S>) {
     this.kind = options.kind;
@@ -247,8 +120,7 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
     this.listingCache = options.listingCache;
     this.foreign = new Set(options.foreignFiles ?? []);
     this.trustPlacement = options.trustPlacement ?? false;
-    this.itemSteps = options.kind.itemField.split(".");
-    if (isSchema(options.kind.schema)) this.schemaLoaded = options.kind.schema;
+    this.codec = new RecordCodec(options.kind);
   }
 
   /** The item's file, `<dir>/<slug>.json`; throws RefError for a ref that does not parse. */
@@ -295,7 +167,7 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
     const path = this.locate(canonical);
     this.refuseReentry(canonical, path);
     // Loaded before locking, so the first write does not hold the lock while the schema loads.
-    const schema = await this.schema();
+    const schema = await this.codec.schema();
     return this.locked(path, async () => {
       let open = true;
       const pending = new Set<Promise<unknown>>();
@@ -318,7 +190,7 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
         write: async (record) => {
           ensureOpen("write");
           // No record keeps a secret this process knows, whatever text quoting one a caller put in it.
-          const valid = this.validated(schema, canonical, redactKnownSecretsIn(record));
+          const valid = this.codec.validated(schema, canonical, record);
           await track(writeJsonAtomic(path, valid));
           return valid;
         },
@@ -377,37 +249,6 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
     return withLock(path, () => openTransactions.run(new Set([...(outer ?? []), path]), critical), this.lock);
   }
 
-  private schema(): Promise<S> {
-    if (this.schemaLoaded !== undefined) return Promise.resolve(this.schemaLoaded);
-    const load = this.kind.schema as () => Promise<S>;
-    this.schemaLoading ??= load().then((schema) => (this.schemaLoaded = schema));
-    return this.schemaLoading;
-  }
-
-  private itemOf(record: unknown): string | undefined {
-    let value = record;
-    for (const step of this.itemSteps) value = isObject(value) ? value[step] : undefined;
-    return typeof value === "string" ? value : undefined;
-  }
-
-  private damaged(item: string, where: string, reason: string): DamagedRecordError {
-    const damage: RecordDamage = { kind: this.kind.name, item, where, reason };
-    return this.kind.damaged?.(damage) ?? new DamagedRecordError(damage, this.kind.remedy);
-  }
-
-  private checked(value: unknown): Checked<z.output<S>> {
-    if (this.kind.check !== undefined) {
-      const problem = this.kind.check(value);
-      return problem === undefined ? { record: value as z.output<S> } : { problem };
-    }
-    const schema = this.schemaLoaded;
-    if (schema === undefined) {
-      throw new Error(`a ${this.kind.name} is read with its schema, which is not loaded: give the kind its schema, or a check`);
-    }
-    const result = schema.safeParse(value);
-    return result.success ? { record: result.data } : { problem: schemaProblem(result.error) };
-  }
-
   private readAt(item: string, path: string): z.output<S> | undefined {
     const text = readTextIfPresent(path);
     if (text === undefined) return undefined;
@@ -415,27 +256,9 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
     try {
       value = JSON.parse(text) as unknown;
     } catch (error) {
-      throw this.damaged(item, path, `not valid JSON (${messageOf(error)})`);
+      throw this.codec.damaged(item, path, `not valid JSON (${messageOf(error)})`);
     }
-    const checked = this.checked(value);
-    if (checked.problem !== undefined) throw this.damaged(item, path, `not a ${this.kind.name} (${checked.problem})`);
-    const named = this.itemOf(checked.record);
-    if (named !== item) throw this.damaged(item, path, `it holds ${named}, not ${item}`);
-    return checked.record;
-  }
-
-  /** A record about to be written: a bad one is a bug in the caller, caught before it is on disk. */
-  private validated(schema: S, item: string, record: z.output<S>): z.output<S> {
-    const result = schema.safeParse(record);
-    const invalid = `refusing to write an invalid ${this.kind.name} for ${item}: `;
-    if (!result.success) throw new Error(invalid + schemaProblem(result.error));
-    const problem = this.kind.check?.(result.data);
-    if (problem !== undefined) throw new Error(invalid + problem);
-    const named = this.itemOf(result.data) ?? "";
-    if (named !== item) {
-      throw new Error(this.kind.misaddressed?.(named, item) ?? `refusing to write a ${this.kind.name} for ${named} as the record of ${item}`);
-    }
-    return result.data;
+    return this.codec.recordOf(item, path, value);
   }
 
   private scan(keep: ((record: z.output<S>) => boolean) | undefined): RecordListing<z.output<S>> {
@@ -448,7 +271,6 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
       if (errnoOf(error) === "ENOENT") return { records, problems };
       throw error;
     }
-    const listCheck = this.kind.listCheck ?? this.kind.check;
     const prefix = join(this.dir, sep);
     const buffer = Buffer.allocUnsafe(LISTING_BUFFER_BYTES);
     for (const entry of entries) {
@@ -464,22 +286,12 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
         problems.push({ where: file, message: error instanceof SyntaxError ? `not valid JSON (${error.message})` : messageOf(error) });
         continue;
       }
-      let record: z.output<S>;
-      if (listCheck !== undefined) {
-        const problem = listCheck(value);
-        if (problem !== undefined) {
-          problems.push({ where: file, message: problem });
-          continue;
-        }
-        record = value as z.output<S>;
-      } else {
-        const checked = this.checked(value);
-        if (checked.problem !== undefined) {
-          problems.push({ where: file, message: checked.problem });
-          continue;
-        }
-        record = checked.record;
+      const checked = this.codec.listed(value);
+      if (checked.problem !== undefined) {
+        problems.push({ where: file, message: checked.problem });
+        continue;
       }
+      const record = checked.record;
       const misplaced = this.trustPlacement ? undefined : this.placementProblem(file, record);
       if (misplaced !== undefined) {
         problems.push({ where: file, message: misplaced });
@@ -494,7 +306,7 @@ export class FileRecordStore<S extends z.ZodType> implements RecordStore<z.outpu
   /** Why a valid record does not belong in `file`: a read of its item would not find it there. */
   private placementProblem(file: string, record: unknown): string | undefined {
     const field = this.kind.itemField;
-    const named = this.itemOf(record);
+    const named = this.codec.itemOf(record);
     if (named === undefined) return `${field}: missing`;
     let canonical: string;
     try {
