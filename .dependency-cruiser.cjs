@@ -20,7 +20,7 @@ const FLOORS = [
   ["state", "events", "sandbox"],
   ["config"],
   ["registry"],
-  ["trackers", "harness"],
+  ["trackers", "harness", "budget"],
   ["workspace", "hooks", "control"],
   ["routing", "graph"],
   ["graph-run"],

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { budgetSchema } from "./budget-schema.js";
 import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
@@ -327,6 +328,7 @@ export const routingSchema = z
       })
       .prefault({})
       .describe("Concurrency caps (docs/fleet.md): an authorized start beyond one waits in a queue, in order, and starts when a slot frees."),
+    budget: budgetSchema.prefault({}),
     mcp: z
       .strictObject({
         enabled: z

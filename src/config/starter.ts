@@ -54,6 +54,13 @@ routing:
   # limits:
   #   maxLiveSessions: 4
   #   perHarness: {codex: 2}
+  # Budgets per session (docs/fleet.md#budgets): model tokens as the agent CLI records them,
+  # and wall-clock minutes. A warning at warnAt; at the limit the agent's turn is interrupted and
+  # the item paused until \`the-loop sessions resume --work-item REF --budget +N\`. Unset: counted only.
+  # budget:
+  #   tokens: 2000000
+  #   minutes: 240
+  #   warnAt: 0.8
   # Each agent runs in a bubblewrap sandbox where bwrap works (docs/security.md): its folder,
   # its CLI's config and its own socket to the-loop, nothing else. Bind in what it also needs:
   # sandbox:
