@@ -61,11 +61,38 @@ export async function openProjectConfig(globals: GlobalOptions): Promise<Project
 /** Loads the config (exit 2 when it is invalid), reports its warnings on stderr, opens the event log. */
 export async function openProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
   const { loaded } = await openProjectConfig(globals);
+  return withEventLog(loaded, loaded.config, source);
+}
+
+async function withEventLog(loaded: LoadedConfig, config: CliConfig, source: EventSource): Promise<Project> {
   const { EventLog } = await import("../events/log.js");
   const events = new EventLog({
-    path: loaded.config.eventLog.enabled ? loaded.paths.eventLog : null,
+    path: config.eventLog.enabled ? loaded.paths.eventLog : null,
     source,
     onWriteError: (message) => stderr.warn(message),
   });
-  return { loaded, config: loaded.config, paths: loaded.paths, events };
+  return { loaded, config, paths: loaded.paths, events };
+}
+
+/**
+ * openProject for a command that acts as the running daemon does or through it — `sessions
+ * start|stop|pause|resume|close|attach|link-pr`, `graph complete|force`, `ask`, `receive`, `why`:
+ * its config is the one the daemon runs (its record beside the poller's pidfile), so the CLI never
+ * starts, names or routes anything otherwise than the daemon would. A setting the file changed
+ * and the daemon has not loaded is said in one note on stderr (`status` makes it a problem, with
+ * the fix). The paths stay the file's: they are where the daemon's record was found. Without a
+ * running daemon, the file's config, as openProject.
+ */
+export async function openDaemonProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
+  const { loaded } = await openProjectConfig(globals);
+  const { asTheDaemonRuns } = await import("../daemon/running-config.js");
+  const { config, unloaded } = asTheDaemonRuns({ config: loaded.config, paths: loaded.paths });
+  if (unloaded.length > 0) {
+    const file = loaded.source.path ? displayPath(loaded.source.path) : "the config";
+    stderr.line(
+      `note: the running daemon has not loaded ${unloaded.join(", ")} from ${file}; this command acts as the daemon runs. ` +
+        "`the-loop status` lists every setting not loaded, with the fix",
+    );
+  }
+  return withEventLog(loaded, config, source);
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { errnoOf } from "../errors.js";
+import { configSchema } from "../config/schema.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
 import { writeJsonAtomic } from "../state/atomic.js";
@@ -62,11 +63,38 @@ export function readRunningConfig(paths: Pick<StatePaths, "pollPidfile">): Runni
   return { version: 1, pid, configFile, config };
 }
 
+/**
+ * The config the record holds, parsed back through the config schema (it was written from a
+ * parsed one, so it parses unless the record is foreign or of another version of the-loop):
+ * undefined when it does not, which reads as "nothing is known of what the daemon runs".
+ */
+function configOf(record: RunningConfigRecord): CliConfig | undefined {
+  const parsed = configSchema.safeParse(record.config);
+  return parsed.success ? parsed.data : undefined;
+}
+
 /** The settings the file changed and the daemon does not run yet: those that wait for a restart, and those a reload takes. */
 export interface UnloadedSettings {
   readonly pid: number;
   readonly restartRequired: readonly string[];
   readonly reloads: readonly string[];
+}
+
+/** What the live daemon's record says it runs; undefined without a record, a live daemon of it, or a config that parses. */
+export function runningDaemonConfig(
+  paths: Pick<StatePaths, "pollPidfile">,
+  isRunning: (pid: number) => boolean = isProcessAlive,
+): { readonly pid: number; readonly config: CliConfig } | undefined {
+  let record: RunningConfigRecord | undefined;
+  try {
+    record = readRunningConfig(paths);
+  } catch {
+    // Unreadable (permissions): nothing is known of what the daemon runs, which no command guesses at.
+    return undefined;
+  }
+  if (record === undefined || !isRunning(record.pid)) return undefined;
+  const config = configOf(record);
+  return config === undefined ? undefined : { pid: record.pid, config };
 }
 
 /**
@@ -75,36 +103,25 @@ export interface UnloadedSettings {
  * record of another process).
  */
 export function unloadedSettings(paths: Pick<StatePaths, "pollPidfile">, onDisk: CliConfig, runningPids: readonly number[]): UnloadedSettings | undefined {
-  let record: RunningConfigRecord | undefined;
-  try {
-    record = readRunningConfig(paths);
-  } catch {
-    // Unreadable (permissions): nothing is known of what the daemon runs, which status does not guess at.
-    return undefined;
-  }
-  if (record === undefined || !runningPids.includes(record.pid)) return undefined;
-  const running = record.config as CliConfig;
-  const disk = asJson(onDisk) as CliConfig;
-  const changes = configChanges(running, disk, running);
+  const running = runningDaemonConfig(paths, (pid) => runningPids.includes(pid));
+  if (running === undefined) return undefined;
+  const changes = configChanges(running.config, onDisk, running.config);
   if (changes.restartRequired.length === 0 && changes.applied.length === 0) return undefined;
-  return { pid: record.pid, restartRequired: changes.restartRequired, reloads: changes.applied };
+  return { pid: running.pid, restartRequired: changes.restartRequired, reloads: changes.applied };
 }
 
 /**
- * A command that starts or moves work does it as the running daemon would: with the graph
- * settings it runs (`graph`, `graphs`), not an edit of the file it has not loaded — which
- * `status` reports, naming the fix. Without a daemon (or its record), the file's.
+ * A command that starts or moves work, or says what the daemon would do, does it as the running
+ * daemon would: with the whole config it runs (its graphs, routing, harnesses, limits, hooks,
+ * capabilities, the local project's name), not an edit of the file it has not loaded — which
+ * `status` reports, naming the fix. Without a daemon (or its record), the file's. `unloaded`
+ * lists what the file changed, so the command can say it acts otherwise than the file reads.
  */
-export function asTheDaemonRuns<T extends { readonly config: CliConfig; readonly paths: Pick<StatePaths, "pollPidfile"> }>(input: T): T {
-  let record: RunningConfigRecord | undefined;
-  try {
-    record = readRunningConfig(input.paths);
-  } catch {
-    // Unreadable: the file's settings, as without a daemon.
-    return input;
-  }
-  if (record === undefined || !isProcessAlive(record.pid)) return input;
-  const running = record.config as Partial<Pick<CliConfig, "graph" | "graphs">>;
-  if (running.graph === undefined || running.graphs === undefined) return input;
-  return { ...input, config: { ...input.config, graph: running.graph, graphs: running.graphs } };
+export function asTheDaemonRuns<T extends { readonly config: CliConfig; readonly paths: Pick<StatePaths, "pollPidfile"> }>(
+  input: T,
+): T & { readonly unloaded: readonly string[] } {
+  const running = runningDaemonConfig(input.paths);
+  if (running === undefined) return { ...input, unloaded: [] };
+  const changes = configChanges(running.config, input.config, running.config);
+  return { ...input, config: running.config, unloaded: [...changes.restartRequired, ...changes.applied] };
 }

@@ -2,7 +2,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parse.js";
 import type { CliConfig } from "../../src/config/schema.js";
-import { readRunningConfig, unloadedSettings, writeRunningConfig } from "../../src/daemon/running-config.js";
+import { asTheDaemonRuns, readRunningConfig, runningConfigFile, unloadedSettings, writeRunningConfig } from "../../src/daemon/running-config.js";
+import { writeFile } from "node:fs/promises";
 import { statusExitCode, unloadedSettingsProblems } from "../../src/daemon/status/problems.js";
 import { tempDir } from "../support/temp.js";
 
@@ -29,6 +30,33 @@ describe("unloadedSettings", () => {
     expect(unloadedSettings(paths, configOf("graph:\n  enabled: true\n"), [process.pid])).toBeUndefined();
     expect(unloadedSettings(paths, edited, [process.pid + 1])).toBeUndefined();
     expect(unloadedSettings({ pollPidfile: join(dir, "none", "poll.pid") }, edited, [process.pid])).toBeUndefined();
+  });
+});
+
+describe("asTheDaemonRuns", () => {
+  it("is the whole config the live daemon runs, with the keys the file changed; the file's without a live daemon or a record that parses", async () => {
+    const dir = await tempDir();
+    const paths = { pollPidfile: join(dir, "sessions", "poll.pid") };
+    const running = configOf("graph:\n  enabled: true\nintegrations:\n  local:\n    project: demo\nrouting:\n  tmux:\n    socketName: daemons\n");
+    const edited = configOf(
+      "graph:\n  enabled: true\n  default: adhoc\nintegrations:\n  local:\n    project: other\nrouting:\n  tmux:\n    socketName: mine\n",
+    );
+    expect(asTheDaemonRuns({ config: edited, paths })).toEqual({ config: edited, paths, unloaded: [] });
+
+    await writeRunningConfig(paths, running, join(dir, "cli-config.yaml"));
+    const acted = asTheDaemonRuns({ config: edited, paths });
+    expect(acted.config).toEqual(running);
+    expect(acted.config.integrations.local.project).toBe("demo");
+    expect(acted.config.routing.tmux.socketName).toBe("daemons");
+    expect([...acted.unloaded].sort()).toEqual(["graph.default", "integrations.local.project", "routing.tmux.socketName"]);
+
+    // A record that does not parse as a config (foreign, or of another version) is no answer: the file's.
+    const record = { version: 1, pid: process.pid, configFile: null, config: { routing: { tmux: { socketName: 7 } } } };
+    await writeFile(runningConfigFile(paths), JSON.stringify(record));
+    expect(asTheDaemonRuns({ config: edited, paths })).toEqual({ config: edited, paths, unloaded: [] });
+    // The record of a process that is gone: the file's.
+    await writeFile(runningConfigFile(paths), JSON.stringify({ ...record, pid: 2 ** 22 + 12345, config: JSON.parse(JSON.stringify(running)) }));
+    expect(asTheDaemonRuns({ config: edited, paths }).config).toBe(edited);
   });
 });
 

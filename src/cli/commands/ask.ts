@@ -7,7 +7,7 @@ import { QUESTION_MAX, postQuestion } from "../../sessions/ask.js";
 import type { AskAnswer } from "../../sessions/ask.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { openTrackers } from "../../trackers/resolve.js";
-import { openProject } from "../context.js";
+import { openDaemonProject } from "../context.js";
 import { SHELL_HASH_HINT } from "../ref-hint.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
@@ -41,7 +41,7 @@ export async function runAsk(globals: GlobalOptions, asked: string, options: Ask
     refuseOtherItem(session, options.workItem);
     answer = await callSessionSocket(socket, "session.ask", { question: text }, ASK_TIMEOUT_MS, { session, result: askAnswerSchema });
   } else {
-    const project = await openProject(globals, "ask");
+    const project = await openDaemonProject(globals, "ask");
     answer = session !== undefined ? await askThroughDaemon(project, session, text, options) : await askAsOperator(project, text, options);
   }
   if (!answer.posted) throw new ExitError(`could not post the question on ${answer.workItem}: ${answer.error ?? "no reason given"}`);

@@ -10,7 +10,7 @@ import { graphStateSchema } from "../../graph-run/state.js";
 import type { TheLoopCalls, ToolAnswer } from "../../mcp/tools.js";
 import { SESSION_TOKEN_ENV } from "../../sessions/credential.js";
 import { fullRefOf } from "../canonical-ref.js";
-import { openProject } from "../context.js";
+import { openDaemonProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { sessionCredential, sessionSocket } from "../session-guard.js";
 import { packageVersion } from "../version.js";
@@ -67,7 +67,7 @@ export function sessionCalls(globals: GlobalOptions, env: NodeJS.ProcessEnv = pr
     const credential = session();
     // The session's own socket: no config, no state root (a sandboxed session sees neither).
     if (socket !== undefined) return await callSessionSocket(socket, method, params, timeoutMs, { session: credential, result });
-    project ??= openProject(globals, "cli");
+    project ??= openDaemonProject(globals, "cli");
     try {
       return await callDaemon((await project).paths.root, method, params, timeoutMs, { session: credential, result });
     } catch (error) {
@@ -93,7 +93,7 @@ export function sessionCalls(globals: GlobalOptions, env: NodeJS.ProcessEnv = pr
     },
     graphComplete: async (node, timeoutSeconds) => {
       // On the session's socket the daemon claims under its own config; on the daemon's, the claim names the config this command runs under.
-      const configFile = socket === undefined ? configFileOf(await (project ??= openProject(globals, "cli"))) : null;
+      const configFile = socket === undefined ? configFileOf(await (project ??= openDaemonProject(globals, "cli"))) : null;
       const answer = await request("graph.complete", { ref: own(), node: node ?? null, configFile }, timeoutSeconds * 1000, claimAnswerSchema);
       return claimText(answer);
     },

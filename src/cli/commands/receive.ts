@@ -11,7 +11,7 @@ import type { Decision, DropReason } from "../../routing/router.js";
 import { applyLink } from "../../dispatch/pr-linkage.js";
 import { PullRequestLinks } from "../../registry/pr-links.js";
 import { SessionRegistry } from "../../registry/registry.js";
-import { openProject } from "../context.js";
+import { openDaemonProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 
@@ -34,7 +34,7 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
   const name = options.event.trim();
   if (name === "") throw new UsageError("--event names the X-GitHub-Event header, e.g. issue_comment");
   const deliveryId = options.delivery?.trim() || `receive-${randomUUID()}`;
-  const project = await openProject(globals, "receive");
+  const project = await openDaemonProject(globals, "receive");
   const webhook = project.config.webhooks.ghWebhook;
   const { payload, bytes } = await readPayload(options.payload, webhook.maxBodyBytes);
 

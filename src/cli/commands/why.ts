@@ -8,7 +8,7 @@ import type { ReadLatestResult } from "../../events/tail.js";
 import { openGraphStates } from "../../graph-run/store.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { DamagedRecordError } from "../../state/index.js";
-import { displayPath, openProject } from "../context.js";
+import { displayPath, openDaemonProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { describeEvent } from "../why-events.js";
@@ -89,7 +89,7 @@ function queuedIn(project: Project, ref: string, session: WhySituation["session"
 }
 
 export async function runWhy(globals: GlobalOptions, given: string, options: WhyOptions): Promise<void> {
-  const project = await openProject(globals);
+  const project = await openDaemonProject(globals);
   const ref = canonicalRef(given, project);
   const settings = whySettingsOf(project.config);
   const session = readRecord((): SessionView | undefined => new SessionRegistry({ dir: project.paths.registryDir }).get(ref));

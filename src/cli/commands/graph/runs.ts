@@ -4,7 +4,7 @@ import type { claimAnswerSchema } from "../../../daemon/socket/methods.js";
 import type { GraphState } from "../../../graph-run/state.js";
 import { openGraphStates } from "../../../graph-run/store.js";
 import type { z } from "zod";
-import { openProject, openProjectConfig } from "../../context.js";
+import { openDaemonProject, openProjectConfig } from "../../context.js";
 import { SHELL_HASH_HINT } from "../../ref-hint.js";
 import { canonicalRef, fullRefOf } from "../../canonical-ref.js";
 import type { GlobalOptions, Project } from "../../context.js";
@@ -203,7 +203,7 @@ export async function runGraphComplete(globals: GlobalOptions, given: string | u
     printAnswer(answer, options.json, "moved on");
     return;
   }
-  const project = await openProject(globals);
+  const project = await openDaemonProject(globals);
   const written = given ?? process.env.THE_LOOP_WORK_ITEM;
   if (!written) throw new UsageError(`which work item? pass REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   const timeout = Number(options.timeout);
@@ -226,7 +226,7 @@ export async function runGraphComplete(globals: GlobalOptions, given: string | u
 /** `the-loop graph force`: an operator puts the item on a node; audited by the daemon (event, history, comment). */
 export async function runGraphForce(globals: GlobalOptions, given: string, options: GraphForceOptions): Promise<void> {
   (await import("../../session-guard.js")).refuseInsideSession("graph force");
-  const project = await openProject(globals);
+  const project = await openDaemonProject(globals);
   const ref = canonicalRef(given, project);
   if (options.reason.trim() === "") throw new UsageError("a force is audited: give the reason with --reason TEXT");
   const { callDaemon, claimAnswerSchema } = await daemonClaims();

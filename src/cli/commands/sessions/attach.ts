@@ -3,7 +3,7 @@ import { realpathSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ExitError, NotFoundError, UsageError } from "../../../errors.js";
 import { TmuxRunner } from "../../../harness/tmux.js";
-import { openProject } from "../../context.js";
+import { openDaemonProject } from "../../context.js";
 import type { GlobalOptions } from "../../context.js";
 import { stderr, stdout } from "../../output.js";
 import { canonicalRef } from "../../canonical-ref.js";
@@ -82,7 +82,7 @@ function runTmux(argv: readonly string[], what: string): void {
  * cannot leave for another, prints exactly what to run from outside.
  */
 export async function runSessionsAttach(globals: GlobalOptions, options: SessionsAttachOptions): Promise<void> {
-  const project = await openProject(globals, "sessions");
+  const project = await openDaemonProject(globals, "sessions");
   const runtime = await runtimeOf(project);
   const ref = canonicalRef(options.workItem, project);
   const record = recordOrFail(runtime, ref);

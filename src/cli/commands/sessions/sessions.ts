@@ -15,7 +15,7 @@ import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
 import type { WorkItemState } from "../../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../../workitem/index.js";
 import { canonicalRef } from "../../canonical-ref.js";
-import { openProject } from "../../context.js";
+import { openDaemonProject, openProject } from "../../context.js";
 import { SHELL_HASH_HINT } from "../../ref-hint.js";
 import type { GlobalOptions, Project } from "../../context.js";
 import { formatTable, stderr, stdout } from "../../output.js";
@@ -31,11 +31,13 @@ export interface SessionsCloseOptions {
   readonly json: boolean;
 }
 
-/** Loaded only by the commands that act on sessions: listing must not pay for the dispatcher. */
+/**
+ * Loaded only by the commands that act on sessions: listing must not pay for the dispatcher. The
+ * project is opened with openDaemonProject, so the runtime is built as the running daemon's is.
+ */
 export async function runtimeOf(project: Project): Promise<Runtime> {
   const { composeRuntime } = await import("../../../daemon/runtime.js");
-  const { asTheDaemonRuns } = await import("../../../daemon/running-config.js");
-  return composeRuntime(asTheDaemonRuns(runtimeInputOf(project)));
+  return composeRuntime(runtimeInputOf(project));
 }
 
 function runtimeInputOf(project: Project): RuntimeInput {
@@ -252,7 +254,7 @@ export function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
 
 export async function runSessionsClose(globals: GlobalOptions, options: SessionsCloseOptions): Promise<void> {
   refuseInsideSession("sessions close");
-  const project = await openProject(globals, "sessions");
+  const project = await openDaemonProject(globals, "sessions");
   const runtime = await runtimeOf(project);
   const ref = canonicalRef(options.workItem, project);
   const { closeSession } = await import("../../../sessions/close.js");
@@ -312,7 +314,7 @@ async function trackedItem(runtime: Runtime, ref: string): Promise<WorkItemState
  * has no pull requests, so there any existing item may stand for one.
  */
 export async function runSessionsLinkPr(globals: GlobalOptions, options: SessionsLinkPrOptions): Promise<void> {
-  const project = await openProject(globals, "sessions");
+  const project = await openDaemonProject(globals, "sessions");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
     throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
@@ -506,7 +508,7 @@ async function closeDamagedSession(runtime: Runtime, ref: string): Promise<void>
 
 export async function runSessionsControl(globals: GlobalOptions, command: ControlCommand, options: SessionsControlOptions): Promise<void> {
   refuseInsideSession(`sessions ${command}`);
-  const project = await openProject(globals, "sessions");
+  const project = await openDaemonProject(globals, "sessions");
   const given = options.workItem ?? process.env.THE_LOOP_WORK_ITEM;
   if (!given) {
     throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
