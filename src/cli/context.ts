@@ -76,7 +76,7 @@ async function withEventLog(loaded: LoadedConfig, config: CliConfig, source: Eve
 
 /**
  * openProject for a command that acts as the running daemon does or through it — `sessions
- * start|stop|pause|resume|close|attach|link-pr`, `graph complete|force`, `ask`, `receive`, `why`:
+ * start|stop|pause|resume|close|attach|link-pr`, `graph complete|force|approve|request-changes`, `ask`, `receive`, `why`:
  * its config is the one the daemon runs (its record beside the poller's pidfile), so the CLI never
  * starts, names or routes anything otherwise than the daemon would. A setting the file changed
  * and the daemon has not loaded is said in one note on stderr (`status` makes it a problem, with

@@ -252,7 +252,7 @@ export async function runGraphAnswer(
 ): Promise<void> {
   const command = decision === "approved" ? "graph approve" : "graph request-changes";
   (await import("../../session-guard.js")).refuseInsideSession(command);
-  const project = await openProject(globals);
+  const project = await openDaemonProject(globals);
   const ref = canonicalRef(given, project);
   const reason = options.reason ?? "";
   if (decision === "changes-requested" && reason.trim() === "") {
