@@ -13,7 +13,8 @@ import type { MoveContext } from "./move-context.js";
 /**
  * The agent is told what became of its run, and its session does not outlive the run for long:
  * when a run ends its session gets one message (runEndedText) and is closed
- * `graph.closeAfterMinutes` later (at once for 0, never for `never`); when a gate or a check
+ * `graph.closeAfterMinutes` later (at once for 0, never for `never`), a paused session too (it
+ * is not typed into, so it is closed untold: docs/graph.md, "The session when its run ends"); when a gate or a check
  * blocks the item under a working session, the session gets the gate's message (blockedText).
  * The texts and the close decision are pure (graph-run/session-notices.ts); this pastes and
  * closes. Nothing here throws into the move it follows: a failure is recorded instead.
@@ -95,7 +96,8 @@ export async function endedRunSessions(ctx: ContextNeeds<"now", "graph" | "regis
   if (setup === undefined || setup.closeAfterMs === undefined) return [];
   const due: string[] = [];
   for (const record of ctx.options.registry.list({ status: "live" }).records) {
-    if (record.status === "paused" || record.harnessStartedAt === undefined) continue;
+    // Paused or not: a pause holds events back from an agent at work, and the run's end leaves no work to hold back.
+    if (record.harnessStartedAt === undefined) continue;
     // A run record that cannot be read closes nothing: the session stays, and the damaged record is reported where it is read.
     const state = await setup.states.get(record.workItem.ref).catch(() => undefined);
     if (state !== undefined && closeDue(ctx, state, record.createdAt)) due.push(record.workItem.ref);
@@ -115,7 +117,8 @@ function closeDue(ctx: ContextNeeds<"now", "graph">, state: GraphState, sessionC
 
 /**
  * Closes the item's session if its run ended `graph.closeAfterMinutes` ago or more, decided
- * again on the records as they are now (a new run, a pause or a close since wins). The one close
+ * again on the records as they are now (a new run or a close since wins; a pause does not hold
+ * it). The one close
  * path (sessions/close.ts): the harness ended, the tmux session kept for its transcript as
  * `routing.tmux.keepSessionOnClose` says, `session.closed` with reason `run-ended`, and the
  * item's standing start cleared, so the daemon does not start the finished item again.
@@ -125,7 +128,7 @@ export async function closeEndedRunSession(ctx: MoveContext, ref: string): Promi
   if (setup === undefined) return false;
   try {
     const record = ctx.options.registry.get(ref);
-    if (record === undefined || !isLive(record) || record.status === "paused" || record.harnessStartedAt === undefined) return false;
+    if (record === undefined || !isLive(record) || record.harnessStartedAt === undefined) return false;
     const state = await setup.states.get(ref);
     if (state === undefined || !closeDue(ctx, state, record.createdAt)) return false;
     return (await closeSession(closeOptions(ctx), ref, RUN_ENDED_CLOSE)) !== undefined;

@@ -127,6 +127,32 @@ describe("a run's end and a block reach the session", () => {
     expect(await p.waitForEvent("the close", (r) => r.event === "session.closed")).toMatchObject({ reason: "run-ended" });
   });
 
+  it("closes a paused session too, on the same delay, untold, and the close clears the pause", async () => {
+    const p = await project(SPEC_REVIEW_GRAPH, { closeAfterMinutes: 0.02 });
+    await runningItem(p);
+    const paused = await p.cli(["sessions", "pause", "--work-item", "#1", "--no-comment"]);
+    expect(paused.code, paused.stderr).toBe(0);
+    const forced = await p.cli(["graph", "force", "#1", "--to", "done", "--reason", "finished elsewhere"]);
+    expect(forced.code, forced.stderr).toBe(0);
+
+    expect(await p.waitForEvent("graph.session_told", (r) => r.event === "graph.session_told")).toMatchObject({
+      work_item: REF,
+      about: "run-ended",
+      outcome: "paused",
+    });
+    const closed = await p.waitForEvent("the close", (r) => r.event === "session.closed");
+    expect(closed).toMatchObject({ work_item: REF, reason: "run-ended", kept_tmux_session: true });
+    expect(await p.waitForEvent("the pause cleared", (r) => r.event === "control.cleared")).toMatchObject({
+      work_item: REF,
+      command: "pause",
+      cleared_by: "run-ended",
+    });
+    // Nothing was typed into the paused session: the run's end is not in its transcript.
+    expect((await p.transcript()).some((entry) => (entry.text ?? "").startsWith("the-loop run ended"))).toBe(false);
+    const list = jsonOf<{ sessions: { status: string }[] }>(await p.cli(["sessions", "list", "--json"]));
+    expect(list.sessions).toEqual([expect.objectContaining({ status: "closed" })]);
+  });
+
   it("pastes a capability gate's block after a claim into the session, and the claim's answer says blocked", async () => {
     const p = await project(SHIP_GRAPH, {});
     await installNotesGate(p);
