@@ -75,6 +75,8 @@ const INTEGRATION = [
   "test/dispatch/dispatcher-harness-start.test.ts",
   "test/registry/registry-race.test.ts",
   "test/state/crash.test.ts",
+  "test/state/postgres-database.test.ts",
+  "test/state/postgres-record-store.test.ts",
   "test/state/race.test.ts",
   "test/state/sweep.test.ts",
   "test/subprocess/run.test.ts",

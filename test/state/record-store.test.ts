@@ -1,5 +1,6 @@
 import { mkdir, readFile, readdir, utimes, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { existsSync } from "node:fs";
+import { basename, join } from "node:path";
 import { describe, expect, expectTypeOf, it, vi } from "vitest";
 import { z } from "zod";
 import { ExitError } from "../../src/errors.js";
@@ -7,6 +8,8 @@ import { DamagedRecordError, FileRecordStore, compileShape, keysGoTogether } fro
 import type { RecordDamage, RecordKind, RecordOf, RecordStore, RecordShape } from "../../src/state/index.js";
 import { RefError, workItemSlug } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
+import { recordStoreContract } from "./record-store-contract.js";
+import type { ContractStore } from "./record-store-contract.js";
 
 /**
  * A third record kind, as the next one (graph state) will be: a schema, a few facts, a folder.
@@ -323,4 +326,21 @@ describe("FileRecordStore.remove and moveAside", () => {
     expect(store.listSync()).toEqual({ records: [], problems: [] });
     expect(await store.moveAside(REF, "again")).toBeUndefined();
   });
+});
+
+recordStoreContract({
+  name: "FileRecordStore",
+  async make(kind) {
+    return new FileRecordStore({ kind, dir: join(await tempDir(), "notes"), lock: { timeoutMs: 2_000 } }) as unknown as ContractStore;
+  },
+  async twin(store, kind) {
+    return new FileRecordStore({ kind, dir: (store as unknown as FileRecordStore<typeof noteSchema>).dir }) as unknown as ContractStore;
+  },
+  async putRaw(store, ref, value) {
+    await put(store as unknown as FileRecordStore<typeof noteSchema>, ref, jsonOf(value));
+  },
+  where: (store, ref) => (store as unknown as FileRecordStore<typeof noteSchema>).locate(ref),
+  home: (store, ref) => basename((store as unknown as FileRecordStore<typeof noteSchema>).locate(ref)),
+  asideOf: (aside, store, ref) =>
+    aside.startsWith(`${(store as unknown as FileRecordStore<typeof noteSchema>).locate(ref)}.damaged-record-`) && existsSync(aside),
 });

@@ -1,0 +1,150 @@
+import { EXIT_FAILURE, ExitError } from "../../errors.js";
+
+/**
+ * The database's schema, as numbered migrations run in order at start. Each runs once, in its own
+ * transaction with the row that records it, so one that fails leaves nothing half done and is run
+ * again at the next start. All of them run under one advisory lock held for the whole start-up
+ * migration, so daemons starting together on a new database wait for each other instead of racing:
+ * the first migrates, the others find it done.
+ *
+ * A daemon newer than the schema migrates it; an older one — a database some daemon already
+ * migrated further than this daemon knows — refuses to start, since it would read and write records
+ * in a shape it does not know. A migration, once landed, is never edited: the next change is the
+ * next number.
+ */
+
+export interface Migration {
+  readonly version: number;
+  /** What it does, in a few words (kept in the migrations table). */
+  readonly name: string;
+  readonly sql: string;
+}
+
+/** Every table the-loop keeps starts with this, so a database shared with other software stays legible. */
+export const TABLE_PREFIX = "the_loop_";
+export const MIGRATIONS_TABLE = `${TABLE_PREFIX}migrations`;
+export const RECORDS_TABLE = `${TABLE_PREFIX}records`;
+export const ASIDE_TABLE = `${TABLE_PREFIX}records_aside`;
+/** The channel every record change is announced on (the trigger of migration 1). */
+export const RECORDS_CHANNEL = `${TABLE_PREFIX}records`;
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "records of every kind, their changes announced",
+    sql: `
+      CREATE SEQUENCE ${TABLE_PREFIX}record_seq;
+      -- One row per kind and work item. A removed record stays as a row without a body (a
+      -- tombstone) with a new seq, so a reader that mirrors the table can tell a removal that
+      -- came after what it holds from one before it.
+      CREATE TABLE ${RECORDS_TABLE} (
+        kind text NOT NULL,
+        item text NOT NULL,
+        body json,
+        seq bigint NOT NULL DEFAULT nextval('${TABLE_PREFIX}record_seq'),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (kind, item)
+      );
+      CREATE TABLE ${ASIDE_TABLE} (
+        id bigserial PRIMARY KEY,
+        kind text NOT NULL,
+        item text NOT NULL,
+        reason text NOT NULL,
+        body json,
+        moved_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE FUNCTION ${TABLE_PREFIX}records_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('${RECORDS_CHANNEL}', json_build_object('kind', NEW.kind, 'item', NEW.item, 'seq', NEW.seq)::text);
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER ${TABLE_PREFIX}records_changed AFTER INSERT OR UPDATE ON ${RECORDS_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION ${TABLE_PREFIX}records_notify();
+    `,
+  },
+];
+
+/** The newest schema this build knows. */
+export const SCHEMA_VERSION = Math.max(...MIGRATIONS.map((migration) => migration.version));
+
+/** A database whose schema this daemon cannot use. */
+export class SchemaVersionError extends ExitError {
+  override readonly name: string = "SchemaVersionError";
+}
+
+export type MigrationPlan = { readonly run: readonly Migration[] } | { readonly refuse: string };
+
+/**
+ * What a start must do, from the versions the database has recorded and the migrations this build
+ * knows: the ones not yet run, in order; or why it must not touch the database.
+ */
+export function planMigrations(applied: readonly number[], known: readonly Migration[] = MIGRATIONS): MigrationPlan {
+  const knownVersions = new Set(known.map((migration) => migration.version));
+  const newest = Math.max(0, ...known.map((migration) => migration.version));
+  const unknown = applied.filter((version) => !knownVersions.has(version)).sort((a, b) => a - b);
+  const ahead = unknown.filter((version) => version > newest);
+  if (ahead.length > 0) {
+    return {
+      refuse:
+        `the database's schema is at version ${Math.max(...ahead)}, newer than this the-loop knows (${newest}): ` +
+        "a newer the-loop migrated it; upgrade the-loop on this host to the version the other daemons run",
+    };
+  }
+  if (unknown.length > 0) {
+    return {
+      refuse: `the database records schema migration(s) ${unknown.join(", ")}, which this the-loop does not have: it was migrated by another build; run the same the-loop as the other daemons`,
+    };
+  }
+  const done = new Set(applied);
+  return { run: [...known].filter((migration) => !done.has(migration.version)).sort((a, b) => a.version - b.version) };
+}
+
+/** The queries migrate() sends: a pg client, or a test's recording one. */
+export interface SqlClient {
+  query<R extends object = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<{ rows: R[] }>;
+}
+
+/** The advisory lock every start-up migration holds (the two-key form: apart from the records' one-key locks). */
+export const MIGRATION_LOCK: readonly [number, number] = [0x7e_10_0b, 1];
+
+export interface MigrationReport {
+  /** The schema version after the start. */
+  readonly version: number;
+  /** The versions this start ran (none when another daemon, or an earlier start, had). */
+  readonly ran: readonly number[];
+}
+
+/**
+ * Brings the database's schema to this build's, under the migration lock (waiting for a daemon
+ * that holds it). `by` names who ran each migration, kept in its row.
+ */
+export async function migrate(client: SqlClient, by: string, known: readonly Migration[] = MIGRATIONS): Promise<MigrationReport> {
+  await client.query("SELECT pg_advisory_lock($1, $2)", MIGRATION_LOCK);
+  try {
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), applied_by text NOT NULL)`,
+    );
+    const { rows } = await client.query<{ version: number }>(`SELECT version FROM ${MIGRATIONS_TABLE} ORDER BY version`);
+    const plan = planMigrations(
+      rows.map((row) => row.version),
+      known,
+    );
+    if ("refuse" in plan) throw new SchemaVersionError(plan.refuse, EXIT_FAILURE, "conflict");
+    for (const migration of plan.run) {
+      await client.query("BEGIN");
+      try {
+        await client.query(migration.sql);
+        await client.query(`INSERT INTO ${MIGRATIONS_TABLE} (version, name, applied_by) VALUES ($1, $2, $3)`, [migration.version, migration.name, by]);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK");
+        throw error;
+      }
+    }
+    const version = Math.max(0, ...rows.map((row) => row.version), ...plan.run.map((migration) => migration.version));
+    return { version, ran: plan.run.map((migration) => migration.version) };
+  } finally {
+    await client.query("SELECT pg_advisory_unlock($1, $2)", MIGRATION_LOCK);
+  }
+}

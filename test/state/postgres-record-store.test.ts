@@ -1,0 +1,70 @@
+import pg from "pg";
+import { afterAll, afterEach, beforeAll } from "vitest";
+import { PostgresDatabase } from "../../src/state/postgres/database.js";
+import { PostgresRecordStore } from "../../src/state/postgres/record-store.js";
+import { startPostgres } from "../support/postgres.js";
+import type { PostgresCluster } from "../support/postgres.js";
+import { recordStoreContract } from "./record-store-contract.js";
+import type { ContractStore } from "./record-store-contract.js";
+
+/** The record store's contract (record-store-contract.ts) against the PostgreSQL store, on a real server. */
+
+let cluster: PostgresCluster;
+const opened: PostgresDatabase[] = [];
+const urlOf = new WeakMap<ContractStore, string>();
+const databaseOf = new WeakMap<ContractStore, PostgresDatabase>();
+
+beforeAll(async () => {
+  cluster = await startPostgres();
+});
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((database) => database.close()));
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+async function open(url: string): Promise<PostgresDatabase> {
+  const database = await PostgresDatabase.open({ url, name: "contract", lockTimeoutMs: 2_000 });
+  opened.push(database);
+  return database;
+}
+
+function storeOn(url: string, database: PostgresDatabase, kind: ConstructorParameters<typeof PostgresRecordStore>[0]["kind"]): ContractStore {
+  const store = new PostgresRecordStore({ kind, key: "notes", database }) as unknown as ContractStore;
+  urlOf.set(store, url);
+  databaseOf.set(store, database);
+  return store;
+}
+
+const located = (store: ContractStore, ref: string): string => (store as unknown as PostgresRecordStore<never>).locate(ref);
+
+recordStoreContract({
+  name: "PostgresRecordStore",
+  async make(kind) {
+    const url = await cluster.freshDatabase();
+    return storeOn(url, await open(url), kind);
+  },
+  async twin(store, kind) {
+    const url = urlOf.get(store) as string;
+    return storeOn(url, await open(url), kind);
+  },
+  async putRaw(store, ref, value) {
+    const client = new pg.Client({ connectionString: urlOf.get(store) });
+    await client.connect();
+    try {
+      await client.query(
+        "INSERT INTO the_loop_records (kind, item, body) VALUES ('notes', $1, $2::json) ON CONFLICT (kind, item) DO UPDATE SET body = EXCLUDED.body, seq = nextval('the_loop_record_seq')",
+        [ref, JSON.stringify(value)],
+      );
+    } finally {
+      await client.end();
+    }
+    await databaseOf.get(store)?.sync();
+  },
+  where: located,
+  home: located,
+  asideOf: (aside) => /^the_loop_records_aside#\d+$/.test(aside),
+});
