@@ -19,7 +19,7 @@ const FLOORS = [
   ["sdk", "workitem", "subprocess"],
   ["state", "events", "sandbox"],
   ["config"],
-  ["registry"],
+  ["registry", "notify"],
   ["trackers", "harness", "budget"],
   ["workspace", "hooks", "control"],
   ["routing", "graph"],

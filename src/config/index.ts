@@ -12,6 +12,8 @@ export type { CapabilityEntryConfig } from "./capability-schema.js";
 export { capabilityEntrySchema } from "./capability-schema.js";
 export { BUILTIN_GRAPH_NAMES, GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "./graph-schema.js";
 export type { GraphConfig } from "./graph-schema.js";
+export { NOTIFY_MOMENTS, NOTIFY_SINK_KINDS } from "./notify-schema.js";
+export type { NotifyConfig, NotifyMoment, NotifySinkConfig, NotifySinkKind } from "./notify-schema.js";
 export { HOOK_NAME_PATTERN, hookEntrySchema, hooksSchema } from "./hooks-schema.js";
 export { configJsonSchema, configJsonSchemaText } from "./json-schema.js";
 export { DISCOVERY_PLACES, elsewhereNote } from "./load.js";

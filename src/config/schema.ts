@@ -3,6 +3,7 @@ import { budgetSchema } from "./budget-schema.js";
 import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
+import { notifySchema } from "./notify-schema.js";
 
 /**
  * The one source of truth for the CLI config: the TypeScript types (`CliConfig`), validation,
@@ -563,6 +564,7 @@ export const configSchema = z
     graph: graphSettingsSchema.prefault({}),
     graphs: graphFilesSchema.default([]),
     capabilities: capabilitiesSchema.default([]),
+    notify: notifySchema.prefault({}),
   })
   .superRefine(checkGraphChoices)
   .meta({
@@ -587,3 +589,4 @@ export type ControlConfig = RoutingConfig["control"];
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 export type { GraphConfig, GraphFileConfig } from "./graph-schema.js";
 export type { CapabilityEntryConfig } from "./capability-schema.js";
+export type { NotifyConfig, NotifyMoment, NotifySinkConfig, NotifySinkKind } from "./notify-schema.js";

@@ -69,15 +69,14 @@ export interface Runtime {
  */
 export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner {
   mkdirSync(paths.tmpDir, { recursive: true, mode: 0o700 });
-  const secret = config.webhooks.ghWebhook.secretEnv;
   const environment = sessionsEnvironment(config);
   return new TmuxRunner({
     socketName: config.routing.tmux.socketName,
     remainOnExit: config.routing.tmux.remainOnExit,
     tempDir: paths.tmpDir,
     environment,
-    // Named as well, for a server that holds them already: the secret, and a GitHub token not passed on purpose.
-    withheldEnv: [secret, ...config.integrations.github.tokenEnv.filter((name) => !Object.hasOwn(environment, name))],
+    // Named as well, for a server that holds them already: the secrets, and a GitHub token not passed on purpose.
+    withheldEnv: [...neverPassed(config), ...config.integrations.github.tokenEnv.filter((name) => !Object.hasOwn(environment, name))],
   });
 }
 
@@ -88,8 +87,16 @@ export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner 
  * reach a session only where `routing.tmux.passEnv` names them.
  */
 function sessionsEnvironment(config: CliConfig): Record<string, string> {
-  // An agent has no business with the secret that authenticates GitHub's deliveries.
-  return passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv], never: [config.webhooks.ghWebhook.secretEnv] });
+  return passedEnvironment(process.env, { pass: [...config.routing.tmux.passEnv], never: neverPassed(config) });
+}
+
+/**
+ * What no session is given, whatever routing.tmux.passEnv says: an agent has no business with
+ * the secret that authenticates GitHub's deliveries, nor with a notification sink's URL (which
+ * posts into a person's channel in the-loop's name).
+ */
+function neverPassed(config: CliConfig): string[] {
+  return [config.webhooks.ghWebhook.secretEnv, ...config.notify.sinks.map((sink) => sink.urlEnv)];
 }
 
 /**

@@ -29,6 +29,7 @@ import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
 import { NOTHING_TO_RUN, listeningUrl, servicesOf } from "./services.js";
+import { Notifier, followOtherProcesses, notifyKeywordsOf, teeEvents } from "../notify/notifier.js";
 import type { ServiceName, WebhookListening } from "./services.js";
 
 /**
@@ -65,7 +66,36 @@ export interface ServeOptions {
  * honoured but never carried out (a spawn that failed, or a restart that cut it) are started,
  * and (with `graph.stallAfterMinutes`) graph runs that stopped making progress are ended.
  */
-export async function serveDaemon(input: RuntimeInput, options: ServeOptions): Promise<void> {
+export async function serveDaemon(given: RuntimeInput, options: ServeOptions): Promise<void> {
+  // Built first, so every event the daemon's work records passes it (docs/notifications.md).
+  const notifier = notifierFor(given, options.warn);
+  const input: RuntimeInput = notifier ? { ...given, events: teeEvents(given.events, (event) => notifier.observe(event)) } : given;
+  try {
+    await serveWith(input, notifier, options);
+  } finally {
+    await notifier?.close();
+  }
+}
+
+/**
+ * The notifier of `notify.sinks`, or none without a sink. A sink whose URL variable is unset or
+ * holds no usable URL is said at start (by the variable's name); its notifications fail with the
+ * same words until the variable is set and the daemon restarted.
+ */
+function notifierFor(input: RuntimeInput, warn: (message: string) => void): Notifier | undefined {
+  const { config, paths } = input;
+  if (config.notify.sinks.length === 0) return undefined;
+  const notifier = new Notifier({
+    config: config.notify,
+    keywords: notifyKeywordsOf(config),
+    localTrackerDir: paths.trackerDir,
+    events: input.events,
+  });
+  for (const problem of notifier.problems()) warn(`notify: ${problem}`);
+  return notifier;
+}
+
+async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, options: ServeOptions): Promise<void> {
   const { config, paths, events } = input;
   const enabled = servicesOf(config, paths).filter((service) => service.enabled);
   if (enabled.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
@@ -102,6 +132,8 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
   let retrying: Promise<void> | undefined;
   let rpc: RpcServer | undefined;
   let sessionSockets: SessionSockets | undefined;
+  let following: { readonly done: Promise<void> } | undefined;
+  const followingStop = new AbortController();
   try {
     for (const service of enabled) {
       const lock = await acquirePidfile(service.pidfile, service.name);
@@ -111,6 +143,12 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
           `${service.name}'s lock is its pidfile alone (could not listen on its lock socket: ${lock.unguarded}): a damaged ${service.pidfile} would let a second daemon start`,
         );
       }
+    }
+    // The events other processes of this state root record (a CLI's graph force, a CLI start), from here on.
+    if (notifier && config.eventLog.enabled) {
+      const follower = followOtherProcesses(paths.eventLog, (event) => notifier.observe(event), followingStop.signal, options.warn);
+      following = follower;
+      await follower.caughtUp;
     }
     sweepLeftovers(paths);
     tightenStateRootOnce(paths, options.warn);
@@ -165,7 +203,7 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
       () => undefined,
       (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
     );
-    if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options);
+    if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options, notifier);
     // Queued starts (routing.limits) take a slot as soon as one frees, whoever closed the session.
     const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
     // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`,
@@ -190,6 +228,8 @@ export async function serveDaemon(input: RuntimeInput, options: ServeOptions): P
     await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
   } finally {
+    followingStop.abort();
+    await following?.done;
     await sessionSockets?.close().catch((error: unknown) => options.warn(`could not close the sessions' sockets: ${messageOf(error)}`));
     await rpc?.close().catch((error: unknown) => options.warn(`could not close the daemon's socket: ${messageOf(error)}`));
     await reloads?.stop();
@@ -250,14 +290,18 @@ interface ConfigFollower {
  * is caught up on. A reload that failed tells the watcher so, and saving the same text again
  * retries it (the prompt template it names may exist by then).
  */
-function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: Dispatcher, options: ServeOptions): ConfigFollower {
+function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: Dispatcher, options: ServeOptions, notifier?: Notifier): ConfigFollower {
   let state: ReloadState = initialReloadState(input.config);
   let reloading: Promise<boolean> = Promise.resolve(true);
   const reloadOnce = async (text?: string): Promise<boolean> => {
     try {
       const result = await reloadRouting(state, { configFile, baseDir: input.baseDir, dispatcher, events: input.events, warn: options.warn }, text);
       state = result.state;
-      if (result.outcome === "reloaded") await recordRunningConfig(input.paths, state.running, configFile, options.warn);
+      if (result.outcome === "reloaded") {
+        await recordRunningConfig(input.paths, state.running, configFile, options.warn);
+        // The control keywords a reload applies are the ones notifications name from now on.
+        notifier?.setKeywords(notifyKeywordsOf(state.running));
+      }
       // Emptied by this reload: said as loudly as at start.
       if (result.outcome === "reloaded" && result.applied.includes("routing.authorizedUsers")) {
         warnIfFailClosed(state.running.routing, input, options);

@@ -1,5 +1,6 @@
 import { CAPABILITY_EVENTS } from "./capability-catalog.js";
 import { GRAPH_EVENTS } from "./graph-catalog.js";
+import { NOTIFY_EVENTS } from "./notify-catalog.js";
 
 /**
  * The closed catalog of event types. Every type the-loop records is declared here once (the graph
@@ -523,6 +524,7 @@ export const EVENT_CATALOG = {
   },
   ...GRAPH_EVENTS,
   ...CAPABILITY_EVENTS,
+  ...NOTIFY_EVENTS,
   "daemon.started": {
     family: "daemon",
     level: "info",

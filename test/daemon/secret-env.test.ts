@@ -108,6 +108,22 @@ describe("daemonSecretNames", () => {
     } as unknown as Parameters<typeof daemonSecretNames>[0];
     expect(daemonSecretNames(config)).toEqual(["GH_TOKEN", "GITHUB_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET", "A_TOKEN"]);
   });
+
+  it("names each notification sink's URL variable: a sink's URL posts into its channel", () => {
+    const config = {
+      integrations: { github: { tokenEnv: ["GH_TOKEN"] } },
+      webhooks: { ghWebhook: { secretEnv: "THE_LOOP_GH_WEBHOOK_SECRET" } },
+      notify: {
+        sinks: [
+          { name: "team", urlEnv: "THE_LOOP_NOTIFY_URL" },
+          { name: "ops", urlEnv: "OPS_HOOK" },
+        ],
+      },
+    } as unknown as Parameters<typeof daemonSecretNames>[0];
+    expect(daemonSecretNames(config)).toEqual(["GH_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET", "THE_LOOP_NOTIFY_URL", "OPS_HOOK"]);
+    // THE_LOOP_* stays in the daemon's initial environment unless it is named a secret.
+    expect(splitDaemonEnvironment({ THE_LOOP_NOTIFY_URL: "https://hooks.example/x", PATH: "/bin" }, daemonSecretNames(config)).boot).toEqual({ PATH: "/bin" });
+  });
 });
 
 describe("credentialFiles", () => {
