@@ -101,6 +101,13 @@ polling:
 #   enabled: true
 #   closeAfterMinutes: 10         # a run's session is told the run ended, then closed this long after (0: at once, never: kept)
 
+# notify:                        # tell a person when an item needs them (docs/notifications.md)
+#   sinks:
+#     - name: team
+#       kind: slack                 # slack | discord | json
+#       urlEnv: TEAM_SLACK_WEBHOOK  # the variable holding the webhook URL, never the URL
+#       moments: [gate-waiting, question, blocked, failed-to-start]
+
 eventLog:
   # Every observable step is one JSON line in <state.root>/logs/events.jsonl;
   # read it with \`the-loop events\`.

@@ -73,6 +73,7 @@ export async function serveDaemon(given: RuntimeInput, options: ServeOptions): P
   try {
     await serveWith(input, notifier, options);
   } finally {
+    // Closed there before the locks are released; here for a start that failed before it took them.
     await notifier?.close();
   }
 }
@@ -236,6 +237,8 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);
     await hooks.close();
+    // Before the locks go: `stop` returns once the daemon is done, its last notifications with it.
+    await notifier?.close();
     unhandled.stop();
     for (const lock of locks.reverse()) {
       try {

@@ -77,6 +77,8 @@ export interface ProjectOverrides {
   /** The `graph:` block and the `graphs:` list, as written in the config file. */
   readonly graph?: Record<string, unknown>;
   readonly graphs?: readonly unknown[];
+  /** The `notify:` block, as written in the config file. */
+  readonly notify?: Record<string, unknown>;
 }
 
 export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
@@ -110,6 +112,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
     ...(overrides.hooks ? { hooks: overrides.hooks } : {}),
     ...(overrides.graph ? { graph: overrides.graph } : {}),
     ...(overrides.graphs ? { graphs: overrides.graphs } : {}),
+    ...(overrides.notify ? { notify: overrides.notify } : {}),
   };
   await writeFile(join(root, "cli-config.yaml"), stringify(config));
   const eventLog = join(root, "logs", "events.jsonl");
