@@ -9,6 +9,7 @@ import { readBundleFiles, readRegularFile, sha256Of, within } from "./bundle-fil
 import type { BundleReadOptions } from "./bundle-files.js";
 import { GSD_VERSION, MANIFEST_FILES, gsdVersionSatisfies, parseManifest } from "./manifest.js";
 import type { CapabilityManifest, ConfigEntry } from "./manifest.js";
+import { loadedRuntimeCheck } from "./runtime-compat.js";
 
 /**
  * Reading capability bundles: one bundle with every problem named by file and field
@@ -323,6 +324,14 @@ export interface LoadCapabilitiesOptions {
   readonly configFile?: string;
   /** A check ahead of the load (`the-loop start`, before it spawns the daemon): refusals are recorded, loads are not. */
   readonly checkOnly?: boolean;
+  /**
+   * The harnesses the config runs sessions in (runtime-compat.ts `configuredHarnesses`): given,
+   * each capability's runtimeCompat is read against them again, since they may have changed since
+   * its consent. One that supports none of them is refused with the rest; `warn` hears of one that
+   * excludes some. Left out by the commands that only read a capability (`loop render-hooks`, `task`).
+   */
+  readonly harnesses?: readonly string[];
+  readonly warn?: (message: string) => void;
   /** Called after each bundle file is read (a test's hook point: each file is read once, before it is hashed and parsed). */
   readonly afterRead?: BundleReadOptions["afterRead"];
 }
@@ -368,6 +377,14 @@ export async function loadCapabilities(
     if (slice.problems.length > 0) {
       for (const problem of slice.problems) refuse(`capabilities[${index}] in ${where} (${bundle.manifest.id}): ${problem}`, bundle.manifest.id);
       continue;
+    }
+    if (options.harnesses !== undefined) {
+      const runtimes = loadedRuntimeCheck(bundle.manifest, options.harnesses);
+      if (runtimes.refusal !== undefined) {
+        refuse(`capabilities[${index}] in ${where} (${dir}): ${runtimes.refusal}`, bundle.manifest.id);
+        continue;
+      }
+      if (runtimes.warning !== undefined) options.warn?.(runtimes.warning);
     }
     loaded.push({ ...bundle, configuredPath: entry.path, values: slice.values });
   }

@@ -12,6 +12,9 @@ import type { CapabilityManifest } from "./manifest.js";
  *
  * - `capabilities add` refuses a capability that supports none of the harnesses the config runs;
  * - consent warns about each configured harness it does not support;
+ * - after a harness change, `config validate` and the daemon's start check again (load.ts, with
+ *   the config's harnesses): one that supports none of them now refuses the load, one that excludes
+ *   some of them is warned about;
  * - at a loop point, a capability that does not support the item's session's harness is not run
  *   there, and the item is blocked at its node, naming the harness and the fix, so no gate of it is
  *   passed by without its check.
@@ -48,13 +51,30 @@ function supportedWords(compat: Compat): string {
  * Why `capabilities add` refuses the manifest: it supports none of `harnesses`. Undefined when it
  * supports one of them (or says nothing of runtimes).
  */
-export function installRefusal(manifest: CapabilityManifest, harnesses: readonly string[]): string | undefined {
+export function installRefusal(manifest: CapabilityManifest, harnesses: readonly string[], otherwise = "do not install it"): string | undefined {
   const compat = manifest.runtimeCompat;
   if (compat === undefined || harnesses.some((harness) => supportsRuntime(compat, harness))) return undefined;
   return (
     `runtimeCompat: capability ${manifest.id} supports ${supportedWords(compat)}, and the config runs sessions only in ${listed(harnesses)}; ` +
-    `its hooks would block every item they reach. Declare a harness it supports under routing.harnesses (and choose it: routing.defaultHarness, routing.harnessByLabel, or \`sessions start --agent\`), or do not install it`
+    `its hooks would block every item they reach. Declare a harness it supports under routing.harnesses (and choose it: routing.defaultHarness, routing.harnessByLabel, or \`sessions start --agent\`), or ${otherwise}`
   );
+}
+
+/**
+ * An installed capability read again against the config's harnesses (`config validate`, the
+ * daemon's start), which may have changed since its consent: the refusal when it supports none of
+ * them, else the warning when it excludes some, each with the fix.
+ */
+export function loadedRuntimeCheck(manifest: CapabilityManifest, harnesses: readonly string[]): { readonly refusal?: string; readonly warning?: string } {
+  const refusal = installRefusal(manifest, harnesses, "remove its entry from `capabilities:`");
+  if (refusal !== undefined) return { refusal };
+  const warning = runtimeWarning(manifest, harnesses);
+  if (warning === undefined) return {};
+  return {
+    warning:
+      `capability ${manifest.id}: ${warning}; start such an item in a harness it supports (\`sessions start --work-item REF --agent NAME\`, ` +
+      "routing.harnessByLabel), or remove the capability",
+  };
 }
 
 /** The consent's warning: the configured harnesses the manifest does not support, and what follows there. */

@@ -25,6 +25,7 @@ import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js"
 import type { ReloadState } from "./reload.js";
 import { loadDaemonHooks } from "./hooks.js";
 import { loadCapabilities } from "../capabilities/load.js";
+import { configuredHarnesses } from "../capabilities/runtime-compat.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
@@ -104,9 +105,12 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
   // run must never hold a lock. The secret first, since it needs nothing built.
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
-  // A capability changed since consent (or not a bundle at all) refuses the start, like a bad graph.
+  // A capability changed since consent (or not a bundle at all), or one that supports none of the
+  // harnesses the config now runs, refuses the start, like a bad graph.
   const capabilities = await loadCapabilities(input.config, input.configFile !== undefined ? dirname(input.configFile) : input.baseDir, {
     events,
+    harnesses: configuredHarnesses(config.routing),
+    warn: options.warn,
     ...(input.configFile !== undefined ? { configFile: input.configFile } : {}),
   });
   // Loaded once for the daemon's life (docs/hooks.md#declaring-hooks); one entry that does not load stops the start.

@@ -1,6 +1,18 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { bundleHash } from "../../src/capabilities/consent.js";
+import { loadCapabilities } from "../../src/capabilities/load.js";
 import type { CapabilityManifest } from "../../src/capabilities/manifest.js";
-import { configuredHarnesses, installRefusal, runtimeHalt, runtimeWarning, supportsRuntime } from "../../src/capabilities/runtime-compat.js";
+import {
+  configuredHarnesses,
+  installRefusal,
+  loadedRuntimeCheck,
+  runtimeHalt,
+  runtimeWarning,
+  supportsRuntime,
+} from "../../src/capabilities/runtime-compat.js";
+import { tempDir } from "../support/temp.js";
 
 const manifest = (runtimeCompat: CapabilityManifest["runtimeCompat"]): CapabilityManifest =>
   ({ id: "ui", ...(runtimeCompat !== undefined ? { runtimeCompat } : {}) }) as CapabilityManifest;
@@ -57,5 +69,51 @@ describe("what a mismatch does", () => {
     expect(halt?.length).toBeLessThanOrEqual(300);
     expect(runtimeHalt(claudeOnly, "claude")).toBeUndefined();
     expect(runtimeHalt(manifest(undefined), "fake")).toBeUndefined();
+  });
+});
+
+describe("an installed capability read again against the config's harnesses (config validate, the daemon's start)", () => {
+  const claudeOnly = manifest({ supported: ["claude"], unsupported: [] });
+
+  it.each([
+    { harnesses: ["claude"], refused: false, warned: false },
+    { harnesses: ["claude", "fake"], refused: false, warned: true },
+    { harnesses: ["fake"], refused: true, warned: false },
+    { harnesses: ["fake", "cursor"], refused: true, warned: false },
+  ])("with harnesses $harnesses: refused $refused, warned $warned", ({ harnesses, refused, warned }) => {
+    const check = loadedRuntimeCheck(claudeOnly, harnesses);
+    expect(check.refusal !== undefined).toBe(refused);
+    expect(check.warning !== undefined).toBe(warned);
+    if (refused) {
+      expect(check.refusal).toContain(`the config runs sessions only in ${harnesses.join(", ")}`);
+      expect(check.refusal).toContain("Declare a harness it supports under routing.harnesses");
+      expect(check.refusal).toContain("or remove its entry from `capabilities:`");
+    }
+    if (warned) {
+      expect(check.warning).toContain("capability ui: runtimeCompat: it supports claude, not the harness fake");
+      expect(check.warning).toContain("sessions start --work-item REF --agent NAME");
+    }
+  });
+
+  it("says nothing of a capability without runtimeCompat", () => {
+    expect(loadedRuntimeCheck(manifest(undefined), ["fake"])).toEqual({});
+  });
+
+  it("refuses the load of one that supports none of them, and warns of one that excludes some; without harnesses, neither", async () => {
+    const dir = join(await tempDir(), "bundle");
+    await mkdir(dir, { recursive: true });
+    await writeFile(
+      join(dir, "capability.json"),
+      JSON.stringify({ id: "notes", version: "1.0.0", description: "d", runtimeCompat: { supported: ["claude"], unsupported: [] } }),
+    );
+    const config = { capabilities: [{ path: dir, sha256: await bundleHash(dir) }] };
+    await expect(loadCapabilities(config, dir, { harnesses: ["fake"], configFile: "cli-config.yaml" })).rejects.toThrow(
+      /capabilities\[0\] in cli-config\.yaml .*capability notes supports claude, and the config runs sessions only in fake/,
+    );
+    const warnings: string[] = [];
+    const loaded = await loadCapabilities(config, dir, { harnesses: ["fake", "claude"], warn: (message) => warnings.push(message) });
+    expect(loaded.map((capability) => capability.manifest.id)).toEqual(["notes"]);
+    expect(warnings).toEqual([expect.stringContaining("capability notes: runtimeCompat: it supports claude, not the harness fake")]);
+    expect((await loadCapabilities(config, dir)).map((capability) => capability.manifest.id)).toEqual(["notes"]);
   });
 });

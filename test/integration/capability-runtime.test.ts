@@ -1,6 +1,6 @@
 import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { stringify } from "yaml";
+import { parse, stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { REPO_ROOT, jsonOf } from "../support/cli.js";
@@ -84,6 +84,36 @@ describe("runtimeCompat against the-loop's harnesses", () => {
     expect(added.stderr).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
     expect(added.stderr).toContain("Declare a harness it supports under routing.harnesses");
     expect(await readFile(join(p.root, "cli-config.yaml"), "utf8")).toBe(config);
+  });
+
+  it("is read again by config validate and the start after a harness change: none supported fails both with the fix, some excluded warns", async () => {
+    const p = await project((transcript) => ({ fake: { command: [process.execPath, FAKE_HARNESS, transcript, "{prompt}"] }, claude: {} }));
+    const path = await claudeOnlyBundle(p);
+    expect((await p.cli(["capabilities", "add", path, "--yes"])).code).toBe(0);
+
+    // Installed beside claude: valid, with a warning about the fake harness it excludes.
+    const valid = await p.cli(["config", "validate"]);
+    expect(valid.code, valid.stderr).toBe(0);
+    expect(valid.stderr).toContain("capability hello-note: runtimeCompat: it supports claude, not the harness fake");
+    expect(valid.stdout).toContain("capabilities OK: hello-note");
+
+    // The claude harness taken out of the config: the capability now supports none it runs.
+    const file = join(p.root, "cli-config.yaml");
+    const config = parse(await readFile(file, "utf8")) as { routing: { harnesses: Record<string, unknown> } };
+    const { claude: _claude, ...others } = config.routing.harnesses;
+    await writeFile(file, stringify({ ...config, routing: { ...config.routing, harnesses: others } }));
+
+    const invalid = await p.cli(["config", "validate"]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
+    expect(invalid.stderr).toContain("remove its entry from `capabilities:`");
+    const start = await p.cli(["start"]);
+    expect(start.code).toBe(2);
+    expect(start.stderr).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
+    // The daemon's own check, as `serve` (systemd's way in) reaches it without `start`'s.
+    const served = await p.cli(["serve"]);
+    expect(served.code).toBe(2);
+    expect(served.stderr).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
   });
 
   it("installed beside a harness it supports, it blocks an item whose session runs in another at its first point, and says why", async () => {

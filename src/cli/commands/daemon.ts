@@ -35,10 +35,13 @@ export async function runStart(globals: GlobalOptions, options: JsonOption): Pro
   // Here as well as in the daemon, so a changed capability bundle fails the start with its own exit status.
   if (project.config.capabilities.length > 0) {
     const { loadCapabilities } = await import("../../capabilities/load.js");
+    const { configuredHarnesses } = await import("../../capabilities/runtime-compat.js");
     const configFile = project.loaded.source.path ?? undefined;
     await loadCapabilities(project.config, configFile !== undefined ? dirname(configFile) : project.loaded.baseDir, {
       events: project.events,
       checkOnly: true,
+      harnesses: configuredHarnesses(project.config.routing),
+      warn: (message) => stderr.warn(message),
       ...(configFile !== undefined ? { configFile } : {}),
     });
   }

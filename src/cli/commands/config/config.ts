@@ -13,7 +13,7 @@ import { EXIT_FAILURE, ExitError } from "../../../errors.js";
 import { createFileExclusive } from "../../../state/atomic.js";
 import { displayPath, printConfigWarnings } from "../../context.js";
 import type { GlobalOptions } from "../../context.js";
-import { stdout } from "../../output.js";
+import { stderr, stdout } from "../../output.js";
 
 const ORIGIN_TEXT = {
   flag: "named by --config",
@@ -204,12 +204,23 @@ async function graphNames(loaded: LoadedConfig): Promise<string[]> {
   return [...graphs.graphs.keys()];
 }
 
-/** Every installed capability, read and matched against its consent, as a daemon start would. */
+/**
+ * Every installed capability, read and matched against its consent and its runtimeCompat read
+ * against the config's harnesses as they are now, as a daemon start would: one that supports none
+ * of them fails validation, one that excludes some is a warning on stderr.
+ */
 async function capabilityIds(loaded: LoadedConfig): Promise<string[]> {
   if (loaded.config.capabilities.length === 0) return [];
-  const { loadCapabilities } = await import("../../../capabilities/load.js");
+  const [{ loadCapabilities }, { configuredHarnesses }] = await Promise.all([
+    import("../../../capabilities/load.js"),
+    import("../../../capabilities/runtime-compat.js"),
+  ]);
   const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
-  const capabilities = await loadCapabilities(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {});
+  const capabilities = await loadCapabilities(loaded.config, configDir, {
+    harnesses: configuredHarnesses(loaded.config.routing),
+    warn: (message) => stderr.warn(message),
+    ...(loaded.source.path ? { configFile: loaded.source.path } : {}),
+  });
   return capabilities.map((capability) => capability.manifest.id);
 }
 
