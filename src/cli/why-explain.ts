@@ -330,6 +330,14 @@ function decide(situation: WhySituation): WhyVerdict {
       next: `deal with the hook's reason (in the events below), then ${startAgain(ref, armed, settings)}`,
     };
   }
+  if (standing?.command === "pause" && situation.queued !== undefined) {
+    const place = situation.queued;
+    return {
+      state: "queued",
+      summary: `${standing.actor} paused execution (${standing.source}) at ${standing.requestedAt}; it keeps its place in the start queue (position ${place.position}, ${place.ahead} ahead) and is not started while paused`,
+      next: `resume it (\`the-loop sessions resume --work-item ${ref}\`, or \`${settings.control.keywords.resume}\` in a comment): it then starts in its turn when a slot frees`,
+    };
+  }
   if (standing && (standing.command === "pause" || standing.command === "stop")) {
     const verb = standing.command === "pause" ? "paused" : "stopped";
     return {

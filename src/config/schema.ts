@@ -4,6 +4,8 @@ import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
 import { notifySchema } from "./notify-schema.js";
+import { limitsSchema } from "./limits-schema.js";
+import { GITHUB_REPOSITORY_PATTERN, LOCAL_PROJECT_PATTERN } from "./name-patterns.js";
 
 /**
  * The one source of truth for the CLI config: the TypeScript types (`CliConfig`), validation,
@@ -16,7 +18,7 @@ import { notifySchema } from "./notify-schema.js";
 
 const pathSetting = (description: string, derivedDefault: string) => z.string().min(1).optional().meta({ description, "x-derivedDefault": derivedDefault });
 
-export const LOCAL_PROJECT_PATTERN = "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$";
+export { GITHUB_REPOSITORY_PATTERN, LOCAL_PROJECT_PATTERN } from "./name-patterns.js";
 
 export const stateSchema = z
   .strictObject({
@@ -314,21 +316,7 @@ export const routingSchema = z
     workspace: workspaceSchema.prefault({}),
     reactions: reactionsSchema.prefault({}),
     control: controlSchema.prefault({}),
-    limits: z
-      .strictObject({
-        maxLiveSessions: z
-          .number()
-          .int()
-          .min(1)
-          .optional()
-          .describe("Live sessions at once, over every work item. A start beyond it is queued (FIFO) until a session closes. Unset: no cap."),
-        perHarness: z
-          .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), z.number().int().min(1))
-          .default({})
-          .describe("A harness → how many of its sessions may be live at once; a start beyond it is queued. A harness not named has no cap of its own."),
-      })
-      .prefault({})
-      .describe("Concurrency caps (docs/fleet.md): an authorized start beyond one waits in a queue, in order, and starts when a slot frees."),
+    limits: limitsSchema,
     budget: budgetSchema.prefault({}),
     mcp: z
       .strictObject({
@@ -398,9 +386,6 @@ export const localPollSourceSchema = z
       .describe("Local projects to watch; every project when omitted."),
   })
   .describe("A local tracker source.");
-
-/** `owner/repo`, or `host/owner/repo` for GitHub Enterprise. */
-export const GITHUB_REPOSITORY_PATTERN = "^(?:[A-Za-z0-9.-]+(?::[0-9]{1,5})?/)?[A-Za-z0-9][A-Za-z0-9_.-]{0,99}/[A-Za-z0-9._-]{1,100}$";
 
 export const githubPollSourceSchema = z
   .strictObject({

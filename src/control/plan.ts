@@ -29,6 +29,8 @@ export interface ControlSituation {
   /** The spawn policy arms the item: `always`, or `labeled` and it carries the label. */
   readonly armed: boolean;
   readonly itemClosed: boolean;
+  /** Its start waits in the start queue (routing.limits, docs/fleet.md): a resume with no live session releases it there. */
+  readonly queued?: boolean;
 }
 
 /** What to do to the session, besides recording the command. */
@@ -50,12 +52,14 @@ function reject(reason: PlanRejection): ControlPlan {
  * | command | no live session                                   | paused            | active          |
  * |---------|---------------------------------------------------|-------------------|-----------------|
  * | start   | armed and open: record, spawn; else refuse         | record, resume    | record, no-op   |
- * | resume  | refuse (nothing-to-resume)                         | record, resume    | no-op           |
+ * | resume  | queued: record (start-pending); else refuse (nothing-to-resume) | record, resume | no-op      |
  * | pause   | record (the item stays disarmed)                   | record, no-op     | record, pause   |
  * | stop    | record (the item stays disarmed)                   | record, close     | record, close   |
  *
  * An arming command is recorded only when it acts or confirms a running session; a refused one
- * leaves nothing behind, so arming the item later does not start it.
+ * leaves nothing behind, so arming the item later does not start it. The one exception is a
+ * queued start (docs/fleet.md): a pause keeps its place in the queue, so the resume that follows
+ * has something to resume — the start — and is recorded as it stands, pending in its place.
  */
 export function planControl(situation: ControlSituation): ControlPlan {
   const { command, session } = situation;
@@ -69,6 +73,7 @@ export function planControl(situation: ControlSituation): ControlPlan {
     case "resume":
       if (session === "paused") return apply("resume", true, "resumed");
       if (session === "active") return apply("none", false, "noop");
+      if (situation.queued === true) return apply("none", true, "start-pending");
       return reject("nothing-to-resume");
     case "pause":
       if (session === "active") return apply("pause", true, "paused");

@@ -79,7 +79,7 @@ const TRANSITIONS: {
 } = {
   claim: async (ctx, run) => {
     const { workItem, event } = run.input;
-    const claim = await claimWithinLimits(ctx, workItem.ref, run.harnessName, () => claimSession(ctx, workItem, event, run.harnessName));
+    const claim = await claimWithinLimits(ctx, workItem.ref, run.harnessName, event.labels, () => claimSession(ctx, workItem, event, run.harnessName));
     // A full cap: the start stands, pending, in the queue (its place is announced after the lock).
     if ("queued" in claim) return { effect: "start-pending", queued: claim.queued };
     // Lost to a process that started one without this lock: the start confirms that session.
@@ -139,6 +139,7 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
       armed: input.armed,
       itemClosed: input.itemClosed,
       harnessProblem,
+      queued: input.command === "resume" && live === undefined && isQueued(ctx, ref),
     });
     if (plan.kind === "reject") {
       await restore();
@@ -180,6 +181,16 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
       ...(claimed !== undefined ? { claimed } : {}),
       ...(changed.queued !== undefined ? { queued: changed.queued } : {}),
     };
+  }
+}
+
+/** Whether the item's start waits in the start queue; a queue that cannot be read holds nothing a resume could release. */
+function isQueued(ctx: DispatchContext, ref: string): boolean {
+  try {
+    return ctx.options.startQueue?.positionOf(ref) !== undefined;
+  } catch {
+    // A damaged queue file: reported by the queue's own watch (dequeue.ts), and the resume is refused as for any item with no session.
+    return false;
   }
 }
 

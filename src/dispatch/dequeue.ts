@@ -13,8 +13,8 @@ import { spawn } from "./spawn.js";
 
 /**
  * A queued start whose slot has freed (docs/fleet.md). Before it spawns, the item is checked
- * again — no live session, not stopped or paused, still authorized, open and armed — and one that
- * no longer is leaves the queue with `session.dequeued` saying why. The spawn itself goes the
+ * again — no live session, not stopped, still authorized, open and armed — and one that no longer
+ * is leaves the queue with `session.dequeued` saying why. A paused one stays where it is, unstarted. The spawn itself goes the
  * gated path every start takes, where the caps are weighed again under the queue's lock: if
  * another start took the slot meanwhile, the item keeps its place. Whether a session started.
  */
@@ -36,7 +36,9 @@ export async function dequeueStart(
     if (isLive(registry.get(ref))) return await leave("live");
     const standing = control.get(ref);
     const hold = spawnHold(standingState(standing, ctx.policy), ctx.policy.control);
-    if (hold !== undefined) return await leave(hold === "execution-stopped" ? (standing?.command === "pause" ? "paused" : "stopped") : hold);
+    // A paused item keeps its place, and is not started while paused: its resume releases it in turn.
+    if (hold === "execution-stopped" && standing?.command === "pause") return false;
+    if (hold !== undefined) return await leave(hold === "execution-stopped" ? "stopped" : hold);
     const state = await trackers.forRef(ref).getItem(parseWorkItemRef(ref));
     if (state.state === "closed") return await leave("item-closed");
     if (!armsSpawn(state.labels, ctx.policy)) return await leave("spawn-policy");

@@ -1,7 +1,8 @@
 import { messageOf } from "../errors.js";
-import { admit, capText, hasLimits, startable } from "../routing/limits.js";
-import type { FullCap, LiveSlot } from "../routing/limits.js";
-import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
+import { admit, capText, hasLimits, placeInQueue, startable } from "../routing/limits.js";
+import type { FullCap, LiveSlot, QueuedStart } from "../routing/limits.js";
+import type { QueueEntry } from "../registry/start-queue.js";
+import { hasLabel, markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import { dispatchFailed } from "../sessions/context.js";
 import type { ContextNeeds, Turn } from "../sessions/context.js";
 import type { ClaimResult } from "../registry/registry.js";
@@ -29,22 +30,43 @@ export function liveSlots(ctx: ContextNeeds<never, "registry">): LiveSlot[] {
   return ctx.options.registry.list({ status: "live" }).records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
 }
 
+/** Whether the item's standing command is a pause: its queued start keeps its place and takes no slot (docs/fleet.md). */
+export function isPausedInQueue(ctx: ContextNeeds<never, "control">, ref: string): boolean {
+  try {
+    const standing = ctx.options.control.get(ref);
+    return standing !== undefined && standing.clearedAt === undefined && standing.command === "pause";
+  } catch {
+    // A damaged control record: not a pause the queue can honour; the dequeue's own check reads it again and reports it.
+    return false;
+  }
+}
+
+/** The queue as the caps weigh it: each entry with whether its item is paused. */
+export function weighedQueue(ctx: ContextNeeds<never, "control">, entries: readonly QueueEntry[]): QueuedStart[] {
+  return entries.map((entry) => ({ ...entry, paused: isPausedInQueue(ctx, entry.ref) }));
+}
+
 /**
  * The claim, when the caps let the start through; else its place in the queue. Called under the
  * item's control lock (the lock order is control, queue, session record). Without caps and with
- * nothing queued, it is the claim alone.
+ * nothing queued, it is the claim alone. `labels`: the item's, as the start saw them — with
+ * routing.limits.priorityLabel among them, a start joining the queue goes ahead of every start
+ * without it (its place is decided once, when it joins).
  */
 export async function claimWithinLimits(
-  ctx: ContextNeeds<"now" | "routing", "registry" | "startQueue">,
+  ctx: ContextNeeds<"now" | "routing", "control" | "registry" | "startQueue">,
   ref: string,
   harness: string,
+  labels: readonly string[],
   claim: () => Promise<ClaimResult>,
 ): Promise<LimitedClaim> {
   const queue = ctx.options.startQueue;
   const limits = ctx.routing.limits;
   if (queue === undefined || (!hasLimits(limits) && queue.read().length === 0)) return claim();
+  const priority = limits.priorityLabel !== undefined && hasLabel(labels, limits.priorityLabel);
   return queue.transaction<LimitedClaim>(async (entries) => {
-    const admission = admit(limits, liveSlots(ctx), entries, { ref, harness });
+    const weighed = weighedQueue(ctx, entries);
+    const admission = admit(limits, liveSlots(ctx), weighed, { ref, harness, priority });
     if (admission.kind === "start") {
       const claimed = await claim();
       // Claimed, or another process's session runs for it: either way it waits no more.
@@ -52,10 +74,11 @@ export async function claimWithinLimits(
     }
     const index = entries.findIndex((entry) => entry.ref === ref);
     if (index !== -1) return { result: { queued: { position: index + 1, ahead: admission.ahead, cap: admission.cap, fresh: false } } };
-    const queuedAt = ctx.now().toISOString();
+    const place = placeInQueue(weighed, priority);
+    const entry: QueueEntry = { ref, harness, queuedAt: ctx.now().toISOString(), ...(priority ? { priority: true as const } : {}) };
     return {
-      entries: [...entries, { ref, harness, queuedAt }],
-      result: { queued: { position: entries.length + 1, ahead: admission.ahead, cap: admission.cap, fresh: true } },
+      entries: [...entries.slice(0, place), entry, ...entries.slice(place)],
+      result: { queued: { position: place + 1, ahead: admission.ahead, cap: admission.cap, fresh: true } },
     };
   });
 }
@@ -85,13 +108,13 @@ export async function announceQueued(ctx: ContextNeeds<never, "trackers">, turn:
   }
 }
 
-/** The queued starts a free slot lets through now, in the queue's order (a damaged queue: none, reported by its reader). */
-export function queuedToStart(ctx: ContextNeeds<"routing", "registry" | "startQueue">): string[] {
+/** The queued starts a free slot lets through now, in the queue's order, a paused one passed over (a damaged queue: none, reported by its reader). */
+export function queuedToStart(ctx: ContextNeeds<"routing", "control" | "registry" | "startQueue">): string[] {
   const queue = ctx.options.startQueue;
   if (queue === undefined) return [];
   const entries = queue.read();
   if (entries.length === 0) return [];
-  return startable(ctx.routing.limits, liveSlots(ctx), entries).map((entry) => entry.ref);
+  return startable(ctx.routing.limits, liveSlots(ctx), weighedQueue(ctx, entries)).map((entry) => entry.ref);
 }
 
 /** A stop takes its item out of the queue (`session.dequeued`, reason stopped); the stop itself is recorded as any stop. */

@@ -147,7 +147,7 @@ export const EVENT_CATALOG = {
     family: "session",
     level: "info",
     summary:
-      "A start left the start queue (`reason`: slot-free — it starts now; stopped, paused, awaiting-start, item-closed, spawn-policy, live — it does not).",
+      "A start left the start queue (`reason`: slot-free — it starts now; stopped, awaiting-start, item-closed, spawn-policy, live — it does not). A pause keeps the item's place: it leaves no queue.",
     fields: { work_item: "string", reason: "string", delivery_id: "string?" },
   },
   "session.spawn_failed": {

@@ -18,6 +18,8 @@ export interface QueueEntry {
   /** The harness it will run: the per-harness caps weigh it by this. */
   readonly harness: string;
   readonly queuedAt: string;
+  /** It carried routing.limits.priorityLabel when it was queued: it stands ahead of every entry without it. */
+  readonly priority?: true;
 }
 
 interface QueueFile {
@@ -43,11 +45,13 @@ export class StartQueueError extends Error {
 function entryOf(file: string, value: unknown, index: number): QueueEntry {
   const entry = value as Partial<Record<keyof QueueEntry, unknown>> | null;
   if (typeof entry !== "object" || entry === null) throw new StartQueueError(file, `entry ${index} is not an object`);
-  const { ref, harness, queuedAt } = entry;
+  const { ref, harness, queuedAt, priority } = entry;
   if (typeof ref !== "string" || typeof harness !== "string" || typeof queuedAt !== "string") {
     throw new StartQueueError(file, `entry ${index} needs ref, harness and queuedAt as strings`);
   }
-  return { ref, harness, queuedAt };
+  if (priority !== undefined && priority !== true)
+    throw new StartQueueError(file, `entry ${index} has priority ${JSON.stringify(priority)}: true, or leave it out`);
+  return { ref, harness, queuedAt, ...(priority === true ? { priority } : {}) };
 }
 
 export class StartQueue {
@@ -111,5 +115,8 @@ export class StartQueue {
 }
 
 function sameEntries(a: readonly QueueEntry[], b: readonly QueueEntry[]): boolean {
-  return a.length === b.length && a.every((entry, index) => entry.ref === b[index]?.ref && entry.harness === b[index]?.harness);
+  return (
+    a.length === b.length &&
+    a.every((entry, index) => entry.ref === b[index]?.ref && entry.harness === b[index]?.harness && entry.priority === b[index]?.priority)
+  );
 }

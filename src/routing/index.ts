@@ -9,5 +9,5 @@ export type { ControlView, Decision, DecisionAction, DeliveryMemory, DropReason,
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export type { InboundPullRequest, LinkSource } from "./inbound.js";
-export { admit, capText, capUsage, hasLimits, startable } from "./limits.js";
-export type { Admission, FullCap, Limits, LiveSlot, QueuedStart } from "./limits.js";
+export { admit, capText, capUsage, hasLimits, placeInQueue, repositoryKey, startable } from "./limits.js";
+export type { Admission, CapUsage, FullCap, Limits, LiveSlot, QueuedStart } from "./limits.js";

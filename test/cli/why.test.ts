@@ -80,6 +80,17 @@ const ROWS: Row[] = [
     next: /starts by itself when a session closes/,
   },
   {
+    what: "a queued start paused: it keeps its place, and its resume releases it",
+    given: {
+      control: control({ command: "pause", source: "cli", actor: "op", effect: "recorded" }),
+      queued: { position: 1, ahead: 0, cap: undefined },
+      events: newestFirst(opened(), labeled(), applied("start-pending")),
+    },
+    state: "queued",
+    summary: /^op paused execution \(cli\) at .*; it keeps its place in the start queue \(position 1, 0 ahead\) and is not started while paused$/,
+    next: /the-loop sessions resume --work-item .*`the-loop:resume-execution` in a comment\): it then starts in its turn/,
+  },
+  {
     what: "a start before the item is armed: the refusal, and that arming and starting again is needed",
     given: { events: newestFirst(opened(), dropped("spawn-policy", "alice", "opened"), event("item.commented", { actor: "alice" }), rejected("not-armed")) },
     state: "not-armed",

@@ -33,6 +33,18 @@ describe("planControl", () => {
     expect(seen).toBe(expected);
   });
 
+  it.each<[ControlSituation["command"], ControlSituation["session"], string]>([
+    ["resume", "none", "none/record/start-pending"],
+    ["resume", "paused", "resume/record/resumed"],
+    ["pause", "none", "none/record/recorded"],
+    ["start", "none", "spawn/record/started"],
+    ["stop", "none", "none/record/recorded"],
+  ])("a queued item: %s with session %s → %s (a pause keeps its place, its resume releases it)", (command, session, expected) => {
+    const plan = planControl({ command, session, armed: true, itemClosed: false, queued: true });
+    const seen = plan.kind === "reject" ? `reject:${plan.reason}` : `${plan.action}/${plan.record ? "record" : "skip"}/${plan.effect}`;
+    expect(seen).toBe(expected);
+  });
+
   it("never records a refused command, and only start can spawn", () => {
     for (const command of ["start", "stop", "pause", "resume"] as const) {
       for (const session of ["none", "active", "paused"] as const) {

@@ -1,12 +1,13 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { RoutingConfig } from "../../src/config/schema.js";
-import { claimWithinLimits, queuedText } from "../../src/dispatch/slots.js";
+import { claimWithinLimits, queuedText, queuedToStart } from "../../src/dispatch/slots.js";
 import type { LimitedClaim } from "../../src/dispatch/slots.js";
 import { tmuxTargetFor } from "../../src/registry/record.js";
 import type { SessionRecord } from "../../src/registry/record.js";
 import { SessionRegistry } from "../../src/registry/registry.js";
 import { StartQueue, startQueueFile } from "../../src/registry/start-queue.js";
+import { ControlStore } from "../../src/control/store.js";
 import { isSelfAuthored, parseWorkItemRef, workItemOf, workItemSlug } from "../../src/workitem/index.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
@@ -32,23 +33,28 @@ function recordOf(item: WorkItem): SessionRecord {
 }
 
 /** Two processes' worth of the context claimWithinLimits reads: their own queue and registry objects over one state root. */
-function contextOf(root: string, limits: RoutingConfig["limits"]) {
+function contextOf(root: string, caps: Partial<RoutingConfig["limits"]>) {
+  const limits: RoutingConfig["limits"] = { perHarness: {}, perRepository: {}, ...caps };
   return {
     now: () => new Date(),
     routing: { limits } as RoutingConfig,
-    options: { registry: new SessionRegistry({ dir: join(root, "sessions") }), startQueue: new StartQueue({ file: startQueueFile(root) }) },
+    options: {
+      registry: new SessionRegistry({ dir: join(root, "sessions") }),
+      startQueue: new StartQueue({ file: startQueueFile(root) }),
+      control: new ControlStore({ dir: join(root, "sessions", "control") }),
+    },
   };
 }
 
 describe("claimWithinLimits: the caps at the claim, under the queue's lock", () => {
   it("of six starts racing over two processes with maxLiveSessions 2, exactly two claim and four queue at places 1 to 4", async () => {
     const root = await tempDir();
-    const processes = [contextOf(root, { maxLiveSessions: 2, perHarness: {} }), contextOf(root, { maxLiveSessions: 2, perHarness: {} })];
+    const processes = [contextOf(root, { maxLiveSessions: 2 }), contextOf(root, { maxLiveSessions: 2 })];
     const results: LimitedClaim[] = await Promise.all(
       [1, 2, 3, 4, 5, 6].map((n) => {
         const ctx = processes[n % 2]!;
         const item = itemOf(n);
-        return claimWithinLimits(ctx, item.ref, "fake", () => ctx.options.registry.claim(item, () => recordOf(item)));
+        return claimWithinLimits(ctx, item.ref, "fake", [], () => ctx.options.registry.claim(item, () => recordOf(item)));
       }),
     );
     const claimed = results.filter((result) => "claimed" in result && result.claimed);
@@ -62,8 +68,8 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
 
   it("keeps a queued item's place when it asks again, and lets the head through once a slot frees", async () => {
     const root = await tempDir();
-    const ctx = contextOf(root, { maxLiveSessions: 1, perHarness: {} });
-    const claim = (n: number) => claimWithinLimits(ctx, itemOf(n).ref, "fake", () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    const ctx = contextOf(root, { maxLiveSessions: 1 });
+    const claim = (n: number) => claimWithinLimits(ctx, itemOf(n).ref, "fake", [], () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
     expect(await claim(1)).toMatchObject({ claimed: true });
     expect(await claim(2)).toMatchObject({ queued: { position: 1, ahead: 0, fresh: true } });
     expect(await claim(3)).toMatchObject({ queued: { position: 2, ahead: 1, fresh: true } });
@@ -75,10 +81,60 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
     expect(ctx.options.startQueue.read().map((entry) => entry.ref)).toEqual([itemOf(3).ref]);
   });
 
+  it("puts a start with the priority label ahead of every start without it, FIFO among each", async () => {
+    const root = await tempDir();
+    const ctx = contextOf(root, { maxLiveSessions: 1, priorityLabel: "urgent" });
+    const claim = (n: number, labels: string[] = []) =>
+      claimWithinLimits(ctx, itemOf(n).ref, "fake", labels, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    expect(await claim(1)).toMatchObject({ claimed: true });
+    expect(await claim(2)).toMatchObject({ queued: { position: 1, ahead: 0 } });
+    expect(await claim(3, ["Urgent"])).toMatchObject({ queued: { position: 1, ahead: 0, fresh: true } });
+    expect(await claim(4, ["urgent"])).toMatchObject({ queued: { position: 2, ahead: 1, fresh: true } });
+    expect(await claim(5)).toMatchObject({ queued: { position: 4, ahead: 3 } });
+    const entries = ctx.options.startQueue.read();
+    expect(entries.map((entry) => [entry.ref, entry.priority ?? false])).toEqual([
+      [itemOf(3).ref, true],
+      [itemOf(4).ref, true],
+      [itemOf(2).ref, false],
+      [itemOf(5).ref, false],
+    ]);
+    // The slot frees: the first priority start takes it, not the oldest start.
+    await ctx.options.registry.close(itemOf(1).ref, "cli", new Date());
+    expect(await claim(2)).toMatchObject({ queued: { position: 3 } });
+    expect(await claim(3)).toMatchObject({ claimed: true });
+  });
+
+  it("lets a paused queued start keep its place while the start behind it takes the slot", async () => {
+    const root = await tempDir();
+    const ctx = contextOf(root, { maxLiveSessions: 1 });
+    const claim = (n: number) => claimWithinLimits(ctx, itemOf(n).ref, "fake", [], () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    expect(await claim(1)).toMatchObject({ claimed: true });
+    expect(await claim(2)).toMatchObject({ queued: { position: 1 } });
+    expect(await claim(3)).toMatchObject({ queued: { position: 2 } });
+    const at = new Date().toISOString();
+    await ctx.options.control.transaction(itemOf(2).ref, (tx) =>
+      tx.write({
+        version: 1,
+        ref: itemOf(2).ref,
+        command: "pause",
+        source: "cli",
+        actor: "op",
+        requestedAt: at,
+        effect: "recorded",
+        deliveryId: "d-pause",
+        recentDeliveries: [],
+      }),
+    );
+    await ctx.options.registry.close(itemOf(1).ref, "cli", new Date());
+    expect(queuedToStart(ctx)).toEqual([itemOf(3).ref]);
+    expect(await claim(3)).toMatchObject({ claimed: true });
+    expect(ctx.options.startQueue.read().map((entry) => entry.ref)).toEqual([itemOf(2).ref]);
+  });
+
   it("with no cap and nothing queued is the claim alone", async () => {
-    const ctx = contextOf(await tempDir(), { perHarness: {} });
+    const ctx = contextOf(await tempDir(), {});
     for (const n of [1, 2, 3]) {
-      expect(await claimWithinLimits(ctx, itemOf(n).ref, "fake", () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))))).toMatchObject({
+      expect(await claimWithinLimits(ctx, itemOf(n).ref, "fake", [], () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))))).toMatchObject({
         claimed: true,
       });
     }

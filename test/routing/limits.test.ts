@@ -1,10 +1,24 @@
 import { describe, expect, it } from "vitest";
-import { admit, capText, capUsage, hasLimits, startable, type Limits, type LiveSlot, type QueuedStart } from "../../src/routing/limits.js";
+import {
+  admit,
+  capText,
+  capUsage,
+  hasLimits,
+  placeInQueue,
+  repositoryKey,
+  startable,
+  type Limits,
+  type LiveSlot,
+  type QueuedStart,
+} from "../../src/routing/limits.js";
 
 const live = (...pairs: [string, string][]): LiveSlot[] => pairs.map(([ref, harness]) => ({ ref, harness }));
 const queued = live as (...pairs: [string, string][]) => QueuedStart[];
 const two: Limits = { maxLiveSessions: 2, perHarness: {} };
 const codexOne: Limits = { perHarness: { codex: 1 } };
+const apiOne: Limits = { perHarness: {}, perRepository: { "Acme/API": 1, demo: 2 } };
+const paused = (ref: string, harness = "claude"): QueuedStart => ({ ref, harness, paused: true });
+const urgent = (ref: string, harness = "claude"): QueuedStart => ({ ref, harness, priority: true });
 
 describe("admit: start now, or wait in the queue behind the starts ahead", () => {
   it.each<[string, Limits, LiveSlot[], QueuedStart[], QueuedStart, ReturnType<typeof admit>]>([
@@ -59,6 +73,47 @@ describe("admit: start now, or wait in the queue behind the starts ahead", () =>
       { kind: "start" },
     ],
     [
+      "a repository at its cap holds its items (named without regard to case)",
+      apiOne,
+      live(["github:acme/api#1", "claude"]),
+      [],
+      { ref: "github:acme/api#2", harness: "claude" },
+      { kind: "queue", ahead: 0, cap: { cap: "perRepository", repository: "acme/api", limit: 1 } },
+    ],
+    [
+      "another repository is not held by it",
+      apiOne,
+      live(["github:acme/api#1", "claude"]),
+      [],
+      { ref: "github:acme/web#2", harness: "claude" },
+      { kind: "start" },
+    ],
+    [
+      "a local project is capped by its name",
+      apiOne,
+      live(["local:demo#1", "claude"], ["local:demo#2", "claude"]),
+      [],
+      { ref: "local:demo#3", harness: "claude" },
+      { kind: "queue", ahead: 0, cap: { cap: "perRepository", repository: "demo", limit: 2 } },
+    ],
+    ["a paused start ahead keeps its place but takes no slot", two, live(["a", "claude"]), [paused("q1")], { ref: "c", harness: "claude" }, { kind: "start" }],
+    [
+      "a priority newcomer waits only behind the priority starts",
+      two,
+      live(["a", "claude"], ["b", "claude"]),
+      [urgent("u1"), ...queued(["q1", "claude"], ["q2", "claude"])],
+      urgent("c"),
+      { kind: "queue", ahead: 1, cap: { cap: "maxLiveSessions", limit: 2 } },
+    ],
+    [
+      "a priority newcomer takes a free slot before the starts without priority",
+      two,
+      live(["a", "claude"]),
+      queued(["q1", "claude"]),
+      urgent("c"),
+      { kind: "start" },
+    ],
+    [
       "the item's own live session is not counted against it",
       two,
       live(["a", "claude"], ["c", "claude"]),
@@ -78,8 +133,38 @@ describe("startable: which queued starts a freed slot lets through, in order", (
     ["two free: both, in order", two, [], queued(["q1", "claude"], ["q2", "claude"], ["q3", "claude"]), ["q1", "q2"]],
     ["a harness at its cap is skipped, the next one goes", codexOne, live(["a", "codex"]), queued(["q1", "codex"], ["q2", "claude"]), ["q2"]],
     ["an entry already live is not started twice", two, live(["q1", "claude"]), queued(["q1", "claude"], ["q2", "claude"]), ["q2"]],
+    ["a paused entry is passed over and keeps its place", two, live(["a", "claude"]), [paused("q1"), ...queued(["q2", "claude"])], ["q2"]],
+    [
+      "a repository at its cap is skipped, another repository's start goes",
+      apiOne,
+      live(["github:acme/api#1", "claude"]),
+      queued(["github:acme/api#2", "claude"], ["local:demo#1", "claude"]),
+      ["local:demo#1"],
+    ],
   ])("%s", (_name, limits, liveSlots, queue, expected) => {
     expect(startable(limits, liveSlots, queue).map((entry) => entry.ref)).toEqual(expected);
+  });
+});
+
+describe("placeInQueue: FIFO within priority, priority first", () => {
+  it.each<[string, QueuedStart[], boolean, number]>([
+    ["without priority: at the end", [urgent("u1"), ...queued(["q1", "claude"])], false, 2],
+    ["with priority: after the last priority start", [urgent("u1"), ...queued(["q1", "claude"]), urgent("u2")], true, 3],
+    ["with priority and none before it: first", queued(["q1", "claude"], ["q2", "claude"]), true, 0],
+    ["an empty queue", [], true, 0],
+  ])("%s", (_name, queue, priority, expected) => {
+    expect(placeInQueue(queue, priority)).toBe(expected);
+  });
+});
+
+describe("repositoryKey: the perRepository key of a ref", () => {
+  it.each<[string, string | undefined]>([
+    ["github:Acme/API#3", "acme/api"],
+    ["github:ghe.example.com/acme/api#3", "ghe.example.com/acme/api"],
+    ["local:demo#1", "demo"],
+    ["not a ref", undefined],
+  ])("%s → %s", (ref, expected) => {
+    expect(repositoryKey(ref)).toBe(expected);
   });
 });
 
@@ -89,6 +174,12 @@ describe("the caps in words and counts", () => {
     expect(hasLimits(codexOne)).toBe(true);
     expect(capText({ cap: "maxLiveSessions", limit: 2 })).toBe("routing.limits.maxLiveSessions 2");
     expect(capText({ cap: "perHarness", harness: "codex", limit: 1 })).toBe("routing.limits.perHarness.codex 1");
+    expect(capText({ cap: "perRepository", repository: "acme/api", limit: 1 })).toBe("routing.limits.perRepository.acme/api 1");
+    expect(hasLimits({ perHarness: {}, perRepository: { demo: 1 } })).toBe(true);
+    expect(capUsage(apiOne, live(["github:acme/api#1", "codex"], ["local:demo#4", "claude"], ["local:other#1", "claude"]))).toEqual([
+      { cap: "perRepository.Acme/API", live: 1, limit: 1 },
+      { cap: "perRepository.demo", live: 1, limit: 2 },
+    ]);
     expect(capUsage({ maxLiveSessions: 3, perHarness: { codex: 1 } }, live(["a", "codex"], ["b", "claude"]))).toEqual([
       { cap: "maxLiveSessions", live: 2, limit: 3 },
       { cap: "perHarness.codex", live: 1, limit: 1 },

@@ -2,7 +2,9 @@ import { messageOf } from "../../../errors.js";
 import { StartQueue, startQueueFile } from "../../../registry/start-queue.js";
 import type { QueueEntry } from "../../../registry/start-queue.js";
 import { SessionRegistry } from "../../../registry/registry.js";
+import { ControlStore } from "../../../control/store.js";
 import { admit, capText, capUsage, hasLimits } from "../../../routing/limits.js";
+import type { QueuedStart } from "../../../routing/limits.js";
 import type { Project } from "../../context.js";
 import { stderr } from "../../output.js";
 
@@ -18,6 +20,20 @@ export function queuedStarts(project: Project, wanted: string | undefined): (Que
     stderr.warn(messageOf(error));
     return [];
   }
+}
+
+/** The queue as the caps weigh it: each entry with whether its item is paused (it keeps its place and takes no slot). */
+function weighed(project: Project, entries: readonly QueueEntry[]): QueuedStart[] {
+  const control = new ControlStore({ dir: project.paths.controlDir });
+  return entries.map((entry) => {
+    try {
+      const standing = control.get(entry.ref);
+      return { ...entry, paused: standing !== undefined && standing.clearedAt === undefined && standing.command === "pause" };
+    } catch {
+      // A damaged control record is no pause the queue honours (the daemon's dequeue reports it).
+      return { ...entry, paused: false };
+    }
+  });
 }
 
 /**
@@ -39,7 +55,7 @@ export function queuedPlace(project: Project, ref: string): { position: number; 
   const live = new SessionRegistry({ dir: project.paths.registryDir })
     .list({ status: "live" })
     .records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
-  const admission = admit(project.config.routing.limits, live, entries, entry);
+  const admission = admit(project.config.routing.limits, live, weighed(project, entries), entry);
   return { position: index + 1, ahead: index, cap: admission.kind === "queue" ? capText(admission.cap) : undefined };
 }
 
@@ -69,4 +85,21 @@ export function limitsStatus(project: Project): LimitsStatus | undefined {
 export function limitsLine(status: LimitsStatus): string {
   const caps = status.caps.length === 0 ? "no cap" : status.caps.map((cap) => `${cap.cap} ${cap.live}/${cap.limit}`).join(", ");
   return `limits: ${caps}; ${status.queued} queued`;
+}
+
+/** Where a queued start stands, as the CLI tells it. */
+export interface QueuedPlace {
+  readonly position: number;
+  readonly ahead: number;
+}
+
+/** What a command did to a queued start, in a sentence; undefined when the queue has nothing to add. */
+export function queuedSentence(command: string, ref: string, effect: string, place: QueuedPlace): string | undefined {
+  if (effect === "start-pending") {
+    return `${ref} waits in the start queue at position ${place.position} (${place.ahead} ahead): its session starts by itself when a slot frees`;
+  }
+  if (effect === "recorded" && command === "pause") {
+    return `${ref} has no live session; recorded the pause: it keeps its place in the start queue (position ${place.position}) and is not started until \`the-loop sessions resume --work-item ${ref}\``;
+  }
+  return undefined;
 }

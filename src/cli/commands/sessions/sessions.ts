@@ -10,7 +10,8 @@ import type { Runtime, RuntimeInput } from "../../../daemon/runtime.js";
 import { RegistryRecordError, isLive } from "../../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
-import { queuedPlace, queuedStarts } from "./queued.js";
+import { queuedPlace, queuedSentence, queuedStarts } from "./queued.js";
+import type { QueuedPlace } from "./queued.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
 import type { WorkItemState } from "../../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../../workitem/index.js";
@@ -442,9 +443,11 @@ async function announceControl(runtime: Runtime, project: Project, request: Cont
 }
 
 /** What an applied command did, in a sentence. */
-function effectSentence(command: ControlCommand, ref: string, outcome: Extract<ControlOutcome, { applied: true }>): string {
+function effectSentence(command: ControlCommand, ref: string, outcome: Extract<ControlOutcome, { applied: true }>, place?: QueuedPlace): string {
   const session = outcome.session ? ` (${outcome.session.tmuxTarget})` : "";
   const start = `\`the-loop sessions start --work-item ${ref}\``;
+  const queued = place === undefined ? undefined : queuedSentence(command, ref, outcome.effect, place);
+  if (queued !== undefined) return queued;
   switch (outcome.effect) {
     case "started":
       return `started a session for ${ref}${session}; watch it with \`the-loop sessions attach --work-item ${ref}\``;
@@ -567,7 +570,8 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   }
 
   const comment = options.comment ? await announceControl(runtime, project, request) : undefined;
-  const pending = outcome.effect === "start-pending" && queuedPlace(project, ref) === undefined; // queued: it starts by itself (docs/fleet.md)
+  const place = queuedPlace(project, ref);
+  const pending = outcome.effect === "start-pending" && place === undefined; // queued: it starts by itself (docs/fleet.md)
   const retry = "the start stands and is retried at the item's next event or when the daemon starts";
   if (comment?.posted === false) {
     stderr.warn(`could not post the ${command} comment on ${ref}: ${comment.error}; the ${command} stands, applied locally`);
@@ -593,6 +597,6 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   if (pending) throw new ExitError(`${effectSentence(command, ref, outcome)}; ${retry}`);
   // A problem after the command applied (the re-read note could not be pasted, say) is worth knowing.
   if (outcome.problem) stderr.warn(outcome.problem);
-  stdout.line(effectSentence(command, ref, outcome));
+  stdout.line(effectSentence(command, ref, outcome, place));
   if (comment?.posted) stdout.line(`recorded on ${ref}'s thread (comment ${comment.id})`);
 }
