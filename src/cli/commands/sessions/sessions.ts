@@ -10,8 +10,8 @@ import type { Runtime, RuntimeInput } from "../../../daemon/runtime.js";
 import { RegistryRecordError, isLive } from "../../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
-import { queuedPlace, queuedSentence, queuedStarts } from "./queued.js";
-import type { QueuedPlace } from "./queued.js";
+import { queuedPlace, queuedStarts } from "./queued.js";
+import { effectSentence } from "./effect-sentence.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
 import type { WorkItemState } from "../../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../../workitem/index.js";
@@ -439,32 +439,6 @@ async function announceControl(runtime: Runtime, project: Project, request: Cont
     const message = messageOf(error);
     project.events.emit("control.announce_failed", { work_item: request.ref, command: request.command, error: message });
     return { posted: false, error: message };
-  }
-}
-
-/** What an applied command did, in a sentence. */
-function effectSentence(command: ControlCommand, ref: string, outcome: Extract<ControlOutcome, { applied: true }>, place?: QueuedPlace): string {
-  const session = outcome.session ? ` (${outcome.session.tmuxTarget})` : "";
-  const start = `\`the-loop sessions start --work-item ${ref}\``;
-  const queued = place === undefined ? undefined : queuedSentence(command, ref, outcome.effect, place);
-  if (queued !== undefined) return queued;
-  switch (outcome.effect) {
-    case "started":
-      return `started a session for ${ref}${session}; watch it with \`the-loop sessions attach --work-item ${ref}\``;
-    case "start-pending":
-      return `the start of ${ref} is recorded, but its session could not be spawned${outcome.problem ? `: ${outcome.problem}` : ""}`;
-    case "resumed":
-      return `resumed the session of ${ref}${session}; it is told to re-read the thread, as events that arrived while it was paused were not delivered`;
-    case "paused":
-      return `paused the session of ${ref}${session}; events are recorded and dropped until \`the-loop sessions resume --work-item ${ref}\``;
-    case "stopped":
-      return `stopped the session of ${ref}${session}; ${ref} does not start again until ${start}`;
-    case "recorded":
-      return `${ref} has no live session; recorded the ${command}: no session starts for it until ${start}`;
-    case "noop":
-      if (command === "pause") return `the session of ${ref}${session} is already paused; recorded the pause again`;
-      if (command === "resume") return `the session of ${ref}${session} is not paused; nothing to resume`;
-      return `the session of ${ref}${session} is already running; nothing to start`;
   }
 }
 
