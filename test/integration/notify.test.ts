@@ -148,6 +148,17 @@ describe("notifications through the daemon on the local tracker", () => {
     const done = sink.received.filter((entry) => entry.path === `/ok/${token}`).at(-1)?.body as { the_loop: Record<string, unknown> };
     expect(done.the_loop).toMatchObject({ moment: "done", work_item: REF, event: "graph.completed", comment: null });
 
+    // status names the sink that gives notifications up, by its name and variable.
+    const health = await p.cli(["status", "--json"], env);
+    expect(health.code).toBe(3);
+    const problems = (JSON.parse(health.stdout) as { problems: { code: string; message: string; fix: string }[] }).problems;
+    expect(problems.filter((problem) => problem.code === "notify-sink-failing")).toEqual([
+      expect.objectContaining({
+        message: expect.stringContaining("the sink broken are not arriving") as unknown,
+        fix: expect.stringContaining(BROKEN_ENV) as unknown,
+      }),
+    ]);
+
     // What a person or a script reads while the daemon runs.
     const outputs: string[] = [];
     for (const args of [["status"], ["status", "--json"], ["config", "show"], ["events", "--json"], ["sessions", "list", "--json"]]) {

@@ -80,6 +80,27 @@ describe("Notifier", () => {
     await notifier.close();
   });
 
+  it("only queues: a sink that never answers holds up no caller", async () => {
+    let posts = 0;
+    const hanging: NotifyTransport = {
+      post: (_url, _body, _timeout, signal) => {
+        posts++;
+        return new Promise((_resolve, reject) => signal.addEventListener("abort", () => reject(new Error("the daemon stopped"))));
+      },
+    };
+    const events = new MemoryEventSink();
+    const notifier = notifierWith([{ name: "team", urlEnv: "TEAM_URL" }], hanging, events);
+    const started = performance.now();
+    for (let i = 1; i <= 1_000; i++) notifier.observe({ ...WAITING, work_item: `local:demo#${i}` });
+    // A thousand moments queued while the first POST hangs, each observe returning at once.
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(posts).toBe(1);
+    // queueLimit (200) holds: the oldest waiting were given up, said one by one.
+    expect(events.events.filter((event) => event.type === "notify.failed")).toHaveLength(1_000 - 1 - 200);
+    await notifier.close(0);
+    expect(events.events.filter((event) => event.type === "notify.failed")).toHaveLength(1_000);
+  });
+
   it("names the keywords of a reloaded config from then on", async () => {
     const transport = recording();
     const notifier = notifierWith([{ name: "team", urlEnv: "TEAM_URL" }], transport);

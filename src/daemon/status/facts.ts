@@ -18,6 +18,7 @@ import { journalRemedy } from "../../trackers/local/errors.js";
 import { daemonStatus } from "../start-stop.js";
 import type { ServiceStatus } from "../start-stop.js";
 import { pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./problems.js";
+import { notifySinkFailuresOf, notifySinkProblems } from "./notify-problem.js";
 import type { SandboxFact } from "./problems.js";
 import { checkBubblewrap } from "../../sandbox/index.js";
 import { resolveSandboxBinds } from "../../sessions/sandbox-runner.js";
@@ -77,6 +78,8 @@ const WANTED_EVENTS = new Set([
   "capability.use_refused",
   "graph.self_login_unknown",
   "graph.self_login_learned",
+  "notify.sent",
+  "notify.failed",
 ]);
 const HOOK_PROBE_TIMEOUT_MS = 2_000;
 
@@ -110,6 +113,8 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
       services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])),
     ),
   });
+  // Last: what a running daemon cannot bring a person (notify-problem.ts).
+  problems.push(...notifySinkProblems(notifySinkFailuresOf(events, runningPids(services), config.notify.sinks)));
   const binds = resolveSandboxBinds(config.routing.sandbox.bind, options.projectDir ?? options.configDir, process.env.HOME || homedir()).map(
     (bind) => `${bind.source}:${bind.target}:${bind.mode}`,
   );
@@ -120,6 +125,10 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     exitCode: statusExitCode(problems),
     sandbox: { mode: sandbox.mode, sandbox: sandbox.version, binds },
   };
+}
+
+function runningPids(services: readonly ServiceStatus[]): Set<number> {
+  return new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])));
 }
 
 /** Whether the sessions get their sandbox: bwrap is asked here, as the daemon asks it at a spawn. */
@@ -159,7 +168,8 @@ export function readEventTail(path: string, maxBytes: number): LoggedEvent[] {
         !line.includes('"poll.') &&
         !line.includes('"session.spawn_failed"') &&
         !line.includes('"capability.use_refused"') &&
-        !line.includes('"graph.self_login_')
+        !line.includes('"graph.self_login_') &&
+        !line.includes('"notify.')
       )
         continue;
       const record = parseEventLine(line);

@@ -22,7 +22,8 @@ export type StatusProblemCode =
   | "capability-changed"
   | "self-login-unknown"
   | "sandbox-off"
-  | "settings-not-loaded";
+  | "settings-not-loaded"
+  | "notify-sink-failing";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;
