@@ -62,12 +62,14 @@ export const controlRecordSchema = keysGoTogether(
     note: z.string().optional(),
     /**
      * The graph a start chose for the item (`graph=NAME` after the keyword, `sessions start
-     * --graph NAME`): the run the item begins next is on it, when the config has it.
+     * --graph NAME`): the run the item begins next is on it, when the config has it. Kept on the
+     * pause and the resume of a start waiting in the start queue (docs/fleet.md).
      */
     graph: z.string().max(GRAPH_NAME_MAX).regex(new RegExp(GRAPH_NAME_PATTERN)).optional(),
     /**
      * The harness an operator's start chose (`sessions start --agent NAME`): the item's next
-     * session runs it, while the config allows it. Never set from a comment.
+     * session runs it, while the config allows it. Never set from a comment. Kept on the pause
+     * and the resume of a start waiting in the start queue (docs/fleet.md).
      */
     harness: z
       .string()

@@ -119,6 +119,7 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
     ...(input.note !== undefined ? { note: input.note } : {}),
     ...(input.command === "start" && input.graph !== undefined ? { graph: input.graph } : {}),
     ...(input.command === "start" && input.harness !== undefined ? { harness: input.harness } : {}),
+    ...(input.command === "pause" || input.command === "resume" ? keptChoices(ctx, ref, before) : {}),
     deliveryId: input.deliveryId,
     recentDeliveries: rememberedCommands(tx.read(), input.event),
   });
@@ -182,6 +183,16 @@ export async function applyUnderLock(ctx: DispatchContext, run: CommandRun, at: 
       ...(changed.queued !== undefined ? { queued: changed.queued } : {}),
     };
   }
+}
+
+/**
+ * The graph and harness a queued start chose, kept on the pause and the resume that follow it
+ * (docs/fleet.md): the start keeps its place through them, and its choices with it. Nothing for
+ * an item whose start is not queued (a live session's run and harness are already decided).
+ */
+function keptChoices(ctx: DispatchContext, ref: string, before: ControlRecord | undefined): Pick<ControlRecord, "graph" | "harness"> {
+  if (before === undefined || before.clearedAt !== undefined || isLive(ctx.options.registry.get(ref)) || !isQueued(ctx, ref)) return {};
+  return { ...(before.graph !== undefined ? { graph: before.graph } : {}), ...(before.harness !== undefined ? { harness: before.harness } : {}) };
 }
 
 /** Whether the item's start waits in the start queue; a queue that cannot be read holds nothing a resume could release. */

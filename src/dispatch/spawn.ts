@@ -119,7 +119,8 @@ export async function spawn(
 function standingStartRecord(ctx: ContextNeeds<never, "control">, ref: string): ControlRecord | undefined {
   try {
     const record = ctx.options.control.get(ref);
-    return record?.command === "start" ? record : undefined;
+    // A resume carries a start's choice only when it released a queued start (docs/fleet.md).
+    return record?.command === "start" || record?.command === "resume" ? record : undefined;
   } catch {
     // Damaged: the transaction reports it (see above).
     return undefined;

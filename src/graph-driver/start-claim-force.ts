@@ -75,7 +75,8 @@ export interface GraphBoot {
  */
 function graphChosen(ctx: ContextNeeds<"policy", "control">, setup: GraphSetup, ref: string): { readonly graph: Graph; readonly refused?: ControlRecord } {
   const standing = ctx.options.control.get(ref);
-  if (standing?.command !== "start" || standing.graph === undefined) return { graph: setup.defaultGraph };
+  // A resume carries a start's choice only when it released a queued start (docs/fleet.md).
+  if ((standing?.command !== "start" && standing?.command !== "resume") || standing.graph === undefined) return { graph: setup.defaultGraph };
   // A start given by someone no longer authorized stands for nothing, its choice included.
   if (standingState(standing, ctx.policy) !== "start-requested") return { graph: setup.defaultGraph };
   const chosen = setup.graphs.get(standing.graph);
