@@ -17,6 +17,7 @@ import { GRAPH_SCHEMA_FILE, graphJsonSchemaText } from "../src/graph/definition.
 import { SHIPPED_GRAPHS_SECTION, renderShippedGraphs } from "../src/graph/reference.js";
 import { loadBuiltinGraphs } from "../src/graph/registry.js";
 import { CAPABILITY_SCHEMA_FILE, capabilityJsonSchemaText } from "../src/capabilities/manifest.js";
+import { RESPONSE_SCHEMAS_SECTION, renderResponseSchemas } from "../src/dashboard/schemas.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -39,6 +40,7 @@ console.log(`wrote ${GRAPH_SCHEMA_FILE}`);
 await writeFile(at(CAPABILITY_SCHEMA_FILE), capabilityJsonSchemaText());
 console.log(`wrote ${CAPABILITY_SCHEMA_FILE}`);
 await updateSection("docs/graph.md", SHIPPED_GRAPHS_SECTION, renderShippedGraphs(await loadBuiltinGraphs()));
+await updateSection("docs/dashboard.md", RESPONSE_SCHEMAS_SECTION, renderResponseSchemas());
 // Generated modules: the help text, and the shape of each record kind (a new kind adds its line).
 for (const [file, text] of [
   [HELP_TEXT_FILE, helpTextModule()],

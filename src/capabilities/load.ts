@@ -198,6 +198,7 @@ export const BUILT_IN_COMMAND_WORDS: readonly string[] = [
   "ask",
   "capabilities",
   "config",
+  "dashboard",
   "demo",
   "events",
   "graph",

@@ -430,6 +430,13 @@ export function buildProgram(): Command {
       await (await import("./commands/daemon.js")).runStatus(globalsOf(command), options);
     });
   program
+    .command("dashboard")
+    .description("print a one-time login URL for the running daemon's dashboard (docs/dashboard.md); it works once, then the browser holds the login")
+    .option("--json", "print as JSON", false)
+    .action(async (options: JsonOption, command: Command) => {
+      await (await import("./commands/dashboard.js")).runDashboard(globalsOf(command), options);
+    });
+  program
     .command("stop")
     .description("stop the daemon: SIGTERM, let it drain queued work, wait for its locks to be released")
     .option("--timeout <seconds>", "how long to wait", parseCount, 30)

@@ -9,6 +9,8 @@ export type { CliConfig, CliConfigInput, SandboxMode } from "./schema.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export type { CapabilityEntryConfig } from "./capability-schema.js";
+export { LOOPBACK_HOSTS, dashboardSchema } from "./dashboard-schema.js";
+export type { DashboardConfig } from "./dashboard-schema.js";
 export { capabilityEntrySchema } from "./capability-schema.js";
 export { BUILTIN_GRAPH_NAMES, GRAPH_NAME_MAX, GRAPH_NAME_PATTERN } from "./graph-schema.js";
 export type { GraphConfig } from "./graph-schema.js";

@@ -6,6 +6,7 @@ import { commandKeywordSchema } from "./keyword-schema.js";
 import { notifySchema } from "./notify-schema.js";
 import { limitsSchema } from "./limits-schema.js";
 import { GITHUB_REPOSITORY_PATTERN, LOCAL_PROJECT_PATTERN } from "./name-patterns.js";
+import { checkDashboardOperator, dashboardSchema } from "./dashboard-schema.js";
 
 /**
  * The one source of truth for the CLI config: the TypeScript types (`CliConfig`), validation,
@@ -550,8 +551,10 @@ export const configSchema = z
     graphs: graphFilesSchema.default([]),
     capabilities: capabilitiesSchema.default([]),
     notify: notifySchema.prefault({}),
+    dashboard: dashboardSchema.prefault({}),
   })
   .superRefine(checkGraphChoices)
+  .superRefine(checkDashboardOperator)
   .meta({
     title: "the-loop CLI config",
     description: "Configuration of the-loop's daemon and CLI (.the-loop/cli-config.yaml).",
@@ -575,3 +578,4 @@ export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
 export type { GraphConfig, GraphFileConfig } from "./graph-schema.js";
 export type { CapabilityEntryConfig } from "./capability-schema.js";
 export type { NotifyConfig, NotifyMoment, NotifySinkConfig, NotifySinkKind } from "./notify-schema.js";
+export type { DashboardConfig } from "./dashboard-schema.js";

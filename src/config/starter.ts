@@ -110,6 +110,11 @@ polling:
 #       urlEnv: TEAM_SLACK_WEBHOOK  # the variable holding the webhook URL, never the URL
 #       moments: [gate-waiting, question, blocked, failed-to-start]
 
+# dashboard:                     # the operator's dashboard API, served by the daemon (docs/dashboard.md)
+#   enabled: true                 # \`the-loop dashboard\` prints a one-time login URL
+#   operator: alice               # who it acts as (one of routing.authorizedUsers); unset: read-only
+#   # host: 127.0.0.1             # any other address needs tls: {certFile, keyFile} (or insecureAllowPlainHttp)
+
 eventLog:
   # Every observable step is one JSON line in <state.root>/logs/events.jsonl;
   # read it with \`the-loop events\`.

@@ -15,6 +15,8 @@ export interface ControlCommentInput {
   readonly actor: string;
   /** The graph a start chose (`--graph`), written after the keyword as a person would. */
   readonly graph?: string | undefined;
+  /** Where it was given: the CLI (the default) or the dashboard (whose operator is the actor). */
+  readonly via?: "cli" | "dashboard";
 }
 
 /**
@@ -26,9 +28,16 @@ function codeSpanText(text: string): string {
   return flat === "" ? "unknown" : flat;
 }
 
-export function controlCommentText({ keyword, command, actor, graph }: ControlCommentInput): string {
+export function controlCommentText({ keyword, command, actor, graph, via }: ControlCommentInput): string {
   // A graph name is kebab words (the CLI checked it): nothing in it can break the line or the span.
   const [argument, option] = graph === undefined ? ["", ""] : [` graph=${graph}`, ` --graph ${graph}`];
+  if (via === "dashboard") {
+    return markSelfAuthored(
+      `${keyword}${argument}\n\n` +
+        `_Issued from the-loop's dashboard by \`${codeSpanText(actor)}\` and already applied; ` +
+        `posted so this thread keeps the record of every control action._`,
+    );
+  }
   return markSelfAuthored(
     `${keyword}${argument}\n\n` +
       `_Issued from the-loop CLI by \`${codeSpanText(actor)}\` (\`the-loop sessions ${command}${option}\`) and already applied locally; ` +

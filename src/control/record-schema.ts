@@ -13,9 +13,10 @@ import { keysGoTogether, recordShapeModuleText } from "../state/index.js";
 
 /**
  * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, or a
- * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's name).
+ * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's name), or the
+ * dashboard (its actor is dashboard.operator).
  */
-export const CONTROL_SOURCES = ["comment", "cli", "hook"] as const;
+export const CONTROL_SOURCES = ["comment", "cli", "hook", "dashboard"] as const;
 
 /** What an applied command did (the `effect` of `control.command`). */
 export const CONTROL_EFFECTS = [

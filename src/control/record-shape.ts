@@ -30,7 +30,8 @@ export const controlRecordShape = {
       "enum": [
         "comment",
         "cli",
-        "hook"
+        "hook",
+        "dashboard"
       ]
     },
     "actor": {

@@ -18,6 +18,8 @@ import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
 import { SessionSockets } from "./socket/session-sockets.js";
 import { readWhySituation } from "./socket/why-situation.js";
+import { startDashboard } from "./dashboard.js";
+import type { RunningDashboard } from "./dashboard.js";
 import { openGraphStates } from "../graph-run/store.js";
 import type { RpcServer } from "./socket/rpc.js";
 import type { PidfileLock } from "./pidfile.js";
@@ -139,6 +141,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   let sessionSockets: SessionSockets | undefined;
   let following: { readonly done: Promise<void> } | undefined;
   const followingStop = new AbortController();
+  let dashboard: RunningDashboard | undefined;
   try {
     for (const service of enabled) {
       const lock = await acquirePidfile(service.pidfile, service.name);
@@ -161,11 +164,15 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await recordRunningConfig(paths, config, input.configFile, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
     const graphStates = openGraphStates(paths);
+    // Before the socket, which hands out its login URLs: one that may not listen where it is asked stops the start.
+    dashboard = await startDashboard(input, runtime, dispatcher, options.warn);
+    const login = dashboard?.server;
     const handlers = socketHandlers(dispatcher, {
       config,
       sessionOf: (ref) => runtime.registry.get(ref),
       graphStateOf: (ref) => graphStates.get(ref),
       whyOf: (ref) => readWhySituation(paths, config, ref),
+      ...(login !== undefined ? { dashboardLogin: () => login.issueLogin() } : {}),
     });
     rpc = await serveRpc(paths.root, handlers);
     sessionSockets = new SessionSockets({
@@ -237,6 +244,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await following?.done;
     await sessionSockets?.close().catch((error: unknown) => options.warn(`could not close the sessions' sockets: ${messageOf(error)}`));
     await rpc?.close().catch((error: unknown) => options.warn(`could not close the daemon's socket: ${messageOf(error)}`));
+    await dashboard?.stop().catch((error: unknown) => options.warn(`could not stop the dashboard: ${messageOf(error)}`));
     await reloads?.stop();
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);

@@ -184,7 +184,7 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
     // Before the lock and the claim: a hook may take its timeout, and a refused start must
     // leave nothing behind but the refusal.
     const asked = ctx.options.control.get(ref);
-    const refusal = await startRefusal(ctx, turn, input.source === "cli" ? "cli" : "comment", harnessName);
+    const refusal = await startRefusal(ctx, turn, input.source === "cli" || input.source === "dashboard" ? "cli" : "comment", harnessName);
     if (refusal !== undefined) {
       const refused = await refuse(ctx, turn, "work_item_start", refusal, (current) => sameCommand(current, asked));
       // A session another process started meanwhile: the command is decided below on it, as

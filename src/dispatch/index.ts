@@ -5,3 +5,5 @@
 export { Dispatcher } from "./dispatcher.js";
 export { applyLink } from "./pr-linkage.js";
 export { watchStartQueue } from "./dequeue.js";
+export { announceControl } from "./announce-control.js";
+export type { AnnounceDeps, ControlCommentResult } from "./announce-control.js";

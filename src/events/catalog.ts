@@ -1,4 +1,5 @@
 import { CAPABILITY_EVENTS } from "./capability-catalog.js";
+import { DASHBOARD_EVENTS } from "./dashboard-catalog.js";
 import { GRAPH_EVENTS } from "./graph-catalog.js";
 import { NOTIFY_EVENTS } from "./notify-catalog.js";
 
@@ -525,6 +526,7 @@ export const EVENT_CATALOG = {
   ...GRAPH_EVENTS,
   ...CAPABILITY_EVENTS,
   ...NOTIFY_EVENTS,
+  ...DASHBOARD_EVENTS,
   "daemon.started": {
     family: "daemon",
     level: "info",

@@ -83,7 +83,7 @@ export async function cancelRunOfStoppedItem(
   ref: string,
   stop: { readonly actor: string; readonly source: ControlSource },
 ): Promise<GraphState | undefined> {
-  const actor: GraphActor = stop.source === "cli" ? { kind: "operator", id: stop.actor } : { kind: "human", id: stop.actor };
+  const actor: GraphActor = stop.source === "cli" || stop.source === "dashboard" ? { kind: "operator", id: stop.actor } : { kind: "human", id: stop.actor };
   return endItemRun(ctx, ref, (_graph, state, at) => ({
     status: "canceled",
     reasonCode: END_REASON_CODES.stopped,

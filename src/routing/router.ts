@@ -251,13 +251,15 @@ function seenBySession(event: InboundEvent, registry: RegistryView): boolean {
 }
 
 /**
- * The item's control state for the start gate. A start given in a comment stands for the person
+ * The item's control state for the start gate. A start given in a comment (or from the dashboard, as
+ * its operator) stands for the person
  * who gave it: once they are no longer in the allowlist it starts nothing (shell access, the CLI's
  * authority, is not something a config change takes away).
  */
 export function standingState(standing: ControlView | undefined, policy: Pick<RoutingPolicy, "authorizedUsers">): ControlState {
   const state = controlStateOf(standing);
-  if (state === "start-requested" && standing?.source === "comment" && !policy.authorizedUsers.has(standing.actor)) return "none";
+  if (state === "start-requested" && (standing?.source === "comment" || standing?.source === "dashboard") && !policy.authorizedUsers.has(standing.actor))
+    return "none";
   return state;
 }
 

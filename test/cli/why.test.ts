@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { EventRecord } from "../../src/events/reader.js";
-import { describeEvent } from "../../src/cli/why-events.js";
-import { armedFromEvents, closedFromEvents, explainWhy } from "../../src/cli/why-explain.js";
-import type { ControlView, GraphView, SessionView, WhySettings, WhySituation, WhyState } from "../../src/cli/why-explain.js";
+import { describeEvent } from "../../src/why/events.js";
+import { armedFromEvents, closedFromEvents, explainWhy } from "../../src/why/explain.js";
+import type { ControlView, GraphView, SessionView, WhySettings, WhySituation, WhyState } from "../../src/why/explain.js";
 import { ARM } from "../support/builders.js";
 
 const REF = "local:demo#1";

@@ -2,6 +2,7 @@ import { dirname } from "node:path";
 import { AnswerGivenExit } from "../../errors.js";
 import { startDaemon, stopDaemon } from "../../daemon/start-stop.js";
 import { statusReport } from "../../daemon/status/facts.js";
+import { readDashboardStatus } from "../../daemon/dashboard-status.js";
 import { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "../../daemon/secret-env.js";
 import type { ListeningStatus, ServiceStatus } from "../../daemon/start-stop.js";
 import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";
@@ -89,6 +90,20 @@ function detailOf(service: ServiceStatus): string {
   return lastCycleOf(service);
 }
 
+/** Where the dashboard is, as `status` shows it: its URL (never a token), or why there is none. */
+function dashboardStatus(project: Project): { enabled: boolean; url: string | null; tls: boolean; operator: string | null } {
+  const enabled = project.config.dashboard.enabled;
+  const running = enabled ? readDashboardStatus(project.paths) : undefined;
+  return { enabled, url: running?.url ?? null, tls: running?.tls ?? false, operator: running?.operator ?? project.config.dashboard.operator ?? null };
+}
+
+function dashboardLine(dashboard: ReturnType<typeof dashboardStatus>): string {
+  if (!dashboard.enabled) return "dashboard: off (dashboard.enabled: true serves it; docs/dashboard.md)";
+  if (dashboard.url === null) return "dashboard: not running (it starts with the daemon)";
+  const who = dashboard.operator === null ? "read-only" : `acting as ${dashboard.operator}`;
+  return `dashboard: ${dashboard.url} (${who}); \`the-loop dashboard\` prints a one-time login URL`;
+}
+
 function lastCycleOf(service: ServiceStatus): string {
   const heartbeat = service.heartbeat;
   if (!heartbeat?.lastCycleAt) return "";
@@ -105,8 +120,9 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
   });
   const { healthy, services, problems, sandbox } = report;
   const limits = limitsStatus(project);
+  const dashboard = dashboardStatus(project);
   if (options.json) {
-    stdout.json({ healthy, problems, services, sandbox, ...(limits !== undefined ? { limits } : {}) });
+    stdout.json({ healthy, problems, services, sandbox, dashboard, ...(limits !== undefined ? { limits } : {}) });
   } else {
     stdout.line(
       formatTable(
@@ -119,6 +135,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
       `sessions: ${sandbox.sandbox === undefined ? "unsandboxed" : `sandboxed (${sandbox.sandbox}, ${binds})`} — routing.sandbox.mode: ${sandbox.mode}`,
     );
     if (limits !== undefined) stdout.line(limitsLine(limits));
+    stdout.line(dashboardLine(dashboard));
     if (problems.length > 0) {
       stdout.line("");
       stdout.line(`${problems.length} problem${problems.length > 1 ? "s" : ""}:`);

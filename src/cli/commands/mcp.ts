@@ -14,9 +14,9 @@ import { openDaemonProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { sessionCredential, sessionSocket } from "../session-guard.js";
 import { packageVersion } from "../version.js";
-import { describeEvent } from "../why-events.js";
-import { explainWhy } from "../why-explain.js";
-import type { WhySituation } from "../why-explain.js";
+import { describeEvent } from "../../why/events.js";
+import { explainWhy } from "../../why/explain.js";
+import type { WhySituation } from "../../why/explain.js";
 import { statusDocument } from "./graph/runs.js";
 
 /**

@@ -11,9 +11,9 @@ import { DamagedRecordError } from "../../state/index.js";
 import { displayPath, openDaemonProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { stderr, stdout } from "../output.js";
-import { describeEvent } from "../why-events.js";
-import { explainWhy } from "../why-explain.js";
-import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../why-explain.js";
+import { describeEvent } from "../../why/events.js";
+import { explainWhy } from "../../why/explain.js";
+import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../../why/explain.js";
 import { canonicalRef } from "../canonical-ref.js";
 import { queuedPlace } from "./sessions/queued.js";
 

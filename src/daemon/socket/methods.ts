@@ -72,6 +72,9 @@ export const claimAnswerSchema = z.object({
   notes: z.array(z.string()).optional(),
 });
 
+/** What `dashboard.login` answers: the one-time URL, printed once by `the-loop dashboard` and never logged. */
+export const dashboardLoginSchema = z.object({ url: z.string(), expiresAt: z.string(), operator: z.string().nullable() });
+
 /** What `session.ask` answers (AskAnswer of src/sessions/ask.ts). */
 export const askAnswerSchema = z.object({
   workItem: z.string(),
@@ -188,6 +191,8 @@ export interface SocketDeps {
   readonly graphStateOf?: (ref: string) => Promise<unknown>;
   /** What `the-loop why` reads about the item (`session.why`, a session's own); absent: the method is not served. */
   readonly whyOf?: (ref: string) => Promise<unknown>;
+  /** A one-time login URL of the dashboard (`dashboard.login`, the operator's); absent: the dashboard is off. */
+  readonly dashboardLogin?: () => { readonly url: string; readonly expiresAt: string; readonly operator: string | null };
 }
 
 function paramsOf<T>(schema: z.ZodType<T>, raw: unknown): T {
@@ -283,7 +288,18 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
     }
     return caller.session.ref;
   };
-  const { graphStateOf, whyOf } = deps;
+  const { graphStateOf, whyOf, dashboardLogin } = deps;
+  // The operator's alone: a session must not log in to the dashboard that acts for the operator.
+  handlers["dashboard.login"] = async (_raw, rpc) => {
+    if (callerOf(rpc).kind !== "operator")
+      throw new UsageError("the dashboard's login is the operator's, refused to a session; run `the-loop dashboard` from your own terminal");
+    if (dashboardLogin === undefined) {
+      throw new UsageError(
+        "the daemon serves no dashboard: set dashboard.enabled: true in the config (docs/dashboard.md); the running daemon takes it at its next start",
+      );
+    }
+    return dashboardLogin();
+  };
   if (graphStateOf !== undefined) handlers["graph.status"] = async (_raw, rpc) => (await graphStateOf(ownItem(rpc, "graph.status"))) ?? null;
   if (whyOf !== undefined) handlers["session.why"] = async (_raw, rpc) => await whyOf(ownItem(rpc, "session.why"));
   return handlers;

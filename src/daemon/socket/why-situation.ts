@@ -15,7 +15,7 @@ import { messageOf } from "../../errors.js";
  * What `the-loop why` reads about one work item — its records, the end of the event log and the
  * settings its verdict weighs — as the daemon reads them for a session that asks about its own
  * item (`session.why` on the session's socket: a sandboxed session sees no state root). The
- * verdict itself is the CLI's pure function of these (src/cli/why-explain.ts), applied by the
+ * verdict itself is the CLI's pure function of these (src/why/explain.ts), applied by the
  * asking side, so the daemon answers with data and both read the same facts.
  */
 
@@ -24,7 +24,7 @@ export const WHY_EVENTS = 200;
 /** A log of every item for years is not read to its start for one item's question. */
 export const WHY_LOG_BYTES = 64 * 1024 * 1024;
 
-/** The settings `why` weighs (WhySettings of src/cli/why-events.ts). */
+/** The settings `why` weighs (WhySettings of src/why/events.ts). */
 export function whySettingsOf(config: Pick<CliConfig, "routing" | "graph">) {
   const { routing, graph } = config;
   return {

@@ -22,6 +22,7 @@ import type { GlobalOptions, Project } from "../../context.js";
 import { formatTable, stderr, stdout } from "../../output.js";
 import { refuseInsideSession } from "../../session-guard.js";
 import { allowedHarnesses } from "../../../routing/harness-choice.js";
+import type { ControlCommentResult } from "../../../dispatch/announce-control.js";
 
 export interface SessionsListOptions {
   readonly status?: SessionStatus | "live";
@@ -419,27 +420,13 @@ export function localActor(): string {
   return process.env.USER || process.env.LOGNAME || "unknown";
 }
 
-/** How the comment on the work item went; absent under --no-comment. */
-type CommentResult = { readonly posted: true; readonly id: string } | { readonly posted: false; readonly error: string };
-
 /**
- * Leaves the command on the work item's thread: the keyword an authorized person would have
- * typed, a line saying it came from the CLI, and the loop-prevention marker so no ingress acts on
- * it again (docs/control.md#from-the-cli). Best-effort: a failure is reported and the command stands.
+ * Leaves the command on the work item's thread (dispatch/announce-control.ts, which the
+ * dashboard's buttons share): best-effort, a failure is reported and the command stands.
  */
-async function announceControl(runtime: Runtime, project: Project, request: ControlRequest): Promise<CommentResult> {
-  const { controlCommentText } = await import("../../../control/comment.js");
-  const keyword = project.config.routing.control.keywords[request.command];
-  try {
-    const body = controlCommentText({ keyword, command: request.command, actor: request.actor, graph: request.graph });
-    const comment = await runtime.trackers.forRef(request.ref).postComment(parseWorkItemRef(request.ref), body);
-    project.events.emit("control.announced", { work_item: request.ref, command: request.command, comment_id: comment.id });
-    return { posted: true, id: comment.id };
-  } catch (error) {
-    const message = messageOf(error);
-    project.events.emit("control.announce_failed", { work_item: request.ref, command: request.command, error: message });
-    return { posted: false, error: message };
-  }
+async function announceOnThread(runtime: Runtime, project: Project, request: ControlRequest): Promise<ControlCommentResult> {
+  const { announceControl } = await import("../../../dispatch/announce-control.js");
+  return announceControl({ trackers: runtime.trackers, events: project.events, keywords: project.config.routing.control.keywords }, request);
 }
 
 /**
@@ -543,7 +530,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
     throw new ExitError(outcome.message);
   }
 
-  const comment = options.comment ? await announceControl(runtime, project, request) : undefined;
+  const comment = options.comment ? await announceOnThread(runtime, project, request) : undefined;
   const place = queuedPlace(project, ref);
   const pending = outcome.effect === "start-pending" && place === undefined; // queued: it starts by itself (docs/fleet.md)
   const retry = "the start stands and is retried at the item's next event or when the daemon starts";

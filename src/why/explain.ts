@@ -1,6 +1,6 @@
 import type { EventRecord } from "../events/reader.js";
-import { armingHow, authorizedList, describeEvent, isArmingLabel } from "./why-events.js";
-import type { WhySettings } from "./why-events.js";
+import { armingHow, authorizedList, describeEvent, isArmingLabel } from "./events.js";
+import type { WhySettings } from "./events.js";
 
 /**
  * `the-loop why`'s verdict: where a work item stands and the one thing that would move it, as a
@@ -10,7 +10,7 @@ import type { WhySettings } from "./why-events.js";
  * closed, the last spawn failure).
  */
 
-export type { WhySettings } from "./why-events.js";
+export type { WhySettings } from "./events.js";
 
 /** A record that exists but cannot be read; `message` says what is wrong and how to fix it. */
 export interface DamagedRecord {

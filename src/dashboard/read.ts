@@ -1,0 +1,252 @@
+import { ControlStore } from "../control/store.js";
+import type { ControlRecord } from "../control/types.js";
+import type { EventFilter, EventRecord } from "../events/reader.js";
+import { readLatestEvents } from "../events/tail.js";
+import { EVENT_LEVELS } from "../events/catalog.js";
+import type { EventLevel } from "../events/catalog.js";
+import { parseSince } from "../events/since.js";
+import type { GraphState } from "../graph-run/state.js";
+import { openGraphStates } from "../graph-run/store.js";
+import { graphMermaid } from "../graph/mermaid.js";
+import type { Graph } from "../graph/types.js";
+import { listSessionRecords } from "../registry/listing.js";
+import type { SessionRecord } from "../registry/record.js";
+import { StartQueue, startQueueFile } from "../registry/start-queue.js";
+import type { QueueEntry } from "../registry/start-queue.js";
+import type { StatePaths } from "../state/layout.js";
+import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
+
+/**
+ * What the dashboard's API reads, as plain shapes over the state root's records (docs/dashboard.md
+ * has a JSON Schema for each): the board's rows, the sessions, one item's graph, the event log.
+ * The column a row goes in is a pure function of its records (boardColumn).
+ */
+
+export const BOARD_COLUMNS = ["queued", "working", "waiting", "blocked", "done"] as const;
+export type BoardColumn = (typeof BOARD_COLUMNS)[number];
+
+export interface ItemFacts {
+  readonly session: Pick<SessionRecord, "status" | "awaitingInput"> | undefined;
+  readonly graph: Pick<GraphState, "status" | "node"> | undefined;
+  readonly control: Pick<ControlRecord, "command" | "clearedAt"> | undefined;
+  readonly queued: boolean;
+}
+
+/**
+ * The board's column: queued (waiting for a slot under routing.limits); waiting for a person (a
+ * human gate, a question the agent asked, a pause); blocked (its graph run stopped at a node);
+ * done (its run ended, or its session closed and nothing starts it again); working otherwise.
+ */
+export function boardColumn(facts: ItemFacts): BoardColumn {
+  if (facts.queued) return "queued";
+  const graph = facts.graph?.status;
+  if (graph === "blocked") return "blocked";
+  if (graph === "waiting" || facts.session?.awaitingInput !== undefined || facts.session?.status === "paused") return "waiting";
+  if (graph !== undefined && graph !== "running") return "done";
+  if (facts.session === undefined || facts.session.status === "closed") {
+    const standing = facts.control !== undefined && facts.control.clearedAt === undefined ? facts.control.command : undefined;
+    return standing === "start" || standing === "resume" ? "working" : "done";
+  }
+  return "working";
+}
+
+export interface ItemRow {
+  readonly ref: string;
+  readonly url: string | null;
+  readonly column: BoardColumn;
+  readonly session: {
+    readonly status: string;
+    readonly harness: string;
+    readonly tmuxTarget: string;
+    readonly createdAt: string;
+    readonly lastEventAt: string;
+    readonly closeReason: string | null;
+    readonly question: { readonly text: string; readonly askedAt: string } | null;
+  } | null;
+  readonly graph: {
+    readonly name: string;
+    readonly node: string;
+    readonly phase: string | null;
+    readonly status: string;
+    readonly generation: number;
+    readonly updatedAt: string;
+  } | null;
+  readonly control: {
+    readonly command: string;
+    readonly source: string;
+    readonly actor: string;
+    readonly requestedAt: string;
+    readonly cleared: boolean;
+  } | null;
+  readonly queue: { readonly position: number; readonly queuedAt: string; readonly harness: string } | null;
+  /** The item's budget use, once a budget is recorded for it; null until then. */
+  readonly budget: null;
+  /** The newest of its records' times. */
+  readonly lastActivity: string | null;
+}
+
+export interface Problem {
+  readonly file: string;
+  readonly message: string;
+}
+
+function newest(...times: (string | undefined)[]): string | null {
+  const known = times.filter((time): time is string => time !== undefined && !Number.isNaN(Date.parse(time)));
+  if (known.length === 0) return null;
+  return known.reduce((a, b) => (Date.parse(a) >= Date.parse(b) ? a : b));
+}
+
+function readQueue(root: string, problems: Problem[]): QueueEntry[] {
+  try {
+    return new StartQueue({ file: startQueueFile(root) }).read();
+  } catch (error) {
+    problems.push({ file: startQueueFile(root), message: error instanceof Error ? error.message : String(error) });
+    return [];
+  }
+}
+
+/** Every work item the-loop keeps a record of (a session, a graph run, a control command, a queued start), newest activity first. */
+export function listItems(paths: StatePaths): { readonly items: ItemRow[]; readonly problems: Problem[] } {
+  const problems: Problem[] = [];
+  const sessions = listSessionRecords(paths.registryDir);
+  problems.push(...sessions.problems);
+  const controls = new ControlStore({ dir: paths.controlDir }).list();
+  problems.push(...controls.problems);
+  const states = openGraphStates(paths).listSync();
+  problems.push(...states.problems.map(({ where, message }) => ({ file: where, message })));
+  const queue = readQueue(paths.root, problems);
+
+  const sessionOf = new Map(sessions.records.map((record) => [record.workItem.ref, record]));
+  const controlOf = new Map(controls.records.map((record) => [record.ref, record]));
+  const graphOf = new Map(states.records.map((state) => [state.ref, state]));
+  const queueOf = new Map(queue.map((entry, index) => [entry.ref, { position: index + 1, queuedAt: entry.queuedAt, harness: entry.harness }]));
+  const refs = new Set([...sessionOf.keys(), ...controlOf.keys(), ...graphOf.keys(), ...queueOf.keys()]);
+  const items = [...refs].map((ref): ItemRow => {
+    const session = sessionOf.get(ref);
+    const control = controlOf.get(ref);
+    const graph = graphOf.get(ref);
+    const queued = queueOf.get(ref);
+    return {
+      ref,
+      url: session?.url ?? null,
+      column: boardColumn({ session, graph, control, queued: queued !== undefined }),
+      session:
+        session === undefined
+          ? null
+          : {
+              status: session.status,
+              harness: session.harness,
+              tmuxTarget: session.tmuxTarget,
+              createdAt: session.createdAt,
+              lastEventAt: session.lastEventAt,
+              closeReason: session.closeReason ?? null,
+              question: session.awaitingInput ? { text: session.awaitingInput.question, askedAt: session.awaitingInput.askedAt } : null,
+            },
+      graph:
+        graph === undefined
+          ? null
+          : { name: graph.graph, node: graph.node, phase: graph.phase ?? null, status: graph.status, generation: graph.generation, updatedAt: graph.updatedAt },
+      control:
+        control === undefined
+          ? null
+          : {
+              command: control.command,
+              source: control.source,
+              actor: control.actor,
+              requestedAt: control.requestedAt,
+              cleared: control.clearedAt !== undefined,
+            },
+      queue: queued ?? null,
+      budget: null,
+      lastActivity: newest(session?.lastEventAt, graph?.updatedAt, control?.requestedAt, queued?.queuedAt),
+    };
+  });
+  items.sort((a, b) => (Date.parse(b.lastActivity ?? "") || 0) - (Date.parse(a.lastActivity ?? "") || 0) || a.ref.localeCompare(b.ref));
+  return { items, problems };
+}
+
+/** Every session record, as `sessions list --json` lists them. */
+export function listSessions(paths: StatePaths): { readonly sessions: SessionRecord[]; readonly problems: Problem[] } {
+  const { records, problems } = listSessionRecords(paths.registryDir);
+  return { sessions: records, problems };
+}
+
+/** A ref as the API is given it (`local:demo#1`, percent-decoded), canonical; undefined when it is no ref. */
+export function canonicalItem(written: string): string | undefined {
+  try {
+    return formatWorkItemRef(parseWorkItemRef(written));
+  } catch (error) {
+    if (error instanceof RefError) return undefined;
+    throw error;
+  }
+}
+
+/** A graph as the page draws it: its nodes and edges, and the Mermaid text `graph show --mermaid` prints. */
+export function graphDocument(graph: Graph) {
+  return {
+    name: graph.name,
+    start: graph.start,
+    nodes: [...graph.nodes.values()].map((node) => ({
+      id: node.id,
+      phase: node.phase ?? null,
+      actor: node.actor,
+      terminal: node.terminal,
+      description: node.description,
+    })),
+    edges: graph.edges.map((edge) => ({ from: edge.from, to: edge.to, on: edge.on })),
+    mermaid: graphMermaid(graph),
+  };
+}
+
+/** The CLI's filters (`the-loop events`), as query parameters: `type` (repeatable globs), `work_item`, `source`, `level`, `since`, `limit`. */
+export interface EventQuery {
+  readonly filter: EventFilter;
+  readonly limit: number;
+}
+
+export const EVENTS_LIMIT_DEFAULT = 200;
+export const EVENTS_LIMIT_MAX = 5_000;
+/** How far back a listing reads a long log. */
+export const EVENTS_SCAN_BYTES = 64 * 1024 * 1024;
+
+/** The query's filter, or what is wrong with it (a 400's message). */
+export function eventQueryOf(params: URLSearchParams, now: Date = new Date()): EventQuery | { readonly problem: string } {
+  const types = params.getAll("type").filter((type) => type !== "");
+  const workItemText = params.get("work_item");
+  let workItem: string | undefined;
+  if (workItemText !== null && workItemText !== "") {
+    workItem = canonicalItem(workItemText);
+    if (workItem === undefined) return { problem: `work_item: not a work item ref: ${JSON.stringify(workItemText)}` };
+  }
+  const level = params.get("level") ?? "info";
+  if (!(EVENT_LEVELS as readonly string[]).includes(level)) return { problem: `level: one of ${EVENT_LEVELS.join(", ")}` };
+  let since: Date | undefined;
+  const sinceText = params.get("since");
+  if (sinceText !== null && sinceText !== "") {
+    try {
+      since = parseSince(sinceText, now);
+    } catch (error) {
+      return { problem: `since: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+  const limitText = params.get("limit");
+  const limit = limitText === null ? EVENTS_LIMIT_DEFAULT : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > EVENTS_LIMIT_MAX) return { problem: `limit: a whole number from 1 to ${EVENTS_LIMIT_MAX}` };
+  const source = params.get("source");
+  return {
+    filter: {
+      ...(types.length > 0 ? { types } : {}),
+      ...(workItem !== undefined ? { workItem } : {}),
+      ...(source !== null && source !== "" ? { source } : {}),
+      minLevel: level as EventLevel,
+      ...(since !== undefined ? { since } : {}),
+    },
+    limit,
+  };
+}
+
+/** The newest events the query matches, newest first. */
+export async function readEventPage(eventLog: string, query: EventQuery): Promise<{ readonly events: EventRecord[]; readonly complete: boolean }> {
+  const read = await readLatestEvents(eventLog, query.filter, { limit: query.limit, maxBytes: EVENTS_SCAN_BYTES });
+  return { events: read.events, complete: read.reachedStart };
+}
