@@ -107,14 +107,19 @@ export class Notifier {
 
 /**
  * `sink`, with every event it records also handed to `observe` (after it is written): the
- * daemon's own events reach the notifier as they happen, never through the file. `observe`
- * must not throw (Notifier.observe only queues).
+ * daemon's own events reach the notifier as they happen, never through the file. Whatever
+ * `observe` throws is kept from the caller, as a failed write of the log is.
  */
 export function teeEvents(sink: EventSink, observe: (event: MomentEvent) => void, now: () => Date = () => new Date()): EventSink {
   const tee: EventSink = {
     emit<T extends EventType>(type: T, fields: EventFields<T>): void {
       sink.emit(type, fields);
-      observe({ ...(fields as Record<string, unknown>), event: type, ts: now().toISOString() });
+      try {
+        observe({ ...(fields as Record<string, unknown>), event: type, ts: now().toISOString() });
+      } catch {
+        // Recording an event never throws into its caller (events/log.ts): a notice that could not
+        // be made is lost, the work that emitted the event goes on. observe only queues; this is a guard.
+      }
     },
   };
   if (sink.batch) {

@@ -150,6 +150,15 @@ describe("teeEvents", () => {
     expect(tee.batch).toBeUndefined();
   });
 
+  it("keeps what observe throws from the code that emitted the event", () => {
+    const events = new MemoryEventSink();
+    const tee = teeEvents(events, () => {
+      throw new Error("boom");
+    });
+    expect(() => tee.emit("item.closed", { work_item: "local:demo#1", actor: "alice" })).not.toThrow();
+    expect(events.events).toHaveLength(1);
+  });
+
   it("keeps the sink's batch", () => {
     const lines: string[] = [];
     const sink = {
