@@ -43,6 +43,10 @@ export type {
   SpawnPolicy,
   WorkspaceConfig,
 } from "./schema.js";
+export { STATE_STORES } from "./schema.js";
+export type { StateStore } from "./schema.js";
+export { resolveStateStore } from "./state-store.js";
+export type { ResolvedStateStore, StateStoreSettings } from "./state-store.js";
 export { projectNameFor, starterConfigText, STATE_GITIGNORE } from "./starter.js";
 export { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "./upgrade.js";
 export type { ConfigInsertion, DecisionNeeded, UpgradeOffer } from "./upgrade.js";

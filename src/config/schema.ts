@@ -3,6 +3,10 @@ import { budgetSchema } from "./budget-schema.js";
 import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
+import { stateSchema } from "./state-schema.js";
+
+export { STATE_STORES, stateSchema } from "./state-schema.js";
+export type { StateStore } from "./state-schema.js";
 import { notifySchema } from "./notify-schema.js";
 import { limitsSchema } from "./limits-schema.js";
 import { GITHUB_REPOSITORY_PATTERN, LOCAL_PROJECT_PATTERN } from "./name-patterns.js";
@@ -20,18 +24,6 @@ import { checkDashboardOperator, dashboardSchema } from "./dashboard-schema.js";
 const pathSetting = (description: string, derivedDefault: string) => z.string().min(1).optional().meta({ description, "x-derivedDefault": derivedDefault });
 
 export { GITHUB_REPOSITORY_PATTERN, LOCAL_PROJECT_PATTERN } from "./name-patterns.js";
-
-export const stateSchema = z
-  .strictObject({
-    root: z
-      .string()
-      .min(1)
-      .default(".the-loop")
-      .describe(
-        "Folder that holds everything the-loop generates: session records, control records, poll state, the event log, pidfiles, the local tracker and workspaces. Relative to the project directory.",
-      ),
-  })
-  .describe("Where generated state lives.");
 
 export const BUILTIN_HARNESSES = ["claude", "cursor", "gemini", "codex"] as const;
 export const SPAWN_POLICIES = ["never", "always", "labeled"] as const;

@@ -18,6 +18,9 @@ state:
   # Everything the-loop generates lives under this folder: session records, control records,
   # poll state, the event log, pidfiles, the local tracker's items and workspaces.
   root: .the-loop
+  # The records are files under the root: embedded, nothing to set up. \`store: postgres\` keeps
+  # them in a PostgreSQL database whose URL is in $THE_LOOP_STATE_URL (docs/scale.md).
+  # store: file
 
 integrations:
   local:

@@ -75,7 +75,7 @@ export function tmuxRunnerFor(config: CliConfig, paths: StatePaths): TmuxRunner 
     remainOnExit: config.routing.tmux.remainOnExit,
     tempDir: paths.tmpDir,
     environment,
-    // Named as well, for a server that holds them already: the secrets, and a GitHub token not passed on purpose.
+    // Named as well, for a server that holds them already: the secrets (the state database's URL among them), and a GitHub token not passed on purpose.
     withheldEnv: [...neverPassed(config), ...config.integrations.github.tokenEnv.filter((name) => !Object.hasOwn(environment, name))],
   });
 }
@@ -93,10 +93,11 @@ function sessionsEnvironment(config: CliConfig): Record<string, string> {
 /**
  * What no session is given, whatever routing.tmux.passEnv says: an agent has no business with
  * the secret that authenticates GitHub's deliveries, nor with a notification sink's URL (which
- * posts into a person's channel in the-loop's name).
+ * posts into a person's channel in the-loop's name), nor with the state database's, where it
+ * could rewrite every record past the-loop's checks.
  */
 function neverPassed(config: CliConfig): string[] {
-  return [config.webhooks.ghWebhook.secretEnv, ...config.notify.sinks.map((sink) => sink.urlEnv)];
+  return [config.webhooks.ghWebhook.secretEnv, config.state.urlEnv, ...config.notify.sinks.map((sink) => sink.urlEnv)];
 }
 
 /**

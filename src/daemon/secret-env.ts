@@ -80,16 +80,20 @@ function matches(pattern: string, name: string): boolean {
 
 /**
  * The variables the config names as the daemon's secrets: the GitHub token's
- * (integrations.github.tokenEnv), the webhook secret's (webhooks.ghWebhook.secretEnv) and each
- * remote hook's token (hooks[].tokenEnv) and each notification sink's URL (notify.sinks[].urlEnv).
+ * (integrations.github.tokenEnv), the webhook secret's (webhooks.ghWebhook.secretEnv), each
+ * remote hook's token (hooks[].tokenEnv), each notification sink's URL (notify.sinks[].urlEnv) and
+ * the state database's URL (state.urlEnv).
  */
-export function daemonSecretNames(config: Pick<CliConfig, "integrations" | "webhooks" | "hooks"> & Partial<Pick<CliConfig, "notify">>): string[] {
+export function daemonSecretNames(
+  config: Pick<CliConfig, "integrations" | "webhooks" | "hooks"> & Partial<Pick<CliConfig, "notify">> & { readonly state?: { readonly urlEnv: string } },
+): string[] {
   const names = [...config.integrations.github.tokenEnv, config.webhooks.ghWebhook.secretEnv];
   for (const sink of config.notify?.sinks ?? []) names.push(sink.urlEnv);
   for (const entry of config.hooks ?? []) {
     const tokenEnv = typeof entry === "object" && entry !== null && "tokenEnv" in entry ? entry.tokenEnv : undefined;
     if (typeof tokenEnv === "string") names.push(tokenEnv);
   }
+  if (config.state !== undefined) names.push(config.state.urlEnv);
   return [...new Set(names)];
 }
 

@@ -8,7 +8,8 @@ import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { WebhookReceiver } from "../ingress/webhook/server.js";
 import { webhookSecret } from "../ingress/webhook/secret.js";
 import { failClosedWarning } from "../routing/authz.js";
-import type { RoutingConfig } from "../config/schema.js";
+import type { CliConfig, RoutingConfig } from "../config/schema.js";
+import { resolveStateStore } from "../config/state-store.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";
@@ -62,6 +63,21 @@ export interface ServeOptions {
 }
 
 /**
+ * A daemon keeps its records in files under the state root. The PostgreSQL record store exists
+ * (state/postgres/, docs/scale.md) but the daemon's stores are not opened on it yet: a daemon asked
+ * for it refuses, rather than keep its records in files while the config says they are shared.
+ * The URL is still resolved first, so a missing one is reported as what to set.
+ */
+function refuseUnservedStateStore(state: CliConfig["state"], env: NodeJS.ProcessEnv): void {
+  if (resolveStateStore(state, env).store === "file") return;
+  throw new ExitError(
+    "state.store: postgres is not served by the daemon yet — its records are kept in files under state.root, and sharing them through PostgreSQL is the next step (docs/scale.md); remove state.store (or set it to file) to run",
+    EXIT_USAGE,
+    "config",
+  );
+}
+
+/**
  * Runs the daemon in the foreground until the signal aborts: takes each enabled service's
  * lock (refusing when another daemon holds one), runs the services, then drains —
  * queued events are carried out before the locks are released. While it runs, a change to the
@@ -105,7 +121,8 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   if (enabled.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
   const runs = (name: ServiceName): boolean => enabled.some((service) => service.name === name);
   // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
-  // run must never hold a lock. The secret first, since it needs nothing built.
+  // run must never hold a lock. The state's store first, then the secret: both need nothing built.
+  refuseUnservedStateStore(config.state, process.env);
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   // A capability changed since consent (or not a bundle at all), or one that supports none of the
   // harnesses the config now runs, refuses the start, like a bad graph.

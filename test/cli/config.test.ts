@@ -65,7 +65,9 @@ describe("the-loop config validate", () => {
     const result = await runCli(["config", "validate"], { cwd });
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");
-    expect(result.stderr.trim()).toBe("error: invalid config: .the-loop/cli-config.yaml:3:3: state.colour: unknown key; known keys here: root");
+    expect(result.stderr.trim()).toBe(
+      "error: invalid config: .the-loop/cli-config.yaml:3:3: state.colour: unknown key; known keys here: root, store, url, urlEnv",
+    );
   });
 
   it("puts a JSON error on stdout under --json", async () => {

@@ -100,13 +100,14 @@ describe("decodeHandedEnvironment", () => {
 });
 
 describe("daemonSecretNames", () => {
-  it("names the GitHub token's variables, the webhook secret's and each remote hook's token", () => {
+  it("names the GitHub token's variables, the webhook secret's, each remote hook's token and the state database's URL", () => {
     const config = {
       integrations: { github: { tokenEnv: ["GH_TOKEN", "GITHUB_TOKEN"] } },
       webhooks: { ghWebhook: { secretEnv: "THE_LOOP_GH_WEBHOOK_SECRET" } },
       hooks: [{ name: "a", url: "https://x", tokenEnv: "A_TOKEN" }, { name: "b", command: ["x"] }, "junk"],
+      state: { urlEnv: "THE_LOOP_STATE_URL" },
     } as unknown as Parameters<typeof daemonSecretNames>[0];
-    expect(daemonSecretNames(config)).toEqual(["GH_TOKEN", "GITHUB_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET", "A_TOKEN"]);
+    expect(daemonSecretNames(config)).toEqual(["GH_TOKEN", "GITHUB_TOKEN", "THE_LOOP_GH_WEBHOOK_SECRET", "A_TOKEN", "THE_LOOP_STATE_URL"]);
   });
 
   it("names each notification sink's URL variable: a sink's URL posts into its channel", () => {
