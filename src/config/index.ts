@@ -33,6 +33,8 @@ export {
 export type {
   ControlCommand,
   ControlConfig,
+  FeedbackConfig,
+  FeedbackReaction,
   GhWebhookConfig,
   GitHubIntegrationConfig,
   HarnessConfig,
@@ -49,5 +51,7 @@ export { resolveStateStore } from "./state-store.js";
 export type { ResolvedStateStore, StateStoreSettings } from "./state-store.js";
 export { projectNameFor, starterConfigText, STATE_GITIGNORE } from "./starter.js";
 export { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "./upgrade.js";
+export { webhookEventsOffers } from "./upgrade-webhook.js";
+export type { WebhookEventsOffer, WebhookEventsSettings } from "./upgrade-webhook.js";
 export type { ConfigInsertion, DecisionNeeded, UpgradeOffer } from "./upgrade.js";
 export { closestName, editDistance } from "./suggest.js";

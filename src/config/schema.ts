@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { budgetSchema } from "./budget-schema.js";
+import { feedbackSchema } from "./feedback-schema.js";
 import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
@@ -308,6 +309,7 @@ export const routingSchema = z
       .describe("The session announcement."),
     workspace: workspaceSchema.prefault({}),
     reactions: reactionsSchema.prefault({}),
+    feedback: feedbackSchema.prefault({}),
     control: controlSchema.prefault({}),
     limits: limitsSchema,
     budget: budgetSchema.prefault({}),
@@ -422,7 +424,10 @@ export const eventLogSchema = z
   })
   .describe("The event log read by `the-loop events`.");
 
-export const GITHUB_WEBHOOK_EVENTS = ["issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"] as const;
+/** The events a receiver acts on for CI feedback: an older config's own `events` list may lack them (upgrade-config says so). */
+export const CI_WEBHOOK_EVENTS = ["check_run", "check_suite", "status"] as const;
+const ITEM_WEBHOOK_EVENTS = ["issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"] as const;
+export const GITHUB_WEBHOOK_EVENTS = [...ITEM_WEBHOOK_EVENTS, ...CI_WEBHOOK_EVENTS] as const;
 export type GitHubWebhookEvent = (typeof GITHUB_WEBHOOK_EVENTS)[number];
 
 export const ghWebhookSchema = z
@@ -567,6 +572,8 @@ export type WorkspaceConfig = RoutingConfig["workspace"];
 export type ReactionsConfig = RoutingConfig["reactions"];
 export type ControlConfig = RoutingConfig["control"];
 export type ControlCommand = (typeof CONTROL_COMMANDS)[number];
+export { FEEDBACK_REACTIONS, feedbackSchema, repositoryFeedbackSchema } from "./feedback-schema.js";
+export type { FeedbackConfig, FeedbackReaction } from "./feedback-schema.js";
 export type { GraphConfig, GraphFileConfig } from "./graph-schema.js";
 export type { CapabilityEntryConfig } from "./capability-schema.js";
 export type { NotifyConfig, NotifyMoment, NotifySinkConfig, NotifySinkKind } from "./notify-schema.js";

@@ -85,6 +85,15 @@ routing:
   # tools (ask, graph_complete, graph_status, why) pre-approved and nothing else (docs/agents.md).
   mcp:
     enabled: true                # false: the agent reaches the-loop through its shell only
+  # What reaches a session from its pull requests (docs/github.md#ci-failures): a failed check
+  # on the head commit (once per commit and check, the job's log tail fenced as untrusted output)
+  # and reviews requesting changes. After maxCiFixAttempts failures a marked comment asks a person.
+  # \`the-loop item check '#1' --name test --failed --log FILE\` plays a CI failure locally.
+  feedback:
+    reactions: {ciFailed: deliver, changesRequested: deliver}   # deliver | ignore
+    maxCiFixAttempts: 3
+    # repositories:
+    #   octo/repo: {reactions: {ciFailed: ignore}}
 
 polling:
   # \`the-loop start\` runs the poller: it reads the local tracker's change feed and turns each

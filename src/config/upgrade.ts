@@ -497,7 +497,7 @@ function addedPaths(afterTop: YAMLMap, beforeTop: YAMLMap | undefined, routingPa
 
 /** Something the upgrade suggests and does only when asked (or leaves to the operator). */
 export interface UpgradeOffer {
-  readonly action: "move-poll-state" | "move-routing-block";
+  readonly action: "move-poll-state" | "move-routing-block" | "add-webhook-events";
   /** The flag that carries it out; null when it is done by hand. */
   readonly flag: string | null;
   readonly from: string;

@@ -91,7 +91,7 @@ export const EVENT_CATALOG = {
     family: "routing",
     level: "info",
     summary:
-      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-echo (the-loop's own comment or label change come back; at debug level), unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session.",
+      "An inbound event was dropped by a guard. Reasons: duplicate-delivery, no-work-item, self-echo (the-loop's own comment or label change come back; at debug level), unauthorized-actor, spawn-policy, awaiting-start, execution-stopped, item-closed, no-session, feedback-ignored (routing.feedback ignores a CI failure or a review requesting changes).",
     fields: { reason: "string", delivery_id: "string", kind: "string", work_item: "string?", actor: "string?" },
     quieterWhen: { field: "reason", values: ["self-echo"], level: "debug" },
   },

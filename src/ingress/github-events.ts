@@ -1,11 +1,28 @@
 import { messageOf } from "../errors.js";
 import { boundExcerpt } from "../routing/inbound.js";
-import type { InboundEvent, InboundKind, InboundPullRequest, InboundSource, LinkSource, ReviewState } from "../routing/inbound.js";
+import type { InboundEvent, InboundKind, InboundPullRequest, LinkSource, ReviewState } from "../routing/inbound.js";
 import type { ItemState } from "../trackers/tracker.js";
-import { DEFAULT_GITHUB_HOST, RefError, formatWorkItemRef, githubItemUrl, parseWorkItemRef, workItemOf } from "../workitem/index.js";
+import { formatWorkItemRef, githubItemUrl, workItemOf } from "../workitem/index.js";
 import type { GitHubRef, WorkItem, WorkItemKind } from "../workitem/index.js";
 import { branchIssueNumber, closingReferences } from "./github-links.js";
 import { checkGitHubPayload } from "./github-payloads.js";
+import { checkRunEvent, checkSuiteEvent, statusEvent } from "./github-check-events.js";
+import {
+  MalformedPayload,
+  configuredHost,
+  githubRef,
+  idOf,
+  loginOf,
+  nowIso,
+  objectOf,
+  objectOrUndefined,
+  optionalString,
+  repositoryOf,
+  unsupportedAction,
+} from "./github-fields.js";
+import type { GitHubEventContext, Json, NormalizeResult, Repository } from "./github-fields.js";
+
+export type { GitHubEventContext, NormalizeResult } from "./github-fields.js";
 import type { RoutedGitHubEvent } from "./github-payloads.js";
 
 /**
@@ -16,28 +33,6 @@ import type { RoutedGitHubEvent } from "./github-payloads.js";
  * rejected with a reason — never acted on, never thrown into the receiver. What the-loop does not
  * act on (ping, another event or action) is ignored, whatever its shape.
  */
-
-export interface GitHubEventContext {
-  readonly deliveryId: string;
-  readonly source: InboundSource;
-  /**
-   * The configured GitHub's web host (github.com when unset; a GHES host as refHostForApiUrl
-   * derives it from `integrations.github.apiUrl`). Refs are on it, and every html_url in a
-   * payload must be an https URL on it.
-   */
-  readonly defaultHost?: string;
-}
-
-/**
- * `ignored`: nothing to act on (the receiver answers 202). `rejected`: a routed event whose payload
- * is not what GitHub sends, with the first mismatch — refused, and recorded, by its caller.
- */
-export type NormalizeResult = { readonly event: InboundEvent } | { readonly ignored: string } | { readonly rejected: string };
-
-type Json = Readonly<Record<string, unknown>>;
-
-/** Thrown inside this module only; inboundFromGitHub turns it into a rejected result. */
-class MalformedPayload extends Error {}
 
 const ITEM_ACTIONS: ReadonlyMap<string, InboundKind> = new Map<string, InboundKind>([
   ["opened", "opened"],
@@ -60,7 +55,8 @@ export function inboundFromGitHub(name: string, payload: unknown, context: GitHu
   if (normalizer === undefined) return { ignored: "unsupported-event" };
   const root = objectOrUndefined(payload);
   if (root === undefined) return { rejected: "payload: is not an object" };
-  const action = root.action;
+  // A commit status has no action: its state is what happened.
+  const action = name === "status" ? root.state : root.action;
   if (typeof action !== "string" || action === "") return { rejected: "action: is missing" };
   if (!normalizer.actions.has(action)) return unsupportedAction(action);
   const check = checkGitHubPayload(normalizer.name, root, configuredHost(context));
@@ -72,11 +68,6 @@ export function inboundFromGitHub(name: string, payload: unknown, context: GitHu
     // Nothing in a payload may take the receiver down; an unforeseen shape is still refused.
     return { rejected: messageOf(error) };
   }
-}
-
-/** The configured GitHub's web host, in lower case. */
-function configuredHost(context: GitHubEventContext): string {
-  return context.defaultHost ? context.defaultHost.toLowerCase() : DEFAULT_GITHUB_HOST;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,18 +279,13 @@ const NORMALIZERS: ReadonlyMap<string, RoutedEvent> = new Map<string, RoutedEven
   routed("pull_request", PULL_REQUEST_ACTIONS.keys(), pullRequestEvent),
   routed("pull_request_review", ["submitted"], reviewEvent),
   routed("pull_request_review_comment", ["created"], reviewCommentEvent),
+  routed("check_run", ["completed"], checkRunEvent),
+  routed("check_suite", ["completed"], checkSuiteEvent),
+  routed("status", ["failure", "error"], statusEvent),
 ]);
 
 // ---------------------------------------------------------------------------------------------
 // Shapes
-
-interface Repository {
-  readonly host: string;
-  readonly owner: string;
-  readonly repo: string;
-  /** `owner/repo` as GitHub spells it, for comparing with a head repository. */
-  readonly fullName: string;
-}
 
 interface Item {
   readonly ref: GitHubRef;
@@ -347,24 +333,6 @@ function pullRequestShape(item: Item, repository: Repository, headBranch: string
   return linked.length === 0 ? { workItems: [item.workItem], pullRequest } : { workItems: [...linked, item.workItem], pullRequest, linkedBy };
 }
 
-function repositoryOf(root: Json, context: GitHubEventContext): Repository {
-  const repository = objectOf(root.repository, "repository");
-  const fullName = optionalString(repository.full_name, "repository.full_name");
-  let owner: string | undefined;
-  let repo: string | undefined;
-  if (fullName !== undefined) {
-    const parts = fullName.split("/");
-    if (parts.length !== 2) throw new MalformedPayload(`repository.full_name "${fullName}" is not owner/repo`);
-    [owner, repo] = parts;
-  } else {
-    owner = loginOf(repository.owner) ?? undefined;
-    repo = optionalString(repository.name, "repository.name");
-  }
-  if (!owner || !repo) throw new MalformedPayload("repository names no owner/repo");
-  // Every html_url was checked to be on this host.
-  return { host: configuredHost(context), owner, repo, fullName: `${owner}/${repo}` };
-}
-
 function itemOf(raw: Json, kind: WorkItemKind, repository: Repository): Item {
   const what = kind === "pull_request" ? "pull_request" : "issue";
   const number = raw.number;
@@ -400,28 +368,6 @@ function headOf(pull: Json, repository: Repository): { branch: string | undefine
   return { branch, inRepository };
 }
 
-// Refs parsed recently, by their text: deliveries come in runs about the same few items, and a
-// ref is only read here (a work item copies what it needs). Emptied when full.
-const REF_CACHE_SIZE = 1_024;
-const parsedRefs = new Map<string, GitHubRef>();
-
-function githubRef(repository: Repository, number: number): GitHubRef {
-  const path = repository.host === DEFAULT_GITHUB_HOST ? `${repository.owner}/${repository.repo}` : `${repository.host}/${repository.owner}/${repository.repo}`;
-  const text = `github:${path}#${number}`;
-  const known = parsedRefs.get(text);
-  if (known !== undefined) return known;
-  try {
-    const ref = parseWorkItemRef(text);
-    if (ref.tracker !== "github") throw new MalformedPayload("not a GitHub reference");
-    if (parsedRefs.size >= REF_CACHE_SIZE) parsedRefs.clear();
-    parsedRefs.set(text, ref);
-    return ref;
-  } catch (error) {
-    if (error instanceof RefError) throw new MalformedPayload(error.message);
-    throw error;
-  }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Fields
 
@@ -430,43 +376,11 @@ function isPullRequestIssue(issue: Json): boolean {
   return issue.pull_request !== undefined && issue.pull_request !== null;
 }
 
-function unsupportedAction(action: string): NormalizeResult {
-  return { ignored: `unsupported-action:${action}` };
-}
-
-function objectOrUndefined(value: unknown): Json | undefined {
-  return typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Json) : undefined;
-}
-
-function objectOf(value: unknown, what: string): Json {
-  const object = objectOrUndefined(value);
-  if (object === undefined) throw new MalformedPayload(`${what} is not an object`);
-  return object;
-}
-
-/** Absent and null read as undefined; any other non-string is a malformed payload. */
-function optionalString(value: unknown, what: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== "string") throw new MalformedPayload(`${what} is not a string`);
-  return value;
-}
-
-function idOf(value: unknown, what: string): string {
-  if (typeof value === "number" && Number.isSafeInteger(value)) return String(value);
-  if (typeof value === "string" && value !== "") return value;
-  throw new MalformedPayload(`${what} is missing`);
-}
-
 /**
  * GitHub's own login for an account it cannot name (a deleted one). It is reserved, so no
  * allowlist names it, which is the point: see personOf.
  */
 const UNKNOWN_PERSON = "ghost";
-
-function loginOf(user: unknown): string | null {
-  const login = objectOrUndefined(user)?.login;
-  return typeof login === "string" && login !== "" ? login : null;
-}
 
 /**
  * Who did something a person does (wrote a comment, added a label, opened an item). The router
@@ -502,8 +416,4 @@ function labelOf(root: Json): string {
 
 function lineOf(value: unknown): number | undefined {
   return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : undefined;
-}
-
-function nowIso(): string {
-  return new Date().toISOString();
 }

@@ -66,6 +66,9 @@ interface Schemas {
   readonly pull_request: z.ZodType;
   readonly pull_request_review: z.ZodType;
   readonly pull_request_review_comment: z.ZodType;
+  readonly check_run: z.ZodType;
+  readonly check_suite: z.ZodType;
+  readonly status: z.ZodType;
 }
 
 function schemasFor(host: string): Schemas {
@@ -115,6 +118,12 @@ function schemasFor(host: string): Schemas {
     created_at: time,
   });
   const common = { action: z.string().min(1), repository, sender: user, label: label.nullish() };
+  // A check names the pull requests of its head commit; a fork's arrive as an empty list.
+  const pullRefs = z
+    .array(z.looseObject({ number: id, base: z.looseObject({ repo: z.looseObject({ id: z.number().int().nullish() }).nullish() }).nullish() }))
+    .nullish();
+  const app = z.looseObject({ slug: text, name: text }).nullish();
+  const sha = z.string().regex(/^[0-9a-f]{7,64}$/i);
   return {
     issues: z.looseObject({ ...common, issue }),
     issue_comment: z.looseObject({ ...common, issue, comment }),
@@ -128,6 +137,34 @@ function schemasFor(host: string): Schemas {
       ...common,
       pull_request: pull,
       comment: comment.extend({ path: text, line: z.number().int().nullish(), original_line: z.number().int().nullish() }),
+    }),
+    check_run: z.looseObject({
+      ...common,
+      check_run: z.looseObject({
+        id,
+        name: z.string().min(1),
+        head_sha: sha,
+        status: text,
+        conclusion: text,
+        html_url: webUrl,
+        app,
+        pull_requests: pullRefs,
+        check_suite: z.looseObject({ id: id.nullish() }).nullish(),
+      }),
+    }),
+    check_suite: z.looseObject({
+      ...common,
+      check_suite: z.looseObject({ id, head_sha: sha, status: text, conclusion: text, app, pull_requests: pullRefs }),
+    }),
+    status: z.looseObject({
+      repository,
+      sender: user,
+      id: z.number().int().nullish(),
+      sha,
+      context: z.string().min(1),
+      state: z.string().min(1),
+      target_url: text,
+      commit: z.looseObject({ html_url: webUrl }).nullish(),
     }),
   };
 }
@@ -228,7 +265,13 @@ function isReview(value: unknown, host: string): boolean {
   );
 }
 
+/** No hand check: CI events are rare next to comments, so zod alone decides them. */
+const byZod = (): boolean => false;
+
 const CONFORMS: Readonly<Record<keyof Schemas, (payload: Fields, host: string) => boolean>> = {
+  check_run: byZod,
+  check_suite: byZod,
+  status: byZod,
   issues: (payload, host) => isCommon(payload, host) && isIssue(payload.issue, host),
   issue_comment: (payload, host) => isCommon(payload, host) && isIssue(payload.issue, host) && isComment(payload.comment, host),
   pull_request: (payload, host) => isCommon(payload, host) && isPull(payload.pull_request, host),

@@ -25,7 +25,18 @@ export interface InboundPullRequest {
 }
 
 /** What happened, independent of the tracker's own vocabulary. */
-export type InboundKind = "opened" | "commented" | "reviewed" | "review_commented" | "labeled" | "unlabeled" | "closed" | "reopened" | "updated";
+export type InboundKind =
+  | "opened"
+  | "commented"
+  | "reviewed"
+  | "review_commented"
+  | "labeled"
+  | "unlabeled"
+  | "closed"
+  | "reopened"
+  | "updated"
+  /** A check or commit status of a pull request's head commit failed (see InboundCheck). */
+  | "check_failed";
 
 export const INBOUND_KINDS: readonly InboundKind[] = [
   "opened",
@@ -37,6 +48,7 @@ export const INBOUND_KINDS: readonly InboundKind[] = [
   "closed",
   "reopened",
   "updated",
+  "check_failed",
 ];
 
 /**
@@ -44,6 +56,43 @@ export const INBOUND_KINDS: readonly InboundKind[] = [
  * half of a human gate's answer, next to the gate keywords in a comment's text.
  */
 export type ReviewState = "approved" | "changes_requested" | "commented" | "dismissed";
+
+/**
+ * A failed check on a pull request's head commit: a GitHub check run (or a check suite's failing
+ * runs), a failing commit status, or a local `the-loop item check`. It is a status, not an
+ * instruction: its event has no actor and no body, and the log tail it may carry comes from code
+ * the pull request's author controls, so it reaches a session only fenced as untrusted output
+ * (docs/github.md#ci-failures).
+ */
+export interface InboundCheck {
+  /** Where it came from. */
+  readonly source: "check_run" | "check_suite" | "status" | "local";
+  /** The check's name (a check run's name, a status's context, a suite's app). */
+  readonly name: string;
+  /** GitHub's conclusion (`failure`, `timed_out`, `startup_failure`) or a status's state (`failure`, `error`). */
+  readonly conclusion: string;
+  /** Where a person sees it; only ever an https URL on the configured GitHub host (or absent). */
+  readonly url?: string;
+  /** The commit it ran on (GitHub); the pull request's head when it is current. */
+  readonly headSha?: string;
+  /** `owner/repo` of the repository it ran in (GitHub). */
+  readonly repository?: string;
+  /** A GitHub Actions job (its check run's id): the log tail is read from the job-log API at delivery. */
+  readonly jobId?: number;
+  /** A check suite whose failing runs are to be read (check_suite events, before they are expanded). */
+  readonly suiteId?: number;
+  /** The pull request numbers the payload names (empty for a fork's pull request). */
+  readonly pullNumbers?: readonly number[];
+  /** The log tail itself, when the ingress already has it (the local tracker): capped, not yet cleaned. */
+  readonly log?: string;
+  /**
+   * Whether the log may reach the session: the pull request's head branch is the-loop's own or its
+   * author is authorized. Decided where the pull request is looked up; absent means withheld.
+   */
+  readonly logAllowed?: boolean;
+  /** Why the log is withheld, for the message (e.g. `the pull request's author mallory is not in routing.authorizedUsers`). */
+  readonly logWithheld?: string;
+}
 
 /** Kinds whose body is a person's comment: the only text that can carry instructions. */
 export const COMMENT_KINDS: ReadonlySet<InboundKind> = new Set(["commented", "reviewed", "review_commented"]);
@@ -92,6 +141,8 @@ export interface InboundEvent {
    */
   readonly reviewState?: ReviewState;
   readonly pullRequest?: InboundPullRequest;
+  /** For `check_failed` only: what failed. */
+  readonly check?: InboundCheck;
   /** Work items named through a pull request, by ref, with how they were found; absent for the event's own entity. */
   readonly linkedBy?: Readonly<Record<string, LinkSource>>;
   readonly occurredAt: string;

@@ -1,4 +1,4 @@
-import type { ControlCommand, RoutingConfig, SpawnPolicy } from "../config/schema.js";
+import type { ControlCommand, FeedbackConfig, RoutingConfig, SpawnPolicy } from "../config/schema.js";
 import { compileVocabulary, parseControl } from "../control/keywords.js";
 import type { ControlVocabulary } from "../control/keywords.js";
 import { controlStateOf, sessionStateOf, spawnHold } from "../control/plan.js";
@@ -8,6 +8,7 @@ import type { SessionStatus } from "../registry/record.js";
 import { hasLabel } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
 import { isAuthorized } from "./authz.js";
+import { feedbackFor } from "./feedback.js";
 import { COMMENT_KINDS } from "./inbound.js";
 import type { InboundEvent } from "./inbound.js";
 import { isSelfAuthored } from "../workitem/index.js";
@@ -30,11 +31,16 @@ export interface RoutingPolicy {
     readonly requireStartCommand: boolean;
     readonly vocabulary: ControlVocabulary;
   };
+  /** routing.feedback: whether CI failures and reviews requesting changes reach a session (their defaults when absent). */
+  readonly feedback?: FeedbackConfig;
 }
 
 /** Built once per config load: the router then does set lookups, never list scans. */
-export function policyOf(routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel" | "control">): RoutingPolicy {
+export function policyOf(
+  routing: Pick<RoutingConfig, "authorizedUsers" | "spawnOnUnmatched" | "autoExecuteLabel" | "control"> & { readonly feedback?: FeedbackConfig },
+): RoutingPolicy {
   return {
+    ...(routing.feedback !== undefined ? { feedback: routing.feedback } : {}),
     authorizedUsers: new Set(routing.authorizedUsers),
     spawnOnUnmatched: routing.spawnOnUnmatched,
     autoExecuteLabel: routing.autoExecuteLabel,
@@ -89,7 +95,9 @@ export type DropReason =
   /** Armed, but the item's last control command paused or stopped it. */
   | "execution-stopped"
   | "item-closed"
-  | "no-session";
+  | "no-session"
+  /** routing.feedback says `ignore` for this kind of feedback in this repository (a CI failure, a review requesting changes). */
+  | "feedback-ignored";
 
 export type Decision =
   | { readonly action: "drop"; readonly reason: DropReason; readonly workItem?: WorkItem }
@@ -139,6 +147,10 @@ export type DecisionAction = Decision["action"];
  *                                                                 closing to a linked one
  *  7. spawn policy       no live session                        → spawn, or drop (incl. the start
  *                                                                 gate: awaiting-start, stopped)
+ *
+ * Feedback (routing.feedback) is decided between 5 and 6: a CI failure or a review requesting
+ * changes that its repository's settings ignore is dropped (feedback-ignored) before it can reach
+ * a session, and a CI failure never starts one (no-session): it is news for a running agent only.
  */
 export function route(event: InboundEvent, policy: RoutingPolicy, registry: RegistryView, memory: DeliveryMemory): Decision {
   if (memory.has(event.deliveryId) || (event.contentKey !== undefined && memory.has(event.contentKey))) {
@@ -168,6 +180,8 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
 
   if (event.kind === "closed") return closedDecision(event, registry);
 
+  if (isIgnoredFeedback(event, policy)) return drop("feedback-ignored", primary);
+
   const match = liveSession(event.workItems, registry);
   if (match !== undefined) {
     // The record's own delivery ids catch a redelivery the in-memory dedupe forgot (a restart).
@@ -175,7 +189,24 @@ export function route(event: InboundEvent, policy: RoutingPolicy, registry: Regi
     return { action: "deliver", workItem: match.workItem, status: match.session.status };
   }
 
+  // A CI failure is a status, not a request: it tells a running agent, and never starts one.
+  if (event.kind === "check_failed") return drop("no-session", primary);
   return spawnDecision(event, policy, registry, primary);
+}
+
+/**
+ * Whether routing.feedback ignores the event in its repository: a CI failure under `ciFailed:
+ * ignore`, a review requesting changes under `changesRequested: ignore`. The repository is the
+ * pull request's (the event's last work item), whose settings the operator wrote for it.
+ */
+function isIgnoredFeedback(event: InboundEvent, policy: RoutingPolicy): boolean {
+  const isCheck = event.kind === "check_failed";
+  const isChangesRequested = event.kind === "reviewed" && event.reviewState === "changes_requested";
+  if (!isCheck && !isChangesRequested) return false;
+  const pullRequest = event.workItems.find((item) => item.ref === event.pullRequest?.ref) ?? event.workItems.at(-1);
+  if (pullRequest === undefined) return false;
+  const settings = feedbackFor(policy.feedback, pullRequest);
+  return isCheck ? settings.ciFailed === "ignore" : settings.changesRequested === "ignore";
 }
 
 /**

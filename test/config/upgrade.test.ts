@@ -1,3 +1,5 @@
+import { configSchema } from "../../src/config/schema.js";
+import { webhookEventsOffers } from "../../src/config/upgrade-webhook.js";
 import { promises as fsPromises } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -186,6 +188,24 @@ describe("upgradeConfigText", () => {
     expect(upgrade.text).not.toMatch(/^routing:/m);
     const offers = upgradeOffers(upgrade, { pollStateFile: "/p/new", legacyPollStateFile: null });
     expect(offers).toEqual([expect.objectContaining({ action: "move-routing-block", flag: null, from: "webhooks.ghWebhook.routing", to: "routing" })]);
+  });
+
+  it("says, by hand, that a config's own webhook events list leaves the CI events out", () => {
+    const upgrade = upgradeConfigText("routing:\n  authorizedUsers: [alice]\n");
+    const paths = { pollStateFile: "/p/new", legacyPollStateFile: null };
+    const own = { webhooks: { ghWebhook: { events: ["issues", "issue_comment", "pull_request", "pull_request_review", "pull_request_review_comment"] } } };
+    expect(webhookEventsOffers(own)).toEqual([
+      expect.objectContaining({
+        action: "add-webhook-events",
+        flag: null,
+        from: "webhooks.ghWebhook.events",
+        to: "webhooks.ghWebhook.events + [check_run, check_suite, status]",
+        why: expect.stringMatching(/Check runs, Check suites and Statuses/),
+      }),
+    ]);
+    const defaults = configSchema.parse({});
+    expect(webhookEventsOffers(defaults)).toEqual([]);
+    expect(upgradeOffers(upgrade, paths)).toEqual([]);
   });
 
   it("creates a top-level routing block when the file has none", () => {

@@ -216,7 +216,8 @@ const DROP_EXPLANATIONS: Readonly<Record<DropReason | "control-ambiguous", strin
   "execution-stopped": "the item's last control command paused or stopped it; a start command lifts that",
   "control-ambiguous": "the comment names two different control commands, so none is executed",
   "item-closed": "no live session, and a closed item never starts one",
-  "no-session": "the item closed, but it has no live session to close",
+  "no-session": "no live session to close or to tell (an item's closing, or a CI failure, which never starts one)",
+  "feedback-ignored": "routing.feedback ignores this kind of feedback (a CI failure, a review requesting changes) in this repository",
 };
 
 function describeDecision(decision: DecisionReport): string {

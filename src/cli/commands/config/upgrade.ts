@@ -2,6 +2,7 @@ import { readFile, realpath } from "node:fs/promises";
 import { DISCOVERY_PLACES } from "../../../config/load.js";
 import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../../config/upgrade.js";
 import type { DecisionNeeded, ConfigInsertion, UpgradeOffer } from "../../../config/upgrade.js";
+import { webhookEventsOffers } from "../../../config/upgrade-webhook.js";
 import { holderNote, readLock } from "../../../daemon/pidfile.js";
 import { EXIT_FAILURE, ExitError, messageOf } from "../../../errors.js";
 import { writeFileAtomic } from "../../../state/atomic.js";
@@ -56,7 +57,7 @@ export async function runUpgradeConfig(globals: GlobalOptions, options: UpgradeC
   const target = await realpath(file);
   const shown = displayPath(file);
   const upgrade = upgradeConfigText(await readFile(target, "utf8"), shown);
-  const offers = upgradeOffers(upgrade, loaded.paths);
+  const offers = [...webhookEventsOffers(loaded.config), ...upgradeOffers(upgrade, loaded.paths)];
 
   const move = options.movePollState ? legacyPollStateMove(loaded.paths) : undefined;
   if (move) await refuseWhilePolling(loaded.paths, move.from);
