@@ -57,6 +57,7 @@ export async function startDashboard(
     paths,
     events,
     graphs,
+    budgetLimits: config.routing.budget,
     whyOf: async (ref) => situationOf(await readWhySituation(paths, config, ref)),
     actions: {
       control: (request) => dispatcher.control(request),

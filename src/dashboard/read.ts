@@ -14,6 +14,10 @@ import type { SessionRecord } from "../registry/record.js";
 import { StartQueue, startQueueFile } from "../registry/start-queue.js";
 import type { QueueEntry } from "../registry/start-queue.js";
 import type { StatePaths } from "../state/layout.js";
+import { effectiveLimits } from "../budget/decide.js";
+import type { BudgetLimits } from "../budget/decide.js";
+import { BudgetRecordError, BudgetStore, budgetDir } from "../budget/store.js";
+import type { BudgetRecord } from "../budget/store.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 
 /**
@@ -79,10 +83,35 @@ export interface ItemRow {
     readonly cleared: boolean;
   } | null;
   readonly queue: { readonly position: number; readonly queuedAt: string; readonly harness: string } | null;
-  /** The item's budget use, once a budget is recorded for it; null until then. */
-  readonly budget: null;
+  /** The item's budget use (routing.budget, docs/fleet.md#budgets), once its session's use is recorded; null until then. */
+  readonly budget: BudgetView | null;
   /** The newest of its records' times. */
   readonly lastActivity: string | null;
+}
+
+export interface BudgetView {
+  /** Model tokens used (null: its agent CLI's usage cannot be read), and the limit in force (null: none). */
+  readonly tokens: { readonly used: number | null; readonly limit: number | null };
+  /** Wall-clock minutes of the session, and the limit in force. */
+  readonly minutes: { readonly used: number | null; readonly limit: number | null };
+  /** The share of a limit at which the-loop warns: where the page's bar turns. */
+  readonly warnAt: number;
+  /** The limit the session reached, which paused it. */
+  readonly exceeded: { readonly dimension: string; readonly used: number; readonly limit: number; readonly at: string } | null;
+}
+
+/** A budget record as the board's bar reads it: what was used of the limits in force (the configured ones plus the raises). */
+export function budgetView(record: BudgetRecord | undefined, limits: BudgetLimits): BudgetView | null {
+  if (record === undefined) return null;
+  const inForce = effectiveLimits(limits, record.raise);
+  return {
+    tokens: { used: record.usage?.readable === true ? record.usage.total : null, limit: inForce.tokens ?? null },
+    minutes: { used: record.minutes ?? null, limit: inForce.minutes ?? null },
+    warnAt: limits.warnAt,
+    exceeded: record.exceeded
+      ? { dimension: record.exceeded.dimension, used: record.exceeded.used, limit: record.exceeded.limit, at: record.exceeded.at }
+      : null,
+  };
 }
 
 export interface Problem {
@@ -106,7 +135,7 @@ function readQueue(root: string, problems: Problem[]): QueueEntry[] {
 }
 
 /** Every work item the-loop keeps a record of (a session, a graph run, a control command, a queued start), newest activity first. */
-export function listItems(paths: StatePaths): { readonly items: ItemRow[]; readonly problems: Problem[] } {
+export function listItems(paths: StatePaths, limits: BudgetLimits = { warnAt: 1 }): { readonly items: ItemRow[]; readonly problems: Problem[] } {
   const problems: Problem[] = [];
   const sessions = listSessionRecords(paths.registryDir);
   problems.push(...sessions.problems);
@@ -121,6 +150,16 @@ export function listItems(paths: StatePaths): { readonly items: ItemRow[]; reado
   const graphOf = new Map(states.records.map((state) => [state.ref, state]));
   const queueOf = new Map(queue.map((entry, index) => [entry.ref, { position: index + 1, queuedAt: entry.queuedAt, harness: entry.harness }]));
   const refs = new Set([...sessionOf.keys(), ...controlOf.keys(), ...graphOf.keys(), ...queueOf.keys()]);
+  const budgets = new BudgetStore({ dir: budgetDir(paths.root) });
+  const budgetOf = (ref: string): BudgetRecord | undefined => {
+    try {
+      return budgets.get(ref);
+    } catch (error) {
+      if (!(error instanceof BudgetRecordError)) throw error;
+      problems.push({ file: budgetDir(paths.root), message: error.message });
+      return undefined;
+    }
+  };
   const items = [...refs].map((ref): ItemRow => {
     const session = sessionOf.get(ref);
     const control = controlOf.get(ref);
@@ -157,7 +196,7 @@ export function listItems(paths: StatePaths): { readonly items: ItemRow[]; reado
               cleared: control.clearedAt !== undefined,
             },
       queue: queued ?? null,
-      budget: null,
+      budget: budgetView(budgetOf(ref), limits),
       lastActivity: newest(session?.lastEventAt, graph?.updatedAt, control?.requestedAt, queued?.queuedAt),
     };
   });

@@ -57,7 +57,18 @@ const itemSchema = z.strictObject({
   queue: nullable(z.strictObject({ position: z.number().int().min(1), queuedAt: time, harness: z.string() })).describe(
     "Its place in the start queue (routing.limits)",
   ),
-  budget: z.null().describe("Its budget use, once one is recorded; null until then"),
+  budget: nullable(
+    z.strictObject({
+      tokens: z
+        .strictObject({ used: nullable(z.number()), limit: nullable(z.number()) })
+        .describe("Model tokens used (null: unreadable) and the limit in force (null: none)"),
+      minutes: z.strictObject({ used: nullable(z.number()), limit: nullable(z.number()) }).describe("Wall-clock minutes of the session and the limit in force"),
+      warnAt: z.number().describe("routing.budget.warnAt: the share of a limit at which the-loop warns"),
+      exceeded: nullable(z.strictObject({ dimension: z.string(), used: z.number(), limit: z.number(), at: time })).describe(
+        "The limit that paused the session",
+      ),
+    }),
+  ).describe("Its budget use (routing.budget, docs/fleet.md#budgets), once its session's use is recorded; null until then"),
   lastActivity: nullable(time),
 });
 

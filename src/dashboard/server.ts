@@ -11,6 +11,7 @@ import { followEvents } from "../events/follow.js";
 import { openGraphStates } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";
 import type { StatePaths } from "../state/layout.js";
+import type { BudgetLimits } from "../budget/decide.js";
 import { describeEvent } from "../why/events.js";
 import { explainWhy } from "../why/explain.js";
 import type { WhySituation } from "../why/explain.js";
@@ -38,6 +39,8 @@ export interface DashboardDeps {
   /** What `the-loop why` reads of one item. */
   readonly whyOf: (ref: string) => Promise<WhySituation>;
   readonly actions: ActionPorts;
+  /** routing.budget: the limits the board's budget bars are drawn against. */
+  readonly budgetLimits?: BudgetLimits;
   readonly now?: () => number;
 }
 
@@ -211,7 +214,7 @@ export class DashboardServer {
         actions: deps.config.operator ? ACTIONS : [],
       });
     }
-    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths));
+    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits));
     if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths));
     if (method === "GET" && path === "/api/v1/events") {
       const query = eventQueryOf(url.searchParams, new Date(this.now()));

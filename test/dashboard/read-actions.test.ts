@@ -7,7 +7,7 @@ import { REPO_ROOT } from "../support/cli.js";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { runAction } from "../../src/dashboard/actions.js";
 import type { ActionPorts } from "../../src/dashboard/actions.js";
-import { boardColumn, eventQueryOf } from "../../src/dashboard/read.js";
+import { boardColumn, budgetView, eventQueryOf } from "../../src/dashboard/read.js";
 import type { ItemFacts } from "../../src/dashboard/read.js";
 import type { ControlRequest } from "../../src/control/types.js";
 
@@ -136,5 +136,39 @@ describe("docs/dashboard.md", () => {
   it("shows each response's JSON Schema as src/dashboard/schemas.ts declares it", async () => {
     const doc = await readFile(join(REPO_ROOT, "docs", "dashboard.md"), "utf8");
     expect(extractSection(doc, RESPONSE_SCHEMAS_SECTION), "stale generated section: run `npm run generate`").toBe(renderResponseSchemas());
+  });
+});
+
+describe("an item's budget bar", () => {
+  const record = {
+    version: 1 as const,
+    ref: "local:demo#1",
+    session: "2026-12-01T10:00:00.000Z",
+    harness: "claude",
+    usage: { readable: true as const, readAt: "2026-12-01T10:05:00.000Z", files: 1, input: 900, cached: 100, output: 100, total: 1_000 },
+    minutes: 5,
+    raise: { tokens: 500, minutes: 0 },
+    warnedAt: {},
+  };
+  it("shows what was used of the limits in force, the raises added", () => {
+    expect(budgetView(record, { tokens: 2_000, warnAt: 0.8 })).toEqual({
+      tokens: { used: 1_000, limit: 2_500 },
+      minutes: { used: 5, limit: null },
+      warnAt: 0.8,
+      exceeded: null,
+    });
+  });
+  it("is null without a record, and says unreadable usage and the limit that paused it", () => {
+    expect(budgetView(undefined, { warnAt: 1 })).toBeNull();
+    const paused = {
+      ...record,
+      usage: { readable: false as const, readAt: "2026-12-01T10:05:00.000Z", reason: "no transcript" },
+      exceeded: { dimension: "minutes" as const, used: 31, limit: 30, at: "2026-12-01T10:31:00.000Z" },
+    };
+    expect(budgetView(paused, { minutes: 30, warnAt: 1 })).toMatchObject({
+      tokens: { used: null, limit: null },
+      minutes: { used: 5, limit: 30 },
+      exceeded: { dimension: "minutes", used: 31, limit: 30 },
+    });
   });
 });
