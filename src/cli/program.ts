@@ -485,7 +485,9 @@ export function buildProgram(): Command {
     .description(
       "list sessions with their status (active, paused, closed) and each work item's last control command (start, pause, resume, stop: source and actor)",
     )
-    .addOption(new Option("--status <status>", "only sessions in this state (live = active or paused)").choices(["active", "paused", "closed", "live"]))
+    .addOption(
+      new Option("--status <status>", "only sessions in this state (live = active or paused)").choices(["active", "paused", "closed", "failed", "live"]),
+    )
     .option("--json", "print as JSON", false)
     .action(async (options: SessionsListOptions, command: Command) => {
       await (await import("./commands/sessions/sessions.js")).runSessionsList(globalsOf(command), options);

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { budgetSchema } from "./budget-schema.js";
 import { feedbackSchema } from "./feedback-schema.js";
+import { supervisionSchema } from "./supervision-schema.js";
 import { capabilitiesSchema } from "./capability-schema.js";
 import { checkGraphChoices, graphFilesSchema, graphSettingsSchema } from "./graph-schema.js";
 import { commandKeywordSchema } from "./keyword-schema.js";
@@ -313,6 +314,7 @@ export const routingSchema = z
     control: controlSchema.prefault({}),
     limits: limitsSchema,
     budget: budgetSchema.prefault({}),
+    supervision: supervisionSchema.prefault({}),
     mcp: z
       .strictObject({
         enabled: z

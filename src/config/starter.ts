@@ -66,6 +66,9 @@ routing:
   #   tokens: 2000000
   #   minutes: 240
   #   warnAt: 0.8
+  # A harness that exits or is killed is started again within seconds, its conversation
+  # resumed; after maxRestarts in a row its session is failed to start (docs/fleet.md#supervision):
+  # supervision: {enabled: true, maxRestarts: 3, backoffSeconds: 2}
   # Each agent runs in a bubblewrap sandbox where bwrap works (docs/security.md): its folder,
   # its CLI's config and its own socket to the-loop, nothing else. Bind in what it also needs:
   # sandbox:

@@ -13,6 +13,7 @@ import { resolveStateStore } from "../config/state-store.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";
+import { watchSessions } from "../dispatch/supervise.js";
 import { acquirePidfile } from "./pidfile.js";
 import { runningConfigFile, writeRunningConfig } from "./running-config.js";
 import { socketHandlers } from "./socket/methods.js";
@@ -235,6 +236,8 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options, notifier);
     // Queued starts (routing.limits) take a slot as soon as one frees, whoever closed the session.
     const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
+    // A harness that exits, or whose pane dies, is noticed within a second or two and started again (routing.supervision).
+    const supervised = watchSessions(() => dispatcher.superviseSessions(), options.signal, options.warn);
     // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`,
     // and the sessions of runs that ended graph.closeAfterMinutes ago close.
     const stalling = config.graph.enabled && config.graph.stallAfterMinutes !== undefined;
@@ -250,6 +253,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await (poller ? poller.run(options.signal) : aborted(options.signal));
     await stalls;
     await queued;
+    await supervised;
     await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();

@@ -32,6 +32,7 @@ import { Reactions } from "../sessions/reactions.js";
 import { spawnTurn } from "./spawn.js";
 import { dequeueStart } from "./dequeue.js";
 import { queuedToStart } from "./slots.js";
+import { superviseSession } from "./supervise.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js";
 
@@ -488,5 +489,35 @@ export class Dispatcher implements EventHandler {
       }),
     );
     return started.filter(Boolean).length;
+  }
+  /** Sessions being looked after here now: a look that runs again meanwhile leaves them be. */
+  private readonly supervising = new Set<string>();
+
+  /**
+   * Looks after the active sessions' harnesses (routing.supervision, docs/fleet.md#supervision):
+   * each whose pane is not live is decided on in its item's queue — restarted with its
+   * conversation resumed, after the backoff, or failed to start once its restarts are spent
+   * (supervise.ts). The daemon calls it every second. How many harnesses were started again.
+   */
+  async superviseSessions(): Promise<number> {
+    if (!this.accepting || !this.ctx.routing.supervision.enabled) return 0;
+    const { registry, runner } = this.options;
+    const candidates = registry
+      .list({ status: "active" })
+      .records.filter((record) => record.harnessStartedAt !== undefined && !this.supervising.has(record.workItem.ref));
+    const restarted = await Promise.all(
+      candidates.map(async (record) => {
+        const ref = record.workItem.ref;
+        // A live pane is the common case: looked at here, outside the item's queue, so a busy item's queue gets nothing more to do.
+        if ((await runner.probe(record.tmuxTarget)) === "live") return false;
+        this.supervising.add(ref);
+        try {
+          return (await this.counted(() => this.exclusive([ref], () => superviseSession(this.ctx, ref)))) === "restarted";
+        } finally {
+          this.supervising.delete(ref);
+        }
+      }),
+    );
+    return restarted.filter(Boolean).length;
   }
 }

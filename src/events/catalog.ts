@@ -160,8 +160,15 @@ export const EVENT_CATALOG = {
   "session.respawned": {
     family: "session",
     level: "info",
-    summary: "A live session's pane had died and was started again (`resumed`: the same conversation).",
-    fields: { work_item: "string", tmux_target: "string", harness_session_id: "string", resumed: "boolean" },
+    summary:
+      "A live session's pane had died and was started again (`resumed`: the same conversation; from the supervision, `restart`: which in a row, `how`: how it ended).",
+    fields: { work_item: "string", tmux_target: "string", harness_session_id: "string", resumed: "boolean", restart: "integer?", how: "string?" },
+  },
+  "session.failed_to_start": {
+    family: "session",
+    level: "error",
+    summary: "The session's harness kept dying past `routing.supervision.maxRestarts`: the session is `failed` (not live), with `reason`, a marked comment.",
+    fields: { work_item: "string", harness: "string", tmux_target: "string", restarts: "integer", reason: "string" },
   },
   "session.not_ready": {
     family: "session",

@@ -4,6 +4,7 @@ export {
   RunnerError,
   SessionMissingError,
   TargetLiveError,
+  type PaneExit,
   type PasteOptions,
   type PaneState,
   type SessionRunner,

@@ -63,6 +63,17 @@ export interface SessionRunner {
    */
   screen?(target: string): Promise<string>;
   terminate(target: string, options: TerminateOptions): Promise<TerminateResult>;
+  /**
+   * How the harness of a dead pane ended (its exit status, or the signal that killed it);
+   * undefined when the pane is live or gone, or the runner cannot tell. Optional.
+   */
+  exitOf?(target: string): Promise<PaneExit | undefined>;
+}
+
+/** A dead pane's end, as tmux records it (remain-on-exit keeps it). */
+export interface PaneExit {
+  readonly status?: number;
+  readonly signal?: number;
 }
 
 export class TargetLiveError extends Error {

@@ -9,6 +9,7 @@ import {
   SessionMissingError,
   TargetLiveError,
   type PasteOptions,
+  type PaneExit,
   type PaneState,
   type SessionRunner,
   type SpawnRequest,
@@ -114,6 +115,26 @@ export class TmuxRunner implements SessionRunner {
     const panes = output.split("\n").filter((line) => line !== "");
     if (panes.length === 0) return "absent";
     return panes.every((dead) => dead === "1") ? "dead" : "live";
+  }
+
+  async exitOf(target: string): Promise<PaneExit | undefined> {
+    checkTarget(target);
+    let output: string;
+    try {
+      output = await this.tmux(["list-panes", "-t", windowOf(target), "-F", "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"]);
+    } catch (error) {
+      if (isAbsent(error)) return undefined;
+      throw error;
+    }
+    const [dead, status, signal] = (output.split("\n")[0] ?? "").split(" ");
+    if (dead !== "1") return undefined;
+    const number = (text: string | undefined): number | undefined => (text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined);
+    const exit: { status?: number; signal?: number } = {};
+    const code = number(status);
+    const killedBy = number(signal);
+    if (code !== undefined) exit.status = code;
+    if (killedBy !== undefined) exit.signal = killedBy;
+    return exit;
   }
 
   async spawn(request: SpawnRequest): Promise<void> {

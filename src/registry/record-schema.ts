@@ -39,7 +39,9 @@ export const sessionClaimerSchema = z.object({
 
 /**
  * A session record: one per work item. `active` and `paused` are live; a work item never has
- * two live sessions. Written before the harness starts, and only ever replaced whole under its lock.
+ * two live sessions. `closed` and `failed` are not: `failed` is a session whose harness died
+ * more times in a row than `routing.supervision.maxRestarts` allows (failed to start, with
+ * `failureReason`). Written before the harness starts, and only ever replaced whole under its lock.
  */
 export const sessionRecordSchema = z.object({
   version: z.literal(1),
@@ -47,7 +49,7 @@ export const sessionRecordSchema = z.object({
   harness: z.string().min(1),
   harnessSessionId: z.string().min(1),
   cwd: z.string().min(1),
-  status: z.enum(["active", "paused", "closed"]),
+  status: z.enum(["active", "paused", "closed", "failed"]),
   createdAt: z.string(),
   lastEventAt: z.string(),
   tmuxTarget: z.string().min(1),
@@ -69,6 +71,11 @@ export const sessionRecordSchema = z.object({
    */
   harnessStartedAt: z.string().optional(),
   /**
+   * The process that made that start (as claimedBy names one). While it runs, and the start is
+   * recent, a pane not live yet is one it is still bringing up: the supervision leaves it be.
+   */
+  harnessStartedBy: sessionClaimerSchema.optional(),
+  /**
    * The process that claimed the session, as a pidfile names its holder (its pid and, where /proc
    * tells it, its start time in clock ticks since boot). While the harness is not marked started,
    * a claimer that no longer runs will never start it: a delivery then takes over at once instead
@@ -84,6 +91,13 @@ export const sessionRecordSchema = z.object({
     .string()
     .regex(/^[0-9a-f]{64}$/)
     .optional(),
+  /**
+   * How many times in a row the supervision started the harness again after it died (a harness
+   * that ran long enough starts the count again); absent before the first restart.
+   */
+  restarts: z.number().int().min(0).optional(),
+  /** Why the session failed to start (status `failed`): what its harness did, how many restarts. */
+  failureReason: z.string().optional(),
 });
 
 export const SESSION_RECORD_SHAPE_FILE = "src/registry/record-shape.ts";

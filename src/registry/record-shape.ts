@@ -79,7 +79,8 @@ export const sessionRecordShape = {
       "enum": [
         "active",
         "paused",
-        "closed"
+        "closed",
+        "failed"
       ]
     },
     "createdAt": {
@@ -176,6 +177,24 @@ export const sessionRecordShape = {
     "harnessStartedAt": {
       "type": "string"
     },
+    "harnessStartedBy": {
+      "type": "object",
+      "properties": {
+        "pid": {
+          "type": "integer",
+          "exclusiveMinimum": 0,
+          "maximum": 9007199254740991
+        },
+        "startTicks": {
+          "type": "integer",
+          "minimum": -9007199254740991,
+          "maximum": 9007199254740991
+        }
+      },
+      "required": [
+        "pid"
+      ]
+    },
     "claimedBy": {
       "type": "object",
       "properties": {
@@ -197,6 +216,14 @@ export const sessionRecordShape = {
     "credentialSha256": {
       "type": "string",
       "pattern": "^[0-9a-f]{64}$"
+    },
+    "restarts": {
+      "type": "integer",
+      "minimum": 0,
+      "maximum": 9007199254740991
+    },
+    "failureReason": {
+      "type": "string"
     }
   },
   "required": [

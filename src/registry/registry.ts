@@ -100,10 +100,14 @@ export class SessionRegistry {
     });
   }
 
-  /** Closes a live session; undefined (and no write) when there is none to close. */
+  /**
+   * Closes a live session, or one that failed to start (its close is how an operator lays it to
+   * rest: its checkout released, its problem gone from `status`); undefined (and no write) when
+   * there is none to close.
+   */
   async close(ref: string, reason: string, at: Date): Promise<SessionRecord | undefined> {
     const outcome = await this.mutateLocked(ref, (record) => {
-      if (!isLive(record)) return undefined;
+      if (!isLive(record) && record.status !== "failed") return undefined;
       // A closed session awaits nothing: a question left open would read as pending in listings.
       const { awaitingInput: _answered, ...rest } = record;
       return { ...rest, status: "closed", closedAt: at.toISOString(), closeReason: reason };

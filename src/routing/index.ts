@@ -13,3 +13,5 @@ export type { ControlView, Decision, DecisionAction, DeliveryMemory, DropReason,
 export type { InboundCheck, InboundPullRequest, LinkSource } from "./inbound.js";
 export { admit, capText, capUsage, hasLimits, placeInQueue, repositoryKey, startable } from "./limits.js";
 export type { Admission, CapUsage, FullCap, Limits, LiveSlot, QueuedStart } from "./limits.js";
+export { BACKOFF_MAX_MS, STABLE_RUN_MS, backoffMs, exitText, failureText, planSupervision } from "./supervision.js";
+export type { HarnessExit, SupervisionDecision, SupervisionFacts, SupervisionSettings } from "./supervision.js";

@@ -342,3 +342,15 @@ export function claimerGone(self: SessionClaimer, session: SessionRecord): boole
   if (claimer.pid === self.pid && (claimer.startTicks === undefined || claimer.startTicks === self.startTicks)) return false;
   return !isProcessAlive(claimer.pid, claimer.startTicks);
 }
+
+/**
+ * Whether the last start of the session's harness was made by another process that still runs:
+ * one that may be bringing the harness up right now. This process, and a start the record names
+ * no maker of, are not elsewhere.
+ */
+export function startedByOtherLiveProcess(self: SessionClaimer, session: SessionRecord): boolean {
+  const starter = session.harnessStartedBy;
+  if (starter === undefined) return false;
+  if (starter.pid === self.pid && (starter.startTicks === undefined || starter.startTicks === self.startTicks)) return false;
+  return isProcessAlive(starter.pid, starter.startTicks);
+}

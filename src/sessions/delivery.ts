@@ -29,7 +29,7 @@ import type { SessionRecord } from "../registry/record.js";
  * the item's title for the boot prompt (the GitHub client's 30 s request timeout) and a record
  * write (15 s, the record lock's wait) — 105 s, rounded up.
  */
-const HARNESS_START_BOUND_MS = 120_000;
+export const HARNESS_START_BOUND_MS = 120_000;
 /** The longest pause between two reads of a record while waiting for its harness to start. */
 const HARNESS_START_POLL_MAX_MS = 250;
 
@@ -182,7 +182,18 @@ export async function paste(ctx: PasteContext, record: SessionRecord, text: stri
       // Claimed, never started: the claimer died between its claim and its spawn.
     }
     try {
-      if (!(await ctx.heavy.use(() => respawn(ctx, current, text)))) return closedAs(registry.get(ref), record);
+      const outcome = await ctx.heavy.use(() => respawn(ctx, current, text));
+      if (outcome === "not-live") return closedAs(registry.get(ref), record);
+      if (outcome === "started-elsewhere") {
+        // Another process (the daemon's supervision, most likely) started it again since the
+        // record was read: the text goes there, once its pane is up.
+        if (raced || !(await untilPaneLive(ctx, current.tmuxTarget))) {
+          throw new Error("the session's harness is being started again by another process and its pane did not come up; the event is tried again");
+        }
+        raced = true;
+        known = registry.get(ref) ?? current;
+        continue;
+      }
     } catch (error) {
       // Another process started the harness between the delivery above and this respawn (two
       // deliveries finding one dead pane, or a claimer slower than the bound): the text goes there.
@@ -193,6 +204,19 @@ export async function paste(ctx: PasteContext, record: SessionRecord, text: stri
     }
     if (await endIfClosed(ctx, record)) return "closed";
     return "pasted";
+  }
+}
+
+/** How long a delivery waits for the pane of a harness another process is starting again. */
+const RESTARTED_ELSEWHERE_WAIT_MS = 30_000;
+
+/** Polls the pane until it is live (true), or RESTARTED_ELSEWHERE_WAIT_MS pass or the dispatcher drains (false). */
+async function untilPaneLive(ctx: ContextNeeds<"accepting", "runner">, target: string): Promise<boolean> {
+  const deadline = performance.now() + RESTARTED_ELSEWHERE_WAIT_MS;
+  for (;;) {
+    if ((await ctx.options.runner.probe(target)) === "live") return true;
+    if (!ctx.accepting || performance.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }
 

@@ -39,6 +39,7 @@ export {
   sameCommand,
   sameLiveSession,
   settle,
+  startedByOtherLiveProcess,
   thisProcess,
   turnOf,
   withSlot,
@@ -49,8 +50,9 @@ export { announceSpawned, atPoint, inputReceived, launchPoint, refuse, refuseLau
 export { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 export { closeDamaged, finishClose, isDamagedClose } from "./close.js";
 export { commentReason } from "./announce.js";
-export { deliverEvent, paste, promptInput, recordLink } from "./delivery.js";
-export { endIfClosed, markHarnessStarted, prepareHarness } from "./pane.js";
+export { HARNESS_START_BOUND_MS, deliverEvent, paste, promptInput, recordLink } from "./delivery.js";
+export { endIfClosed, markHarnessStarted, prepareHarness, respawn } from "./pane.js";
+export type { RespawnOutcome } from "./pane.js";
 export { learnHarnessSessionId } from "./harness-id.js";
 export { issueCredential, issueForClaim, takeClaimedToken } from "./credential.js";
 export { renderBootPrompt, renderResumeNote } from "./prompts.js";

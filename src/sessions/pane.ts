@@ -107,19 +107,23 @@ export async function prepareHarness(
 }
 
 /**
- * Notes on the record that the session's harness has been started (harnessStartedAt), with
- * `extra` beside it, unless the record no longer holds this session live. Whether it did.
+ * Notes on the record that the session's harness has been started (harnessStartedAt, and this
+ * process as harnessStartedBy), with `extra` beside it, unless the record no longer holds this
+ * session live — or, with `ifStartedAt`, unless another start was marked since (a compare-and-set:
+ * of two processes finding one dead pane, one starts it again). Whether it did.
  */
 export async function markHarnessStarted(
-  ctx: ContextNeeds<"now", "registry">,
+  ctx: ContextNeeds<"now" | "self", "registry">,
   session: SessionRecord,
-  extra: { readonly harnessSessionId?: string; readonly credentialSha256?: string } = {},
+  extra: { readonly harnessSessionId?: string; readonly credentialSha256?: string; readonly restarts?: number } = {},
+  ifStartedAt?: { readonly startedAt: string | undefined },
 ): Promise<boolean> {
   let marked = false;
   await ctx.options.registry.update(session.workItem.ref, (current) => {
     if (!sameLiveSession(current, session)) return undefined;
+    if (ifStartedAt !== undefined && current.harnessStartedAt !== ifStartedAt.startedAt) return undefined;
     marked = true;
-    return { ...current, ...extra, harnessStartedAt: ctx.now().toISOString() };
+    return { ...current, ...extra, harnessStartedAt: ctx.now().toISOString(), harnessStartedBy: { ...ctx.self } };
   });
   return marked;
 }
@@ -146,24 +150,32 @@ export async function endIfClosed(ctx: ContextNeeds<"routing", "events" | "regis
   return true;
 }
 
+/** What a respawn did: started the harness, found the session no longer live, or found another start marked since `record` was read. */
+export type RespawnOutcome = "respawned" | "not-live" | "started-elsewhere";
+
 /**
- * The pane died: start the harness again, resuming its conversation when it can; the event is
- * the prompt. False when the session is no longer live (nothing was started). The record is
- * marked before the spawn: a claimer still starting this session (one slower than
- * harnessStartBound) whose spawn then meets this harness finds it taken over (startedByOther)
- * instead of closing the session under it.
+ * The pane died: start the harness again, resuming its conversation when it can; `prompt` is
+ * its first input. The record is marked before the spawn, as a compare-and-set on the start
+ * `record` knew: a claimer still starting this session (one slower than harnessStartBound) whose
+ * spawn then meets this harness finds it taken over (startedByOther) instead of closing the
+ * session under it, and of two processes finding one dead pane only one starts it again
+ * (`started-elsewhere` for the other). `restart`: the supervision's restart in a row (noted on the record) and how the harness ended.
  */
 export async function respawn(
-  ctx: ContextNeeds<"accepting" | "now" | "readyAt" | "routing", "events" | "prepareHarness" | "registry" | "resumeProbeMs" | "runner" | "sessionEnv">,
+  ctx: ContextNeeds<"accepting" | "now" | "readyAt" | "routing" | "self", "events" | "prepareHarness" | "registry" | "resumeProbeMs" | "runner" | "sessionEnv">,
   record: SessionRecord,
   prompt: string,
-): Promise<boolean> {
+  restart?: { readonly attempt: number; readonly how: string },
+): Promise<RespawnOutcome> {
   const { options } = ctx;
   const ref = record.workItem.ref;
   const adapter = adapterOf(ctx, record.harness);
   // A harness started again gets a credential of its own; the dead one's no longer proves anything.
   const credential = issueCredential();
-  if (!(await markHarnessStarted(ctx, record, { credentialSha256: credential.sha256 }))) return false;
+  const extra = { credentialSha256: credential.sha256, ...(restart === undefined ? {} : { restarts: restart.attempt }) };
+  if (!(await markHarnessStarted(ctx, record, extra, { startedAt: record.harnessStartedAt }))) {
+    return sameLiveSession(options.registry.get(ref), record) ? "started-elsewhere" : "not-live";
+  }
   await prepareHarness(ctx, ref, adapter.name, record.cwd);
   const spawnWith = async (argv: string[]): Promise<void> => {
     await options.runner.spawn({
@@ -193,9 +205,10 @@ export async function respawn(
           tmux_target: record.tmuxTarget,
           harness_session_id: record.harnessSessionId,
           resumed: true,
+          ...(restart === undefined ? {} : { restart: restart.attempt, how: restart.how }),
         });
         await handOver(adapter.promptInArgv.resume);
-        return true;
+        return "respawned";
       }
       throw new Error("the resumed harness exited at once");
     } catch (error) {
@@ -218,7 +231,8 @@ export async function respawn(
     tmux_target: record.tmuxTarget,
     harness_session_id: learned,
     resumed: false,
+    ...(restart === undefined ? {} : { restart: restart.attempt, how: restart.how }),
   });
   await handOver(adapter.promptInArgv.fresh);
-  return true;
+  return "respawned";
 }

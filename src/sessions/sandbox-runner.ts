@@ -5,7 +5,7 @@ import type { SandboxMode } from "../config/schema.js";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import { findExecutable } from "../harness/preflight.js";
-import { ProgramNotFoundError, RunnerError, type SessionRunner, type SpawnRequest } from "../harness/runner.js";
+import { ProgramNotFoundError, RunnerError, type PaneExit, type SessionRunner, type SpawnRequest } from "../harness/runner.js";
 import {
   SandboxPlanError,
   bubblewrapAvailable,
@@ -176,6 +176,11 @@ export class SandboxRunner implements SessionRunner {
 
   terminate(...args: Parameters<SessionRunner["terminate"]>): ReturnType<SessionRunner["terminate"]> {
     return this.options.inner.terminate(...args);
+  }
+
+  exitOf(target: string): Promise<PaneExit | undefined> {
+    const { inner } = this.options;
+    return inner.exitOf === undefined ? Promise.resolve(undefined) : inner.exitOf(target);
   }
 }
 

@@ -12,9 +12,14 @@ afterEach(async () => {
   project = undefined;
 });
 
-/** A harness whose first run exits right after booting, leaving a dead pane behind. */
+/**
+ * A harness whose first run exits right after booting, leaving a dead pane behind. The
+ * supervision is off: this is the delivery's own respawn, for an operator who turned it off
+ * (test/integration/supervise.test.ts has the supervision's).
+ */
 function dyingHarness(transcript: string, resume: boolean): Record<string, unknown> {
   return {
+    supervision: { enabled: false },
     defaultHarness: "fake",
     harnesses: {
       fake: {

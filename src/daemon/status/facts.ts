@@ -29,6 +29,7 @@ import type {
   HookProbe,
   LoggedEvent,
   PendingStart,
+  FailedSession,
   PollCycle,
   SpawnFailure,
   StatusProblem,
@@ -102,6 +103,7 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     cycles,
     damaged: [...records.damaged, ...journals],
     pending: records.pending,
+    failed: records.failed,
     spawnFailures: spawnFailuresOf(events),
     hooks,
     capabilityRefusals: capabilityRefusalsOf(events, services),
@@ -209,7 +211,7 @@ function capabilityRefusalsOf(events: readonly LoggedEvent[], services: readonly
 }
 
 /** The damaged files of every record listing, and the starts left pending in the control records. */
-function damagedRecords(paths: StatePaths): { damaged: DamagedFile[]; pending: PendingStart[] } {
+function damagedRecords(paths: StatePaths): { damaged: DamagedFile[]; pending: PendingStart[]; failed: FailedSession[] } {
   const damaged: DamagedFile[] = [];
   const sessions = listSessionRecords(paths.registryDir);
   for (const problem of sessions.problems) {
@@ -222,7 +224,10 @@ function damagedRecords(paths: StatePaths): { damaged: DamagedFile[]; pending: P
   for (const problem of openGraphStates(paths).listSync().problems) {
     damaged.push({ kind: graphStateKind.name, file: problem.where, reason: problem.message, remedy: graphStateKind.remedy });
   }
-  return { damaged, pending: control.records.filter(isPendingStart).map(({ ref, requestedAt }) => ({ ref, requestedAt })) };
+  const failed = sessions.records
+    .filter((record) => record.status === "failed")
+    .map((record) => ({ ref: record.workItem.ref, at: record.closedAt ?? record.lastEventAt, reason: record.failureReason ?? "its harness kept dying" }));
+  return { damaged, pending: control.records.filter(isPendingStart).map(({ ref, requestedAt }) => ({ ref, requestedAt })), failed };
 }
 
 function isPendingStart(record: ControlRecord): boolean {

@@ -23,7 +23,8 @@ export type StatusProblemCode =
   | "self-login-unknown"
   | "sandbox-off"
   | "settings-not-loaded"
-  | "notify-sink-failing";
+  | "notify-sink-failing"
+  | "session-failed-to-start";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;
@@ -203,6 +204,24 @@ export function pendingStartProblems(pending: readonly PendingStart[], failures:
   return problems;
 }
 
+/** A session whose harness kept dying (status `failed`, routing.supervision). */
+export interface FailedSession {
+  readonly ref: string;
+  readonly at: string;
+  readonly reason: string;
+}
+
+/** Each session that failed to start, with how to see why and how to go on. */
+export function failedSessionProblems(failed: readonly FailedSession[]): StatusProblem[] {
+  return failed.map((session) => ({
+    code: "session-failed-to-start",
+    message: `the session of ${session.ref} failed to start at ${session.at}: ${session.reason}`,
+    fix:
+      `read the harness's last words with \`the-loop sessions attach --work-item ${session.ref}\` and fix their cause (the agent CLI's install, its config or its credentials); ` +
+      `then \`the-loop sessions start --work-item ${session.ref}\` begins a new session, or \`the-loop sessions close --work-item ${session.ref}\` lays this one to rest`,
+  }));
+}
+
 // ---- required remote hooks -------------------------------------------------------------------
 
 export interface HookProbe {
@@ -361,6 +380,8 @@ export interface StatusFacts {
   readonly cycles: readonly PollCycle[];
   readonly damaged: readonly DamagedFile[];
   readonly pending: readonly PendingStart[];
+  /** Sessions that failed to start (status `failed`). */
+  readonly failed?: readonly FailedSession[];
   readonly spawnFailures: readonly SpawnFailure[];
   readonly hooks: readonly HookProbe[];
   /** The running daemon's refusals of changed capability bundles. */
@@ -388,5 +409,6 @@ export function statusProblems(facts: StatusFacts): StatusProblem[] {
     ...(facts.sandbox === undefined ? [] : [sandboxProblem(facts.sandbox)].filter((problem) => problem !== undefined)),
     ...damagedFileProblems(facts.damaged),
     ...pendingStartProblems(facts.pending, facts.spawnFailures),
+    ...failedSessionProblems(facts.failed ?? []),
   ];
 }
