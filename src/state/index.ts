@@ -41,3 +41,10 @@ export { resolvePollStateFile } from "./poll-state-file.js";
 export type { ResolvedPollStateFile } from "./poll-state-file.js";
 export { isProcessAlive, processStartTicks } from "./process.js";
 export { scratchFileName, sweepScratchFiles } from "./scratch.js";
+// The PostgreSQL record store (docs/scale.md); the driver itself loads only when a database opens.
+export { PostgresDatabase } from "./postgres/database.js";
+export type { MirrorStatus, PostgresDatabaseOptions } from "./postgres/database.js";
+export { MIGRATIONS, SCHEMA_VERSION, SchemaVersionError, planMigrations } from "./postgres/migrations.js";
+export type { Migration, MigrationPlan, MigrationReport } from "./postgres/migrations.js";
+export { PostgresRecordStore } from "./postgres/record-store.js";
+export type { PostgresRecordStoreOptions } from "./postgres/record-store.js";

@@ -47,6 +47,15 @@ function recording(applied: number[], failOn?: string): SqlClient & { sent: stri
 }
 
 describe("migrate", () => {
+  it("says another process is migrating when the migration lock's wait runs out", async () => {
+    const client: SqlClient = {
+      query: async () => {
+        throw Object.assign(new Error("canceling statement due to lock timeout"), { code: "55P03" });
+      },
+    };
+    await expect(migrate(client, "host-a", known)).rejects.toThrow(/another the-loop has been migrating the database's schema/);
+  });
+
   it("runs each missing migration in a transaction of its own with its row, under the lock, and unlocks", async () => {
     const client = recording([1]);
     expect(await migrate(client, "host-a", known)).toEqual({ version: 3, ran: [2, 3] });

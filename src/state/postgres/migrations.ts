@@ -120,7 +120,19 @@ export interface MigrationReport {
  * that holds it). `by` names who ran each migration, kept in its row.
  */
 export async function migrate(client: SqlClient, by: string, known: readonly Migration[] = MIGRATIONS): Promise<MigrationReport> {
-  await client.query("SELECT pg_advisory_lock($1, $2)", MIGRATION_LOCK);
+  try {
+    await client.query("SELECT pg_advisory_lock($1, $2)", MIGRATION_LOCK);
+  } catch (error) {
+    // lock_timeout (SQLSTATE 55P03): another process has held the migration lock all that while.
+    if (typeof error === "object" && error !== null && (error as { code?: unknown }).code === "55P03") {
+      throw new SchemaVersionError(
+        "another the-loop has been migrating the database's schema for longer than the lock wait: let it finish (or end its session in pg_stat_activity if it hangs), then start again",
+        EXIT_FAILURE,
+        "lock-timeout",
+      );
+    }
+    throw error;
+  }
   try {
     await client.query(
       `CREATE TABLE IF NOT EXISTS ${MIGRATIONS_TABLE} (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), applied_by text NOT NULL)`,
