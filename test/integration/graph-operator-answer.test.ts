@@ -1,9 +1,8 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
-import { graphStatus, specReviewProject } from "../support/graph.js";
+import { graphStatus, runningItem, specReviewProject } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -21,15 +20,6 @@ interface ItemJson {
   comments: { author: string; body: string }[];
 }
 
-async function atTheGate(p: TestProject): Promise<void> {
-  const started = await p.cli(["start", "--json"]);
-  expect(started.code, started.stderr).toBe(0);
-  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
-  expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
-  await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
-  await waitFor("the boot", async () => (await p.transcript()).some((entry) => entry.type === "boot"));
-}
-
 async function claimWritten(p: TestProject): Promise<void> {
   await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
   const claimed = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
@@ -44,7 +34,7 @@ async function comments(p: TestProject): Promise<ItemJson["comments"]> {
 describe("the-loop graph approve and request-changes", () => {
   it("refuses an item not at a gate, then requests changes and approves, each audited", async () => {
     const p = await specReviewProject();
-    await atTheGate(p);
+    await runningItem(p);
 
     // At an agent node, running: nothing waits for an answer.
     const early = await p.cli(["graph", "approve", "#1", "--json"]);
@@ -91,7 +81,7 @@ describe("the-loop graph approve and request-changes", () => {
 
   it("refuses a session's answer: an agent does not answer its own gate", async () => {
     const p = await specReviewProject();
-    await atTheGate(p);
+    await runningItem(p);
     await claimWritten(p);
     const inSession = await p.cli(["graph", "approve", REF], { THE_LOOP_SESSION_TOKEN: "a-session-token", THE_LOOP_WORK_ITEM: REF });
     expect(inSession.code).toBe(2);

@@ -2,9 +2,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
-import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
-import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import { SPEC_REVIEW_GRAPH, graphStatus, runningItem as itemStarted } from "../support/graph.js";
 import type { GraphStatusJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
@@ -45,11 +44,7 @@ const status = (p: TestProject): Promise<GraphStatusJson> => graphStatus(p);
 
 /** The daemon running, and #1 started at the write node. */
 async function runningItem(p: TestProject): Promise<void> {
-  const started = await p.cli(["start", "--json"]);
-  expect(started.code, started.stderr).toBe(0);
-  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
-  expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
-  await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+  await itemStarted(p);
   expect(await status(p)).toMatchObject({ node: "write", status: "running", generation: 1 });
 }
 

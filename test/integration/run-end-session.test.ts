@@ -2,9 +2,8 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
-import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import { SPEC_REVIEW_GRAPH, graphStatus, runningItem } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
@@ -30,15 +29,6 @@ async function project(graph: object, settings: Record<string, unknown>): Promis
   await writeFile(join(p.root, "graph.yaml"), stringify(graph));
   await mkdir(join(p.dir, "work"), { recursive: true });
   return p;
-}
-
-async function runningItem(p: TestProject): Promise<void> {
-  const started = await p.cli(["start", "--json"]);
-  expect(started.code, started.stderr).toBe(0);
-  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
-  expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
-  await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
-  await waitFor("the boot", async () => (await p.transcript()).some((entry) => entry.type === "boot"));
 }
 
 async function claim(p: TestProject): Promise<ClaimJson> {

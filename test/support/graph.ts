@@ -2,6 +2,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { expect } from "vitest";
 import { stringify } from "yaml";
+import { ARM } from "./builders.js";
 import { jsonOf } from "./cli.js";
 import { testProject } from "./project.js";
 import type { TestProject } from "./project.js";
@@ -67,6 +68,16 @@ export async function specReviewProject(routing: Record<string, unknown> = {}): 
   await writeFile(join(p.root, "spec-review.yaml"), stringify(SPEC_REVIEW_GRAPH));
   await mkdir(join(p.dir, "work"), { recursive: true });
   return p;
+}
+
+/** The daemon started, and `#1` made armed by alice: its session spawned and booted. */
+export async function runningItem(p: TestProject): Promise<void> {
+  const started = await p.cli(["start", "--json"]);
+  expect(started.code, started.stderr).toBe(0);
+  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+  expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+  await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+  await waitFor("the boot", async () => (await p.transcript()).some((entry) => entry.type === "boot"));
 }
 
 /** The environment the daemon gave the session of `ref`, as its harness saw it. */
