@@ -95,6 +95,20 @@ describe("the mirror behind the synchronous readers", () => {
     expect(a.mirrorStatus()).toMatchObject({ listening: true, rows: 2 });
   });
 
+  it("loads every record at open, and keeps each kind's records apart", async () => {
+    const url = await cluster.freshDatabase();
+    const writer = await open(url, { name: "writer" });
+    await new PostgresRecordStore({ kind: noteKind, key: "notes", database: writer }).transaction(REF, (tx) => tx.write(noteOf(REF)));
+    await new PostgresRecordStore({ kind: noteKind, key: "memos", database: writer }).transaction(OTHER, (tx) => tx.write(noteOf(OTHER)));
+    const later = await open(url, { name: "later" });
+    const notes = new PostgresRecordStore({ kind: noteKind, key: "notes", database: later });
+    const memos = new PostgresRecordStore({ kind: noteKind, key: "memos", database: later });
+    expect(notes.listSync().records).toEqual([noteOf(REF)]);
+    expect(memos.listSync().records).toEqual([noteOf(OTHER)]);
+    expect(notes.readSync(OTHER)).toBeUndefined();
+    expect((await memos.list()).records).toEqual([noteOf(OTHER)]);
+  });
+
   it("reconnects a listener the server dropped and catches up on what it missed", async () => {
     const url = await cluster.freshDatabase();
     const reader = await open(url, { name: "reader", reconnectMs: 50, heartbeatMs: 200 });
