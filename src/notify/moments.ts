@@ -93,12 +93,12 @@ function runEnded(how: string): MomentSpec {
   };
 }
 
-function failedToStart(what: string): MomentSpec {
+function failedToStart(what: string, reasonField = "error"): MomentSpec {
   return {
     moment: "failed-to-start",
     words: (fields, keywords) => ({
       headline: `${what} for ${name(fields, "work_item")}`,
-      ...detailOf(fields.error),
+      ...detailOf(fields[reasonField]),
       action: {
         comment: keywords.start,
         say: `Fix what the error says, then comment \`${keywords.start}\` on the item (or run \`the-loop sessions start --work-item ${name(fields, "work_item")}\`).`,
@@ -150,6 +150,7 @@ export const MOMENT_TABLE = {
   "graph.failed": runEnded("failed"),
   "session.spawn_failed": failedToStart("A session could not be started"),
   "workspace.failed": failedToStart("The checkout could not be prepared, so no session started"),
+  "session.failed_to_start": failedToStart("The agent kept dying past routing.supervision.maxRestarts: the session failed to start", "reason"),
   "graph.completed": {
     moment: "done",
     words: (fields) => ({

@@ -17,6 +17,7 @@ describe("the moment of each event type", () => {
     ["graph.failed", "blocked"],
     ["session.spawn_failed", "failed-to-start"],
     ["workspace.failed", "failed-to-start"],
+    ["session.failed_to_start", "failed-to-start"],
     ["graph.completed", "done"],
     ["graph.advanced", undefined],
     ["session.spawned", undefined],
@@ -53,6 +54,7 @@ describe("the notice of an event", () => {
     ["graph.failed", { reason_code: "hook", reason: "vetoed" }, "go:now", undefined, "run failed"],
     ["session.spawn_failed", { harness: "claude", error: "claude: not found" }, "go:now", undefined, "could not be started"],
     ["workspace.failed", { error: "git clone failed" }, "go:now", undefined, "checkout could not be prepared"],
+    ["session.failed_to_start", { harness: "claude", restarts: 3, reason: "the harness exited 3 times" }, "go:now", undefined, "the session failed to start"],
     ["session.awaiting_input", { question: "Which database?", comment_posted: true }, undefined, undefined, "asked a question"],
     ["graph.completed", {}, undefined, undefined, 'is done: its run reached "review"'],
   ])("%s: moves on with %s", (event, extra, comment, alternative, headline) => {
