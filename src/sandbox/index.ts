@@ -10,5 +10,5 @@ export { SYSTEM_DIRS, TOP_LEVEL_ENTRIES, hostSystem, rootOnlySecrets } from "./h
 export type { HostFs } from "./host.js";
 export { bubblewrapAvailable, checkBubblewrap, forgetBubblewrapCheck } from "./available.js";
 export type { BubblewrapCheck, CheckOptions } from "./available.js";
-export { SANDBOX_BIN_DIR, SANDBOX_SESSION_DIR, agentConfigPaths, nodeRoot, programRoot, sessionSandbox } from "./session-request.js";
+export { SANDBOX_BIN_DIR, SANDBOX_SESSION_DIR, agentConfigDirs, agentConfigPaths, nodeRoot, programRoot, sessionSandbox } from "./session-request.js";
 export type { SessionSandbox, SessionSandboxFacts } from "./session-request.js";

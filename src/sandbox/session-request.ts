@@ -80,6 +80,17 @@ export function agentConfigPaths(harness: string, env: Readonly<Record<string, s
   }
 }
 
+/**
+ * The folders among agentConfigPaths: made before the sandbox is (sessions/sandbox-runner.ts),
+ * since a bind is skipped where its source does not exist, and a CLI that then made its folder
+ * inside the sandbox would keep its conversations in a home that vanishes with it — a dead
+ * pane's conversation could never be resumed.
+ */
+export function agentConfigDirs(harness: string, env: Readonly<Record<string, string | undefined>>, home: string): string[] {
+  const files = new Set([posix.join(home, ".claude.json"), ...(env.GEMINI_CLI_TRUSTED_FOLDERS_PATH ? [env.GEMINI_CLI_TRUSTED_FOLDERS_PATH] : [])]);
+  return agentConfigPaths(harness, env, home).filter((path) => !files.has(path));
+}
+
 const SYSTEM_PREFIXES = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"];
 
 function within(path: string, dir: string): boolean {

@@ -8,6 +8,7 @@ import { findExecutable } from "../harness/preflight.js";
 import { ProgramNotFoundError, RunnerError, type PaneExit, type SessionRunner, type SpawnRequest } from "../harness/runner.js";
 import {
   SandboxPlanError,
+  agentConfigDirs,
   bubblewrapAvailable,
   hostSystem,
   planBubblewrap,
@@ -118,6 +119,8 @@ export class SandboxRunner implements SessionRunner {
     const socket = request.env[SESSION_SOCKET_ENV];
     // The socket's folder is bound before the daemon may have opened the socket in it: it must exist.
     if (socket !== undefined) mkdirSync(dirname(socket), { recursive: true, mode: 0o700 });
+    // The agent CLI's own folders too: one missing would not be bound, and what the CLI keeps there (its conversations) would not outlive its pane.
+    for (const dir of agentConfigDirs(harness, env, home)) mkdirSync(dir, { recursive: true, mode: 0o700 });
     const sandbox = sessionSandbox({
       harness,
       cwd,

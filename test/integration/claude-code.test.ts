@@ -7,7 +7,7 @@ import { routingSchema } from "../../src/config/schema.js";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome, readClaudeConfig, runClaude } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject } from "../support/real-agent.js";
+import { endAgentProject, livePanePids } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -15,7 +15,8 @@ import { ARM } from "../support/builders.js";
 
 /**
  * The main job with the real agent: Claude Code, pinned, runs in the session the-loop spawns,
- * against a scripted Messages API on loopback. Nothing here stands in for the CLI itself.
+ * against a scripted Messages API on loopback. Nothing here stands in for the CLI itself. Its
+ * process ended, the supervision brings it back with `claude --resume <id>`: the same conversation.
  */
 
 const run = promisify(execFile);
@@ -128,6 +129,36 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     expect(projects["/srv/elsewhere"]).toEqual({ allowedTools: ["Edit"] });
     expect(projects[session?.cwd ?? ""]).toMatchObject({ hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true });
     expect((await p.events()).filter((r) => r.event === "workspace.trusted")).toHaveLength(1);
+  });
+
+  it("comes back by itself when its process dies, resuming the conversation: the model sees what came before", async () => {
+    const home = await claudeHome();
+    stub = await startModelStub(askOnce);
+    project = await claudeProject(home, stub);
+    const p = project;
+    await waitInSession(p, "the question on the work item", async () =>
+      jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
+    );
+    expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
+    await waitInSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
+    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const target = session?.tmuxTarget ?? "";
+    const spawned = await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+
+    // Its pane's process group is ended, as a crash or an OOM kill would: nobody comments.
+    const [pid] = await livePanePids(p.socketName, target);
+    const before = stub.requests.length;
+    process.kill(-(pid ?? 0), "SIGTERM");
+    const respawned = await p.waitForEvent("the supervision's restart", (r) => r.event === "session.respawned", 30_000);
+    expect(respawned).toMatchObject({ resumed: true, restart: 1, harness_session_id: spawned.harness_session_id });
+    const resumed = await waitInSession(p, "the resumed agent's model request", async () =>
+      stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes("the-loop started you again on local:demo#1")),
+    );
+    // The same conversation: the question it asked and the answer it got are in the request.
+    const conversation = JSON.stringify(resumed.body.messages ?? []);
+    expect(conversation).toContain(QUESTION);
+    expect(conversation).toContain(ANSWER);
+    expect(await livePanePids(p.socketName, target)).toHaveLength(1);
   });
 
   it("without the pre-seed it stops on the trust dialog, and input waits instead of answering it", async () => {

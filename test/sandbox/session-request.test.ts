@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   SANDBOX_BIN_DIR,
   SANDBOX_SESSION_DIR,
+  agentConfigDirs,
   agentConfigPaths,
   nodeRoot,
   programRoot,
@@ -51,6 +52,18 @@ describe("agentConfigPaths: each built-in agent's own config, nothing for a comm
     ["my-agent", {}, []],
   ] as const)("%s %j", (harness, env, paths) => {
     expect(agentConfigPaths(harness, env, "/home/op")).toEqual(paths);
+  });
+});
+
+describe("agentConfigDirs: the folders among them, made before the sandbox so a missing one is still bound", () => {
+  it.each([
+    ["claude", {}, ["/home/op/.claude"]],
+    ["claude", { CLAUDE_CONFIG_DIR: "/cfg/claude" }, ["/cfg/claude"]],
+    ["codex", {}, ["/home/op/.codex"]],
+    ["gemini", { GEMINI_CLI_HOME: "/cfg/g", GEMINI_CLI_TRUSTED_FOLDERS_PATH: "/cfg/trusted.json" }, ["/cfg/g/.gemini"]],
+    ["my-agent", {}, []],
+  ] as const)("%s %j", (harness, env, dirs) => {
+    expect(agentConfigDirs(harness, env, "/home/op")).toEqual(dirs);
   });
 });
 
