@@ -68,7 +68,9 @@ routing:
   #   warnAt: 0.8
   # A harness that exits or is killed is started again within seconds, its conversation
   # resumed; after maxRestarts in a row its session is failed to start (docs/fleet.md#supervision):
-  # supervision: {enabled: true, maxRestarts: 3, backoffSeconds: 2}
+  supervision:
+    enabled: true                # false: a dead harness waits for the item's next event
+    # maxRestarts: 3             # restarts in a row; backoffSeconds: 2, doubled after each
   # Each agent runs in a bubblewrap sandbox where bwrap works (docs/security.md): its folder,
   # its CLI's config and its own socket to the-loop, nothing else. Bind in what it also needs:
   # sandbox:

@@ -113,10 +113,12 @@ describe("runUpgradeConfig", () => {
         "routing.control.keywords.pause",
         "routing.control.keywords.resume",
         "routing.mcp.enabled",
+        "routing.supervision.enabled",
       ],
       needsDecision: [
         { key: "routing.control.requireStartCommand", why: expect.stringContaining("Set it to false") as unknown as string },
         { key: "routing.mcp.enabled", why: expect.stringContaining("Set it to false") as unknown as string },
+        { key: "routing.supervision.enabled", why: expect.stringContaining("Set it to false") as unknown as string },
       ],
       offers: [],
       changed: true,
@@ -184,7 +186,10 @@ describe("runUpgradeConfig", () => {
   it("upgrades a config saved with a byte order mark, and keeps the mark", async () => {
     const { config } = await oldProject(`\uFEFF${OLD_CONFIG}`);
     const report = JSON.parse(await upgrade(config, { json: true })) as UpgradeConfigReport;
-    expect(report).toMatchObject({ changed: true, needsDecision: [{ key: "routing.control.requireStartCommand" }, { key: "routing.mcp.enabled" }] });
+    expect(report).toMatchObject({
+      changed: true,
+      needsDecision: [{ key: "routing.control.requireStartCommand" }, { key: "routing.mcp.enabled" }, { key: "routing.supervision.enabled" }],
+    });
     const text = await readFile(config, "utf8");
     expect(text.startsWith("\uFEFF# our config\nversion: 1\n")).toBe(true);
     expect(parseConfigText(text).problems).toEqual([]);

@@ -18,6 +18,8 @@ routing:
       resume: the-loop:resume-execution
   mcp:
     enabled: true
+  supervision:
+    enabled: true
 `;
 
 describe("upgradeConfigText and graph.closeAfterMinutes", () => {

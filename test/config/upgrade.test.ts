@@ -47,7 +47,7 @@ const CONTROL_KEYS = ["enabled", "requireStartCommand", "keywords.start", "keywo
   (key) => `routing.control.${key}`,
 );
 /** What an upgrade adds to a routing block without any: the control keys, and the MCP server's switch. */
-const ROUTING_KEYS = [...CONTROL_KEYS, "routing.mcp.enabled"];
+const ROUTING_KEYS = [...CONTROL_KEYS, "routing.mcp.enabled", "routing.supervision.enabled"];
 
 /** The original text is what is left once every insertion is taken out again: nothing else moved. */
 function withoutInsertions(upgrade: ConfigUpgrade): string {
@@ -123,6 +123,10 @@ describe("upgradeConfigText", () => {
         key: "routing.mcp.enabled",
         why: expect.stringContaining("one permission of the-loop's own") as unknown as string,
       },
+      {
+        key: "routing.supervision.enabled",
+        why: expect.stringContaining("started again by the daemon within seconds") as unknown as string,
+      },
     ]);
     const why = upgrade.needsDecision[0]?.why ?? "";
     expect(why).toContain("the-loop:start-execution");
@@ -146,9 +150,10 @@ describe("upgradeConfigText", () => {
       "routing.control.keywords.pause",
       "routing.control.keywords.resume",
       "routing.mcp.enabled",
+      "routing.supervision.enabled",
     ]);
-    // The control decision is made; the MCP server's switch is new, and is the one left to make.
-    expect(upgrade.needsDecision.map((decision) => decision.key)).toEqual(["routing.mcp.enabled"]);
+    // The control decision is made; the MCP server's and the supervision's switches are new, and are the ones left to make.
+    expect(upgrade.needsDecision.map((decision) => decision.key)).toEqual(["routing.mcp.enabled", "routing.supervision.enabled"]);
     expect(withoutInsertions(upgrade)).toBe(text);
     expect(configOf(upgrade.text)?.routing.control).toEqual({
       enabled: true,
@@ -179,6 +184,7 @@ describe("upgradeConfigText", () => {
     expect(upgrade.needsDecision.map((decision) => decision.key)).toEqual([
       "webhooks.ghWebhook.routing.control.requireStartCommand",
       "webhooks.ghWebhook.routing.mcp.enabled",
+      "webhooks.ghWebhook.routing.supervision.enabled",
     ]);
     const outcome = parseConfigText(upgrade.text);
     expect(outcome.problems).toEqual([]);
@@ -274,7 +280,7 @@ describe("upgradeConfigText", () => {
   ])("adds after a block scalar that keeps its trailing blank lines and %s, leaving its value alone", (_name, text) => {
     const upgrade = upgradeConfigText(text);
     expect(upgrade.added.filter((key) => key.endsWith("requireStartCommand"))).toHaveLength(1);
-    expect(upgrade.added).toHaveLength(8);
+    expect(upgrade.added).toHaveLength(9);
     expect(withoutInsertions(upgrade)).toBe(text);
     expect(configOf(upgrade.text)).toEqual(configOf(text));
   });
@@ -284,7 +290,7 @@ describe("upgradeConfigText", () => {
     const upgrade = upgradeConfigText(text);
     expect(upgrade.text.split("\n")[0]).toBe(
       "routing: {authorizedUsers: [alice], control: {enabled: true, requireStartCommand: true, keywords: " +
-        "{start: the-loop:start-execution, stop: the-loop:stop-execution, pause: the-loop:pause-execution, resume: the-loop:resume-execution}}, mcp: {enabled: true}}",
+        "{start: the-loop:start-execution, stop: the-loop:stop-execution, pause: the-loop:pause-execution, resume: the-loop:resume-execution}}, mcp: {enabled: true}, supervision: {enabled: true}}",
     );
     expect(configOf(upgrade.text)).toEqual(configOf(text));
   });
