@@ -26,6 +26,7 @@ const FLOORS = [
   ["graph-run"],
   ["capabilities"],
   ["ingress"],
+  ["feedback"],
   ["sessions"],
   ["graph-driver"],
   ["dispatch"],

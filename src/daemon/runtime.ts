@@ -24,6 +24,7 @@ import { SessionRegistry } from "../registry/registry.js";
 import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
 import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";
+import { CiAttemptStore } from "../feedback/index.js";
 import { PullRequestLinks } from "../registry/pr-links.js";
 import { StartQueue, startQueueFile } from "../registry/start-queue.js";
 import { harnessPreparer } from "../sessions/harness-trust.js";
@@ -180,6 +181,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
           sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
         stateRootTag: stateRootTag(paths.root),
         links,
+        ciAttempts: new CiAttemptStore(paths.ciDir),
         startQueue: new StartQueue({ file: startQueueFile(paths.root) }),
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
         ...(workspaces ? { workspaces } : {}),

@@ -27,6 +27,7 @@ import { closeEndedRunSession, endedRunSessions } from "../graph-driver/run-end-
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "../graph-driver/start-claim-force.js";
 import { KeyedQueue, Semaphore } from "../sessions/keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./pr-linkage.js";
+import { resolveGitHubCheck } from "../feedback/index.js";
 import { isLive } from "../registry/record.js";
 import { Reactions } from "../sessions/reactions.js";
 import { spawnTurn } from "./spawn.js";
@@ -118,7 +119,8 @@ export class Dispatcher implements EventHandler {
       react: (event, moment) => {
         // An event the-loop made up itself has no comment to react on, and a reaction on the
         // item would only be noise: the CLI leaves its own comment.
-        if (event.source !== "cli") this.reactions.react(event, moment);
+        // Nor has a CI failure: no one wrote it, and a reaction on the pull request would say nothing.
+        if (event.source !== "cli" && event.kind !== "check_failed") this.reactions.react(event, moment);
       },
       forget: (event) => {
         for (const id of deliveryKeys(event)) this.memory.delete(id);
@@ -157,6 +159,10 @@ export class Dispatcher implements EventHandler {
    */
   handle(received: InboundEvent): Promise<HandleResult> {
     if (!this.accepting) return Promise.resolve(RETRY);
+    // A CI failure from GitHub names its pull request only by its head commit (a fork's, not at
+    // all): it is resolved first, then each failure found is handled like any event. Its order
+    // among the item's other events does not matter — it is a status, not a conversation turn.
+    if (received.kind === "check_failed" && received.check?.logAllowed === undefined) return this.counted(() => this.resolveCheck(received));
     // A damaged binding file must not stop the PR's events: they route as if it were absent.
     const event = applyLink(received, this.options.links, (problem) =>
       dispatchFailed(this.eventsOf(received, received.pullRequest?.ref), "link", problem),
@@ -172,6 +178,29 @@ export class Dispatcher implements EventHandler {
     for (const id of deliveryKeys(event)) this.memory.add(id);
     this.eventsOf(event, arrival.workItem?.ref ?? keys[0] ?? "").emit("dispatch.queued", { action: arrival.action });
     return this.counted(() => this.enqueue(keys, event, 0));
+  }
+
+  /** A GitHub CI failure resolved to its pull requests (feedback/github.ts), each handled in turn. */
+  private async resolveCheck(event: InboundEvent): Promise<HandleResult> {
+    const github = this.options.trackers.github;
+    let resolved: InboundEvent[] = [];
+    try {
+      if (github !== undefined) resolved = await resolveGitHubCheck(event, { tracker: github, authorizedUsers: this.config.policy.authorizedUsers });
+    } catch (error) {
+      dispatchFailed(
+        this.eventsOf(event, event.workItems[0]?.ref ?? ""),
+        "route",
+        `the CI failure's pull request could not be looked up: ${messageOf(error)}`,
+        true,
+      );
+      return RETRY;
+    }
+    if (resolved.length === 0) {
+      this.options.events.emit("routing.dropped", { reason: "no-work-item", delivery_id: event.deliveryId, kind: event.kind, actor: undefined });
+      return SETTLED;
+    }
+    const results = await Promise.all(resolved.map((one) => this.handle(one)));
+    return results.every((result) => result.settled) ? SETTLED : RETRY;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { CAPABILITY_EVENTS } from "./capability-catalog.js";
+import { CI_EVENTS } from "./ci-catalog.js";
 import { DASHBOARD_EVENTS } from "./dashboard-catalog.js";
 import { GRAPH_EVENTS } from "./graph-catalog.js";
 import { NOTIFY_EVENTS } from "./notify-catalog.js";
@@ -531,6 +532,7 @@ export const EVENT_CATALOG = {
     fields: { pull_request: "string", work_item: "string", reason: "string" },
   },
   ...GRAPH_EVENTS,
+  ...CI_EVENTS,
   ...CAPABILITY_EVENTS,
   ...NOTIFY_EVENTS,
   ...DASHBOARD_EVENTS,

@@ -30,6 +30,7 @@ import type { HarnessPreparer } from "./harness-trust.js";
 import { PoolSlot } from "./keyed-queue.js";
 import type { Semaphore } from "./keyed-queue.js";
 import type { PullRequestLinks } from "../registry/pr-links.js";
+import type { CiAttemptStore } from "../feedback/attempts.js";
 import type { HeldRetrySchedule } from "../graph-run/held-retry.js";
 import type { PromptTemplates } from "./prompts.js";
 import type { ReactionMoment } from "./reactions.js";
@@ -117,6 +118,8 @@ export interface DispatcherOptions {
    * start does). A delivery that finds no pane in an unmarked session waits for it this long.
    */
   readonly harnessStartWaitMs?: number;
+  /** The CI failures each pull request's session was told of (routing.feedback); without it none is counted or capped. */
+  readonly ciAttempts?: CiAttemptStore;
   /** Pull request → work item bindings; without it a PR's events follow only what they name themselves. */
   readonly links?: PullRequestLinks;
   /** Checkouts for sessions (routing.workspace); without it every session starts in spawnCwd. */

@@ -11,6 +11,7 @@ import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 import { endIfClosed, pasteIntoPane, respawn, untilReady } from "./pane.js";
 import { renderEventPrompt } from "./prompts.js";
+import { ciFailureText, claimCiFailure, releaseCiFailure } from "./ci-delivery.js";
 import type { PromptInput } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX } from "../registry/record.js";
 import type { SessionRecord } from "../registry/record.js";
@@ -80,7 +81,9 @@ async function graphContextOf(ctx: ContextNeeds<never, "graph">, ref: string): P
  * record's own work item (an event redirected to another item's session is bound afresh).
  */
 export async function deliverEvent(
-  ctx: ContextNeeds<"accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "react" | "readyAt" | "routing" | "self" | "templates" | "options">,
+  ctx: ContextNeeds<
+    "accepting" | "forget" | "heavy" | "hooks" | "inputSeen" | "now" | "policy" | "react" | "readyAt" | "routing" | "self" | "templates" | "options"
+  >,
   record: SessionRecord,
   from: Turn,
 ): Promise<HandleResult> {
@@ -92,8 +95,20 @@ export async function deliverEvent(
   ctx.react(event, "started");
   const inputKind = deliveredInputKind(event, record);
   if (inputKind !== undefined) await inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
-  const text = renderEventPrompt(ctx.templates, await promptInput(ctx, workItem, event, record));
-  const pasted = await paste(ctx, record, text);
+  // A CI failure is counted for its pull request first, and its text is built of its own (ci-delivery.ts).
+  const claim = event.kind === "check_failed" ? await claimCiFailure(ctx, turn) : undefined;
+  if (claim !== undefined && !claim.proceed) return claim.result;
+  const input = await promptInput(ctx, workItem, event, record);
+  const ci = claim === undefined ? undefined : await ciFailureText(ctx, turn, claim, input.askCommand);
+  const text = ci?.text ?? renderEventPrompt(ctx.templates, input);
+  let pasted: PasteResult;
+  try {
+    pasted = await paste(ctx, record, text);
+  } catch (error) {
+    if (claim !== undefined) await releaseCiFailure(ctx, event);
+    throw error;
+  }
+  if (claim !== undefined && pasted !== "pasted") await releaseCiFailure(ctx, event);
   if (pasted === "closed") return settle(turn, SESSION_CLOSED);
   if (pasted === "paused") return settle(turn, "session-paused");
   if (pasted === "spawn-failed" || pasted === "interrupted") {
@@ -116,6 +131,16 @@ export async function deliverEvent(
     return { ...rest, lastEventAt: ctx.now().toISOString(), recentDeliveries: recent.slice(-RECENT_DELIVERIES_MAX) };
   });
   turn.events.emit("dispatch.succeeded", { tmux_target: record.tmuxTarget });
+  if (claim !== undefined && ci !== undefined && event.pullRequest !== undefined) {
+    turn.events.emit("ci.delivered", {
+      pull_request: event.pullRequest.ref,
+      check: event.check?.name ?? "",
+      conclusion: event.check?.conclusion ?? "",
+      attempt: claim.attempt,
+      max_attempts: claim.maxAttempts,
+      log: ci.log,
+    });
+  }
   ctx.react(event, "completed");
   await recordLink(ctx, turn);
   return SETTLED;

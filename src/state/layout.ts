@@ -31,6 +31,8 @@ export interface StatePaths {
   readonly registryDir: string;
   readonly controlDir: string;
   readonly linksDir: string;
+  /** Per pull request: the CI failures its session was told of (feedback/attempts.ts). */
+  readonly ciDir: string;
   readonly graphsDir: string;
   readonly pollStateFile: string;
   /** null when polling.stateFile is configured: an explicit path is never second-guessed. */
@@ -76,6 +78,7 @@ export function deriveStatePaths(config: StateLayoutSettings, baseDir: string, h
     registryDir,
     controlDir: join(sessions, "control"),
     linksDir: join(sessions, "links"),
+    ciDir: join(sessions, "ci"),
     graphsDir: join(root, "graphs"),
     pollStateFile: config.polling.stateFile ? at(config.polling.stateFile) : join(sessions, "poll-state.json"),
     legacyPollStateFile: config.polling.stateFile ? null : join(baseDir, ".the-loop", "poll-state.json"),

@@ -6,5 +6,5 @@
  */
 export { BASE_ENV_NAMES, DEFAULT_OUTPUT_CAP_BYTES, InvalidCommandError, allowListedEnv, describeOutcome, formatDuration, runBounded } from "./run.js";
 export type { BoundedCommand, BoundedResult } from "./run.js";
-export { clip, outputTail, stripControlCharacters } from "./text.js";
+export { clip, outputTail, stripControlCharacters, wholeUtf8Suffix } from "./text.js";
 export { RUN_ID_ENV } from "./tree.js";

@@ -17,6 +17,7 @@ function underRoot(root: string): StatePaths {
     registryDir: `${root}/sessions`,
     controlDir: `${root}/sessions/control`,
     linksDir: `${root}/sessions/links`,
+    ciDir: `${root}/sessions/ci`,
     graphsDir: `${root}/graphs`,
     pollStateFile: `${root}/sessions/poll-state.json`,
     legacyPollStateFile: `${BASE}/.the-loop/poll-state.json`,

@@ -457,6 +457,11 @@ export class FakeGitHub {
   private secondary: { remaining: number; retryAfter: number } | undefined;
   private stopped: Promise<void> | undefined;
   private readonly routes: Array<{ method: string; pattern: string[]; handler: Handler }> = [];
+  private readonly checkRuns = new Map<number, { repo: string; json: Record<string, unknown>; log: string }>();
+  /** Where job logs are served from: another host (`localhost`, not the API's 127.0.0.1), as GitHub's blob storage is. */
+  private logServer: { server: Server; port: number } | undefined;
+  /** Every request the log host got, with the Authorization header it carried (none is the point). */
+  readonly logRequests: Array<{ path: string; authorization: string | undefined }> = [];
 
   private constructor(
     private readonly server: Server,
@@ -499,11 +504,79 @@ export class FakeGitHub {
 
   /** Also drops idle keep-alive sockets, which a client's connection pool would otherwise hold open. */
   stop(): Promise<void> {
-    this.stopped ??= new Promise<void>((resolve) => {
-      this.server.close(() => resolve());
-      this.server.closeAllConnections();
-    });
+    const logs = this.logServer?.server;
+    this.stopped ??= Promise.all([
+      new Promise<void>((resolve) => {
+        this.server.close(() => resolve());
+        this.server.closeAllConnections();
+      }),
+      new Promise<void>((resolve) => {
+        if (logs === undefined) return resolve();
+        logs.close(() => resolve());
+        logs.closeAllConnections();
+      }),
+    ]).then(() => undefined);
     return this.stopped;
+  }
+
+  // ---- checks ----------------------------------------------------------------------------------
+
+  /**
+   * A completed check run of GitHub Actions (its id is its job's id) on `sha`, with the job's log;
+   * GitHub's job-log endpoint answers with a redirect to the log host.
+   */
+  async addCheckRun(repo: string, init: { sha: string; name: string; conclusion: string; log?: string; app?: string }): Promise<Record<string, unknown>> {
+    const state = this.repo(repo);
+    if (this.logServer === undefined) {
+      const server = createServer((req, res) => {
+        this.logRequests.push({ path: req.url ?? "", authorization: req.headers.authorization });
+        const id = Number(/\/job-logs\/(\d+)/.exec(req.url ?? "")?.[1]);
+        const run = this.checkRuns.get(id);
+        res.writeHead(run === undefined ? 404 : 200, { "content-type": "text/plain" });
+        res.end(run?.log ?? "");
+      });
+      // Every interface, so that \`localhost\` reaches it whichever address it resolves to first.
+      const port = await new Promise<number>((resolve) => server.listen(0, () => resolve((server.address() as AddressInfo).port)));
+      this.logServer = { server, port };
+    }
+    const id = this.newId();
+    const slug = init.app ?? "github-actions";
+    const json: Record<string, unknown> = {
+      id,
+      node_id: nodeId("CR", id),
+      head_sha: init.sha,
+      external_id: "",
+      html_url: `${this.htmlBase}/${state.fullName}/runs/${id}`,
+      details_url: `${this.htmlBase}/${state.fullName}/runs/${id}`,
+      status: "completed",
+      conclusion: init.conclusion,
+      started_at: this.now(),
+      completed_at: this.now(),
+      output: { title: null, summary: null, text: null, annotations_count: 0 },
+      name: init.name,
+      check_suite: { id: id + 1 },
+      app: { id: 15368, slug, node_id: "MDM6QXBwMTUzNjg=", name: slug === "github-actions" ? "GitHub Actions" : slug },
+      pull_requests: [],
+    };
+    this.checkRuns.set(id, { repo: state.fullName, json, log: init.log ?? "" });
+    return clone(json);
+  }
+
+  /** A `check_run` delivery for `run`, listing `pulls` as GitHub lists them (a fork's pull request: none). */
+  checkRunPayload(repo: string, run: Record<string, unknown>, pulls: readonly number[]): Record<string, unknown> {
+    const state = this.repo(repo);
+    const repository = this.repoJson(state);
+    const listed = pulls.map((number) => {
+      const pull = this.pullJson(state, this.pullItem(state, number));
+      return {
+        url: pull.url,
+        id: pull.id,
+        number,
+        head: { ref: pull.head.ref, sha: pull.head.sha, repo: { id: pull.head.repo.id, url: pull.head.repo.url, name: pull.head.repo.name } },
+        base: { ref: pull.base.ref, sha: pull.base.sha, repo: { id: repository.id, url: repository.url, name: repository.name } },
+      };
+    });
+    return { action: "completed", check_run: { ...clone(run), pull_requests: listed }, repository, sender: this.user("github-actions[bot]") };
   }
 
   clearRequests(): void {
@@ -1658,6 +1731,13 @@ export class FakeGitHub {
       const state = this.routeRepo(o, r);
       if (!state.reviewComments.some((c) => c.json.id === Number(id))) notFound();
       return this.react("review_comment", state, Number(id), ctx.body);
+    });
+
+    this.on("GET", `${R}/actions/jobs/:n/logs`, (_ctx, [o, r, n]) => {
+      const state = this.routeRepo(o, r);
+      const run = this.checkRuns.get(Number(n));
+      if (run === undefined || run.repo !== state.fullName || this.logServer === undefined) notFound();
+      return { status: 302, headers: { location: `http://localhost:${this.logServer.port}/job-logs/${n}?sig=short-lived` } };
     });
 
     this.on("GET", `${R}/pulls/:n`, (_ctx, [o, r, n]) => {

@@ -111,6 +111,7 @@ export class GitHubClient {
   private readonly tokens: TokenSource;
   private readonly origin: string;
   private readonly basePath: string;
+  private readonly baseFetch: typeof fetch;
   // Tokens handed out so far, scrubbed from every message should anything ever echo one. A
   // #private field, so that inspecting the client (or anything holding it) never prints them.
   readonly #secrets = new Set<string>();
@@ -147,6 +148,7 @@ export class GitHubClient {
     const waitSeconds = options.rateLimitWaitSeconds ?? DEFAULT_RATE_LIMIT_WAIT_SECONDS;
     const timeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     const baseFetch = options.fetch ?? globalThis.fetch;
+    this.baseFetch = baseFetch;
     const timedFetch: typeof fetch = (input, init) => {
       const timeout = AbortSignal.timeout(timeoutMs);
       const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
@@ -256,6 +258,46 @@ export class GitHubClient {
     }
   }
 
+  /**
+   * The last `maxBytes` of a file GitHub serves by redirect (a job's log: `GET
+   * /repos/{owner}/{repo}/actions/jobs/{job_id}/logs` answers 302 to a short-lived URL on another
+   * host). The token goes to the API alone; the redirect is followed with no credentials at all,
+   * and the body is read as it streams, keeping only its tail in memory. Undefined when GitHub
+   * has no such file (404, 410: the log expired).
+   */
+  async redirectedTail(path: string, maxBytes: number): Promise<Buffer | undefined> {
+    const fetchImpl = this.baseFetch;
+    const token = await this.tokens.token();
+    this.#secrets.add(token);
+    rememberSecret(token);
+    const first = await fetchImpl(`${this.apiUrl}${path}`, {
+      redirect: "manual",
+      headers: { authorization: `token ${token}`, accept: "application/vnd.github+json", "user-agent": "the-loop" },
+      signal: AbortSignal.timeout(DEFAULT_REQUEST_TIMEOUT_MS),
+    });
+    let response = first;
+    if (first.status >= 300 && first.status < 400) {
+      const location = first.headers.get("location");
+      await first.body?.cancel();
+      if (location === null) throw new GitHubError(`GitHub GET ${path}: a redirect without a Location`, { route: path });
+      // A fresh request: no Authorization, no cookies; whatever host it names never sees the token.
+      response = await fetchImpl(new URL(location, this.apiUrl), {
+        redirect: "follow",
+        credentials: "omit",
+        signal: AbortSignal.timeout(DEFAULT_REQUEST_TIMEOUT_MS),
+      });
+    }
+    if (response.status === 404 || response.status === 410) {
+      await response.body?.cancel();
+      return undefined;
+    }
+    if (!response.ok || response.body === null) {
+      await response.body?.cancel();
+      throw new GitHubError(`GitHub GET ${path}: answered ${response.status}`, { route: path, status: response.status });
+    }
+    return tailOf(response.body, maxBytes);
+  }
+
   /** The typed error for what a request threw. */
   failure(error: unknown, route: string): GitHubError {
     return githubErrorFrom(error, {
@@ -313,4 +355,14 @@ export function nextLink(link: string | undefined): string | undefined {
     if (match && match[2]?.split(/\s+/).includes("next")) return match[1];
   }
   return undefined;
+}
+
+/** The last `maxBytes` of a stream, holding no more than twice that at once. */
+async function tailOf(body: ReadableStream<Uint8Array>, maxBytes: number): Promise<Buffer> {
+  let kept = Buffer.alloc(0);
+  for await (const chunk of body) {
+    kept = Buffer.concat([kept, chunk]);
+    if (kept.length > 2 * maxBytes) kept = kept.subarray(kept.length - maxBytes);
+  }
+  return kept.length > maxBytes ? kept.subarray(kept.length - maxBytes) : kept;
 }

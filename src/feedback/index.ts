@@ -1,0 +1,6 @@
+export { CI_DELIVERED_MAX, CiAttemptStore, ciStep } from "./attempts.js";
+export type { CiRecord, CiStep } from "./attempts.js";
+export { jobLogTail, logPermission, resolveGitHubCheck } from "./github.js";
+export type { CheckResolution } from "./github.js";
+export { ciFailureMessage, ciGaveUpComment, cleanLogTail } from "./message.js";
+export type { CiLog, CiMessageInput } from "./message.js";
