@@ -21,6 +21,7 @@ const ALL = "test/**/*.test.ts";
 const REAL_AGENT = [
   "test/integration/claude-code.test.ts",
   "test/integration/claude-code-mcp.test.ts",
+  "test/integration/claude-code-budget.test.ts",
   "test/integration/codex.test.ts",
   "test/integration/agents-side-by-side.test.ts",
   "test/integration/gemini.test.ts",

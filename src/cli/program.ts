@@ -535,6 +535,12 @@ export function buildProgram(): Command {
         "the harness the item's session runs, instead of the one its labels (routing.harnessByLabel) or routing.defaultHarness pick; one the config names",
       );
     }
+    if (name === "resume") {
+      control.option(
+        "--budget <+N>",
+        "raise the routing.budget limit the item was paused at by N before resuming (+Nk: thousands of tokens, +Nmin: minutes; docs/fleet.md#budgets)",
+      );
+    }
     control
       .option("--no-comment", "do not post the comment on the work item")
       .option("--json", "print the result as JSON", false)

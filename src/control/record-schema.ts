@@ -12,11 +12,12 @@ import { keysGoTogether, recordShapeModuleText } from "../state/index.js";
  */
 
 /**
- * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, or a
- * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's name), or the
- * dashboard (its actor is dashboard.operator).
+ * Where a command came from: a comment on the tracker, `the-loop sessions <command>`, a
+ * lifecycle hook that refused a start (its record disarms the item; the actor is the hook's
+ * name), the dashboard (its actor is dashboard.operator), or a budget's limit that paused the
+ * item (actor `the-loop`, docs/fleet.md#budgets).
  */
-export const CONTROL_SOURCES = ["comment", "cli", "hook", "dashboard"] as const;
+export const CONTROL_SOURCES = ["comment", "cli", "hook", "dashboard", "budget"] as const;
 
 /** What an applied command did (the `effect` of `control.command`). */
 export const CONTROL_EFFECTS = [

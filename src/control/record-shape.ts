@@ -31,7 +31,8 @@ export const controlRecordShape = {
         "comment",
         "cli",
         "hook",
-        "dashboard"
+        "dashboard",
+        "budget"
       ]
     },
     "actor": {

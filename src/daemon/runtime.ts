@@ -27,6 +27,7 @@ import type { CloseOptions } from "../sessions/close.js";
 import { CiAttemptStore } from "../feedback/index.js";
 import { PullRequestLinks } from "../registry/pr-links.js";
 import { StartQueue, startQueueFile } from "../registry/start-queue.js";
+import { BudgetStore, budgetDir } from "../budget/store.js";
 import { harnessPreparer } from "../sessions/harness-trust.js";
 import { SandboxRunner, resolveSandboxBinds } from "../sessions/sandbox-runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
@@ -183,6 +184,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         links,
         ciAttempts: new CiAttemptStore(paths.ciDir),
         startQueue: new StartQueue({ file: startQueueFile(paths.root) }),
+        budgets: new BudgetStore({ dir: budgetDir(paths.root) }),
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
         ...(workspaces ? { workspaces } : {}),
         ...(hooks ? { hooks } : {}),

@@ -14,6 +14,7 @@ import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";
 import { watchSessions } from "../dispatch/supervise.js";
+import { watchBudgets } from "../dispatch/budget-watch.js";
 import { acquirePidfile } from "./pidfile.js";
 import { runningConfigFile, writeRunningConfig } from "./running-config.js";
 import { socketHandlers } from "./socket/methods.js";
@@ -238,6 +239,8 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
     // A harness that exits, or whose pane dies, is noticed within a second or two and started again (routing.supervision).
     const supervised = watchSessions(() => dispatcher.superviseSessions(), options.signal, options.warn);
+    // Every live session's usage is read and kept; routing.budget's limits are acted on (docs/fleet.md#budgets).
+    const budgets = watchBudgets(() => dispatcher.checkBudgets(), options.signal, options.warn);
     // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`,
     // and the sessions of runs that ended graph.closeAfterMinutes ago close.
     const stalling = config.graph.enabled && config.graph.stallAfterMinutes !== undefined;
@@ -254,6 +257,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await stalls;
     await queued;
     await supervised;
+    await budgets;
     await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();

@@ -34,6 +34,7 @@ import { spawnTurn } from "./spawn.js";
 import { dequeueStart } from "./dequeue.js";
 import { queuedToStart } from "./slots.js";
 import { superviseSession } from "./supervise.js";
+import { UsageReaders, checkBudget } from "./budget-watch.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js";
 
@@ -493,6 +494,43 @@ export class Dispatcher implements EventHandler {
       Promise.all(journalled.map((ref) => inQueue(ref, () => resumeJournalledEffects(this.ctx, ref)))),
     ]);
     return started.filter(Boolean).length;
+  }
+
+  /** Each live session's transcript reader, kept between looks (budget-watch.ts). */
+  private readonly usageReaders = new UsageReaders(() => process.env);
+  /** Items whose budget is being looked at now: a look that runs again meanwhile leaves them be. */
+  private readonly budgeting = new Set<string>();
+
+  /**
+   * Looks at every live session's usage and budget (routing.budget, docs/fleet.md#budgets), each
+   * in its item's queue: usage read and kept, a warning at the threshold, a pause at the limit.
+   * The daemon calls it every BUDGET_CHECK_MS. How many items it paused.
+   */
+  async checkBudgets(): Promise<number> {
+    if (!this.accepting || this.options.budgets === undefined) return 0;
+    const refs = this.options.registry.list({ status: "live" }).records.map((record) => record.workItem.ref);
+    this.usageReaders.keepOnly(new Set(refs));
+    const paused = await Promise.all(
+      refs
+        .filter((ref) => !this.budgeting.has(ref))
+        .map(async (ref) => {
+          this.budgeting.add(ref);
+          try {
+            return await this.counted(() => this.exclusive([ref], () => checkBudget(this.ctx, this.usageReaders, ref)));
+          } catch (error) {
+            dispatchFailed(
+              deliveryEvents(this.options.events, ref, "budget-check"),
+              "control",
+              `the budget of ${ref} could not be checked: ${messageOf(error)}`,
+              true,
+            );
+            return false;
+          } finally {
+            this.budgeting.delete(ref);
+          }
+        }),
+    );
+    return paused.filter(Boolean).length;
   }
 
   /** Queued starts being carried out here now: a pump that runs again meanwhile leaves them be. */

@@ -3,6 +3,7 @@ import { CI_EVENTS } from "./ci-catalog.js";
 import { DASHBOARD_EVENTS } from "./dashboard-catalog.js";
 import { GRAPH_EVENTS } from "./graph-catalog.js";
 import { NOTIFY_EVENTS } from "./notify-catalog.js";
+import { BUDGET_EVENTS } from "./budget-catalog.js";
 
 /**
  * The closed catalog of event types. Every type the-loop records is declared here once (the graph
@@ -536,6 +537,7 @@ export const EVENT_CATALOG = {
   ...CAPABILITY_EVENTS,
   ...NOTIFY_EVENTS,
   ...DASHBOARD_EVENTS,
+  ...BUDGET_EVENTS,
   "daemon.started": {
     family: "daemon",
     level: "info",

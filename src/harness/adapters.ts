@@ -38,6 +38,12 @@ export interface HarnessAdapter {
   readonly pastedPattern?: RegExp;
   /** Enter is pressed again while the box still shows the paste (see PasteOptions.submitUntilTaken). */
   readonly submitUntilTaken?: boolean;
+  /**
+   * The keys that end the agent's current turn, as its own screen names them ("esc to
+   * interrupt"): sent when a budget's limit is reached. Undefined: no documented interrupt, and
+   * the item is paused without one.
+   */
+  readonly interruptKeys?: string;
   /** Starts a new conversation. */
   fresh(input: HarnessLaunchInput): string[];
   /** Continues the conversation `input.sessionId`; absent when the harness cannot resume one. */
@@ -118,6 +124,13 @@ export const CLAUDE_BLOCKED_PATTERN = /Enter to confirm|Esc to cancel|Do you tru
  */
 export const CLAUDE_PASTED_PATTERN = /─{8,}\n❯ \S/;
 
+/**
+ * Escape: what ends a turn in Claude Code ("esc to interrupt"), Codex ("esc to interrupt") and
+ * Gemini CLI ("esc to cancel"), each as its footer says while it works. Pressed once: twice in a
+ * row opens Claude Code's rewind menu.
+ */
+export const ESCAPE = "\u001b";
+
 function claudeAdapter(config: HarnessConfig | undefined, routing: Pick<RoutingConfig, "mcp">): HarnessAdapter {
   const binary = config?.command ?? ["claude"];
   // the-loop's own MCP server, its tools alone pre-approved (routing.mcp.enabled), before the
@@ -132,6 +145,7 @@ function claudeAdapter(config: HarnessConfig | undefined, routing: Pick<RoutingC
     readyPattern: config?.readyPattern === undefined ? CLAUDE_READY_PATTERN : new RegExp(config.readyPattern),
     blockedPattern: CLAUDE_BLOCKED_PATTERN,
     pastedPattern: CLAUDE_PASTED_PATTERN,
+    interruptKeys: ESCAPE,
     fresh: ({ sessionId, prompt }) => [...binary, "--session-id", sessionId, ...args, "--", prompt],
     resume: ({ sessionId, prompt }) => [...binary, "--resume", sessionId, ...args, "--", prompt],
   };

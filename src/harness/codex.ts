@@ -113,6 +113,8 @@ export function codexAdapter(config: HarnessConfig | undefined, routing: Pick<Ro
     promptInArgv: { fresh: true, resume: true } as const,
     readyPattern: config?.readyPattern === undefined ? CODEX_READY_PATTERN : new RegExp(config.readyPattern),
     blockedPattern: CODEX_BLOCKED_PATTERN,
+    // Escape ends a turn: its footer reads "esc to interrupt" while it works.
+    interruptKeys: "\u001b",
     fresh: ({ prompt }: CodexLaunch): string[] => [...binary, ...args, "--", prompt],
     resume: ({ sessionId, prompt }: CodexLaunch): string[] => [...binary, "resume", ...args, "--", sessionId, prompt],
     learnSessionId: (input: LearnSessionIdInput): Promise<string | undefined> => learnCodexSessionId(input),

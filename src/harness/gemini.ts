@@ -63,6 +63,8 @@ export function geminiAdapter(config: HarnessConfig | undefined) {
     // An Enter that reaches Gemini within 40 ms of a paste becomes a newline in the box (its
     // guard against pasted keystrokes), and a busy Gemini draws the paste late.
     submitUntilTaken: true,
+    // Escape ends a turn: its footer reads "(esc to cancel, …)" while it works.
+    interruptKeys: "\u001b",
     // `--session-id` takes the id the-loop records; reusing one is refused (exit 42), so a
     // respawn resumes instead. `--resume` finds the conversation only from the folder it ran in,
     // which a respawn keeps (the record's cwd).

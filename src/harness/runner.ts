@@ -68,6 +68,12 @@ export interface SessionRunner {
    * undefined when the pane is live or gone, or the runner cannot tell. Optional.
    */
   exitOf?(target: string): Promise<PaneExit | undefined>;
+  /**
+   * Sends the harness's interrupt keys (`keys`, a few bytes such as ESC) as typed, not pasted:
+   * what ends its current turn (docs/agents.md, "Budgets"). Throws SessionMissingError when no
+   * live pane holds the target. Optional: a runner without it cannot interrupt a turn.
+   */
+  interrupt?(target: string, keys: string): Promise<void>;
 }
 
 /** A dead pane's end, as tmux records it (remain-on-exit keeps it). */

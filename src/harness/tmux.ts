@@ -253,6 +253,26 @@ export class TmuxRunner implements SessionRunner {
   }
 
   /**
+   * The harness's interrupt keys, typed into its pane: loaded from a file and pasted unbracketed,
+   * as the Enter after a paste is (send-keys is refused while a read-only client is attached).
+   * Only the bytes an adapter names reach this (ESC), never text from a ticket or an agent.
+   */
+  async interrupt(target: string, keys: string): Promise<void> {
+    checkTarget(target);
+    const state = await this.probe(target);
+    if (state !== "live") throw new SessionMissingError(target, state);
+    const nonce = randomBytes(8).toString("hex");
+    const keysFile = join(this.tempDir, scratchFileName("keys", nonce));
+    const buffer = `the-loop-keys-${nonce}`;
+    try {
+      await writeFile(keysFile, keys, { mode: 0o600, flag: "wx" });
+      await this.tmux(["load-buffer", "-b", buffer, formatLiteral(keysFile), ";", "paste-buffer", "-d", "-b", buffer, "-t", windowOf(target)]);
+    } finally {
+      await rm(keysFile, { force: true });
+    }
+  }
+
+  /**
    * Presses Enter again while the box still shows the paste, bounded. The text has been
    * submitted once already, so nothing here may fail the delivery.
    */

@@ -38,6 +38,7 @@ import { isLive } from "../registry/record.js";
 import type { SessionClaimer, SessionRecord } from "../registry/record.js";
 import type { SessionRegistry } from "../registry/registry.js";
 import type { StartQueue } from "../registry/start-queue.js";
+import type { BudgetStore } from "../budget/store.js";
 
 /**
  * What the dispatcher's collaborators (spawn, delivery, pane, hook points, commands, closing)
@@ -132,6 +133,8 @@ export interface DispatcherOptions {
   readonly graph?: GraphSetup;
   /** The starts waiting for a slot under routing.limits (docs/fleet.md); without it no start ever waits. */
   readonly startQueue?: StartQueue;
+  /** What each session used, raised and was told of its budget (docs/fleet.md#budgets); without it nothing is counted. */
+  readonly budgets?: BudgetStore;
 }
 
 /**

@@ -177,6 +177,12 @@ export class SandboxRunner implements SessionRunner {
     return inner.screen(target);
   }
 
+  interrupt(target: string, keys: string): Promise<void> {
+    const inner = this.options.inner;
+    if (inner.interrupt === undefined) return Promise.reject(new RunnerError("this runner cannot interrupt a turn"));
+    return inner.interrupt(target, keys);
+  }
+
   terminate(...args: Parameters<SessionRunner["terminate"]>): ReturnType<SessionRunner["terminate"]> {
     return this.options.inner.terminate(...args);
   }

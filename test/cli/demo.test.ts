@@ -72,8 +72,8 @@ describe("the-loop demo", () => {
     expect(result.stdout).toMatch(/routing\.dropped\s+local:demo#1\s+reason=unauthorized-actor/);
     expect(result.stdout).toMatch(/session\.closed\s+local:demo#1\s+reason=item-closed/);
     // The session list as \`the-loop sessions list\` prints it: status and the item's last control command.
-    expect(result.stdout).toMatch(/^work item\s+status\s+control\s+harness\s+tmux\s+last event$/m);
-    expect(result.stdout).toMatch(/^local:demo#1\s+closed\s+start \(cleared\)\s+demo-agent\s+loop-[0-9a-f]{8}-local-demo-1-\S+\s+\d{4}-\d\d-\d\dT/m);
+    expect(result.stdout).toMatch(/^work item\s+status\s+control\s+harness\s+usage\s+tmux\s+last event$/m);
+    expect(result.stdout).toMatch(/^local:demo#1\s+closed\s+start \(cleared\)\s+demo-agent\s+-\s+loop-[0-9a-f]{8}-local-demo-1-\S+\s+\d{4}-\d\d-\d\dT/m);
     // the-loop's own comments are shown as its own, without the machine marker they carry.
     expect(result.stdout).toMatch(/^ {2}the-loop {2}\S+Z {2}\S+ {2}the-loop's own$/m);
     expect(result.stdout).not.toContain("<!-- the-loop:agent-comment -->");

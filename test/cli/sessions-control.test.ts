@@ -122,7 +122,7 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     await p.waitForEvent("the control announcement", (r) => r.event === "control.announced" && r.command === "start");
 
     let table = ok(await p.cli(["sessions", "list"])).stdout;
-    expect(table.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "tmux", "last event"]);
+    expect(table.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "usage", "tmux", "last event"]);
     expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "active", `start (cli, ${ACTOR})`]);
 
     // pause
@@ -173,7 +173,7 @@ describe("the-loop sessions start|pause|resume|stop", () => {
     expect(listed.controls.map((c) => [c.ref, c.command, c.effect])).toEqual([["local:demo#3", "pause", "recorded"]]);
     table = ok(await p.cli(["sessions", "list"])).stdout;
     expect(row(table, "local:demo#1").slice(0, 3)).toEqual(["local:demo#1", "closed", `stop (cli, ${ACTOR})`]);
-    expect(row(table, "local:demo#3")).toEqual(["local:demo#3", "-", `pause (cli, ${ACTOR})`, "-", "-", "-"]);
+    expect(row(table, "local:demo#3")).toEqual(["local:demo#3", "-", `pause (cli, ${ACTOR})`, "-", "-", "-", "-"]);
     expect(table).not.toContain("local:demo#2");
     // A control-only row is not a session in any state.
     expect(ok(await p.cli(["sessions", "list", "--status", "closed"])).stdout).not.toContain("local:demo#3");
@@ -439,7 +439,7 @@ describe("the-loop sessions list: the control column's cache", () => {
     const reads = vi.spyOn(ControlStore.prototype, "list");
 
     const first = await listed(config);
-    expect(row(first.out, "local:demo#3")).toEqual(["local:demo#3", "-", "pause (cli, bob)", "-", "-", "-"]);
+    expect(row(first.out, "local:demo#3")).toEqual(["local:demo#3", "-", "pause (cli, bob)", "-", "-", "-", "-"]);
     expect(reads).toHaveBeenCalledTimes(1);
     const again = await listed(config);
     expect(again.out).toBe(first.out);
@@ -532,7 +532,7 @@ describe("the-loop sessions list: each item's graph node", () => {
 
     // No graph run and the graph off: the table is as it always was, and --json says there is no run.
     const before = await listed(config);
-    expect(before.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "tmux", "last event"]);
+    expect(before.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "harness", "usage", "tmux", "last event"]);
     const none = JSON.parse((await listed(config, true)).out) as GraphListJson;
     expect(none.sessions.map((s) => [s.workItem.ref, s.graph])).toEqual([
       ["local:demo#1", null],
@@ -543,7 +543,7 @@ describe("the-loop sessions list: each item's graph node", () => {
     const enabled = join(root, "graph-config.yaml");
     await writeFile(enabled, "version: 1\nintegrations: {local: {project: demo}}\ngraph: {enabled: true}\n");
     const empty = await listed(enabled);
-    expect(empty.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "node", "harness", "tmux", "last event"]);
+    expect(empty.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "node", "harness", "usage", "tmux", "last event"]);
     expect(row(empty.out, "local:demo#1")[3]).toBe("-");
 
     // A run of #1 written into the state root: its node and status, with the graph off too.
@@ -552,10 +552,10 @@ describe("the-loop sessions list: each item's graph node", () => {
     for (let run = 0; run < 2; run++) {
       const table = await listed(config);
       expect(table.err).toBe("");
-      expect(table.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "node", "harness", "tmux", "last event"]);
+      expect(table.out.split("\n")[0]?.split(/ {2,}/)).toEqual(["work item", "status", "control", "node", "harness", "usage", "tmux", "last event"]);
       expect(row(table.out, "local:demo#1").slice(0, 4)).toEqual(["local:demo#1", "active", "-", "review (waiting)"]);
       expect(row(table.out, "local:demo#2")[3]).toBe("-");
-      expect(row(table.out, "local:demo#3")).toEqual(["local:demo#3", "-", "pause (cli, bob)", "-", "-", "-", "-"]);
+      expect(row(table.out, "local:demo#3")).toEqual(["local:demo#3", "-", "pause (cli, bob)", "-", "-", "-", "-", "-"]);
     }
     // The listing keeps a few words of each record, not its history.
     const cache = JSON.parse(await readFile(join(root, "cache", "sessions-list-graph.json"), "utf8")) as { entries: unknown };

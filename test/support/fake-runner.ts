@@ -39,6 +39,8 @@ export class FakeRunner implements SessionRunner {
   readonly delivered: { readonly target: string; readonly text: string }[] = [];
   readonly terminated: { readonly target: string; readonly options: TerminateOptions }[] = [];
   readonly probed: string[] = [];
+  /** Every interrupt sent to a live pane: its target and keys, in order. */
+  readonly interrupted: { readonly target: string; readonly keys: string }[] = [];
   /** Every delivery that found no live pane (and threw SessionMissingError), by target, in order. */
   readonly missed: string[] = [];
   /** `spawn-start <target>`, `spawn-end <target>`, `deliver <target>`: the order things happened in. */
@@ -134,6 +136,12 @@ export class FakeRunner implements SessionRunner {
       this.spawning -= 1;
       this.log.push(`spawn-end ${request.target}`);
     }
+  }
+
+  async interrupt(target: string, keys: string): Promise<void> {
+    const pane = this.panes.get(target);
+    if (pane?.state !== "live") throw new SessionMissingError(target, pane?.state ?? "absent");
+    this.interrupted.push({ target, keys });
   }
 
   async pasteText(target: string, text: string): Promise<void> {

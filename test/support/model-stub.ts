@@ -33,8 +33,23 @@ export interface ModelStub {
   close(): Promise<void>;
 }
 
-/** `script` answers each agentic request, given it and every agentic request before it. */
-export async function startModelStub(script: (request: ModelRequest, agenticSoFar: readonly ModelRequest[]) => ModelReply): Promise<ModelStub> {
+/** The usage each reply reports, as the Messages API does (input on message_start, output on message_delta). */
+export interface StubUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  readonly cache_creation_input_tokens?: number;
+  readonly cache_read_input_tokens?: number;
+}
+
+/**
+ * `script` answers each agentic request, given it and every agentic request before it. `usage`
+ * is what every reply reports (default: 10 in, 5 out).
+ */
+export async function startModelStub(
+  script: (request: ModelRequest, agenticSoFar: readonly ModelRequest[]) => ModelReply,
+  options: { readonly usage?: StubUsage } = {},
+): Promise<ModelStub> {
+  const usage = { ...USAGE, ...options.usage };
   const requests: ModelRequest[] = [];
   let toolIds = 0;
   const server: Server = createServer((req, res) => {
@@ -67,11 +82,11 @@ export async function startModelStub(script: (request: ModelRequest, agenticSoFa
     const model = body.model ?? "claude-stub";
     if (body.stream === false) {
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify(wholeMessage(model, reply, () => `toolu_stub_${++toolIds}`)));
+      res.end(JSON.stringify(wholeMessage(model, reply, () => `toolu_stub_${++toolIds}`, usage)));
       return;
     }
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    for (const [event, data] of streamEvents(model, reply, () => `toolu_stub_${++toolIds}`)) {
+    for (const [event, data] of streamEvents(model, reply, () => `toolu_stub_${++toolIds}`, usage)) {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     }
     res.end();
@@ -112,9 +127,12 @@ function textOf(content: unknown): string {
     .join("\n");
 }
 
+/** Message ids are unique within a run: Claude Code counts a message's usage once per id. */
+let nextMessage = 0;
+
 const USAGE = { input_tokens: 10, output_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: 0 };
 
-function wholeMessage(model: string, reply: ModelReply, nextToolId: () => string): Record<string, unknown> {
+function wholeMessage(model: string, reply: ModelReply, nextToolId: () => string, usage: typeof USAGE): Record<string, unknown> {
   const content =
     "text" in reply ? [{ type: "text", text: reply.text }] : [{ type: "tool_use", id: nextToolId(), name: reply.toolUse.name, input: reply.toolUse.input }];
   return {
@@ -125,16 +143,25 @@ function wholeMessage(model: string, reply: ModelReply, nextToolId: () => string
     content,
     stop_reason: "text" in reply ? "end_turn" : "tool_use",
     stop_sequence: null,
-    usage: USAGE,
+    usage,
   };
 }
 
-function streamEvents(model: string, reply: ModelReply, nextToolId: () => string): [string, unknown][] {
+function streamEvents(model: string, reply: ModelReply, nextToolId: () => string, usage: typeof USAGE): [string, unknown][] {
   const start: [string, unknown] = [
     "message_start",
     {
       type: "message_start",
-      message: { id: `msg_stub_${Date.now()}`, type: "message", role: "assistant", model, content: [], stop_reason: null, stop_sequence: null, usage: USAGE },
+      message: {
+        id: `msg_stub_${Date.now()}_${nextMessage++}`,
+        type: "message",
+        role: "assistant",
+        model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage,
+      },
     },
   ];
   const block: [string, unknown][] =
@@ -159,7 +186,11 @@ function streamEvents(model: string, reply: ModelReply, nextToolId: () => string
     ["content_block_stop", { type: "content_block_stop", index: 0 }],
     [
       "message_delta",
-      { type: "message_delta", delta: { stop_reason: "text" in reply ? "end_turn" : "tool_use", stop_sequence: null }, usage: { output_tokens: 5 } },
+      {
+        type: "message_delta",
+        delta: { stop_reason: "text" in reply ? "end_turn" : "tool_use", stop_sequence: null },
+        usage: { output_tokens: usage.output_tokens },
+      },
     ],
     ["message_stop", { type: "message_stop" }],
   ];

@@ -187,6 +187,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   const graphRuns = graphRunsByRef(project);
   const queued = queuedStarts(project, wanted);
+  const usage = (await import("./budget.js")).liveUsage(project);
   if (options.json) {
     const controls = controlRecordsByRef(project);
     const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
@@ -201,7 +202,9 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
         .filter((record) => keep(record.status))
         // Each record was read for this listing alone: its two columns are added to it rather than
         // to a copy (10,000 copies were a tenth of the command's time).
-        .map((record) => Object.assign(record, { control: controls.byRef.get(record.workItem.ref) ?? null, graph: graphOf(record.workItem.ref) })),
+        .map((record) =>
+          Object.assign(record, { control: controls.byRef.get(record.workItem.ref) ?? null, graph: graphOf(record.workItem.ref) }, usage.of(record)),
+        ),
       controls: withoutSession(controls.byRef, new Set(records.map((record) => record.workItem.ref))).map(([, record]) => record),
       queued,
       problems: allProblems,
@@ -218,21 +221,22 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
       summary.status,
       controls.byRef.get(summary.ref) ?? controlSummary(undefined),
       summary.harness,
+      isLive(summary) ? usage.column(summary.ref) : "-",
       summary.tmuxTarget,
       summary.lastEventAt,
     ]);
   const queuedRefs = new Set(queued.map((entry) => entry.ref));
   for (const [ref, control] of withoutSession(controls.byRef, new Set(summaries.map((summary) => summary.ref)))) {
-    if (!queuedRefs.has(ref)) rows.push([ref, "-", control, "-", "-", "-"]);
+    if (!queuedRefs.has(ref)) rows.push([ref, "-", control, "-", "-", "-", "-"]);
   }
   for (const entry of queued) {
-    rows.push([entry.ref, `queued (${entry.position})`, controls.byRef.get(entry.ref) ?? controlSummary(undefined), entry.harness, "-", entry.queuedAt]);
+    rows.push([entry.ref, `queued (${entry.position})`, controls.byRef.get(entry.ref) ?? controlSummary(undefined), entry.harness, "-", "-", entry.queuedAt]);
   }
   if (rows.length === 0) {
     stdout.line(wanted ? `no ${wanted} sessions` : "no sessions yet");
     return;
   }
-  const header = ["work item", "status", "control", "harness", "tmux", "last event"];
+  const header = ["work item", "status", "control", "harness", "usage", "tmux", "last event"];
   // Without the process graph every row's node would be `-`: the column appears once it is in use.
   const nodes = rows.map(([ref]) => graphRuns.of(ref ?? ""));
   if (!project.config.graph.enabled && nodes.every((run) => run === undefined)) {
@@ -381,6 +385,7 @@ export interface SessionsControlOptions {
   readonly graph?: string;
   /** start only: the harness the item's session runs (one the config allows). */
   readonly agent?: string;
+  readonly budget?: string; // resume only: `+N` raises the budget limit (docs/fleet.md#budgets)
 }
 
 /** A start's `--graph`, checked: an unknown name is refused here (exit 2), not run on the default as a comment's is. */
@@ -499,6 +504,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   // its tmux session ended by name (close.ts), and the stop is then recorded as for an item with
   // no session. Start, pause and resume still refuse a damaged record, naming the file.
   if (command === "stop") await closeDamagedSession(runtime, ref);
+  if (command === "resume") await (await import("./budget.js")).budgetBeforeResume(project, runtime.registry.get(ref), ref, options.budget, !options.json);
 
   const { loadCommandHooks, loadDaemonHooks } = await import("../../../daemon/hooks.js");
   // A start does what the daemon does, so it refuses a declaration that does not load, as the
