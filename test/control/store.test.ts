@@ -230,7 +230,7 @@ describe("ControlStore.get of a damaged file", () => {
 
   it.each([
     ["an unknown command", { command: "go" }, /command: expected one of start, stop, pause, resume; got "go"/],
-    ["an unknown source", { source: "email" }, /source: expected one of comment, cli, hook, budget; got "email"/],
+    ["an unknown source", { source: "email" }, /source: expected one of comment, cli, hook, dashboard, budget; got "email"/],
     ["an unknown effect", { effect: "exploded" }, /effect: expected one of started, .*noop, refused; got "exploded"/],
     ["a timestamp that is not ISO", { requestedAt: "yesterday" }, /requestedAt: expected an ISO 8601 UTC timestamp/],
     ["an unknown version", { version: 2 }, /version: expected 1; got 2/],
