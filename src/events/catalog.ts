@@ -3,7 +3,7 @@ import { CI_EVENTS } from "./ci-catalog.js";
 import { DASHBOARD_EVENTS } from "./dashboard-catalog.js";
 import { GRAPH_EVENTS } from "./graph-catalog.js";
 import { NOTIFY_EVENTS } from "./notify-catalog.js";
-import { BUDGET_EVENTS } from "./budget-catalog.js";
+import { FLEET_EVENTS } from "./fleet-catalog.js";
 
 /**
  * The closed catalog of event types. Every type the-loop records is declared here once (the graph
@@ -139,19 +139,6 @@ export const EVENT_CATALOG = {
       cwd: "string",
       delivery_id: "string?",
     },
-  },
-  "session.queued": {
-    family: "session",
-    level: "info",
-    summary: "An authorized start found a routing.limits cap full and waits in the start queue (`position`: 1 is next; `cap`: the cap that holds it).",
-    fields: { work_item: "string", harness: "string", position: "integer", cap: "string", delivery_id: "string?" },
-  },
-  "session.dequeued": {
-    family: "session",
-    level: "info",
-    summary:
-      "A start left the start queue (`reason`: slot-free — it starts now; stopped, awaiting-start, item-closed, spawn-policy, live — it does not). A pause keeps the item's place: it leaves no queue.",
-    fields: { work_item: "string", reason: "string", delivery_id: "string?" },
   },
   "session.spawn_failed": {
     family: "session",
@@ -537,7 +524,7 @@ export const EVENT_CATALOG = {
   ...CAPABILITY_EVENTS,
   ...NOTIFY_EVENTS,
   ...DASHBOARD_EVENTS,
-  ...BUDGET_EVENTS,
+  ...FLEET_EVENTS,
   "daemon.started": {
     family: "daemon",
     level: "info",

@@ -1,9 +1,22 @@
 /**
- * The budget events of the session family (catalog.ts, where EVENT_CATALOG takes them in):
- * what routing.budget's watch says of a session's use (docs/fleet.md#budgets). The same field
- * specs and rules as the rest of the catalog.
+ * The fleet's events of the session family (catalog.ts, where EVENT_CATALOG takes them in): the
+ * start queue of routing.limits, and what routing.budget's watch says of a session's use
+ * (docs/fleet.md). The same field specs and rules as the rest of the catalog.
  */
-export const BUDGET_EVENTS = {
+export const FLEET_EVENTS = {
+  "session.queued": {
+    family: "session",
+    level: "info",
+    summary: "An authorized start found a routing.limits cap full and waits in the start queue (`position`: 1 is next; `cap`: the cap that holds it).",
+    fields: { work_item: "string", harness: "string", position: "integer", cap: "string", delivery_id: "string?" },
+  },
+  "session.dequeued": {
+    family: "session",
+    level: "info",
+    summary:
+      "A start left the start queue (`reason`: slot-free — it starts now; stopped, awaiting-start, item-closed, spawn-policy, live — it does not). A pause keeps the item's place: it leaves no queue.",
+    fields: { work_item: "string", reason: "string", delivery_id: "string?" },
+  },
   "session.budget_warned": {
     family: "session",
     level: "warning",
