@@ -76,6 +76,7 @@ export function oneLine(value: unknown, max: number = MAX_DETAIL_CHARS): string 
 }
 
 const name = (fields: Fields, key: string): string => oneLine(fields[key], MAX_NAME_CHARS) || "?";
+const count = (value: unknown): string => (typeof value === "number" && Number.isFinite(value) ? value.toLocaleString("en-US") : "?");
 const detailOf = (value: unknown): { detail?: string } => {
   const text = oneLine(value);
   return text === "" ? {} : { detail: text };
@@ -109,8 +110,7 @@ function failedToStart(what: string, reasonField = "error"): MomentSpec {
 
 /**
  * Event type → moment. Keyed by the catalog's types, so an event renamed or removed fails
- * type-checking here. Budget and CI-gave-up have no event in the catalog yet: their moments are
- * configurable and map nothing until their events exist (docs/notifications.md).
+ * type-checking here (docs/notifications.md lists the same table).
  */
 export const MOMENT_TABLE = {
   "graph.waiting": {
@@ -151,6 +151,24 @@ export const MOMENT_TABLE = {
   "session.spawn_failed": failedToStart("A session could not be started"),
   "workspace.failed": failedToStart("The checkout could not be prepared, so no session started"),
   "session.failed_to_start": failedToStart("The agent kept dying past routing.supervision.maxRestarts: the session failed to start", "reason"),
+  "session.budget_exceeded": {
+    moment: "budget",
+    words: (fields) => ({
+      headline: `${name(fields, "work_item")} is paused: its session reached its ${name(fields, "dimension")} budget`,
+      ...detailOf(`used ${count(fields.used)} of a limit of ${count(fields.limit)} ${oneLine(fields.dimension, MAX_NAME_CHARS)}`),
+      action: {
+        say: `Raise the limit and resume it: \`the-loop sessions resume --work-item ${name(fields, "work_item")} --budget +N\` (a resume comment alone resumes it only until the next look pauses it again).`,
+      },
+    }),
+  },
+  "ci.gave_up": {
+    moment: "ci-gave-up",
+    words: (fields) => ({
+      headline: `CI on ${name(fields, "pull_request")} (for ${name(fields, "work_item")}) failed again after ${count(fields.attempts)} fixes: its session is told no more`,
+      ...detailOf(`check: ${oneLine(fields.check, MAX_NAME_CHARS)}`),
+      action: { say: "Look at the failing check on the pull request: a comment on it by an authorized person reaches the session with what to do." },
+    }),
+  },
   "graph.completed": {
     moment: "done",
     words: (fields) => ({

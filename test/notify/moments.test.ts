@@ -18,6 +18,10 @@ describe("the moment of each event type", () => {
     ["session.spawn_failed", "failed-to-start"],
     ["workspace.failed", "failed-to-start"],
     ["session.failed_to_start", "failed-to-start"],
+    ["session.budget_exceeded", "budget"],
+    ["session.budget_warned", undefined],
+    ["ci.gave_up", "ci-gave-up"],
+    ["ci.delivered", undefined],
     ["graph.completed", "done"],
     ["graph.advanced", undefined],
     ["session.spawned", undefined],
@@ -57,6 +61,14 @@ describe("the notice of an event", () => {
     ["session.failed_to_start", { harness: "claude", restarts: 3, reason: "the harness exited 3 times" }, "go:now", undefined, "the session failed to start"],
     ["session.awaiting_input", { question: "Which database?", comment_posted: true }, undefined, undefined, "asked a question"],
     ["graph.completed", {}, undefined, undefined, 'is done: its run reached "review"'],
+    [
+      "session.budget_exceeded",
+      { dimension: "tokens", used: 6_200, limit: 6_000, minutes: 3, interrupted: true },
+      undefined,
+      undefined,
+      "reached its tokens budget",
+    ],
+    ["ci.gave_up", { pull_request: "github:octo/repo#9", check: "test", attempts: 3, commented: true }, undefined, undefined, "CI on github:octo/repo#9"],
   ])("%s: moves on with %s", (event, extra, comment, alternative, headline) => {
     const notice = noticeOf({ event, ts: "2026-12-02T08:00:00.000Z", ...fields, ...extra }, KEYWORDS);
     expect(notice).toBeDefined();
@@ -80,6 +92,15 @@ describe("the notice of an event", () => {
     expect(long?.detail?.endsWith("…")).toBe(true);
     const none = noticeOf({ event: "graph.completed", ...fields }, KEYWORDS);
     expect(none).not.toHaveProperty("detail");
+  });
+
+  it("says the budget's figures and the command that raises it, and the check CI gave up on", () => {
+    const budget = noticeOf({ event: "session.budget_exceeded", work_item: REF, dimension: "tokens", used: 6_200, limit: 6_000 }, KEYWORDS);
+    expect(budget?.detail).toBe("used 6,200 of a limit of 6,000 tokens");
+    expect(budget?.action.say).toContain(`\`the-loop sessions resume --work-item ${REF} --budget +N\``);
+    const ci = noticeOf({ event: "ci.gave_up", work_item: REF, pull_request: "github:octo/repo#9", check: "lint\u001b[2J", attempts: 3 }, KEYWORDS);
+    expect(ci?.headline).toBe(`CI on github:octo/repo#9 (for ${REF}) failed again after 3 fixes: its session is told no more`);
+    expect(ci?.detail).toBe("check: lint");
   });
 
   it("is none for an event that names no work item, or is no moment", () => {
