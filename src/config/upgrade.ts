@@ -12,8 +12,8 @@ import { formatPath, parseConfigText } from "./parse.js";
 import { formatProblem } from "./problem.js";
 import { controlSchema, stateSchema } from "./schema.js";
 import { CLOSE_AFTER_COMMENT, CLOSE_AFTER_KEY, CLOSE_AFTER_WHY, graphDefaults, graphOn } from "./upgrade-graph.js";
-import { MCP_COMMENT, MCP_WHY, mcpDefaults } from "./upgrade-mcp.js";
-import { SUPERVISION_COMMENT, SUPERVISION_WHY, supervisionDefaults } from "./upgrade-supervision.js";
+import { mcpDefaults } from "./upgrade-mcp.js";
+import { SWITCH_COMMENTS, supervisionDefaults, switchDecisions } from "./upgrade-supervision.js";
 
 /**
  * `the-loop upgrade-config`, as functions over text and data: what an existing config needs to
@@ -82,8 +82,7 @@ function commentFor(path: ConfigPath, routingPath: ConfigPath): string | undefin
   const at = formatPath(path);
   if (at === "state") return " Everything the-loop generates lives under this folder (added by `the-loop upgrade-config`).";
   if (at === CLOSE_AFTER_KEY) return CLOSE_AFTER_COMMENT;
-  if (at === formatPath([...routingPath, "mcp"])) return MCP_COMMENT;
-  if (at === formatPath([...routingPath, "supervision"])) return SUPERVISION_COMMENT;
+  for (const [block, comment] of SWITCH_COMMENTS) if (at === formatPath([...routingPath, block])) return comment;
   if (at === formatPath([...routingPath, "control"])) {
     return (
       " Execution control (added by `the-loop upgrade-config`): authorized people start, stop, pause\n" +
@@ -479,10 +478,7 @@ export function upgradeConfigText(original: string, file = "config"): ConfigUpgr
   const control = before.config.routing.control;
   const needsDecision = [
     ...(added.includes(requireStart) ? [{ key: requireStart, why: requireStartWhy(control.keywords.start, control.enabled) }] : []),
-    ...(added.includes(formatPath([...routingPath, "mcp", "enabled"])) ? [{ key: formatPath([...routingPath, "mcp", "enabled"]), why: MCP_WHY }] : []),
-    ...(added.includes(formatPath([...routingPath, "supervision", "enabled"]))
-      ? [{ key: formatPath([...routingPath, "supervision", "enabled"]), why: SUPERVISION_WHY }]
-      : []),
+    ...switchDecisions(routingPath, added),
     ...(added.includes(CLOSE_AFTER_KEY) ? [{ key: CLOSE_AFTER_KEY, why: CLOSE_AFTER_WHY }] : []),
   ];
   return { text: upgraded, changed: true, added, needsDecision, insertions, routingPath };
