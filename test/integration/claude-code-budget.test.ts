@@ -86,6 +86,8 @@ describe(`a routing.budget crossed by the real Claude Code CLI (${CLAUDE_CODE_VE
     expect(listed).toMatchObject({ status: "paused", control: { command: "pause", source: "budget", actor: "the-loop" } });
     expect(listed?.usage?.tokens).toBeGreaterThanOrEqual(Number(exceeded.tokens));
     expect(listed?.usage?.limits.tokens).toBe(1000);
+    const why = await p.cli(["why", "#1"]);
+    expect(why.stdout).toMatch(new RegExp(`usage +${Number(listed?.usage?.tokens).toLocaleString("en-US")}/1,000 tok, \\d+ min`));
     const target = listed?.tmuxTarget ?? "";
     // The turn under way ended by Claude Code's own interrupt (Escape), not by the pause alone.
     await waitFor("the interrupted turn on the pane", async () => /Interrupted/.test(await screenOf(p, target)), { timeoutMs: 15_000 });

@@ -16,6 +16,7 @@ import { explainWhy } from "../../why/explain.js";
 import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../../why/explain.js";
 import { canonicalRef } from "../canonical-ref.js";
 import { queuedPlace } from "./sessions/queued.js";
+import type { SessionRecord } from "../../registry/record.js";
 
 /**
  * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one
@@ -114,11 +115,14 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
     ...queuedIn(project, ref, session),
   };
   const verdict = explainWhy(situation);
+  // A live session's usage against routing.budget (docs/fleet.md#budgets), as `sessions list` shows it.
+  const live = session !== undefined && !("damaged" in session) && (session.status === "active" || session.status === "paused");
+  const usage = live ? (await import("./sessions/budget.js")).liveUsage(project) : undefined;
   if (options.json) {
-    stdout.json(whyDocument(situation, verdict, log));
+    stdout.json({ ...whyDocument(situation, verdict, log), usage: usage?.of(session as SessionRecord).usage ?? null });
     return;
   }
-  printWhy(situation, verdict, log);
+  printWhy(situation, verdict, log, usage?.column(ref));
 }
 
 function sessionSummary(session: WhySituation["session"]): string {
@@ -150,7 +154,7 @@ function coverageNote(log: ReadLatestResult, ref: string): string | undefined {
   return undefined;
 }
 
-function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestResult): void {
+function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestResult, usage?: string): void {
   stdout.line(`${situation.ref}: ${stdout.paint("bold", verdict.state)}`);
   stdout.line(`  ${verdict.summary}`);
   if (verdict.lastRefusal) stdout.line(`  last refusal: ${verdict.lastRefusal}`);
@@ -160,6 +164,7 @@ function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestR
   stdout.line(`  session  ${sessionSummary(situation.session)}`);
   stdout.line(`  control  ${controlSummary(situation.control)}`);
   stdout.line(`  graph    ${graphSummary(situation.graph, situation.settings.graph.enabled)}`);
+  if (usage !== undefined) stdout.line(`  usage    ${usage}`);
   stdout.line();
   const note = coverageNote(log, situation.ref);
   if (log.events.length === 0) {
