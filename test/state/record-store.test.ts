@@ -1,11 +1,11 @@
 import { mkdir, readFile, readdir, utimes, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
-import { describe, expect, expectTypeOf, it, vi } from "vitest";
+import { describe, expect, expectTypeOf, it } from "vitest";
 import { z } from "zod";
 import { ExitError } from "../../src/errors.js";
-import { DamagedRecordError, FileRecordStore, compileShape, keysGoTogether } from "../../src/state/index.js";
-import type { RecordDamage, RecordKind, RecordOf, RecordStore, RecordShape } from "../../src/state/index.js";
+import { DamagedRecordError, FileRecordStore, keysGoTogether } from "../../src/state/index.js";
+import type { RecordKind, RecordOf, RecordStore } from "../../src/state/index.js";
 import { RefError, workItemSlug } from "../../src/workitem/index.js";
 import { tempDir } from "../support/temp.js";
 import { recordStoreContract } from "./record-store-contract.js";
@@ -38,10 +38,6 @@ const noteKind: RecordKind<typeof noteSchema> = {
   order: (a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0),
   remedy: "throw it away",
 };
-
-class NoteError extends DamagedRecordError {
-  override readonly name: string = "NoteError";
-}
 
 const REF = "github:octo/repo#15";
 const OTHER = "local:demo#3";
@@ -105,12 +101,6 @@ describe("FileRecordStore reads", () => {
     expect(store.listSync()).toEqual({ records: [], problems: [] });
   });
 
-  it("parses with the schema: what it does not know is dropped", async () => {
-    const store = await storeOf({ ...noteKind, schema: z.object(noteSchema.shape) });
-    await put(store, REF, jsonOf({ ...noteOf(REF), extra: true }));
-    expect(store.readSync(REF)).toEqual(noteOf(REF));
-  });
-
   it.each([
     ["is not JSON", "{ torn", /^not valid JSON \(/],
     ["does not validate", jsonOf(noteOf(REF, { text: "" })), /^not a note \(text: /],
@@ -133,36 +123,6 @@ describe("FileRecordStore reads", () => {
     expect(damaged.reason).toMatch(reason);
     expect(damaged.message).toBe(`note ${file} is damaged: ${damaged.reason}; throw it away`);
     await expect(store.get(REF)).rejects.toBeInstanceOf(DamagedRecordError);
-  });
-
-  it("throws the kind's own error when it has one", async () => {
-    const store = await storeOf({ ...noteKind, damaged: (damage: RecordDamage) => new NoteError(damage, "ask") });
-    await put(store, REF, "[]");
-    const error = thrown(() => store.readSync(REF));
-    expect(error).toBeInstanceOf(NoteError);
-    expect((error as NoteError).message).toMatch(/is damaged: not a note \(.*\); ask$/);
-  });
-
-  it("checks with the kind's zod-free check instead of the schema when it has one, returning the record as stored", async () => {
-    const check = vi.fn(compileShape(z.toJSONSchema(noteSchema, { io: "input" }) as RecordShape));
-    const lazy = vi.fn(async () => noteSchema);
-    const store = await storeOf({ ...noteKind, schema: lazy, check });
-    await put(store, REF, jsonOf(noteOf(REF)));
-    await put(store, OTHER, jsonOf({ ...noteOf(OTHER), text: 7 }));
-    expect(store.readSync(REF)).toEqual(noteOf(REF));
-    expect((thrown(() => store.readSync(OTHER)) as DamagedRecordError).reason).toBe("not a note (text: expected a non-empty string; got 7)");
-    expect(store.listSync().problems.map((problem) => problem.message)).toEqual(["text: expected a non-empty string; got 7"]);
-    expect(lazy).not.toHaveBeenCalled();
-    expect(check).toHaveBeenCalled();
-  });
-
-  it("refuses to read with a schema it has not loaded rather than skip the check", async () => {
-    const store = await storeOf({ ...noteKind, schema: async () => noteSchema });
-    await put(store, REF, jsonOf(noteOf(REF)));
-    expect(() => store.readSync(REF)).toThrow(/read with its schema, which is not loaded/);
-    // A transaction loads it; reads use it from then on.
-    await store.transaction(OTHER, async () => undefined);
-    expect(store.readSync(REF)).toEqual(noteOf(REF));
   });
 });
 
@@ -212,32 +172,6 @@ describe("FileRecordStore.transaction", () => {
     await expect(leaked?.write(noteOf(REF))).rejects.toThrow(/is over/);
     await expect(leaked?.remove()).rejects.toThrow(/is over/);
   });
-
-  it("is not reentrant on one item, across stores of the folder, and waits for a write the work left running", async () => {
-    const store = await storeOf();
-    const twin = new FileRecordStore({ kind: noteKind, dir: store.dir });
-    const started = Date.now();
-    await expect(store.transaction(REF, () => twin.transaction("GitHub:Octo/Repo#15", async () => 1))).rejects.toThrow(
-      /a note transaction on github:octo\/repo#15 is already open in this call chain; transactions are not reentrant/,
-    );
-    await expect(store.transaction(REF, () => store.remove(REF))).rejects.toThrow(/not reentrant/);
-    expect(Date.now() - started).toBeLessThan(1_500);
-    expect(await store.transaction(REF, () => store.transaction(OTHER, async () => "inner"))).toBe("inner");
-    let write: Promise<unknown> | undefined;
-    await store.transaction(REF, async (tx) => {
-      write = tx.write(noteOf(REF));
-    });
-    expect(store.readSync(REF)).toEqual(noteOf(REF));
-    await write;
-  });
-
-  it("loads a lazy schema once, before taking the lock", async () => {
-    const load = vi.fn(async () => noteSchema);
-    const store = await storeOf({ ...noteKind, schema: load, check: () => undefined });
-    await store.transaction(REF, (tx) => tx.write(noteOf(REF)));
-    await store.transaction(OTHER, (tx) => tx.write(noteOf(OTHER)));
-    expect(load).toHaveBeenCalledTimes(1);
-  });
 });
 
 describe("FileRecordStore.list", () => {
@@ -274,15 +208,6 @@ describe("FileRecordStore.list", () => {
     // Trusting placement, a record is taken where it is found.
     const trusting = new FileRecordStore({ kind: noteKind, dir: store.dir, trustPlacement: true });
     expect(trusting.listSync().records).toHaveLength(4);
-  });
-
-  it("checks a listing with the kind's listCheck when it has one", async () => {
-    const store = await storeOf({ ...noteKind, listCheck: (value) => ((value as Note).version === 1 ? undefined : "old") });
-    await put(store, REF, jsonOf({ version: 1, item: { ref: REF } }));
-    await put(store, OTHER, jsonOf({ version: 0, item: { ref: OTHER } }));
-    const listing = store.listSync();
-    expect(listing.records).toEqual([{ version: 1, item: { ref: REF } }]);
-    expect(listing.problems).toEqual([{ where: store.locate(OTHER), message: "old" }]);
   });
 
   it("answers from the folder cache while the folder is unchanged, and never caches problems", async () => {
