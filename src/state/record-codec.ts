@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import { redactKnownSecretsIn } from "../secrets.js";
-import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
+import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 import { DamagedRecordError } from "./record-kind.js";
 import type { RecordDamage, RecordKind } from "./record-kind.js";
 
@@ -56,6 +56,26 @@ export class RecordCodec<S extends z.ZodType> {
     let value = record;
     for (const step of this.itemSteps) value = isObject(value) ? value[step] : undefined;
     return typeof value === "string" ? value : undefined;
+  }
+
+  /**
+   * The canonical item a valid record names, or why it names none a read could find: missing,
+   * not a ref, or not spelt canonically. Each backend then says whether the record sits where
+   * that item's record belongs.
+   */
+  namedItem(record: unknown): { readonly item: string; readonly named: string } | { readonly problem: string } {
+    const field = this.kind.itemField;
+    const named = this.itemOf(record);
+    if (named === undefined) return { problem: `${field}: missing` };
+    let canonical: string;
+    try {
+      canonical = canonicalItem(named);
+    } catch (error) {
+      if (error instanceof RefError) return { problem: `${field}: ${error.message}` };
+      throw error;
+    }
+    if (canonical !== named) return { problem: `${field}: ${named} is not canonical (${canonical})` };
+    return { item: canonical, named };
   }
 
   damaged(item: string, where: string, reason: string): DamagedRecordError {

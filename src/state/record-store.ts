@@ -5,7 +5,7 @@ import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
 import type { z } from "zod";
 import { errnoOf, messageOf } from "../errors.js";
-import { RefError, parseWorkItemRef, workItemSlug } from "../workitem/index.js";
+import { parseWorkItemRef, workItemSlug } from "../workitem/index.js";
 import { fsyncDirectory, isTemporaryName, readTextIfPresent, writeJsonAtomic } from "./atomic.js";
 import { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.js";
 import { withLock } from "./lock.js";
@@ -305,18 +305,9 @@ export class FileRecordStore<S extends z.ZodType> implements SyncRecordStore<z.o
 
   /** Why a valid record does not belong in `file`: a read of its item would not find it there. */
   private placementProblem(file: string, record: unknown): string | undefined {
-    const field = this.kind.itemField;
-    const named = this.codec.itemOf(record);
-    if (named === undefined) return `${field}: missing`;
-    let canonical: string;
-    try {
-      canonical = canonicalItem(named);
-    } catch (error) {
-      if (error instanceof RefError) return `${field}: ${error.message}`;
-      throw error;
-    }
-    if (canonical !== named) return `${field}: ${named} is not canonical (${canonical})`;
-    const home = this.locate(canonical);
-    return home === file ? undefined : `it holds ${named}, whose record is ${basename(home)}`;
+    const named = this.codec.namedItem(record);
+    if ("problem" in named) return named.problem;
+    const home = this.locate(named.item);
+    return home === file ? undefined : `it holds ${named.named}, whose record is ${basename(home)}`;
   }
 }

@@ -2,7 +2,6 @@ import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 import type { PoolClient } from "pg";
 import type { z } from "zod";
-import { RefError } from "../../workitem/index.js";
 import { LockCompromisedError, LockTimeoutError } from "../lock.js";
 import { RecordCodec, canonicalItem } from "../record-codec.js";
 import type { ListRecordsOptions, RecordKind, RecordListing, RecordProblem, RecordTransaction, SyncRecordStore } from "../record-kind.js";
@@ -269,17 +268,8 @@ export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore
 
   /** Why a valid record does not belong in the row of `item`. */
   private placementProblem(item: string, record: unknown): string | undefined {
-    const field = this.kind.itemField;
-    const named = this.codec.itemOf(record);
-    if (named === undefined) return `${field}: missing`;
-    let canonical: string;
-    try {
-      canonical = canonicalItem(named);
-    } catch (error) {
-      if (error instanceof RefError) return `${field}: ${error.message}`;
-      throw error;
-    }
-    if (canonical !== named) return `${field}: ${named} is not canonical (${canonical})`;
-    return canonical === item ? undefined : `it holds ${named}, whose record is ${RECORDS_TABLE}(${this.key}, ${canonical})`;
+    const named = this.codec.namedItem(record);
+    if ("problem" in named) return named.problem;
+    return named.item === item ? undefined : `it holds ${named.named}, whose record is ${RECORDS_TABLE}(${this.key}, ${named.item})`;
   }
 }
