@@ -11,10 +11,9 @@ import { isLive } from "../registry/record.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import { closeSession } from "../sessions/close.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
-import type { WhySituation } from "../why/explain.js";
 import type { Runtime, RuntimeInput } from "./runtime.js";
 import { servedRefsOf, unservedReason } from "./socket/methods.js";
-import { readWhySituation } from "./socket/why-situation.js";
+import { readWhySituation, whySituationOf } from "./socket/why-situation.js";
 import { dashboardStatusFile } from "./dashboard-status.js";
 import type { DashboardStatus } from "./dashboard-status.js";
 
@@ -58,7 +57,7 @@ export async function startDashboard(
     events,
     graphs,
     budgetLimits: config.routing.budget,
-    whyOf: async (ref) => situationOf(await readWhySituation(paths, config, ref)),
+    whyOf: async (ref) => whySituationOf(await readWhySituation(paths, config, ref)),
     actions: {
       control: (request) => dispatcher.control(request),
       announce: (request) => announceControl({ trackers: runtime.trackers, events, keywords }, request),
@@ -97,20 +96,6 @@ export async function startDashboard(
         // Already gone; a stale file is recognised by its pid anyway.
       }
     },
-  };
-}
-
-/** The daemon's `why` facts as the pure verdict reads them (as the MCP server's `why` does). */
-function situationOf(answer: Awaited<ReturnType<typeof readWhySituation>>): WhySituation {
-  return {
-    ref: answer.ref,
-    settings: answer.settings,
-    session: answer.session ?? undefined,
-    control: answer.control ?? undefined,
-    graph: answer.graph ?? undefined,
-    ...(answer.held !== null ? { held: answer.held } : {}),
-    events: answer.events,
-    daemonRunning: true,
   };
 }
 

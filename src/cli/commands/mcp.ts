@@ -4,7 +4,7 @@ import { ExitError, messageOf } from "../../errors.js";
 import { NoDaemonError, callDaemon, callSessionSocket } from "../../daemon/socket/rpc.js";
 import type { SessionCredential } from "../../daemon/socket/rpc.js";
 import { askAnswerSchema, claimAnswerSchema } from "../../daemon/socket/methods.js";
-import { whyAnswerSchema } from "../../daemon/socket/why-situation.js";
+import { whyAnswerSchema, whySituationOf } from "../../daemon/socket/why-situation.js";
 import type { WhyAnswer } from "../../daemon/socket/why-situation.js";
 import { graphStateSchema } from "../../graph-run/state.js";
 import type { TheLoopCalls, ToolAnswer } from "../../mcp/tools.js";
@@ -16,7 +16,6 @@ import { sessionCredential, sessionSocket } from "../session-guard.js";
 import { packageVersion } from "../version.js";
 import { describeEvent } from "../../why/events.js";
 import { explainWhy } from "../../why/explain.js";
-import type { WhySituation } from "../../why/explain.js";
 import { statusDocument } from "./graph/runs.js";
 
 /**
@@ -127,16 +126,7 @@ function claimText(answer: z.output<typeof claimAnswerSchema>): ToolAnswer {
 
 /** The item's story as `the-loop why` tells it, from the facts the daemon read (it answers, so it runs). */
 export function whyText(answer: WhyAnswer): ToolAnswer {
-  const situation: WhySituation = {
-    ref: answer.ref,
-    settings: answer.settings,
-    session: answer.session ?? undefined,
-    control: answer.control ?? undefined,
-    graph: answer.graph ?? undefined,
-    ...(answer.held !== null ? { held: answer.held } : {}),
-    events: answer.events,
-    daemonRunning: true,
-  };
+  const situation = whySituationOf(answer);
   const verdict = explainWhy(situation);
   const lines = [`${situation.ref}: ${verdict.state}`, `  ${verdict.summary}`];
   if (verdict.lastRefusal) lines.push(`  last refusal: ${verdict.lastRefusal}`);

@@ -10,6 +10,7 @@ import { SessionRegistry } from "../../registry/registry.js";
 import { DamagedRecordError } from "../../state/index.js";
 import type { StatePaths } from "../../state/layout.js";
 import { messageOf } from "../../errors.js";
+import type { WhySituation } from "../../why/index.js";
 
 /**
  * What `the-loop why` reads about one work item — its records, the end of the event log and the
@@ -97,6 +98,20 @@ export const whyAnswerSchema = z.object({
 });
 
 export type WhyAnswer = z.output<typeof whyAnswerSchema>;
+
+/** The daemon's `why` facts as the pure verdict reads them: the daemon answered, so it runs. */
+export function whySituationOf(answer: WhyAnswer): WhySituation {
+  return {
+    ref: answer.ref,
+    settings: answer.settings,
+    session: answer.session ?? undefined,
+    control: answer.control ?? undefined,
+    graph: answer.graph ?? undefined,
+    ...(answer.held !== null ? { held: answer.held } : {}),
+    events: answer.events,
+    daemonRunning: true,
+  };
+}
 
 /** The record, null when there is none, or what is wrong with it when it cannot be read. */
 async function readRecord<T>(read: () => T | undefined | Promise<T | undefined>): Promise<T | { damaged: string } | null> {
