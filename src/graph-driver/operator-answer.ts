@@ -15,7 +15,7 @@ import { loopGateMove } from "./loop-events.js";
 import type { MoveContext } from "./move-context.js";
 import { commitMove } from "./move.js";
 import type { MoveRefusal } from "./move.js";
-import { graphOf, readState } from "./start-claim-force.js";
+import { graphOf, graphOff, readState } from "./start-claim-force.js";
 import type { ClaimAnswer } from "./start-claim-force.js";
 
 /**
@@ -55,17 +55,7 @@ function answerOf(ref: string, graph: Graph, state: GraphState | undefined, move
 export async function graphOperatorAnswer(ctx: MoveContext, request: OperatorAnswerRequest): Promise<ClaimAnswer> {
   const setup = ctx.options.graph;
   const ref = request.ref;
-  if (setup === undefined) {
-    return {
-      moved: false,
-      ref,
-      graph: null,
-      node: null,
-      status: null,
-      reasonCode: "graph-off",
-      reason: "the process graph is off in the daemon's config (graph.enabled)",
-    };
-  }
+  if (setup === undefined) return graphOff(ref);
   const actor: GraphActor = { kind: "operator", id: boundedName(request.actor.id) || "operator" };
   const reason = request.reason !== undefined ? boundedName(request.reason, REASON_MAX) : "";
   const at = ctx.now();

@@ -194,8 +194,8 @@ function answerOf(ref: string, graph: Graph | undefined, state: GraphState | und
   };
 }
 
-/** The answer to a claim or a force when the daemon runs without the process graph. */
-function graphOff(ref: string): ClaimAnswer {
+/** The answer to a claim, a force or an operator's gate answer when the daemon runs without the process graph. */
+export function graphOff(ref: string): ClaimAnswer {
   return {
     moved: false,
     ref,
