@@ -260,13 +260,16 @@ export class PostgresDatabase {
   }
 
   private notified(message: Notification): void {
-    let payload: { kind?: unknown; item?: unknown; seq?: unknown; sync?: unknown };
+    let parsed: unknown;
     try {
-      payload = JSON.parse(message.payload ?? "") as typeof payload;
+      parsed = JSON.parse(message.payload ?? "");
     } catch {
       // Not a notification of ours (another program on the channel): nothing to fetch.
       return;
     }
+    // Not an object: not a notification of ours either.
+    if (typeof parsed !== "object" || parsed === null) return;
+    const payload: { kind?: unknown; item?: unknown; seq?: unknown; sync?: unknown } = parsed;
     if (typeof payload.sync === "string") {
       const resolve = this.syncs.get(payload.sync);
       if (resolve === undefined) return;
