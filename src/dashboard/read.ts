@@ -39,16 +39,18 @@ export interface ItemFacts {
 /**
  * The board's column: queued (waiting for a slot under routing.limits); waiting for a person (a
  * human gate, a question the agent asked, a pause); blocked (its graph run stopped at a node);
- * done (its run ended, or its session closed and nothing starts it again); working otherwise.
+ * done (its run ended, or its session closed and nothing starts it again); working otherwise. A
+ * session that failed to start (the supervision gave its harness up) is blocked until a new start.
  */
 export function boardColumn(facts: ItemFacts): BoardColumn {
   if (facts.queued) return "queued";
   const graph = facts.graph?.status;
   if (graph === "blocked") return "blocked";
+  const standing = facts.control !== undefined && facts.control.clearedAt === undefined ? facts.control.command : undefined;
+  if (facts.session?.status === "failed") return standing === "start" ? "working" : "blocked";
   if (graph === "waiting" || facts.session?.awaitingInput !== undefined || facts.session?.status === "paused") return "waiting";
   if (graph !== undefined && graph !== "running") return "done";
   if (facts.session === undefined || facts.session.status === "closed") {
-    const standing = facts.control !== undefined && facts.control.clearedAt === undefined ? facts.control.command : undefined;
     return standing === "start" || standing === "resume" ? "working" : "done";
   }
   return "working";

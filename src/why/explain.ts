@@ -24,6 +24,8 @@ export interface SessionView {
   readonly createdAt: string;
   readonly closedAt?: string;
   readonly closeReason?: string;
+  /** Why a supervised harness was given up (status `failed`, docs/fleet.md#supervision). */
+  readonly failureReason?: string;
   readonly awaitingInput?: { readonly question: string };
 }
 
@@ -82,6 +84,7 @@ export type WhyState =
   | "graph-failed"
   | "graph-done"
   | "graph-canceled"
+  | "failed-to-start"
   | "answer-held"
   | "closed"
   | "stopped"
@@ -299,6 +302,8 @@ function decide(situation: WhySituation): WhyVerdict {
   // With no agent left, a start that stands is the next run on its way: it is the news.
   const nextRunQueued = live === undefined && control !== undefined && !isDamaged(control) && control.command === "start" && control.clearedAt === undefined;
   if (ended?.state === "graph-failed" && !nextRunQueued) return ended;
+  const failedSession = session !== undefined && !isDamaged(session) && session.status === "failed" ? session : undefined;
+  if (failedSession && !nextRunQueued) return failedToStartVerdict(ref, failedSession, settings);
   if (run?.status === "blocked") return blockedVerdict(ref, run);
   if (live && live.status === "active" && harnessBlocked(events)) {
     return {
@@ -389,6 +394,15 @@ function decide(situation: WhySituation): WhyVerdict {
     state: "unseen",
     summary: `nothing in the records or the part of the event log read says the-loop has seen this item${lastSession}`,
     next: armThenStart(ref, settings),
+  };
+}
+
+/** A session the supervision gave up on: its harness kept dying, and no agent runs now. */
+function failedToStartVerdict(ref: string, session: SessionView, settings: WhySettings): WhyVerdict {
+  return {
+    state: "failed-to-start",
+    summary: `its ${session.harness} session failed to start: ${session.failureReason ?? "its harness kept exiting"}; no agent runs`,
+    next: `fix the cause (its tmux session ${session.tmuxTarget} is kept: \`the-loop sessions attach --work-item ${ref}\` shows it), then start it again: ${howToStart(ref, settings)}`,
   };
 }
 

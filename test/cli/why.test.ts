@@ -366,6 +366,33 @@ const STATES: Row[] = [
     next: /^deal with what the loop hook budget objects to, then comment `the-loop:start-execution` as one of: alice, bob, or run `the-loop sessions start --work-item local:demo#1` \(a start begins a new run\)$/,
   },
   {
+    what: "failed to start: the supervision gave its harness up, and no agent runs",
+    given: {
+      session: {
+        ...closedSession,
+        status: "failed",
+        closeReason: "failed-to-start",
+        failureReason: "fake exited with status 1 three times in a row (maxRestarts: 3)",
+      },
+      control: control({ clearedAt: "2025-03-10T13:00:00.000Z" }),
+      graph: run(),
+      events: newestFirst(opened([ARM]), event("session.failed_to_start")),
+    },
+    state: "failed-to-start",
+    summary: /^its fake session failed to start: fake exited with status 1 three times in a row \(maxRestarts: 3\); no agent runs$/,
+    next: /^fix the cause \(its tmux session loop-demo-1 is kept: `the-loop sessions attach --work-item local:demo#1` shows it\), then start it again: comment `the-loop:start-execution` as one of: alice, bob, or run `the-loop sessions start --work-item local:demo#1`$/,
+  },
+  {
+    what: "failed to start, and a new start already stands: the new start is the news",
+    given: {
+      session: { ...closedSession, status: "failed", closeReason: "failed-to-start", failureReason: "gone" },
+      control: control({ requestedAt: "2025-03-10T14:00:00.000Z" }),
+      events: newestFirst(opened([ARM]), applied("started")),
+    },
+    state: "starting",
+    next: null,
+  },
+  {
     what: "failed, and a new start already stands: the next run is queued",
     given: { control: control({ requestedAt: "2025-03-10T14:00:00.000Z" }), graph: failedByHook, events: newestFirst(opened([ARM]), applied("started")) },
     state: "starting",

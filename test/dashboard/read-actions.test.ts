@@ -27,6 +27,8 @@ describe("the board's column", () => {
     [facts({ session: { status: "closed", awaitingInput: undefined } }), "done"],
     [facts({ control: { command: "start", clearedAt: undefined } }), "working"],
     [facts({ control: { command: "stop", clearedAt: undefined } }), "done"],
+    [facts({ session: { status: "failed", awaitingInput: undefined }, graph: { status: "running", node: "write" } }), "blocked"],
+    [facts({ session: { status: "failed", awaitingInput: undefined }, control: { command: "start", clearedAt: undefined } }), "working"],
   ] as const)("%o → %s", (given, column) => {
     expect(boardColumn(given)).toBe(column);
   });

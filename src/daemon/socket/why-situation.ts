@@ -62,6 +62,7 @@ export const whyAnswerSchema = z.object({
         createdAt: z.string(),
         closedAt: z.string().optional(),
         closeReason: z.string().optional(),
+        failureReason: z.string().optional(),
         awaitingInput: z.looseObject({ question: z.string() }).optional(),
       }),
     ])
