@@ -9,6 +9,7 @@ import { ConfigError, DISCOVERY_PLACES } from "../../config/load.js";
 import { displayPath, openProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
+import { budgetLine, budgetStatus } from "./sessions/budget-status.js";
 import { limitsLine, limitsStatus } from "./sessions/queued.js";
 
 export interface JsonOption {
@@ -121,8 +122,9 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
   const { healthy, services, problems, sandbox } = report;
   const limits = limitsStatus(project);
   const dashboard = dashboardStatus(project);
+  const budget = budgetStatus(project.config.routing);
   if (options.json) {
-    stdout.json({ healthy, problems, services, sandbox, dashboard, ...(limits !== undefined ? { limits } : {}) });
+    stdout.json({ healthy, problems, services, sandbox, dashboard, ...(limits !== undefined ? { limits } : {}), ...(budget !== undefined ? { budget } : {}) });
   } else {
     stdout.line(
       formatTable(
@@ -135,6 +137,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
       `sessions: ${sandbox.sandbox === undefined ? "unsandboxed" : `sandboxed (${sandbox.sandbox}, ${binds})`} — routing.sandbox.mode: ${sandbox.mode}`,
     );
     if (limits !== undefined) stdout.line(limitsLine(limits));
+    if (budget !== undefined) stdout.line(budgetLine(budget));
     stdout.line(dashboardLine(dashboard));
     if (problems.length > 0) {
       stdout.line("");
