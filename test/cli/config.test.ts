@@ -121,6 +121,7 @@ describe("the-loop config show", () => {
       registryDir: join(root, "sessions"),
       controlDir: join(root, "sessions", "control"),
       linksDir: join(root, "sessions", "links"),
+      ciDir: join(root, "sessions", "ci"),
       graphsDir: join(root, "graphs"),
       pollStateFile: join(root, "sessions", "poll-state.json"),
       legacyPollStateFile: join(cwd, ".the-loop", "poll-state.json"),
