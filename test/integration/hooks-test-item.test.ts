@@ -51,6 +51,9 @@ async function project(): Promise<TestProject> {
   await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
   expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
   await p.waitForEvent("the spawn", (r) => r.event === "session.spawned" && r.work_item === REF);
+  // The session's socket opens on the daemon's next pass over its sessions: waited for here, so that
+  // it is not taken for something `hooks test` wrote.
+  await p.waitForEvent("the session's socket", (r) => r.event === "session.socket_opened" && r.work_item === REF);
   return p;
 }
 
