@@ -1,4 +1,5 @@
 import { messageOf } from "../errors.js";
+import { ciDeliveryPort, prepareCiFailure } from "../feedback/index.js";
 import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
 import { deliveryKeys } from "../routing/inbound.js";
 import { graphContext } from "../graph-run/assignment.js";
@@ -11,7 +12,6 @@ import { inputReceived } from "./hook-points.js";
 import { boundedInputText, deliveredInputKind } from "./lifecycle.js";
 import { endIfClosed, pasteIntoPane, respawn, untilReady } from "./pane.js";
 import { renderEventPrompt } from "./prompts.js";
-import { ciFailureText, claimCiFailure, releaseCiFailure } from "./ci-delivery.js";
 import type { PromptInput } from "./prompts.js";
 import { RECENT_DELIVERIES_MAX } from "../registry/record.js";
 import type { SessionRecord } from "../registry/record.js";
@@ -56,10 +56,15 @@ export async function promptInput(
     workItem,
     event,
     title,
-    askCommand: `the-loop ask --work-item ${workItem.ref} "your question"`,
+    askCommand: askCommandFor(workItem.ref),
     awaitingQuestion: record?.awaitingInput?.question,
     graphContext: await graphContextOf(ctx, workItem.ref),
   };
+}
+
+/** How the session asks a person something about `ref`. */
+function askCommandFor(ref: string): string {
+  return `the-loop ask --work-item ${ref} "your question"`;
 }
 
 /** `{{graph_context}}` for the item: empty without a graph or a readable run. */
@@ -95,20 +100,28 @@ export async function deliverEvent(
   ctx.react(event, "started");
   const inputKind = deliveredInputKind(event, record);
   if (inputKind !== undefined) await inputReceived(ctx, workItem, event, { kind: inputKind, text: boundedInputText(event.body) });
-  // A CI failure is counted for its pull request first, and its text is built of its own (ci-delivery.ts).
-  const claim = event.kind === "check_failed" ? await claimCiFailure(ctx, turn) : undefined;
-  if (claim !== undefined && !claim.proceed) return claim.result;
-  const input = await promptInput(ctx, workItem, event, record);
-  const ci = claim === undefined ? undefined : await ciFailureText(ctx, turn, claim, input.askCommand);
-  const text = ci?.text ?? renderEventPrompt(ctx.templates, input);
+  // A CI failure is counted for its pull request and told in words of its own (feedback/delivery.ts).
+  const ci =
+    event.kind === "check_failed"
+      ? await prepareCiFailure(ciDeliveryPort({ attempts: ctx.options.ciAttempts, trackers: ctx.options.trackers, events: ctx.options.events, now: ctx.now }), {
+          event,
+          workItem: turn.workItem,
+          turnEvents: turn.events,
+          feedback: ctx.policy.feedback,
+          askCommand: askCommandFor(workItem.ref),
+        })
+      : undefined;
+  if (ci?.kind === "drop") return settle(turn, ci.reason);
+  if (ci?.kind === "settled") return SETTLED;
+  const text = ci?.text ?? renderEventPrompt(ctx.templates, await promptInput(ctx, workItem, event, record));
   let pasted: PasteResult;
   try {
     pasted = await paste(ctx, record, text);
   } catch (error) {
-    if (claim !== undefined) await releaseCiFailure(ctx, event);
+    await ci?.release();
     throw error;
   }
-  if (claim !== undefined && pasted !== "pasted") await releaseCiFailure(ctx, event);
+  if (pasted !== "pasted") await ci?.release();
   if (pasted === "closed") return settle(turn, SESSION_CLOSED);
   if (pasted === "paused") return settle(turn, "session-paused");
   if (pasted === "spawn-failed" || pasted === "interrupted") {
@@ -131,16 +144,7 @@ export async function deliverEvent(
     return { ...rest, lastEventAt: ctx.now().toISOString(), recentDeliveries: recent.slice(-RECENT_DELIVERIES_MAX) };
   });
   turn.events.emit("dispatch.succeeded", { tmux_target: record.tmuxTarget });
-  if (claim !== undefined && ci !== undefined && event.pullRequest !== undefined) {
-    turn.events.emit("ci.delivered", {
-      pull_request: event.pullRequest.ref,
-      check: event.check?.name ?? "",
-      conclusion: event.check?.conclusion ?? "",
-      attempt: claim.attempt,
-      max_attempts: claim.maxAttempts,
-      log: ci.log,
-    });
-  }
+  ci?.delivered();
   ctx.react(event, "completed");
   await recordLink(ctx, turn);
   return SETTLED;
