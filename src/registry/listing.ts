@@ -73,32 +73,41 @@ export interface SessionSummary {
   readonly harness: string;
   readonly tmuxTarget: string;
   readonly lastEventAt: string;
+  /** When the session began: what its budget record is kept for. */
+  readonly createdAt: string;
 }
 
-type SummaryRow = [string, SessionStatus, string, string, string];
+type SummaryRow = [string, SessionStatus, string, string, string, string];
 
 /**
  * The table's view of the registry, for a listing that prints no whole records. With a cache, its
- * compact rows are kept beside the full listing (`<cache>.rows`), a fraction of its size, so a
+ * compact rows are kept beside the full listing (`<cache>.summaries`), a fraction of its size, so a
  * large registry's table costs one small read.
  */
 export function listSessionSummaries(dir: string, options: ListOptions = {}): { summaries: SessionSummary[]; problems: RegistryProblem[] } {
   const wanted = options.status;
   const keep = (status: SessionStatus): boolean => (wanted === "live" ? isLive({ status }) : wanted === undefined || status === wanted);
-  const rowsCache = options.cache === undefined ? undefined : `${options.cache}.rows`;
+  const rowsCache = options.cache === undefined ? undefined : `${options.cache}.summaries`;
   const stamp = rowsCache === undefined ? undefined : folderStamp(dir);
   if (rowsCache !== undefined && stamp !== undefined) {
     const rows = readFolderCache<SummaryRow>(rowsCache, dir, stamp);
     if (rows) return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: [] };
   }
   const listing = listSessionRecords(dir, { cache: options.cache });
-  const rows = listing.records.map((record): SummaryRow => [record.workItem.ref, record.status, record.harness, record.tmuxTarget, record.lastEventAt]);
+  const rows = listing.records.map((record): SummaryRow => [
+    record.workItem.ref,
+    record.status,
+    record.harness,
+    record.tmuxTarget,
+    record.lastEventAt,
+    record.createdAt,
+  ]);
   if (rowsCache !== undefined && stamp !== undefined && listing.problems.length === 0) {
     writeFolderCache(rowsCache, { dir, stamp, entries: rows });
   }
   return { summaries: rows.filter((row) => keep(row[1])).map(summaryOf), problems: listing.problems };
 }
 
-function summaryOf([ref, status, harness, tmuxTarget, lastEventAt]: SummaryRow): SessionSummary {
-  return { ref, status, harness, tmuxTarget, lastEventAt };
+function summaryOf([ref, status, harness, tmuxTarget, lastEventAt, createdAt]: SummaryRow): SessionSummary {
+  return { ref, status, harness, tmuxTarget, lastEventAt, createdAt };
 }

@@ -454,10 +454,10 @@ describe("listSessionSummaries", () => {
     const cache = join(await tempDir(), "cache", "sessions-list.json");
     const summaries = () => listSessionSummaries(registry.dir, { cache }).summaries;
     expect(summaries()).toEqual([
-      { ref: "local:demo#1", status: "active", harness: "claude", tmuxTarget: one.tmuxTarget, lastEventAt: one.lastEventAt },
-      { ref: "local:demo#2", status: "paused", harness: "claude", tmuxTarget: two.tmuxTarget, lastEventAt: two.lastEventAt },
+      { ref: "local:demo#1", status: "active", harness: "claude", tmuxTarget: one.tmuxTarget, lastEventAt: one.lastEventAt, createdAt: one.createdAt },
+      { ref: "local:demo#2", status: "paused", harness: "claude", tmuxTarget: two.tmuxTarget, lastEventAt: two.lastEventAt, createdAt: two.createdAt },
     ]);
-    expect(JSON.parse(await readFile(`${cache}.rows`, "utf8"))).toMatchObject({
+    expect(JSON.parse(await readFile(`${cache}.summaries`, "utf8"))).toMatchObject({
       entries: [
         ["local:demo#1", "active"],
         ["local:demo#2", "paused"],

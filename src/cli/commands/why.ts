@@ -16,7 +16,6 @@ import { explainWhy } from "../../why/explain.js";
 import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../../why/explain.js";
 import { canonicalRef } from "../canonical-ref.js";
 import { queuedPlace } from "./sessions/queued.js";
-import type { SessionRecord } from "../../registry/record.js";
 
 /**
  * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one
@@ -116,13 +115,17 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
   };
   const verdict = explainWhy(situation);
   // A live session's usage against routing.budget (docs/fleet.md#budgets), as `sessions list` shows it.
-  const live = session !== undefined && !("damaged" in session) && (session.status === "active" || session.status === "paused");
-  const usage = live ? (await import("./sessions/budget.js")).liveUsage(project) : undefined;
+  const live = session !== undefined && !("damaged" in session) && (session.status === "active" || session.status === "paused") ? session : undefined;
+  const budget = live !== undefined ? await import("./sessions/budget.js") : undefined;
+  const summary =
+    live !== undefined
+      ? budget?.liveUsage(project.paths.root, project.config.routing.budget).summary({ ref, createdAt: live.createdAt, harness: live.harness })
+      : undefined;
   if (options.json) {
-    stdout.json({ ...whyDocument(situation, verdict, log), usage: usage?.of(session as SessionRecord).usage ?? null });
+    stdout.json({ ...whyDocument(situation, verdict, log), usage: summary ?? null });
     return;
   }
-  printWhy(situation, verdict, log, usage?.column(ref));
+  printWhy(situation, verdict, log, summary !== undefined ? budget?.usageColumn(summary) : undefined);
 }
 
 function sessionSummary(session: WhySituation["session"]): string {

@@ -3,14 +3,13 @@ import type { BudgetDimension, BudgetLimits } from "../../../budget/decide.js";
 import { BudgetRecordError, BudgetStore, budgetDir } from "../../../budget/store.js";
 import type { BudgetRecord, UsageFacts } from "../../../budget/store.js";
 import { unreadableReason } from "../../../budget/transcripts.js";
-import { join } from "node:path";
-import { UsageError } from "../../../errors.js";
+import { readdirSync } from "node:fs";
+import { basename } from "node:path";
+import { UsageError, errnoOf } from "../../../errors.js";
 import { isLive } from "../../../registry/record.js";
 import type { SessionRecord } from "../../../registry/record.js";
 import type { Project } from "../../context.js";
 import { stdout } from "../../output.js";
-import { readJsonFileSync } from "../../../state/atomic.js";
-import { workItemSlug } from "../../../workitem/ref.js";
 
 /**
  * Budgets from the CLI (docs/fleet.md#budgets): `sessions resume --budget +N` raises the limit
@@ -117,9 +116,15 @@ function tokensOf(usage: UsageFacts | undefined, harness: string): Pick<UsageSum
   return { tokens: usage.total, input: usage.input, cached: usage.cached, output: usage.output };
 }
 
-/** The usage of a live session from its budget record, or what can be said without one. */
-export function usageSummary(store: BudgetStore, limits: BudgetLimits, session: SessionRecord, now: Date = new Date()): UsageSummary {
-  const record = readRecord(store, session.workItem.ref);
+/** What a usage summary needs of a session: its item, when it began (its budget record's key) and its harness. */
+export interface UsageSession {
+  readonly ref: string;
+  readonly createdAt: string;
+  readonly harness: string;
+}
+
+/** The usage of a live session from its budget record (`record`, undefined without one), or what can be said without one. */
+export function usageSummary(record: BudgetRecord | undefined, limits: BudgetLimits, session: UsageSession, now: Date = new Date()): UsageSummary {
   const own = record !== undefined && record.session === session.createdAt ? record : undefined;
   const raise = own?.raise ?? { tokens: 0, minutes: 0 };
   const raised = raise.tokens > 0 || raise.minutes > 0;
@@ -144,22 +149,40 @@ export function usageColumn(summary: UsageSummary): string {
 
 /**
  * The usage of the live sessions, from their budget records, read for the live ones only: a
- * listing of thousands of closed sessions reads none. The table's rows carry no createdAt, so its
- * column reads the live session's own record (a handful of files).
+ * listing of thousands of closed sessions reads none. The budget folder's names are read once, so
+ * a live session without a record (the daemon has not looked at it yet) costs no file read.
  */
-export function liveUsage(project: Project): { of(record: SessionRecord): { usage: UsageSummary | null }; column(ref: string): string } {
-  const store = budgetStoreOf(project);
-  const limits = project.config.routing.budget;
-  return {
-    of: (record) => ({ usage: isLive(record) ? usageSummary(store, limits, record) : null }),
-    column: (ref) => {
-      try {
-        const record = readJsonFileSync(join(project.paths.registryDir, `${workItemSlug(ref)}.json`)) as SessionRecord | undefined;
-        return record === undefined || typeof record.createdAt !== "string" ? "-" : usageColumn(usageSummary(store, limits, record));
-      } catch {
-        // A record that does not read is reported by the listing itself; its usage is unknown.
-        return "?";
-      }
-    },
+export interface LiveUsage {
+  /** The `usage` field of a session in `sessions list --json` and `why --json`: null unless it is live. */
+  of(record: SessionRecord): { usage: UsageSummary | null };
+  /** A live session's usage. */
+  summary(session: UsageSession): UsageSummary;
+  /** The usage column of a live session's row in the table. */
+  column(session: UsageSession): string;
+}
+
+export function liveUsage(stateRoot: string, limits: BudgetLimits): LiveUsage {
+  const store = new BudgetStore({ dir: budgetDir(stateRoot) });
+  const present = budgetFileNames(store.dir);
+  const recordOf = (ref: string): BudgetRecord | undefined => {
+    if (present.size === 0) return undefined;
+    const file = store.fileOf(ref);
+    return present.has(basename(file)) ? readRecord(store, ref) : undefined;
   };
+  const summary = (session: UsageSession): UsageSummary => usageSummary(recordOf(session.ref), limits, session);
+  return {
+    of: (record) => ({ usage: isLive(record) ? summary({ ref: record.workItem.ref, createdAt: record.createdAt, harness: record.harness }) : null }),
+    summary,
+    column: (session) => usageColumn(summary(session)),
+  };
+}
+
+/** The names in the budget folder; none when it does not exist yet. */
+function budgetFileNames(dir: string): ReadonlySet<string> {
+  try {
+    return new Set(readdirSync(dir));
+  } catch (error) {
+    if (errnoOf(error) === "ENOENT") return new Set();
+    throw error;
+  }
 }

@@ -1,7 +1,7 @@
 import { messageOf } from "../../../errors.js";
 import { StartQueue, startQueueFile } from "../../../registry/start-queue.js";
 import type { QueueEntry } from "../../../registry/start-queue.js";
-import { SessionRegistry } from "../../../registry/registry.js";
+import { listSessionRecords } from "../../../registry/listing.js";
 import { ControlStore } from "../../../control/store.js";
 import { admit, capText, capUsage, hasLimits } from "../../../routing/limits.js";
 import type { QueuedStart } from "../../../routing/limits.js";
@@ -52,9 +52,10 @@ export function queuedPlace(project: Project, ref: string): { position: number; 
   const index = entries.findIndex((entry) => entry.ref === ref);
   const entry = entries[index];
   if (entry === undefined) return undefined;
-  const live = new SessionRegistry({ dir: project.paths.registryDir })
-    .list({ status: "live" })
-    .records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
+  const live = listSessionRecords(project.paths.registryDir, { status: "live" }).records.map((record) => ({
+    ref: record.workItem.ref,
+    harness: record.harness,
+  }));
   const admission = admit(project.config.routing.limits, live, weighed(project, entries), entry);
   return { position: index + 1, ahead: index, cap: admission.kind === "queue" ? capText(admission.cap) : undefined };
 }
@@ -75,9 +76,10 @@ export function limitsStatus(project: Project): LimitsStatus | undefined {
     stderr.warn(messageOf(error));
   }
   if (!hasLimits(limits) && queued === 0) return undefined;
-  const live = new SessionRegistry({ dir: project.paths.registryDir })
-    .list({ status: "live" })
-    .records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
+  const live = listSessionRecords(project.paths.registryDir, { status: "live" }).records.map((record) => ({
+    ref: record.workItem.ref,
+    harness: record.harness,
+  }));
   return { caps: capUsage(limits, live), queued };
 }
 

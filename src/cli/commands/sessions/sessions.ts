@@ -187,7 +187,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   const graphRuns = graphRunsByRef(project);
   const queued = queuedStarts(project, wanted);
-  const usage = (await import("./budget.js")).liveUsage(project);
+  const usage = (await import("./budget.js")).liveUsage(project.paths.root, project.config.routing.budget);
   if (options.json) {
     const controls = controlRecordsByRef(project);
     const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
@@ -221,7 +221,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
       summary.status,
       controls.byRef.get(summary.ref) ?? controlSummary(undefined),
       summary.harness,
-      isLive(summary) ? usage.column(summary.ref) : "-",
+      isLive(summary) ? usage.column(summary) : "-",
       summary.tmuxTarget,
       summary.lastEventAt,
     ]);

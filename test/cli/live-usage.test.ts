@@ -1,0 +1,58 @@
+import { mkdir, writeFile } from "node:fs/promises";
+import { describe, expect, it } from "vitest";
+import { BudgetStore, budgetDir } from "../../src/budget/index.js";
+import type { BudgetRecord } from "../../src/budget/index.js";
+import { liveUsage } from "../../src/cli/commands/sessions/budget.js";
+import { parseWorkItemRef, workItemOf } from "../../src/workitem/index.js";
+import { SAMPLE_TIME, sessionRecord } from "../support/builders.js";
+import { tempDir } from "../support/temp.js";
+
+const item = workItemOf(parseWorkItemRef("local:demo#1"), { kind: "issue", url: "file:///demo/1", id: "1" });
+const other = workItemOf(parseWorkItemRef("local:demo#2"), { kind: "issue", url: "file:///demo/2", id: "2" });
+const limits = { warnAt: 0.8, tokens: 10_000 };
+
+function budgetRecord(ref: string, over: Partial<BudgetRecord> = {}): BudgetRecord {
+  return {
+    version: 1,
+    ref,
+    session: SAMPLE_TIME,
+    harness: "claude",
+    usage: { readable: true, readAt: SAMPLE_TIME, files: 1, total: 1234, input: 1000, cached: 200, output: 34 },
+    raise: { tokens: 0, minutes: 0 },
+    warnedAt: {},
+    ...over,
+  };
+}
+
+async function rootWith(records: BudgetRecord[]): Promise<string> {
+  const root = await tempDir();
+  const store = new BudgetStore({ dir: budgetDir(root) });
+  await mkdir(store.dir, { recursive: true });
+  for (const record of records) await writeFile(store.fileOf(record.ref), JSON.stringify(record));
+  return root;
+}
+
+describe("the usage sessions list and why show", () => {
+  it("reads a live session's budget record once the folder names it, and says 'not read yet' without one", async () => {
+    const root = await rootWith([budgetRecord(item.ref)]);
+    const usage = liveUsage(root, limits);
+    expect(usage.of(sessionRecord(item)).usage).toMatchObject({ tokens: 1234, input: 1000, cached: 200, output: 34, limits: { tokens: 10_000 } });
+    expect(usage.of(sessionRecord(other)).usage).toMatchObject({ tokens: null, unreadable: expect.stringMatching(/^not read yet/) });
+    expect(usage.column({ ref: item.ref, createdAt: SAMPLE_TIME, harness: "claude" })).toMatch(/^1,234\/10,000 tok, \d+ min$/);
+  });
+
+  it("shows nothing for a session that is not live, and ignores a record another session of the item left", async () => {
+    const root = await rootWith([budgetRecord(item.ref, { session: "2025-01-01T00:00:00.000Z" })]);
+    const usage = liveUsage(root, limits);
+    expect(usage.of(sessionRecord(item, { status: "closed" })).usage).toBeNull();
+    expect(usage.of(sessionRecord(item)).usage).toMatchObject({ tokens: null });
+  });
+
+  it("reads nothing when the budget folder does not exist yet, and a damaged record is unknown usage, not a failure", async () => {
+    const empty = liveUsage(await tempDir(), limits);
+    expect(empty.summary({ ref: item.ref, createdAt: SAMPLE_TIME, harness: "claude" })).toMatchObject({ tokens: null });
+    const root = await rootWith([]);
+    await writeFile(new BudgetStore({ dir: budgetDir(root) }).fileOf(item.ref), "{ not json");
+    expect(liveUsage(root, limits).summary({ ref: item.ref, createdAt: SAMPLE_TIME, harness: "claude" })).toMatchObject({ tokens: null });
+  });
+});
