@@ -26,6 +26,25 @@ export default tseslint.config(
     rules: { "max-lines": ["error", { max: 600, skipBlankLines: false, skipComments: false }] },
   },
   {
+    // The dashboard's page runs in a browser, and renders what trackers and agents wrote: as text, never as markup.
+    files: ["src/dashboard/page/**"],
+    languageOptions: { globals: globals.browser },
+    rules: {
+      "max-lines": ["error", { max: 600, skipBlankLines: false, skipComments: false }],
+      "no-restricted-properties": [
+        "error",
+        ...["innerHTML", "outerHTML"].map((property) => ({ property, message: "Render text (textContent, or a JSX child): never markup." })),
+        { property: "insertAdjacentHTML", message: "Render text (textContent, or a JSX child): never markup." },
+        { object: "document", property: "write", message: "Render text (textContent, or a JSX child): never markup." },
+      ],
+      "no-restricted-syntax": [
+        "error",
+        { selector: "JSXAttribute[name.name='dangerouslySetInnerHTML']", message: "Render text (a JSX child): never markup." },
+        { selector: "CallExpression[callee.name='eval'], NewExpression[callee.name='Function']", message: "No code from text: the page's CSP forbids it too." },
+      ],
+    },
+  },
+  {
     // CommonJS tool configs (.dependency-cruiser.cjs) load what they read with require().
     files: ["**/*.cjs"],
     rules: { "@typescript-eslint/no-require-imports": "off" },

@@ -19,6 +19,7 @@ import { isDashboardAction, runAction } from "./actions.js";
 import type { ActionPorts } from "./actions.js";
 import { COOKIE_NAME, LoginBook, admitRequest, bindDecision, identityOf, parseCookies, sessionCookie } from "./auth.js";
 import type { DashboardIdentity } from "./auth.js";
+import { PAGE_CSP, PageAssets, PageNotBuiltError } from "./page-assets.js";
 import { canonicalItem, eventQueryOf, graphDocument, listItems, listSessions, readEventPage } from "./read.js";
 
 /**
@@ -62,7 +63,8 @@ const SECURITY_HEADERS: Readonly<Record<string, string>> = {
   // The login URL carries its token: no page it leads to sends it on.
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  // The page's own script and stylesheet alone, no inline script or style, requests to itself alone (page-assets.ts).
+  "content-security-policy": PAGE_CSP,
   "cross-origin-resource-policy": "same-origin",
 };
 
@@ -82,6 +84,7 @@ export class DashboardServer {
   private readonly book: LoginBook;
   private readonly streams = new Set<AbortController>();
   private readonly now: () => number;
+  private readonly page = new PageAssets();
 
   constructor(private readonly deps: DashboardDeps) {
     this.book = new LoginBook(Math.round(deps.config.sessionHours * 3_600_000));
@@ -206,7 +209,7 @@ export class DashboardServer {
   private async route(request: IncomingMessage, response: ServerResponse, url: URL, method: string): Promise<void> {
     const path = url.pathname;
     const { deps } = this;
-    if (method === "GET" && path === "/") return sendPage(response, deps.config.operator);
+    if (method === "GET" && this.page.serves(path)) return this.sendAsset(response, path);
     if (method === "GET" && path === "/api/v1/me") {
       return sendJson(response, 200, {
         operator: deps.config.operator ?? null,
@@ -239,6 +242,19 @@ export class DashboardServer {
       throw new HttpError(405, `${method} is not served here`);
     }
     throw new HttpError(404, `nothing is served at ${path.slice(0, 200)}`);
+  }
+
+  /** One of the page's bundled files (page-assets.ts). */
+  private sendAsset(response: ServerResponse, path: string): void {
+    let asset;
+    try {
+      asset = this.page.get(path);
+    } catch (error) {
+      if (error instanceof PageNotBuiltError) throw new HttpError(503, error.message);
+      throw error;
+    }
+    response.writeHead(200, { ...SECURITY_HEADERS, "content-type": asset.contentType, "content-length": asset.body.length });
+    response.end(asset.body);
   }
 
   private async why(ref: string) {
@@ -343,18 +359,6 @@ function sendJson(response: ServerResponse, status: number, body: unknown): void
   const text = JSON.stringify(body);
   response.writeHead(status, { ...SECURITY_HEADERS, "content-type": "application/json; charset=utf-8", "content-length": Buffer.byteLength(text) });
   response.end(text);
-}
-
-/** Until the page ships: who the dashboard acts as, and where its API is. No script, nothing fetched. */
-function sendPage(response: ServerResponse, operator: string | undefined): void {
-  const who = operator === undefined ? "read-only (no dashboard.operator)" : `acting as ${escapeHtml(operator)}`;
-  const text = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>the-loop</title><meta name="color-scheme" content="light dark"></head><body><h1>the-loop</h1><p>Logged in, ${who}.</p><p>The API is at <a href="/api/v1/items"><code>/api/v1/items</code></a> (docs/dashboard.md).</p></body></html>`;
-  response.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/html; charset=utf-8", "content-length": Buffer.byteLength(text) });
-  response.end(text);
-}
-
-function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
 /** The request's JSON body (an empty body is `{}`): 415 unless it says it is JSON, 413 past BODY_MAX, 400 when it does not parse. */

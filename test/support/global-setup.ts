@@ -2,6 +2,7 @@ import { execFileSync } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import type { TestProject as VitestProject } from "vitest/node";
+import { buildPage } from "../../scripts/build-page.js";
 import { RUN_KEY, RUN_MARKER, describeProcesses, endProcesses, markedProcesses } from "./processes.js";
 
 /**
@@ -10,12 +11,15 @@ import { RUN_KEY, RUN_MARKER, describeProcesses, endProcesses, markedProcesses }
  * has type errors, so a type error elsewhere in a work-in-progress tree does not stop every
  * test; it is reported here, and `npm run build` / `npm run typecheck` (both in CI) fail on it.
  *
+ * The dashboard's page is bundled after it (scripts/build-page.ts: esbuild, well under a second),
+ * as `npm run build` does, so the daemon serves the page the sources make.
+ *
  * The run gets an id every process it starts through the CLI carries (processes.ts). The
  * teardown fails the run if any of them is still alive once every test file is done — one the
  * per-test check (leak-guard.ts) could not see, such as the daemon of a worker that crashed —
  * and kills it.
  */
-export default function setup(project: VitestProject): () => Promise<void> {
+export default async function setup(project: VitestProject): Promise<() => Promise<void>> {
   const root = fileURLToPath(new URL("../..", import.meta.url));
   try {
     execFileSync(process.execPath, [fileURLToPath(new URL("../../node_modules/typescript/bin/tsc", import.meta.url)), "-p", "tsconfig.build.json"], {
@@ -25,6 +29,7 @@ export default function setup(project: VitestProject): () => Promise<void> {
   } catch {
     process.stderr.write("warning: the build reported type errors (above); tests run against what it emitted\n");
   }
+  await buildPage();
   const runId = randomUUID();
   project.provide(RUN_KEY, runId);
   return async () => {

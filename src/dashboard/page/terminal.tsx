@@ -1,0 +1,110 @@
+import { Terminal } from "@xterm/xterm";
+import type { ITheme } from "@xterm/xterm";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { terminalStreamUrl } from "./api.js";
+import { screenWrite } from "./screen.js";
+import type { Screen } from "./model.js";
+
+/**
+ * A read-only view of the agent's terminal: a real terminal renderer (xterm.js) drawing each
+ * snapshot of the tmux pane the daemon streams. It can never send keys: standard input is
+ * disabled, nothing listens for the terminal's input (no onData), and the API has no route that
+ * would take them.
+ */
+
+const LIGHT: ITheme = { background: "#fbfbfd", foreground: "#1d1f24", cursor: "#1d1f24", selectionBackground: "#b7d3f5" };
+const DARK: ITheme = { background: "#101217", foreground: "#d7dae0", cursor: "#d7dae0", selectionBackground: "#34507a" };
+
+type State = "connecting" | "live" | "ended" | "none";
+
+export function TerminalView({ refName, live }: { refName: string; live: boolean }) {
+  const host = useRef<HTMLDivElement>(null);
+  const [state, setState] = useState<State>("connecting");
+  const [size, setSize] = useState<string>("");
+
+  useEffect(() => {
+    const element = host.current;
+    if (element === null || !live) {
+      setState("none");
+      return undefined;
+    }
+    const dark = window.matchMedia("(prefers-color-scheme: dark)");
+    const terminal = new Terminal({
+      disableStdin: true,
+      cursorBlink: false,
+      cursorInactiveStyle: "none",
+      scrollback: 0,
+      convertEol: false,
+      fontSize: 13,
+      fontFamily: 'ui-monospace, "SFMono-Regular", "DejaVu Sans Mono", Menlo, Consolas, monospace',
+      theme: dark.matches ? DARK : LIGHT,
+      rows: 24,
+      cols: 80,
+    });
+    terminal.open(element);
+    // The helper textarea xterm types into: read-only, and out of the tab order, so no key lands there.
+    const textarea = element.querySelector("textarea");
+    if (textarea !== null) {
+      textarea.readOnly = true;
+      textarea.tabIndex = -1;
+      textarea.setAttribute("aria-hidden", "true");
+    }
+    const scheme = (): void => {
+      terminal.options.theme = dark.matches ? DARK : LIGHT;
+    };
+    dark.addEventListener("change", scheme);
+    setState("connecting");
+    const source = new EventSource(terminalStreamUrl(refName));
+    source.addEventListener("screen", (message) => {
+      let screen: Screen;
+      try {
+        screen = JSON.parse((message as MessageEvent<string>).data) as Screen;
+      } catch {
+        // A message that is not the contract's JSON draws nothing; the next snapshot will.
+        return;
+      }
+      setState("live");
+      if (screen.cols > 0 && screen.rows > 0 && (screen.cols !== terminal.cols || screen.rows !== terminal.rows)) {
+        terminal.resize(Math.min(screen.cols, 500), Math.min(screen.rows, 200));
+        setSize(`${screen.cols}×${screen.rows}`);
+      }
+      terminal.write(screenWrite(screen.text));
+    });
+    source.addEventListener("ended", () => {
+      setState("ended");
+      source.close();
+    });
+    source.addEventListener("error", () => {
+      // Closed by the server (404: no live session) or dropped: the browser retries a dropped stream itself.
+      if (source.readyState === EventSource.CLOSED) setState((now) => (now === "ended" ? now : "none"));
+    });
+    return () => {
+      source.close();
+      dark.removeEventListener("change", scheme);
+      terminal.dispose();
+    };
+  }, [refName, live]);
+
+  const note =
+    state === "live"
+      ? `live, read-only${size !== "" ? ` · ${size}` : ""}`
+      : state === "connecting"
+        ? "connecting…"
+        : state === "ended"
+          ? "the session ended"
+          : "no live session";
+  return (
+    <section class="panel terminal-panel" aria-labelledby="terminal-title">
+      <header class="panel-header">
+        <h2 id="terminal-title">Terminal</h2>
+        <span class={`terminal-state terminal-${state}`} role="status">
+          {note}
+        </span>
+      </header>
+      <div class="terminal-scroll">
+        <div class="terminal" ref={host} data-state={state} />
+      </div>
+      {state === "none" || state === "ended" ? <p class="hint">Nothing to show: the terminal appears while the item has a live session.</p> : null}
+    </section>
+  );
+}
