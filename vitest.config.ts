@@ -9,6 +9,8 @@ import { defineConfig } from "vitest/config";
  * - `integration` drives real things: the CLI as users run it (`bin/the-loop.js` over `dist/`,
  *   built by the global setup), a real daemon, tmux, git, child processes. The leak guard fails a
  *   test that leaves one of them running.
+ * - `browser` drives the dashboard's page in headless Chromium (Debian's, through playwright-core)
+ *   against a real daemon: test/browser/. Under 5 minutes on 2 cores.
  * - `real-agent` runs the pinned Claude Code CLI (scripts/install-claude-code.ts) against the
  *   model stub, the pinned Codex CLI (scripts/install-codex.ts) against the Responses stub, and
  *   the pinned Gemini CLI (scripts/install-gemini.ts) against the Gemini stub.
@@ -100,7 +102,7 @@ export default defineConfig({
         test: {
           name: "unit",
           include: [ALL],
-          exclude: ["test/integration/**", ...INTEGRATION, ...REAL_AGENT],
+          exclude: ["test/integration/**", "test/browser/**", ...INTEGRATION, ...REAL_AGENT],
           setupFiles: ["test/support/no-processes.ts"],
           // Its tests wait on sockets and timers more than on the CPU: more workers than cores pay.
           maxWorkers: 4,
@@ -121,6 +123,19 @@ export default defineConfig({
           // After every test, nothing it started may still run (test/support/leak-guard.ts).
           setupFiles: ["test/support/leak-guard.ts"],
           testTimeout: 30_000,
+          hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "browser",
+          sequence: { groupOrder: 1 },
+          include: ["test/browser/**/*.test.ts"],
+          globalSetup: ["test/support/global-setup.ts"],
+          setupFiles: ["test/support/leak-guard.ts"],
+          // A browser's start and a daemon's, then a page that waits on the event stream.
+          testTimeout: 60_000,
           hookTimeout: 60_000,
         },
       },
