@@ -1,9 +1,9 @@
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { REPO_ROOT } from "./cli.js";
 
 /**
  * Headless Chromium for the dashboard's browser tests: Debian's own build (`apt-get install
@@ -47,8 +47,8 @@ export async function launchChromium(): Promise<Browser> {
   });
 }
 
-/** Where screenshots go: a CI artefact folder (gitignored). */
-export const SCREENSHOTS = join(REPO_ROOT, "artifacts", "screenshots");
+/** Where screenshots go: a CI artefact folder (gitignored). No vitest import here: bench/ uses this module too. */
+export const SCREENSHOTS = join(fileURLToPath(new URL("../..", import.meta.url)), "artifacts", "screenshots");
 
 export async function screenshot(page: Page, name: string): Promise<string> {
   await mkdir(SCREENSHOTS, { recursive: true });
