@@ -23,6 +23,18 @@ export const limitsSchema = z
       .describe(
         "A repository (`owner/repo`, `host/owner/repo` on GitHub Enterprise) or a local project (its name) → how many sessions of its work items may be live at once; a start beyond it is queued. Matched without regard to case; one not named has no cap of its own.",
       ),
+    perNode: z
+      .record(
+        z
+          .string()
+          .max(64)
+          .regex(/^[a-z0-9][a-z0-9-]*$/, "a graph node's id or a phase: lowercase letters, digits and '-'"),
+        z.number().int().min(1),
+      )
+      .default({})
+      .describe(
+        "A graph node (its id, in any graph) or a phase → how many work items' runs may be at it at once. A run whose next node is full waits at its edge (status waiting, reason node-full) and moves, oldest first, when a place frees; `graph force` moves past it. One not named has no cap.",
+      ),
     priorityLabel: z
       .string()
       .min(1)

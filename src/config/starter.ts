@@ -59,6 +59,7 @@ routing:
   #   perHarness: {codex: 2}
   #   perRepository: {acme/api: 1}   # a repository, or a local project by its name
   #   priorityLabel: urgent          # a queued start carrying this label goes first
+  #   perNode: {review: 2}           # runs at a graph node (its id) or phase at once; the next waits at its edge
   # Budgets per session (docs/fleet.md#budgets): model tokens as the agent CLI records them,
   # and wall-clock minutes. A warning at warnAt; at the limit the agent's turn is interrupted and
   # the item paused until \`the-loop sessions resume --work-item REF --budget +N\`. Unset: counted only.

@@ -1,4 +1,4 @@
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { compileGateVocabulary } from "../graph-run/gate.js";
 import { loadGraphs } from "../graph/registry.js";
 import { openHeldGateAnswers } from "../graph-run/held.js";
@@ -45,6 +45,7 @@ export async function graphSetupFor(input: GraphSetupInput, capabilities?: reado
     defaultGraph: loaded.defaultGraph,
     states: openGraphStates(input.paths),
     held: openHeldGateAnswers(input.paths),
+    roomLock: join(input.paths.root, "queue", "graph-nodes"),
     vocabulary: compileGateVocabulary(settings.keywords),
     keywords: settings.keywords,
     allowSelfApproval: settings.allowSelfApproval,

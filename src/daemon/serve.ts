@@ -237,6 +237,10 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options, notifier);
     // Queued starts (routing.limits) take a slot as soon as one frees, whoever closed the session.
     const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
+    // Runs waiting at an edge into a full node (routing.limits.perNode) take a place as soon as one frees.
+    const releasing = config.graph.enabled
+      ? watchStartQueue(() => dispatcher.releaseHeldRuns(), options.signal, options.warn, "could not move the runs waiting at an edge")
+      : undefined;
     // A harness that exits, or whose pane dies, is noticed within a second or two and started again (routing.supervision).
     const supervised = watchSessions(() => dispatcher.superviseSessions(), options.signal, options.warn);
     // Every live session's usage is read and kept; routing.budget's limits are acted on (docs/fleet.md#budgets).
@@ -256,6 +260,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await (poller ? poller.run(options.signal) : aborted(options.signal));
     await stalls;
     await queued;
+    await releasing;
     await supervised;
     await budgets;
     await reloads?.stop();

@@ -80,10 +80,16 @@ function emitLeft(events: DeliveryEvents): void {
 export const QUEUE_CHECK_MS = 500;
 
 /**
- * The daemon's look for freed slots, every QUEUE_CHECK_MS until `signal` aborts. A look that
+ * The daemon's look for freed slots, every QUEUE_CHECK_MS until `signal` aborts (and its look for
+ * freed places at graph nodes, routing.limits.perNode, on the same beat; `failed` says which). A look that
  * fails (a damaged queue file) is reported once until one succeeds again, not twice a second.
  */
-export async function watchStartQueue(startQueued: () => Promise<number>, signal: AbortSignal, warn: (message: string) => void): Promise<void> {
+export async function watchStartQueue(
+  startQueued: () => Promise<number>,
+  signal: AbortSignal,
+  warn: (message: string) => void,
+  failed = "could not start the queued sessions",
+): Promise<void> {
   let reported = false;
   while (!signal.aborted) {
     try {
@@ -96,7 +102,7 @@ export async function watchStartQueue(startQueued: () => Promise<number>, signal
       await startQueued();
       reported = false;
     } catch (error) {
-      if (!reported) warn(`could not start the queued sessions: ${messageOf(error)}`);
+      if (!reported) warn(`${failed}: ${messageOf(error)}`);
       reported = true;
     }
   }

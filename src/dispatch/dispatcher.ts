@@ -22,6 +22,7 @@ import { postQuestion } from "../sessions/ask.js";
 import type { AskAnswer } from "../sessions/ask.js";
 import { journalledMoves, resumeJournalledEffects } from "../graph-driver/carry-out.js";
 import { drainLoopEvents } from "../graph-driver/loop-events.js";
+import { releaseHeldRuns } from "../graph-driver/node-room.js";
 import { cancelRunOfClosedItem, endStalledRun, stalledRuns } from "../graph-driver/run-ends.js";
 import { closeEndedRunSession, endedRunSessions } from "../graph-driver/run-end-session.js";
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "../graph-driver/start-claim-force.js";
@@ -453,6 +454,11 @@ export class Dispatcher implements EventHandler {
       records.map((record) => this.counted(() => this.exclusive([record.ref], () => releaseHeldAnswers(this.ctx, record.ref)))),
     );
     return outcomes.includes("waiting");
+  }
+
+  /** Moves the runs waiting at an edge whose node has a place now (routing.limits.perNode, node-room.ts); the daemon calls it twice a second. */
+  async releaseHeldRuns(): Promise<number> {
+    return this.accepting ? releaseHeldRuns(this.ctx, (ref, job) => this.counted(() => this.exclusive([ref], job))) : 0;
   }
 
   /**

@@ -150,6 +150,31 @@ export const GRAPH_EVENTS = {
     summary: "An operator put a work item on `node` with `the-loop graph force` (`from`: where it was, absent when it had no run).",
     fields: { work_item: "string", graph: "string", node: "string", reason: "string", actor: "string", actor_kind: "string", from: "string?" },
   },
+  "graph.edge_held": {
+    family: "graph",
+    level: "info",
+    summary:
+      "A work item would have moved from `from` to `node` on `outcome`, but `node` is full under routing.limits.perNode (`cap`, its `limit`, the `count` of runs at it): the run waits at the edge, status waiting with reason node-full, until a place frees.",
+    fields: {
+      work_item: "string",
+      graph: "string",
+      from: "string",
+      node: "string",
+      outcome: "string",
+      cap: "string",
+      limit: "integer",
+      count: "integer",
+      actor: "string",
+      actor_kind: "string",
+    },
+  },
+  "graph.edge_released": {
+    family: "graph",
+    level: "info",
+    summary:
+      "A place freed at `node` under routing.limits.perNode: the run that waited at the edge from `from` since `since` took it (its graph.advanced follows), oldest first.",
+    fields: { work_item: "string", graph: "string", from: "string", node: "string", outcome: "string", since: "string", actor: "string", actor_kind: "string" },
+  },
   "graph.completed": {
     family: "graph",
     level: "info",

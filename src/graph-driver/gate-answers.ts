@@ -22,6 +22,7 @@ import type { PointHalt } from "./capability-points.js";
 import { commentReason } from "../sessions/announce.js";
 import { loopGateMove } from "./loop-events.js";
 import { commitMove, STAY } from "./move.js";
+import { roomPort } from "./node-room.js";
 import type { MoveRefusal } from "./move.js";
 import { graphOf, readState } from "./start-claim-force.js";
 import { inputReceived } from "../sessions/hook-points.js";
@@ -364,14 +365,15 @@ async function decideGateAnswer(
     ref,
     seen: state,
     graphOf: () => graph,
-    decide: (_graph, current) => {
+    room: roomPort(ctx),
+    decide: (_graph, current, _foreseen, room) => {
       const decided = decideGateInput(gateInput(current));
       if (decided.kind === "refuse") return decided;
       if (current === undefined) return STAY;
       if (gateHolds !== undefined && decided.decision === "approved" && current.node === state.node) {
         return { kind: "refuse", reasonCode: gateHolds.reasonCode, reason: `the approval does not pass the node's blocking gate: ${gateHolds.reason}` };
       }
-      const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via, next: nextRun });
+      const answered = applyGateAnswer(graph, current, { decision: decided.decision, actor, at, via, next: nextRun, ...(room !== undefined ? { room } : {}) });
       return answered.kind === "refuse"
         ? answered
         : { kind: "move", transition: answered, loop: loopGateMove(graph, current, answered, actor, decided.decision, origin) };

@@ -14,3 +14,4 @@ export { graphGate, releaseHeldAnswers } from "./gate-answers.js";
 export { graphOperatorAnswer } from "./operator-answer.js";
 export type { OperatorAnswerRequest } from "./operator-answer.js";
 export { RUN_ENDED_CLOSE, closeEndedRunSession, endedRunSessions, tellBlocked, tellRunEnded } from "./run-end-session.js";
+export { releaseHeldRun, releaseHeldRuns, roomPort, runsHeldAtEdges } from "./node-room.js";

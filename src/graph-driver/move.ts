@@ -4,6 +4,7 @@ import type { RunEffect } from "../graph-run/loop-plan.js";
 import type { GraphState } from "../graph-run/state.js";
 import type { GraphStateStore } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";
+import type { NodeRoom } from "../graph-run/node-caps.js";
 import { askAhead, committedMove, STALE_MOVE } from "./loop-events.js";
 import type { AskedAhead, LoopAsker, LoopRest, WrittenMove } from "./loop-events.js";
 
@@ -21,12 +22,24 @@ import type { AskedAhead, LoopAsker, LoopRest, WrittenMove } from "./loop-events
  *    crash after the commit repeats effects at the restart, and loses no state;
  * 5. **carry out**: the effects, then the journal taken off (graph-effects.ts carryOut).
  *
+ * A move that may follow an edge (a claim, a gate answer, a release) gives `room`: steps 3 and 4
+ * then run under the node caps' lock with the runs at each capped node counted inside it
+ * (routing.limits.perNode), so two moves never both take a node's last place.
+ *
  * A move written any other way is a test failure (test/graph-driver/move-only.test.ts).
  */
 
 export interface EffectOptions {
   /** The assignment went into the session's boot prompt: nothing to paste. */
   readonly bootDelivered?: boolean;
+}
+
+/** The runs at the capped nodes, for a move that may follow an edge (node-room.ts). */
+export interface RoomPort {
+  /** The room as it is now, counted without the lock: what the move is foreseen with. */
+  peek(ref: string): Promise<NodeRoom>;
+  /** `work` with the room counted under the node caps' lock, which every move given a room takes. */
+  within<T>(ref: string, work: (room: NodeRoom) => Promise<T>): Promise<T>;
 }
 
 /** What a move needs of the runtime: the state records, the loop hooks, and the effects' carrying out. */
@@ -71,9 +84,12 @@ export interface GraphMove<R extends MoveRefusal = Refusal> {
   graphOf(state: GraphState | undefined): Graph;
   /**
    * The pure advance: foreseen on `seen`, then decided again under the lock on the record as it
-   * is then (`foreseen`: the transition foreseen, when there was one).
+   * is then (`foreseen`: the transition foreseen, when there was one). `room`: what the node caps
+   * leave, when the move was given a RoomPort.
    */
-  decide(graph: Graph, state: GraphState | undefined, foreseen?: Transition): MoveDecision<R>;
+  decide(graph: Graph, state: GraphState | undefined, foreseen?: Transition, room?: NodeRoom): MoveDecision<R>;
+  /** The node caps, for a move that may follow an edge: without it, no node is ever full. */
+  readonly room?: RoomPort | undefined;
   /** A move that cannot be refused (a run's start): when the item changed after the asking, it is written with its loop events, unasked. */
   readonly always?: boolean;
   /**
@@ -118,24 +134,38 @@ type Committed<R extends MoveRefusal> = MoveOutcome<R> & { readonly carried: rea
 export async function commitMove<R extends MoveRefusal = Refusal>(ports: MovePorts, move: GraphMove<R>): Promise<MoveOutcome<R>> {
   const view = move.view ?? ((read: GraphState | undefined) => read);
   const seen = view(move.seen);
-  const foreseen = move.decide(move.graphOf(seen), seen);
+  const port = move.room;
+  const foreseen = move.decide(move.graphOf(seen), seen, undefined, port !== undefined ? await port.peek(move.ref) : undefined);
   const ahead = foreseen.kind === "move" && foreseen.loop !== undefined ? await askAhead(ports.loop, move.ref, seen, foreseen.loop) : undefined;
-  const committed = await ports.states.transaction(move.ref, async (tx): Promise<Committed<R>> => {
-    const current = view(tx.read());
-    const graph = move.graphOf(current);
-    const decided = move.decide(graph, current, foreseen.kind === "move" ? foreseen.transition : undefined);
-    if (decided.kind === "stay") return { kind: "stayed", graph, state: current, carried: [] };
-    const written = decided.kind !== "move" ? undefined : writtenOf(ports, move, current, decided, ahead);
-    if (decided.kind !== "move" || written === undefined) {
-      const refusal = decided.kind === "move" ? STALE_MOVE : decided;
-      const recorded = move.recordRefusal?.(graph, current, refusal);
-      if (recorded === undefined) return { kind: "refused", graph, refusal, state: current, carried: [] };
-      if (recorded.state !== undefined && recorded.state !== current) await tx.write(recorded.state);
-      return { kind: "refused", graph, refusal, state: recorded.state ?? current, carried: recorded.effects };
-    }
-    const state = await tx.write(withPendingEffects(written.state, written.effects));
-    return { kind: "moved", graph, transition: decided.transition, state, effects: written.effects, denied: written.denied === true, carried: written.effects };
-  });
+  const roomed = <T>(work: (room: NodeRoom | undefined) => Promise<T>): Promise<T> => (port !== undefined ? port.within(move.ref, work) : work(undefined));
+  const committed = await roomed((room) =>
+    ports.states.transaction(move.ref, async (tx): Promise<Committed<R>> => {
+      const current = view(tx.read());
+      const graph = move.graphOf(current);
+      const decided = move.decide(graph, current, foreseen.kind === "move" ? foreseen.transition : undefined, room);
+      if (decided.kind === "stay") return { kind: "stayed", graph, state: current, carried: [] };
+      // The hooks were asked about the move as foreseen: one the caps decided otherwise under the lock is planned afresh.
+      const asked = decided.kind === "move" && foreseen.kind === "move" && sameLanding(foreseen.transition, decided.transition) ? ahead : undefined;
+      const written = decided.kind !== "move" ? undefined : writtenOf(ports, move, current, decided, asked);
+      if (decided.kind !== "move" || written === undefined) {
+        const refusal = decided.kind === "move" ? STALE_MOVE : decided;
+        const recorded = move.recordRefusal?.(graph, current, refusal);
+        if (recorded === undefined) return { kind: "refused", graph, refusal, state: current, carried: [] };
+        if (recorded.state !== undefined && recorded.state !== current) await tx.write(recorded.state);
+        return { kind: "refused", graph, refusal, state: recorded.state ?? current, carried: recorded.effects };
+      }
+      const state = await tx.write(withPendingEffects(written.state, written.effects));
+      return {
+        kind: "moved",
+        graph,
+        transition: decided.transition,
+        state,
+        effects: written.effects,
+        denied: written.denied === true,
+        carried: written.effects,
+      };
+    }),
+  );
   const { carried, ...outcome } = committed;
   if (outcome.kind === "moved") {
     move.written?.(outcome.graph, outcome.state);
@@ -146,6 +176,11 @@ export async function commitMove<R extends MoveRefusal = Refusal>(ports: MovePor
     if (at !== undefined) await ports.carryOut(outcome.graph, at, carried, move.carry);
   }
   return outcome;
+}
+
+/** Whether two transitions leave the run in the same place: the same node, status and edge waited at. */
+function sameLanding(a: Transition, b: Transition): boolean {
+  return a.state.node === b.state.node && a.state.status === b.state.status && a.state.heldEdge?.to === b.state.heldEdge?.to;
 }
 
 /** What the decided move writes: its loop events asked ahead (or planned afresh), or the transition as it is. */

@@ -14,6 +14,7 @@ import { applyPointHalt, emitGraphEvents, movePorts } from "./carry-out.js";
 import { loopGateMove } from "./loop-events.js";
 import type { MoveContext } from "./move-context.js";
 import { commitMove } from "./move.js";
+import { roomPort } from "./node-room.js";
 import type { MoveRefusal } from "./move.js";
 import { graphOf, graphOff, readState } from "./start-claim-force.js";
 import type { ClaimAnswer } from "./start-claim-force.js";
@@ -83,13 +84,21 @@ export async function graphOperatorAnswer(ctx: MoveContext, request: OperatorAns
     ref,
     seen: state,
     graphOf: () => graph,
-    decide: (_graph, current) => {
+    room: roomPort(ctx),
+    decide: (_graph, current, _foreseen, room) => {
       const refused = gateRefusal(graph, current);
       if (refused !== undefined || current === undefined) return refused ?? { kind: "refuse", reasonCode: "not-running", reason: "the item's run ended" };
       if (gateHolds !== undefined && request.decision === "approved" && current.node === state.node) {
         return { kind: "refuse", reasonCode: gateHolds.reasonCode, reason: `the approval does not pass the node's blocking gate: ${gateHolds.reason}` };
       }
-      const answered = applyGateAnswer(graph, current, { decision: request.decision, actor, at, via: request.via, next: nextRun });
+      const answered = applyGateAnswer(graph, current, {
+        decision: request.decision,
+        actor,
+        at,
+        via: request.via,
+        next: nextRun,
+        ...(room !== undefined ? { room } : {}),
+      });
       if (answered.kind === "refuse") return answered;
       // The audit comment first: it says who answered before the phase comments of the node entered.
       const transition = { ...answered, effects: [announce, ...answered.effects] };

@@ -20,6 +20,7 @@ import type { PointPass } from "./capability-points.js";
 import { applyPointHalt, emitGraphEvents, enterPoints, movePorts } from "./carry-out.js";
 import { loopClaimMove, loopForceMove, loopStartMove } from "./loop-events.js";
 import { commitMove, STAY } from "./move.js";
+import { roomPort } from "./node-room.js";
 import { REASON_MAX, boundedName } from "../sessions/names.js";
 
 /**
@@ -264,9 +265,10 @@ export async function graphClaim(ctx: MoveContext, request: ClaimRequest): Promi
     // See above: an unread record asks nothing ahead, and a move that needed a .pre answer is refused as stale.
     seen: await setup.states.get(ref).catch(() => undefined),
     graphOf: () => graph,
-    decide: (_graph, current) => {
+    room: roomPort(ctx),
+    decide: (_graph, current, _foreseen, room) => {
       if (current === undefined) return { kind: "refuse", reasonCode: "not-running", reason: "the item's graph run ended while its checks ran" };
-      const applied = applyClaimResult(graph, current, claimed);
+      const applied = applyClaimResult(graph, current, room !== undefined ? { ...claimed, room } : claimed);
       return applied.kind === "refuse"
         ? applied
         : { kind: "move", transition: applied, loop: loopClaimMove(graph, current, applied, actor, decided.node, results) };

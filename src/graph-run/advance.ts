@@ -1,8 +1,10 @@
 import { phaseLabel } from "./effects.js";
-import type { GraphEffect, GraphEventEffect, Refusal, Transition } from "./effects.js";
+import type { GraphEffect, Refusal, Transition } from "./effects.js";
 import { endRun, exhaustRun, finalRefusal, outOfGenerations } from "./outcomes.js";
-import type { GraphHistoryEntry, GraphHistoryKind, GraphState } from "./state.js";
-import { actorFields, applied, bounded, event, itemFields, refuse, withHistory } from "./steps.js";
+import type { GraphState } from "./state.js";
+import { actorFields, applied, event, itemFields, refuse, withHistory } from "./steps.js";
+import { UNLIMITED, heldRefusal, holdAtEdge } from "./node-caps.js";
+import type { NodeRoom } from "./node-caps.js";
 import type { Moment } from "./steps.js";
 import type { CheckResult, Graph, GraphActor, GraphCheck, GraphEdge, GraphNode, GraphOutcome } from "../graph/types.js";
 import { isFinalGraphStatus } from "../graph/types.js";
@@ -33,12 +35,19 @@ import { isFinalGraphStatus } from "../graph/types.js";
  * progress at the node; an authorized gate answer or `graph force` resumes it — on the same run
  * for a block the loop hooks were not told ended it, on a new run (`renewRun`) for one that ended
  * it (`endedByBlock`): the ended run's id is never moved again.
+ *
+ * An edge a claim or a gate answer would follow into a node full under routing.limits.perNode
+ * (`room`, counted by the runtime) is not taken: the run stays at the node it would leave,
+ * `waiting` with reason `node-full` and the edge it waits at (`heldEdge`), until the daemon's
+ * release (releaseHeld) takes it. A force is the operator's and never waits.
  */
 
 export { GRAPH_HISTORY_LIMIT, GRAPH_REFUSAL_CODES, PHASE_LABEL_PREFIX, phaseLabel } from "./effects.js";
 export type { GraphEffect, GraphEventEffect, GraphEventName, GraphRefusalCode, Refusal, Transition } from "./effects.js";
 export { END_REASON_CODES, endRun } from "./outcomes.js";
 export type { EndInput } from "./outcomes.js";
+export { recordRefusal } from "./refusal-record.js";
+export type { RefusalKind, RefusalRecordInput } from "./refusal-record.js";
 
 // ---------------------------------------------------------------------------------------------
 // Starting
@@ -171,6 +180,7 @@ export function decideClaim(graph: Graph, state: GraphState | undefined, input: 
   const node = graph.nodes.get(state.node);
   if (node === undefined) return unknownCurrentNode(graph, state);
   if (state.status === "blocked") return refuse("blocked", blockedReason(state));
+  if (state.heldEdge !== undefined) return heldRefusal(state);
   if (node.terminal || node.actor !== "agent") {
     return refuse("not-agent-node", `node "${node.id}" is ${describeActor(node)}: ${whatNow(graph, state)}`);
   }
@@ -182,6 +192,8 @@ export interface ClaimResultInput extends Moment {
   readonly node: string;
   readonly generation: number;
   readonly results: readonly CheckResult[];
+  /** The room routing.limits.perNode leaves at the nodes (default: no caps). */
+  readonly room?: NodeRoom;
 }
 
 /**
@@ -206,7 +218,7 @@ export function applyClaimResult(graph: Graph, state: GraphState, input: ClaimRe
       { ...state, outcomes: { ...state.outcomes, [node.id]: "pass" } },
       { at, kind: "claimed", node: node.id, outcome: "pass", actor: input.actor },
     );
-    return follow(graph, claimed, node, "pass", "pass", input);
+    return follow(graph, claimed, node, "pass", "pass", input, [], input.room);
   }
 
   const attempts = (state.attempts[node.id] ?? 0) + 1;
@@ -218,7 +230,7 @@ export function applyClaimResult(graph: Graph, state: GraphState, input: ClaimRe
     const reason = `${failed.message} (the claim at "${node.id}" failed ${attempts} of ${node.maxAttempts} times allowed)`;
     return block(graph, counted, "max-attempts", reason, input);
   }
-  if (edgeOf(graph, node.id, "fail") !== undefined) return follow(graph, counted, node, "fail", "fail", input);
+  if (edgeOf(graph, node.id, "fail") !== undefined) return follow(graph, counted, node, "fail", "fail", input, [], input.room);
   const stayed: GraphState = { ...counted, status: "running", reasonCode: "check-failed", reason: failed.message, updatedAt: at };
   return applied(false, stayed, [
     event("graph.claim_refused", {
@@ -248,6 +260,7 @@ export function gateRefusal(graph: Graph, state: GraphState | undefined): Refusa
   if (final) return final;
   const node = graph.nodes.get(state.node);
   if (node === undefined) return unknownCurrentNode(graph, state);
+  if (state.heldEdge !== undefined && state.status === "waiting") return heldRefusal(state);
   if (state.status === "blocked" || (state.status === "waiting" && node.actor === "human" && !node.terminal)) return undefined;
   return refuse("not-waiting", `nothing waits for a gate answer: the item is at node "${node.id}" (${describeActor(node)}, ${state.status})`);
 }
@@ -258,6 +271,8 @@ export interface GateAnswerInput extends Moment {
   readonly via?: "keyword" | "review" | "cli" | "dashboard";
   /** The run the answer begins when the item's run has ended (a block that ended it): refused without one. */
   readonly next?: NextRun;
+  /** The room routing.limits.perNode leaves at the nodes (default: no caps). */
+  readonly room?: NodeRoom;
 }
 
 /**
@@ -314,7 +329,7 @@ export function applyGateAnswer(graph: Graph, ended: GraphState, input: GateAnsw
   ];
   if (exhausted) return exhaustRun(graph, decided, input, effects);
   if (edgeOutcome === null) return enter(graph, decided, node, input, effects, node.id); // changes requested at a blocked agent node
-  return follow(graph, decided, node, edgeOutcome, decision, input, effects);
+  return follow(graph, decided, node, edgeOutcome, decision, input, effects, input.room);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -391,61 +406,6 @@ export function failRun(graph: Graph, state: GraphState, input: HaltInput): Refu
   return endRun(graph, state, { ...input, status: "failed" });
 }
 
-export type RefusalKind = Extract<GraphHistoryKind, "claim-refused" | "gate-refused" | "gate-ambiguous">;
-
-export interface RefusalRecordInput extends Moment {
-  readonly kind: RefusalKind;
-  /** The work item's canonical ref (the state's, when it has one). */
-  readonly ref: string;
-  readonly reasonCode: string;
-  readonly reason: string;
-  /** The node a refused claim named. */
-  readonly claimed?: string | undefined;
-}
-
-/**
- * An input that moved nothing, for the record: its event, and (when the item has a run) a history
- * entry. The same refusal again by the same actor replaces its entry rather than adding one, so
- * an agent claiming in a loop cannot push the run's story out of the bounded history.
- */
-export function recordRefusal(
-  graph: Graph,
-  state: GraphState | undefined,
-  input: RefusalRecordInput,
-): { readonly state: GraphState | undefined; readonly effects: readonly GraphEventEffect[] } {
-  const common = {
-    work_item: state?.ref ?? input.ref,
-    graph: graph.name,
-    reason: input.reason,
-    ...actorFields(input.actor),
-    ...(state ? { node: state.node } : {}),
-  };
-  const effect =
-    input.kind === "claim-refused"
-      ? event("graph.claim_refused", {
-          ...common,
-          reason_code: input.reasonCode,
-          ...(input.claimed !== undefined ? { claimed: input.claimed } : {}),
-        })
-      : input.kind === "gate-refused"
-        ? event("graph.gate_refused", { ...common, reason_code: input.reasonCode })
-        : event("graph.gate_ambiguous", common);
-  if (state === undefined) return { state, effects: [effect] };
-  const at = input.at.toISOString();
-  const entry: GraphHistoryEntry = {
-    at,
-    kind: input.kind,
-    node: input.claimed ?? state.node,
-    actor: input.actor,
-    reason: `${input.reasonCode}: ${input.reason}`,
-  };
-  const last = state.history[state.history.length - 1];
-  const repeated =
-    last !== undefined && last.kind === entry.kind && last.node === entry.node && last.reason === entry.reason && sameActor(last.actor, entry.actor);
-  const history = repeated ? [...state.history.slice(0, -1), entry] : bounded([...state.history, entry]);
-  return { state: { ...state, history, updatedAt: at }, effects: [effect] };
-}
-
 // ---------------------------------------------------------------------------------------------
 // The shared steps
 
@@ -458,12 +418,16 @@ function follow(
   recorded: GraphOutcome,
   moment: Moment,
   effects: GraphEffect[] = [],
+  room?: NodeRoom,
 ): Transition {
   const edge = edgeOfNode(graph, from, outcome);
   if (edge === undefined) {
     const blocked = block(graph, state, "no-edge", `node "${from.id}" has no ${outcome} edge in the ${graph.name} graph`, moment);
     return applied(false, blocked.state, [...effects, ...blocked.effects]);
   }
+  const target = requireNode(graph, edge.to);
+  const full = target.id === from.id ? undefined : (room ?? UNLIMITED).full(target);
+  if (full !== undefined) return holdAtEdge(graph, state, from, target, recorded, full, moment, effects);
   effects.push(
     event("graph.advanced", {
       ...itemFields(graph, state),
@@ -474,7 +438,27 @@ function follow(
       ...actorFields(moment.actor),
     }),
   );
-  return enter(graph, state, requireNode(graph, edge.to), moment, effects, from.id);
+  return enter(graph, state, target, moment, effects, from.id);
+}
+
+/**
+ * The daemon's release of a run waiting at an edge: it takes the edge it waits at (graph.edge_released,
+ * then graph.advanced), as the claim or answer that led there would have. STAY-worthy (undefined)
+ * when the run waits at no edge, or the node is still full.
+ */
+export function releaseHeld(graph: Graph, state: GraphState, input: Moment & { readonly room?: NodeRoom }): Transition | undefined {
+  const held = state.heldEdge;
+  if (held === undefined || state.status !== "waiting") return undefined;
+  const from = graph.nodes.get(state.node);
+  const target = graph.nodes.get(held.to);
+  if (from === undefined || target === undefined) return undefined;
+  if ((input.room ?? UNLIMITED).full(target) !== undefined) return undefined;
+  const fields = { ...itemFields(graph, state), from: from.id, node: target.id, outcome: held.outcome, ...actorFields(input.actor) };
+  const effects: GraphEffect[] = [
+    event("graph.edge_released", { ...fields, since: held.since }),
+    event("graph.advanced", { ...fields, generation: state.generation }),
+  ];
+  return enter(graph, state, target, input, effects, from.id);
 }
 
 /** Enters `target` (see the module comment for the effects, in order). */
@@ -499,7 +483,7 @@ function enter(graph: Graph, state: GraphState, target: GraphNode, moment: Momen
     effects.push({ kind: "announce-phase", node: target.id, phase: phase ?? null, terminal: target.terminal });
   }
   // A reason belongs to the node left, and so does an assignment still to deliver.
-  const { reasonCode: _code, reason: _reason, phase: _phase, undelivered: _undelivered, capabilityText: _capabilityText, ...rest } = state;
+  const { reasonCode: _code, reason: _reason, phase: _phase, undelivered: _undelivered, capabilityText: _capabilityText, heldEdge: _held, ...rest } = state;
   let next: GraphState = withHistory(
     { ...rest, ...(phase !== undefined ? { phase } : {}), node: target.id, status: "running", updatedAt: at },
     { at, kind: "entered", node: target.id, ...(from !== null ? { from } : {}), actor: moment.actor },
@@ -532,8 +516,9 @@ function enter(graph: Graph, state: GraphState, target: GraphNode, moment: Momen
 
 function block(graph: Graph, state: GraphState, reasonCode: string, reason: string, moment: Moment): Transition {
   const at = moment.at.toISOString();
+  const { heldEdge: _held, ...unheld } = state;
   const blocked = withHistory(
-    { ...state, status: "blocked", reasonCode, reason },
+    { ...unheld, status: "blocked", reasonCode, reason },
     { at, kind: "blocked", node: state.node, actor: moment.actor, reason, reasonCode },
   );
   return applied(false, blocked, [
@@ -586,8 +571,4 @@ function requireNode(graph: Graph, id: string): GraphNode {
   // A compiled graph's edges and start name its nodes; anything else is a caller's bug.
   if (node === undefined) throw new Error(`the ${graph.name} graph has no node "${id}"`);
   return node;
-}
-
-function sameActor(a: GraphActor, b: GraphActor): boolean {
-  return a.kind === b.kind && a.id === b.id;
 }

@@ -57,7 +57,11 @@ export function graphContext(graph: Graph, state: GraphState | undefined): strin
       lines.push(`When this node's work is done, run: ${claimCommand(state.node)}`);
       break;
     case "waiting":
-      lines.push("Waiting for an authorized person's review at this gate: do not start the next phase, and do not answer the gate yourself.");
+      lines.push(
+        state.heldEdge !== undefined
+          ? `This node's work is done; the run waits for a place at node "${state.heldEdge.to}" (routing.limits.perNode): do not start its work, the-loop gives it to you when it moves.`
+          : "Waiting for an authorized person's review at this gate: do not start the next phase, and do not answer the gate yourself.",
+      );
       break;
     case "blocked":
       lines.push(`Blocked${reasonNote(state)}. A person resumes it with a gate answer or \`the-loop graph force\`.`);

@@ -42,6 +42,8 @@ export const GRAPH_REFUSAL_CODES = [
   "no-reason",
   /** The daemon's, not the advance's: a claim made under another config than the daemon's own. */
   "other-config",
+  /** The run waits at an edge for a place at a node full under routing.limits.perNode: nothing moves it but the daemon's release, or a force. */
+  "node-full",
 ] as const;
 export type GraphRefusalCode = (typeof GRAPH_REFUSAL_CODES)[number];
 

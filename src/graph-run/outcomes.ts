@@ -43,8 +43,10 @@ export function endRun(graph: Graph, state: GraphState, input: EndInput, before:
   // A canceled run leaves no work going on, so the item no longer carries its phase's label (the other ends keep it: where the run stopped).
   const unlabel: GraphEffect[] =
     status === "canceled" && state.phase !== undefined ? [{ kind: "phase-label", remove: phaseLabel(state.phase), add: null }] : [];
-  const { phase: _phase, ...unphased } = state;
-  const base = unlabel.length > 0 ? unphased : state;
+  // A run that ended waits at no edge: the daemon's release passes it over.
+  const { heldEdge: _held, ...unheld } = state;
+  const { phase: _phase, ...unphased } = unheld;
+  const base = unlabel.length > 0 ? unphased : unheld;
   const ended = withHistory({ ...base, status, reasonCode, reason }, { at, kind: status, node: state.node, actor: input.actor, reason });
   const fields = { ...itemFields(graph, ended), node: state.node, reason_code: reasonCode, reason, ...actorFields(input.actor) };
   const withGeneration = { ...fields, generation: state.generation };

@@ -236,6 +236,40 @@ export const graphStateShape = {
       ],
       "additionalProperties": false
     },
+    "heldEdge": {
+      "type": "object",
+      "properties": {
+        "to": {
+          "type": "string",
+          "minLength": 1
+        },
+        "outcome": {
+          "type": "string",
+          "enum": [
+            "pass",
+            "fail",
+            "approved",
+            "changes-requested"
+          ]
+        },
+        "since": {
+          "type": "string",
+          "format": "date-time",
+          "pattern": "^(?:(?:\\d\\d[2468][048]|\\d\\d[13579][26]|\\d\\d0[48]|[02468][048]00|[13579][26]00)-02-29|\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|(?:02)-(?:0[1-9]|1\\d|2[0-8])))T(?:(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z))$"
+        },
+        "cap": {
+          "type": "string",
+          "minLength": 1
+        }
+      },
+      "required": [
+        "to",
+        "outcome",
+        "since",
+        "cap"
+      ],
+      "additionalProperties": false
+    },
     "history": {
       "maxItems": 200,
       "type": "array",
@@ -264,7 +298,8 @@ export const graphStateShape = {
               "failed",
               "exhausted",
               "stalled",
-              "canceled"
+              "canceled",
+              "held"
             ]
           },
           "node": {

@@ -47,6 +47,8 @@ export const GRAPH_HISTORY_KINDS = [
   "stalled",
   /** The item was closed, or stopped, while its run was under way: the run ended. */
   "canceled",
+  /** The edge the run would take leads to a node whose routing.limits.perNode cap is reached: it waits at the edge (`node`: the one it waits to enter). */
+  "held",
 ] as const;
 export type GraphHistoryKind = (typeof GRAPH_HISTORY_KINDS)[number];
 
@@ -143,6 +145,12 @@ export const graphStateSchema = keysGoTogether(
     tasks: z.record(nodeId, z.number().int().positive()).optional(),
     /** The loop hook that denied the run's generation or gate (reason code `hook_denied`): its name, the event, its reason. */
     denial: z.strictObject({ hook: z.string().min(1), point: z.string().min(1), reason: z.string() }).optional(),
+    /**
+     * The edge the run waits at (status `waiting`, reason code `node-full`): the node it leads to
+     * is full under routing.limits.perNode (`cap`: the key that held it). The run stays at the node
+     * it would leave until the daemon releases it, oldest `since` first; entering any node forgets it.
+     */
+    heldEdge: z.strictObject({ to: nodeId, outcome: z.enum(GRAPH_OUTCOMES), since: timestamp, cap: z.string().min(1) }).optional(),
     /** Oldest first, the newest GRAPH_HISTORY_MAX entries. */
     history: z.array(graphHistoryEntrySchema).max(GRAPH_HISTORY_MAX),
   }),

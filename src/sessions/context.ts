@@ -88,6 +88,12 @@ export interface GraphSetup {
   readonly holdMs?: number;
   /** How the daemon asks again for the login while answers are held (default DEFAULT_HELD_RETRY). */
   readonly heldRetry?: HeldRetrySchedule;
+  /**
+   * The lock every move that may follow an edge takes while routing.limits.perNode is set, so the
+   * runs at a capped node are counted and the move written without another in between, across
+   * processes. Absent: the moves of this process take their turns (one process only).
+   */
+  readonly roomLock?: string;
 }
 
 export interface DispatcherOptions {

@@ -70,6 +70,11 @@ export interface WhySituation {
   readonly daemonRunning?: boolean;
   /** The item's place in the start queue (routing.limits, docs/fleet.md), when it waits there. */
   readonly queued?: { readonly position: number; readonly ahead: number; readonly cap: string | undefined };
+  /**
+   * The edge its run waits at (routing.limits.perNode), in words: `waiting at edge A → B: node B
+   * full, cap routing.limits.perNode.B = N, K ahead` (src/graph-run/node-caps.ts heldText).
+   */
+  readonly heldAtEdge?: string;
 }
 
 export type WhyState =
@@ -86,6 +91,7 @@ export type WhyState =
   | "graph-canceled"
   | "failed-to-start"
   | "answer-held"
+  | "waiting-at-edge"
   | "closed"
   | "stopped"
   | "hook-refused"
@@ -313,6 +319,7 @@ function decide(situation: WhySituation): WhyVerdict {
     };
   }
   if (run?.status === "waiting" && held.length > 0) return heldVerdict(run, held, events);
+  if (run?.status === "waiting" && run.reasonCode === "node-full") return edgeVerdict(ref, run, situation.heldAtEdge);
   if (run?.status === "waiting") return waitingVerdict(run, settings);
   if (ended && live && !live.awaitingInput) return ended;
   if (live) return liveVerdict(ref, live, run, events, settings);
@@ -478,6 +485,15 @@ function heldVerdict(run: GraphView, held: readonly HeldAnswerView[], events: re
     state: "answer-held",
     summary: `the ${run.graph} graph run waits at the gate ${run.node}, and ${held.length === 1 ? `${who}'s answer (${first?.decision ?? "?"}) is` : `${held.length} answers (by ${who}) are`} held since ${first?.heldAt ?? "?"}: the login the-loop posts as is unknown (${first?.reason ?? "?"})`,
     next: fix ?? "set integrations.github.selfLogin to the login the-loop's token posts as; the held answers are then decided",
+  };
+}
+
+/** A run waiting at an edge for a place at its next node (routing.limits.perNode): the daemon moves it, or a force. */
+function edgeVerdict(ref: string, run: GraphView, words: string | undefined): WhyVerdict {
+  return {
+    state: "waiting-at-edge",
+    summary: `the ${run.graph} graph run is ${words ?? run.reason ?? `waiting at node ${run.node} for a place at its next node`}`,
+    next: `nothing: the daemon moves it within a second of a place freeing, oldest first (\`the-loop graph force ${ref} --to NODE --reason TEXT\` moves it now)`,
   };
 }
 

@@ -311,6 +311,22 @@ const STATES: Row[] = [
     next: /^comment `the-loop:approve` or `the-loop:request-changes` as one of: alice, bob$/,
   },
   {
+    what: "waiting at an edge for a place at its next node (routing.limits.perNode)",
+    given: {
+      session: active,
+      control: control(),
+      graph: run({
+        status: "waiting",
+        reasonCode: "node-full",
+        reason: "waiting at edge implement → review: node review full, cap routing.limits.perNode.review = 1",
+      }),
+      heldAtEdge: "waiting at edge implement → review: node review full, cap routing.limits.perNode.review = 1, 2 ahead",
+    },
+    state: "waiting-at-edge",
+    summary: /^the work-item graph run is waiting at edge implement → review: node review full, cap routing\.limits\.perNode\.review = 1, 2 ahead$/,
+    next: /^nothing: the daemon moves it within a second of a place freeing, oldest first \(`the-loop graph force local:demo#1 --to NODE --reason TEXT` moves it now\)$/,
+  },
+  {
     what: "waiting at a gate with an answer held",
     given: { session: active, control: control(), graph: run({ node: "review", status: "waiting" }), held: [HELD] },
     state: "answer-held",

@@ -34,7 +34,7 @@ function recordOf(item: WorkItem): SessionRecord {
 
 /** Two processes' worth of the context claimWithinLimits reads: their own queue and registry objects over one state root. */
 function contextOf(root: string, caps: Partial<RoutingConfig["limits"]>) {
-  const limits: RoutingConfig["limits"] = { perHarness: {}, perRepository: {}, ...caps };
+  const limits: RoutingConfig["limits"] = { perHarness: {}, perRepository: {}, perNode: {}, ...caps };
   return {
     now: () => new Date(),
     routing: { limits } as RoutingConfig,

@@ -11,6 +11,7 @@ import type { GlobalOptions, Project } from "../context.js";
 import { formatTable, stderr, stdout } from "../output.js";
 import { budgetLine, budgetStatus } from "./sessions/budget-status.js";
 import { limitsLine, limitsStatus } from "./sessions/queued.js";
+import type { LimitsStatus } from "./sessions/queued.js";
 
 export interface JsonOption {
   readonly json: boolean;
@@ -112,6 +113,12 @@ function lastCycleOf(service: ServiceStatus): string {
   return `last cycle ${heartbeat.lastCycleAt}: ${String(cycle.changes ?? 0)} changes, ${String(cycle.errors ?? 0)} errors`;
 }
 
+/** The start caps and the node caps (routing.limits.perNode) on one line, as one list. */
+function withNodeCaps(limits: LimitsStatus | undefined, nodes: LimitsStatus["caps"]): LimitsStatus | undefined {
+  if (nodes.length === 0) return limits;
+  return { caps: [...(limits?.caps ?? []), ...nodes], queued: limits?.queued ?? 0 };
+}
+
 export async function runStatus(globals: GlobalOptions, options: JsonOption): Promise<void> {
   const project = await openProject(globals, "daemon");
   const configFile = project.loaded.source.path ?? undefined;
@@ -120,7 +127,9 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     projectDir: project.loaded.baseDir,
   });
   const { healthy, services, problems, sandbox } = report;
-  const limits = limitsStatus(project);
+  // The node caps count the graph runs: read only when one is set.
+  const nodeCaps = Object.keys(project.config.routing.limits.perNode).length > 0 ? await (await import("./graph/edge-wait.js")).nodeCapUsage(project) : [];
+  const limits = withNodeCaps(limitsStatus(project), nodeCaps);
   const dashboard = dashboardStatus(project);
   const budget = budgetStatus(project.config.routing);
   if (options.json) {

@@ -6,6 +6,7 @@ import type { EventRecord } from "../../events/reader.js";
 import { readLatestEvents } from "../../events/tail.js";
 import type { ReadLatestResult } from "../../events/tail.js";
 import { openGraphStates } from "../../graph-run/store.js";
+import type { GraphState } from "../../graph-run/state.js";
 import { SessionRegistry } from "../../registry/registry.js";
 import { DamagedRecordError } from "../../state/index.js";
 import { displayPath, openDaemonProject } from "../context.js";
@@ -94,7 +95,13 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
   const settings = whySettingsOf(project.config);
   const session = readRecord((): SessionView | undefined => new SessionRegistry({ dir: project.paths.registryDir }).get(ref));
   const control = readRecord((): ControlView | undefined => new ControlStore({ dir: project.paths.controlDir }).get(ref));
-  const graph = await readRecordAsync(async (): Promise<GraphView | undefined> => await openGraphStates(project.paths).get(ref));
+  const record = await readRecordAsync(async (): Promise<GraphState | undefined> => await openGraphStates(project.paths).get(ref));
+  const graph: GraphView | DamagedRecord | undefined = record;
+  // A run waiting at an edge (routing.limits.perNode): the cap as set now, and how many wait ahead.
+  const edge =
+    record !== undefined && !("damaged" in record) && record.heldEdge !== undefined
+      ? await (await import("./graph/edge-wait.js")).edgeWait(project, record)
+      : undefined;
   // Held answers matter only to a run at a gate; their store loads zod, so it is read only then.
   const held =
     graph !== undefined && !("damaged" in graph) && graph.status === "waiting" ? await readRecordAsync(async () => await heldAnswers(project, ref)) : undefined;
@@ -112,6 +119,7 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
     events: log.events,
     daemonRunning: running,
     ...queuedIn(project, ref, session),
+    ...(edge !== undefined ? { heldAtEdge: edge.text } : {}),
   };
   const verdict = explainWhy(situation);
   // A live session's usage against routing.budget (docs/fleet.md#budgets), as `sessions list` shows it.

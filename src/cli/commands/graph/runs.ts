@@ -1,6 +1,8 @@
 import { resolve } from "node:path";
 import { AnswerGivenExit, EXIT_FAILURE, NotFoundError, UsageError } from "../../../errors.js";
 import type { claimAnswerSchema } from "../../../daemon/socket/methods.js";
+import { edgeWait } from "./edge-wait.js";
+import type { EdgeWait } from "./edge-wait.js";
 import type { GraphState } from "../../../graph-run/state.js";
 import { openGraphStates } from "../../../graph-run/store.js";
 import type { z } from "zod";
@@ -47,7 +49,7 @@ export interface GraphForceOptions {
 }
 
 /** What `graph status --json` prints: the item's run as scripts read it. */
-export function statusDocument(ref: string, state: GraphState, phase: string | null) {
+export function statusDocument(ref: string, state: GraphState, phase: string | null, edge?: EdgeWait) {
   return {
     ref,
     graph: state.graph,
@@ -56,7 +58,8 @@ export function statusDocument(ref: string, state: GraphState, phase: string | n
     status: state.status,
     generation: state.generation,
     reason_code: state.reasonCode ?? null,
-    reason: state.reason ?? null,
+    reason: edge?.text ?? state.reason ?? null,
+    held_edge: edge !== undefined ? { to: edge.to, outcome: edge.outcome, since: edge.since, cap: edge.cap, limit: edge.limit, ahead: edge.ahead } : null,
     loop_run_id: state.loopRunId,
     attempts: state.attempts,
     started_at: state.startedAt,
@@ -80,7 +83,7 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
       `${ref} has no graph run${project.config.graph.enabled ? "; it begins when the item is started" : " (the process graph is off: graph.enabled)"}`,
     );
   }
-  printStatus(ref, state, options);
+  printStatus(ref, state, options, await edgeWait(project, state));
 }
 
 /**
@@ -108,14 +111,15 @@ async function missingLocalItem(project: Pick<Project, "paths">, ref: string): P
   }
 }
 
-function printStatus(ref: string, state: GraphState, options: GraphStatusOptions): void {
+function printStatus(ref: string, state: GraphState, options: GraphStatusOptions, edge?: EdgeWait): void {
   const phase = state.phase ?? null;
   if (options.json) {
-    stdout.json(statusDocument(ref, state, phase));
+    stdout.json(statusDocument(ref, state, phase, edge));
     return;
   }
   stdout.line(`${ref}: ${state.graph} graph, node ${state.node}${phase ? ` (phase ${phase})` : ""}, ${state.status}, generation ${state.generation}`);
-  if (state.reason) stdout.line(`  ${state.reasonCode ?? "reason"}: ${state.reason}`);
+  const reason = edge?.text ?? state.reason;
+  if (reason) stdout.line(`  ${state.reasonCode ?? "reason"}: ${reason}`);
   for (const entry of state.history.slice(-10).reverse()) {
     stdout.line(
       `  ${entry.at}  ${entry.kind.padEnd(13)} ${entry.node}${entry.outcome ? ` (${entry.outcome})` : ""} by ${entry.actor.kind} ${entry.actor.id}${entry.reason ? `: ${entry.reason}` : ""}`,
