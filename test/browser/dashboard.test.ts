@@ -33,8 +33,12 @@ afterAll(async () => {
   await browser?.close();
 });
 
-async function dashboardProject(operator: string | undefined, before?: (p: TestProject) => Promise<void>): Promise<{ p: TestProject; base: URL }> {
-  const p = await specReviewProject();
+async function dashboardProject(
+  operator: string | undefined,
+  before?: (p: TestProject) => Promise<void>,
+  routing: Record<string, unknown> = {},
+): Promise<{ p: TestProject; base: URL }> {
+  const p = await specReviewProject(routing);
   const configFile = join(p.root, "cli-config.yaml");
   const text = await readFile(configFile, "utf8");
   await writeFile(configFile, `${text}dashboard:\n  enabled: true\n${operator !== undefined ? `  operator: ${operator}\n` : ""}`);
@@ -59,13 +63,14 @@ async function loggedIn(p: TestProject, base: URL, dark = false): Promise<{ page
   return { page, problems };
 }
 
-async function atTheGate(p: TestProject): Promise<void> {
+async function atTheGate(p: TestProject, ref = REF): Promise<void> {
   await writeFile(join(p.dir, "work", "spec.md"), "# Spec\n");
-  const claimed = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: REF });
+  const claimed = await p.cli(["graph", "complete", "--json"], { THE_LOOP_WORK_ITEM: ref });
   expect(claimed.code, claimed.stderr).toBe(0);
   expect(jsonOf<ClaimJson>(claimed)).toMatchObject({ moved: true, node: "review", status: "waiting" });
 }
 
+// What runs in the page is written as a string: the tests are type-checked without the DOM's types.
 const card = (page: Page, ref: string) => page.locator(`li.card[data-ref="${ref}"]`);
 
 describe("the dashboard's page, in headless Chromium, against a real daemon", () => {
@@ -176,5 +181,80 @@ describe("the dashboard's page, in headless Chromium, against a real daemon", ()
     await page.keyboard.type("#1999");
     await expect.poll(() => page.locator("li.card").count()).toBe(1);
     expect(problems).toEqual([]);
+  });
+
+  it("shows every column a fleet fills, legible in the dark and at 200 % zoom, and read-only without dashboard.operator", async () => {
+    const { p, base } = await dashboardProject("alice", undefined, {
+      limits: { maxLiveSessions: 4 },
+      budget: { minutes: 240, warnAt: 0.8 },
+    });
+    const titles = [
+      "Write the spec for the login flow",
+      "Rate-limit the public API",
+      "Migrate the billing tables",
+      "Fix the flaky upload test",
+      "Document the webhook retries",
+      "Add dark mode to the settings page",
+    ];
+    for (const title of titles) expect((await p.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await waitFor(
+      "four spawned, two queued",
+      async () => {
+        const events = await p.events();
+        return events.filter((r) => r.event === "session.spawned").length >= 4 && events.filter((r) => r.event === "session.queued").length >= 2
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    await atTheGate(p, "local:demo#2");
+    expect((await p.cli(["sessions", "pause", "--work-item", "#3"])).code).toBe(0);
+    expect((await p.cli(["item", "close", "#4", "--as", "alice"])).code).toBe(0);
+    // #4's slot goes to #5; #6 waits on.
+    await p.waitForEvent("the queue moving", (r) => r.event === "session.dequeued");
+
+    const { page, problems } = await loggedIn(p, base);
+    const column = (id: string) => page.locator(`section[data-column="${id}"] li.card`);
+    await expect.poll(() => column("waiting").count(), { timeout: LIVE_MS }).toBe(2);
+    await expect.poll(() => column("queued").count(), { timeout: LIVE_MS }).toBe(1);
+    await expect.poll(() => column("working").count(), { timeout: LIVE_MS }).toBe(2);
+    await expect.poll(() => column("done").count(), { timeout: LIVE_MS }).toBe(1);
+    await card(page, "local:demo#6").getByText("#1 in queue").waitFor();
+    await screenshot(page, "board-fleet");
+
+    // 200 % zoom is a window half as wide in CSS pixels, each drawn twice the size: nothing runs off the side.
+    const zoomed = await browser.newContext({ viewport: { width: 720, height: 900 }, deviceScaleFactor: 2 });
+    const big = await zoomed.newPage();
+    await big.goto((await p.cli(["dashboard", "--json"])).stdout.match(/"url":\s*"([^"]+)"/)?.[1] ?? "");
+    await big.locator("li.card").first().waitFor();
+    expect(await big.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")).toBe(true);
+    await screenshot(big, "board-zoom-200");
+    await big.goto(`${base.origin}/#/item/${encodeURIComponent("local:demo#2")}`);
+    await big.locator('button[data-action="approve"]').waitFor({ timeout: LIVE_MS });
+    await screenshot(big, "item-zoom-200");
+    await zoomed.close();
+
+    const dark = await loggedIn(p, base, true);
+    await dark.page.goto(`${base.origin}/#/item/${encodeURIComponent("local:demo#2")}`);
+    await dark.page.locator('.graph g.node-current[data-node="review"]').waitFor({ timeout: LIVE_MS });
+    expect(await dark.page.evaluate("getComputedStyle(document.body).backgroundColor")).not.toBe("rgb(244, 245, 248)");
+    await screenshot(dark.page, "item-dark");
+    await dark.page.goto(`${base.origin}/#/events?type=session.*`);
+    await dark.page.locator("table.events tbody tr").first().waitFor({ timeout: LIVE_MS });
+    expect(await dark.page.locator("table.events tbody tr code").allTextContents()).toEqual(expect.arrayContaining(["session.spawned", "session.queued"]));
+    expect((await dark.page.locator("table.events tbody tr code").allTextContents()).every((type) => type.startsWith("session."))).toBe(true);
+    await screenshot(dark.page, "events-dark");
+    expect([...problems, ...dark.problems]).toEqual([]);
+    await p.cli(["stop"]);
+
+    // Without dashboard.operator: the page says so, and offers no action.
+    const readOnly = await dashboardProject(undefined);
+    expect((await readOnly.p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await readOnly.p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    const viewer = await loggedIn(readOnly.p, readOnly.base);
+    await expect.poll(() => viewer.page.getByTestId("who").textContent()).toBe("read-only: no dashboard.operator");
+    await viewer.page.goto(`${readOnly.base.origin}/#/item/${encodeURIComponent(REF)}`);
+    await viewer.page.locator(".actions-readonly").waitFor();
+    expect(await viewer.page.locator("button[data-action]").count()).toBe(0);
   });
 });
