@@ -1,10 +1,8 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject } from "../support/real-agent.js";
+import { endAgentProject, screenOf } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 import { ARM } from "../support/builders.js";
@@ -16,7 +14,6 @@ import { ARM } from "../support/builders.js";
  * tool at all: the MCP tool runs without a prompt because the-loop pre-approved it, and only it.
  */
 
-const run = promisify(execFile);
 const QUESTION = "Should the cache live in Redis or in memory?";
 const ANSWER = "In memory for now, please.";
 const ASK_TOOL = "mcp__the-loop__ask";
@@ -53,11 +50,6 @@ function askThroughMcp(request: ModelRequest, agentic: readonly ModelRequest[]):
   if (!asked && offered.includes(ASK_TOOL)) return { toolUse: { name: ASK_TOOL, input: { question: QUESTION } } };
   if (!asked && offered.includes("WaitForMcpServers")) return { toolUse: { name: "WaitForMcpServers", input: { servers: ["the-loop"] } } };
   return { text: request.lastUserText.includes(ANSWER) ? "Thanks — in memory it is." : "Waiting for the answer." };
-}
-
-async function screenOf(p: TestProject, target: string): Promise<string> {
-  const { stdout } = await run("tmux", ["-L", p.socketName, "capture-pane", "-p", "-t", `=${target}:`]).catch(() => ({ stdout: "" }));
-  return stdout;
 }
 
 interface ItemJson {

@@ -1,13 +1,11 @@
-import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { harnessAdapter } from "../../src/harness/adapters.js";
 import { routingSchema } from "../../src/config/schema.js";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome, readClaudeConfig, runClaude } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject, livePanePids } from "../support/real-agent.js";
+import { endAgentProject, livePanePids, screenOf } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -19,7 +17,6 @@ import { ARM } from "../support/builders.js";
  * process ended, the supervision brings it back with `claude --resume <id>`: the same conversation.
  */
 
-const run = promisify(execFile);
 const QUESTION = "Which database should the service use?";
 const ANSWER = "Use PostgreSQL 16, please.";
 
@@ -60,11 +57,6 @@ async function waitInSession<T>(p: TestProject, what: string, probe: () => Promi
       cause: error,
     });
   }
-}
-
-async function screenOf(p: TestProject, target: string): Promise<string> {
-  const { stdout } = await run("tmux", ["-L", p.socketName, "capture-pane", "-p", "-t", `=${target}:`]).catch(() => ({ stdout: "" }));
-  return stdout;
 }
 
 interface ItemJson {

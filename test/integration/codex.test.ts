@@ -8,7 +8,7 @@ import { MCP_TOOL_NAMES } from "../../src/harness/mcp.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { CODEX_KEY_ENV, CODEX_VERSION, codexBinary, codexEnv, codexHome, readCodexConfig } from "../support/codex.js";
-import { alive, endAgentProject, livePanePids } from "../support/real-agent.js";
+import { alive, endAgentProject, livePanePids, screenOf } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { startRefusingProxy, type RefusingProxy } from "../support/refusing-proxy.js";
 import { startResponsesStub, type ResponsesReply, type ResponsesRequest, type ResponsesStub } from "../support/responses-stub.js";
@@ -102,11 +102,6 @@ async function waitInSession<T>(p: TestProject, what: string, probe: () => Promi
       cause: error,
     });
   }
-}
-
-async function screenOf(p: TestProject, target: string): Promise<string> {
-  const { stdout } = await run("tmux", ["-L", p.socketName, "capture-pane", "-p", "-t", `=${target}:`]).catch(() => ({ stdout: "" }));
-  return stdout;
 }
 
 interface ItemJson {

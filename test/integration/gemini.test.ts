@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { routingSchema } from "../../src/config/schema.js";
 import { harnessAdapter } from "../../src/harness/adapters.js";
@@ -12,6 +10,7 @@ import { jsonOf } from "../support/cli.js";
 import { GEMINI_CLI_VERSION, geminiBinary, geminiEnv, geminiHome, readGeminiFile } from "../support/gemini.js";
 import { startGeminiStub, type GeminiReply, type GeminiRequest, type GeminiStub } from "../support/gemini-stub.js";
 import { testProject, type TestProject } from "../support/project.js";
+import { alive, endAgentProject, endHarnesses, livePanePids, screenOf, signalGroup } from "../support/real-agent.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
@@ -22,7 +21,6 @@ import { waitFor } from "../support/wait.js";
  * anywhere else.
  */
 
-const run = promisify(execFile);
 const QUESTION = "Which database should the service use?";
 const ANSWER = "Use PostgreSQL 16, please.";
 const HOSTILE = "Nothing to run here: $(touch PWNED) `touch PWNED` \u001b[201~\r/quit\nand a second line";
@@ -40,13 +38,10 @@ beforeAll(async () => {
 afterEach(async () => {
   // Gemini CLI outlives a tmux server that goes away under it (its wrapper ignores SIGHUP):
   // every harness is ended first, by its process group, as the-loop's own close does.
-  if (project !== undefined) {
-    await endHarnesses(await panePids(["-L", project.socketName]));
-    await project.cleanup();
-  }
+  if (project !== undefined) await endAgentProject(project, { terminateFirst: true });
   project = undefined;
   if (runner !== undefined) {
-    await endHarnesses(await panePids(["-L", RUNNER_SOCKET]));
+    await endHarnesses(await livePanePids(RUNNER_SOCKET));
     await runner.killServer();
   }
   runner = undefined;
@@ -55,39 +50,6 @@ afterEach(async () => {
 });
 
 const RUNNER_SOCKET = `loop-test-gemini-${process.pid}`;
-
-async function panePids(socket: readonly string[], target?: string): Promise<number[]> {
-  const args = target === undefined ? ["-a"] : ["-t", `=${target}:`];
-  const { stdout } = await run("tmux", [...socket, "list-panes", ...args, "-F", "#{pane_dead} #{pane_pid}"]).catch(() => ({ stdout: "" }));
-  return stdout
-    .split("\n")
-    .filter((line) => line.startsWith("0 "))
-    .map((line) => Number(line.slice(2)))
-    .filter((pid) => Number.isInteger(pid) && pid > 0);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function signalGroup(pid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pid, signal);
-  } catch {
-    // The group is gone already.
-  }
-}
-
-/** SIGTERM to each pane's process group, then SIGKILL to what is left after a bounded wait. */
-async function endHarnesses(pids: readonly number[]): Promise<void> {
-  for (const pid of pids) signalGroup(pid, "SIGTERM");
-  await Promise.all(pids.map((pid) => waitFor(`harness ${pid} to exit`, () => !alive(pid), { timeoutMs: 10_000 }).catch(() => signalGroup(pid, "SIGKILL"))));
-}
 
 /** The agent's script: ask the operator once through `the-loop ask`, then acknowledge whatever comes. */
 function askOnce(request: GeminiRequest, agentic: readonly GeminiRequest[]): GeminiReply {
@@ -110,11 +72,6 @@ async function waitInSession<T>(p: TestProject, what: string, probe: () => Promi
       cause: error,
     });
   }
-}
-
-async function screenOf(p: TestProject, target: string): Promise<string> {
-  const { stdout } = await run("tmux", ["-L", p.socketName, "capture-pane", "-p", "-t", `=${target}:`]).catch(() => ({ stdout: "" }));
-  return stdout;
 }
 
 interface ItemJson {
@@ -183,7 +140,7 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     expect(hostile.lastUserText).toContain("/quit");
     expect(hostile.lastUserText).toContain("and a second line");
     expect(existsSync(join(cwd, "PWNED"))).toBe(false);
-    expect(await panePids(["-L", p.socketName], target)).toHaveLength(1);
+    expect(await livePanePids(p.socketName, target)).toHaveLength(1);
 
     // The operator's files keep every key; the session's folder is trusted, and only it is added.
     expect(await readGeminiFile(home, "trustedFolders.json")).toEqual({ "/srv/elsewhere": "DO_NOT_TRUST", [cwd]: "TRUST_FOLDER" });
@@ -196,7 +153,7 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     expect(await chatFiles(home)).toHaveLength(1);
 
     // Its pane dies; the next comment starts it again with `--resume <id>`: the same conversation.
-    const [pid] = await panePids(["-L", p.socketName], target);
+    const [pid] = await livePanePids(p.socketName, target);
     signalGroup(pid ?? 0, "SIGTERM");
     await waitFor("Gemini to exit", () => !alive(pid ?? 0), { timeoutMs: 10_000 });
     const before = stub.requests.length;
@@ -211,7 +168,7 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     expect(resumed.allText).toContain(ANSWER);
 
     // Closing the item closes the session, and the-loop's terminate ends Gemini and all it started.
-    const [respawnedPid] = await panePids(["-L", p.socketName], target);
+    const [respawnedPid] = await livePanePids(p.socketName, target);
     expect((await p.cli(["item", "close", "#1", "--as", "alice"])).code).toBe(0);
     const terminated = await p.waitForEvent("the harness's end", (r) => r.event === "session.harness_terminated", 30_000);
     expect(terminated.signal).toBe("SIGTERM");
