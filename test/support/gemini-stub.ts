@@ -46,8 +46,21 @@ const SIDE_ANSWER = JSON.stringify({ complexity_reasoning: "scripted", complexit
 
 const CHAT_PATH = /^\/v1(?:beta|alpha)?\/models\/([^/:]+):(streamGenerateContent|generateContent|countTokens)$/;
 
-/** `script` answers each agentic request, given it and every agentic request before it. */
-export async function startGeminiStub(script: (request: GeminiRequest, agenticSoFar: readonly GeminiRequest[]) => GeminiReply): Promise<GeminiStub> {
+/** The usage every reply reports, as the Gemini API's `usageMetadata` does (default: 10 in, 5 out). */
+export interface GeminiUsage {
+  readonly promptTokenCount: number;
+  readonly candidatesTokenCount: number;
+  /** Of promptTokenCount, those read from the context cache. */
+  readonly cachedContentTokenCount?: number;
+  readonly thoughtsTokenCount?: number;
+}
+
+/** `script` answers each agentic request, given it and every agentic request before it; `usage` is what every reply reports. */
+export async function startGeminiStub(
+  script: (request: GeminiRequest, agenticSoFar: readonly GeminiRequest[]) => GeminiReply,
+  options: { readonly usage?: GeminiUsage } = {},
+): Promise<GeminiStub> {
+  const usage = usageMetadata(options.usage ?? { promptTokenCount: 10, candidatesTokenCount: 5 });
   const requests: GeminiRequest[] = [];
   const refused: string[] = [];
   const sockets = new Set<Socket>();
@@ -100,7 +113,7 @@ export async function startGeminiStub(script: (request: GeminiRequest, agenticSo
           requests.filter((r) => r.agentic),
         )
       : { text: SIDE_ANSWER };
-    const response = responseOf(reply);
+    const response = responseOf(reply, usage);
     if (method === "generateContent") {
       res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(response));
       return;
@@ -126,11 +139,16 @@ export async function startGeminiStub(script: (request: GeminiRequest, agenticSo
   };
 }
 
-function responseOf(reply: GeminiReply): Record<string, unknown> {
+function usageMetadata(usage: GeminiUsage): Record<string, unknown> {
+  const total = usage.promptTokenCount + usage.candidatesTokenCount + (usage.thoughtsTokenCount ?? 0);
+  return { ...usage, totalTokenCount: total };
+}
+
+function responseOf(reply: GeminiReply, usage: Record<string, unknown>): Record<string, unknown> {
   const parts = "text" in reply ? [{ text: reply.text }] : [{ functionCall: { name: reply.functionCall.name, args: reply.functionCall.args } }];
   return {
     candidates: [{ content: { role: "model", parts }, finishReason: "STOP", index: 0 }],
-    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 },
+    usageMetadata: usage,
     modelVersion: "gemini-stub",
   };
 }

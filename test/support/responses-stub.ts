@@ -10,6 +10,16 @@ import type { AddressInfo } from "node:net";
  * takes the stream for broken and retries. Any other path is refused with 404 and counted.
  */
 
+/** The usage every reply reports, as the Responses API does on `response.completed` (default: 10 in, 5 out). */
+export interface ResponsesUsage {
+  readonly input_tokens: number;
+  readonly output_tokens: number;
+  /** Of input_tokens, those read from the prompt cache. */
+  readonly cached_tokens?: number;
+  /** Of output_tokens, the reasoning. */
+  readonly reasoning_tokens?: number;
+}
+
 export type ResponsesReply = (
   { readonly text: string } | { readonly call: { readonly name: string; readonly args: Record<string, unknown>; readonly namespace?: string } }
 ) & {
@@ -51,10 +61,12 @@ export interface ResponsesStub {
   close(): Promise<void>;
 }
 
-/** `script` answers each agentic request, given it and every agentic request before it. */
+/** `script` answers each agentic request, given it and every agentic request before it; `usage` is what every reply reports. */
 export async function startResponsesStub(
   script: (request: ResponsesRequest, agenticSoFar: readonly ResponsesRequest[]) => ResponsesReply,
+  options: { readonly usage?: ResponsesUsage } = {},
 ): Promise<ResponsesStub> {
+  const usage = wireUsage(options.usage ?? { input_tokens: 10, output_tokens: 5 });
   const requests: ResponsesRequest[] = [];
   const refused: string[] = [];
   let ids = 0;
@@ -95,7 +107,7 @@ export async function startResponsesStub(
       : { text: JSON.stringify({ title: "Work item session" }) };
     const n = ++ids;
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    const [created, ...rest] = streamEvents(n, body.model ?? "stub-model", reply);
+    const [created, ...rest] = streamEvents(n, body.model ?? "stub-model", reply, usage);
     for (const data of [created, ...rest]) {
       res.write(`event: ${String(data?.type)}\ndata: ${JSON.stringify(data)}\n\n`);
       if (data === created && reply.delayMs !== undefined) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
@@ -150,15 +162,18 @@ function textOf(content: unknown): string {
     .join("\n");
 }
 
-const USAGE = {
-  input_tokens: 10,
-  input_tokens_details: { cached_tokens: 0 },
-  output_tokens: 5,
-  output_tokens_details: { reasoning_tokens: 0 },
-  total_tokens: 15,
-};
+/** The Responses API's usage object: details beside each count, and their total. */
+function wireUsage(usage: ResponsesUsage): Record<string, unknown> {
+  return {
+    input_tokens: usage.input_tokens,
+    input_tokens_details: { cached_tokens: usage.cached_tokens ?? 0 },
+    output_tokens: usage.output_tokens,
+    output_tokens_details: { reasoning_tokens: usage.reasoning_tokens ?? 0 },
+    total_tokens: usage.input_tokens + usage.output_tokens,
+  };
+}
 
-function streamEvents(n: number, model: string, reply: ResponsesReply): Record<string, unknown>[] {
+function streamEvents(n: number, model: string, reply: ResponsesReply, usage: Record<string, unknown>): Record<string, unknown>[] {
   const id = `resp_stub_${n}`;
   const item =
     "text" in reply
@@ -178,6 +193,6 @@ function streamEvents(n: number, model: string, reply: ResponsesReply): Record<s
     { type: "response.output_item.added", output_index: 0, item },
     ...("text" in reply ? [{ type: "response.output_text.delta", item_id: item.id, output_index: 0, content_index: 0, delta: reply.text }] : []),
     { type: "response.output_item.done", output_index: 0, item },
-    { type: "response.completed", response: { id, object: "response", model, status: "completed", output: [item], usage: USAGE } },
+    { type: "response.completed", response: { id, object: "response", model, status: "completed", output: [item], usage } },
   ];
 }
