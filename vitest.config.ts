@@ -24,6 +24,8 @@ const REAL_AGENT = [
   "test/integration/claude-code.test.ts",
   "test/integration/claude-code-mcp.test.ts",
   "test/integration/claude-code-budget.test.ts",
+  "test/integration/codex-budget.test.ts",
+  "test/integration/gemini-budget.test.ts",
   "test/integration/codex.test.ts",
   "test/integration/agents-side-by-side.test.ts",
   "test/integration/gemini.test.ts",
