@@ -12,7 +12,7 @@ import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
 import { ConfigError } from "../config/load.js";
 import { ControlStore } from "../control/store.js";
 import type { HookChain } from "../hooks/chain.js";
-import { GitHubFeed } from "../ingress/github-feed/index.js";
+import { GitHubChecksFeed, GitHubFeed } from "../ingress/github-feed/index.js";
 import { isLive, stateRootTag } from "../registry/record.js";
 import { policyOf } from "../routing/router.js";
 import { openTrackers } from "../trackers/resolve.js";
@@ -239,14 +239,42 @@ function githubPollSources(input: RuntimeInput, runtime: Runtime): PollSourceRun
     }
   };
   const feeds = new Map<string, GitHubFeed>();
+  const polled = new Set<string>();
   for (const source of configured) {
     const repos = [...new Set(source.repos.map((written) => repositoryOnHost(written, client.host, client.apiUrl)))].sort();
+    for (const repo of repos) polled.add(repo);
     const key = `github:${repos.join(",")}`;
     if (feeds.has(key)) continue;
     const label = routing.spawnOnUnmatched === "always" ? null : (source.label ?? routing.autoExecuteLabel);
     feeds.set(key, new GitHubFeed({ key, client, repos, label, isWatched, events }));
   }
-  return [...feeds.values()];
+  // The CI of the pull requests live sessions work on (docs/github.md#ci-failures), one source over every polled repository.
+  const checks = new GitHubChecksFeed({
+    key: "github-checks",
+    client,
+    repos: [...polled].sort(),
+    watchedPullRequests: () => livePullRequests(runtime.registry),
+    isLive: (ref) => {
+      try {
+        return isLive(runtime.registry.get(ref));
+      } catch {
+        // An unreadable record is reported where sessions are listed; here it just watches nothing.
+        return false;
+      }
+    },
+    events,
+  });
+  return [...feeds.values(), checks];
+}
+
+/** The pull requests of live sessions: a session's own, and those bound to its work item. */
+function livePullRequests(registry: SessionRegistry): string[] {
+  const refs = new Set<string>();
+  for (const record of registry.list({ status: "live" }).records) {
+    if (record.workItem.tracker === "github" && record.workItem.kind === "pull_request") refs.add(record.workItem.ref);
+    for (const link of record.pullRequests ?? []) refs.add(link.ref);
+  }
+  return [...refs];
 }
 
 /** `owner/repo` in lower case; a `host/owner/repo` must name the host the configured API serves. */

@@ -458,6 +458,8 @@ export class FakeGitHub {
   private stopped: Promise<void> | undefined;
   private readonly routes: Array<{ method: string; pattern: string[]; handler: Handler }> = [];
   private readonly checkRuns = new Map<number, { repo: string; json: Record<string, unknown>; log: string }>();
+  /** Commit statuses, oldest first, as `POST /repos/{owner}/{repo}/statuses/{sha}` makes them. */
+  private readonly statuses: Array<{ repo: string; sha: string; json: Record<string, unknown> }> = [];
   /** Where job logs are served from: another host (`localhost`, not the API's 127.0.0.1), as GitHub's blob storage is. */
   private logServer: { server: Server; port: number } | undefined;
   /** Every request the log host got, with the Authorization header it carried (none is the point). */
@@ -560,6 +562,53 @@ export class FakeGitHub {
     };
     this.checkRuns.set(id, { repo: state.fullName, json, log: init.log ?? "" });
     return clone(json);
+  }
+
+  /**
+   * A commit status on `sha` (what a CI outside GitHub Actions reports), as GitHub stores it; the
+   * combined status of the commit is its latest per context.
+   */
+  addStatus(
+    repo: string,
+    init: { sha: string; context: string; state: "error" | "failure" | "pending" | "success"; targetUrl?: string; description?: string },
+  ): Record<string, unknown> {
+    const state = this.repo(repo);
+    const id = this.newId();
+    const json: Record<string, unknown> = {
+      url: `${this.apiUrl}/repos/${state.fullName}/statuses/${init.sha}`,
+      avatar_url: null,
+      id,
+      node_id: nodeId("SC", id),
+      state: init.state,
+      description: init.description ?? null,
+      target_url: init.targetUrl ?? null,
+      context: init.context,
+      created_at: this.now(),
+      updated_at: this.now(),
+    };
+    this.statuses.push({ repo: state.fullName, sha: init.sha.toLowerCase(), json });
+    return clone(json);
+  }
+
+  /**
+   * The pull requests GitHub lists on a check run: the open ones of the repository whose head is
+   * the run's commit on a branch of the repository itself (a fork's is never listed).
+   */
+  private checkPullRefs(state: RepoState, sha: string): Record<string, unknown>[] {
+    const repository = this.repoJson(state);
+    return [...state.items.values()]
+      .filter((item): item is ItemState & { pr: PullState } => item.pr !== undefined && item.state === "open")
+      .filter((item) => item.pr.headSha === sha && item.pr.headRepo.toLowerCase() === state.fullName.toLowerCase())
+      .map((item) => {
+        const pull = this.pullJson(state, item);
+        return {
+          url: pull.url,
+          id: pull.id,
+          number: item.number,
+          head: { ref: pull.head.ref, sha: pull.head.sha, repo: { id: pull.head.repo.id, url: pull.head.repo.url, name: pull.head.repo.name } },
+          base: { ref: pull.base.ref, sha: pull.base.sha, repo: { id: repository.id, url: repository.url, name: repository.name } },
+        };
+      });
   }
 
   /** A `check_run` delivery for `run`, listing `pulls` as GitHub lists them (a fork's pull request: none). */
@@ -1448,6 +1497,14 @@ export class FakeGitHub {
     return state.items.get(Number(number)) ?? notFound();
   }
 
+  /** The commit a `{ref}` names: a sha as it is, a branch by the head of an open pull request on it. */
+  private commitOf(state: RepoState, ref: string): string {
+    if (/^[0-9a-f]{40}$/i.test(ref)) return ref.toLowerCase();
+    const pull = [...state.items.values()].find((item) => item.pr !== undefined && item.pr.head === ref);
+    if (pull?.pr === undefined) notFound();
+    return pull.pr.headSha;
+  }
+
   private page<T>(ctx: Context, items: T[]): Reply {
     const perPageRaw = Number.parseInt(ctx.params.get("per_page") ?? "", 10);
     const perPage = Number.isFinite(perPageRaw) && perPageRaw > 0 ? Math.min(perPageRaw, 100) : 30;
@@ -1731,6 +1788,50 @@ export class FakeGitHub {
       const state = this.routeRepo(o, r);
       if (!state.reviewComments.some((c) => c.json.id === Number(id))) notFound();
       return this.react("review_comment", state, Number(id), ctx.body);
+    });
+
+    // The check runs of a commit (GET /repos/{owner}/{repo}/commits/{ref}/check-runs): the latest
+    // run of each name unless filter=all, newest first, in an object that counts them.
+    this.on("GET", `${R}/commits/:ref/check-runs`, (ctx, [o, r, ref]) => {
+      const state = this.routeRepo(o, r);
+      const sha = this.commitOf(state, ref ?? "");
+      const filter = ctx.params.get("filter") ?? "latest";
+      if (filter !== "latest" && filter !== "all") invalid("CheckRun", "filter");
+      const runs = [...this.checkRuns.values()].filter((run) => run.repo === state.fullName && run.json.head_sha === sha).reverse();
+      const names = runs.map((run) => String(run.json.name));
+      const kept = runs.filter((_run, index) => filter === "all" || names.indexOf(names[index] as string) === index);
+      const pulls = this.checkPullRefs(state, sha);
+      const all = kept.map((run) => ({ ...clone(run.json), pull_requests: clone(pulls) }));
+      const reply = this.page(ctx, all);
+      return { ...reply, body: { total_count: all.length, check_runs: reply.body } };
+    });
+
+    // The combined status of a commit: its latest status per context, and one state over them.
+    this.on("GET", `${R}/commits/:ref/status`, (ctx, [o, r, ref]) => {
+      const state = this.routeRepo(o, r);
+      const sha = this.commitOf(state, ref ?? "");
+      const latest = new Map<string, Record<string, unknown>>();
+      for (const entry of this.statuses) if (entry.repo === state.fullName && entry.sha === sha) latest.set(String(entry.json.context), entry.json);
+      const statuses = [...latest.values()].reverse();
+      const states = statuses.map((entry) => entry.state);
+      const combined = states.some((one) => one === "error" || one === "failure")
+        ? "failure"
+        : states.length === 0 || states.includes("pending")
+          ? "pending"
+          : "success";
+      const reply = this.page(ctx, clone(statuses));
+      return {
+        ...reply,
+        body: {
+          state: combined,
+          statuses: reply.body,
+          sha,
+          total_count: statuses.length,
+          repository: this.repoJson(state),
+          commit_url: `${this.apiUrl}/repos/${state.fullName}/commits/${sha}`,
+          url: `${this.apiUrl}/repos/${state.fullName}/commits/${sha}/status`,
+        },
+      };
     });
 
     this.on("GET", `${R}/actions/jobs/:n/logs`, (_ctx, [o, r, n]) => {

@@ -48,6 +48,28 @@ export class ConditionalReads {
     return items.filter(isReview).filter((review) => review.state !== "PENDING");
   }
 
+  /**
+   * A listing's first page, as GitHub answered it (the caller checks each entry's shape); empty
+   * when it is gone. As for reviews, only a one-page answer's ETag is kept.
+   */
+  async listing(route: string, params: Record<string, string | number>, interval: PollInterval): Promise<unknown[]> {
+    const key = `${route} ${JSON.stringify(params)}`;
+    const cached = this.cache.get(key);
+    let result;
+    try {
+      result = await this.client.list(route, { ...params, per_page: PER_PAGE }, { ...optional("etag", cached?.etag), maxPages: 1 });
+    } catch (error) {
+      if (isGone(error)) return [];
+      throw error;
+    }
+    noteInterval(interval, result.pollIntervalSeconds);
+    if (result.notModified) return Array.isArray(cached?.data) ? cached.data : [];
+    const etag = onePage(result);
+    if (etag !== undefined) this.remember(key, { etag, data: result.items });
+    else this.cache.delete(key);
+    return result.items;
+  }
+
   /** One resource, as GitHub answered it (the caller checks its shape); undefined when it is gone. */
   async get(route: string, params: Record<string, string | number>, interval: PollInterval): Promise<unknown> {
     const key = `${route} ${JSON.stringify(params)}`;
