@@ -11,8 +11,8 @@ export { DEFAULT_DEDUPE_SIZE, WebhookReceiver } from "./webhook/server.js";
 export type { WebhookAddress, WebhookReceiverOptions, WebhookRejection } from "./webhook/server.js";
 export { WebhookSecretError, webhookSecret } from "./webhook/secret.js";
 export type { WebhookSecret } from "./webhook/secret.js";
-export { GitHubFeed } from "./github-feed/index.js";
-export type { GitHubFeedOptions, GitHubReader } from "./github-feed/index.js";
+export { GitHubChecksFeed, GitHubFeed } from "./github-feed/index.js";
+export type { GitHubChecksFeedOptions, GitHubFeedOptions, GitHubReader } from "./github-feed/index.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { resolvePollStateFile } from "./legacy-poll-state.js";
