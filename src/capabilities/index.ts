@@ -18,4 +18,4 @@ export { evaluatePredicate } from "./predicate.js";
 export { parsePlan, resolverFor, resolveTaskContent } from "./tasks.js";
 export { parseTrackerTasks, resolveTrackerTask, taskContentText } from "./tasks.js";
 export type { TaskResolutionFailure } from "./tasks.js";
-export { configuredHarnesses, installRefusal, runtimeHalt } from "./runtime-compat.js";
+export { configuredHarnesses, installRefusal, loadedRuntimeCheck, runtimeHalt } from "./runtime-compat.js";

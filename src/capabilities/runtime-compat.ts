@@ -14,7 +14,8 @@ import type { CapabilityManifest } from "./manifest.js";
  * - consent warns about each configured harness it does not support;
  * - after a harness change, `config validate` and the daemon's start check again (load.ts, with
  *   the config's harnesses): one that supports none of them now refuses the load, one that excludes
- *   some of them is warned about;
+ *   some of them is warned about; a config reload of the running daemon checks again too, and one
+ *   that supports none is an event and a `status` problem (the daemon keeps what it loaded);
  * - at a loop point, a capability that does not support the item's session's harness is not run
  *   there, and the item is blocked at its node, naming the harness and the fix, so no gate of it is
  *   passed by without its check.
@@ -65,8 +66,12 @@ export function installRefusal(manifest: CapabilityManifest, harnesses: readonly
  * daemon's start), which may have changed since its consent: the refusal when it supports none of
  * them, else the warning when it excludes some, each with the fix.
  */
-export function loadedRuntimeCheck(manifest: CapabilityManifest, harnesses: readonly string[]): { readonly refusal?: string; readonly warning?: string } {
-  const refusal = installRefusal(manifest, harnesses, "remove its entry from `capabilities:`");
+export function loadedRuntimeCheck(
+  manifest: CapabilityManifest,
+  harnesses: readonly string[],
+  otherwise = "remove its entry from `capabilities:`",
+): { readonly refusal?: string; readonly warning?: string } {
+  const refusal = installRefusal(manifest, harnesses, otherwise);
   if (refusal !== undefined) return { refusal };
   const warning = runtimeWarning(manifest, harnesses);
   if (warning === undefined) return {};

@@ -30,7 +30,9 @@ import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js"
 import type { ReloadState } from "./reload.js";
 import { loadDaemonHooks } from "./hooks.js";
 import { loadCapabilities } from "../capabilities/load.js";
-import { configuredHarnesses } from "../capabilities/runtime-compat.js";
+import type { LoadedCapability } from "../capabilities/load.js";
+import type { EventSink } from "../events/log.js";
+import { configuredHarnesses, loadedRuntimeCheck } from "../capabilities/runtime-compat.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
@@ -234,7 +236,8 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
       () => undefined,
       (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
     );
-    if (input.configFile !== undefined) reloads = followConfigFile(input.configFile, input, dispatcher, options, notifier);
+    if (input.configFile !== undefined)
+      reloads = followConfigFile(input.configFile, input, dispatcher, options, { capabilities, ...(notifier ? { notifier } : {}) });
     // Queued starts (routing.limits) take a slot as soon as one frees, whoever closed the session.
     const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
     // Runs waiting at an edge into a full node (routing.limits.perNode) take a place as soon as one frees.
@@ -335,7 +338,14 @@ interface ConfigFollower {
  * is caught up on. A reload that failed tells the watcher so, and saving the same text again
  * retries it (the prompt template it names may exist by then).
  */
-function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: Dispatcher, options: ServeOptions, notifier?: Notifier): ConfigFollower {
+function followConfigFile(
+  configFile: string,
+  input: RuntimeInput,
+  dispatcher: Dispatcher,
+  options: ServeOptions,
+  loaded: { readonly capabilities: readonly LoadedCapability[]; readonly notifier?: Notifier },
+): ConfigFollower {
+  const { notifier } = loaded;
   let state: ReloadState = initialReloadState(input.config);
   let reloading: Promise<boolean> = Promise.resolve(true);
   const reloadOnce = async (text?: string): Promise<boolean> => {
@@ -346,6 +356,7 @@ function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: D
         await recordRunningConfig(input.paths, state.running, configFile, options.warn);
         // The control keywords a reload applies are the ones notifications name from now on.
         notifier?.setKeywords(notifyKeywordsOf(state.running));
+        recheckRuntimes(loaded.capabilities, state.running.routing, input.events, options.warn);
       }
       // Emptied by this reload: said as loudly as at start.
       if (result.outcome === "reloaded" && result.applied.includes("routing.authorizedUsers")) {
@@ -368,6 +379,25 @@ function followConfigFile(configFile: string, input: RuntimeInput, dispatcher: D
       await reloading;
     },
   };
+}
+
+/**
+ * After a reload, each loaded capability's runtimeCompat read again against the harnesses the
+ * config now runs, as the start read it (runtime-compat.ts): the daemon keeps running on the
+ * capabilities it loaded, so one that supports none of them is an event (which `status` reports
+ * until a later reload mends it) and a warning, and one that excludes some is a warning. The point
+ * check blocks each item whose session runs in an excluded harness either way.
+ */
+function recheckRuntimes(capabilities: readonly LoadedCapability[], routing: RoutingConfig, events: EventSink, warn: (message: string) => void): void {
+  if (capabilities.length === 0) return;
+  const harnesses = configuredHarnesses(routing);
+  for (const capability of capabilities) {
+    const check = loadedRuntimeCheck(capability.manifest, harnesses, "remove its entry from `capabilities:` and restart the daemon");
+    if (check.refusal !== undefined) {
+      events.emit("capability.runtime_unsupported", { id: capability.manifest.id, path: capability.dir, harnesses, reason: check.refusal });
+      warn(`after the config reload, ${check.refusal}`);
+    } else if (check.warning !== undefined) warn(`after the config reload, ${check.warning}`);
+  }
 }
 
 /** Said at start, and again when a reload empties the list: an empty allowlist is never a silent bug. */

@@ -71,6 +71,13 @@ export const CAPABILITY_EVENTS = {
       reason: "string",
     },
   },
+  "capability.runtime_unsupported": {
+    family: "capability",
+    level: "error",
+    summary:
+      "After a config reload, a loaded capability's `runtimeCompat` supports none of the `harnesses` the config now runs sessions in (`reason` names them and the fix). It stays loaded; an item whose session runs in one of them is blocked at the first point the capability has a hook at (`capability.runtime_refused`), and `the-loop status` reports it until a reload brings back a harness it supports.",
+    fields: { id: "string", path: "string", harnesses: "string[]", reason: "string" },
+  },
   "capability.step_run": {
     family: "capability",
     level: "info",

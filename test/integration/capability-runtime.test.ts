@@ -116,6 +116,36 @@ describe("runtimeCompat against the-loop's harnesses", () => {
     expect(served.stderr).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
   });
 
+  it("is read again at a config reload of the running daemon: none supported is an event and a status problem until a reload mends it", async () => {
+    const p = await project((transcript) => ({ fake: { command: [process.execPath, FAKE_HARNESS, transcript, "{prompt}"] }, claude: {} }));
+    const path = await claudeOnlyBundle(p);
+    expect((await p.cli(["capabilities", "add", path, "--yes"])).code).toBe(0);
+    expect((await p.cli(["start"])).code).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    const problemsOf = async (): Promise<{ code: string; message: string; fix: string }[]> =>
+      jsonOf<{ problems: { code: string; message: string; fix: string }[] }>(await p.cli(["status", "--json"])).problems;
+    expect((await problemsOf()).map((problem) => problem.code)).not.toContain("capability-runtime");
+
+    // The claude harness taken out of the running daemon's config.
+    const file = join(p.root, "cli-config.yaml");
+    const text = await readFile(file, "utf8");
+    const config = parse(text) as { routing: { harnesses: Record<string, unknown> } };
+    const { claude: _claude, ...others } = config.routing.harnesses;
+    await writeFile(file, stringify({ ...config, routing: { ...config.routing, harnesses: others } }));
+    const event = await p.waitForEvent("the reload's check", (r) => r.event === "capability.runtime_unsupported");
+    expect(event).toMatchObject({ id: "hello-note", harnesses: ["fake"] });
+    expect(String(event.reason)).toContain("capability hello-note supports claude, and the config runs sessions only in fake");
+    const problem = (await problemsOf()).find((one) => one.code === "capability-runtime");
+    expect(problem?.message).toMatch(/^capability "hello-note" supports none of the harnesses the config runs sessions in since the reload at .* \(fake\)/);
+    expect(problem?.fix).toContain("declare a harness it supports under routing.harnesses");
+
+    // claude declared again: the next reload says nothing, and the problem is gone.
+    const reloads = (await p.events()).filter((r) => r.event === "config.reloaded").length;
+    await writeFile(file, text);
+    await waitFor("the mending reload", async () => (await p.events()).filter((r) => r.event === "config.reloaded").length > reloads);
+    expect((await problemsOf()).map((one) => one.code)).not.toContain("capability-runtime");
+  });
+
   it("installed beside a harness it supports, it blocks an item whose session runs in another at its first point, and says why", async () => {
     const p = await project((transcript) => ({ fake: { command: [process.execPath, FAKE_HARNESS, transcript, "{prompt}"] }, claude: {} }));
     const path = await claudeOnlyBundle(p);

@@ -17,7 +17,7 @@ import type { StatePaths } from "../../state/layout.js";
 import { journalRemedy } from "../../trackers/local/errors.js";
 import { daemonStatus } from "../start-stop.js";
 import type { ServiceStatus } from "../start-stop.js";
-import { pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./problems.js";
+import { capabilityRuntimeOf, pollCyclesOf, selfLoginFailureOf, statusExitCode, statusProblems } from "./problems.js";
 import { notifySinkFailuresOf, notifySinkProblems } from "./notify-problem.js";
 import type { SandboxFact } from "./problems.js";
 import { checkBubblewrap } from "../../sandbox/index.js";
@@ -77,6 +77,8 @@ const WANTED_EVENTS = new Set([
   "poll.provider_error",
   "session.spawn_failed",
   "capability.use_refused",
+  "capability.runtime_unsupported",
+  "config.reloaded",
   "graph.self_login_unknown",
   "graph.self_login_learned",
   "notify.sent",
@@ -107,6 +109,7 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     spawnFailures: spawnFailuresOf(events),
     hooks,
     capabilityRefusals: capabilityRefusalsOf(events, services),
+    capabilityRuntimes: capabilityRuntimeOf(events, runningPids(services)),
     selfLoginFailure: selfLoginFailureOf(events, new Set(services.flatMap((service) => (service.running && service.pid !== undefined ? [service.pid] : [])))),
     sandbox,
     unloaded: unloadedSettings(
@@ -170,6 +173,8 @@ export function readEventTail(path: string, maxBytes: number): LoggedEvent[] {
         !line.includes('"poll.') &&
         !line.includes('"session.spawn_failed"') &&
         !line.includes('"capability.use_refused"') &&
+        !line.includes('"capability.runtime_unsupported"') &&
+        !line.includes('"config.reloaded"') &&
         !line.includes('"graph.self_login_') &&
         !line.includes('"notify.')
       )

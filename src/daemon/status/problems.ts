@@ -20,6 +20,7 @@ export type StatusProblemCode =
   | "start-pending"
   | "hook-server-down"
   | "capability-changed"
+  | "capability-runtime"
   | "self-login-unknown"
   | "sandbox-off"
   | "settings-not-loaded"
@@ -273,6 +274,53 @@ export function capabilityChangedProblems(refusals: readonly CapabilityRefusal[]
   }));
 }
 
+// ---- capabilities left without a harness by a reload ------------------------------------------
+
+/** A `capability.runtime_unsupported` of the running daemon since its last config reload. */
+export interface CapabilityRuntimeFact {
+  readonly at: string;
+  readonly capability: string;
+  readonly harnesses: readonly string[];
+  readonly reason: string;
+}
+
+/**
+ * The capabilities the running daemon found, at its last config reload, to support none of the
+ * harnesses the config runs: each reload reads them all again after its `config.reloaded`, so
+ * only what was said after the last one of the process still holds.
+ */
+export function capabilityRuntimeOf(events: readonly LoggedEvent[], pids: ReadonlySet<number>): CapabilityRuntimeFact[] {
+  const current = new Map<number, CapabilityRuntimeFact[]>();
+  for (const event of events) {
+    if (event.pid === undefined || !pids.has(event.pid)) continue;
+    if (event.event === "config.reloaded") current.set(event.pid, []);
+    else if (event.event === "capability.runtime_unsupported") {
+      const harnesses = Array.isArray(event.harnesses) ? event.harnesses.filter((name): name is string => typeof name === "string") : [];
+      const fact = {
+        at: event.ts,
+        capability: typeof event.id === "string" ? event.id : "?",
+        harnesses,
+        reason: typeof event.reason === "string" ? event.reason : "",
+      };
+      current.set(event.pid, [...(current.get(event.pid) ?? []), fact]);
+    }
+  }
+  return [...current.values()].flat();
+}
+
+/** One problem per capability a reload left supporting none of the config's harnesses. */
+export function capabilityRuntimeProblems(facts: readonly CapabilityRuntimeFact[]): StatusProblem[] {
+  return facts.map((fact) => ({
+    code: "capability-runtime",
+    message:
+      `capability "${fact.capability}" supports none of the harnesses the config runs sessions in since the reload at ${fact.at} (${fact.harnesses.join(", ")}): ` +
+      "every item whose session reaches one of its points is blocked there (reason code capability-runtime)",
+    fix:
+      "declare a harness it supports under routing.harnesses and choose it (routing.defaultHarness, routing.harnessByLabel, or `sessions start --agent NAME`): " +
+      "the daemon reloads the config by itself; or remove its entry from `capabilities:` and restart the daemon (`the-loop stop`, `the-loop start`)",
+  }));
+}
+
 // ---- the login the-loop posts as ------------------------------------------------------------
 
 /** The running daemon's lookup of the login its token posts as, failed for good (GitHub's 401 or 403). */
@@ -386,6 +434,8 @@ export interface StatusFacts {
   readonly hooks: readonly HookProbe[];
   /** The running daemon's refusals of changed capability bundles. */
   readonly capabilityRefusals?: readonly CapabilityRefusal[];
+  /** The capabilities the running daemon's last config reload left supporting none of its harnesses. */
+  readonly capabilityRuntimes?: readonly CapabilityRuntimeFact[];
   /** The running daemon's permanent failure to learn its own login. */
   readonly selfLoginFailure?: SelfLoginFailure | undefined;
   readonly sandbox?: SandboxFact;
@@ -405,6 +455,7 @@ export function statusProblems(facts: StatusFacts): StatusProblem[] {
     ...sources,
     ...hookServerProblems(facts.hooks),
     ...capabilityChangedProblems(facts.capabilityRefusals ?? []),
+    ...capabilityRuntimeProblems(facts.capabilityRuntimes ?? []),
     ...(facts.selfLoginFailure ? [selfLoginProblem(facts.selfLoginFailure)] : []),
     ...(facts.sandbox === undefined ? [] : [sandboxProblem(facts.sandbox)].filter((problem) => problem !== undefined)),
     ...damagedFileProblems(facts.damaged),
