@@ -9,6 +9,7 @@ import {
   formatAge,
   parseRoute,
   safeHref,
+  shownComment,
   startedAt,
 } from "../../src/dashboard/page/model.js";
 import type { Item, Me } from "../../src/dashboard/page/model.js";
@@ -236,5 +237,14 @@ describe("the graph's drawing", () => {
 
   it("draws an edge to a node it does not know as nothing", () => {
     expect(layoutGraph({ start: "a", nodes: [{ id: "a" }], edges: [{ from: "a", to: "ghost", on: "pass" }] }).edges).toEqual([]);
+  });
+});
+
+describe("a comment as the page shows it", () => {
+  it("drops the loop's marker, and folds one of the-loop's after its first line", () => {
+    const body = "\n🤖 **the-loop** started a session.\n\n| tmux | x |\n\n<!-- the-loop:agent-comment -->";
+    expect(shownComment({ body, fromTheLoop: true })).toEqual({ head: "🤖 **the-loop** started a session.", rest: "| tmux | x |" });
+    expect(shownComment({ body: "Please cover E401.\nThanks", fromTheLoop: false })).toEqual({ head: "Please cover E401.\nThanks", rest: "" });
+    expect(shownComment({ body: "<!-- the-loop:agent-comment -->", fromTheLoop: true })).toEqual({ head: "", rest: "" });
   });
 });

@@ -53,6 +53,8 @@ export const SCREENSHOTS = join(fileURLToPath(new URL("../..", import.meta.url))
 export async function screenshot(page: Page, name: string): Promise<string> {
   await mkdir(SCREENSHOTS, { recursive: true });
   const path = join(SCREENSHOTS, `${name}.png`);
+  // From the top: the sticky header would otherwise be drawn where the page was scrolled to.
+  await page.evaluate("window.scrollTo(0, 0)");
   await page.screenshot({ path, fullPage: true });
   return path;
 }

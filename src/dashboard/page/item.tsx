@@ -3,7 +3,7 @@ import { ApiError, api } from "./api.js";
 import { LiveBadge, Time } from "./common.js";
 import { GraphView } from "./graph.js";
 import { useLive } from "./live.js";
-import { ACTION_LABELS, actionBody, applicableActions, liveSession, safeHref } from "./model.js";
+import { ACTION_LABELS, actionBody, applicableActions, liveSession, safeHref, shownComment } from "./model.js";
 import type { ActionName, Comment, GraphAnswer, Item, Me, Why } from "./model.js";
 import { TerminalView } from "./terminal.js";
 
@@ -220,13 +220,26 @@ function Comments({ comments, error }: { comments: Comment[] | undefined; error:
                     <Time iso={comment.createdAt} />
                   )}
                 </header>
-                {/* Text, never HTML: the body is the tracker's and hostile. */}
-                <pre class="comment-body">{comment.body}</pre>
+                <CommentBody comment={comment} />
               </li>
             );
           })}
         </ol>
       ) : null}
     </section>
+  );
+}
+
+/** Text, never HTML: the body is the tracker's, and hostile. One of the-loop's shows its first line, the rest folded. */
+function CommentBody({ comment }: { comment: Comment }) {
+  const shown = shownComment(comment);
+  if (shown.rest === "") return <pre class="comment-body">{shown.head}</pre>;
+  return (
+    <details class="comment-fold">
+      <summary>
+        <span class="comment-body">{shown.head}</span>
+      </summary>
+      <pre class="comment-body">{shown.rest}</pre>
+    </details>
   );
 }

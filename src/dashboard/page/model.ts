@@ -223,3 +223,22 @@ export function eventDetails(record: Readonly<Record<string, unknown>>, max = 40
   const text = parts.join("  ");
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
+
+/** The loop's marker on everything it posts: a comment the page shows is marked by its badge instead. */
+const LOOP_MARKER = /\s*<!--\s*the-loop:agent-comment\s*-->\s*/g;
+
+/** A comment as the page shows it: the marker dropped, and for one of the-loop's, its first line apart (the rest folds away). */
+export function shownComment(comment: Pick<Comment, "body" | "fromTheLoop">): { readonly head: string; readonly rest: string } {
+  const body = comment.body.replace(LOOP_MARKER, "\n").trim();
+  if (!comment.fromTheLoop) return { head: body, rest: "" };
+  const lines = body.split("\n");
+  const first = lines.findIndex((line) => line.trim() !== "");
+  if (first === -1) return { head: "", rest: "" };
+  return {
+    head: (lines[first] ?? "").trim(),
+    rest: lines
+      .slice(first + 1)
+      .join("\n")
+      .trim(),
+  };
+}

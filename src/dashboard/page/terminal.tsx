@@ -102,7 +102,7 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
         </span>
       </header>
       <div class="terminal-scroll">
-        <div class="terminal" ref={host} data-state={state} />
+        <div class="terminal-host" ref={host} data-state={state} />
       </div>
       {state === "none" || state === "ended" ? <p class="hint">Nothing to show: the terminal appears while the item has a live session.</p> : null}
     </section>
