@@ -23,4 +23,6 @@ export type { TokenUsage, UsageHarness, UsageLine } from "./usage.js";
 export { TranscriptReader, claudeProjectFolder, transcriptFiles, unreadableReason } from "./transcripts.js";
 export type { TranscriptSession, UsageReading } from "./transcripts.js";
 export { BudgetRecordError, BudgetStore, budgetDir } from "./store.js";
+export { NOT_READ_YET, budgetRecordOf, readUsage, summarizeUsage, usageLine, usageText } from "./summary.js";
+export type { UsageFigures, UsageSession, UsageSummary } from "./summary.js";
 export type { BudgetRecord, UsageFacts } from "./store.js";

@@ -1,15 +1,18 @@
-import { addRaise, effectiveLimits, figureText, hasBudget, judgeBudget, minutesBetween, parseBudgetRaise, raiseFor } from "../../../budget/decide.js";
+import { addRaise, effectiveLimits, figureText, judgeBudget, minutesBetween, parseBudgetRaise, raiseFor } from "../../../budget/decide.js";
 import type { BudgetDimension, BudgetLimits } from "../../../budget/decide.js";
-import { BudgetRecordError, BudgetStore, budgetDir } from "../../../budget/store.js";
-import type { BudgetRecord, UsageFacts } from "../../../budget/store.js";
-import { unreadableReason } from "../../../budget/transcripts.js";
+import { BudgetStore, budgetDir } from "../../../budget/store.js";
+import type { BudgetRecord } from "../../../budget/store.js";
+import { budgetRecordOf, readUsage, summarizeUsage, usageText } from "../../../budget/summary.js";
+import type { UsageSession as SummarizedSession, UsageSummary } from "../../../budget/summary.js";
 import { readdirSync } from "node:fs";
-import { basename } from "node:path";
+import { basename, join } from "node:path";
 import { UsageError, errnoOf } from "../../../errors.js";
 import { isLive } from "../../../registry/record.js";
 import type { SessionRecord } from "../../../registry/record.js";
 import type { Project } from "../../context.js";
 import { stdout } from "../../output.js";
+import { readJsonFileSync } from "../../../state/atomic.js";
+import { workItemSlug } from "../../../workitem/ref.js";
 
 /**
  * Budgets from the CLI (docs/fleet.md#budgets): `sessions resume --budget +N` raises the limit
@@ -21,15 +24,8 @@ export function budgetStoreOf(project: Project): BudgetStore {
   return new BudgetStore({ dir: budgetDir(project.paths.root) });
 }
 
-function readRecord(store: BudgetStore, ref: string): BudgetRecord | undefined {
-  try {
-    return store.get(ref);
-  } catch (error) {
-    // A damaged record holds nothing a resume must honour: the daemon starts it afresh.
-    if (error instanceof BudgetRecordError) return undefined;
-    throw error;
-  }
-}
+// A damaged record holds nothing a resume must honour: the daemon starts it afresh.
+const readRecord = budgetRecordOf;
 
 export interface Raised {
   readonly dimension: BudgetDimension;
@@ -89,62 +85,32 @@ function useOf(record: BudgetRecord, session: SessionRecord): { tokens?: number;
   return record.usage?.readable === true ? { tokens: record.usage.total, minutes } : { minutes };
 }
 
-/** A session's usage as `sessions list --json`, `why` and `graph status` give it. */
-export interface UsageSummary {
-  /** Tokens so far; null when the harness's usage cannot be read (`unreadable` says why). */
-  readonly tokens: number | null;
-  readonly input?: number;
-  readonly cached?: number;
-  readonly output?: number;
-  readonly unreadable?: string;
-  readonly minutes: number;
-  /** The limits in force (raised ones included); absent where none is set. */
-  readonly limits: { readonly tokens?: number; readonly minutes?: number };
-  readonly raised?: { readonly tokens: number; readonly minutes: number };
-  /** When usage was last read by the daemon; absent before its first look. */
-  readonly readAt?: string;
-}
-
-function tokensOf(usage: UsageFacts | undefined, harness: string): Pick<UsageSummary, "tokens" | "input" | "cached" | "output" | "unreadable"> {
-  if (usage === undefined) {
-    const reason = unreadableReason(harness);
-    return reason === undefined
-      ? { tokens: null, unreadable: "not read yet: the daemon reads it every few seconds while it runs" }
-      : { tokens: null, unreadable: reason };
-  }
-  if (!usage.readable) return { tokens: null, unreadable: usage.reason };
-  return { tokens: usage.total, input: usage.input, cached: usage.cached, output: usage.output };
-}
-
 /** What a usage summary needs of a session: its item, when it began (its budget record's key) and its harness. */
-export interface UsageSession {
+export interface UsageSession extends SummarizedSession {
   readonly ref: string;
-  readonly createdAt: string;
-  readonly harness: string;
 }
 
-/** The usage of a live session from its budget record (`record`, undefined without one), or what can be said without one. */
-export function usageSummary(record: BudgetRecord | undefined, limits: BudgetLimits, session: UsageSession, now: Date = new Date()): UsageSummary {
-  const own = record !== undefined && record.session === session.createdAt ? record : undefined;
-  const raise = own?.raise ?? { tokens: 0, minutes: 0 };
-  const raised = raise.tokens > 0 || raise.minutes > 0;
-  return {
-    ...tokensOf(own?.usage, session.harness),
-    minutes: Math.floor(minutesBetween(session.createdAt, now)),
-    limits: hasBudget(limits) ? effectiveLimits(limits, raise) : {},
-    ...(raised ? { raised: raise } : {}),
-    ...(own?.usage !== undefined ? { readAt: own.usage.readAt } : {}),
-  };
-}
+/** The usage column of the `sessions list` table: `12,345/100,000 tok, 12/240 min`, `? tok, 3 min`. */
+export const usageColumn = usageText;
 
-/** The usage column of the `sessions list` table: `12,345/100,000 tok, 12/240 min`, `- tok (unreadable), 3 min`. */
-export function usageColumn(summary: UsageSummary): string {
-  const tokens =
-    summary.tokens === null
-      ? "? tok"
-      : `${summary.tokens.toLocaleString("en-US")}${summary.limits.tokens !== undefined ? `/${summary.limits.tokens.toLocaleString("en-US")}` : ""} tok`;
-  const minutes = `${summary.minutes}${summary.limits.minutes !== undefined ? `/${summary.limits.minutes}` : ""} min`;
-  return `${tokens}, ${minutes}`;
+/**
+ * The usage of the item `ref`'s live session, for `graph status`: its session record read as
+ * plain JSON (no schema loaded for one item), undefined when it has no live session or its record
+ * does not read (`why` and `sessions list` report that themselves).
+ */
+export function itemUsage(project: Pick<Project, "paths" | "config">, ref: string, now: Date = new Date()): UsageSummary | undefined {
+  let record: Partial<SessionRecord> | undefined;
+  try {
+    record = readJsonFileSync(join(project.paths.registryDir, `${workItemSlug(ref)}.json`)) as Partial<SessionRecord> | undefined;
+  } catch {
+    // A record that does not read is reported by whoever reads it whole; its usage is unknown.
+    return undefined;
+  }
+  if (record === undefined || typeof record.createdAt !== "string" || typeof record.harness !== "string" || !isLive({ status: record.status ?? "closed" })) {
+    return undefined;
+  }
+  const store = new BudgetStore({ dir: budgetDir(project.paths.root) });
+  return readUsage(store, project.config.routing.budget, ref, { createdAt: record.createdAt, harness: record.harness }, now);
 }
 
 /**
@@ -169,7 +135,7 @@ export function liveUsage(stateRoot: string, limits: BudgetLimits): LiveUsage {
     const file = store.fileOf(ref);
     return present.has(basename(file)) ? readRecord(store, ref) : undefined;
   };
-  const summary = (session: UsageSession): UsageSummary => usageSummary(recordOf(session.ref), limits, session);
+  const summary = (session: UsageSession): UsageSummary => summarizeUsage(recordOf(session.ref), limits, session, new Date());
   return {
     of: (record) => ({ usage: isLive(record) ? summary({ ref: record.workItem.ref, createdAt: record.createdAt, harness: record.harness }) : null }),
     summary,
