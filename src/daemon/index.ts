@@ -19,7 +19,15 @@ export type { SessionCredential } from "./socket/rpc.js";
 export { askAnswerSchema, claimAnswerSchema, dashboardLoginSchema, servedRefsOf, unservedReason } from "./socket/methods.js";
 export { dashboardStatusFile, readDashboardStatus } from "./dashboard-status.js";
 export type { DashboardStatus } from "./dashboard-status.js";
-export { readWhySituation, whyAnswerSchema, whySettingsOf, whySituationOf } from "./socket/why-situation.js";
+export {
+  readItemUsage,
+  readWhySituation,
+  usageAnswerSchema,
+  usageOfAnswerSchema,
+  whyAnswerSchema,
+  whySettingsOf,
+  whySituationOf,
+} from "./socket/why-situation.js";
 export type { WhyAnswer } from "./socket/why-situation.js";
 export { asTheDaemonRuns, readRunningConfig, runningConfigFile, unloadedSettings, writeRunningConfig } from "./running-config.js";
 export type { RunningConfigRecord, UnloadedSettings } from "./running-config.js";

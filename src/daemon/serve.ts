@@ -20,7 +20,7 @@ import { runningConfigFile, writeRunningConfig } from "./running-config.js";
 import { socketHandlers } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
 import { SessionSockets } from "./socket/session-sockets.js";
-import { readWhySituation } from "./socket/why-situation.js";
+import { readItemUsage, readWhySituation } from "./socket/why-situation.js";
 import { startDashboard } from "./dashboard.js";
 import type { RunningDashboard } from "./dashboard.js";
 import { openGraphStates } from "../graph-run/store.js";
@@ -193,6 +193,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
       sessionOf: (ref) => runtime.registry.get(ref),
       graphStateOf: (ref) => graphStates.get(ref),
       whyOf: (ref) => readWhySituation(paths, config, ref),
+      usageOf: async (ref) => readItemUsage(paths, config, ref),
       ...(login !== undefined ? { dashboardLogin: () => login.issueLogin() } : {}),
     });
     rpc = await serveRpc(paths.root, handlers);

@@ -11,6 +11,7 @@ import { COMMENT_KINDS } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import type { LoopPayloadOf, LoopPointName } from "../sdk/hooks/loop-catalog.js";
 import type { LoopOutcome } from "../hooks/types.js";
+import { readUsage } from "../budget/summary.js";
 import { isLive } from "../registry/record.js";
 import { redactKnownSecrets } from "../secrets.js";
 import { markSelfAuthored } from "../workitem/index.js";
@@ -73,11 +74,17 @@ export function queueLoopEvent(ctx: ContextNeeds<"hooks", "events">, ref: string
   queueOf(ctx).enqueue({ run, ref, name, payload });
 }
 
-/** The item's session as the loop events name it: its harness and the harness's session id. */
-export function loopSessionOf(ctx: ContextNeeds<never, "registry">, ref: string): LoopSession | undefined {
+/** What naming the item's session in a loop event reads: its record, and its usage against routing.budget. */
+export type LoopSessionContext = ContextNeeds<"now" | "routing", "registry" | "budgets">;
+
+/** The item's session as the loop events name it: its harness, the harness's session id, and its usage so far. */
+export function loopSessionOf(ctx: LoopSessionContext, ref: string): LoopSession | undefined {
   const record = ctx.options.registry.get(ref);
   if (record === undefined || !isLive(record)) return undefined;
-  return { agentName: record.harness, sessionId: record.harnessSessionId };
+  const store = ctx.options.budgets;
+  // Without a budget store nothing is counted (a dispatcher built without one): no usage is said.
+  const usage = store === undefined ? undefined : readUsage(store, ctx.routing.budget, ref, record, ctx.now());
+  return { agentName: record.harness, sessionId: record.harnessSessionId, ...(usage !== undefined ? { usage } : {}) };
 }
 
 /** What planning a move's loop events, and asking its `.pre` ones, needs of the runtime. */
@@ -92,7 +99,7 @@ export interface LoopAsker {
 }
 
 /** The dispatcher's hooks, clock and registry as a LoopAsker (read at each use: a reload swaps the hooks). */
-export function loopAskerOf(ctx: ContextNeeds<"hooks" | "now", "registry">): LoopAsker {
+export function loopAskerOf(ctx: ContextNeeds<"hooks"> & LoopSessionContext): LoopAsker {
   return {
     runLoop: (name, payload, ref) => ctx.hooks.runLoop(name, payload as LoopPayloadOf<typeof name>, { workItem: ref }),
     handles: (name) => ctx.hooks.handles(name),
@@ -215,7 +222,7 @@ export function loopForceMove(
 }
 
 /** loop.terminal, from the run-ended effect: the run's last loop event. */
-export function queueLoopTerminal(ctx: ContextNeeds<"hooks" | "now", "events" | "registry">, graph: Graph, state: GraphState, status: string): void {
+export function queueLoopTerminal(ctx: ContextNeeds<"hooks", "events"> & LoopSessionContext, graph: Graph, state: GraphState, status: string): void {
   if (!ctx.hooks.handles("loop.terminal")) return;
   // A block that ended the loop run said so then: the item's record ending now sends nothing on that id.
   if (endedByBlockBefore(graph, state)) return;

@@ -4,6 +4,7 @@ import type { LoopPayloadOf, LoopPointName } from "../sdk/hooks/loop-catalog.js"
 import { aghActorKind, aghAttemptStatus, aghCause, aghDecision, aghLoopStatus, aghOriginKind, aghRunKind } from "../sdk/hooks/loop-vocabulary.js";
 import type { Mapped } from "../sdk/hooks/loop-vocabulary.js";
 import { parseWorkItemRef } from "../workitem/index.js";
+import type { UsageSummary } from "../budget/summary.js";
 import type { GraphState } from "./state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 
@@ -62,6 +63,25 @@ if (CONTEXT_KEYS.join() !== LOOP_CONTEXT_FIELDS.join()) throw new Error("loop-pa
 export interface LoopSession {
   readonly agentName: string;
   readonly sessionId: string;
+  /** Its usage so far against routing.budget (docs/fleet.md#budgets): `details.the_loop.usage`. */
+  readonly usage?: UsageSummary;
+}
+
+/**
+ * A session's usage as a loop payload carries it, in `details.the_loop.usage`: the figures of
+ * `why` and `graph status --json`, the keys in the payload's snake case. `tokens` is null, with
+ * `unreadable` saying why, where the harness's tokens cannot be read — never 0.
+ */
+export function loopUsage(usage: UsageSummary): JsonObject {
+  const { readAt, limits, raised, ...figures } = usage;
+  const kept: Record<string, JsonValue> = {};
+  for (const [key, value] of Object.entries(figures)) if (value !== undefined) kept[key] = value;
+  return {
+    ...kept,
+    limits: { ...limits },
+    ...(raised !== undefined ? { raised: { ...raised } } : {}),
+    ...(readAt !== undefined ? { read_at: readAt } : {}),
+  };
 }
 
 /** What a loop event is about, beyond its run. */
@@ -124,6 +144,7 @@ export function loopContext(name: LoopPointName, input: LoopEventInput, ours: Re
   const taskId = task === undefined ? undefined : `${task.node}#${task.attempt}`;
   const nodeKind = task === undefined ? undefined : nodeKindOf(graph, task.node);
   if (nodeKind !== undefined) ours["node_kind"] = nodeKind;
+  if (input.session?.usage !== undefined) ours["usage"] = loopUsage(input.session.usage);
   const context: Record<string, unknown> = {
     event: name,
     timestamp: input.timestamp,

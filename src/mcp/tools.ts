@@ -89,13 +89,15 @@ export const TOOLS: readonly ToolDefinition[] = [
   {
     name: "graph_status",
     title: "This item's graph run",
-    description: "Where this session's work item is in its process graph: graph, node, phase, status, generation, why it waits, and its recent history (JSON).",
+    description:
+      "Where this session's work item is in its process graph: graph, node, phase, status, generation, why it waits, its recent history, and this session's usage against its budget (tokens, minutes, limits) (JSON).",
     inputSchema: NO_INPUT,
   },
   {
     name: "why",
     title: "Why this item stands where it does",
-    description: "What the-loop saw and decided about this session's work item, in plain words and newest first, and the one thing that would move it now.",
+    description:
+      "What the-loop saw and decided about this session's work item, in plain words and newest first, the one thing that would move it now, and this session's usage against its budget.",
     inputSchema: NO_INPUT,
   },
 ];

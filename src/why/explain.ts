@@ -75,6 +75,17 @@ export interface WhySituation {
    * full, cap routing.limits.perNode.B = N, K ahead` (src/graph-run/node-caps.ts heldText).
    */
   readonly heldAtEdge?: string;
+  /** A live session's usage against routing.budget (docs/fleet.md#budgets); absent without a live session. */
+  readonly usage?: UsageView;
+}
+
+/** A live session's usage so far, as the budget's one builder gives it (src/budget/summary.ts). */
+export interface UsageView {
+  /** null when the harness's tokens cannot be read (`unreadable` says why): never 0. */
+  readonly tokens: number | null;
+  readonly unreadable?: string;
+  readonly minutes: number;
+  readonly limits: { readonly tokens?: number; readonly minutes?: number };
 }
 
 export type WhyState =
@@ -322,7 +333,7 @@ function decide(situation: WhySituation): WhyVerdict {
   if (run?.status === "waiting" && run.reasonCode === "node-full") return edgeVerdict(ref, run, situation.heldAtEdge);
   if (run?.status === "waiting") return waitingVerdict(run, settings);
   if (ended && live && !live.awaitingInput) return ended;
-  if (live) return liveVerdict(ref, live, run, events, settings);
+  if (live) return liveVerdict(ref, live, run, events, settings, control !== undefined && !isDamaged(control) ? control : undefined);
 
   const armed = armedFromEvents(events, settings);
   const closedSession = session !== undefined && !isDamaged(session) ? session : undefined;
@@ -514,8 +525,23 @@ function harnessBlocked(events: readonly EventRecord[]): boolean {
   return screen === true;
 }
 
-function liveVerdict(ref: string, live: SessionView, run: GraphView | undefined, events: readonly EventRecord[], settings: WhySettings): WhyVerdict {
+function liveVerdict(
+  ref: string,
+  live: SessionView,
+  run: GraphView | undefined,
+  events: readonly EventRecord[],
+  settings: WhySettings,
+  control: ControlView | undefined,
+): WhyVerdict {
   const where = run ? `, at node ${run.node} of the ${run.graph} graph (${run.status})` : "";
+  // Paused at its budget's limit (docs/fleet.md#budgets): a plain resume would be paused again at the daemon's next look.
+  if (live.status === "paused" && control?.command === "pause" && control.source === "budget" && control.clearedAt === undefined) {
+    return {
+      state: "paused",
+      summary: `the session reached its budget and the-loop paused it (budget) at ${control.requestedAt}: its events are recorded and dropped until it resumes${where}`,
+      next: `run \`the-loop sessions resume --work-item ${ref} --budget +N\`, which raises the limit it reached by N (+Nk for thousands of tokens, +Nmin for minutes) and resumes it`,
+    };
+  }
   if (live.status === "paused") {
     const paused = events.find((record) => record.event === "session.paused");
     const by = paused ? ` by ${field(paused, "actor") ?? "someone"} (${field(paused, "command_source") ?? "?"})` : "";

@@ -145,6 +145,29 @@ const ROWS: Row[] = [
     next: /comment `the-loop:resume-execution` as one of: alice, bob, or run `the-loop sessions resume --work-item local:demo#1`/,
   },
   {
+    what: "paused at its budget: the resume that raises the limit, as a plain one would be paused again",
+    given: {
+      session: paused,
+      control: control({ command: "pause", source: "budget", actor: "the-loop", effect: "paused" }),
+      events: newestFirst(event("session.paused", { actor: "the-loop", command_source: "budget" })),
+      usage: { tokens: 1200, minutes: 4, limits: { tokens: 1000 } },
+    },
+    state: "paused",
+    summary: /^the session reached its budget and the-loop paused it \(budget\) at 2025-03-10T12:00:00\.000Z/,
+    next: /^run `the-loop sessions resume --work-item local:demo#1 --budget \+N`, which raises the limit it reached by N/,
+  },
+  {
+    what: "paused at its budget, then resumed and paused by a person: the person's pause",
+    given: {
+      session: paused,
+      control: control({ command: "pause", source: "cli", actor: "bob", effect: "paused" }),
+      events: newestFirst(event("session.paused", { actor: "bob", command_source: "cli" })),
+    },
+    state: "paused",
+    summary: /paused by bob \(cli\)/,
+    next: /sessions resume --work-item local:demo#1`$/,
+  },
+  {
     what: "at a graph gate",
     given: { session: active, graph: run({ node: "review", status: "waiting", reasonCode: "human-gate", reason: "approve or request changes" }) },
     state: "at-gate",

@@ -51,6 +51,36 @@ describe("workspaceOf", () => {
   ])("%s → %s", (ref, workspace) => expect(workspaceOf(ref)).toBe(workspace));
 });
 
+describe("a session's usage in the payload (details.the_loop.usage)", () => {
+  const transition = applied(startRun(GRAPH, { ref: REF, loopRunId: "run-1", at: T0, actor: DAEMON }));
+  it.each([
+    [
+      "read: the figures, in the payload's snake case",
+      { tokens: 1500, input: 1000, cached: 200, output: 300, minutes: 7, limits: { tokens: 10_000 }, readAt: "2025-03-01T09:59:00.000Z" },
+      { tokens: 1500, input: 1000, cached: 200, output: 300, minutes: 7, limits: { tokens: 10_000 }, read_at: "2025-03-01T09:59:00.000Z" },
+    ],
+    [
+      "unreadable: null with why, never 0",
+      { tokens: null, unreadable: "the aider harness writes no transcript", minutes: 2, limits: {}, raised: { tokens: 0, minutes: 30 } },
+      { tokens: null, unreadable: "the aider harness writes no transcript", minutes: 2, limits: {}, raised: { tokens: 0, minutes: 30 } },
+    ],
+  ])("%s", (_name, usage, sent) => {
+    const plan = planLoopMove(moveInput({ transition, session: { ...SESSION, usage } }));
+    for (const name of ["loop.started", "loop.generation.pre"]) {
+      const payload = name === "loop.started" ? payloadOf(plan.effects, name) : plan.asks.find((ask) => ask.name === name)?.payload;
+      expect((payload?.["details"] as { the_loop: Record<string, unknown> }).the_loop["usage"]).toEqual(sent);
+    }
+  });
+
+  it("says none without a session, or without its usage", () => {
+    for (const session of [undefined, SESSION]) {
+      const plan = planLoopMove(moveInput({ transition, session }));
+      const details = payloadOf(plan.effects, "loop.started")["details"] as { the_loop?: Record<string, unknown> } | undefined;
+      expect(details?.the_loop?.["usage"]).toBeUndefined();
+    }
+  });
+});
+
 describe("loopContext", () => {
   it("carries the context keys that have a value, in the catalog's order, in agh's words; the others omitted, never null", () => {
     const state = stateAt({ origin: { kind: "comment", ref: "delivery-1" } });

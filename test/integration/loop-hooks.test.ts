@@ -193,6 +193,14 @@ describe("the loop.* events in the daemon", () => {
     const terminal = remote.seen.find((e) => e["event"] === "loop.terminal");
     expect(terminal).toMatchObject({ status: "done", cause: "contract", details: { the_loop: { cause: "node" } } });
     expect(terminal).not.toHaveProperty("reason_code");
+    // Every event that names the item's session carries its usage so far (the fake harness records no tokens: null, never 0).
+    const named = remote.seen.filter((e) => e["session_id"] !== undefined);
+    expect(named.length).toBeGreaterThan(0);
+    for (const payload of remote.seen) {
+      const usage = (payload["details"] as { the_loop?: { usage?: unknown } } | undefined)?.the_loop?.usage;
+      if (payload["session_id"] === undefined) expect(usage, String(payload["event"])).toBeUndefined();
+      else expect(usage, String(payload["event"])).toMatchObject({ tokens: null, unreadable: expect.any(String), minutes: expect.any(Number), limits: {} });
+    }
     // Every payload of the run — generation 1, changes requested, generation 2, approval, done — is agh's.
     expect(remote.seen.flatMap((payload) => aghViolations(payload))).toEqual([]);
     expect(commandSeen.flatMap((payload) => aghViolations(payload))).toEqual([]);

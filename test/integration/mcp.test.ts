@@ -63,7 +63,7 @@ interface ShownItem {
 describe("the-loop mcp (the SDK's client, a real daemon)", () => {
   it("lists its tools, asks on its own item (marked), and refuses another item's variable or a borrowed credential", async () => {
     // Unsandboxed, so the test can act from outside with the session's own variables as they are.
-    project = await specReviewProject({ sandbox: { mode: "none", bind: [] } });
+    project = await specReviewProject({ sandbox: { mode: "none", bind: [] }, budget: { minutes: 240 } });
     const p = project;
     expect((await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" })).code).toBe(0);
     await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
@@ -94,11 +94,19 @@ describe("the-loop mcp (the SDK's client, a real daemon)", () => {
     // Its own run and story; a bad argument is a tool error saying what to send.
     const status = await call(mcp, "graph_status");
     expect(status.isError, status.text).toBe(false);
-    expect(JSON.parse(status.text)).toMatchObject({ ref: "local:demo#1", node: "write" });
+    // With its usage against routing.budget: the fake harness records no tokens, so they are null with why, never 0.
+    const usage = { tokens: null, unreadable: expect.stringMatching(/^the fake harness writes no transcript/), limits: { minutes: 240 } };
+    expect(JSON.parse(status.text)).toMatchObject({ ref: "local:demo#1", node: "write", usage });
     const why = await call(mcp, "why");
     expect(why.isError, why.text).toBe(false);
     expect(why.text).toMatch(/^local:demo#1: /);
     expect(why.text).toMatch(/next: /);
+    expect(why.text).toMatch(/^usage: \? tok, \d+\/240 min \(tokens: the fake harness writes no transcript/m);
+    // The operator's graph status and why show the same figures, from the same records.
+    expect(await graphStatus(p, "#1")).toMatchObject({ usage });
+    expect(jsonOf<{ usage: unknown }>(await p.cli(["why", "#1", "--json"])).usage).toMatchObject(usage);
+    const human = await p.cli(["graph", "status", "#1"]);
+    expect(human.stdout).toMatch(/^ {2}usage: \? tok, \d+\/240 min \(tokens: the fake harness/m);
     const extra = await call(mcp, "ask", { question: "x", workItem: "local:demo#2" });
     expect(extra).toMatchObject({ isError: true });
     expect(extra.text).toMatch(/leave out workItem/);

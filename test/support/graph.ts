@@ -38,6 +38,8 @@ export interface GraphStatusJson {
   reason_code: string | null;
   reason: string | null;
   history: { kind: string }[];
+  /** The live session's usage against routing.budget; null without a live session. */
+  usage: { tokens: number | null; unreadable?: string; minutes: number; limits: { tokens?: number; minutes?: number } } | null;
 }
 
 /** `the-loop graph status REF --json`, which must succeed. */

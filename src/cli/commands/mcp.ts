@@ -4,7 +4,7 @@ import { ExitError, messageOf } from "../../errors.js";
 import { NoDaemonError, callDaemon, callSessionSocket } from "../../daemon/socket/rpc.js";
 import type { SessionCredential } from "../../daemon/socket/rpc.js";
 import { askAnswerSchema, claimAnswerSchema } from "../../daemon/socket/methods.js";
-import { whyAnswerSchema, whySituationOf } from "../../daemon/socket/why-situation.js";
+import { usageOfAnswerSchema, whyAnswerSchema, whySituationOf } from "../../daemon/socket/why-situation.js";
 import type { WhyAnswer } from "../../daemon/socket/why-situation.js";
 import { graphStateSchema } from "../../graph-run/state.js";
 import type { TheLoopCalls, ToolAnswer } from "../../mcp/tools.js";
@@ -14,6 +14,7 @@ import { openDaemonProject } from "../context.js";
 import type { GlobalOptions, Project } from "../context.js";
 import { sessionCredential, sessionSocket } from "../session-guard.js";
 import { packageVersion } from "../version.js";
+import { usageLine } from "../../budget/summary.js";
 import { describeEvent } from "../../why/events.js";
 import { explainWhy } from "../../why/explain.js";
 import { statusDocument } from "./graph/runs.js";
@@ -104,7 +105,8 @@ export function sessionCalls(globals: GlobalOptions, env: NodeJS.ProcessEnv = pr
           text: `${own()} has no graph run: it begins when the item is started with the process graph on (graph.enabled); there is nothing to claim until then`,
         };
       }
-      return { text: JSON.stringify(statusDocument(own(), state, state.phase ?? null), null, 2) };
+      const usage = await request("session.usage", {}, READ_TIMEOUT_MS, usageOfAnswerSchema);
+      return { text: JSON.stringify(statusDocument(own(), state, state.phase ?? null, usage), null, 2) };
     },
     why: async () => whyText(await request("session.why", {}, READ_TIMEOUT_MS, whyAnswerSchema)),
   };
@@ -131,6 +133,7 @@ export function whyText(answer: WhyAnswer): ToolAnswer {
   const lines = [`${situation.ref}: ${verdict.state}`, `  ${verdict.summary}`];
   if (verdict.lastRefusal) lines.push(`  last refusal: ${verdict.lastRefusal}`);
   lines.push(`next: ${verdict.next ?? "nothing is needed"}`);
+  if (situation.usage !== undefined) lines.push(`usage: ${usageLine(situation.usage)}`);
   const shown = answer.events.slice(0, WHY_EVENTS_SHOWN);
   if (shown.length === 0) lines.push("", "what the-loop saw: nothing yet");
   else {

@@ -17,6 +17,9 @@ import { explainWhy } from "../../why/explain.js";
 import type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySettings, WhySituation, WhyVerdict } from "../../why/explain.js";
 import { canonicalRef } from "../canonical-ref.js";
 import { queuedPlace } from "./sessions/queued.js";
+import { isLive } from "../../registry/record.js";
+import type { SessionRecord } from "../../registry/record.js";
+import { usageLine } from "../../budget/summary.js";
 
 /**
  * `the-loop why REF`: what the-loop saw and decided about one work item, newest first, and the one
@@ -120,20 +123,21 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
     daemonRunning: running,
     ...queuedIn(project, ref, session),
     ...(edge !== undefined ? { heldAtEdge: edge.text } : {}),
+    ...(await usageOf(project, ref, session)),
   };
   const verdict = explainWhy(situation);
-  // A live session's usage against routing.budget (docs/fleet.md#budgets), as `sessions list` shows it.
-  const live = session !== undefined && !("damaged" in session) && (session.status === "active" || session.status === "paused") ? session : undefined;
-  const budget = live !== undefined ? await import("./sessions/budget.js") : undefined;
-  const summary =
-    live !== undefined
-      ? budget?.liveUsage(project.paths.root, project.config.routing.budget).summary({ ref, createdAt: live.createdAt, harness: live.harness })
-      : undefined;
   if (options.json) {
-    stdout.json({ ...whyDocument(situation, verdict, log), usage: summary ?? null });
+    stdout.json(whyDocument(situation, verdict, log));
     return;
   }
-  printWhy(situation, verdict, log, summary !== undefined ? budget?.usageColumn(summary) : undefined);
+  printWhy(situation, verdict, log);
+}
+
+/** A live session's usage against routing.budget (docs/fleet.md#budgets), from the builder `sessions list` and the daemon use. */
+async function usageOf(project: Project, ref: string, session: WhySituation["session"]): Promise<Pick<WhySituation, "usage">> {
+  if (session === undefined || "damaged" in session || !isLive(session as Pick<SessionRecord, "status">)) return {};
+  const { liveUsage } = await import("./sessions/budget.js");
+  return { usage: liveUsage(project.paths.root, project.config.routing.budget).summary({ ref, createdAt: session.createdAt, harness: session.harness }) };
 }
 
 function sessionSummary(session: WhySituation["session"]): string {
@@ -165,7 +169,7 @@ function coverageNote(log: ReadLatestResult, ref: string): string | undefined {
   return undefined;
 }
 
-function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestResult, usage?: string): void {
+function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestResult): void {
   stdout.line(`${situation.ref}: ${stdout.paint("bold", verdict.state)}`);
   stdout.line(`  ${verdict.summary}`);
   if (verdict.lastRefusal) stdout.line(`  last refusal: ${verdict.lastRefusal}`);
@@ -175,7 +179,7 @@ function printWhy(situation: WhySituation, verdict: WhyVerdict, log: ReadLatestR
   stdout.line(`  session  ${sessionSummary(situation.session)}`);
   stdout.line(`  control  ${controlSummary(situation.control)}`);
   stdout.line(`  graph    ${graphSummary(situation.graph, situation.settings.graph.enabled)}`);
-  if (usage !== undefined) stdout.line(`  usage    ${usage}`);
+  if (situation.usage !== undefined) stdout.line(`  usage    ${usageLine(situation.usage)}`);
   stdout.line();
   const note = coverageNote(log, situation.ref);
   if (log.events.length === 0) {
@@ -204,6 +208,7 @@ export function whyDocument(situation: WhySituation, verdict: WhyVerdict, log: R
     lastRefusal: verdict.lastRefusal ?? null,
     daemonRunning: situation.daemonRunning ?? null,
     records: { session: situation.session ?? null, control: situation.control ?? null, graph: situation.graph ?? null, held: situation.held ?? null },
+    usage: situation.usage ?? null,
     events: log.events.map((record) => ({ says: describeEvent(record, situation.settings), ...record })),
     log: { scannedBytes: log.scannedBytes, complete: log.reachedStart, malformed: log.malformed, missing: log.missing },
   };

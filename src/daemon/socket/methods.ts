@@ -191,6 +191,8 @@ export interface SocketDeps {
   readonly graphStateOf?: (ref: string) => Promise<unknown>;
   /** What `the-loop why` reads about the item (`session.why`, a session's own); absent: the method is not served. */
   readonly whyOf?: (ref: string) => Promise<unknown>;
+  /** The usage of the item's live session against routing.budget (`session.usage`, a session's own); absent: the method is not served. */
+  readonly usageOf?: (ref: string) => Promise<unknown>;
   /** A one-time login URL of the dashboard (`dashboard.login`, the operator's); absent: the dashboard is off. */
   readonly dashboardLogin?: () => { readonly url: string; readonly expiresAt: string; readonly operator: string | null };
 }
@@ -211,8 +213,9 @@ function canonical(written: string): string {
 
 /**
  * The socket methods: `graph.complete`, `graph.force` (the-loop graph …), `session.ask` (the-loop
- * ask inside a session), and a session's reads of its own item — `graph.status` and `session.why`
- * (the MCP server's `graph_status` and `why`, for a session whose socket has no place of its own).
+ * ask inside a session), and a session's reads of its own item — `graph.status`, `session.why` and
+ * `session.usage` (the MCP server's `graph_status` and `why`, and `graph status` inside a session,
+ * for a session whose socket has no place of its own).
  */
 export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record<string, RpcHandler> {
   const served = servedRefsOf(deps.config);
@@ -288,7 +291,7 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
     }
     return caller.session.ref;
   };
-  const { graphStateOf, whyOf, dashboardLogin } = deps;
+  const { graphStateOf, whyOf, usageOf, dashboardLogin } = deps;
   // The operator's alone: a session must not log in to the dashboard that acts for the operator.
   handlers["dashboard.login"] = async (_raw, rpc) => {
     if (callerOf(rpc).kind !== "operator")
@@ -302,5 +305,6 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
   };
   if (graphStateOf !== undefined) handlers["graph.status"] = async (_raw, rpc) => (await graphStateOf(ownItem(rpc, "graph.status"))) ?? null;
   if (whyOf !== undefined) handlers["session.why"] = async (_raw, rpc) => await whyOf(ownItem(rpc, "session.why"));
+  if (usageOf !== undefined) handlers["session.usage"] = async (_raw, rpc) => await usageOf(ownItem(rpc, "session.usage"));
   return handlers;
 }

@@ -18,8 +18,8 @@ import type { RpcServer } from "./rpc.js";
  * spawns and those a CLI start made) and closes it when the session is no longer live.
  */
 
-/** The daemon socket's methods a session's socket takes: the session's own question, claim and `why` (and `graph.status`, its own). */
-const SESSION_METHODS = ["session.ask", "graph.complete", "session.why"] as const;
+/** The daemon socket's methods a session's socket takes: the session's own question, claim, `why` and usage (and `graph.status`, its own). */
+const SESSION_METHODS = ["session.ask", "graph.complete", "session.why", "session.usage"] as const;
 
 function canonical(written: string): string {
   try {

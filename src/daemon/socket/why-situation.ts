@@ -6,7 +6,12 @@ import type { EventRecord } from "../../events/reader.js";
 import { readLatestEvents } from "../../events/tail.js";
 import { openHeldGateAnswers } from "../../graph-run/held.js";
 import { openGraphStates } from "../../graph-run/store.js";
+import { BudgetStore, budgetDir } from "../../budget/store.js";
+import { readUsage } from "../../budget/summary.js";
+import type { UsageSummary } from "../../budget/summary.js";
 import { SessionRegistry } from "../../registry/registry.js";
+import { isLive } from "../../registry/record.js";
+import type { SessionRecord } from "../../registry/record.js";
 import { DamagedRecordError } from "../../state/index.js";
 import type { StatePaths } from "../../state/layout.js";
 import { messageOf } from "../../errors.js";
@@ -41,6 +46,17 @@ export function whySettingsOf(config: Pick<CliConfig, "routing" | "graph">) {
 const damaged = z.object({ damaged: z.string() });
 const controlKeywords = z.object({ start: z.string(), stop: z.string(), pause: z.string(), resume: z.string() });
 const gateKeywords = z.object({ approve: z.string(), requestChanges: z.string() });
+
+/** A live session's usage as the daemon answers it (`session.why`, `session.usage`): src/budget/summary.ts's UsageSummary. */
+export const usageAnswerSchema = z.looseObject({
+  tokens: z.number().nullable(),
+  unreadable: z.string().optional(),
+  minutes: z.number(),
+  limits: z.object({ tokens: z.number().optional(), minutes: z.number().optional() }),
+});
+
+/** The daemon's answer to `session.usage`: null when the item has no live session. */
+export const usageOfAnswerSchema = usageAnswerSchema.nullable();
 
 /** The daemon's answer to `session.why`; every record is null when there is none. */
 export const whyAnswerSchema = z.object({
@@ -96,6 +112,8 @@ export const whyAnswerSchema = z.object({
   held: z.union([damaged, z.array(z.looseObject({ author: z.string(), decision: z.string(), heldAt: z.string(), reason: z.string() }))]).nullable(),
   events: z.array(z.looseObject({ ts: z.string(), source: z.string(), event: z.string(), level: z.string(), pid: z.number().optional() })),
   log: z.object({ scannedBytes: z.number(), complete: z.boolean(), malformed: z.number(), missing: z.boolean() }),
+  /** A live session's usage against routing.budget (src/budget/summary.ts); null without a live session, absent from a daemon before budgets. */
+  usage: usageAnswerSchema.nullish(),
 });
 
 export type WhyAnswer = z.output<typeof whyAnswerSchema>;
@@ -111,6 +129,7 @@ export function whySituationOf(answer: WhyAnswer): WhySituation {
     ...(answer.held !== null ? { held: answer.held } : {}),
     events: answer.events,
     daemonRunning: true,
+    ...(answer.usage !== null && answer.usage !== undefined ? { usage: answer.usage } : {}),
   };
 }
 
@@ -141,6 +160,7 @@ export async function readWhySituation(paths: StatePaths, config: Pick<CliConfig
     throw new Error(`the daemon cannot read its event log: ${messageOf(error)}`, { cause: error });
   }
   const events: EventRecord[] = log.events;
+  const usage = session !== null && !("damaged" in session) ? usageOfSession(paths, config, ref, session) : null;
   return {
     ref,
     settings: whySettingsOf(config),
@@ -150,5 +170,18 @@ export async function readWhySituation(paths: StatePaths, config: Pick<CliConfig
     held,
     events,
     log: { scannedBytes: log.scannedBytes, complete: log.reachedStart, malformed: log.malformed, missing: log.missing },
+    usage,
   };
+}
+
+/** A live session's usage, from the one builder `the-loop why`, `graph status` and `sessions list` use too; null for any other. */
+function usageOfSession(paths: StatePaths, config: Pick<CliConfig, "routing">, ref: string, session: SessionRecord): UsageSummary | null {
+  if (!isLive(session)) return null;
+  return readUsage(new BudgetStore({ dir: budgetDir(paths.root) }), config.routing.budget, ref, session);
+}
+
+/** The usage of the item's live session (`session.usage`, a session's own), or null without one; a damaged record is the registry's error. */
+export function readItemUsage(paths: StatePaths, config: Pick<CliConfig, "routing">, ref: string): UsageSummary | null {
+  const session = new SessionRegistry({ dir: paths.registryDir }).get(ref);
+  return session === undefined ? null : usageOfSession(paths, config, ref, session);
 }

@@ -79,7 +79,7 @@ const details = {
   kind: "json-object",
   optional: true,
   description:
-    "More about the event, read-only JSON: the-loop's own facts under `the_loop` (see each event), and `deny_reason` at a denied run's end; omitted when there is nothing.",
+    "More about the event, read-only JSON: the-loop's own facts under `the_loop` (see each event; `the_loop.usage`, the session's usage against routing.budget, wherever session_id is), and `deny_reason` at a denied run's end; omitted when there is nothing.",
 } as const;
 const reasonCode = optionalString("A machine-readable reason for the status (`hook_denied`, `max_attempts`, …); omitted when the status needs none.");
 const offeredDenied = { kind: "boolean", optional: true, description: "Omitted as sent (agh's false); a hook answers true to deny." } as const;

@@ -11,6 +11,7 @@ import { SHELL_HASH_HINT } from "../../ref-hint.js";
 import { canonicalRef, fullRefOf } from "../../canonical-ref.js";
 import type { GlobalOptions, Project } from "../../context.js";
 import { stdout } from "../../output.js";
+import type { UsageSummary } from "../../../budget/summary.js";
 
 /**
  * `the-loop graph status | complete | force`: a work item's run through its graph. `status` reads
@@ -48,8 +49,8 @@ export interface GraphForceOptions {
   readonly json: boolean;
 }
 
-/** What `graph status --json` prints: the item's run as scripts read it. */
-export function statusDocument(ref: string, state: GraphState, phase: string | null, edge?: EdgeWait) {
+/** What `graph status --json` prints: the item's run as scripts read it, and its live session's usage (null without one). */
+export function statusDocument(ref: string, state: GraphState, phase: string | null, usage: UsageSummary | null, edge?: EdgeWait) {
   return {
     ref,
     graph: state.graph,
@@ -65,6 +66,7 @@ export function statusDocument(ref: string, state: GraphState, phase: string | n
     started_at: state.startedAt,
     updated_at: state.updatedAt,
     history: state.history,
+    usage,
   };
 }
 
@@ -83,7 +85,9 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
       `${ref} has no graph run${project.config.graph.enabled ? "; it begins when the item is started" : " (the process graph is off: graph.enabled)"}`,
     );
   }
-  printStatus(ref, state, options, await edgeWait(project, state));
+  // The live session's usage against routing.budget (docs/fleet.md#budgets), as `why` and `sessions list` show it.
+  const usage = (await import("../sessions/budget.js")).itemUsage(project, ref) ?? null;
+  await printStatus(ref, state, usage, options, await edgeWait(project, state));
 }
 
 /**
@@ -111,15 +115,16 @@ async function missingLocalItem(project: Pick<Project, "paths">, ref: string): P
   }
 }
 
-function printStatus(ref: string, state: GraphState, options: GraphStatusOptions, edge?: EdgeWait): void {
+async function printStatus(ref: string, state: GraphState, usage: UsageSummary | null, options: GraphStatusOptions, edge?: EdgeWait): Promise<void> {
   const phase = state.phase ?? null;
   if (options.json) {
-    stdout.json(statusDocument(ref, state, phase, edge));
+    stdout.json(statusDocument(ref, state, phase, usage, edge));
     return;
   }
   stdout.line(`${ref}: ${state.graph} graph, node ${state.node}${phase ? ` (phase ${phase})` : ""}, ${state.status}, generation ${state.generation}`);
   const reason = edge?.text ?? state.reason;
   if (reason) stdout.line(`  ${state.reasonCode ?? "reason"}: ${reason}`);
+  if (usage !== null) stdout.line(`  usage: ${(await import("../../../budget/summary.js")).usageLine(usage)}`);
   for (const entry of state.history.slice(-10).reverse()) {
     stdout.line(
       `  ${entry.at}  ${entry.kind.padEnd(13)} ${entry.node}${entry.outcome ? ` (${entry.outcome})` : ""} by ${entry.actor.kind} ${entry.actor.id}${entry.reason ? `: ${entry.reason}` : ""}`,
@@ -144,10 +149,15 @@ async function graphStatusInSession(given: string, options: GraphStatusOptions):
   if (fullRefOf(given) !== ref) {
     throw new UsageError(`inside a session, graph status shows the session's own item: ${ref} (name it in full, or as "$THE_LOOP_WORK_ITEM")`);
   }
-  const [{ callSessionSocket }, { graphStateSchema }] = await Promise.all([import("../../../daemon/socket/rpc.js"), import("../../../graph-run/state.js")]);
+  const [{ callSessionSocket }, { graphStateSchema }, { usageOfAnswerSchema }] = await Promise.all([
+    import("../../../daemon/socket/rpc.js"),
+    import("../../../graph-run/state.js"),
+    import("../../../daemon/socket/why-situation.js"),
+  ]);
   const state = await callSessionSocket(socket, "graph.status", {}, 30_000, { session, result: graphStateSchema.nullable() });
   if (state === null) throw new NotFoundError(`${ref} has no graph run`);
-  printStatus(ref, state, options);
+  const usage = await callSessionSocket(socket, "session.usage", {}, 30_000, { session, result: usageOfAnswerSchema });
+  await printStatus(ref, state, usage, options);
 }
 
 function printAnswer(answer: z.output<typeof claimAnswerSchema>, json: boolean, verb: string): void {

@@ -126,6 +126,13 @@ async function readRecords(
   return { state, graph: graphs.graphs.get(state.graph), record };
 }
 
+/** The live session as the daemon names it in a loop event, its usage read from the same budget record the daemon's payload reads. */
+async function loopSessionOfRecord(loaded: LoadedConfig, ref: string, live: SessionRecord, now: Date): Promise<LoopSession> {
+  const [{ BudgetStore, budgetDir }, { readUsage }] = await Promise.all([import("../../../budget/store.js"), import("../../../budget/summary.js")]);
+  const usage = readUsage(new BudgetStore({ dir: budgetDir(loaded.paths.root) }), loaded.config.routing.budget, ref, live, now);
+  return { agentName: live.harness, sessionId: live.harnessSessionId, usage };
+}
+
 /**
  * The payload at `point` for the work item `given` (a ref as the CLI takes it), over `sample` (the
  * point's sample payload): a loop event needs the item's graph run; a lifecycle point takes the
@@ -141,7 +148,7 @@ export async function itemPayload(loaded: LoadedConfig, given: string, point: Ho
       throw new NotFoundError(`${ref} has no graph run, so there is no ${point.name} to build for it; start the item, or give --payload FILE`);
     }
     if (graph === undefined) throw new ExitError(`${ref} runs the graph "${state.graph}", which the config no longer has; \`the-loop graph list\` lists them`);
-    const session = live === undefined ? undefined : { agentName: live.harness, sessionId: live.harnessSessionId };
+    const session = live === undefined ? undefined : await loopSessionOfRecord(loaded, ref, live, now);
     const payload = await loopItemPayload(point, graph, state, session, now);
     return { payload, fromItem: Object.keys(payload).filter((key) => key !== "event" && key !== "timestamp") };
   }
