@@ -5,6 +5,7 @@ export {
   SessionMissingError,
   TargetLiveError,
   type PaneExit,
+  type PaneView,
   type PasteOptions,
   type PaneState,
   type SessionRunner,

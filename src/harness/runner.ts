@@ -76,6 +76,13 @@ export interface SessionRunner {
   interrupt?(target: string, keys: string): Promise<void>;
 }
 
+/** A pane's visible screen: its size in cells, and its lines as `tmux capture-pane -p -e` prints them. */
+export interface PaneView {
+  readonly cols: number;
+  readonly rows: number;
+  readonly text: string;
+}
+
 /** A dead pane's end, as tmux records it (remain-on-exit keeps it). */
 export interface PaneExit {
   readonly status?: number;

@@ -10,6 +10,7 @@ import {
   TargetLiveError,
   type PasteOptions,
   type PaneExit,
+  type PaneView,
   type PaneState,
   type SessionRunner,
   type SpawnRequest,
@@ -354,6 +355,39 @@ export class TmuxRunner implements SessionRunner {
       if (isAbsent(error)) throw new SessionMissingError(target, "absent");
       throw error;
     }
+  }
+
+  /**
+   * The visible pane as a terminal shows it: its size, and its lines with their colours and
+   * attributes as escape sequences (`capture-pane -e`), read in one tmux call. For a read-only
+   * view (the dashboard's): nothing is ever sent to the pane. Throws SessionMissingError when no
+   * session holds the target.
+   */
+  async view(target: string): Promise<PaneView> {
+    checkTarget(target);
+    let output: string;
+    try {
+      output = await this.tmux([
+        "display-message",
+        "-p",
+        "-t",
+        windowOf(target),
+        "#{pane_width} #{pane_height}",
+        ";",
+        "capture-pane",
+        "-p",
+        "-e",
+        "-t",
+        windowOf(target),
+      ]);
+    } catch (error) {
+      if (isAbsent(error)) throw new SessionMissingError(target, "absent");
+      throw error;
+    }
+    const newline = output.indexOf("\n");
+    const size = /^(\d+) (\d+)$/.exec(newline < 0 ? output : output.slice(0, newline));
+    if (size === null) throw new RunnerError(`tmux did not say the size of ${target}'s pane`);
+    return { cols: Number(size[1]), rows: Number(size[2]), text: newline < 0 ? "" : output.slice(newline + 1) };
   }
 
   /** The argv (binary first) that attaches a terminal to the session. */

@@ -3,6 +3,7 @@ export type {
   ChangeBatch,
   FeedTracker,
   ItemState,
+  ItemThread,
   ReactionTarget,
   RepositoryInfo,
   SelfLogin,
@@ -25,6 +26,8 @@ export {
 } from "./local/index.js";
 export type { LabelChange, LabelChangeResult, ListItemsFilter, LocalItem, LocalTrackerOptions, OpenItemInput, StateChangeResult } from "./local/index.js";
 export { UnsupportedTrackerError, openTrackers } from "./resolve.js";
+export { ItemTitles, TITLES_MAX, TITLE_MAX, itemTitlesFile, localTitle, titleEntriesOf } from "./titles.js";
+export type { ItemTitlesOptions } from "./titles.js";
 export type { OpenTrackersOptions, OpenedTrackers, TrackerSet } from "./resolve.js";
 export {
   GitHubAuthError,

@@ -21,6 +21,12 @@ export interface TrackerComment {
   readonly kind: "comment" | "review" | "review_comment";
 }
 
+/** An item's title and its last comments, oldest first (Tracker.recentComments). */
+export interface ItemThread {
+  readonly title: string;
+  readonly comments: readonly TrackerComment[];
+}
+
 /** A work item as the tracker sees it now. */
 export interface WorkItemState {
   readonly item: WorkItem;
@@ -93,6 +99,11 @@ export interface Tracker {
   getItem(ref: WorkItemRef): Promise<WorkItemState>;
   /** Posts a comment as the-loop itself. The caller marks the body (loop prevention). */
   postComment(ref: WorkItemRef, body: string): Promise<TrackerComment>;
+  /**
+   * The item's title and its last `limit` conversation comments, oldest first. Throws
+   * WorkItemNotFoundError when there is no such item. Absent where a tracker cannot list them.
+   */
+  recentComments?(ref: WorkItemRef, limit: number): Promise<ItemThread>;
   /** Adding a label the item has, or removing one it lacks, is not an error (GitHub: a 404 on remove). */
   addLabel(ref: WorkItemRef, label: string): Promise<void>;
   removeLabel(ref: WorkItemRef, label: string): Promise<void>;

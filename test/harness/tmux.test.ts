@@ -148,6 +148,23 @@ describe("TmuxRunner", () => {
     expect(await tmux.screen("loop-guard")).toContain("Type your message");
   });
 
+  it("views the pane with its size and colours, and says when the session is gone", async () => {
+    const tmux = runner();
+    const dir = await tempDir();
+    const script = "printf '\\033[31mred\\033[0m plain\\n'; exec tail -f /dev/null";
+    await tmux.spawn({ target: "loop-view", cwd: dir, argv: ["sh", "-c", script], env: {} });
+    const view = await waitFor("the colours", async () => {
+      const seen = await tmux.view("loop-view");
+      return seen.text.includes("plain") ? seen : undefined;
+    });
+    // The size the-loop starts every session at.
+    expect(view).toMatchObject({ cols: 220, rows: 50 });
+    const ESC = "\u001b";
+    expect([`${ESC}[31mred${ESC}[39m plain`, `${ESC}[31mred${ESC}[0m plain`]).toContain(view.text.split("\n")[0]);
+    await tmux.terminate("loop-view", { killHarness: true, graceMs: 1_000, killSession: true });
+    await expect(tmux.view("loop-view")).rejects.toBeInstanceOf(SessionMissingError);
+  });
+
   it("delivers in order, also when calls overlap", async () => {
     const tmux = runner();
     const { transcript, request } = await fake("loop-order");

@@ -3,7 +3,7 @@ import { redactKnownSecrets } from "../../secrets.js";
 import { formatWorkItemRef, githubItemUrl, workItemOf } from "../../workitem/index.js";
 import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
-import type { ItemState, ReactionTarget, RepositoryInfo, SelfLogin, Tracker, TrackerComment, WorkItemState } from "../tracker.js";
+import type { ItemState, ItemThread, ReactionTarget, RepositoryInfo, SelfLogin, Tracker, TrackerComment, WorkItemState } from "../tracker.js";
 import type { GitHubClient } from "./client.js";
 import { GitHubError, GitHubNotFoundError, UnsupportedGitHubHostError } from "./errors.js";
 import { lookUpSelfLogin } from "./self-login.js";
@@ -71,6 +71,9 @@ const ITEM_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}";
 const COMMENT_ROUTE = "POST /repos/{owner}/{repo}/issues/{issue_number}/comments";
 const REPOSITORY_ROUTE = "GET /repos/{owner}/{repo}";
 const PULL_ROUTE = "GET /repos/{owner}/{repo}/pulls/{pull_number}";
+const COMMENTS_ROUTE = "GET /repos/{owner}/{repo}/issues/{issue_number}/comments";
+/** GitHub's largest page of a listing. */
+const PAGE_SIZE = 100;
 
 // What GitHub answers is parsed before it is read: a proxy, an Enterprise version or a fault may
 // answer something else, which is then a GitHubError naming the route, not a TypeError later.
@@ -98,6 +101,8 @@ const commentSchema = z.object({
   created_at: z.string(),
   html_url: z.string(),
 }) satisfies z.ZodType<CommentJson>;
+
+const threadSchema = z.object({ title: z.string(), comments: z.number().int().nonnegative() });
 
 const repositorySchema = z.object({ clone_url: z.string(), default_branch: z.string() }) satisfies z.ZodType<RepositoryJson>;
 
@@ -281,6 +286,32 @@ export class GitHubTracker implements Tracker {
       state: data.state === "closed" ? "closed" : "open",
       merged: data.merged ?? (data.merged_at !== undefined && data.merged_at !== null),
     };
+  }
+
+  /**
+   * The item's title and its last `limit` conversation comments, oldest first: the issue is read
+   * for its comment count, then only the pages that hold the last ones (GitHub lists oldest
+   * first), so a long thread costs as few requests as a short one.
+   */
+  async recentComments(ref: WorkItemRef, limit: number): Promise<ItemThread> {
+    const github = this.check(ref);
+    try {
+      const issue = await this.client.get(ITEM_ROUTE, itemParams(github));
+      if (issue.notModified) throw new GitHubError(`GitHub ${ITEM_ROUTE}: unexpected 304`);
+      const { title, comments: count } = answerOf(threadSchema, issue.data, ITEM_ROUTE, "an issue");
+      const lastPage = Math.max(1, Math.ceil(count / PAGE_SIZE));
+      const firstPage = Math.max(1, lastPage - Math.ceil(limit / PAGE_SIZE));
+      const comments: TrackerComment[] = [];
+      for (let page = firstPage; page <= lastPage; page++) {
+        const listed = await this.client.get(COMMENTS_ROUTE, { ...itemParams(github), per_page: PAGE_SIZE, page });
+        if (listed.notModified) throw new GitHubError(`GitHub ${COMMENTS_ROUTE}: unexpected 304`);
+        const data = answerOf(z.array(commentSchema), listed.data, COMMENTS_ROUTE, "a list of comments");
+        comments.push(...data.map((comment) => commentOf(comment, "comment")));
+      }
+      return { title, comments: comments.slice(-limit) };
+    } catch (error) {
+      throw notFoundAsItem(error, github);
+    }
   }
 
   /** A GitHub ref on the host this client serves; anything else is refused with the fix. */

@@ -1,6 +1,6 @@
 import { workItemOf } from "../../workitem/index.js";
 import type { WorkItem } from "../../workitem/index.js";
-import type { TrackerChange, TrackerComment, WorkItemState } from "../tracker.js";
+import type { ItemThread, TrackerChange, TrackerComment, WorkItemState } from "../tracker.js";
 import type { ItemSnapshot, JournalLine } from "./records.js";
 
 /**
@@ -90,4 +90,9 @@ export function changeOf(view: ProjectView, line: JournalLine): TrackerChange {
     case "reopened":
       return base;
   }
+}
+
+/** An item's title and its last `limit` comments (Tracker.recentComments). */
+export function threadOf(item: LocalItem, limit: number): ItemThread {
+  return { title: item.title, comments: item.comments.slice(-limit) };
 }

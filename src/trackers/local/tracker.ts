@@ -1,17 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import type { Dirent } from "node:fs";
-import { errnoOf } from "../../errors.js";
+import { NotFoundError, errnoOf } from "../../errors.js";
 import { redactKnownSecrets } from "../../secrets.js";
 import type { EventSink } from "../../events/index.js";
-import { isSelfAuthored } from "../../workitem/index.js";
 import { fsyncDirectory, withLock, writeJsonAtomic } from "../../state/index.js";
 import type { LockOptions } from "../../state/index.js";
-import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, labelMatches } from "../../workitem/index.js";
+import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, isSelfAuthored, labelMatches } from "../../workitem/index.js";
 import type { LocalRef, WorkItemRef } from "../../workitem/index.js";
-import { NotFoundError } from "../../errors.js";
 import { WorkItemNotFoundError } from "../tracker.js";
-import type { ChangeBatch, ItemState, SelfLogin, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
+import type { ChangeBatch, ItemState, ItemThread, SelfLogin, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
 import { decodeCursor, encodeCursor } from "./cursor.js";
 import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
 import { exists, highestItemNumber, isProjectName, itemNumbers, itemPath, projectFiles, readMeta, readSnapshot, readSnapshotSync } from "./files.js";
@@ -22,7 +20,7 @@ import { JournalMismatchError, applyLine } from "./records.js";
 import { repairJournal } from "./repair.js";
 import { watchJournals } from "./watch.js";
 import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
-import { changeOf, commentOf, localItemOf, localWorkItem, stateOf } from "./shapes.js";
+import { changeOf, commentOf, localItemOf, localWorkItem, stateOf, threadOf } from "./shapes.js";
 import type { LocalItem } from "./shapes.js";
 
 export type { LocalItem } from "./shapes.js";
@@ -334,6 +332,11 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
   async getItemWithComments(ref: WorkItemRef): Promise<LocalItem> {
     const local = this.localRef(ref);
     return localItemOf(this.files(local.project), await this.readCurrentItem(local));
+  }
+
+  /** Tracker.recentComments: the item's title and its last `limit` comments, oldest first. */
+  async recentComments(ref: WorkItemRef, limit: number): Promise<ItemThread> {
+    return threadOf(await this.getItemWithComments(ref), limit);
   }
 
   /** The projects that have a journal, sorted. */

@@ -32,6 +32,23 @@ async function setup(options: GitHubTrackerOptions = {}): Promise<{ gh: FakeGitH
 }
 
 describe("GitHubTracker", () => {
+  it("reads the title and the last comments of a thread, asking only for the pages that hold them", async () => {
+    const { gh, tracker, ref } = await setup();
+    const n = gh.addIssue("octo/repo", { title: "A long thread", body: "", user: "alice" });
+    expect(await tracker.recentComments(ref(n), 200)).toEqual({ title: "A long thread", comments: [] });
+    for (let index = 1; index <= 450; index++) gh.addComment("octo/repo", n, { user: "bob", body: `comment ${index}` });
+    gh.requests.length = 0;
+    const thread = await tracker.recentComments(ref(n), 200);
+    expect(thread.title).toBe("A long thread");
+    expect(thread.comments).toHaveLength(200);
+    expect(thread.comments[0]).toMatchObject({ body: "comment 251", author: "bob", kind: "comment" });
+    expect(thread.comments.at(-1)?.body).toBe("comment 450");
+    // The issue (for its count), then pages 3 to 5 of 100: never the first two.
+    const pages = gh.requests.filter((entry) => entry.path.endsWith(`/issues/${n}/comments`)).map((entry) => entry.query.page);
+    expect(pages).toEqual(["3", "4", "5"]);
+    await expect(tracker.recentComments(ref(999), 200)).rejects.toBeInstanceOf(WorkItemNotFoundError);
+  });
+
   it("reads an issue", async () => {
     const { gh, tracker, ref } = await setup();
     const n = gh.addIssue("octo/repo", { title: "Fix it", body: "please", user: "alice", labels: ["bug", "the-loop"] });
