@@ -4,6 +4,9 @@ import { dirname } from "node:path";
 import { writeJsonAtomic } from "../state/atomic.js";
 import { messageOf } from "../errors.js";
 import { DashboardServer } from "../dashboard/server.js";
+import type { DashboardDeps } from "../dashboard/server.js";
+import { SessionMissingError } from "../harness/runner.js";
+import type { ItemTitles } from "../trackers/titles.js";
 import { announceControl } from "../dispatch/announce-control.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { loadGraphs } from "../graph/registry.js";
@@ -35,6 +38,7 @@ export async function startDashboard(
   runtime: Runtime,
   dispatcher: Dispatcher,
   warn: (message: string) => void,
+  titles?: ItemTitles,
 ): Promise<RunningDashboard | undefined> {
   const { config, paths, events } = input;
   if (!config.dashboard.enabled) return undefined;
@@ -57,6 +61,15 @@ export async function startDashboard(
     events,
     graphs,
     budgetLimits: config.routing.budget,
+    ...(titles !== undefined ? { titleOf: (ref: string) => titles.titleOf(ref) } : {}),
+    commentsOf: async (ref, limit) => {
+      const tracker = runtime.trackers.forRef(ref);
+      if (tracker.recentComments === undefined) throw new Error(`the ${tracker.kind} tracker lists no comments`);
+      const thread = await tracker.recentComments(parseWorkItemRef(ref), limit);
+      titles?.note(ref, thread.title);
+      return thread.comments;
+    },
+    terminal: terminalPorts(runtime),
     whyOf: async (ref) => whySituationOf(await readWhySituation(paths, config, ref)),
     actions: {
       control: (request) => dispatcher.control(request),
@@ -94,6 +107,37 @@ export async function startDashboard(
         unlinkSync(file);
       } catch {
         // Already gone; a stale file is recognised by its pid anyway.
+      }
+    },
+  };
+}
+
+/**
+ * The read-only terminal view's way to the panes: the item's live session's tmux target, and the
+ * runner's capture of it (tmux, argv arrays; nothing is ever sent to the pane).
+ */
+function terminalPorts(runtime: Runtime): NonNullable<DashboardDeps["terminal"]> {
+  const liveTarget = (ref: string): string | undefined => {
+    try {
+      const record = runtime.registry.get(ref);
+      return record !== undefined && isLive(record) ? record.tmuxTarget : undefined;
+    } catch {
+      // A record that does not parse shows no terminal; `sessions list` reports it.
+      return undefined;
+    }
+  };
+  return {
+    target: async (ref) => {
+      const target = liveTarget(ref);
+      return target !== undefined && (await runtime.runner.probe(target)) !== "absent" ? target : undefined;
+    },
+    live: (ref, target) => liveTarget(ref) === target,
+    capture: async (target) => {
+      try {
+        return await runtime.runner.view(target);
+      } catch (error) {
+        if (error instanceof SessionMissingError) return undefined;
+        throw error;
       }
     },
   };

@@ -15,6 +15,7 @@ import type { HookChain } from "../hooks/chain.js";
 import { GitHubChecksFeed, GitHubFeed } from "../ingress/github-feed/index.js";
 import { isLive, stateRootTag } from "../registry/record.js";
 import { policyOf } from "../routing/router.js";
+import type { EventHandler } from "../routing/inbound.js";
 import { openTrackers } from "../trackers/resolve.js";
 import type { TrackerSet } from "../trackers/resolve.js";
 import { Dispatcher } from "../dispatch/dispatcher.js";
@@ -198,7 +199,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
  * The poller over the configured sources, feeding the dispatcher. `warn` hears, once, that the
  * poll state still lives in its pre-state-root file.
  */
-export function pollerFor(input: RuntimeInput, runtime: Runtime, dispatcher: Dispatcher, warn?: (message: string) => void): Poller {
+export function pollerFor(input: RuntimeInput, runtime: Runtime, handler: EventHandler, warn?: (message: string) => void): Poller {
   const { config, paths, events } = input;
   const state = resolvePollStateFile(paths);
   return new Poller({
@@ -207,7 +208,7 @@ export function pollerFor(input: RuntimeInput, runtime: Runtime, dispatcher: Dis
     ...(state.legacy ? { legacyState: { newFile: paths.pollStateFile } } : {}),
     ...(warn ? { warn } : {}),
     statusFile: paths.pollStatusFile,
-    handler: dispatcher,
+    handler,
     events,
     intervalMs: Math.round(config.polling.intervalSeconds * 1000),
   });

@@ -36,6 +36,8 @@ import { configuredHarnesses, loadedRuntimeCheck } from "../capabilities/runtime
 import { composeRuntime, pollerFor } from "./runtime.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
+import { ItemTitles } from "../trackers/titles.js";
+import { notingTitles } from "./item-titles.js";
 import { NOTHING_TO_RUN, listeningUrl, servicesOf } from "./services.js";
 import { Notifier, followOtherProcesses, notifyKeywordsOf, teeEvents } from "../notify/notifier.js";
 import type { ServiceName, WebhookListening } from "./services.js";
@@ -141,14 +143,17 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);
   const runtime = composeRuntime(input);
   const dispatcher = await runtime.dispatcher(options.warn, hooks, capabilities);
-  const poller = runs("poller") ? pollerFor(input, runtime, dispatcher, options.warn) : undefined;
+  // The titles the events carry, for the dashboard's board (only while it is on: nothing is kept otherwise).
+  const titles = config.dashboard.enabled ? new ItemTitles({ root: paths.root, trackerDir: paths.trackerDir, warn: options.warn }) : undefined;
+  const ingress = titles !== undefined ? notingTitles(dispatcher, titles) : dispatcher;
+  const poller = runs("poller") ? pollerFor(input, runtime, ingress, options.warn) : undefined;
   await poller?.load();
   // The host the tracker serves: refs land on it, and a payload whose html_url is elsewhere is refused.
   const defaultHost = refHostForApiUrl(githubApiUrl(config.integrations.github));
   const receiver = runs("gh-webhook")
     ? new WebhookReceiver({
         config: config.webhooks.ghWebhook,
-        handler: dispatcher,
+        handler: ingress,
         events,
         defaultHost,
       })
@@ -186,7 +191,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
     const graphStates = openGraphStates(paths);
     // Before the socket, which hands out its login URLs: one that may not listen where it is asked stops the start.
-    dashboard = await startDashboard(input, runtime, dispatcher, options.warn);
+    dashboard = await startDashboard(input, runtime, dispatcher, options.warn, titles);
     const login = dashboard?.server;
     const handlers = socketHandlers(dispatcher, {
       config,

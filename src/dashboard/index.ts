@@ -10,5 +10,9 @@ export type { Admission, BindDecision, DashboardIdentity, RequestFacts } from ".
 export { BOARD_COLUMNS, boardColumn, eventQueryOf, listItems } from "./read.js";
 export type { BoardColumn, ItemRow } from "./read.js";
 export { DASHBOARD_ACTIONS, runAction } from "./actions.js";
+export { COMMENTS_MAX, commentView, commentsDocument } from "./comments.js";
+export type { CommentView } from "./comments.js";
+export { TERMINAL_POLL_MS, TERMINAL_STREAMS_MAX, TerminalFeeds, cleanScreenLine, screenFrame } from "./terminal.js";
+export type { PaneCapture, ScreenFrame, TerminalListener, TerminalPorts } from "./terminal.js";
 export type { ActionPorts, ActionResult, DashboardAction } from "./actions.js";
 export { RESPONSE_SCHEMAS, RESPONSE_SCHEMAS_SECTION, renderResponseSchemas } from "./schemas.js";

@@ -58,6 +58,8 @@ export function boardColumn(facts: ItemFacts): BoardColumn {
 
 export interface ItemRow {
   readonly ref: string;
+  /** Its title as the tracker's cached record holds it (trackers/titles.ts); null when unknown. */
+  readonly title: string | null;
   readonly url: string | null;
   readonly column: BoardColumn;
   readonly session: {
@@ -137,7 +139,11 @@ function readQueue(root: string, problems: Problem[]): QueueEntry[] {
 }
 
 /** Every work item the-loop keeps a record of (a session, a graph run, a control command, a queued start), newest activity first. */
-export function listItems(paths: StatePaths, limits: BudgetLimits = { warnAt: 1 }): { readonly items: ItemRow[]; readonly problems: Problem[] } {
+export function listItems(
+  paths: StatePaths,
+  limits: BudgetLimits = { warnAt: 1 },
+  titleOf: (ref: string) => string | null = () => null,
+): { readonly items: ItemRow[]; readonly problems: Problem[] } {
   const problems: Problem[] = [];
   const sessions = listSessionRecords(paths.registryDir);
   problems.push(...sessions.problems);
@@ -169,6 +175,7 @@ export function listItems(paths: StatePaths, limits: BudgetLimits = { warnAt: 1 
     const queued = queueOf.get(ref);
     return {
       ref,
+      title: titleOf(ref),
       url: session?.url ?? null,
       column: boardColumn({ session, graph, control, queued: queued !== undefined }),
       session:

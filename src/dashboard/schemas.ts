@@ -22,6 +22,7 @@ const problemSchema = z.strictObject({ file: z.string(), message: z.string() });
 
 const itemSchema = z.strictObject({
   ref: z.string().describe("Canonical work item ref"),
+  title: nullable(z.string()).describe("Its title as the-loop last read it (a local item's snapshot, a GitHub item's last event); null when unknown"),
   url: nullable(z.string()).describe("The item on its tracker, when a session recorded it"),
   column: z.enum(BOARD_COLUMNS).describe("The board's column: queued, working, waiting (for a person), blocked, done"),
   session: nullable(
@@ -130,6 +131,31 @@ const graphSchema = z.strictObject({
   ),
 });
 
+const commentsSchema = z.strictObject({
+  comments: z
+    .array(
+      z.strictObject({
+        id: z.string(),
+        author: z.string().describe("The tracker's login; ghost for a deleted account"),
+        createdAt: time,
+        body: z.string().describe("The comment's text, control characters stripped, cut at 20,000 characters: render it as text, never as HTML"),
+        fromTheLoop: z.boolean().describe("It carries the-loop's marker: the-loop posted it"),
+        url: nullable(z.string()).describe("The comment on its tracker (http or https); null for a local item's"),
+      }),
+    )
+    .describe("Oldest first, the last 200"),
+});
+
+const screenSchema = z
+  .strictObject({
+    cols: z.number().int().min(1),
+    rows: z.number().int().min(1),
+    text: z
+      .string()
+      .describe("The visible pane as `tmux capture-pane -p -e` prints it: SGR colours kept, every other control sequence stripped, lines joined by \\r\\n"),
+  })
+  .describe("A full snapshot of the pane, sent at connect and at each change");
+
 const controlActionSchema = z.looseObject({
   workItem: z.string(),
   command: z.enum(["start", "stop", "pause", "resume"]),
@@ -160,13 +186,15 @@ export const RESPONSE_SCHEMAS = {
   "GET /api/v1/sessions": sessionsSchema,
   "GET /api/v1/items/{ref}/why": whySchema,
   "GET /api/v1/items/{ref}/graph": graphSchema,
+  "GET /api/v1/items/{ref}/comments": commentsSchema,
+  "GET /api/v1/items/{ref}/terminal/stream (each `event: screen` message's data; `event: ended` when the session is gone)": screenSchema,
   "GET /api/v1/events": eventsSchema,
   "GET /api/v1/events/stream (each `event: event` message's data)": eventSchema,
   "POST /api/v1/items/{ref}/actions/{start|stop|pause|resume}": controlActionSchema,
   "POST /api/v1/items/{ref}/actions/{approve|request-changes} (409 with the same fields when the gate did not move)": gateActionSchema,
   "POST /api/v1/items/{ref}/actions/close": closeActionSchema,
   "POST /api/v1/items/{ref}/actions/answer": answerActionSchema,
-  "Every refusal and error (400, 401, 403, 404, 409, 413, 415, 421, 500)": errorSchema,
+  "Every refusal and error (400, 401, 403, 404, 409, 413, 415, 421, 500, 502, 503)": errorSchema,
 } as const;
 
 export const RESPONSE_SCHEMAS_SECTION = "dashboard responses";

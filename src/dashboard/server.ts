@@ -21,6 +21,11 @@ import { COOKIE_NAME, LoginBook, admitRequest, bindDecision, identityOf, parseCo
 import type { DashboardIdentity } from "./auth.js";
 import { PAGE_CSP, PageAssets, PageNotBuiltError } from "./page-assets.js";
 import { canonicalItem, eventQueryOf, graphDocument, listItems, listSessions, readEventPage } from "./read.js";
+import { COMMENTS_MAX, commentsDocument } from "./comments.js";
+import { TerminalFeeds } from "./terminal.js";
+import type { TerminalPorts } from "./terminal.js";
+import { NotFoundError } from "../errors.js";
+import type { TrackerComment } from "../trackers/index.js";
 
 /**
  * The dashboard's HTTP server, in the daemon (node's http, no framework: a dozen routes, each a
@@ -42,6 +47,12 @@ export interface DashboardDeps {
   readonly actions: ActionPorts;
   /** routing.budget: the limits the board's budget bars are drawn against. */
   readonly budgetLimits?: BudgetLimits;
+  /** An item's title as the-loop last read it, without a network call; null when unknown. */
+  readonly titleOf?: (ref: string) => string | null;
+  /** The item's last `limit` comments from its tracker; throws a NotFoundError when there is no such item. */
+  readonly commentsOf?: (ref: string, limit: number) => Promise<readonly TrackerComment[]>;
+  /** The item's terminal, read only: the pane of its live session (undefined without one), and how to read it. */
+  readonly terminal?: TerminalPorts & { readonly target: (ref: string) => Promise<string | undefined> };
   readonly now?: () => number;
 }
 
@@ -85,10 +96,12 @@ export class DashboardServer {
   private readonly streams = new Set<AbortController>();
   private readonly now: () => number;
   private readonly page = new PageAssets();
+  private readonly terminals: TerminalFeeds | undefined;
 
   constructor(private readonly deps: DashboardDeps) {
     this.book = new LoginBook(Math.round(deps.config.sessionHours * 3_600_000));
     this.now = deps.now ?? Date.now;
+    this.terminals = deps.terminal !== undefined ? new TerminalFeeds(deps.terminal) : undefined;
   }
 
   /** Listens; throws (with the fix) when the config may not listen where it asks. */
@@ -148,6 +161,7 @@ export class DashboardServer {
 
   async stop(): Promise<void> {
     for (const stream of this.streams) stream.abort();
+    this.terminals?.stopAll();
     const server = this.server;
     if (server === undefined) return;
     this.server = undefined;
@@ -217,7 +231,7 @@ export class DashboardServer {
         actions: deps.config.operator ? ACTIONS : [],
       });
     }
-    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits));
+    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits, deps.titleOf));
     if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths));
     if (method === "GET" && path === "/api/v1/events") {
       const query = eventQueryOf(url.searchParams, new Date(this.now()));
@@ -225,7 +239,7 @@ export class DashboardServer {
       return sendJson(response, 200, await readEventPage(deps.paths.eventLog, query));
     }
     if (method === "GET" && path === "/api/v1/events/stream") return this.stream(request, response, url);
-    const item = /^\/api\/v1\/items\/([^/]+)(?:\/(why|graph)|\/actions\/([a-z-]+))$/.exec(path);
+    const item = /^\/api\/v1\/items\/([^/]+)(?:\/(why|graph|comments|terminal\/stream)|\/actions\/([a-z-]+))$/.exec(path);
     if (item !== null) {
       const ref = canonicalItem(decodeSegment(item[1] ?? ""));
       if (ref === undefined) throw new HttpError(400, `not a work item ref: ${JSON.stringify(decodeSegment(item[1] ?? "").slice(0, 100))}`);
@@ -233,6 +247,8 @@ export class DashboardServer {
       const action = item[3];
       if (method === "GET" && view === "why") return sendJson(response, 200, await this.why(ref));
       if (method === "GET" && view === "graph") return sendJson(response, 200, await this.graph(ref));
+      if (method === "GET" && view === "comments") return sendJson(response, 200, await this.comments(ref));
+      if (method === "GET" && view === "terminal/stream") return this.terminal(request, response, ref);
       if (method === "POST" && action !== undefined) {
         if (!isDashboardAction(action)) throw new HttpError(404, `no action ${JSON.stringify(action)}; the actions are ${ACTIONS.join(", ")}`);
         const body = await readJsonBody(request);
@@ -295,6 +311,54 @@ export class DashboardServer {
             },
       graph: graph !== undefined ? graphDocument(graph) : null,
     };
+  }
+
+  private async comments(ref: string) {
+    if (this.deps.commentsOf === undefined) throw new HttpError(404, "this daemon serves no comments");
+    try {
+      return commentsDocument(await this.deps.commentsOf(ref, COMMENTS_MAX));
+    } catch (error) {
+      if (error instanceof NotFoundError) throw new HttpError(404, messageOf(error));
+      throw new HttpError(502, `could not read the comments of ${ref} from its tracker: ${messageOf(error)}; try again, or see \`the-loop status\``);
+    }
+  }
+
+  /**
+   * Server-Sent Events: the item's live pane, read only — `event: screen` with each changed
+   * screen (the first at once), `event: ended` when its session is gone; 404 without a live session.
+   */
+  private async terminal(request: IncomingMessage, response: ServerResponse, ref: string): Promise<void> {
+    const terminal = this.deps.terminal;
+    const feeds = this.terminals;
+    const target = terminal === undefined ? undefined : await terminal.target(ref);
+    if (feeds === undefined || target === undefined) {
+      throw new HttpError(404, `${ref} has no live session to show: start one (the start action, or \`the-loop sessions start --work-item ${ref}\`)`);
+    }
+    if (feeds.full) throw new HttpError(503, "too many terminal views are open: close one and try again");
+    let finished = false;
+    // Set once the watch begins; a stream that ends before (the session went meanwhile) has nothing to stop yet.
+    const watching: { stop?: (() => void) | undefined } = {};
+    const heartbeat = setInterval(() => response.write(": keep-alive\n\n"), HEARTBEAT_MS);
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      clearInterval(heartbeat);
+      watching.stop?.();
+      response.end();
+    };
+    request.on("close", finish);
+    response.on("close", finish);
+    response.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/event-stream; charset=utf-8", connection: "keep-alive" });
+    response.write(": the-loop terminal (read only)\n\n");
+    watching.stop = feeds.watch(ref, target, {
+      screen: (frame) => response.write(`event: screen\ndata: ${JSON.stringify(frame)}\n\n`),
+      ended: () => {
+        response.write("event: ended\ndata: {}\n\n");
+        finish();
+      },
+    });
+    // Ended before watch returned: finish could not stop it then.
+    if (finished) watching.stop?.();
   }
 
   /** Server-Sent Events: each new event the query matches, as `event: event` with its JSON; `backlog` (0–500) of the newest first. */

@@ -118,6 +118,8 @@ describe("the dashboard's API, secured, against a real daemon", () => {
       ["GET", "/api/v1/events/stream"],
       ["GET", `/api/v1/items/${ITEM}/why`],
       ["GET", `/api/v1/items/${ITEM}/graph`],
+      ["GET", `/api/v1/items/${ITEM}/comments`],
+      ["GET", `/api/v1/items/${ITEM}/terminal/stream`],
       ["GET", "/nothing-here"],
       ...["start", "stop", "pause", "resume", "approve", "request-changes", "answer", "close"].map((action): [string, string] => [
         "POST",
@@ -215,6 +217,62 @@ describe("the dashboard's API, secured, against a real daemon", () => {
       expect(why.timeline.some((entry) => entry.event === "graph.gate_decided" && entry.text.includes("alice"))).toBe(true);
     } finally {
       events.stop();
+    }
+  });
+
+  it("names the item, shows its comments as text, and streams its terminal read only until the session is gone", async () => {
+    const { p, base } = await dashboardProject("alice");
+    const { cookie } = await login(p, base);
+    // No session yet: no terminal to show.
+    const none = await call(base, "GET", `/api/v1/items/${ITEM}/terminal/stream`, { cookie });
+    expect(none.status).toBe(404);
+    expect(documented(RESPONSE_SCHEMAS["Every refusal and error (400, 401, 403, 404, 409, 413, 415, 421, 500, 502, 503)"], none).error).toContain(
+      "no live session",
+    );
+
+    expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    const terminal = stream(base, `/api/v1/items/${ITEM}/terminal/stream`, cookie);
+    try {
+      const screens = (): { cols: number; rows: number; text: string }[] =>
+        [...terminal.text().matchAll(/^event: screen\ndata: (.*)$/gm)].map((match) =>
+          documented(
+            RESPONSE_SCHEMAS["GET /api/v1/items/{ref}/terminal/stream (each `event: screen` message's data; `event: ended` when the session is gone)"],
+            {
+              text: match[1] ?? "",
+            },
+          ),
+        );
+      // What the harness printed in its pane, as tmux shows it.
+      const ready = await waitFor("the harness's screen", async () => screens().find((screen) => screen.text.includes("fake-harness: ready")));
+      expect(ready.cols).toBeGreaterThan(0);
+      // Nothing but colours: every escape in it starts an SGR sequence.
+      expect(
+        ready.text
+          .split("\u001b")
+          .slice(1)
+          .every((part) => /^\[[0-9;:]*m/.test(part)),
+      ).toBe(true);
+
+      const listed = documented(RESPONSE_SCHEMAS["GET /api/v1/items"], await call(base, "GET", "/api/v1/items", { cookie }));
+      expect(listed.items[0]).toMatchObject({ ref: REF, title: "Write a spec" });
+
+      expect((await p.cli(["item", "comment", "#1", "Please cover \u001b[31mE401\u001b[0m too", "--as", "alice"])).code).toBe(0);
+      // The comment reaches the session, and the pane's change reaches the stream.
+      await waitFor("the delivery on screen", async () => (screens().some((screen) => screen.text.includes("fake-harness: got")) ? true : undefined));
+      const comments = documented(RESPONSE_SCHEMAS["GET /api/v1/items/{ref}/comments"], await call(base, "GET", `/api/v1/items/${ITEM}/comments`, { cookie }));
+      const written = comments.comments.find((comment) => comment.author === "alice");
+      // The colour codes written into the comment are gone: the page shows text.
+      expect(written?.body).toBe("Please cover E401 too");
+      expect(written).toMatchObject({ fromTheLoop: false, url: null });
+      expect(comments.comments.some((comment) => comment.fromTheLoop)).toBe(true);
+      expect((await call(base, "GET", `/api/v1/items/${encodeURIComponent("local:demo#99")}/comments`, { cookie })).status).toBe(404);
+
+      // Closing the session ends the stream.
+      expect((await p.cli(["sessions", "close", "--work-item", REF])).code).toBe(0);
+      await waitFor("the end of the stream", async () => (terminal.text().includes("event: ended") ? true : undefined));
+    } finally {
+      terminal.stop();
     }
   });
 
