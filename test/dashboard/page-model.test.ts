@@ -22,6 +22,7 @@ const me: Me = { operator: "alice", readOnly: false, actions: ALL };
 function row(more: Partial<Item> = {}): Item {
   return {
     ref: "local:demo#1",
+    title: null,
     url: null,
     column: "working",
     session: { status: "active", harness: "claude", tmuxTarget: "loop-x", createdAt: AT, lastEventAt: AT, closeReason: null, question: null },
