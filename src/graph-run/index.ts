@@ -34,5 +34,5 @@ export { graphStateSchema } from "./state.js";
 export { blockedText, closeAfterField, closeAfterText, runEndedAt, runEndedText, sessionCloseDue } from "./session-notices.js";
 export type { BlockWhat, CloseDueInput } from "./session-notices.js";
 export { releaseHeld } from "./advance.js";
-export { UNLIMITED, hasNodeCaps, heldAhead, heldRuns, heldText, nodeKeys, occupancy, releaseOrder, roomFor, runsAt } from "./node-caps.js";
+export { UNLIMITED, hasNodeCaps, heldAhead, heldRuns, heldText, nodeKeys, occupancy, releaseOrder, roomFor, runsAt, unmatchedNodeCaps } from "./node-caps.js";
 export type { FullNode, HeldRun, NodeCaps, NodeRoom, RunAt } from "./node-caps.js";

@@ -36,6 +36,13 @@ export function nodeKeys(node: Pick<GraphNode, "id" | "phase">): string[] {
   return node.phase !== undefined && node.phase !== node.id ? [node.id, node.phase] : [node.id];
 }
 
+/** The keys of `caps` that no node of any of the graphs answers to: caps on nothing (config validate warns of them). */
+export function unmatchedNodeCaps(caps: NodeCaps, graphs: Iterable<Graph>): string[] {
+  const known = new Set<string>();
+  for (const graph of graphs) for (const node of graph.nodes.values()) for (const key of nodeKeys(node)) known.add(key);
+  return Object.keys(caps).filter((key) => !known.has(key));
+}
+
 /** A run where the caps see it: its ref, and the keys of the node it is at. */
 export interface RunAt {
   readonly ref: string;

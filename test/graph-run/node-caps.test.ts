@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { EVENT_CATALOG } from "../../src/events/catalog.js";
 import { applyClaimResult, applyGateAnswer, decideClaim, endRun, forceTo, gateRefusal, releaseHeld } from "../../src/graph-run/advance.js";
 import type { Refusal, Transition } from "../../src/graph-run/advance.js";
-import { heldAhead, heldRuns, heldText, nodeKeys, occupancy, releaseOrder, roomFor, runsAt } from "../../src/graph-run/node-caps.js";
+import { heldAhead, heldRuns, heldText, nodeKeys, occupancy, releaseOrder, roomFor, runsAt, unmatchedNodeCaps } from "../../src/graph-run/node-caps.js";
 import type { NodeCaps, NodeRoom, RunAt } from "../../src/graph-run/node-caps.js";
 import type { GraphState } from "../../src/graph-run/state.js";
 import { AGENT, ALICE, DAEMON, GRAPH, OPERATOR, PASS, applied, at, deepFreeze, kinds, refused, started, stateAt } from "../graph/fixture.js";
@@ -16,6 +16,13 @@ describe("nodeKeys", () => {
     [{ id: "review" }, ["review"]],
   ])("%j answers to %j", (node, keys) => {
     expect(nodeKeys(node)).toEqual(keys);
+  });
+});
+
+describe("unmatchedNodeCaps", () => {
+  it("names the keys no node of any graph answers to, by id or phase", () => {
+    expect(unmatchedNodeCaps({ review: 1, implementation: 2, "design-review": 1, reviews: 1, complete: 1 }, [GRAPH])).toEqual(["reviews"]);
+    expect(unmatchedNodeCaps({ review: 1 }, [])).toEqual(["review"]);
   });
 });
 

@@ -201,6 +201,12 @@ async function graphNames(loaded: LoadedConfig): Promise<string[]> {
   const { loadGraphs } = await import("../../../graph/registry.js");
   const configDir = loaded.source.path ? dirname(loaded.source.path) : loaded.baseDir;
   const graphs = await loadGraphs(loaded.config, configDir, loaded.source.path ? { configFile: loaded.source.path } : {});
+  const { unmatchedNodeCaps } = await import("../../../graph-run/node-caps.js");
+  for (const key of unmatchedNodeCaps(loaded.config.routing.limits.perNode, graphs.graphs.values())) {
+    stderr.warn(
+      `routing.limits.perNode.${key} names no node or phase of the config's graphs (${[...graphs.graphs.keys()].join(", ")}), so it caps nothing: name a node's id or a phase (\`the-loop graph show NAME\` lists them)`,
+    );
+  }
   return [...graphs.graphs.keys()];
 }
 
