@@ -38,6 +38,8 @@ export interface HarnessAdapter {
   readonly pastedPattern?: RegExp;
   /** Enter is pressed again while the box still shows the paste (see PasteOptions.submitUntilTaken). */
   readonly submitUntilTaken?: boolean;
+  /** the-loop brackets each paste itself: the harness reads the markers whatever its mode (see PasteOptions.bracketItself). */
+  readonly bracketItself?: boolean;
   /**
    * The keys that end the agent's current turn, as its own screen names them ("esc to
    * interrupt"): sent when a budget's limit is reached. Undefined: no documented interrupt, and

@@ -63,6 +63,9 @@ export function geminiAdapter(config: HarnessConfig | undefined) {
     // An Enter that reaches Gemini within 40 ms of a paste becomes a newline in the box (its
     // guard against pasted keystrokes), and a busy Gemini draws the paste late.
     submitUntilTaken: true,
+    // It draws its input box before it turns bracketed paste on and reads its keys (seconds under
+    // load, after a restart most of all); its key reader takes ESC[200~ as a paste in any mode.
+    bracketItself: true,
     // Escape ends a turn: its footer reads "(esc to cancel, …)" while it works.
     interruptKeys: "\u001b",
     // `--session-id` takes the id the-loop records; reusing one is refused (exit 42), so a

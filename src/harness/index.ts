@@ -12,6 +12,8 @@ export {
   type SpawnRequest,
   type TerminateOptions,
   type TerminateResult,
+  type SubmitState,
+  submitState,
 } from "./runner.js";
 export { TmuxRunner, type TmuxRunnerOptions } from "./tmux.js";
 export { findExecutable } from "./preflight.js";

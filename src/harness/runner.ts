@@ -35,6 +35,41 @@ export interface PasteOptions {
    * after a paste as part of it even once the paste shows (Gemini CLI makes it a newline).
    */
   readonly submitUntilTaken?: boolean;
+  /**
+   * With submitUntilTaken: the harness's empty input box (its ready pattern) and its dialogs. A
+   * box that shows neither the paste, nor empty, nor a dialog is hidden (Gemini CLI hides it while
+   * it resumes a conversation, and shows it again holding the paste): Enter waits for it to
+   * come back instead of taking the paste for submitted (see submitState).
+   */
+  readonly readyPattern?: RegExp;
+  readonly blockedPattern?: RegExp;
+  /**
+   * The harness reads ESC[200~ … ESC[201~ in its input as a paste whether or not it asked for
+   * bracketed paste (Gemini CLI): the-loop writes the brackets itself rather than leaving them to
+   * tmux, which adds them only once the harness has turned the mode on. A harness that draws its
+   * input box before it turns the mode on and reads its keys (Gemini does, and under load the gap
+   * lasts seconds) would otherwise get the text as typed keys: Enters, and a `?` taken for the
+   * shortcuts key.
+   */
+  readonly bracketItself?: boolean;
+}
+
+/**
+ * What the bottom of the screen says of a paste Enter was pressed for: still `shown` in the box
+ * (press Enter again), `taken` (the box is empty, or a dialog the turn opened took its place), or
+ * `hidden` (no box: the harness is busy starting; wait for it to come back). Without a ready
+ * pattern a box that no longer shows the paste is taken.
+ */
+export type SubmitState = "shown" | "taken" | "hidden";
+
+export function submitState(
+  tail: string,
+  patterns: { readonly pastedPattern: RegExp; readonly readyPattern?: RegExp; readonly blockedPattern?: RegExp },
+): SubmitState {
+  if (patterns.blockedPattern?.test(tail)) return "taken";
+  if (patterns.pastedPattern.test(tail)) return "shown";
+  if (patterns.readyPattern === undefined || patterns.readyPattern.test(tail)) return "taken";
+  return "hidden";
 }
 
 export interface TerminateOptions {

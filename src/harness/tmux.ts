@@ -16,6 +16,7 @@ import {
   type SpawnRequest,
   type TerminateOptions,
   type TerminateResult,
+  submitState,
 } from "./runner.js";
 import { findExecutable } from "./preflight.js";
 import { definedEnvironment, inheritedEnvironment, isEnvName, paneEnvPlan, parseShellEnvironment } from "./pane-env.js";
@@ -61,11 +62,16 @@ const NO_SERVER_PATTERN =
 /** What tmux says when the session, or the whole server, is not there. */
 const ABSENT_PATTERN = new RegExp(`can't find session|${NO_SERVER_PATTERN.source}`);
 const POLL_MS = 100;
+/** A bracketed paste's markers, for a harness that reads them whatever its mode (PasteOptions.bracketItself). */
+const PASTE_START = "\u001b[200~";
+const PASTE_END = "\u001b[201~";
 /** How long Enter waits for a harness to show a paste in its input box before it is sent anyway. */
 const SUBMIT_SETTLE_MS = 5_000;
 /** With submitUntilTaken: how long the box may still show a submitted paste before Enter is pressed again, and how often. */
 const RESUBMIT_AFTER_MS = 400;
 const SUBMITS_AT_MOST = 4;
+/** With submitUntilTaken: how long a hidden input box (a harness resuming its conversation) is waited for to come back, in all. */
+const HIDDEN_BOX_WAIT_MS = 30_000;
 const SCREEN_POLL_MS = 20;
 /** After SIGKILL the pane should die at once; bounded so a wedged process cannot hang a close. */
 const KILL_SETTLE_MS = 2_000;
@@ -217,7 +223,8 @@ export class TmuxRunner implements SessionRunner {
     return current;
   }
 
-  private async deliverNow(target: string, text: string, { pastedPattern, submitUntilTaken }: PasteOptions): Promise<void> {
+  private async deliverNow(target: string, text: string, options: PasteOptions): Promise<void> {
+    const { pastedPattern, submitUntilTaken, bracketItself } = options;
     const state = await this.probe(target);
     if (state !== "live") throw new SessionMissingError(target, state);
     const nonce = randomBytes(8).toString("hex");
@@ -230,12 +237,16 @@ export class TmuxRunner implements SessionRunner {
     // The text travels through a file, never through argv, so the ";" separators below are the
     // only ones tmux sees. paste-buffer, not send-keys: tmux refuses send-keys while a read-only
     // client is attached.
-    const paste = ["load-buffer", "-b", eventBuffer, formatLiteral(textFile), ";", "paste-buffer", "-p", "-d", "-b", eventBuffer, "-t", pane];
+    // `-p`: tmux brackets the paste when the harness asked for it; bracketItself: the file holds the brackets.
+    const bracketFlag = bracketItself === true ? [] : ["-p"];
+    const paste = ["load-buffer", "-b", eventBuffer, formatLiteral(textFile), ";", "paste-buffer", ...bracketFlag, "-d", "-b", eventBuffer, "-t", pane];
     const submit = ["load-buffer", "-b", submitBuffer, formatLiteral(submitFile), ";", "paste-buffer", "-d", "-b", submitBuffer, "-t", pane];
     try {
       // Cleaned here, whatever the caller passed: one ESC[201~ would end the bracketed paste and
       // turn the rest of the text into typed keys.
-      await writeFile(textFile, pasteText(text), { mode: 0o600, flag: "wx" });
+      // The cleaned text holds no ESC, so the only brackets in the file are these two.
+      const body = bracketItself === true ? `${PASTE_START}${pasteText(text)}${PASTE_END}` : pasteText(text);
+      await writeFile(textFile, body, { mode: 0o600, flag: "wx" });
       await writeFile(submitFile, "\r", { mode: 0o600, flag: "wx" });
       if (pastedPattern === undefined) {
         // One invocation, so the paste and its Enter reach the pane back to back.
@@ -247,7 +258,7 @@ export class TmuxRunner implements SessionRunner {
       await this.tmux(paste);
       await this.awaitScreen(target, (tail) => pastedPattern.test(tail), SUBMIT_SETTLE_MS);
       await this.tmux(submit);
-      if (submitUntilTaken === true) await this.resubmit(target, pastedPattern, submit);
+      if (submitUntilTaken === true) await this.resubmit(target, { ...options, pastedPattern }, submit);
     } finally {
       await Promise.all([rm(textFile, { force: true }), rm(submitFile, { force: true })]);
     }
@@ -274,14 +285,24 @@ export class TmuxRunner implements SessionRunner {
   }
 
   /**
-   * Presses Enter again while the box still shows the paste, bounded. The text has been
-   * submitted once already, so nothing here may fail the delivery.
+   * Presses Enter again while the box still shows the paste, bounded. A box that is hidden (the
+   * harness resuming its conversation, which it shows again holding the paste) is waited for,
+   * bounded too, and never counts as taken. The text has been submitted once already, so nothing
+   * here may fail the delivery.
    */
-  private async resubmit(target: string, pastedPattern: RegExp, submit: readonly string[]): Promise<void> {
+  private async resubmit(target: string, patterns: PasteOptions & { readonly pastedPattern: RegExp }, submit: readonly string[]): Promise<void> {
+    const hiddenUntil = performance.now() + HIDDEN_BOX_WAIT_MS;
+    const state = async (): Promise<string> => submitState(screenTail(await this.screen(target)), patterns);
     try {
-      for (let submits = 1; submits < SUBMITS_AT_MOST; submits++) {
-        if (await this.awaitScreen(target, (tail) => !pastedPattern.test(tail), RESUBMIT_AFTER_MS)) return;
+      for (let submits = 1; submits < SUBMITS_AT_MOST;) {
+        if (await this.awaitScreen(target, (tail) => submitState(tail, patterns) === "taken", RESUBMIT_AFTER_MS)) return;
+        if ((await state()) === "hidden") {
+          const back = await this.awaitScreen(target, (tail) => submitState(tail, patterns) !== "hidden", Math.max(0, hiddenUntil - performance.now()));
+          if (!back) return;
+          continue;
+        }
         await this.tmux(submit);
+        submits++;
       }
     } catch {
       // Whatever stopped the check (the pane gone, a tmux call that failed), the text went in

@@ -2,6 +2,7 @@ import { messageOf } from "../errors.js";
 import { isResumableSessionId, newHarnessSessionId } from "../harness/adapters.js";
 import type { HarnessAdapter } from "../harness/adapters.js";
 import { SessionMissingError, TargetLiveError } from "../harness/runner.js";
+import type { PasteOptions } from "../harness/runner.js";
 import { SESSION_TOKEN_ENV, issueCredential } from "./credential.js";
 import { adapterOf, sameLiveSession } from "./context.js";
 import type { ContextNeeds } from "./context.js";
@@ -23,9 +24,24 @@ export async function pasteIntoPane(ctx: ContextNeeds<"routing", "runner">, reco
   } catch {
     adapter = undefined;
   }
-  const pastedPattern = adapter?.pastedPattern;
-  const options = pastedPattern === undefined ? {} : { pastedPattern, ...(adapter?.submitUntilTaken === true ? { submitUntilTaken: true } : {}) };
-  await ctx.options.runner.pasteText(record.tmuxTarget, text, options);
+  await ctx.options.runner.pasteText(record.tmuxTarget, text, adapter === undefined ? {} : pasteOptionsOf(adapter));
+}
+
+/** How a harness is handed a paste: when Enter may follow it, again while the box shows it, and who brackets it. */
+export function pasteOptionsOf(
+  adapter: Pick<HarnessAdapter, "pastedPattern" | "submitUntilTaken" | "readyPattern" | "blockedPattern" | "bracketItself">,
+): PasteOptions {
+  const bracket = adapter.bracketItself === true ? { bracketItself: true } : {};
+  const pastedPattern = adapter.pastedPattern;
+  if (pastedPattern === undefined) return bracket;
+  if (adapter.submitUntilTaken !== true) return { pastedPattern, ...bracket };
+  return {
+    pastedPattern,
+    submitUntilTaken: true,
+    ...(adapter.readyPattern === undefined ? {} : { readyPattern: adapter.readyPattern }),
+    ...(adapter.blockedPattern === undefined ? {} : { blockedPattern: adapter.blockedPattern }),
+    ...bracket,
+  };
 }
 
 /**

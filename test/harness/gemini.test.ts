@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { routingSchema } from "../../src/config/schema.js";
 import { GEMINI_BLOCKED_PATTERN, GEMINI_PASTED_PATTERN, GEMINI_READY_PATTERN } from "../../src/harness/gemini.js";
-import { harnessAdapter, type HarnessLaunchInput } from "../../src/harness/index.js";
+import { harnessAdapter, submitState, type HarnessLaunchInput } from "../../src/harness/index.js";
+import { pasteOptionsOf } from "../../src/sessions/pane.js";
 import { judgeScreen, screenTail } from "../../src/sessions/readiness.js";
 
 const input: HarnessLaunchInput = {
@@ -127,6 +128,16 @@ const SCREENS = {
     "│                                                                         │",
     "╰─────────────────────────────────────────────────────────────────────────╯",
   ],
+  // Resuming a conversation: the box is gone until it is done, then back with what it held.
+  resuming: [
+    " ⠋ Resuming session...",
+    "  Queued (press ↑ to edit):",
+    "    the-loop started you again on local:demo#1: your harness was killed by signal 15",
+    RULE,
+    " YOLO Ctrl+Y                                   1 MCP server",
+    " workspace (/directory)    sandbox    /model",
+    " [INSERT]  /tmp/work    no sandbox    Auto",
+  ],
   toolConfirm: [
     "│ Allow execution of [Shell]?                                             │",
     "│                                                                         │",
@@ -140,6 +151,29 @@ const SCREENS = {
 
 const rule = { readyPattern: GEMINI_READY_PATTERN, blockedPattern: GEMINI_BLOCKED_PATTERN };
 
+describe("a paste Enter was pressed for, on Gemini CLI's screens", () => {
+  const patterns = pasteOptionsOf(harnessAdapter("gemini", routing()));
+  it.each([
+    { screen: "pasted", state: "shown" },
+    { screen: "pastedLarge", state: "shown" },
+    { screen: "idleYolo", state: "taken" },
+    { screen: "thinking", state: "taken" },
+    { screen: "toolConfirm", state: "taken" },
+    { screen: "resuming", state: "hidden" },
+  ] as const)("$screen: $state", ({ screen, state }) => {
+    if (patterns.pastedPattern === undefined) throw new Error("gemini has a pasted pattern");
+    expect(submitState(screenTail(SCREENS[screen].join("\n")), { ...patterns, pastedPattern: patterns.pastedPattern })).toBe(state);
+  });
+
+  it("without a ready pattern, a box that no longer shows the paste took it", () => {
+    expect(submitState(SCREENS.resuming.join("\n"), { pastedPattern: GEMINI_PASTED_PATTERN })).toBe("taken");
+  });
+
+  it("is bracketed by the-loop, and pressed again with the box's patterns", () => {
+    expect(patterns).toMatchObject({ bracketItself: true, submitUntilTaken: true, readyPattern: GEMINI_READY_PATTERN, blockedPattern: GEMINI_BLOCKED_PATTERN });
+  });
+});
+
 describe("Gemini CLI's screens", () => {
   it.each([
     { screen: "idleYolo", state: "ready", pasted: false },
@@ -147,6 +181,7 @@ describe("Gemini CLI's screens", () => {
     { screen: "thinking", state: "ready", pasted: false },
     { screen: "pasted", state: "ready", pasted: true },
     { screen: "pastedLarge", state: "ready", pasted: true },
+    { screen: "resuming", state: "starting", pasted: false },
     { screen: "trust", state: "blocked", pasted: false },
     { screen: "auth", state: "blocked", pasted: false },
     { screen: "apiKey", state: "blocked", pasted: false },

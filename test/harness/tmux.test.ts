@@ -130,6 +130,16 @@ describe("TmuxRunner", () => {
     expect(found.slice(1)).toEqual([{ type: "input", text: NASTY }]);
   });
 
+  it("with bracketItself, brackets the paste for a harness that has not asked for bracketed paste", async () => {
+    const tmux = runner();
+    const { transcript, request } = await fake("loop-self-bracket", { env: { FAKE_HARNESS_NO_BRACKETED_PASTE: "1" } });
+    await tmux.spawn(request);
+    await waitReady(tmux, "loop-self-bracket");
+    await tmux.pasteText("loop-self-bracket", NASTY, { bracketItself: true });
+    const found = await waitForEntries(transcript, 2);
+    expect(found.slice(1)).toEqual([{ type: "input", text: NASTY }]);
+  });
+
   it("with submitUntilTaken, presses Enter again while the box still shows the paste", async () => {
     const tmux = runner();
     const dir = await tempDir();

@@ -22,7 +22,8 @@ process.on("SIGTERM", () => {
 
 // Bracketed paste and raw mode come before the boot line: a test that saw the boot line may
 // deliver at once, and the paste must already arrive bracketed, byte for byte.
-process.stdout.write("\x1b[?2004h");
+// FAKE_HARNESS_NO_BRACKETED_PASTE=1: a harness that never asks for it, yet reads the markers.
+if (process.env.FAKE_HARNESS_NO_BRACKETED_PASTE !== "1") process.stdout.write("\x1b[?2004h");
 if (process.stdin.isTTY) process.stdin.setRawMode(true);
 
 record({
