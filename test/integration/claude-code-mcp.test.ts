@@ -2,9 +2,8 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject, screenOf } from "../support/real-agent.js";
+import { endAgentProject, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
-import { waitFor } from "../support/wait.js";
 import { ARM } from "../support/builders.js";
 
 /**
@@ -60,19 +59,8 @@ interface SessionsJson {
 }
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
-async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  try {
-    return await waitFor(what, probe, { timeoutMs: 45_000 });
-  } catch (error) {
-    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
-    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
-    const events = (await p.events()).slice(-12).map((record) => JSON.stringify(record));
-    const requests = (stub?.requests ?? []).map((r) => `${r.agentic ? "agentic" : "side"} [${toolNames(r).join(" ")}]: ${r.lastUserText.slice(-200)}`);
-    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${requests.join("\n")}`, {
-      cause: error,
-    });
-  }
-}
+const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
+  waitInSession(p, what, probe, { timeoutMs: 45_000, requests: () => (stub?.requests ?? []).map((r) => requestLine(r, toolNames(r), 200)) });
 
 describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) with the-loop's MCP server`, { timeout: 120_000 }, () => {
   it("calls mcp__the-loop__ask with no tool of the operator's allowed, and the question appears on the work item; the answer comes back", async () => {
@@ -86,23 +74,23 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) with the-loop's MCP 
     expect((await p.cli(["item", "new", "Pick a cache", "--label", ARM, "--as", "alice"])).code).toBe(0);
     await p.waitForEvent("the spawn", (r) => r.event === "session.spawned", 30_000);
 
-    const offered = await waitInSession(p, "a model request offering the-loop's tools", async () =>
+    const offered = await inSession(p, "a model request offering the-loop's tools", async () =>
       stub?.requests.find((r) => r.agentic && toolNames(r).includes(ASK_TOOL)),
     );
     expect(toolNames(offered)).toEqual(expect.arrayContaining(["mcp__the-loop__graph_complete", "mcp__the-loop__graph_status", "mcp__the-loop__why"]));
 
-    const asked = await waitInSession(p, "the question on the work item", async () =>
+    const asked = await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
     // The tool's answer reached the model as the tool's result: no prompt stood in between.
-    const result = await waitInSession(p, "the tool's result in the next request", async () =>
+    const result = await inSession(p, "the tool's result in the next request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question on local:demo#1")),
     );
     expect(result.lastUserText).toMatch(/Now stop and wait/);
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    await waitInSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
+    await inSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     expect(await screenOf(p, session?.tmuxTarget ?? "")).not.toMatch(/Do you want to proceed|Enter to confirm/);
   });

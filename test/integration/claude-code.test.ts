@@ -5,7 +5,7 @@ import { routingSchema } from "../../src/config/schema.js";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome, readClaudeConfig, runClaude } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject, livePanePids, screenOf } from "../support/real-agent.js";
+import { endAgentProject, livePanePids, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -45,19 +45,8 @@ function askOnce(request: ModelRequest, agentic: readonly ModelRequest[]): Model
 }
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
-async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  try {
-    return await waitFor(what, probe, { timeoutMs: 30_000 });
-  } catch (error) {
-    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
-    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
-    const events = (await p.events()).slice(-12).map((record) => JSON.stringify(record));
-    const requests = (stub?.requests ?? []).map((r) => `${r.agentic ? "agentic" : "side"}: ${r.lastUserText.slice(-160)}`);
-    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${requests.join("\n")}`, {
-      cause: error,
-    });
-  }
-}
+const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
+  waitInSession(p, what, probe, { timeoutMs: 30_000, requests: () => (stub?.requests ?? []).map((r) => requestLine(r)) });
 
 interface ItemJson {
   comments: { author: string | null; body: string }[];
@@ -92,10 +81,10 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     // In its sandbox (docs/security.md): the flow below runs there, through the session's own socket.
     expect((await p.events()).find((r) => r.event === "session.sandboxed")).toMatchObject({ work_item: "local:demo#1" });
 
-    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
     expect(first.lastUserText).toContain("Choose a database");
 
-    const asked = await waitInSession(p, "the question on the work item", async () =>
+    const asked = await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
@@ -107,7 +96,7 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     expect(screen).not.toMatch(/trust this folder|Enter to confirm/);
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    const answered = await waitInSession(p, "the answer in the model's next request", async () =>
+    const answered = await inSession(p, "the answer in the model's next request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
     );
     expect(answered.lastUserText).toContain("alice");
@@ -128,11 +117,11 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     stub = await startModelStub(askOnce);
     project = await claudeProject(home, stub);
     const p = project;
-    await waitInSession(p, "the question on the work item", async () =>
+    await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    await waitInSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
+    await inSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     const target = session?.tmuxTarget ?? "";
     const spawned = await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
@@ -143,7 +132,7 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     process.kill(-(pid ?? 0), "SIGTERM");
     const respawned = await p.waitForEvent("the supervision's restart", (r) => r.event === "session.respawned", 30_000);
     expect(respawned).toMatchObject({ resumed: true, restart: 1, harness_session_id: spawned.harness_session_id });
-    const resumed = await waitInSession(p, "the resumed agent's model request", async () =>
+    const resumed = await inSession(p, "the resumed agent's model request", async () =>
       stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes("the-loop started you again on local:demo#1")),
     );
     // The same conversation: the question it asked and the answer it got are in the request.

@@ -8,7 +8,7 @@ import { MCP_TOOL_NAMES } from "../../src/harness/mcp.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { CODEX_KEY_ENV, CODEX_VERSION, codexBinary, codexEnv, codexHome, readCodexConfig } from "../support/codex.js";
-import { alive, endAgentProject, livePanePids, screenOf } from "../support/real-agent.js";
+import { alive, endAgentProject, livePanePids, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { startRefusingProxy, type RefusingProxy } from "../support/refusing-proxy.js";
 import { startResponsesStub, type ResponsesReply, type ResponsesRequest, type ResponsesStub } from "../support/responses-stub.js";
@@ -86,23 +86,9 @@ function askByMcp(request: ResponsesRequest, agentic: readonly ResponsesRequest[
 }
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
-async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  try {
-    // Codex starts its MCP servers before its first turn, and a loaded CI machine takes its time: 60 s, polled.
-    return await waitFor(what, probe, { timeoutMs: 60_000 });
-  } catch (error) {
-    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
-    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
-    const events = (await p.events())
-      .filter((record) => !String(record.event).startsWith("poll."))
-      .slice(-20)
-      .map((record) => JSON.stringify(record));
-    const requests = (stub?.requests ?? []).map((r) => `${r.agentic ? "agentic" : "side"}: ${r.lastUserText.slice(-160)}`);
-    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${requests.join("\n")}`, {
-      cause: error,
-    });
-  }
-}
+// Codex starts its MCP servers before its first turn, and a loaded CI machine takes its time: 60 s, polled.
+const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
+  waitInSession(p, what, probe, { timeoutMs: 60_000, events: 20, withoutPoll: true, requests: () => (stub?.requests ?? []).map((r) => requestLine(r)) });
 
 interface ItemJson {
   comments: { author: string | null; body: string }[];
@@ -147,10 +133,10 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     const home = await codexHome(stub.url);
     const { p, mainRepo } = await codexProject(home);
 
-    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
     expect(first.lastUserText).toContain("Choose a database");
 
-    const asked = await waitInSession(p, "the question on the work item", async () =>
+    const asked = await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
@@ -166,14 +152,14 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect(await rolloutIds(home)).toEqual([id]);
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    const answered = await waitInSession(p, "the answer in the model's next request", async () =>
+    const answered = await inSession(p, "the answer in the model's next request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
     );
     expect(answered.lastUserText).toContain("alice");
 
     // A comment full of shell and terminal tricks reaches the model as text, and nothing of it runs.
     expect((await p.cli(["item", "comment", "#1", HOSTILE, "--as", "alice"])).code).toBe(0);
-    const hostile = await waitInSession(p, "the hostile comment in a model request", async () =>
+    const hostile = await inSession(p, "the hostile comment in a model request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes("$(touch PWNED)")),
     );
     expect(hostile.lastUserText).toContain("/quit");
@@ -196,7 +182,7 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect((await p.cli(["item", "comment", "#1", AFTER_RESPAWN, "--as", "alice"])).code).toBe(0);
     const respawned = await p.waitForEvent("the respawn", (r) => r.event === "session.respawned", 30_000);
     expect(respawned).toMatchObject({ resumed: true, harness_session_id: id });
-    const resumed = await waitInSession(p, "the comment in the resumed conversation", async () =>
+    const resumed = await inSession(p, "the comment in the resumed conversation", async () =>
       stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes(AFTER_RESPAWN)),
     );
     expect(resumed.allText).toContain(ANSWER);
@@ -218,18 +204,18 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     const home = await codexHome(stub.url);
     const { p } = await codexProject(home);
 
-    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
     const offered = toolNames(first);
     expect(offered.filter((name) => name.startsWith(`${MCP_NAMESPACE}/`)).sort(), offered.join(", ")).toEqual(
       MCP_TOOL_NAMES.map((tool) => `${MCP_NAMESPACE}/${tool}`).sort(),
     );
 
-    const asked = await waitInSession(p, "the question on the work item", async () =>
+    const asked = await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
     // The tool's answer went back to the model: the call ran, and no approval question held it.
-    const answered = await waitInSession(p, "the tool's answer in the model's next request", async () =>
+    const answered = await inSession(p, "the tool's answer in the model's next request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question")),
     );
     expect(answered.lastUserText).toContain("#1");

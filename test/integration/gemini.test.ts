@@ -10,7 +10,7 @@ import { jsonOf } from "../support/cli.js";
 import { GEMINI_CLI_VERSION, geminiBinary, geminiEnv, geminiHome, readGeminiFile } from "../support/gemini.js";
 import { startGeminiStub, type GeminiReply, type GeminiRequest, type GeminiStub } from "../support/gemini-stub.js";
 import { testProject, type TestProject } from "../support/project.js";
-import { alive, endAgentProject, endHarnesses, livePanePids, screenOf, signalGroup } from "../support/real-agent.js";
+import { alive, endAgentProject, endHarnesses, groupAlive, livePanePids, requestLine, screenOf, signalGroup, waitInSession } from "../support/real-agent.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 
@@ -60,19 +60,8 @@ function askOnce(request: GeminiRequest, agentic: readonly GeminiRequest[]): Gem
 }
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
-async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  try {
-    return await waitFor(what, probe, { timeoutMs: 40_000 });
-  } catch (error) {
-    const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
-    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
-    const events = (await p.events()).slice(-12).map((record) => JSON.stringify(record));
-    const requests = (stub?.requests ?? []).map((r) => `${r.agentic ? "agentic" : "side"}: ${r.lastUserText.slice(-160)}`);
-    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${requests.join("\n")}`, {
-      cause: error,
-    });
-  }
-}
+const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
+  waitInSession(p, what, probe, { timeoutMs: 40_000, requests: () => (stub?.requests ?? []).map((r) => requestLine(r)) });
 
 interface ItemJson {
   comments: { author: string | null; body: string }[];
@@ -112,10 +101,10 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     // In its sandbox (docs/security.md): the flow below runs there, through the session's own socket.
     expect((await p.events()).find((r) => r.event === "session.sandboxed")).toMatchObject({ work_item: "local:demo#1" });
 
-    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
     expect(first.allText).toContain("Choose a database");
 
-    const asked = await waitInSession(p, "the question on the work item", async () =>
+    const asked = await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
@@ -127,14 +116,14 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     expect(await screenOf(p, target)).not.toMatch(/Do you trust|Get started|Enter Gemini API Key/);
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    const answered = await waitInSession(p, "the answer in the model's next request", async () =>
+    const answered = await inSession(p, "the answer in the model's next request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
     );
     expect(answered.lastUserText).toContain("alice");
 
     // A comment full of shell and terminal tricks reaches the model as text, and nothing of it runs.
     expect((await p.cli(["item", "comment", "#1", HOSTILE, "--as", "alice"])).code).toBe(0);
-    const hostile = await waitInSession(p, "the hostile comment in a model request", async () =>
+    const hostile = await inSession(p, "the hostile comment in a model request", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes("$(touch PWNED)")),
     );
     expect(hostile.lastUserText).toContain("/quit");
@@ -160,7 +149,7 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     expect((await p.cli(["item", "comment", "#1", AFTER_RESPAWN, "--as", "alice"])).code).toBe(0);
     const respawned = await p.waitForEvent("the respawn", (r) => r.event === "session.respawned", 30_000);
     expect(respawned).toMatchObject({ resumed: true, harness_session_id: id });
-    const resumed = await waitInSession(p, "the comment in the resumed conversation", async () =>
+    const resumed = await inSession(p, "the comment in the resumed conversation", async () =>
       stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes(AFTER_RESPAWN)),
     );
     // The same conversation: the model's next request carries the earlier answer. (Gemini CLI may save the
@@ -186,7 +175,7 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
     const home = await geminiHome({ settings: { mcpServers: { other: { command: "/bin/false" } } } });
     const p = await geminiProject(home);
 
-    const first = await waitInSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
     // Gemini offers the server's tools under its own names, and no other tool of it.
     const offered = toolNames(first);
     expect(offered.filter((name) => name.startsWith("mcp_the-loop_")).sort()).toEqual([
@@ -196,12 +185,12 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
       "mcp_the-loop_why",
     ]);
 
-    const asked = await waitInSession(p, "the MCP question on the work item", async () =>
+    const asked = await inSession(p, "the MCP question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(MCP_QUESTION)),
     );
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
     // The tool's answer went back to the model, and no shell command was asked for.
-    const replied = await waitInSession(p, "the tool's answer at the model", async () =>
+    const replied = await inSession(p, "the tool's answer at the model", async () =>
       stub?.requests.find((r) => r.agentic && r.lastUserText.includes("mcp_the-loop_ask")),
     );
     expect(replied.lastUserText).toContain("Posted your question on local:demo#1");
@@ -239,15 +228,6 @@ describe(`the real Gemini CLI (${GEMINI_CLI_VERSION}) as the harness`, { timeout
 /** The function names a request offers the model. */
 function toolNames(request: GeminiRequest): string[] {
   return (request.body.tools ?? []).flatMap((tool) => ((tool as { functionDeclarations?: { name: string }[] }).functionDeclarations ?? []).map((d) => d.name));
-}
-
-function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 describe("the argv the-loop builds, read by the real CLI's own parser", { timeout: 120_000 }, () => {

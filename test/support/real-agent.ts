@@ -1,5 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { jsonOf } from "./cli.js";
 import type { TestProject } from "./project.js";
 import { waitFor } from "./wait.js";
 
@@ -74,4 +75,46 @@ export async function endAgentProject(project: TestProject, options: { readonly 
   if (options.terminateFirst === true) await endHarnesses(harnesses);
   await project.cleanup();
   await Promise.all(harnesses.map((pid) => untilGone(pid)));
+}
+
+/** Whether any process of the group `pgid` is still there. */
+export function groupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A model request as a timeout's message shows it: the kind, the tools it offers (when given), its last words. */
+export function requestLine(request: { readonly agentic: boolean; readonly lastUserText: string }, tools?: readonly string[], tail = 160): string {
+  return `${request.agentic ? "agentic" : "side"}${tools === undefined ? "" : ` [${tools.join(" ")}]`}: ${request.lastUserText.slice(-tail)}`;
+}
+
+export interface SessionWaitOptions {
+  readonly timeoutMs: number;
+  /** The model requests so far, a line each (requestLine), for a timeout's message. */
+  readonly requests: () => readonly string[];
+  /** How many of the last events a timeout's message shows (12). */
+  readonly events?: number;
+  /** Leave the poller's events out of them. */
+  readonly withoutPoll?: boolean;
+}
+
+/** Waits as waitFor does; a timeout says what the session's pane, the event log and the model saw. */
+export async function waitInSession<T>(p: TestProject, what: string, probe: () => Promise<T | undefined>, options: SessionWaitOptions): Promise<T> {
+  try {
+    return await waitFor(what, probe, { timeoutMs: options.timeoutMs });
+  } catch (error) {
+    const [session] = jsonOf<{ sessions: { tmuxTarget: string }[] }>(await p.cli(["sessions", "list", "--json"])).sessions;
+    const screen = session === undefined ? "(no session)" : await screenOf(p, session.tmuxTarget);
+    const events = (await p.events())
+      .filter((record) => options.withoutPoll !== true || !String(record.event).startsWith("poll."))
+      .slice(-(options.events ?? 12))
+      .map((record) => JSON.stringify(record));
+    throw new Error(`${(error as Error).message}\nscreen:\n${screen}\nevents:\n${events.join("\n")}\nmodel requests:\n${options.requests().join("\n")}`, {
+      cause: error,
+    });
+  }
 }
