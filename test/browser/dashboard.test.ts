@@ -96,13 +96,13 @@ describe("the dashboard's page, in headless Chromium, against a real daemon", ()
     const navigations: string[] = [];
     page.on("framenavigated", (frame) => navigations.push(frame.url()));
 
-    expect((await p.cli(["item", "comment", "#1", "Please cover the error codes too", "--as", "bob"])).code).toBe(0);
-    await page
-      .locator(".comments-panel")
-      .getByText("Please cover the error codes too")
-      .or(page.locator(".timeline").getByText("bob"))
-      .first()
-      .waitFor({ timeout: LIVE_MS });
+    const commented = await p.cli(["item", "comment", "#1", "Please cover the <b>error codes</b> too", "--as", "bob", "--json"]);
+    expect(commented.code, commented.stderr).toBe(0);
+    const { id } = jsonOf<{ id: string }>(commented);
+    // The timeline names it, and the comments show it, as text.
+    await page.locator(".timeline").getByText(`bob commented (${id})`).waitFor({ timeout: LIVE_MS });
+    await page.locator(".comments-panel").getByText("Please cover the <b>error codes</b> too").waitFor({ timeout: LIVE_MS });
+    expect(await page.locator(".comments-panel b").count()).toBe(0);
 
     // At the gate: the approve button applies, and it moves the gate as the keyword does.
     await atTheGate(p);
@@ -125,6 +125,24 @@ describe("the dashboard's page, in headless Chromium, against a real daemon", ()
     expect(await page.locator('button[data-action="approve"]').count()).toBe(0);
     // Everything above happened without a reload.
     expect(navigations.filter((url) => new URL(url).pathname !== "/" || new URL(url).search !== "")).toEqual([]);
+    expect(problems).toEqual([]);
+  });
+
+  it("draws the agent's terminal read-only, from the tmux pane", async () => {
+    const { p, base } = await dashboardProject("alice");
+    expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    await waitFor("the boot", async () => (await p.transcript()).some((entry) => entry.type === "boot"));
+    const { page, problems } = await loggedIn(p, base, true);
+    await page.goto(`${base.origin}/#/item/${encodeURIComponent(REF)}`);
+    const rows = page.locator(".terminal-host .xterm-rows");
+    await rows.getByText("fake-harness: ready").waitFor({ timeout: LIVE_MS });
+    // Read-only: typing into the page reaches no pane.
+    await page.locator(".terminal-host").click();
+    await page.keyboard.type("echo typed-into-the-dashboard\n");
+    const transcript = await p.transcript();
+    expect(transcript.some((entry) => entry.type === "input" && (entry.text ?? "").includes("typed-into-the-dashboard"))).toBe(false);
+    await screenshot(page, "item-terminal-dark");
     expect(problems).toEqual([]);
   });
 
@@ -219,7 +237,7 @@ describe("the dashboard's page, in headless Chromium, against a real daemon", ()
     await expect.poll(() => column("queued").count(), { timeout: LIVE_MS }).toBe(1);
     await expect.poll(() => column("working").count(), { timeout: LIVE_MS }).toBe(2);
     await expect.poll(() => column("done").count(), { timeout: LIVE_MS }).toBe(1);
-    await card(page, "local:demo#6").getByText("#1 in queue").waitFor();
+    await page.locator('section[data-column="queued"] li.card').getByText("#1 in queue").waitFor();
     await screenshot(page, "board-fleet");
 
     // 200 % zoom is a window half as wide in CSS pixels, each drawn twice the size: nothing runs off the side.

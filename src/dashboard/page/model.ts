@@ -10,28 +10,14 @@ import type { RESPONSE_SCHEMAS } from "../schemas.js";
 type Answer<K extends keyof typeof RESPONSE_SCHEMAS> = z.output<(typeof RESPONSE_SCHEMAS)[K]>;
 
 export type Me = Answer<"GET /api/v1/me">;
-/** A board row; `title` is the item's title on its tracker, when the API knows it. */
-export type Item = Answer<"GET /api/v1/items">["items"][number] & { readonly title?: string | null };
+export type Item = Answer<"GET /api/v1/items">["items"][number];
 export type Why = Answer<"GET /api/v1/items/{ref}/why">;
 export type GraphAnswer = Answer<"GET /api/v1/items/{ref}/graph">;
 export type EventRecord = Answer<"GET /api/v1/events">["events"][number];
-
-/** `GET /api/v1/items/{ref}/comments`: the item's comments, oldest first; `body` is text, never HTML. */
-export interface Comment {
-  readonly id: string;
-  readonly author: string;
-  readonly createdAt: string;
-  readonly body: string;
-  readonly fromTheLoop: boolean;
-  readonly url: string | null;
-}
-
+/** One of the item's comments, oldest first; `body` is text, never HTML. */
+export type Comment = Answer<"GET /api/v1/items/{ref}/comments">["comments"][number];
 /** One `event: screen` message of the terminal stream: the visible pane, with its colours. */
-export interface Screen {
-  readonly cols: number;
-  readonly rows: number;
-  readonly text: string;
-}
+export type Screen = Answer<"GET /api/v1/items/{ref}/terminal/stream (each `event: screen` message's data; `event: ended` when the session is gone)">;
 
 export const COLUMNS = [
   { id: "queued", title: "Queued", hint: "waiting for a slot under routing.limits" },
