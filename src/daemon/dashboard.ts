@@ -11,6 +11,7 @@ import { announceControl } from "../dispatch/announce-control.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { loadGraphs } from "../graph/registry.js";
 import { isLive } from "../registry/record.js";
+import { workItemActedOn } from "../registry/acted-on.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import { closeSession } from "../sessions/close.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
@@ -80,6 +81,7 @@ export async function startDashboard(
         return closed === undefined ? undefined : closed.tmuxTarget;
       },
       answer: (ref, text, actor) => answerQuestion(runtime, dispatcher, ref, text, actor),
+      actedOn: (ref) => workItemActedOn(ref, runtime.links, runtime.registry),
       unserved: (ref) => unservedReason(served, ref, hasSession),
       events,
     },

@@ -35,6 +35,12 @@ export interface ActionPorts {
   readonly close: (ref: string) => Promise<string | undefined>;
   /** The operator's answer to the agent's question, delivered into its session and recorded on the thread. */
   readonly answer: (ref: string, text: string, actor: string) => Promise<{ readonly delivered: boolean; readonly problem?: string }>;
+  /**
+   * The work item a control command given for `ref` acts on (registry/acted-on.ts): a pull
+   * request bound to a work item acts on it, as the CLI's `sessions` commands and a comment's
+   * keyword do. The item itself when omitted.
+   */
+  readonly actedOn?: (ref: string) => string;
   /** Why the daemon does not serve `ref` (methods.ts unservedReason), or undefined. */
   readonly unserved: (ref: string) => string | undefined;
   readonly events: EventSink;
@@ -64,7 +70,9 @@ export async function runAction(ports: ActionPorts, operator: string | undefined
   if (operator === undefined) {
     return refused(403, "the dashboard is read-only: set dashboard.operator (one of routing.authorizedUsers) to act from it");
   }
-  const unserved = ports.unserved(ref);
+  // A control command acts on the item a pull request is bound to: that one must be served.
+  const isControl = action === "start" || action === "stop" || action === "pause" || action === "resume";
+  const unserved = ports.unserved(isControl ? (ports.actedOn?.(ref) ?? ref) : ref);
   if (unserved !== undefined) return refused(404, unserved);
   let result: ActionResult;
   try {
@@ -127,10 +135,15 @@ async function carryOut(ports: ActionPorts, operator: string, ref: string, actio
   }
 }
 
-async function control(ports: ActionPorts, operator: string, ref: string, command: ControlCommand): Promise<ActionResult> {
+async function control(ports: ActionPorts, operator: string, named: string, command: ControlCommand): Promise<ActionResult> {
+  const ref = ports.actedOn?.(named) ?? named;
+  const bound =
+    ref !== named
+      ? { boundFrom: named, note: `${named} is bound to ${ref}, so the ${command} acts on ${ref}, as the keyword in a comment on ${named} would` }
+      : {};
   const request: ControlRequest = { ref, command, source: "dashboard", actor: operator, note: `the-loop dashboard: ${command}` };
   const outcome = await ports.control(request);
-  if (!outcome.applied) return refused(409, outcome.message, { workItem: ref, command, applied: false, reason: outcome.reason });
+  if (!outcome.applied) return refused(409, outcome.message, { workItem: ref, command, applied: false, reason: outcome.reason, ...bound });
   const comment = await ports.announce(request);
   return {
     ok: true,
@@ -142,6 +155,7 @@ async function control(ports: ActionPorts, operator: string, ref: string, comman
       effect: outcome.effect,
       ...(outcome.session ? { session: outcome.session } : {}),
       ...(outcome.problem ? { problem: outcome.problem } : {}),
+      ...bound,
       comment,
     },
   };

@@ -157,12 +157,14 @@ const screenSchema = z
   .describe("A full snapshot of the pane, sent at connect and at each change");
 
 const controlActionSchema = z.looseObject({
-  workItem: z.string(),
+  workItem: z.string().describe("The work item acted on: the one named, or the one the pull request named is bound to"),
   command: z.enum(["start", "stop", "pause", "resume"]),
   applied: z.literal(true),
   effect: z.string().describe("started, start-pending, resumed, paused, stopped, recorded, noop"),
   session: z.strictObject({ tmuxTarget: z.string(), status: z.string() }).optional(),
   problem: z.string().optional(),
+  boundFrom: z.string().optional().describe("The pull request named, when it is bound to workItem (`sessions link`) and the command acts there"),
+  note: z.string().optional().describe("Why the command acted on another item than the one named"),
   comment: z.union([z.strictObject({ posted: z.literal(true), id: z.string() }), z.strictObject({ posted: z.literal(false), error: z.string() })]),
 });
 

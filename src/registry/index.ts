@@ -11,6 +11,7 @@ export type { SessionClaimer, SessionRecord, SessionStatus, SessionWorkspace } f
 export { SessionRegistry } from "./registry.js";
 export type { ClaimResult } from "./registry.js";
 export { PullRequestLinks } from "./pr-links.js";
+export { workItemActedOn } from "./acted-on.js";
 export type { LinkSource, PullRequestLink } from "./pr-links.js";
 export { StartQueue, StartQueueError, startQueueFile } from "./start-queue.js";
 export type { QueueEntry } from "./start-queue.js";

@@ -110,6 +110,19 @@ describe("an action from the dashboard", () => {
     ]);
   });
 
+  it("acts where the CLI command would: on the work item a pull request is bound to, saying so", async () => {
+    const PR = "github:github.com/o/r#9";
+    const ISSUE = "github:github.com/o/r#7";
+    const p = ports({ actedOn: (ref) => (ref === PR ? ISSUE : ref) });
+    const result = await runAction(p, "alice", PR, "pause", {});
+    expect(result).toMatchObject({ ok: true, body: { workItem: ISSUE, boundFrom: PR, note: expect.stringContaining(`${PR} is bound to ${ISSUE}`) } });
+    expect(p.controls).toEqual([expect.objectContaining({ ref: ISSUE, command: "pause", source: "dashboard" })]);
+    // An item bound to nothing acts on itself, with no note.
+    const own = await runAction(p, "alice", ISSUE, "resume", {});
+    expect(own.body).not.toHaveProperty("boundFrom");
+    expect(p.controls.at(-1)?.ref).toBe(ISSUE);
+  });
+
   it("refuses a request for changes without a reason, and an unserved item", async () => {
     expect(await runAction(ports(), "alice", "local:demo#1", "request-changes", {})).toMatchObject({ ok: false, status: 400 });
     const unserved = ports({ unserved: () => "not served" });

@@ -9,6 +9,8 @@ import { graphStatus, sessionEnvOf, specReviewProject } from "../support/graph.j
 import type { ClaimJson } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { FakeGitHub } from "../support/fake-github.js";
+import { testProject } from "../support/project.js";
 import { RESPONSE_SCHEMAS } from "../../src/dashboard/schemas.js";
 
 /** The answer's JSON, parsed with the route's documented schema (docs/dashboard.md): a shape that drifts fails here. */
@@ -273,6 +275,57 @@ describe("the dashboard's API, secured, against a real daemon", () => {
       await waitFor("the end of the stream", async () => (terminal.text().includes("event: ended") ? true : undefined));
     } finally {
       terminal.stop();
+    }
+  });
+
+  it("acts where the CLI command would: a pause for a pull request bound to an issue pauses the issue's session", async () => {
+    const token = "ghp_dashboard-binding-test";
+    const gh = await FakeGitHub.start({ token });
+    try {
+      gh.addRepo("octo/repo");
+      const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
+      const pull = gh.addPullRequest("octo/repo", { title: "Add a health check", user: "alice", head: "health-check" });
+      const p = await testProject({
+        github: { apiUrl: gh.apiUrl },
+        routing: { control: { requireStartCommand: true }, workspace: { enabled: false } },
+      });
+      const env = { GH_TOKEN: token };
+      const configFile = join(p.root, "cli-config.yaml");
+      await writeFile(configFile, `${await readFile(configFile, "utf8")}dashboard:\n  enabled: true\n  operator: alice\n`);
+      const [issueRef, pullRef] = [issue, pull].map((n) => `github:${gh.host}/octo/repo#${n}`) as [string, string];
+      expect((await p.cli(["start", "--json"], env)).code).toBe(0);
+      await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+      const started = await p.cli(["sessions", "start", "--work-item", issueRef, "--no-comment"], env);
+      expect(started.code, started.stderr).toBe(0);
+      expect((await p.cli(["sessions", "link-pr", "--work-item", issueRef, "--pull-request", String(pull)], env)).code).toBe(0);
+      const url = jsonOf<{ dashboard: { url: string | null } }>(await p.cli(["status", "--json"])).dashboard.url;
+      const base = new URL(url ?? "");
+      const { cookie } = await login(p, base);
+
+      const paused = await call(
+        base,
+        "POST",
+        `/api/v1/items/${encodeURIComponent(pullRef)}/actions/pause`,
+        { cookie, origin: base.origin, "content-type": "application/json" },
+        "{}",
+      );
+      expect(paused.status, paused.text).toBe(200);
+      expect(documented(RESPONSE_SCHEMAS["POST /api/v1/items/{ref}/actions/{start|stop|pause|resume}"], paused)).toMatchObject({
+        workItem: issueRef,
+        boundFrom: pullRef,
+        effect: "paused",
+        note: expect.stringContaining(`${pullRef} is bound to ${issueRef}`) as string,
+      });
+      const listed = jsonOf<{ sessions: { workItem: { ref: string }; status: string; control: { source: string; actor: string } | null }[] }>(
+        await p.cli(["sessions", "list", "--json"], env),
+      );
+      expect(listed.sessions.map((s) => [s.workItem.ref, s.status, s.control?.source, s.control?.actor])).toEqual([[issueRef, "paused", "dashboard", "alice"]]);
+      // The marked record is on the thread of the item acted on, not the pull request's.
+      expect(gh.comments("octo/repo", issue).some((c) => c.body.includes("Issued from the-loop's dashboard by `alice`"))).toBe(true);
+      expect(gh.comments("octo/repo", pull)).toEqual([]);
+      await p.cli(["stop"]);
+    } finally {
+      await gh.stop();
     }
   });
 

@@ -10,6 +10,7 @@ import type { Runtime, RuntimeInput } from "../../../daemon/runtime.js";
 import { RegistryRecordError, isLive } from "../../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
+import { workItemActedOn } from "../../../registry/acted-on.js";
 import { queuedPlace, queuedStarts } from "./queued.js";
 import { effectSentence } from "./effect-sentence.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
@@ -435,26 +436,6 @@ async function announceOnThread(runtime: Runtime, project: Project, request: Con
 }
 
 /**
- * The work item a command given for `ref` acts on: the one the same keyword in a comment on it
- * would act on. A GitHub pull request's events carry its stored binding (applyLink: the bound
- * work item first, then the pull request), and the router acts on the first of them with a live
- * session, else on the first — so a command for a pull request bound to another work item acts on
- * that work item unless only the pull request has a live session. Anything else acts on itself.
- * (Local items carry no pull request, so their bindings do not steer their events.)
- */
-function workItemActedOn(runtime: Runtime, ref: string): string {
-  if (parseWorkItemRef(ref).tracker !== "github") return ref;
-  const bound = runtime.links.get(ref)?.workItem.ref;
-  if (bound === undefined || bound === ref) return ref;
-  try {
-    return isLive(runtime.registry.get(ref)) && !isLive(runtime.registry.get(bound)) ? ref : bound;
-  } catch {
-    // A damaged session record: the command on the bound item reads it again and says so.
-    return bound;
-  }
-}
-
-/**
  * `the-loop sessions start|stop|pause|resume`: the same command the comment keyword gives (docs/control.md#from-the-cli),
  * applied by the dispatcher the daemon uses (a start with no live session spawns here and now,
  * docs/control.md#from-the-cli), recorded with source `cli`, then left on the work item's thread as a marked
@@ -484,7 +465,7 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   }
   const named = canonicalRef(given, project);
   const runtime = await runtimeOf(project);
-  const ref = workItemActedOn(runtime, named);
+  const ref = workItemActedOn(named, runtime.links, runtime.registry);
   if (ref !== named) {
     stderr.line(`note: ${named} is bound to ${ref}, so the ${command} acts on ${ref}, as the keyword in a comment on ${named} would`);
   }
