@@ -21,7 +21,15 @@ import type { LoopRenderHooksOptions } from "./commands/loop/render-hooks.js";
 import type { LoopPredicateOptions } from "./commands/loop/predicate.js";
 import type { TaskResolveContentOptions } from "./commands/task.js";
 import type { GraphAnswerOptions, GraphCompleteOptions, GraphForceOptions, GraphStatusOptions } from "./commands/graph/runs.js";
-import type { ItemActOptions, ItemLabelOptions, ItemListOptions, ItemNewOptions, ItemRepairOptions, ItemShowOptions } from "./commands/item.js";
+import type {
+  ItemActOptions,
+  ItemCheckOptions,
+  ItemLabelOptions,
+  ItemListOptions,
+  ItemNewOptions,
+  ItemRepairOptions,
+  ItemShowOptions,
+} from "./commands/item.js";
 
 /**
  * The whole command surface, declared in one place so help is generated from the same
@@ -362,6 +370,23 @@ export function buildProgram(): Command {
     .option("--json", "print the new comment as JSON", false)
     .action(async (ref: string, text: string, options: ItemActOptions, command: Command) => {
       await (await import("./commands/item.js")).runItemComment(globalsOf(command), ref, text, options);
+    });
+  item
+    .command("check")
+    .description(
+      "record a check on a work item, as CI reports one on its pull request: a failure is told to the item's live session (docs/github.md#ci-failures)",
+    )
+    .argument("<ref>", REF_HELP)
+    .requiredOption("--name <name>", "the check's name, e.g. test")
+    .option("--failed", "it failed", false)
+    .option("--passed", "it passed (recorded; no one is told)", false)
+    .option("--log <file>", "the failed job's log ('-' reads stdin); its last 64 KiB are kept")
+    .option("--url <url>", "where a person sees it")
+    .option("--commit <sha>", "the commit it ran on: a failure is told once per commit and check (default: once per recording)")
+    .addOption(asOption())
+    .option("--json", "print the recorded check as JSON", false)
+    .action(async (ref: string, options: ItemCheckOptions, command: Command) => {
+      await (await import("./commands/item.js")).runItemCheck(globalsOf(command), ref, options);
     });
   item
     .command("label")

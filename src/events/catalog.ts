@@ -76,6 +76,12 @@ export const EVENT_CATALOG = {
     summary: "A closed local work item was reopened.",
     fields: { work_item: "string", actor: "string" },
   },
+  "item.checked": {
+    family: "item",
+    level: "info",
+    summary: "A check was recorded on a local work item (`the-loop item check`); a failure is told to its live session as CI feedback.",
+    fields: { work_item: "string", actor: "string", check: "string", conclusion: "string" },
+  },
   "item.repaired": {
     family: "item",
     level: "warning",

@@ -1,4 +1,5 @@
 import type { PollSource } from "../config/schema.js";
+import { ciFailureKey } from "../routing/feedback.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import type { InboundEvent, InboundKind } from "../routing/inbound.js";
 import type { FeedTracker, TrackerChange, TrackerComment, TrackerScope } from "../trackers/tracker.js";
@@ -16,8 +17,9 @@ const COMMENT_KIND: Readonly<Record<TrackerComment["kind"], InboundKind>> = {
 };
 
 export function inboundFromChange(change: TrackerChange): InboundEvent {
+  if (change.kind === "checked") return checkFailedFrom(change);
   const comment = change.kind === "commented" ? change.comment : undefined;
-  const kind: InboundKind = change.kind === "commented" ? COMMENT_KIND[comment?.kind ?? "comment"] : change.kind;
+  const kind: InboundKind = change.kind === "commented" ? COMMENT_KIND[comment?.kind ?? "comment"] : (change.kind as Exclude<TrackerChange["kind"], "checked">);
   return {
     source: "poll",
     // The change id is stable across reads of the feed, so a change read twice (a retry, a
@@ -45,6 +47,48 @@ export function inboundFromChange(change: TrackerChange): InboundEvent {
   };
 }
 
+/**
+ * Whether a change is news for the router: every change but a passing check, which (as on GitHub)
+ * tells no one anything.
+ */
+export function isNews(change: TrackerChange): boolean {
+  return change.kind !== "checked" || change.check?.conclusion === "failure";
+}
+
+/**
+ * A failed check recorded on a local item, as a CI failure on it (docs/github.md#ci-failures): no
+ * actor and no body, a status and never a request; the item is its own pull request, for the count
+ * and the key — one message per commit and check, or per recording when no commit is named. The
+ * log was recorded by a person at this machine, so it may reach the session (fenced all the same).
+ */
+function checkFailedFrom(change: TrackerChange): InboundEvent {
+  const check = change.check ?? { name: "check", conclusion: "failure" as const };
+  return {
+    source: "poll",
+    deliveryId: `poll-${change.id}`,
+    kind: "check_failed",
+    trackerEvent: `${change.item.tracker}:checked`,
+    workItems: [change.item],
+    actor: null,
+    body: null,
+    labels: [...change.labels],
+    itemState: change.state,
+    pullRequest: { ref: change.item.ref },
+    check: {
+      source: "local",
+      name: check.name,
+      conclusion: check.conclusion,
+      ...(check.url !== undefined ? { url: check.url } : {}),
+      ...(check.commit !== undefined ? { headSha: check.commit } : {}),
+      ...(check.log !== undefined ? { log: check.log } : {}),
+      logAllowed: true,
+    },
+    contentKey: ciFailureKey(change.item.ref, check.commit ?? `change-${change.id}`, check.name),
+    occurredAt: change.at,
+    excerpt: boundExcerpt({ check: check.name, conclusion: check.conclusion, commit: check.commit, url: check.url }),
+  };
+}
+
 /** A source read through a tracker's own change feed (the local tracker). */
 export interface TrackerPollSource {
   /** Names the source in the poll state and in events, e.g. `local:*` or `local:demo,other`. */
@@ -63,7 +107,7 @@ export function trackerPollSource(key: string, tracker: FeedTracker, scope: Trac
     scope,
     async read(cursor: string | undefined): Promise<SourceBatch> {
       const batch = await tracker.changesSince(scope, cursor);
-      return { cursor: batch.cursor, items: batch.changes.map((change) => ({ id: change.id, event: inboundFromChange(change) })) };
+      return { cursor: batch.cursor, items: batch.changes.filter(isNews).map((change) => ({ id: change.id, event: inboundFromChange(change) })) };
     },
     ...(watchChanges ? { watch: (onChange, onUnwatchable) => watchChanges(scope, onChange, onUnwatchable) } : {}),
   };

@@ -71,7 +71,7 @@ export interface InboundCheck {
   readonly name: string;
   /** GitHub's conclusion (`failure`, `timed_out`, `startup_failure`) or a status's state (`failure`, `error`). */
   readonly conclusion: string;
-  /** Where a person sees it; only ever an https URL on the configured GitHub host (or absent). */
+  /** Where a person sees it: from GitHub only ever an https URL on the configured host; a local check's as its recorder gave it (or absent). */
   readonly url?: string;
   /** The commit it ran on (GitHub); the pull request's head when it is current. */
   readonly headSha?: string;

@@ -41,7 +41,19 @@ export interface WorkItemState {
   readonly closedAt: string | null;
 }
 
-export type TrackerChangeKind = "opened" | "commented" | "labeled" | "unlabeled" | "closed" | "reopened";
+export type TrackerChangeKind = "opened" | "commented" | "labeled" | "unlabeled" | "closed" | "reopened" | "checked";
+
+/** A check recorded on a local item (`the-loop item check`): what CI would report on its pull request. */
+export interface TrackerCheck {
+  readonly name: string;
+  readonly conclusion: "failure" | "success";
+  /** Where a person sees it. */
+  readonly url?: string;
+  /** The commit it ran on; a failure is told once per commit and check. */
+  readonly commit?: string;
+  /** The end of its log, as recorded (capped, not yet cleaned). */
+  readonly log?: string;
+}
 
 /** One thing that happened on a tracker, as the change feed reports it. */
 export interface TrackerChange {
@@ -59,6 +71,8 @@ export interface TrackerChange {
   readonly comment?: TrackerComment;
   /** For `labeled` and `unlabeled`. */
   readonly label?: string;
+  /** For `checked`. */
+  readonly check?: TrackerCheck;
   /** For `opened`. */
   readonly title?: string;
   readonly body?: string;

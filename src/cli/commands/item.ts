@@ -1,5 +1,6 @@
+import { readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
-import { UsageError } from "../../errors.js";
+import { UsageError, messageOf } from "../../errors.js";
 import type { ItemState } from "../../trackers/index.js";
 import { LOCAL_LIMITS, LOGIN_PATTERN, LocalTracker, checkActor } from "../../trackers/local/index.js";
 import type { LocalItem } from "../../trackers/local/index.js";
@@ -20,6 +21,14 @@ export interface ItemNewOptions extends ItemActOptions {
   readonly body?: string;
   readonly label: string[];
   readonly project?: string;
+}
+export interface ItemCheckOptions extends ItemActOptions {
+  readonly name: string;
+  readonly failed: boolean;
+  readonly passed: boolean;
+  readonly log?: string;
+  readonly url?: string;
+  readonly commit?: string;
 }
 export interface ItemLabelOptions extends ItemActOptions {
   readonly add: string[];
@@ -264,6 +273,40 @@ export async function runItemComment(globals: GlobalOptions, refText: string, te
   }
   stdout.line(`commented on ${formatWorkItemRef(ref)} (${comment.id})`);
   await sayWhatHappensNext(project, ref);
+}
+
+export async function runItemCheck(globals: GlobalOptions, refText: string, options: ItemCheckOptions): Promise<void> {
+  refuseInsideSession("item check");
+  if (options.failed === options.passed) throw new UsageError("say how the check ended: --failed or --passed");
+  if (options.passed && options.log !== undefined) throw new UsageError("--log goes with --failed: a passing check's log is told to no one");
+  const actor = actorOf(options.as);
+  const { tracker, defaultProject, project } = await openLocalTracker(globals);
+  const ref = parseLocalRef(refText, defaultProject);
+  let log: string | undefined;
+  if (options.log === "-") log = await readStdinText();
+  else if (options.log !== undefined) {
+    try {
+      log = await readFile(options.log, "utf8");
+    } catch (error) {
+      throw new UsageError(`cannot read the log ${options.log}: ${messageOf(error)}; name a readable file, or '-' for stdin`);
+    }
+  }
+  const conclusion = options.failed ? "failure" : "success";
+  const check = {
+    name: options.name,
+    conclusion,
+    ...(options.url !== undefined ? { url: options.url } : {}),
+    ...(options.commit !== undefined ? { commit: options.commit } : {}),
+    ...(log !== undefined ? { log } : {}),
+  } as const;
+  await tracker.recordCheck(ref, check, actor);
+  const name = formatWorkItemRef(ref);
+  if (options.json) {
+    stdout.json({ workItem: name, check: options.name.trim(), conclusion, log: log !== undefined });
+    return;
+  }
+  stdout.line(`recorded the check "${options.name.trim()}" on ${name}: ${options.failed ? "failed" : "passed"}`);
+  if (options.failed) await sayWhatHappensNext(project, ref);
 }
 
 export async function runItemLabel(globals: GlobalOptions, refText: string, options: ItemLabelOptions): Promise<void> {

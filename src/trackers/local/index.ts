@@ -11,3 +11,5 @@ export type {
 } from "./tracker.js";
 export { CorruptTrackerFileError, InvalidCursorError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
 export { LOCAL_LIMITS, LOGIN_PATTERN, SELF_LOGIN, checkActor } from "./limits.js";
+export { CHECK_LOG_MAX_BYTES } from "./item-events.js";
+export type { CheckInput } from "./item-events.js";

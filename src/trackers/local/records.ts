@@ -30,6 +30,17 @@ export const journalLineSchema = z.discriminatedUnion("kind", [
   z.object({ ...lineBase, kind: z.literal("unlabeled"), label: z.string() }),
   z.object({ ...lineBase, kind: z.literal("closed") }),
   z.object({ ...lineBase, kind: z.literal("reopened") }),
+  z.object({
+    ...lineBase,
+    kind: z.literal("checked"),
+    check: z.object({
+      name: z.string().min(1),
+      conclusion: z.enum(["failure", "success"]),
+      url: z.string().optional(),
+      commit: z.string().optional(),
+      log: z.string().optional(),
+    }),
+  }),
 ]);
 
 export type JournalLine = z.infer<typeof journalLineSchema>;
@@ -131,6 +142,7 @@ export function applyLine(snapshot: ItemSnapshot | undefined, line: JournalLine)
       return { ...next, closedAt: null };
     case "labeled":
     case "unlabeled":
+    case "checked":
       return next;
   }
 }

@@ -86,6 +86,8 @@ export function changeOf(view: ProjectView, line: JournalLine): TrackerChange {
     case "labeled":
     case "unlabeled":
       return { ...base, label: line.label };
+    case "checked":
+      return { ...base, check: { ...line.check } };
     case "closed":
     case "reopened":
       return base;

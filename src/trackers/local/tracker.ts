@@ -19,6 +19,8 @@ import { SELF_LOGIN, checkActor, checkBody, checkCommentBody, checkLabelCount, c
 import { JournalMismatchError, applyLine } from "./records.js";
 import { repairJournal } from "./repair.js";
 import { watchJournals } from "./watch.js";
+import { checkedLine, recordChange } from "./item-events.js";
+import type { CheckInput } from "./item-events.js";
 import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
 import { changeOf, commentOf, localItemOf, localWorkItem, stateOf, threadOf } from "./shapes.js";
 import type { LocalItem } from "./shapes.js";
@@ -230,6 +232,18 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
       const stored = next.comments.at(-1);
       if (!stored) throw new Error("a committed comment is missing from its item");
       return commentOf(localWorkItem(this.files(local.project), next), stored);
+    });
+  }
+
+  /** Records a check on the item (`the-loop item check`): one journal line, one change of the feed. */
+  async recordCheck(ref: WorkItemRef, check: CheckInput, actor: string): Promise<LocalItem> {
+    const local = this.localRef(ref);
+    checkActor(actor);
+    await this.requireProject(local);
+    return this.mutate(local.project, async (_files, head) => {
+      const snapshot = await this.requireSnapshot(local);
+      const next = await this.commit(local.project, head, snapshot, (seq, ts) => checkedLine(seq, ts, snapshot, actor, check));
+      return localItemOf(this.files(local.project), next);
     });
   }
 
@@ -466,38 +480,8 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     head.lastNumber = Math.max(head.lastNumber, line.number);
     head.lastTs = ts;
     await writeJsonAtomic(files.meta, { lastSeq: head.lastSeq, lastNumber: head.lastNumber } satisfies ProjectMeta);
-    this.record(project, line);
+    recordChange(this.events, project, line);
     return next;
-  }
-
-  private record(project: string, line: JournalLine): void {
-    const work_item = formatWorkItemRef({ tracker: "local", project, number: line.number });
-    const actor = line.actor;
-    switch (line.kind) {
-      case "opened":
-        this.events.emit("item.opened", { work_item, actor, title: line.title, labels: line.labels });
-        return;
-      case "commented":
-        this.events.emit("item.commented", {
-          work_item,
-          actor,
-          comment_id: line.comment.id,
-          marked: isSelfAuthored(line.comment.body),
-        });
-        return;
-      case "labeled":
-        this.events.emit("item.labeled", { work_item, actor, label: line.label });
-        return;
-      case "unlabeled":
-        this.events.emit("item.unlabeled", { work_item, actor, label: line.label });
-        return;
-      case "closed":
-        this.events.emit("item.closed", { work_item, actor });
-        return;
-      case "reopened":
-        this.events.emit("item.reopened", { work_item, actor });
-        return;
-    }
   }
 
   // ---- reading ---------------------------------------------------------------------------
