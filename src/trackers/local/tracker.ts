@@ -6,7 +6,7 @@ import { redactKnownSecrets } from "../../secrets.js";
 import type { EventSink } from "../../events/index.js";
 import { fsyncDirectory, withLock, writeJsonAtomic } from "../../state/index.js";
 import type { LockOptions } from "../../state/index.js";
-import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, isSelfAuthored, labelMatches } from "../../workitem/index.js";
+import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, labelMatches } from "../../workitem/index.js";
 import type { LocalRef, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
 import type { ChangeBatch, ItemState, ItemThread, SelfLogin, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
