@@ -6,7 +6,9 @@ import type { CliConfig } from "../config/schema.js";
 import type { EventLog } from "../events/log.js";
 import type { EventSource } from "../events/catalog.js";
 import type { StatePaths } from "../state/layout.js";
+import type { Stores } from "../sessions/stores.js";
 import { stderr } from "./output.js";
+import { commandStores, storesShared } from "./stores.js";
 
 /** Options every command inherits from the program. */
 export interface GlobalOptions {
@@ -19,6 +21,12 @@ export interface Project {
   readonly config: CliConfig;
   readonly paths: StatePaths;
   readonly events: EventLog;
+  /**
+   * The state's stores, when they are in a database (state.store: postgres): every record a
+   * command reads or writes goes through them. Undefined on files, where a command reads the state
+   * root's folders with no more than it needs (the start-up budget of `sessions list`).
+   */
+  readonly stores?: Stores;
 }
 
 /** A path as short as it can be said from the current directory. */
@@ -55,23 +63,24 @@ export type ProjectConfig = Omit<Project, "events">;
 export async function openProjectConfig(globals: GlobalOptions): Promise<ProjectConfig> {
   const loaded = await loadCommandConfig(globals);
   printConfigWarnings(loaded);
-  return { loaded, config: loaded.config, paths: loaded.paths };
+  const stores = storesShared(loaded.config) ? await commandStores(loaded) : undefined;
+  return { loaded, config: loaded.config, paths: loaded.paths, ...(stores !== undefined ? { stores } : {}) };
 }
 
 /** Loads the config (exit 2 when it is invalid), reports its warnings on stderr, opens the event log. */
 export async function openProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
-  const { loaded } = await openProjectConfig(globals);
-  return withEventLog(loaded, loaded.config, source);
+  const { loaded, stores } = await openProjectConfig(globals);
+  return withEventLog(loaded, loaded.config, source, stores);
 }
 
-async function withEventLog(loaded: LoadedConfig, config: CliConfig, source: EventSource): Promise<Project> {
+async function withEventLog(loaded: LoadedConfig, config: CliConfig, source: EventSource, stores: Stores | undefined): Promise<Project> {
   const { EventLog } = await import("../events/log.js");
   const events = new EventLog({
     path: config.eventLog.enabled ? loaded.paths.eventLog : null,
     source,
     onWriteError: (message) => stderr.warn(message),
   });
-  return { loaded, config, paths: loaded.paths, events };
+  return { loaded, config, paths: loaded.paths, events, ...(stores !== undefined ? { stores } : {}) };
 }
 
 /**
@@ -84,7 +93,7 @@ async function withEventLog(loaded: LoadedConfig, config: CliConfig, source: Eve
  * running daemon, the file's config, as openProject.
  */
 export async function openDaemonProject(globals: GlobalOptions, source: EventSource = "cli"): Promise<Project> {
-  const { loaded } = await openProjectConfig(globals);
+  const { loaded, stores } = await openProjectConfig(globals);
   const { asTheDaemonRuns } = await import("../daemon/running-config.js");
   const { config, unloaded } = asTheDaemonRuns({ config: loaded.config, paths: loaded.paths });
   if (unloaded.length > 0) {
@@ -94,5 +103,5 @@ export async function openDaemonProject(globals: GlobalOptions, source: EventSou
         "`the-loop status` lists every setting not loaded, with the fix",
     );
   }
-  return withEventLog(loaded, config, source);
+  return withEventLog(loaded, config, source, stores);
 }

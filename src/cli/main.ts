@@ -107,3 +107,5 @@ process.stdout.on("error", (error: NodeJS.ErrnoException) => {
 });
 
 process.exitCode = await main(process.argv);
+// The database connections a command opened (state.store: postgres) would keep the process alive.
+await (await import("./stores.js")).closeCommandStores();

@@ -1,5 +1,5 @@
-import { DamagedRecordError, FileRecordStore, compileShape } from "../state/index.js";
-import type { LockOptions, RecordDamage, RecordKind, RecordProblem } from "../state/index.js";
+import { DamagedRecordError, FILE_BACKEND, compileShape } from "../state/index.js";
+import type { LocatedRecordStore, LockOptions, RecordBackend, RecordDamage, RecordKind, RecordProblem } from "../state/index.js";
 import type { controlRecordSchema } from "./record-schema.js";
 import { controlRecordShape } from "./record-shape.js";
 import type { ControlRecord } from "./types.js";
@@ -80,11 +80,16 @@ export const controlRecordKind: RecordKind<typeof controlRecordSchema> = {
 export class ControlStore {
   /** `<state.root>/sessions/control`. */
   readonly dir: string;
-  private readonly records: FileRecordStore<typeof controlRecordSchema>;
+  /** The records themselves, for what copies a state whole (`state migrate`). */
+  readonly records: LocatedRecordStore<ControlRecord>;
 
-  constructor(options: { dir: string; lock?: LockOptions }) {
+  /** `backend`: where the records are (files in `dir` when omitted; state/backend.ts). */
+  constructor(options: { dir: string; lock?: LockOptions; backend?: RecordBackend }) {
     this.dir = options.dir;
-    this.records = new FileRecordStore({ kind: controlRecordKind, dir: options.dir, ...(options.lock ? { lock: options.lock } : {}) });
+    this.records = (options.backend ?? FILE_BACKEND).records(controlRecordKind, {
+      key: "control",
+      file: { dir: options.dir, ...(options.lock ? { lock: options.lock } : {}) },
+    });
   }
 
   /** `<dir>/<slug>.json`; throws RefError for a ref that does not parse. */

@@ -59,6 +59,7 @@ export async function startDashboard(
     config: config.dashboard,
     configDir,
     paths,
+    stores: runtime.stores,
     events,
     graphs,
     budgetLimits: config.routing.budget,
@@ -71,7 +72,7 @@ export async function startDashboard(
       return thread.comments;
     },
     terminal: terminalPorts(runtime),
-    whyOf: async (ref) => whySituationOf(await readWhySituation(paths, config, ref)),
+    whyOf: async (ref) => whySituationOf(await readWhySituation(paths, config, ref, runtime.stores)),
     actions: {
       control: (request) => dispatcher.control(request),
       announce: (request) => announceControl({ trackers: runtime.trackers, events, keywords }, request),

@@ -12,6 +12,7 @@ import { allowListedEnv } from "../subprocess/index.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
 
+import type { Stores } from "../sessions/stores.js";
 /**
  * The process graph as the daemon runs it: every graph loaded (a bad file refuses the start, with
  * every problem named, even while the graph is off), and — when `graph.enabled` is on — what the
@@ -22,6 +23,8 @@ export interface GraphSetupInput {
   readonly paths: StatePaths;
   readonly baseDir: string;
   readonly configFile?: string | undefined;
+  /** The state's stores (files under the state root when omitted). */
+  readonly stores?: Stores | undefined;
 }
 
 /**
@@ -43,8 +46,8 @@ export async function graphSetupFor(input: GraphSetupInput, capabilities?: reado
     ...(installed.length > 0 ? { capabilities: capabilityRuntime(installed, configFile) } : {}),
     graphs: loaded.graphs,
     defaultGraph: loaded.defaultGraph,
-    states: openGraphStates(input.paths),
-    held: openHeldGateAnswers(input.paths),
+    states: input.stores?.graphStates ?? openGraphStates(input.paths),
+    held: input.stores?.heldAnswers ?? openHeldGateAnswers(input.paths),
     roomLock: join(input.paths.root, "queue", "graph-nodes"),
     vocabulary: compileGateVocabulary(settings.keywords),
     keywords: settings.keywords,

@@ -10,7 +10,6 @@ import { Poller, localPollSources } from "../ingress/poller.js";
 import type { PollSourceRuntime } from "../ingress/poller.js";
 import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
 import { ConfigError } from "../config/load.js";
-import { ControlStore } from "../control/store.js";
 import type { HookChain } from "../hooks/chain.js";
 import { GitHubChecksFeed, GitHubFeed } from "../ingress/github-feed/index.js";
 import { isLive, stateRootTag } from "../registry/record.js";
@@ -21,14 +20,14 @@ import type { TrackerSet } from "../trackers/resolve.js";
 import { Dispatcher } from "../dispatch/dispatcher.js";
 import { graphSetupFor } from "./graph-setup.js";
 import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js";
-import { SessionRegistry } from "../registry/registry.js";
+import type { SessionRegistry } from "../registry/registry.js";
+import type { ControlStore } from "../control/store.js";
+import type { PullRequestLinks } from "../registry/pr-links.js";
+import { storesOn } from "../sessions/stores.js";
+import type { Stores } from "../sessions/stores.js";
 import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
 import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";
-import { CiAttemptStore } from "../feedback/index.js";
-import { PullRequestLinks } from "../registry/pr-links.js";
-import { StartQueue, startQueueFile } from "../registry/start-queue.js";
-import { BudgetStore, budgetDir } from "../budget/store.js";
 import { harnessPreparer } from "../sessions/harness-trust.js";
 import { SandboxRunner, resolveSandboxBinds } from "../sessions/sandbox-runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
@@ -45,10 +44,14 @@ export interface RuntimeInput {
   readonly events: EventSink;
   /** Checkouts for sessions; routing.workspace's own when omitted (none when it is disabled). */
   readonly workspaces?: WorkspaceProvider;
+  /** Where the records are (openStores, `state.store`); files under the state root when omitted. */
+  readonly stores?: Stores;
 }
 
 /** The session machinery, composed once per process from the config. */
 export interface Runtime {
+  /** Every store of the state, on the backend `state.store` names. */
+  readonly stores: Stores;
   readonly registry: SessionRegistry;
   /** The last control command of each work item (`<state.root>/sessions/control`). */
   readonly control: ControlStore;
@@ -125,12 +128,11 @@ function sandboxedRunnerFor(input: RuntimeInput, tmux: TmuxRunner): SandboxRunne
 export function composeRuntime(input: RuntimeInput): Runtime {
   const { config, paths, events } = input;
   const routing = config.routing;
-  const registry = new SessionRegistry({ dir: paths.registryDir });
-  const control = new ControlStore({ dir: paths.controlDir });
+  const stores = input.stores ?? storesOn(paths);
+  const { registry, control, links } = stores;
   const runner = tmuxRunnerFor(config, paths);
   const trackers = openTrackers(paths, events, { github: config.integrations.github });
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
-  const links = new PullRequestLinks(paths.linksDir);
   const workspaces = input.workspaces ?? workspacesFor({ config: routing.workspace, root: paths.workspacesDir, events, trackers });
   const closeOptions: CloseOptions = {
     registry,
@@ -143,6 +145,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     ...(workspaces ? { workspaces } : {}),
   };
   return {
+    stores,
     registry,
     control,
     runner,
@@ -168,7 +171,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
         warn?.(`routing.tmux.passEnv names ${secret}, the webhook secret: it is never passed to a session`);
       }
       const binDir = ensureSessionBin(paths.binDir);
-      const graph = await graphSetupFor(input, capabilities);
+      const graph = await graphSetupFor({ ...input, stores }, capabilities);
       return new Dispatcher({
         routing,
         policy: policyOf(routing),
@@ -183,9 +186,9 @@ export function composeRuntime(input: RuntimeInput): Runtime {
           sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
         stateRootTag: stateRootTag(paths.root),
         links,
-        ciAttempts: new CiAttemptStore(paths.ciDir),
-        startQueue: new StartQueue({ file: startQueueFile(paths.root) }),
-        budgets: new BudgetStore({ dir: budgetDir(paths.root) }),
+        ciAttempts: stores.ciAttempts,
+        startQueue: stores.startQueue,
+        budgets: stores.budgets,
         prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
         ...(workspaces ? { workspaces } : {}),
         ...(hooks ? { hooks } : {}),
@@ -201,10 +204,13 @@ export function composeRuntime(input: RuntimeInput): Runtime {
  */
 export function pollerFor(input: RuntimeInput, runtime: Runtime, handler: EventHandler, warn?: (message: string) => void): Poller {
   const { config, paths, events } = input;
-  const state = resolvePollStateFile(paths);
+  const document = runtime.stores.pollState;
+  // In a database the state has one place; on files it may still be in its pre-state-root file.
+  const state = document === undefined ? resolvePollStateFile(paths) : { file: paths.pollStateFile, legacy: false };
   return new Poller({
     sources: [...localPollSources(config.polling.sources, runtime.trackers.local), ...githubPollSources(input, runtime)],
     stateFile: state.file,
+    ...(document !== undefined ? { stateDocument: document } : {}),
     ...(state.legacy ? { legacyState: { newFile: paths.pollStateFile } } : {}),
     ...(warn ? { warn } : {}),
     statusFile: paths.pollStatusFile,

@@ -1,4 +1,5 @@
-import { statSync, unlinkSync } from "node:fs";
+import { unlinkSync } from "node:fs";
+import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { sweepStaleTemporaries, writeJsonAtomic } from "../state/atomic.js";
 import { sweepScratchFiles } from "../state/scratch.js";
@@ -8,8 +9,8 @@ import { EXIT_USAGE, ExitError, messageOf } from "../errors.js";
 import { WebhookReceiver } from "../ingress/webhook/server.js";
 import { webhookSecret } from "../ingress/webhook/secret.js";
 import { failClosedWarning } from "../routing/authz.js";
-import type { CliConfig, RoutingConfig } from "../config/schema.js";
-import { resolveStateStore } from "../config/state-store.js";
+import type { RoutingConfig } from "../config/schema.js";
+import { openStores } from "../sessions/stores.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";
@@ -23,7 +24,6 @@ import { SessionSockets } from "./socket/session-sockets.js";
 import { readItemUsage, readWhySituation } from "./socket/why-situation.js";
 import { startDashboard } from "./dashboard.js";
 import type { RunningDashboard } from "./dashboard.js";
-import { openGraphStates } from "../graph-run/store.js";
 import type { RpcServer } from "./socket/rpc.js";
 import type { PidfileLock } from "./pidfile.js";
 import { initialReloadState, reloadRouting, watchConfigFile } from "./reload.js";
@@ -44,19 +44,11 @@ import type { ServiceName, WebhookListening } from "./services.js";
 
 /**
  * How often the daemon looks whether a session began or ended, to open or close its socket: the
- * registry folder's mtime is read each time, the sessions are listed only when it moved. A
+ * registry's change stamp is read each time (its folder's mtime, or the database's newest session
+ * row), the sessions are listed only when it moved. A
  * command run inside a session in the meantime waits for its socket (the CLI's connect retries).
  */
 const SESSION_SOCKETS_CHECK_MS = 500;
-
-function mtimeOf(path: string): number | undefined {
-  try {
-    return statSync(path).mtimeMs;
-  } catch {
-    // No registry folder yet: no session either; the pass after its first record lists them.
-    return undefined;
-  }
-}
 
 export interface ServeOptions {
   readonly signal: AbortSignal;
@@ -69,21 +61,6 @@ export interface ServeOptions {
 }
 
 /**
- * A daemon keeps its records in files under the state root. The PostgreSQL record store exists
- * (state/postgres/, docs/scale.md) but the daemon's stores are not opened on it yet: a daemon asked
- * for it refuses, rather than keep its records in files while the config says they are shared.
- * The URL is still resolved first, so a missing one is reported as what to set.
- */
-function refuseUnservedStateStore(state: CliConfig["state"], env: NodeJS.ProcessEnv): void {
-  if (resolveStateStore(state, env).store === "file") return;
-  throw new ExitError(
-    "state.store: postgres is not served by the daemon yet — its records are kept in files under state.root, and sharing them through PostgreSQL is the next step (docs/scale.md); remove state.store (or set it to file) to run",
-    EXIT_USAGE,
-    "config",
-  );
-}
-
-/**
  * Runs the daemon in the foreground until the signal aborts: takes each enabled service's
  * lock (refusing when another daemon holds one), runs the services, then drains —
  * queued events are carried out before the locks are released. While it runs, a change to the
@@ -92,14 +69,18 @@ function refuseUnservedStateStore(state: CliConfig["state"], env: NodeJS.Process
  * and (with `graph.stallAfterMinutes`) graph runs that stopped making progress are ended.
  */
 export async function serveDaemon(given: RuntimeInput, options: ServeOptions): Promise<void> {
-  // Built first, so every event the daemon's work records passes it (docs/notifications.md).
+  // Opened first (state.store: files, or a database it migrates or refuses), before any lock is taken.
+  const stores = given.stores ?? (await openStores(given.config, given.paths, { name: hostname() }));
+  // Built next, so every event the daemon's work records passes it (docs/notifications.md).
   const notifier = notifierFor(given, options.warn);
-  const input: RuntimeInput = notifier ? { ...given, events: teeEvents(given.events, (event) => notifier.observe(event)) } : given;
+  const withStores: RuntimeInput = { ...given, stores };
+  const input: RuntimeInput = notifier ? { ...withStores, events: teeEvents(given.events, (event) => notifier.observe(event)) } : withStores;
   try {
     await serveWith(input, notifier, options);
   } finally {
     // Closed there before the locks are released; here for a start that failed before it took them.
     await notifier?.close();
+    if (given.stores === undefined) await stores.close();
   }
 }
 
@@ -127,8 +108,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   if (enabled.length === 0) throw new ExitError(NOTHING_TO_RUN, EXIT_USAGE, "config");
   const runs = (name: ServiceName): boolean => enabled.some((service) => service.name === name);
   // Everything that can refuse to run is checked before any lock is taken: a daemon that cannot
-  // run must never hold a lock. The state's store first, then the secret: both need nothing built.
-  refuseUnservedStateStore(config.state, process.env);
+  // run must never hold a lock (the state's store was opened, or refused, before this). The secret needs nothing built.
   if (runs("gh-webhook")) webhookSecret(config.webhooks.ghWebhook, process.env);
   // A capability changed since consent (or not a bundle at all), or one that supports none of the
   // harnesses the config now runs, refuses the start, like a bad graph.
@@ -189,7 +169,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     // What this daemon runs, for the CLI to tell from the file (status, graph list): after the locks, so it is this daemon's.
     await recordRunningConfig(paths, config, input.configFile, options.warn);
     // After the locks: a socket file a killed daemon left is this daemon's to replace.
-    const graphStates = openGraphStates(paths);
+    const graphStates = runtime.stores.graphStates;
     // Before the socket, which hands out its login URLs: one that may not listen where it is asked stops the start.
     dashboard = await startDashboard(input, runtime, dispatcher, options.warn, titles);
     const login = dashboard?.server;
@@ -197,8 +177,8 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
       config,
       sessionOf: (ref) => runtime.registry.get(ref),
       graphStateOf: (ref) => graphStates.get(ref),
-      whyOf: (ref) => readWhySituation(paths, config, ref),
-      usageOf: async (ref) => readItemUsage(paths, config, ref),
+      whyOf: (ref) => readWhySituation(paths, config, ref, runtime.stores),
+      usageOf: async (ref) => readItemUsage(paths, config, ref, runtime.stores),
       ...(login !== undefined ? { dashboardLogin: () => login.issueLogin() } : {}),
     });
     rpc = await serveRpc(paths.root, handlers);
@@ -208,7 +188,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
       configFile: input.configFile !== undefined ? resolve(input.configFile) : null,
       liveItems: () => runtime.registry.list({ status: "live" }).records.map((record) => record.workItem.ref),
       graphStateOf: (ref) => graphStates.get(ref),
-      changeStamp: () => mtimeOf(paths.registryDir),
+      changeStamp: () => runtime.registry.changeStamp(),
       events,
       warn: options.warn,
     });

@@ -1,4 +1,3 @@
-import { ControlStore } from "../control/store.js";
 import type { ControlRecord } from "../control/types.js";
 import type { EventFilter, EventRecord } from "../events/reader.js";
 import { readLatestEvents } from "../events/tail.js";
@@ -6,18 +5,18 @@ import { EVENT_LEVELS } from "../events/catalog.js";
 import type { EventLevel } from "../events/catalog.js";
 import { parseSince } from "../events/since.js";
 import type { GraphState } from "../graph-run/state.js";
-import { openGraphStates } from "../graph-run/store.js";
 import { graphMermaid } from "../graph/mermaid.js";
 import type { Graph } from "../graph/types.js";
-import { listSessionRecords } from "../registry/listing.js";
 import type { SessionRecord } from "../registry/record.js";
-import { StartQueue, startQueueFile } from "../registry/start-queue.js";
+import type { StartQueue } from "../registry/start-queue.js";
 import type { QueueEntry } from "../registry/start-queue.js";
 import type { StatePaths } from "../state/layout.js";
 import { effectiveLimits } from "../budget/decide.js";
 import type { BudgetLimits } from "../budget/decide.js";
-import { BudgetRecordError, BudgetStore, budgetDir } from "../budget/store.js";
+import { BudgetRecordError } from "../budget/store.js";
 import type { BudgetRecord } from "../budget/store.js";
+import { storesOn } from "../sessions/stores.js";
+import type { Stores } from "../sessions/stores.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 
 /**
@@ -129,11 +128,11 @@ function newest(...times: (string | undefined)[]): string | null {
   return known.reduce((a, b) => (Date.parse(a) >= Date.parse(b) ? a : b));
 }
 
-function readQueue(root: string, problems: Problem[]): QueueEntry[] {
+function readQueue(queue: StartQueue, problems: Problem[]): QueueEntry[] {
   try {
-    return new StartQueue({ file: startQueueFile(root) }).read();
+    return queue.read();
   } catch (error) {
-    problems.push({ file: startQueueFile(root), message: error instanceof Error ? error.message : String(error) });
+    problems.push({ file: queue.file, message: error instanceof Error ? error.message : String(error) });
     return [];
   }
 }
@@ -143,28 +142,29 @@ export function listItems(
   paths: StatePaths,
   limits: BudgetLimits = { warnAt: 1 },
   titleOf: (ref: string) => string | null = () => null,
+  stores: Stores = storesOn(paths),
 ): { readonly items: ItemRow[]; readonly problems: Problem[] } {
   const problems: Problem[] = [];
-  const sessions = listSessionRecords(paths.registryDir);
+  const sessions = stores.registry.list();
   problems.push(...sessions.problems);
-  const controls = new ControlStore({ dir: paths.controlDir }).list();
+  const controls = stores.control.list();
   problems.push(...controls.problems);
-  const states = openGraphStates(paths).listSync();
+  const states = stores.graphStates.listSync();
   problems.push(...states.problems.map(({ where, message }) => ({ file: where, message })));
-  const queue = readQueue(paths.root, problems);
+  const queue = readQueue(stores.startQueue, problems);
 
   const sessionOf = new Map(sessions.records.map((record) => [record.workItem.ref, record]));
   const controlOf = new Map(controls.records.map((record) => [record.ref, record]));
   const graphOf = new Map(states.records.map((state) => [state.ref, state]));
   const queueOf = new Map(queue.map((entry, index) => [entry.ref, { position: index + 1, queuedAt: entry.queuedAt, harness: entry.harness }]));
   const refs = new Set([...sessionOf.keys(), ...controlOf.keys(), ...graphOf.keys(), ...queueOf.keys()]);
-  const budgets = new BudgetStore({ dir: budgetDir(paths.root) });
+  const budgets = stores.budgets;
   const budgetOf = (ref: string): BudgetRecord | undefined => {
     try {
       return budgets.get(ref);
     } catch (error) {
       if (!(error instanceof BudgetRecordError)) throw error;
-      problems.push({ file: budgetDir(paths.root), message: error.message });
+      problems.push({ file: error.where, message: error.message });
       return undefined;
     }
   };
@@ -214,8 +214,8 @@ export function listItems(
 }
 
 /** Every session record, as `sessions list --json` lists them. */
-export function listSessions(paths: StatePaths): { readonly sessions: SessionRecord[]; readonly problems: Problem[] } {
-  const { records, problems } = listSessionRecords(paths.registryDir);
+export function listSessions(paths: StatePaths, stores: Stores = storesOn(paths)): { readonly sessions: SessionRecord[]; readonly problems: Problem[] } {
+  const { records, problems } = stores.registry.list();
   return { sessions: records, problems };
 }
 

@@ -27,6 +27,7 @@ import type { TerminalPorts } from "./terminal.js";
 import { NotFoundError } from "../errors.js";
 import type { TrackerComment } from "../trackers/index.js";
 
+import type { Stores } from "../sessions/stores.js";
 /**
  * The dashboard's HTTP server, in the daemon (node's http, no framework: a dozen routes, each a
  * read of the state root or one action, do not pay for one). Every request passes admitRequest
@@ -39,6 +40,8 @@ export interface DashboardDeps {
   /** Where dashboard.tls's relative paths are read from: the config file's folder. */
   readonly configDir: string;
   readonly paths: StatePaths;
+  /** The state's stores (files under `paths.root` when omitted). */
+  readonly stores?: Stores;
   readonly events: EventSink;
   /** The graphs the config runs, by name. */
   readonly graphs: ReadonlyMap<string, Graph>;
@@ -231,8 +234,8 @@ export class DashboardServer {
         actions: deps.config.operator ? ACTIONS : [],
       });
     }
-    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits, deps.titleOf));
-    if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths));
+    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits, deps.titleOf, deps.stores));
+    if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths, deps.stores));
     if (method === "GET" && path === "/api/v1/events") {
       const query = eventQueryOf(url.searchParams, new Date(this.now()));
       if ("problem" in query) throw new HttpError(400, query.problem);
@@ -290,7 +293,7 @@ export class DashboardServer {
   }
 
   private async graph(ref: string) {
-    const state = (await openGraphStates(this.deps.paths).get(ref)) ?? null;
+    const state = (await (this.deps.stores?.graphStates ?? openGraphStates(this.deps.paths)).get(ref)) ?? null;
     const graph = state !== null ? this.deps.graphs.get(state.graph) : undefined;
     return {
       ref,

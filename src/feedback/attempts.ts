@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { FileRecordStore, RECORD_LOCK } from "../state/index.js";
-import type { LockOptions, RecordKind } from "../state/index.js";
+import { FILE_BACKEND, RECORD_LOCK } from "../state/index.js";
+import type { LocatedRecordStore, LockOptions, RecordBackend, RecordKind } from "../state/index.js";
 
 /**
  * How many CI failures each pull request's session was told of, and which (by ciFailureKey), so
@@ -42,17 +42,20 @@ export function ciStep(record: CiRecord | undefined, key: string, maxAttempts: n
 }
 
 export class CiAttemptStore {
-  private readonly store: FileRecordStore<typeof ciRecordSchema>;
+  /** The records themselves, for what copies a state whole (`state migrate`). */
+  readonly records: LocatedRecordStore<CiRecord>;
 
+  /** `backend`: where the records are (files in `dir` when omitted; state/backend.ts). */
   constructor(
     readonly dir: string,
     lock: LockOptions = RECORD_LOCK,
+    backend: RecordBackend = FILE_BACKEND,
   ) {
-    this.store = new FileRecordStore({ kind: ciKind, dir, lock });
+    this.records = backend.records(ciKind, { key: "ci-attempts", file: { dir, lock } });
   }
 
   get(pullRequest: string): CiRecord | undefined {
-    return this.store.readSync(pullRequest);
+    return this.records.readSync(pullRequest);
   }
 
   /**
@@ -61,8 +64,8 @@ export class CiAttemptStore {
    * `give-up` marks the record so that a person is asked once.
    */
   async claim(pullRequest: string, key: string, maxAttempts: number, now: Date): Promise<{ step: CiStep; attempts: number }> {
-    return this.store.transaction(pullRequest, async (tx) => {
-      const record = this.get(pullRequest);
+    return this.records.transaction(pullRequest, async (tx) => {
+      const record = tx.read();
       const step = ciStep(record, key, maxAttempts);
       const attempts = record?.attempts ?? 0;
       if (step === "deliver") {
@@ -77,8 +80,8 @@ export class CiAttemptStore {
 
   /** Takes back a claimed delivery whose paste did not happen, so its retry is delivered. */
   async forget(pullRequest: string, key: string): Promise<void> {
-    await this.store.transaction(pullRequest, async (tx) => {
-      const record = this.get(pullRequest);
+    await this.records.transaction(pullRequest, async (tx) => {
+      const record = tx.read();
       if (record === undefined || !record.delivered.includes(key)) return;
       await tx.write({ ...record, attempts: Math.max(0, record.attempts - 1), delivered: record.delivered.filter((id) => id !== key) });
     });

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { z } from "zod";
-import { DamagedRecordError, FileRecordStore } from "../state/index.js";
-import type { LockOptions, RecordDamage, RecordKind, StatePaths } from "../state/index.js";
+import { DamagedRecordError, FILE_BACKEND } from "../state/index.js";
+import type { LocatedRecordStore, LockOptions, RecordBackend, RecordDamage, RecordKind, StatePaths } from "../state/index.js";
 
 /**
  * Gate answers held while the-loop cannot learn the login it posts as (self-check.ts): one record
@@ -57,13 +57,19 @@ export const heldGateAnswersKind: RecordKind<typeof heldGateAnswersSchema> = {
   damaged: (damage) => new HeldGateAnswersError(damage),
 };
 
-export type HeldGateAnswerStore = FileRecordStore<typeof heldGateAnswersSchema>;
+export type HeldGateAnswerStore = LocatedRecordStore<HeldGateAnswers>;
 
 /** Where held gate answers live: beside the graph states, in their own folder. */
 export function heldAnswersDir(paths: Pick<StatePaths, "graphsDir">): string {
   return join(paths.graphsDir, "held");
 }
 
-export function openHeldGateAnswers(paths: Pick<StatePaths, "graphsDir">, options: { readonly lock?: LockOptions } = {}): HeldGateAnswerStore {
-  return new FileRecordStore({ kind: heldGateAnswersKind, dir: heldAnswersDir(paths), ...(options.lock ? { lock: options.lock } : {}) });
+export function openHeldGateAnswers(
+  paths: Pick<StatePaths, "graphsDir">,
+  options: { readonly lock?: LockOptions; readonly backend?: RecordBackend } = {},
+): HeldGateAnswerStore {
+  return (options.backend ?? FILE_BACKEND).records(heldGateAnswersKind, {
+    key: "held-gate-answers",
+    file: { dir: heldAnswersDir(paths), ...(options.lock ? { lock: options.lock } : {}) },
+  });
 }

@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { DamagedRecordError, FileRecordStore, compileShape } from "../state/index.js";
-import type { LockOptions, RecordDamage, RecordKind, StatePaths } from "../state/index.js";
+import type { LocatedRecordStore, LockOptions, RecordBackend, RecordDamage, RecordKind, StatePaths } from "../state/index.js";
 import type { GraphState, graphStateSchema } from "./state.js";
 import { graphStateShape } from "./state-shape.js";
 
@@ -56,20 +56,27 @@ export function graphStatesListingCache(paths: Pick<StatePaths, "root">): string
   return join(paths.root, "cache", "graph-states.json");
 }
 
-export type GraphStateStore = FileRecordStore<typeof graphStateSchema>;
+export type GraphStateStore = LocatedRecordStore<GraphState>;
+/** The file backend's store, whose folder a caller may cache listings of. */
+export type FileGraphStateStore = FileRecordStore<typeof graphStateSchema>;
 
 /**
  * The graph state records of a state root. A listing (`sessions list` shows each item's node) is
  * kept in `<state.root>/cache/` while the folder is unchanged, so ten thousand records cost one
  * file read; a read of one item always reads its own file.
  */
-export function openGraphStates(paths: Pick<StatePaths, "root" | "graphsDir">, options: { readonly lock?: LockOptions } = {}): GraphStateStore {
-  return new FileRecordStore({
-    kind: graphStateKind,
-    dir: paths.graphsDir,
-    listingCache: graphStatesListingCache(paths),
-    ...(options.lock ? { lock: options.lock } : {}),
-  });
+export function openGraphStates(paths: Pick<StatePaths, "root" | "graphsDir">, options?: { readonly lock?: LockOptions }): FileGraphStateStore;
+export function openGraphStates(
+  paths: Pick<StatePaths, "root" | "graphsDir">,
+  options: { readonly lock?: LockOptions; readonly backend: RecordBackend | undefined },
+): GraphStateStore;
+export function openGraphStates(
+  paths: Pick<StatePaths, "root" | "graphsDir">,
+  options: { readonly lock?: LockOptions; readonly backend?: RecordBackend | undefined } = {},
+): GraphStateStore {
+  const file = { dir: paths.graphsDir, listingCache: graphStatesListingCache(paths), ...(options.lock ? { lock: options.lock } : {}) };
+  if (options.backend === undefined) return new FileRecordStore({ ...file, kind: graphStateKind });
+  return options.backend.records(graphStateKind, { key: "graphs", file });
 }
 
 export type { GraphState };

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { EXIT_FAILURE, ExitError } from "../errors.js";
-import { CorruptFileError, readJsonFile, writeJsonAtomic } from "../state/index.js";
+import { CorruptFileError, FileDocumentStore } from "../state/index.js";
+import type { DocumentStore } from "../state/index.js";
 import { parseLegacyLedger } from "./legacy-poll-state.js";
 import type { LegacyLedger } from "./legacy-poll-state.js";
 
@@ -67,15 +68,22 @@ export function capHandled(handled: readonly string[]): string[] {
   return handled.length > MAX_HANDLED_IDS ? handled.slice(-MAX_HANDLED_IDS) : [...handled];
 }
 
+/** Where poll state is kept: a file's path, or a document of the state (the database's `poll-state` row). */
+export type PollStateTarget = string | DocumentStore;
+
+const documentOf = (target: PollStateTarget): DocumentStore => (typeof target === "string" ? new FileDocumentStore({ file: target }) : target);
+
 /**
- * The state in `path`; empty when there is no such file. An older per-item ledger is turned into
+ * The state in `path`; empty when there is none yet. An older per-item ledger is turned into
  * state by `adopt` (each source's starting cursor; empty without it). Throws PollStateError when
  * the content is neither.
  */
-export async function loadPollState(path: string, adopt?: (ledger: LegacyLedger) => Record<string, PollSourceState>): Promise<PollState> {
+export async function loadPollState(target: PollStateTarget, adopt?: (ledger: LegacyLedger) => Record<string, PollSourceState>): Promise<PollState> {
+  const document = documentOf(target);
+  const path = document.where;
   let value: unknown;
   try {
-    value = await readJsonFile(path);
+    value = await document.read();
   } catch (error) {
     if (error instanceof CorruptFileError) throw new PollStateError(path, "it is not JSON");
     throw error;
@@ -91,9 +99,9 @@ export async function loadPollState(path: string, adopt?: (ledger: LegacyLedger)
   return { version: POLL_STATE_VERSION, sources: copySources(result.data.sources) };
 }
 
-/** Replaces `path` atomically: a crash at any instant leaves the old or the new state, whole. */
-export async function savePollState(path: string, state: PollState): Promise<void> {
-  await writeJsonAtomic(path, { version: POLL_STATE_VERSION, sources: copySources(state.sources) } satisfies PollState);
+/** Replaces the state atomically: a crash at any instant leaves the old or the new state, whole. */
+export async function savePollState(target: PollStateTarget, state: PollState): Promise<void> {
+  await documentOf(target).write({ version: POLL_STATE_VERSION, sources: copySources(state.sources) } satisfies PollState);
 }
 
 /**

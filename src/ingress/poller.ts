@@ -3,6 +3,7 @@ import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/index.js";
 import type { EventHandler } from "../routing/inbound.js";
 import { writeJsonAtomic } from "../state/index.js";
+import type { DocumentStore } from "../state/index.js";
 import { warnLegacyPollState } from "./legacy-poll-state.js";
 import type { LegacyLedger } from "./legacy-poll-state.js";
 import { trackerPollSource } from "./local-source.js";
@@ -28,6 +29,8 @@ export interface PollerOptions {
   /** A tracker-bound source (`{key, tracker, scope}`) is read through its change feed. */
   readonly sources: readonly (PollSourceRuntime | TrackerPollSource)[];
   readonly stateFile: string;
+  /** Where the state is kept instead of `stateFile`'s file: the database's document (state/backend.ts). */
+  readonly stateDocument?: DocumentStore;
   /**
    * Set when `stateFile` is the pre-state-root file kept in use because the new default does not
    * exist yet: the poller then says once, naming `newFile`, that the file should move.
@@ -267,7 +270,7 @@ export class Poller {
     if (legacyState) {
       warnLegacyPollState({ legacyFile: stateFile, newFile: legacyState.newFile, events: this.options.events, warn: this.options.warn });
     }
-    this.state = await loadPollState(stateFile, (ledger) => this.adoptLegacy(ledger));
+    this.state = await loadPollState(this.options.stateDocument ?? stateFile, (ledger) => this.adoptLegacy(ledger));
     return this.state;
   }
 
@@ -425,7 +428,7 @@ export class Poller {
       tally.errors++;
       this.options.events.emit("poll.provider_error", {
         poll_source: key,
-        error: `cannot save the poll state ${this.options.stateFile}: ${messageOf(error)}`,
+        error: `cannot save the poll state ${this.options.stateDocument?.where ?? this.options.stateFile}: ${messageOf(error)}`,
       });
     }
   }
@@ -454,7 +457,7 @@ export class Poller {
     try {
       while (this.saveWanted) {
         this.saveWanted = false;
-        if (this.state) await savePollState(this.options.stateFile, this.state);
+        if (this.state) await savePollState(this.options.stateDocument ?? this.options.stateFile, this.state);
       }
     } finally {
       // In the same turn as the last look at saveWanted: a save asked for any later starts a

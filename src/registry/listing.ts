@@ -1,5 +1,5 @@
-import { FileRecordStore, folderStamp, readFolderCache, writeFolderCache } from "../state/index.js";
-import type { LockOptions, RecordKind, RecordListing } from "../state/index.js";
+import { FILE_BACKEND, folderStamp, readFolderCache, writeFolderCache } from "../state/index.js";
+import type { LocatedRecordStore, LockOptions, RecordBackend, RecordKind, RecordListing } from "../state/index.js";
 import { isLive, sessionRecordKind } from "./record.js";
 import type { SessionRecord, SessionStatus } from "./record.js";
 import type { sessionRecordSchema } from "./record-schema.js";
@@ -32,19 +32,29 @@ export interface ListOptions {
   readonly cache?: string;
 }
 
-/** The session records in `dir` as a file-backed record store (the registry's, and a listing's). */
+/** The session records' storage key in a database (state/backend.ts). */
+export const SESSIONS_KEY = "sessions";
+
+/** The session records as a record store (the registry's, and a listing's): files in `dir` unless `backend` says otherwise. */
 export function sessionRecordFiles(
   dir: string,
-  options: { readonly kind?: RecordKind<typeof sessionRecordSchema>; readonly lock?: LockOptions; readonly cache?: string } = {},
-): FileRecordStore<typeof sessionRecordSchema> {
-  return new FileRecordStore({
-    kind: options.kind ?? sessionRecordKind,
-    dir,
-    ...(options.lock ? { lock: options.lock } : {}),
-    ...(options.cache !== undefined ? { listingCache: options.cache } : {}),
-    foreignFiles: [POLL_STATE_FILE],
-    // The listing trusts a file's name (a SHA-256 slug); get() checks what it reads.
-    trustPlacement: true,
+  options: {
+    readonly kind?: RecordKind<typeof sessionRecordSchema>;
+    readonly lock?: LockOptions;
+    readonly cache?: string;
+    readonly backend?: RecordBackend;
+  } = {},
+): LocatedRecordStore<SessionRecord> {
+  return (options.backend ?? FILE_BACKEND).records(options.kind ?? sessionRecordKind, {
+    key: SESSIONS_KEY,
+    file: {
+      dir,
+      ...(options.lock ? { lock: options.lock } : {}),
+      ...(options.cache !== undefined ? { listingCache: options.cache } : {}),
+      foreignFiles: [POLL_STATE_FILE],
+      // The listing trusts a file's name (a SHA-256 slug); get() checks what it reads.
+      trustPlacement: true,
+    },
   });
 }
 

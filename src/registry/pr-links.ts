@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { messageOf } from "../errors.js";
-import { DamagedRecordError, FileRecordStore, RECORD_LOCK } from "../state/record-store.js";
-import type { RecordKind } from "../state/record-store.js";
+import { DamagedRecordError, RECORD_LOCK } from "../state/record-store.js";
+import { FILE_BACKEND } from "../state/backend.js";
+import type { LocatedRecordStore, RecordBackend } from "../state/backend.js";
+import type { RecordKind, RecordTransaction } from "../state/record-store.js";
 import type { LockOptions } from "../state/lock.js";
 import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";
@@ -54,18 +56,21 @@ const linkKind: RecordKind<typeof linkSchema> = {
 };
 
 export class PullRequestLinks {
-  private readonly store: FileRecordStore<typeof linkSchema>;
+  /** The bindings themselves, for what copies a state whole (`state migrate`). */
+  readonly records: LocatedRecordStore<PullRequestLink>;
 
+  /** `backend`: where the bindings are (files in `dir` when omitted; state/backend.ts). */
   constructor(
     readonly dir: string,
     lock: LockOptions = RECORD_LOCK,
+    backend: RecordBackend = FILE_BACKEND,
   ) {
-    this.store = new FileRecordStore({ kind: linkKind, dir, lock });
+    this.records = backend.records(linkKind, { key: "pr-links", file: { dir, lock } });
   }
 
   /** Throws RefError for a ref that is not canonical-parseable. */
   pathFor(pullRequest: string): string {
-    return this.store.locate(pullRequest);
+    return this.records.locate(pullRequest);
   }
 
   /** The binding of one pull request; undefined when there is none or its file is damaged. */
@@ -80,7 +85,7 @@ export class PullRequestLinks {
       return { problem: `cannot look up the binding of "${pullRequest}": ${messageOf(error)}` };
     }
     try {
-      const link = this.store.readSync(pullRequest);
+      const link = this.records.readSync(pullRequest);
       return link === undefined ? {} : { link };
     } catch (error) {
       if (error instanceof DamagedRecordError) return { problem: damaged(error.where, error.reason) };
@@ -96,8 +101,8 @@ export class PullRequestLinks {
    */
   async bind(pullRequest: string, workItem: WorkItem, source: LinkSource, now: Date): Promise<boolean> {
     const canonical = formatWorkItemRef(parseWorkItemRef(pullRequest));
-    return this.store.transaction(canonical, async (tx) => {
-      const current = this.get(canonical);
+    return this.records.transaction(canonical, async (tx) => {
+      const current = currentLink(tx);
       if (current !== undefined) {
         const sameItem = current.workItem.ref === workItem.ref;
         if (source === "explicit" && current.source === "explicit" && sameItem) return false;
@@ -106,6 +111,16 @@ export class PullRequestLinks {
       await tx.write({ pullRequest: canonical, workItem: { ...workItem }, source, linkedAt: now.toISOString() });
       return true;
     });
+  }
+}
+
+/** The binding under the transaction's lock; a damaged one counts as none (and is overwritten). */
+function currentLink(tx: RecordTransaction<PullRequestLink>): PullRequestLink | undefined {
+  try {
+    return tx.read();
+  } catch (error) {
+    if (error instanceof DamagedRecordError) return undefined;
+    throw error;
   }
 }
 

@@ -1,4 +1,4 @@
-import type { FileRecordStore, LockOptions } from "../state/index.js";
+import type { LocatedRecordStore, LockOptions, RecordBackend } from "../state/index.js";
 import type { WorkItem } from "../workitem/index.js";
 import { registryListing, sessionRecordFiles } from "./listing.js";
 import type { RegistryListing } from "./listing.js";
@@ -24,19 +24,27 @@ const REGISTRY_KIND = { ...sessionRecordKind, schema: sessionRecordSchema };
 
 export class SessionRegistry {
   readonly dir: string;
-  private readonly records: FileRecordStore<typeof sessionRecordSchema>;
+  /** The records themselves, for what copies a state whole (`state migrate`). */
+  readonly records: LocatedRecordStore<SessionRecord>;
 
   /**
    * `listingCache`: a file (outside `dir`) where list() keeps what it read, reused while the
-   * directory is unchanged — see list().
+   * directory is unchanged — see list(). `backend`: where the records are (files in `dir` when
+   * omitted; state/backend.ts).
    */
-  constructor(options: { dir: string; lock?: LockOptions; listingCache?: string }) {
+  constructor(options: { dir: string; lock?: LockOptions; listingCache?: string; backend?: RecordBackend }) {
     this.dir = options.dir;
     this.records = sessionRecordFiles(options.dir, {
       kind: REGISTRY_KIND,
       ...(options.lock ? { lock: options.lock } : {}),
       ...(options.listingCache !== undefined ? { cache: options.listingCache } : {}),
+      ...(options.backend ? { backend: options.backend } : {}),
     });
+  }
+
+  /** Moves whenever any process writes or removes a session record (state/backend.ts). */
+  changeStamp(): string | undefined {
+    return this.records.changeStamp();
   }
 
   /** Throws RefError for a ref that is not canonical-parseable. */

@@ -1,11 +1,14 @@
 import { join } from "node:path";
-import { readJsonFileSync, writeJsonAtomic } from "../state/atomic.js";
-import { withLock } from "../state/lock.js";
+import { CorruptFileError } from "../state/atomic.js";
+import { FILE_BACKEND } from "../state/backend.js";
+import type { RecordBackend } from "../state/backend.js";
+import type { DocumentStore } from "../state/document.js";
 import type { LockOptions } from "../state/lock.js";
 
 /**
  * The queue of authorized starts waiting for a slot under routing.limits (docs/fleet.md): one
- * file under the state root, `queue/starts.json`, in order. It is written whole and atomically
+ * document of the state (state/document.ts) — the file `queue/starts.json` under the state root,
+ * or the `start-queue` row of the database — in order. It is written whole and atomically
  * (state/atomic.ts), so a `kill -9` at any instant leaves the old queue or the new one, and every
  * change runs under the file's lock, so two processes never both take the last slot: the
  * admission (count the live sessions, read the queue, claim or append) happens inside it. Lock
@@ -54,30 +57,38 @@ function entryOf(file: string, value: unknown, index: number): QueueEntry {
   return { ref, harness, queuedAt, ...(priority === true ? { priority } : {}) };
 }
 
-export class StartQueue {
-  readonly file: string;
-  private readonly lock: LockOptions;
+/** The entries of a stored queue; none when there is none yet. Throws StartQueueError on one that is not a queue. */
+function entriesOf(where: string, parsed: unknown): QueueEntry[] {
+  // No queue stored: nothing has queued yet.
+  if (parsed === undefined) return [];
+  const data = parsed as Partial<QueueFile> | null;
+  if (typeof data !== "object" || data === null || data.version !== 1 || !Array.isArray(data.entries)) {
+    throw new StartQueueError(where, "not { version: 1, entries: [...] }");
+  }
+  return data.entries.map((entry, index) => entryOf(where, entry, index));
+}
 
-  constructor(options: { readonly file: string; readonly lock?: LockOptions }) {
-    this.file = options.file;
-    this.lock = options.lock ?? {};
+export class StartQueue {
+  /** Where the queue is, in messages: its file, or its row. */
+  readonly file: string;
+  /** The queue as stored, for what copies a state whole (`state migrate`). */
+  readonly document: DocumentStore;
+
+  /** `backend`: where the queue is (the file when omitted; state/backend.ts). */
+  constructor(options: { readonly file: string; readonly lock?: LockOptions; readonly backend?: RecordBackend }) {
+    this.document = (options.backend ?? FILE_BACKEND).document({ name: "start-queue", file: options.file, ...(options.lock ? { lock: options.lock } : {}) });
+    this.file = this.document.where;
   }
 
   /** The queue in order; empty when there is no file. Throws StartQueueError on a damaged one. */
   read(): QueueEntry[] {
     let parsed: unknown;
     try {
-      parsed = readJsonFileSync(this.file);
+      parsed = this.document.readSync();
     } catch (error) {
       throw new StartQueueError(this.file, error instanceof Error ? error.message : String(error));
     }
-    // No file: nothing has queued yet.
-    if (parsed === undefined) return [];
-    const data = parsed as Partial<QueueFile> | null;
-    if (typeof data !== "object" || data === null || data.version !== 1 || !Array.isArray(data.entries)) {
-      throw new StartQueueError(this.file, "not { version: 1, entries: [...] }");
-    }
-    return data.entries.map((entry, index) => entryOf(this.file, entry, index));
+    return entriesOf(this.file, parsed);
   }
 
   /** The 1-based place of `ref` in the queue, or undefined when it is not queued. */
@@ -91,18 +102,17 @@ export class StartQueue {
    * change) and its result; the file is rewritten only when the queue changed.
    */
   async transaction<T>(decide: (entries: readonly QueueEntry[]) => Promise<{ readonly entries?: readonly QueueEntry[]; readonly result: T }>): Promise<T> {
-    return withLock(
-      this.file,
-      async () => {
-        const before = this.read();
+    try {
+      return await this.document.transaction(async (current) => {
+        const before = entriesOf(this.file, current);
         const { entries, result } = await decide(before);
-        if (entries !== undefined && !sameEntries(before, entries)) {
-          await writeJsonAtomic(this.file, { version: 1, entries } satisfies QueueFile);
-        }
-        return result;
-      },
-      this.lock,
-    );
+        const changed = entries !== undefined && !sameEntries(before, entries);
+        return { ...(changed ? { value: { version: 1, entries } satisfies QueueFile } : {}), result };
+      });
+    } catch (error) {
+      if (error instanceof CorruptFileError) throw new StartQueueError(this.file, error.message);
+      throw error;
+    }
   }
 
   /** Takes `ref` out of the queue; whether it was in it. */

@@ -32,6 +32,10 @@ export type {
   RecordTransaction,
   SyncRecordStore,
 } from "./record-store.js";
+export { FILE_BACKEND, openRecordBackend } from "./backend.js";
+export type { BackendChoice, DocumentPlacement, LocatedRecordStore, RecordBackend, RecordPlacement, StoreName } from "./backend.js";
+export { FileDocumentStore } from "./document.js";
+export type { DocumentStore } from "./document.js";
 export { compileShape, keysGoTogether, recordShapeModuleText } from "./record-shape.js";
 export type { RecordCheck, RecordShape } from "./record-shape.js";
 
@@ -48,3 +52,4 @@ export { MIGRATIONS, SCHEMA_VERSION, SchemaVersionError, planMigrations } from "
 export type { Migration, MigrationPlan, MigrationReport } from "./postgres/migrations.js";
 export { PostgresRecordStore } from "./postgres/record-store.js";
 export type { PostgresRecordStoreOptions } from "./postgres/record-store.js";
+export { PostgresDocumentStore } from "./postgres/document-store.js";

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { closeSync, openSync, readFileSync, readSync, readdirSync } from "node:fs";
+import { closeSync, openSync, readFileSync, readSync, readdirSync, statSync } from "node:fs";
 import type { Dirent } from "node:fs";
 import { rename, rm } from "node:fs/promises";
 import { basename, dirname, join, sep } from "node:path";
@@ -128,7 +128,22 @@ export class FileRecordStore<S extends z.ZodType> implements SyncRecordStore<z.o
     return join(this.dir, `${workItemSlug(parseWorkItemRef(item))}.json`);
   }
 
+  /** The folder's modification time: every write renames a file into it and every removal unlinks one. */
+  changeStamp(): string | undefined {
+    try {
+      return String(statSync(this.dir).mtimeMs);
+    } catch {
+      // No folder yet: no record either; the first write makes it, and the stamp moves.
+      return undefined;
+    }
+  }
+
   /** get(), synchronously: one file read, no lock (an atomic rename means a reader sees old or new). */
+  /** The work item a record names, by the kind's item field. */
+  itemOf(record: z.output<S>): string | undefined {
+    return this.codec.itemOf(record);
+  }
+
   readSync(item: string): z.output<S> | undefined {
     const canonical = canonicalItem(item);
     return this.readAt(canonical, this.locate(canonical));

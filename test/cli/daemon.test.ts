@@ -182,15 +182,15 @@ describe("status says what keeps the daemon from its work", () => {
 });
 
 describe("the state's store", () => {
-  it("refuses to serve on state.store: postgres, saying what to set, before it takes any lock", async () => {
+  it("refuses to serve on state.store: postgres without a database it can open, saying what to set, before it takes any lock", async () => {
     const cwd = await projectWith(`${POLLING}state:\n  store: postgres\n`);
     const missing = await runCli(["serve"], { cwd });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("no database URL is given: set $THE_LOOP_STATE_URL (state.urlEnv)");
     const url = "postgresql://loop:hunter2-hunter2@db.invalid/loop";
     const unserved = await runCli(["serve"], { cwd, env: { THE_LOOP_STATE_URL: url } });
-    expect(unserved.code).toBe(2);
-    expect(unserved.stderr).toContain("state.store: postgres is not served by the daemon yet");
+    expect(unserved.code).toBe(1);
+    expect(unserved.stderr).toContain("cannot open the state database (state.store: postgres, the URL in $THE_LOOP_STATE_URL)");
     expect(unserved.stderr).not.toContain("hunter2");
     // No lock was taken: the poller's pidfile was never written.
     await expect(readFile(join(cwd, ".the-loop", "poll.pid"), "utf8")).rejects.toMatchObject({ code: "ENOENT" });

@@ -79,6 +79,8 @@ export interface ProjectOverrides {
   readonly graphs?: readonly unknown[];
   /** The `notify:` block, as written in the config file. */
   readonly notify?: Record<string, unknown>;
+  /** The `state:` block, as written in the config file (`store: postgres` and its URL). */
+  readonly state?: Record<string, unknown>;
 }
 
 export async function testProject(overrides: ProjectOverrides = {}): Promise<TestProject> {
@@ -113,6 +115,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
     ...(overrides.graph ? { graph: overrides.graph } : {}),
     ...(overrides.graphs ? { graphs: overrides.graphs } : {}),
     ...(overrides.notify ? { notify: overrides.notify } : {}),
+    ...(overrides.state ? { state: overrides.state } : {}),
   };
   await writeFile(join(root, "cli-config.yaml"), stringify(config));
   const eventLog = join(root, "logs", "events.jsonl");

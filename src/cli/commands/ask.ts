@@ -86,7 +86,7 @@ async function askAsOperator(project: Project, text: string, options: AskOptions
     throw new UsageError(`which work item? pass --work-item REF (inside a session, THE_LOOP_WORK_ITEM names it); ${SHELL_HASH_HINT}`);
   }
   const ref = canonicalRef(given, project);
-  const registry = new SessionRegistry({ dir: project.paths.registryDir });
+  const registry = project.stores?.registry ?? new SessionRegistry({ dir: project.paths.registryDir });
   const unserved = unservedReason(servedRefsOf(project.config), ref, (item) => {
     try {
       return registry.get(item) !== undefined;

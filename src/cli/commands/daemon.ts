@@ -125,6 +125,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
   const report = await statusReport(project.config, project.paths, {
     configDir: configFile !== undefined ? dirname(configFile) : project.loaded.baseDir,
     projectDir: project.loaded.baseDir,
+    stores: project.stores,
   });
   const { healthy, services, problems, sandbox } = report;
   // The node caps count the graph runs: read only when one is set.

@@ -55,9 +55,9 @@ export async function runReceive(globals: GlobalOptions, options: ReceiveOptions
   }
 
   project.events.emit("webhook.received", { delivery_id: deliveryId, github_event: name, action: actionOf(payload), bytes, verified: false });
-  const links = new PullRequestLinks(project.paths.linksDir);
-  const registry = new SessionRegistry({ dir: project.paths.registryDir });
-  const control = new ControlStore({ dir: project.paths.controlDir });
+  const links = project.stores?.links ?? new PullRequestLinks(project.paths.linksDir);
+  const registry = project.stores?.registry ?? new SessionRegistry({ dir: project.paths.registryDir });
+  const control = project.stores?.control ?? new ControlStore({ dir: project.paths.controlDir });
   // What the dispatcher does on arrival: a stored binding first, then the router.
   const linked = applyLink(normalized.event, links, (problem) => stderr.warn(problem)).event;
   let decision: Decision;
@@ -296,6 +296,7 @@ async function dispatch(project: Project, event: InboundEvent): Promise<Outcome>
     baseDir: project.loaded.baseDir,
     configFile: project.loaded.source.path ?? undefined,
     events,
+    ...(project.stores !== undefined ? { stores: project.stores } : {}),
   };
   const runtime = composeRuntime(input);
   // Dispatched as the daemon would: a declaration that does not load stops it, as it stops the daemon.

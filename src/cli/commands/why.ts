@@ -73,7 +73,7 @@ async function daemonRunning(project: Project): Promise<boolean | undefined> {
 
 async function heldAnswers(project: Project, ref: string): Promise<readonly HeldAnswerView[] | undefined> {
   const { openHeldGateAnswers } = await import("../../graph-run/held.js");
-  return (await openHeldGateAnswers(project.paths).get(ref))?.answers;
+  return (await (project.stores?.heldAnswers ?? openHeldGateAnswers(project.paths)).get(ref))?.answers;
 }
 
 async function itemEvents(project: Project, ref: string): Promise<ReadLatestResult> {
@@ -96,9 +96,11 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
   const project = await openDaemonProject(globals);
   const ref = canonicalRef(given, project);
   const settings = whySettingsOf(project.config);
-  const session = readRecord((): SessionView | undefined => new SessionRegistry({ dir: project.paths.registryDir }).get(ref));
-  const control = readRecord((): ControlView | undefined => new ControlStore({ dir: project.paths.controlDir }).get(ref));
-  const record = await readRecordAsync(async (): Promise<GraphState | undefined> => await openGraphStates(project.paths).get(ref));
+  const session = readRecord((): SessionView | undefined => (project.stores?.registry ?? new SessionRegistry({ dir: project.paths.registryDir })).get(ref));
+  const control = readRecord((): ControlView | undefined => (project.stores?.control ?? new ControlStore({ dir: project.paths.controlDir })).get(ref));
+  const record = await readRecordAsync(
+    async (): Promise<GraphState | undefined> => await (project.stores?.graphStates ?? openGraphStates(project.paths)).get(ref),
+  );
   const graph: GraphView | DamagedRecord | undefined = record;
   // A run waiting at an edge (routing.limits.perNode): the cap as set now, and how many wait ahead.
   const edge =
@@ -137,7 +139,13 @@ export async function runWhy(globals: GlobalOptions, given: string, options: Why
 async function usageOf(project: Project, ref: string, session: WhySituation["session"]): Promise<Pick<WhySituation, "usage">> {
   if (session === undefined || "damaged" in session || !isLive(session as Pick<SessionRecord, "status">)) return {};
   const { liveUsage } = await import("./sessions/budget.js");
-  return { usage: liveUsage(project.paths.root, project.config.routing.budget).summary({ ref, createdAt: session.createdAt, harness: session.harness }) };
+  return {
+    usage: liveUsage(project.paths.root, project.config.routing.budget, project.stores?.budgets).summary({
+      ref,
+      createdAt: session.createdAt,
+      harness: session.harness,
+    }),
+  };
 }
 
 function sessionSummary(session: WhySituation["session"]): string {

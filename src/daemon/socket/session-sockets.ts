@@ -94,7 +94,7 @@ export interface SessionSocketsOptions {
    * What changes whenever a session record is written (the registry folder's mtime): a pass
    * (`watch`) lists the sessions again only when it moved. Absent: every pass lists them.
    */
-  readonly changeStamp?: () => number | undefined;
+  readonly changeStamp?: () => number | string | undefined;
   readonly events: EventSink;
   readonly warn: (message: string) => void;
   /** The clock listings are timed and spaced by, in milliseconds (default performance.now). */
@@ -168,7 +168,7 @@ export class SessionSockets {
 
   /** Reconciles every `intervalMs` while the registry changes; stopped by close(). */
   watch(intervalMs: number): void {
-    let seen: number | undefined;
+    let seen: number | string | undefined;
     let last = 0;
     this.timer = setInterval(() => {
       // Every delivery rewrites a record, so on a busy daemon the folder moves at every tick; a

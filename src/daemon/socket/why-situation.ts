@@ -1,17 +1,14 @@
 import { z } from "zod";
 import { SPAWN_POLICIES } from "../../config/schema.js";
 import type { CliConfig } from "../../config/schema.js";
-import { ControlStore } from "../../control/store.js";
 import type { EventRecord } from "../../events/reader.js";
 import { readLatestEvents } from "../../events/tail.js";
-import { openHeldGateAnswers } from "../../graph-run/held.js";
-import { openGraphStates } from "../../graph-run/store.js";
-import { BudgetStore, budgetDir } from "../../budget/store.js";
 import { readUsage } from "../../budget/summary.js";
 import type { UsageSummary } from "../../budget/summary.js";
-import { SessionRegistry } from "../../registry/registry.js";
 import { isLive } from "../../registry/record.js";
 import type { SessionRecord } from "../../registry/record.js";
+import { storesOn } from "../../sessions/stores.js";
+import type { Stores } from "../../sessions/stores.js";
 import { DamagedRecordError } from "../../state/index.js";
 import type { StatePaths } from "../../state/layout.js";
 import { messageOf } from "../../errors.js";
@@ -143,16 +140,19 @@ async function readRecord<T>(read: () => T | undefined | Promise<T | undefined>)
   }
 }
 
-/** One work item's `why` facts, read from the state root as `the-loop why` reads them. */
-export async function readWhySituation(paths: StatePaths, config: Pick<CliConfig, "routing" | "graph">, ref: string): Promise<WhyAnswer> {
-  const session = await readRecord(() => new SessionRegistry({ dir: paths.registryDir }).get(ref));
-  const control = await readRecord(() => new ControlStore({ dir: paths.controlDir }).get(ref));
-  const graph = await readRecord(() => openGraphStates(paths).get(ref));
+/** One work item's `why` facts, read from the state (its stores, files when omitted) as `the-loop why` reads them. */
+export async function readWhySituation(
+  paths: StatePaths,
+  config: Pick<CliConfig, "routing" | "graph">,
+  ref: string,
+  stores: Stores = storesOn(paths),
+): Promise<WhyAnswer> {
+  const session = await readRecord(() => stores.registry.get(ref));
+  const control = await readRecord(() => stores.control.get(ref));
+  const graph = await readRecord(() => stores.graphStates.get(ref));
   // Held answers matter only to a run at a gate.
   const held =
-    graph !== null && !("damaged" in graph) && graph.status === "waiting"
-      ? await readRecord(async () => (await openHeldGateAnswers(paths).get(ref))?.answers)
-      : null;
+    graph !== null && !("damaged" in graph) && graph.status === "waiting" ? await readRecord(async () => (await stores.heldAnswers.get(ref))?.answers) : null;
   let log;
   try {
     log = await readLatestEvents(paths.eventLog, { workItem: ref, minLevel: "info" }, { limit: WHY_EVENTS, maxBytes: WHY_LOG_BYTES });
@@ -160,7 +160,7 @@ export async function readWhySituation(paths: StatePaths, config: Pick<CliConfig
     throw new Error(`the daemon cannot read its event log: ${messageOf(error)}`, { cause: error });
   }
   const events: EventRecord[] = log.events;
-  const usage = session !== null && !("damaged" in session) ? usageOfSession(paths, config, ref, session) : null;
+  const usage = session !== null && !("damaged" in session) ? usageOfSession(stores, config, ref, session) : null;
   return {
     ref,
     settings: whySettingsOf(config),
@@ -175,13 +175,13 @@ export async function readWhySituation(paths: StatePaths, config: Pick<CliConfig
 }
 
 /** A live session's usage, from the one builder `the-loop why`, `graph status` and `sessions list` use too; null for any other. */
-function usageOfSession(paths: StatePaths, config: Pick<CliConfig, "routing">, ref: string, session: SessionRecord): UsageSummary | null {
+function usageOfSession(stores: Stores, config: Pick<CliConfig, "routing">, ref: string, session: SessionRecord): UsageSummary | null {
   if (!isLive(session)) return null;
-  return readUsage(new BudgetStore({ dir: budgetDir(paths.root) }), config.routing.budget, ref, session);
+  return readUsage(stores.budgets, config.routing.budget, ref, session);
 }
 
 /** The usage of the item's live session (`session.usage`, a session's own), or null without one; a damaged record is the registry's error. */
-export function readItemUsage(paths: StatePaths, config: Pick<CliConfig, "routing">, ref: string): UsageSummary | null {
-  const session = new SessionRegistry({ dir: paths.registryDir }).get(ref);
-  return session === undefined ? null : usageOfSession(paths, config, ref, session);
+export function readItemUsage(paths: StatePaths, config: Pick<CliConfig, "routing">, ref: string, stores: Stores = storesOn(paths)): UsageSummary | null {
+  const session = stores.registry.get(ref);
+  return session === undefined ? null : usageOfSession(stores, config, ref, session);
 }

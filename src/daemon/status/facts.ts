@@ -35,6 +35,7 @@ import type {
   StatusProblem,
 } from "./problems.js";
 
+import type { Stores } from "../../sessions/stores.js";
 /**
  * Gathers what problems.ts judges: the services' locks, the tail of the event log, every
  * record listing's problems, the local journals, a token lookup made as the daemon makes it, and
@@ -68,6 +69,8 @@ export interface StatusReportOptions {
   readonly projectDir?: string;
   /** How long a required remote hook's server has to accept a connection (default 2 s). */
   readonly hookProbeTimeoutMs?: number;
+  /** The state's stores when they are in a database (state.store: postgres); the state root's files when omitted. */
+  readonly stores?: Stores | undefined;
 }
 
 /** Enough of the log's end for many poll cycles, read whatever the log's size. */
@@ -91,7 +94,7 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
   const events = readEventTail(paths.eventLog, EVENT_TAIL_BYTES);
   const poller = services.find((service) => service.name === "poller");
   const cycles = poller?.running && poller.pid !== undefined ? pollCyclesOf(events, poller.pid) : [];
-  const records = damagedRecords(paths);
+  const records = damagedRecords(paths, options.stores);
   const [token, hooks, journals, sandbox] = await Promise.all([
     githubTokenFact(config, services, cycles, options.env ?? process.env),
     requiredHookProbes(config, options.configDir, options.hookProbeTimeoutMs ?? HOOK_PROBE_TIMEOUT_MS),
@@ -216,17 +219,17 @@ function capabilityRefusalsOf(events: readonly LoggedEvent[], services: readonly
 }
 
 /** The damaged files of every record listing, and the starts left pending in the control records. */
-function damagedRecords(paths: StatePaths): { damaged: DamagedFile[]; pending: PendingStart[]; failed: FailedSession[] } {
+function damagedRecords(paths: StatePaths, stores: Stores | undefined): { damaged: DamagedFile[]; pending: PendingStart[]; failed: FailedSession[] } {
   const damaged: DamagedFile[] = [];
-  const sessions = listSessionRecords(paths.registryDir);
+  const sessions = stores?.registry.list() ?? listSessionRecords(paths.registryDir);
   for (const problem of sessions.problems) {
     damaged.push({ kind: sessionRecordKind.name, file: problem.file, reason: problem.message, remedy: sessionRecordKind.remedy });
   }
-  const control = new ControlStore({ dir: paths.controlDir }).list();
+  const control = (stores?.control ?? new ControlStore({ dir: paths.controlDir })).list();
   for (const problem of control.problems) {
     damaged.push({ kind: controlRecordKind.name, file: problem.file, reason: problem.message, remedy: controlRecordKind.remedy });
   }
-  for (const problem of openGraphStates(paths).listSync().problems) {
+  for (const problem of (stores?.graphStates ?? openGraphStates(paths)).listSync().problems) {
     damaged.push({ kind: graphStateKind.name, file: problem.where, reason: problem.message, remedy: graphStateKind.remedy });
   }
   const failed = sessions.records

@@ -85,6 +85,7 @@ export class PostgresDatabase {
   private readonly ListenerClient: typeof Client;
   private readonly mirror = new Map<string, MirrorEntry>();
   private readonly byKind = new Map<string, Set<string>>();
+  private readonly newestOf = new Map<string, bigint>();
   private listener: Client | undefined;
   private lostAt: number | undefined;
   private pending = new Map<string, { kind: string; item: string }>();
@@ -152,6 +153,14 @@ export class PostgresDatabase {
     }
   }
 
+  /**
+   * The newest seq the mirror holds of a kind: it moves with every write and removal of one of the
+   * kind's records, by any process, so an unchanged stamp means unchanged records (undefined: none yet).
+   */
+  kindStamp(kind: string): string | undefined {
+    return this.newestOf.get(kind)?.toString();
+  }
+
   /** A row this process wrote (or removed), applied at once. */
   applyOwn(kind: string, item: string, seq: bigint, body: unknown): void {
     this.apply(kind, item, seq, body);
@@ -193,6 +202,7 @@ export class PostgresDatabase {
     const held = this.mirror.get(key);
     if (held !== undefined && held.seq >= seq) return;
     this.mirror.set(key, { seq, body });
+    if ((this.newestOf.get(kind) ?? -1n) < seq) this.newestOf.set(kind, seq);
     let items = this.byKind.get(kind);
     if (items === undefined) this.byKind.set(kind, (items = new Set()));
     items.add(item);

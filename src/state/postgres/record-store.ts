@@ -41,6 +41,49 @@ export function recordLockKey(key: string, item: string): string {
 /** A lock wait cut short by lock_timeout (SQLSTATE 55P03). */
 const isLockTimeout = (error: unknown): boolean => typeof error === "object" && error !== null && (error as { code?: unknown }).code === "55P03";
 
+/**
+ * Runs `critical` on a pooled connection of its own holding the advisory lock `lockKey` (waiting at
+ * most the database's lock_timeout, then a LockTimeoutError naming `where`). A connection that
+ * failed while the lock was held is closed rather than reused, which releases the lock with it.
+ */
+export async function withAdvisoryLock<R>(
+  database: PostgresDatabase,
+  lockKey: string,
+  where: string,
+  critical: (client: PoolClient) => Promise<R>,
+): Promise<R> {
+  const client = await database.connect();
+  let broken: Error | undefined;
+  const onError = (error: Error): void => {
+    broken = error;
+  };
+  client.on("error", onError);
+  try {
+    try {
+      await client.query("SELECT pg_advisory_lock($1::bigint)", [lockKey]);
+    } catch (error) {
+      if (isLockTimeout(error)) throw new LockTimeoutError(where, database.lockTimeoutMs);
+      throw error;
+    }
+    const result = await critical(client);
+    if (broken !== undefined) {
+      throw new LockCompromisedError(`the lock on ${where} was lost while held (${broken.message}); retry the operation`);
+    }
+    return result;
+  } finally {
+    client.off("error", onError);
+    if (broken === undefined) {
+      try {
+        await client.query("SELECT pg_advisory_unlock($1::bigint)", [lockKey]);
+      } catch (error) {
+        broken = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    // A connection that failed is closed, not reused: closing it releases its lock too.
+    client.release(broken);
+  }
+}
+
 export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore<z.output<S>> {
   readonly key: string;
   private readonly kind: RecordKind<S>;
@@ -57,6 +100,16 @@ export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore
   /** Where a record is, in messages: `the_loop_records(sessions, github:octo/repo#15)`. */
   locate(item: string): string {
     return `${RECORDS_TABLE}(${this.key}, ${canonicalItem(item)})`;
+  }
+
+  /** The newest seq of the kind in the mirror: any process's write or removal moves it. */
+  changeStamp(): string | undefined {
+    return this.database.kindStamp(this.key);
+  }
+
+  /** The work item a record names, by the kind's item field. */
+  itemOf(record: z.output<S>): string | undefined {
+    return this.codec.itemOf(record);
   }
 
   readSync(item: string): z.output<S> | undefined {
@@ -211,38 +264,10 @@ export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore
 
   /** Runs `critical` on a connection of its own holding the item's advisory lock. */
   private async locked<R>(canonical: string, critical: (client: PoolClient) => Promise<R>): Promise<R> {
-    const lockKey = recordLockKey(this.key, canonical);
-    const client = await this.database.connect();
-    let broken: Error | undefined;
-    const onError = (error: Error): void => {
-      broken = error;
-    };
-    client.on("error", onError);
-    try {
-      try {
-        await client.query("SELECT pg_advisory_lock($1::bigint)", [lockKey]);
-      } catch (error) {
-        if (isLockTimeout(error)) throw new LockTimeoutError(this.locate(canonical), this.database.lockTimeoutMs);
-        throw error;
-      }
-      const outer = openTransactions.getStore();
-      const result = await openTransactions.run(new Set([...(outer ?? []), `${this.key}\u0000${canonical}`]), () => critical(client));
-      if (broken !== undefined) {
-        throw new LockCompromisedError(`the lock on ${this.locate(canonical)} was lost while held (${broken.message}); retry the operation`);
-      }
-      return result;
-    } finally {
-      client.off("error", onError);
-      if (broken === undefined) {
-        try {
-          await client.query("SELECT pg_advisory_unlock($1::bigint)", [lockKey]);
-        } catch (error) {
-          broken = error instanceof Error ? error : new Error(String(error));
-        }
-      }
-      // A connection that failed is closed, not reused: closing it releases its lock too.
-      client.release(broken);
-    }
+    const outer = openTransactions.getStore();
+    return withAdvisoryLock(this.database, recordLockKey(this.key, canonical), this.locate(canonical), (client) =>
+      openTransactions.run(new Set([...(outer ?? []), `${this.key}\u0000${canonical}`]), () => critical(client)),
+    );
   }
 
   private listingOf(rows: readonly (readonly [string, unknown])[], keep: ((record: z.output<S>) => boolean) | undefined): RecordListing<z.output<S>> {

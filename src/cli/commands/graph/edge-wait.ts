@@ -28,13 +28,13 @@ export interface EdgeWait {
 }
 
 /** Undefined when the run waits at no edge. The listing that counts those ahead is read only then. */
-export async function edgeWait(project: Pick<Project, "config" | "paths">, state: GraphState): Promise<EdgeWait | undefined> {
+export async function edgeWait(project: Pick<Project, "config" | "paths" | "stores">, state: GraphState): Promise<EdgeWait | undefined> {
   const held = state.heldEdge;
   if (held === undefined || state.status !== "waiting") return undefined;
   const limit = project.config.routing.limits.perNode[held.cap];
   let ahead = 0;
   try {
-    ahead = heldAhead(state, (await openGraphStates(project.paths).list()).records);
+    ahead = heldAhead(state, (await (project.stores?.graphStates ?? openGraphStates(project.paths)).list()).records);
   } catch (error) {
     // The wait is still told; only the count ahead is unknown (a damaged listing is reported by the commands that list).
     stderr.warn(`could not count the runs waiting ahead: ${messageOf(error)}`);
@@ -43,7 +43,7 @@ export async function edgeWait(project: Pick<Project, "config" | "paths">, state
 }
 
 /** Each perNode cap with how many runs are at it now, as `status` lists the caps: `perNode.review 1/1`. */
-export async function nodeCapUsage(project: Pick<Project, "config" | "paths" | "loaded">): Promise<{ cap: string; live: number; limit: number }[]> {
+export async function nodeCapUsage(project: Pick<Project, "config" | "paths" | "loaded" | "stores">): Promise<{ cap: string; live: number; limit: number }[]> {
   const caps = project.config.routing.limits.perNode;
   if (!hasNodeCaps(caps)) return [];
   let graphs: ReadonlyMap<string, Graph> = new Map();
@@ -55,7 +55,7 @@ export async function nodeCapUsage(project: Pick<Project, "config" | "paths" | "
     // Without the graphs a phase key counts nothing: said, and the node ids are still counted.
     stderr.warn(`could not load the graphs to count the runs at each phase: ${messageOf(error)}`);
   }
-  const { records } = await openGraphStates(project.paths).list();
+  const { records } = await (project.stores?.graphStates ?? openGraphStates(project.paths)).list();
   const counts = occupancy(caps, runsAt(graphs, records));
   return Object.entries(caps).map(([key, limit]) => ({ cap: `perNode.${key}`, live: counts.get(key) ?? 0, limit }));
 }

@@ -77,7 +77,7 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
   }
   const project = await openProjectConfig(globals);
   const ref = canonicalRef(given, project);
-  const state = await openGraphStates(project.paths).get(ref);
+  const state = await (project.stores?.graphStates ?? openGraphStates(project.paths)).get(ref);
   if (state === undefined) {
     const missing = await missingLocalItem(project, ref);
     if (missing !== undefined) throw new NotFoundError(missing);

@@ -11,6 +11,7 @@ import type { HookPoint, JsonValue, WorkItemEntity } from "../../../sdk/hooks/ca
 import type { LoopPointName } from "../../../sdk/hooks/loop-catalog.js";
 import { canonicalRef } from "../../canonical-ref.js";
 
+import { commandStores, storesShared } from "../../stores.js";
 /**
  * `the-loop hooks test NAME --point P --work-item REF`: the payload the daemon would send at P for
  * that work item, built from what its records hold now — its graph run, its session, its work
@@ -112,13 +113,14 @@ async function readRecords(
   ref: string,
 ): Promise<{ readonly state: GraphState | undefined; readonly graph: Graph | undefined; readonly record: SessionRecord | undefined }> {
   const [{ openGraphStates }, { SessionRegistry }] = await Promise.all([import("../../../graph-run/store.js"), import("../../../registry/registry.js")]);
+  const stores = storesShared(loaded.config) ? await commandStores(loaded) : undefined;
   let state: GraphState | undefined;
   try {
-    state = await openGraphStates(loaded.paths).get(ref);
+    state = await (stores?.graphStates ?? openGraphStates(loaded.paths)).get(ref);
   } catch (error) {
     throw new ExitError(`cannot read ${ref}'s graph run: ${messageOf(error)}; \`the-loop why ${ref}\` says more`);
   }
-  const record = new SessionRegistry({ dir: loaded.paths.registryDir }).get(ref);
+  const record = (stores?.registry ?? new SessionRegistry({ dir: loaded.paths.registryDir })).get(ref);
   if (state === undefined) return { state, graph: undefined, record };
   const { loadGraphs } = await import("../../../graph/registry.js");
   const file = loaded.source.path;
@@ -129,7 +131,8 @@ async function readRecords(
 /** The live session as the daemon names it in a loop event, its usage read from the same budget record the daemon's payload reads. */
 async function loopSessionOfRecord(loaded: LoadedConfig, ref: string, live: SessionRecord, now: Date): Promise<LoopSession> {
   const [{ BudgetStore, budgetDir }, { readUsage }] = await Promise.all([import("../../../budget/store.js"), import("../../../budget/summary.js")]);
-  const usage = readUsage(new BudgetStore({ dir: budgetDir(loaded.paths.root) }), loaded.config.routing.budget, ref, live, now);
+  const stores = storesShared(loaded.config) ? await commandStores(loaded) : undefined;
+  const usage = readUsage(stores?.budgets ?? new BudgetStore({ dir: budgetDir(loaded.paths.root) }), loaded.config.routing.budget, ref, live, now);
   return { agentName: live.harness, sessionId: live.harnessSessionId, usage };
 }
 

@@ -21,7 +21,7 @@ import { workItemSlug } from "../../../workitem/ref.js";
  */
 
 export function budgetStoreOf(project: Project): BudgetStore {
-  return new BudgetStore({ dir: budgetDir(project.paths.root) });
+  return project.stores?.budgets ?? new BudgetStore({ dir: budgetDir(project.paths.root) });
 }
 
 // A damaged record holds nothing a resume must honour: the daemon starts it afresh.
@@ -98,10 +98,13 @@ export const usageColumn = usageText;
  * plain JSON (no schema loaded for one item), undefined when it has no live session or its record
  * does not read (`why` and `sessions list` report that themselves).
  */
-export function itemUsage(project: Pick<Project, "paths" | "config">, ref: string, now: Date = new Date()): UsageSummary | undefined {
+export function itemUsage(project: Pick<Project, "paths" | "config" | "stores">, ref: string, now: Date = new Date()): UsageSummary | undefined {
   let record: Partial<SessionRecord> | undefined;
   try {
-    record = readJsonFileSync(join(project.paths.registryDir, `${workItemSlug(ref)}.json`)) as Partial<SessionRecord> | undefined;
+    record =
+      project.stores !== undefined
+        ? project.stores.registry.get(ref)
+        : (readJsonFileSync(join(project.paths.registryDir, `${workItemSlug(ref)}.json`)) as Partial<SessionRecord> | undefined);
   } catch {
     // A record that does not read is reported by whoever reads it whole; its usage is unknown.
     return undefined;
@@ -109,7 +112,7 @@ export function itemUsage(project: Pick<Project, "paths" | "config">, ref: strin
   if (record === undefined || typeof record.createdAt !== "string" || typeof record.harness !== "string" || !isLive({ status: record.status ?? "closed" })) {
     return undefined;
   }
-  const store = new BudgetStore({ dir: budgetDir(project.paths.root) });
+  const store = project.stores?.budgets ?? new BudgetStore({ dir: budgetDir(project.paths.root) });
   return readUsage(store, project.config.routing.budget, ref, { createdAt: record.createdAt, harness: record.harness }, now);
 }
 
@@ -127,10 +130,12 @@ export interface LiveUsage {
   column(session: UsageSession): string;
 }
 
-export function liveUsage(stateRoot: string, limits: BudgetLimits): LiveUsage {
-  const store = new BudgetStore({ dir: budgetDir(stateRoot) });
-  const present = budgetFileNames(store.dir);
+export function liveUsage(stateRoot: string, limits: BudgetLimits, shared?: BudgetStore): LiveUsage {
+  const store = shared ?? new BudgetStore({ dir: budgetDir(stateRoot) });
+  // In a database (`shared`) every record is in the mirror already: nothing to list first.
+  const present = shared === undefined ? budgetFileNames(store.dir) : undefined;
   const recordOf = (ref: string): BudgetRecord | undefined => {
+    if (present === undefined) return readRecord(store, ref);
     if (present.size === 0) return undefined;
     const file = store.fileOf(ref);
     return present.has(basename(file)) ? readRecord(store, ref) : undefined;

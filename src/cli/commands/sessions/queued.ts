@@ -8,6 +8,11 @@ import type { QueuedStart } from "../../../routing/limits.js";
 import type { Project } from "../../context.js";
 import { stderr } from "../../output.js";
 
+/** The project's start queue: its database's, or the state root's file. */
+function queueOf(project: Project): StartQueue {
+  return project.stores?.startQueue ?? new StartQueue({ file: startQueueFile(project.paths.root) });
+}
+
 /**
  * The starts waiting for a slot under routing.limits (docs/fleet.md), with their places: shown
  * unless the listing asks for a session status. A damaged queue is warned about and shows none.
@@ -15,7 +20,9 @@ import { stderr } from "../../output.js";
 export function queuedStarts(project: Project, wanted: string | undefined): (QueueEntry & { readonly status: "queued"; readonly position: number })[] {
   if (wanted !== undefined) return [];
   try {
-    return new StartQueue({ file: startQueueFile(project.paths.root) }).read().map((entry, index) => ({ ...entry, status: "queued", position: index + 1 }));
+    return queueOf(project)
+      .read()
+      .map((entry, index) => ({ ...entry, status: "queued", position: index + 1 }));
   } catch (error) {
     stderr.warn(messageOf(error));
     return [];
@@ -24,7 +31,7 @@ export function queuedStarts(project: Project, wanted: string | undefined): (Que
 
 /** The queue as the caps weigh it: each entry with whether its item is paused (it keeps its place and takes no slot). */
 function weighed(project: Project, entries: readonly QueueEntry[]): QueuedStart[] {
-  const control = new ControlStore({ dir: project.paths.controlDir });
+  const control = project.stores?.control ?? new ControlStore({ dir: project.paths.controlDir });
   return entries.map((entry) => {
     try {
       const standing = control.get(entry.ref);
@@ -44,7 +51,7 @@ function weighed(project: Project, entries: readonly QueueEntry[]): QueuedStart[
 export function queuedPlace(project: Project, ref: string): { position: number; ahead: number; cap: string | undefined } | undefined {
   let entries: QueueEntry[];
   try {
-    entries = new StartQueue({ file: startQueueFile(project.paths.root) }).read();
+    entries = queueOf(project).read();
   } catch (error) {
     stderr.warn(messageOf(error));
     return undefined;
@@ -52,10 +59,12 @@ export function queuedPlace(project: Project, ref: string): { position: number; 
   const index = entries.findIndex((entry) => entry.ref === ref);
   const entry = entries[index];
   if (entry === undefined) return undefined;
-  const live = listSessionRecords(project.paths.registryDir, { status: "live" }).records.map((record) => ({
-    ref: record.workItem.ref,
-    harness: record.harness,
-  }));
+  const live = (project.stores?.registry.list({ status: "live" }) ?? listSessionRecords(project.paths.registryDir, { status: "live" })).records.map(
+    (record) => ({
+      ref: record.workItem.ref,
+      harness: record.harness,
+    }),
+  );
   const admission = admit(project.config.routing.limits, live, weighed(project, entries), entry);
   return { position: index + 1, ahead: index, cap: admission.kind === "queue" ? capText(admission.cap) : undefined };
 }
@@ -71,15 +80,17 @@ export function limitsStatus(project: Project): LimitsStatus | undefined {
   const limits = project.config.routing.limits;
   let queued = 0;
   try {
-    queued = new StartQueue({ file: startQueueFile(project.paths.root) }).read().length;
+    queued = queueOf(project).read().length;
   } catch (error) {
     stderr.warn(messageOf(error));
   }
   if (!hasLimits(limits) && queued === 0) return undefined;
-  const live = listSessionRecords(project.paths.registryDir, { status: "live" }).records.map((record) => ({
-    ref: record.workItem.ref,
-    harness: record.harness,
-  }));
+  const live = (project.stores?.registry.list({ status: "live" }) ?? listSessionRecords(project.paths.registryDir, { status: "live" })).records.map(
+    (record) => ({
+      ref: record.workItem.ref,
+      harness: record.harness,
+    }),
+  );
   return { caps: capUsage(limits, live), queued };
 }
 

@@ -11,6 +11,7 @@ import { RegistryRecordError, isLive } from "../../../registry/record.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
 import { workItemActedOn } from "../../../registry/acted-on.js";
+import type { RegistryListing, SessionSummary } from "../../../registry/listing.js";
 import { queuedPlace, queuedStarts } from "./queued.js";
 import { effectSentence } from "./effect-sentence.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
@@ -50,6 +51,7 @@ function runtimeInputOf(project: Project): RuntimeInput {
     baseDir: project.loaded.baseDir,
     configFile: project.loaded.source.path ?? undefined,
     events: project.events,
+    ...(project.stores !== undefined ? { stores: project.stores } : {}),
   };
 }
 
@@ -89,10 +91,12 @@ function listControls<T>(
   entriesOf: (records: ControlRecord[]) => T[],
 ): { entries: T[]; problems: ControlListingProblem[] } {
   const dir = project.paths.controlDir;
-  return cachedListing(dir, join(project.paths.root, "cache", cacheName), () => {
-    const { records, problems } = new ControlStore({ dir }).list();
+  const read = (): { entries: T[]; problems: ControlListingProblem[] } => {
+    const { records, problems } = (project.stores?.control ?? new ControlStore({ dir })).list();
     return { entries: entriesOf(records), problems };
-  });
+  };
+  // In a database the listing is the mirror's, in memory: nothing to cache.
+  return project.stores !== undefined ? read() : cachedListing(dir, join(project.paths.root, "cache", cacheName), read);
 }
 
 const CONTROL_CACHE = "sessions-list-control.json";
@@ -142,14 +146,16 @@ const GRAPH_CACHE = "sessions-list-graph.json";
  * fields shown are kept in `<state.root>/cache/` while the folder is unchanged.
  */
 function graphRunsByRef(project: Project): GraphRuns {
-  const states = openGraphStates(project.paths);
-  const { entries, problems } = cachedListing(states.dir, join(project.paths.root, "cache", GRAPH_CACHE), () => {
+  const states = project.stores?.graphStates ?? openGraphStates(project.paths);
+  const read = (): { entries: GraphRow[]; problems: { file: string; message: string }[] } => {
     const listing = states.listSync();
     return {
       entries: listing.records.map((state): GraphRow => [state.ref, state.graph, state.node, state.status, state.phase ?? null]),
       problems: listing.problems.map(({ where, message }) => ({ file: where, message })),
     };
-  });
+  };
+  const { entries, problems } =
+    project.stores !== undefined ? read() : cachedListing(project.paths.graphsDir, join(project.paths.root, "cache", GRAPH_CACHE), read);
   const byRef = new Map(entries.map(([ref, name, node, status, phase]) => [ref, { name, node, status, phase }]));
   const damagedFiles = new Set(problems.map((problem) => problem.file));
   const fileOf = (ref: string): string | undefined => {
@@ -188,10 +194,10 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   const graphRuns = graphRunsByRef(project);
   const queued = queuedStarts(project, wanted);
-  const usage = (await import("./budget.js")).liveUsage(project.paths.root, project.config.routing.budget);
+  const usage = (await import("./budget.js")).liveUsage(project.paths.root, project.config.routing.budget, project.stores?.budgets);
   if (options.json) {
     const controls = controlRecordsByRef(project);
-    const { records, problems } = listSessionRecords(project.paths.registryDir, listing);
+    const { records, problems } = project.stores?.registry.list() ?? listSessionRecords(project.paths.registryDir, listing);
     const allProblems = [...problems, ...controls.problems, ...graphRuns.problems];
     for (const problem of allProblems) stderr.warn(`${problem.file}: ${problem.message}`);
     const graphOf = (ref: string): GraphRunSummary | null => {
@@ -213,7 +219,8 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     return;
   }
   const controls = controlColumnByRef(project);
-  const { summaries, problems } = listSessionSummaries(project.paths.registryDir, listing);
+  const { summaries, problems } =
+    project.stores !== undefined ? summariesOf(project.stores.registry.list()) : listSessionSummaries(project.paths.registryDir, listing);
   for (const problem of [...problems, ...controls.problems, ...graphRuns.problems]) stderr.warn(`${problem.file}: ${problem.message}`);
   const rows = summaries
     .filter((summary) => keep(summary.status))
@@ -251,6 +258,21 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
       rows.map((cells, index) => withNode(cells, graphColumn(nodes[index]))),
     ),
   );
+}
+
+/** The table's view of a listing read whole (from a database's mirror). */
+function summariesOf(listing: RegistryListing): { summaries: SessionSummary[]; problems: RegistryListing["problems"] } {
+  return {
+    summaries: listing.records.map(({ workItem, status, harness, tmuxTarget, lastEventAt, createdAt }) => ({
+      ref: workItem.ref,
+      status,
+      harness,
+      tmuxTarget,
+      lastEventAt,
+      createdAt,
+    })),
+    problems: listing.problems,
+  };
 }
 
 export function recordOrFail(runtime: Runtime, ref: string): SessionRecord {
