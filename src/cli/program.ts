@@ -9,6 +9,7 @@ import type { DemoOptions } from "./commands/demo.js";
 import type { SessionsAttachOptions } from "./commands/sessions/attach.js";
 import type { SessionsCloseOptions, SessionsControlOptions, SessionsLinkPrOptions, SessionsListOptions } from "./commands/sessions/sessions.js";
 import type { ReceiveOptions } from "./commands/receive.js";
+import type { StateMigrateOptions } from "./commands/state.js";
 import type { UpgradeConfigOptions } from "./commands/config/upgrade.js";
 import type { EventsOptions } from "./commands/events.js";
 import type { WhyOptions } from "./commands/why.js";
@@ -474,6 +475,16 @@ export function buildProgram(): Command {
     .description("run the daemon in the foreground (for systemd and containers); SIGTERM or Ctrl-C drains and stops")
     .action(async (_options: unknown, command: Command) => {
       await (await import("./commands/daemon.js")).runServe(globalsOf(command));
+    });
+
+  const state = program.command("state").description("the state's records: where they are kept (docs/scale.md)");
+  state
+    .command("migrate")
+    .description("copy the state root's records into PostgreSQL (state.url / state.urlEnv), verify the counts, leave the files; refused while the daemon runs")
+    .addOption(new Option("--to <store>", "where to copy them").choices(["postgres"]).makeOptionMandatory())
+    .option("--json", "print the counts as JSON", false)
+    .action(async (options: StateMigrateOptions, command: Command) => {
+      await (await import("./commands/state.js")).runStateMigrate(globalsOf(command), options);
     });
 
   program
