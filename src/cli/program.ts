@@ -3,13 +3,13 @@ import { HELP_WIDTH, commander } from "./commander.js";
 import type { GlobalOptions } from "./context.js";
 import { REF_HELP, withRefHint } from "./ref-hint.js";
 import { packageVersion } from "./version.js";
+import { declareStateCommands } from "./program-state.js";
 import type { AskOptions } from "./commands/ask.js";
 import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
 import type { SessionsAttachOptions } from "./commands/sessions/attach.js";
 import type { SessionsCloseOptions, SessionsControlOptions, SessionsLinkPrOptions, SessionsListOptions } from "./commands/sessions/sessions.js";
 import type { ReceiveOptions } from "./commands/receive.js";
-import type { StateMigrateOptions } from "./commands/state.js";
 import type { UpgradeConfigOptions } from "./commands/config/upgrade.js";
 import type { EventsOptions } from "./commands/events.js";
 import type { WhyOptions } from "./commands/why.js";
@@ -477,15 +477,7 @@ export function buildProgram(): Command {
       await (await import("./commands/daemon.js")).runServe(globalsOf(command));
     });
 
-  const state = program.command("state").description("the state's records: where they are kept (docs/scale.md)");
-  state
-    .command("migrate")
-    .description("copy the state root's records into PostgreSQL (state.url / state.urlEnv), verify the counts, leave the files; refused while the daemon runs")
-    .addOption(new Option("--to <store>", "where to copy them").choices(["postgres"]).makeOptionMandatory())
-    .option("--json", "print the counts as JSON", false)
-    .action(async (options: StateMigrateOptions, command: Command) => {
-      await (await import("./commands/state.js")).runStateMigrate(globalsOf(command), options);
-    });
+  declareStateCommands(program, globalsOf);
 
   program
     .command("ask")
