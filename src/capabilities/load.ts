@@ -212,6 +212,7 @@ export const BUILT_IN_COMMAND_WORDS: readonly string[] = [
   "serve",
   "sessions",
   "start",
+  "state",
   "status",
   "stop",
   "task",
