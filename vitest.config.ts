@@ -80,7 +80,7 @@ const INTEGRATION = [
   "test/dispatch/dispatcher-harness-start.test.ts",
   "test/registry/registry-race.test.ts",
   "test/state/crash.test.ts",
-  "test/sessions/stores-postgres.test.ts",
+  "test/stores/stores-postgres.test.ts",
   "test/state/postgres-database.test.ts",
   "test/state/postgres-record-store.test.ts",
   "test/state/race.test.ts",

@@ -6,7 +6,7 @@ import type { CliConfig } from "../config/schema.js";
 import type { EventLog } from "../events/log.js";
 import type { EventSource } from "../events/catalog.js";
 import type { StatePaths } from "../state/layout.js";
-import type { Stores } from "../sessions/stores.js";
+import type { Stores } from "../stores/stores.js";
 import { stderr } from "./output.js";
 import { commandStores, storesShared } from "./stores.js";
 

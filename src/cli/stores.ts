@@ -1,5 +1,5 @@
 import type { CliConfig } from "../config/schema.js";
-import type { Stores } from "../sessions/stores.js";
+import type { Stores } from "../stores/stores.js";
 import type { StatePaths } from "../state/layout.js";
 
 /**
@@ -14,7 +14,7 @@ export function commandStores(project: { readonly config: Pick<CliConfig, "state
   let stores = opened.get(project.paths);
   if (stores === undefined) {
     const open = async (): Promise<Stores> => {
-      const { openStores } = await import("../sessions/stores.js");
+      const { openStores } = await import("../stores/stores.js");
       return openStores(project.config, project.paths, { name: "cli" });
     };
     stores = open();

@@ -12,7 +12,7 @@ import { allowListedEnv } from "../subprocess/index.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
 
-import type { Stores } from "../sessions/stores.js";
+import type { Stores } from "../stores/stores.js";
 /**
  * The process graph as the daemon runs it: every graph loaded (a bad file refuses the start, with
  * every problem named, even while the graph is off), and — when `graph.enabled` is on — what the

@@ -23,8 +23,8 @@ import { loadPromptTemplates, unknownPlaceholders } from "../sessions/prompts.js
 import type { SessionRegistry } from "../registry/registry.js";
 import type { ControlStore } from "../control/store.js";
 import type { PullRequestLinks } from "../registry/pr-links.js";
-import { storesOn } from "../sessions/stores.js";
-import type { Stores } from "../sessions/stores.js";
+import { storesOn } from "../stores/stores.js";
+import type { Stores } from "../stores/stores.js";
 import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
 import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";

@@ -10,7 +10,7 @@ import { WebhookReceiver } from "../ingress/webhook/server.js";
 import { webhookSecret } from "../ingress/webhook/secret.js";
 import { failClosedWarning } from "../routing/authz.js";
 import type { RoutingConfig } from "../config/schema.js";
-import { openStores } from "../sessions/stores.js";
+import { openStores } from "../stores/stores.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";

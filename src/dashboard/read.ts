@@ -15,8 +15,8 @@ import { effectiveLimits } from "../budget/decide.js";
 import type { BudgetLimits } from "../budget/decide.js";
 import { BudgetRecordError } from "../budget/store.js";
 import type { BudgetRecord } from "../budget/store.js";
-import { storesOn } from "../sessions/stores.js";
-import type { Stores } from "../sessions/stores.js";
+import { storesOn } from "../stores/stores.js";
+import type { Stores } from "../stores/stores.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 
 /**

@@ -27,7 +27,7 @@ import type { TerminalPorts } from "./terminal.js";
 import { NotFoundError } from "../errors.js";
 import type { TrackerComment } from "../trackers/index.js";
 
-import type { Stores } from "../sessions/stores.js";
+import type { Stores } from "../stores/stores.js";
 /**
  * The dashboard's HTTP server, in the daemon (node's http, no framework: a dozen routes, each a
  * read of the state root or one action, do not pay for one). Every request passes admitRequest

@@ -2,7 +2,7 @@ import { messageOf } from "../errors.js";
 import { assignmentText } from "../graph-run/assignment.js";
 import { forceText, operatorAnswerText, phaseText, reviewRequestText } from "../graph-run/comments.js";
 import type { GraphEventEffect } from "../graph-run/effects.js";
-import type { RunEffect } from "../graph-run/loop-plan.js";
+import type { RunEffect } from "../graph-loop/plan.js";
 import type { GraphState } from "../graph-run/state.js";
 import type { GraphStateStore } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";
@@ -30,7 +30,7 @@ import { workItemEntityOfRef } from "../sessions/lifecycle.js";
 
 export type { EffectOptions } from "./move.js";
 
-export { withPendingEffects } from "../graph-run/loop-plan.js";
+export { withPendingEffects } from "../graph-loop/plan.js";
 export { parseJournalledEffect } from "./journalled-effect.js";
 
 /** What a graph move (graph-move.ts commitMove) needs of the dispatcher: the item's state records, its loop hooks, carryOut. */

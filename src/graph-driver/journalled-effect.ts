@@ -2,7 +2,7 @@ import { z } from "zod";
 import { EVENT_CATALOG, isEventType } from "../events/catalog.js";
 import type { FieldSpec } from "../events/catalog.js";
 import type { GraphEventEffect, GraphEventName } from "../graph-run/effects.js";
-import type { RunEffect } from "../graph-run/loop-plan.js";
+import type { RunEffect } from "../graph-loop/plan.js";
 import { FINAL_GRAPH_STATUSES, GRAPH_ACTOR_KINDS } from "../graph/types.js";
 import { LOOP_POINTS } from "../sdk/hooks/loop-catalog.js";
 import type { LoopDecidingPointName, LoopPointName } from "../sdk/hooks/loop-catalog.js";

@@ -1,7 +1,7 @@
-import { loopPayload, nextLoopTimestamp } from "../graph-run/loop-payload.js";
-import type { LoopSession } from "../graph-run/loop-payload.js";
-import { HOOK_DENIED, planLoopMove, deniedMove } from "../graph-run/loop-plan.js";
-import type { LoopAsk, LoopDenialOf, LoopMoveInput, LoopMovePlan, LoopObservedName, RunEffect } from "../graph-run/loop-plan.js";
+import { loopPayload, nextLoopTimestamp } from "../graph-loop/payload.js";
+import type { LoopSession } from "../graph-loop/payload.js";
+import { HOOK_DENIED, planLoopMove, deniedMove } from "../graph-loop/plan.js";
+import type { LoopAsk, LoopDenialOf, LoopMoveInput, LoopMovePlan, LoopObservedName, RunEffect } from "../graph-loop/plan.js";
 import type { GraphState } from "../graph-run/state.js";
 import type { Refusal, Transition } from "../graph-run/effects.js";
 import { RUN_ENDING_BLOCKS, runHasEnded } from "../graph-run/advance.js";
@@ -23,7 +23,7 @@ import { LoopQueue } from "./loop-queue.js";
  * The `loop.*` hook events at the graph runtime's call sites (graph-run.ts, graph-effects.ts):
  * the `.pre` events asked before a move is written, the observe-only ones queued off the
  * dispatch path (loop-queue.ts), and the comment a denial leaves. Which events a move fires, and
- * their payloads, are decided in src/graph-run/loop-plan.ts.
+ * their payloads, are decided in src/graph-loop/plan.ts.
  */
 
 interface LoopDelivery {

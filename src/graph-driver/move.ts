@@ -1,6 +1,6 @@
 import type { Refusal, Transition } from "../graph-run/effects.js";
-import { withPendingEffects } from "../graph-run/loop-plan.js";
-import type { RunEffect } from "../graph-run/loop-plan.js";
+import { withPendingEffects } from "../graph-loop/plan.js";
+import type { RunEffect } from "../graph-loop/plan.js";
 import type { GraphState } from "../graph-run/state.js";
 import type { GraphStateStore } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";

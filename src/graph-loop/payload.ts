@@ -5,7 +5,7 @@ import { aghActorKind, aghAttemptStatus, aghCause, aghDecision, aghLoopStatus, a
 import type { Mapped } from "../sdk/hooks/loop-vocabulary.js";
 import { parseWorkItemRef } from "../workitem/index.js";
 import type { UsageSummary } from "../budget/summary.js";
-import type { GraphState } from "./state.js";
+import type { GraphState } from "../graph-run/state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 
 /**
@@ -57,7 +57,7 @@ const CONTEXT_KEYS = [
 ] as const;
 
 // The catalog is the one list; a key added there and not here would go missing from every payload.
-if (CONTEXT_KEYS.join() !== LOOP_CONTEXT_FIELDS.join()) throw new Error("loop-payload.ts: CONTEXT_KEYS differ from the catalog's loop context");
+if (CONTEXT_KEYS.join() !== LOOP_CONTEXT_FIELDS.join()) throw new Error("graph-loop/payload.ts: CONTEXT_KEYS differ from the catalog's loop context");
 
 /** The item's session, as the loop events name it; undefined when it has none. */
 export interface LoopSession {

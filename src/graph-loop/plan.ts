@@ -1,11 +1,11 @@
 import type { JsonObject } from "../sdk/hooks/catalog.js";
 import { LOCAL_NETWORK_PARTICIPATION } from "../sdk/hooks/loop-catalog.js";
 import type { LoopDecidingPointName, LoopPointName } from "../sdk/hooks/loop-catalog.js";
-import { RUN_ENDING_BLOCKS, blockRun, failRun, renewRun } from "./advance.js";
-import type { GraphEffect, Transition } from "./effects.js";
-import { LoopClock, loopPayload, nextTask, withTaskEnded } from "./loop-payload.js";
-import type { LoopEventInput, LoopOwnInput, LoopSession, LoopSubject } from "./loop-payload.js";
-import type { GraphState } from "./state.js";
+import { RUN_ENDING_BLOCKS, blockRun, failRun, renewRun } from "../graph-run/advance.js";
+import type { GraphEffect, Transition } from "../graph-run/effects.js";
+import { LoopClock, loopPayload, nextTask, withTaskEnded } from "./payload.js";
+import type { LoopEventInput, LoopOwnInput, LoopSession, LoopSubject } from "./payload.js";
+import type { GraphState } from "../graph-run/state.js";
 import type { Graph, GraphActor } from "../graph/types.js";
 
 /**

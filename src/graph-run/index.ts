@@ -1,6 +1,6 @@
 /**
  * A graph run's public surface: its state and store, and the pure moves over it (advance, gate,
- * outcomes, the loop plan), as other folders may import them (docs/architecture.md, "Floors").
+ * outcomes), as other folders may import them (docs/architecture.md, "Floors").
  * Importers name the module itself; this file is the list the layering rule reads.
  */
 export { applyClaimResult, applyGateAnswer, blockRun, decideClaim, forceTo, recordRefusal, startRun } from "./advance.js";
@@ -17,10 +17,6 @@ export { HELD_ANSWERS_MAX, heldGateAnswersKind, openHeldGateAnswers } from "./he
 export type { HeldGateAnswer, HeldGateAnswerStore } from "./held.js";
 export { DEFAULT_HOLD_MS, decideSelfCheck } from "./self-check.js";
 export type { SelfCheck, SelfCheckInput } from "./self-check.js";
-export { loopPayload, nextLoopTimestamp } from "./loop-payload.js";
-export type { LoopSession } from "./loop-payload.js";
-export { deniedMove, HOOK_DENIED, planLoopMove, withPendingEffects } from "./loop-plan.js";
-export type { LoopAsk, LoopDenialOf, LoopMoveInput, LoopMovePlan, LoopObservedName, RunEffect } from "./loop-plan.js";
 export { END_REASON_CODES, endRun, stallReason } from "./outcomes.js";
 export type { EndInput } from "./outcomes.js";
 export type { GraphState } from "./state.js";
@@ -33,6 +29,6 @@ export { RUN_ENDING_BLOCKS, gateRefusal, runHasEnded } from "./advance.js";
 export { graphStateSchema } from "./state.js";
 export { blockedText, closeAfterField, closeAfterText, runEndedAt, runEndedText, sessionCloseDue } from "./session-notices.js";
 export type { BlockWhat, CloseDueInput } from "./session-notices.js";
-export { releaseHeld } from "./advance.js";
+export { failRun, releaseHeld, renewRun } from "./advance.js";
 export { UNLIMITED, hasNodeCaps, heldAhead, heldRuns, heldText, nodeKeys, occupancy, releaseOrder, roomFor, runsAt, unmatchedNodeCaps } from "./node-caps.js";
 export type { FullNode, HeldRun, NodeCaps, NodeRoom, RunAt } from "./node-caps.js";

@@ -137,7 +137,7 @@ export const graphStateSchema = keysGoTogether(
     networkParticipation: z.strictObject({ version: z.string().min(1), mode: z.string().min(1), source: z.string().min(1) }).optional(),
     /** What started the run, for the loop events' `origin_kind` and `origin_ref`. */
     origin: z.strictObject({ kind: z.enum(["comment", "cli", "event", "retry"]), ref: z.string().min(1).optional() }).optional(),
-    /** The `timestamp` of the run's last loop event: the next one is never earlier (loop-payload.ts). */
+    /** The `timestamp` of the run's last loop event: the next one is never earlier (graph-loop/payload.ts). */
     lastLoopAt: timestamp.optional(),
     /** When an attempt at a node last ended (loop.node.terminal): the run's last progress. */
     lastProgressAt: timestamp.optional(),

@@ -60,7 +60,3 @@ export type { ContextNeeds } from "./context.js";
 export type { PasteContext } from "./delivery.js";
 export { SandboxRunner, resolveSandboxBinds } from "./sandbox-runner.js";
 export type { SandboxRunnerOptions, SandboxSettings } from "./sandbox-runner.js";
-export { openStores, storesAreShared, storesOn } from "./stores.js";
-export type { OpenStoresOptions, Stores } from "./stores.js";
-export { migrateState } from "./migrate-state.js";
-export type { KindCount, MigrationResult } from "./migrate-state.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyClaimResult, forceTo, recordRefusal, startRun } from "../../src/graph-run/advance.js";
 import type { Refusal } from "../../src/graph-run/advance.js";
-import type { RunEffect } from "../../src/graph-run/loop-plan.js";
+import type { RunEffect } from "../../src/graph-loop/plan.js";
 import type { GraphState } from "../../src/graph-run/state.js";
 import type { LoopOutcome } from "../../src/hooks/types.js";
 import type { LoopPointName } from "../../src/sdk/hooks/loop-catalog.js";

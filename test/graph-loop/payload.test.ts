@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { applyClaimResult, applyGateAnswer, startRun } from "../../src/graph-run/advance.js";
 import type { Transition } from "../../src/graph-run/advance.js";
-import { LoopClock, loopContext, nextLoopTimestamp, workspaceOf } from "../../src/graph-run/loop-payload.js";
-import { deniedMove, planLoopMove } from "../../src/graph-run/loop-plan.js";
-import type { LoopMoveInput, RunEffect } from "../../src/graph-run/loop-plan.js";
+import { LoopClock, loopContext, nextLoopTimestamp, workspaceOf } from "../../src/graph-loop/payload.js";
+import { deniedMove, planLoopMove } from "../../src/graph-loop/plan.js";
+import type { LoopMoveInput, RunEffect } from "../../src/graph-loop/plan.js";
 import { graphStateSchema } from "../../src/graph-run/state.js";
 import type { GraphState } from "../../src/graph-run/state.js";
 import { LOOP_CONTEXT_FIELDS, LOOP_POINTS } from "../../src/sdk/hooks/loop-catalog.js";

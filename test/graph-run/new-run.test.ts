@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { applyClaimResult, applyGateAnswer, endRun, forceTo, runHasEnded } from "../../src/graph-run/advance.js";
 import type { Transition } from "../../src/graph-run/advance.js";
-import { deniedMove, planLoopMove } from "../../src/graph-run/loop-plan.js";
-import type { LoopMoveInput, RunEffect } from "../../src/graph-run/loop-plan.js";
+import { deniedMove, planLoopMove } from "../../src/graph-loop/plan.js";
+import type { LoopMoveInput, RunEffect } from "../../src/graph-loop/plan.js";
 import type { GraphState } from "../../src/graph-run/state.js";
 import { blockAtNode } from "../../src/graph-driver/capability-points.js";
 import type { PointHalt } from "../../src/graph-driver/capability-points.js";

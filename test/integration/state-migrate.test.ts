@@ -2,7 +2,7 @@ import { readFile } from "node:fs/promises";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
-import { storesOn } from "../../src/sessions/stores.js";
+import { storesOn } from "../../src/stores/stores.js";
 import { deriveStatePaths } from "../../src/state/layout.js";
 import { parseWorkItemRef, workItemOf } from "../../src/workitem/index.js";
 import { sessionRecord } from "../support/builders.js";

@@ -1,9 +1,9 @@
 import { hostname } from "node:os";
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import { daemonStatus } from "../../daemon/start-stop.js";
-import { migrateState } from "../../sessions/migrate-state.js";
-import type { MigrationResult } from "../../sessions/migrate-state.js";
-import { openStores, storesOn } from "../../sessions/stores.js";
+import { migrateState } from "../../stores/migrate-state.js";
+import type { MigrationResult } from "../../stores/migrate-state.js";
+import { openStores, storesOn } from "../../stores/stores.js";
 import { displayPath, loadCommandConfig, printConfigWarnings } from "../context.js";
 import type { GlobalOptions } from "../context.js";
 import { formatTable, stdout } from "../output.js";

@@ -35,7 +35,7 @@ import type {
   StatusProblem,
 } from "./problems.js";
 
-import type { Stores } from "../../sessions/stores.js";
+import type { Stores } from "../../stores/stores.js";
 /**
  * Gathers what problems.ts judges: the services' locks, the tail of the event log, every
  * record listing's problems, the local journals, a token lookup made as the daemon makes it, and

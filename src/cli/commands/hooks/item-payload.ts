@@ -3,7 +3,7 @@ import { dirname } from "node:path";
 import type { LoadedConfig } from "../../../config/load.js";
 import { ExitError, NotFoundError, messageOf } from "../../../errors.js";
 import type { GraphState } from "../../../graph-run/state.js";
-import type { LoopSession } from "../../../graph-run/loop-payload.js";
+import type { LoopSession } from "../../../graph-loop/payload.js";
 import type { Graph, GraphActor } from "../../../graph/types.js";
 import type { HookContext } from "../../../hooks/index.js";
 import type { SessionRecord } from "../../../registry/record.js";
@@ -85,7 +85,7 @@ function loopOwnOf(name: LoopPointName, graph: Graph, state: GraphState): { own:
 /** A loop event's payload for the item's run, as loopPayload builds the daemon's. */
 async function loopItemPayload(point: HookPoint, graph: Graph, state: GraphState, session: LoopSession | undefined, now: Date): Promise<HookContext> {
   const name = point.name as LoopPointName;
-  const { loopPayload, nextLoopTimestamp } = await import("../../../graph-run/loop-payload.js");
+  const { loopPayload, nextLoopTimestamp } = await import("../../../graph-loop/payload.js");
   const { own, actor } = loopOwnOf(name, graph, state);
   // An event about one attempt is about the next at the node: one more than those ended there.
   const attempt = name === "loop.node.terminal" || name === "loop.gate.pre" || name === "loop.gate.post";

@@ -1,0 +1,5 @@
+// Every store of a state opened on one backend, and the one-time copy between two backends.
+export { openStores, storesAreShared, storesOn } from "./stores.js";
+export type { OpenStoresOptions, Stores } from "./stores.js";
+export { migrateState } from "./migrate-state.js";
+export type { KindCount, MigrationResult } from "./migrate-state.js";
