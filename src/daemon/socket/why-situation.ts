@@ -7,6 +7,8 @@ import { readUsage } from "../../budget/summary.js";
 import type { UsageSummary } from "../../budget/summary.js";
 import { isLive } from "../../registry/record.js";
 import type { SessionRecord } from "../../registry/record.js";
+import { heldAhead, heldText } from "../../graph-run/index.js";
+import type { GraphState } from "../../graph-run/index.js";
 import { storesOn } from "../../stores/stores.js";
 import type { Stores } from "../../stores/stores.js";
 import { DamagedRecordError } from "../../state/index.js";
@@ -111,6 +113,8 @@ export const whyAnswerSchema = z.object({
   log: z.object({ scannedBytes: z.number(), complete: z.boolean(), malformed: z.number(), missing: z.boolean() }),
   /** A live session's usage against routing.budget (src/budget/summary.ts); null without a live session, absent from a daemon before budgets. */
   usage: usageAnswerSchema.nullish(),
+  /** The edge its run waits at (routing.limits.perNode), with the runs ahead, in `why`'s words; null when it waits at none. */
+  heldAtEdge: z.string().nullish(),
 });
 
 export type WhyAnswer = z.output<typeof whyAnswerSchema>;
@@ -127,7 +131,33 @@ export function whySituationOf(answer: WhyAnswer): WhySituation {
     events: answer.events,
     daemonRunning: true,
     ...(answer.usage !== null && answer.usage !== undefined ? { usage: answer.usage } : {}),
+    ...(typeof answer.heldAtEdge === "string" ? { heldAtEdge: answer.heldAtEdge } : {}),
   };
+}
+
+/**
+ * A run waiting at an edge into a full node, in the words the CLI's `why` uses: the edge, the
+ * cap as the config sets it now, and how many runs wait ahead of it under that cap (`states`:
+ * every graph state record, the listing that counts them; undefined when it could not be read).
+ * Undefined for a run that waits at no edge.
+ */
+export function heldAtEdgeOf(state: GraphState, states: readonly GraphState[] | undefined, perNode: Readonly<Record<string, number>>): string | undefined {
+  const held = state.heldEdge;
+  if (held === undefined || state.status !== "waiting") return undefined;
+  return heldText(state, held, perNode[held.cap], states === undefined ? undefined : heldAhead(state, states));
+}
+
+/** The run's wait at an edge, its listing read only when it waits at one. */
+async function heldAtEdgeIn(stores: Stores, config: Pick<CliConfig, "routing">, state: GraphState): Promise<string | null> {
+  if (state.heldEdge === undefined || state.status !== "waiting") return null;
+  let states: readonly GraphState[] | undefined;
+  try {
+    states = (await stores.graphStates.list()).records;
+  } catch {
+    // The wait is still told, without the count ahead; a damaged listing is reported by the commands that list.
+    states = undefined;
+  }
+  return heldAtEdgeOf(state, states, config.routing.limits.perNode) ?? null;
 }
 
 /** The record, null when there is none, or what is wrong with it when it cannot be read. */
@@ -161,6 +191,7 @@ export async function readWhySituation(
   }
   const events: EventRecord[] = log.events;
   const usage = session !== null && !("damaged" in session) ? usageOfSession(stores, config, ref, session) : null;
+  const heldAtEdge = graph !== null && !("damaged" in graph) ? await heldAtEdgeIn(stores, config, graph) : null;
   return {
     ref,
     settings: whySettingsOf(config),
@@ -171,6 +202,7 @@ export async function readWhySituation(
     events,
     log: { scannedBytes: log.scannedBytes, complete: log.reachedStart, malformed: log.malformed, missing: log.missing },
     usage,
+    heldAtEdge,
   };
 }
 
