@@ -19,7 +19,7 @@ import { graphStateShape } from "./state-shape.js";
 /** What to do about a damaged record of `item`: the record is not guessed at, so the operator says where the item is. */
 function remedyFor(item: string): string {
   return (
-    `until it is repaired the item's graph does not move: move the file aside (it shows where the item was) and put the item on a node ` +
+    `until it is repaired the item's graph does not move: move the record aside (it shows where the item was) and put the item on a node ` +
     `with \`the-loop graph force ${item} --to NODE --reason TEXT\`, or repair it by hand`
   );
 }

@@ -25,6 +25,7 @@ export type {
   ListRecordsOptions,
   RecordDamage,
   RecordKind,
+  RecordRow,
   RecordListing,
   RecordOf,
   RecordProblem,
@@ -53,3 +54,4 @@ export type { Migration, MigrationPlan, MigrationReport } from "./postgres/migra
 export { PostgresRecordStore } from "./postgres/record-store.js";
 export type { PostgresRecordStoreOptions } from "./postgres/record-store.js";
 export { PostgresDocumentStore } from "./postgres/document-store.js";
+export { namedLockKey, withNamedLock } from "./postgres/named-lock.js";

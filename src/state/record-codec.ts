@@ -2,7 +2,7 @@ import type { z } from "zod";
 import { redactKnownSecretsIn } from "../secrets.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 import { DamagedRecordError } from "./record-kind.js";
-import type { RecordDamage, RecordKind } from "./record-kind.js";
+import type { RecordDamage, RecordKind, RecordRow } from "./record-kind.js";
 
 /**
  * What every backend of a record kind does the same way: load the kind's schema, check what it
@@ -37,8 +37,12 @@ export class RecordCodec<S extends z.ZodType> {
   private schemaLoaded: S | undefined;
   private schemaLoading: Promise<S> | undefined;
 
-  constructor(kind: RecordKind<S>) {
+  /** The kind's row in a database, for a backend that keeps records as rows (its damaged-record errors name it). */
+  private readonly row: RecordRow | undefined;
+
+  constructor(kind: RecordKind<S>, row?: RecordRow) {
     this.kind = kind;
+    this.row = row;
     this.itemSteps = kind.itemField.split(".");
     if (isSchema(kind.schema)) this.schemaLoaded = kind.schema;
   }
@@ -79,7 +83,7 @@ export class RecordCodec<S extends z.ZodType> {
   }
 
   damaged(item: string, where: string, reason: string): DamagedRecordError {
-    const damage: RecordDamage = { kind: this.kind.name, item, where, reason };
+    const damage: RecordDamage = { kind: this.kind.name, item, where, reason, ...(this.row !== undefined ? { row: this.row } : {}) };
     return this.kind.damaged?.(damage) ?? new DamagedRecordError(damage, this.kind.remedy);
   }
 

@@ -18,6 +18,35 @@ export interface RecordDamage {
   readonly where: string;
   /** Why it is not a record of its item: `not valid JSON (…)`, `not a session record (…)`, `it holds …`. */
   readonly reason: string;
+  /** Set when the record is a database row: the remedy then names the row and the SQL that mends it, not a file. */
+  readonly row?: RecordRow;
+}
+
+/** A record's row in a database: its table and the kind's storage key (`sessions`), the item being `item`. */
+export interface RecordRow {
+  readonly table: string;
+  readonly asideTable: string;
+  readonly seqName: string;
+  readonly key: string;
+}
+
+const sqlText = (value: string): string => `'${value.replace(/'/g, "''")}'`;
+
+/**
+ * What to do about a damaged row: look at it, and move it aside — its body kept in the aside table,
+ * the row left without a body under a new seq, so every process's mirror forgets it too — in one
+ * statement, run with psql on the state's URL. The kind's own remedy says what that means for the item.
+ */
+export function rowRemedy(damage: RecordDamage & { readonly row: RecordRow }, remedy: string): string {
+  const { table, asideTable, seqName, key } = damage.row;
+  const where = `kind = ${sqlText(key)} AND item = ${sqlText(damage.item)}`;
+  return (
+    `${remedy}. It is the row (kind ${key}, item ${damage.item}) of ${table} in the state database: ` +
+    `see it with \`SELECT body FROM ${table} WHERE ${where};\`, and move it aside with ` +
+    `\`WITH aside AS (INSERT INTO ${asideTable} (kind, item, reason, body) SELECT kind, item, 'damaged', body FROM ${table} WHERE ${where}) ` +
+    `UPDATE ${table} SET body = NULL, seq = nextval(${sqlText(seqName)}), updated_at = now() WHERE ${where};\` ` +
+    `(psql "$THE_LOOP_STATE_URL", or the variable state.urlEnv names); a plain DELETE is not seen by the other processes' mirrors`
+  );
 }
 
 /** A stored record that does not hold its work item's record. Stopping beats guessing what it meant. */
@@ -28,14 +57,15 @@ export class DamagedRecordError extends ExitError implements RecordDamage {
   readonly where: string;
   readonly reason: string;
   constructor(damage: RecordDamage, remedy: string) {
-    super(`${damage.kind} ${damage.where} is damaged: ${damage.reason}; ${remedy}`, EXIT_FAILURE);
+    const told = damage.row !== undefined ? rowRemedy({ ...damage, row: damage.row }, remedy) : remedy;
+    super(`${damage.kind} ${damage.where} is damaged: ${damage.reason}; ${told}`, EXIT_FAILURE);
     this.kind = damage.kind;
     this.item = damage.item;
     this.where = damage.where;
     this.reason = damage.reason;
   }
 
-  /** The record's file, for the file-backed store (the same as `where`). */
+  /** The record's file, for the file-backed store (the same as `where`; a row's place on a database). */
   get path(): string {
     return this.where;
   }

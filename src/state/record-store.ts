@@ -16,6 +16,7 @@ import type {
   ListRecordsOptions,
   RecordDamage,
   RecordKind,
+  RecordRow,
   RecordListing,
   RecordOf,
   RecordProblem,
@@ -25,7 +26,18 @@ import type {
 } from "./record-kind.js";
 
 export { DamagedRecordError };
-export type { ListRecordsOptions, RecordDamage, RecordKind, RecordListing, RecordOf, RecordProblem, RecordStore, RecordTransaction, SyncRecordStore };
+export type {
+  ListRecordsOptions,
+  RecordDamage,
+  RecordKind,
+  RecordRow,
+  RecordListing,
+  RecordOf,
+  RecordProblem,
+  RecordStore,
+  RecordTransaction,
+  SyncRecordStore,
+};
 
 /**
  * One JSON record per work item, for each record *kind* (session records, control records, and

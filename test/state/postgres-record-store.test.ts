@@ -1,10 +1,12 @@
 import pg from "pg";
-import { afterAll, afterEach, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { DamagedRecordError } from "../../src/state/index.js";
+import { rowRemedy } from "../../src/state/record-kind.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import { PostgresRecordStore } from "../../src/state/postgres/record-store.js";
 import { startPostgres } from "../support/postgres.js";
 import type { PostgresCluster } from "../support/postgres.js";
-import { recordStoreContract } from "./record-store-contract.js";
+import { REF, noteKind, noteOf, recordStoreContract } from "./record-store-contract.js";
 import type { ContractStore } from "./record-store-contract.js";
 
 /** The record store's contract (record-store-contract.ts) against the PostgreSQL store, on a real server. */
@@ -66,5 +68,54 @@ recordStoreContract({
   },
   where: located,
   home: located,
+  remedy: (ref, remedy) =>
+    rowRemedy(
+      {
+        kind: "note",
+        item: ref,
+        where: "",
+        reason: "",
+        row: { table: "the_loop_records", asideTable: "the_loop_records_aside", seqName: "the_loop_record_seq", key: "notes" },
+      },
+      remedy,
+    ),
   asideOf: (aside) => /^the_loop_records_aside#\d+$/.test(aside),
+});
+
+describe("a damaged row's remedy", () => {
+  it("names the row, and the statement it gives moves the row aside so that every process's mirror forgets it", async () => {
+    const url = await cluster.freshDatabase();
+    const store = storeOn(url, await open(url), noteKind);
+    const other = storeOn(url, await open(url), noteKind);
+    await store.transaction(REF, async (tx) => tx.write(noteOf(REF)));
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(
+        "UPDATE the_loop_records SET body = '{\"version\": 2}'::json, seq = nextval('the_loop_record_seq') WHERE kind = 'notes' AND item = $1",
+        [REF],
+      );
+      await databaseOf.get(other)?.sync();
+      let message = "";
+      try {
+        other.readSync(REF);
+      } catch (error) {
+        expect(error).toBeInstanceOf(DamagedRecordError);
+        message = (error as Error).message;
+      }
+      expect(message).toContain(`It is the row (kind notes, item ${REF}) of the_loop_records in the state database`);
+      expect(message).not.toMatch(/\bfile\b/);
+      const statement = /move it aside with `([^`]+)`/.exec(message)?.[1];
+      expect(statement).toBeDefined();
+      await client.query(statement as string);
+      const { rows } = await client.query<{ body: unknown }>("SELECT body FROM the_loop_records_aside WHERE kind = 'notes' AND item = $1", [REF]);
+      expect(rows).toEqual([{ body: { version: 2 } }]);
+    } finally {
+      await client.end();
+    }
+    await databaseOf.get(other)?.sync();
+    await databaseOf.get(store)?.sync();
+    expect(other.readSync(REF)).toBeUndefined();
+    expect(store.readSync(REF)).toBeUndefined();
+  });
 });

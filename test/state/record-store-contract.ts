@@ -62,6 +62,8 @@ export interface RecordStoreBackend {
   where(store: ContractStore, ref: string): string;
   /** How a listing names the home of `ref` when a record naming it sits elsewhere. */
   home(store: ContractStore, ref: string): string;
+  /** What a damaged record's message tells to do, from the kind's remedy (files: the remedy itself; rows add the SQL). */
+  remedy?(ref: string, remedy: string): string;
   /** Whether an aside answered by moveAside names what was moved for this item. */
   asideOf(aside: string, store: ContractStore, ref: string): boolean;
 }
@@ -135,7 +137,7 @@ export function recordStoreContract(backend: RecordStoreBackend): void {
         exitCode: 1,
       });
       expect(damaged.reason).toMatch(reason);
-      expect(damaged.message).toBe(`note ${where} is damaged: ${damaged.reason}; throw it away`);
+      expect(damaged.message).toBe(`note ${where} is damaged: ${damaged.reason}; ${backend.remedy?.(REF, "throw it away") ?? "throw it away"}`);
       await expect(store.get(REF)).rejects.toBeInstanceOf(DamagedRecordError);
       await expect(store.transaction(REF, async (tx) => tx.read())).rejects.toBeInstanceOf(DamagedRecordError);
     });
@@ -145,7 +147,8 @@ export function recordStoreContract(backend: RecordStoreBackend): void {
       await backend.putRaw(store, REF, []);
       const error = thrown(() => store.readSync(REF));
       expect(error).toBeInstanceOf(NoteError);
-      expect((error as NoteError).message).toMatch(/is damaged: not a note \(.*\); ask$/);
+      expect((error as NoteError).message).toMatch(/is damaged: not a note \(.*\); ask/);
+      expect((error as NoteError).message.endsWith(backend.remedy?.(REF, "ask") ?? "; ask")).toBe(true);
     });
 
     it("checks with the kind's zod-free check instead of the schema when it has one, returning the record as stored", async () => {

@@ -25,6 +25,8 @@ export const TABLE_PREFIX = "the_loop_";
 export const MIGRATIONS_TABLE = `${TABLE_PREFIX}migrations`;
 export const RECORDS_TABLE = `${TABLE_PREFIX}records`;
 export const ASIDE_TABLE = `${TABLE_PREFIX}records_aside`;
+/** The sequence every record row's seq comes from (migration 1). */
+export const RECORD_SEQ = `${TABLE_PREFIX}record_seq`;
 /** The channel every record change is announced on (the trigger of migration 1). */
 export const RECORDS_CHANNEL = `${TABLE_PREFIX}records`;
 

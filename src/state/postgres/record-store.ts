@@ -6,7 +6,7 @@ import { LockCompromisedError, LockTimeoutError } from "../lock.js";
 import { RecordCodec, canonicalItem } from "../record-codec.js";
 import type { ListRecordsOptions, RecordKind, RecordListing, RecordProblem, RecordTransaction, SyncRecordStore } from "../record-kind.js";
 import type { MirrorEntry, PostgresDatabase } from "./database.js";
-import { ASIDE_TABLE, RECORDS_TABLE } from "./migrations.js";
+import { ASIDE_TABLE, RECORDS_TABLE, RECORD_SEQ } from "./migrations.js";
 
 /**
  * The PostgreSQL RecordStore: the rows of one kind in the records table, keyed by the kind's
@@ -94,7 +94,7 @@ export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore
     this.kind = options.kind;
     this.key = options.key;
     this.database = options.database;
-    this.codec = new RecordCodec(options.kind);
+    this.codec = new RecordCodec(options.kind, { table: RECORDS_TABLE, asideTable: ASIDE_TABLE, seqName: RECORD_SEQ, key: options.key });
   }
 
   /** Where a record is, in messages: `the_loop_records(sessions, github:octo/repo#15)`. */
@@ -235,7 +235,7 @@ export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore
   private async upsert(client: PoolClient, item: string, body: unknown): Promise<void> {
     const { rows } = await client.query<{ seq: string }>(
       `INSERT INTO ${RECORDS_TABLE} (kind, item, body) VALUES ($1, $2, $3::json)
-       ON CONFLICT (kind, item) DO UPDATE SET body = EXCLUDED.body, seq = nextval('the_loop_record_seq'), updated_at = now()
+       ON CONFLICT (kind, item) DO UPDATE SET body = EXCLUDED.body, seq = nextval('${RECORD_SEQ}'), updated_at = now()
        RETURNING seq::text AS seq`,
       [this.key, item, JSON.stringify(body)],
     );
@@ -246,7 +246,7 @@ export class PostgresRecordStore<S extends z.ZodType> implements SyncRecordStore
   /** Whether there was a record to remove. */
   private async tombstone(client: PoolClient, item: string): Promise<boolean> {
     const { rows } = await client.query<{ seq: string }>(
-      `UPDATE ${RECORDS_TABLE} SET body = NULL, seq = nextval('the_loop_record_seq'), updated_at = now()
+      `UPDATE ${RECORDS_TABLE} SET body = NULL, seq = nextval('${RECORD_SEQ}'), updated_at = now()
        WHERE kind = $1 AND item = $2 AND body IS NOT NULL RETURNING seq::text AS seq`,
       [this.key, item],
     );
