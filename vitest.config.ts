@@ -83,6 +83,7 @@ const INTEGRATION = [
   "test/stores/stores-postgres.test.ts",
   "test/state/postgres-database.test.ts",
   "test/state/postgres-record-store.test.ts",
+  "test/graph-driver/node-room-postgres.test.ts",
   "test/state/race.test.ts",
   "test/state/sweep.test.ts",
   "test/subprocess/run.test.ts",

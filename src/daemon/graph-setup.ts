@@ -11,6 +11,7 @@ import type { LoadedCapability } from "../capabilities/load.js";
 import { allowListedEnv } from "../subprocess/index.js";
 import type { CliConfig } from "../config/schema.js";
 import type { StatePaths } from "../state/layout.js";
+import { withNamedLock } from "../state/index.js";
 
 import type { Stores } from "../stores/stores.js";
 /**
@@ -48,7 +49,7 @@ export async function graphSetupFor(input: GraphSetupInput, capabilities?: reado
     defaultGraph: loaded.defaultGraph,
     states: input.stores?.graphStates ?? openGraphStates(input.paths),
     held: input.stores?.heldAnswers ?? openHeldGateAnswers(input.paths),
-    roomLock: join(input.paths.root, "queue", "graph-nodes"),
+    roomLock: roomLockFor(input.paths, input.stores),
     vocabulary: compileGateVocabulary(settings.keywords),
     keywords: settings.keywords,
     allowSelfApproval: settings.allowSelfApproval,
@@ -56,6 +57,20 @@ export async function graphSetupFor(input: GraphSetupInput, capabilities?: reado
     ...(settings.stallAfterMinutes !== undefined ? { stallAfterMs: Math.round(settings.stallAfterMinutes * 60_000) } : {}),
     ...(settings.closeAfterMinutes !== "never" ? { closeAfterMs: Math.round(settings.closeAfterMinutes * 60_000) } : {}),
   };
+}
+
+/** The name of the perNode lock in a database, and of its file under `<root>/queue/` (`graph-nodes.lock`). */
+export const ROOM_LOCK_NAME = "graph-nodes";
+
+/**
+ * The lock every move that may follow an edge takes while routing.limits.perNode is set: a file on
+ * one host; on PostgreSQL a database lock, so that two daemons on one database count one node's runs
+ * under one lock.
+ */
+export function roomLockFor(paths: Pick<StatePaths, "root">, stores: Stores | undefined): GraphSetup["roomLock"] {
+  const database = stores?.backend.database;
+  if (database === undefined) return join(paths.root, "queue", ROOM_LOCK_NAME);
+  return (work) => withNamedLock(database, ROOM_LOCK_NAME, work);
 }
 
 /** How the daemon dispatches capabilities' hooks: `the-loop` itself, under the daemon's own config, with a scrubbed environment. */

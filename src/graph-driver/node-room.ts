@@ -24,10 +24,13 @@ const DAEMON: GraphActor = { kind: "daemon", id: "the-loop" };
 /** The lock's wait: a move under it lists the records and writes one, in well under a second. */
 const ROOM_LOCK = { staleMs: 3_000, timeoutMs: 15_000 } as const;
 
-// One chain per setup, for a setup that names no lock file (a test's): the moves of one process in turn.
+// The lock is the setup's: a file under the state root, or (state.store: postgres) a database lock,
+// so that daemons on one database count a node's runs under one lock (daemon/graph-setup.ts).
+// One chain per setup, for a setup that names no lock (a test's): the moves of one process in turn.
 const chains = new WeakMap<GraphSetup, Promise<unknown>>();
 
 function inTurn<T>(setup: GraphSetup, work: () => Promise<T>): Promise<T> {
+  if (typeof setup.roomLock === "function") return setup.roomLock(work);
   if (setup.roomLock !== undefined) return withLock(setup.roomLock, work, ROOM_LOCK);
   const before = chains.get(setup) ?? Promise.resolve();
   // The chain only orders the moves: one that failed has told its own caller.

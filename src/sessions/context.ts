@@ -91,9 +91,9 @@ export interface GraphSetup {
   /**
    * The lock every move that may follow an edge takes while routing.limits.perNode is set, so the
    * runs at a capped node are counted and the move written without another in between, across
-   * processes. Absent: the moves of this process take their turns (one process only).
+   * processes: a lock file on one host, or a turn under a database lock the daemons sharing it take. Absent: the moves of this process take their turns (one process only).
    */
-  readonly roomLock?: string;
+  readonly roomLock?: string | (<T>(work: () => Promise<T>) => Promise<T>);
 }
 
 export interface DispatcherOptions {
