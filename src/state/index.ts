@@ -37,7 +37,8 @@ export { FILE_BACKEND, openRecordBackend } from "./backend.js";
 export type { BackendChoice, DocumentPlacement, LocatedRecordStore, RecordBackend, RecordPlacement, StoreName } from "./backend.js";
 export { FileDocumentStore } from "./document.js";
 export type { DocumentStore } from "./document.js";
-export { compileShape, keysGoTogether, recordShapeModuleText } from "./record-shape.js";
+export { compileShape, keysGoTogether } from "./record-shape.js";
+export { recordShapeModuleText } from "./shape-module.js";
 export type { RecordCheck, RecordShape } from "./record-shape.js";
 
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
