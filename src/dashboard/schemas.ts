@@ -97,6 +97,17 @@ const whySchema = z.strictObject({
     next: nullable(z.string()).describe("The one thing that would move the item; null when nothing is needed"),
     lastRefusal: nullable(z.string()),
   }),
+  usage: nullable(
+    z.strictObject({
+      tokens: nullable(z.number().int()).describe("Model tokens so far; null when its agent CLI's usage cannot be read (never 0 for unknown)"),
+      unreadable: nullable(z.string()).describe("Why the tokens cannot be read; null when they can"),
+      minutes: z.number().int().describe("Wall-clock minutes of the live session"),
+      limits: z
+        .strictObject({ tokens: nullable(z.number().int()), minutes: nullable(z.number()) })
+        .describe("routing.budget as in force for the item; null: none"),
+      text: z.string().describe("The usage line `the-loop why` prints: `12,345/100,000 tok, 12/240 min`"),
+    }),
+  ).describe("The live session's budget use so far, as `the-loop why` gives it (docs/fleet.md#budgets); null without a live session"),
   timeline: z
     .array(z.strictObject({ ts: time, event: z.string(), level: z.string(), text: z.string().describe("The event in `why`'s words") }))
     .describe("Newest first"),

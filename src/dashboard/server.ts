@@ -12,8 +12,6 @@ import { openGraphStates } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";
 import type { StatePaths } from "../state/layout.js";
 import type { BudgetLimits } from "../budget/decide.js";
-import { describeEvent } from "../why/events.js";
-import { explainWhy } from "../why/explain.js";
 import type { WhySituation } from "../why/explain.js";
 import { isDashboardAction, runAction } from "./actions.js";
 import type { ActionPorts } from "./actions.js";
@@ -22,6 +20,7 @@ import type { DashboardIdentity } from "./auth.js";
 import { PAGE_CSP, PageAssets, PageNotBuiltError } from "./page-assets.js";
 import { canonicalItem, eventQueryOf, graphDocument, listItems, listSessions, readEventPage } from "./read.js";
 import { COMMENTS_MAX, commentsDocument } from "./comments.js";
+import { whyDocument } from "./why.js";
 import { TerminalFeeds } from "./terminal.js";
 import type { TerminalPorts } from "./terminal.js";
 import { NotFoundError } from "../errors.js";
@@ -277,19 +276,7 @@ export class DashboardServer {
   }
 
   private async why(ref: string) {
-    const situation = await this.deps.whyOf(ref);
-    const verdict = explainWhy(situation);
-    return {
-      ref,
-      verdict: { state: verdict.state, summary: verdict.summary, next: verdict.next ?? null, lastRefusal: verdict.lastRefusal ?? null },
-      // Newest first, each event in the words `the-loop why` uses.
-      timeline: situation.events.map((record) => ({
-        ts: record.ts,
-        event: record.event,
-        level: record.level,
-        text: describeEvent(record, situation.settings),
-      })),
-    };
+    return whyDocument(await this.deps.whyOf(ref));
   }
 
   private async graph(ref: string) {

@@ -69,6 +69,11 @@ export function ItemView({ refName, me }: { refName: string; me: Me | undefined 
           <p class="verdict-summary">{data.why.verdict.summary}</p>
           {data.why.verdict.next !== null ? <p class="verdict-next">{`Next: ${data.why.verdict.next}`}</p> : null}
           {data.why.verdict.lastRefusal !== null ? <p class="verdict-refusal">{`Last refusal: ${data.why.verdict.lastRefusal}`}</p> : null}
+          {data.why.usage !== null ? (
+            <p class="verdict-usage" data-testid="usage">
+              {`Budget used so far: ${data.why.usage.text}`}
+            </p>
+          ) : null}
         </section>
       ) : null}
       {data !== undefined ? <Actions refName={refName} item={item} me={me} onDone={live.refresh} /> : null}
