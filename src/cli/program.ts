@@ -76,7 +76,7 @@ export function buildProgram(): Command {
   program
     .command("demo")
     .description("run the local-tracker flow end to end in a temporary state root and narrate it (no credentials needed)")
-    .option("--keep", "keep the temporary state root afterwards and print where it is", false)
+    .option("--keep", "keep the project, its daemon and its dashboard running afterwards; print the login URL and how to stop them", false)
     .action(async (options: DemoOptions, command: Command) => {
       await (await import("./commands/demo.js")).runDemo(globalsOf(command), options);
     });

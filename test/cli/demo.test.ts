@@ -92,14 +92,50 @@ describe("the-loop demo", () => {
     expect(await exists(join(cwd, ".the-loop"))).toBe(false);
   });
 
-  it("keeps the project with --keep: its config, the session record and the event log", async () => {
+  it("keeps the project with --keep: its config, the session record and the event log; the daemon and its dashboard run on until the printed commands stop them", async () => {
     const cwd = await tempDir();
     const result = await runCli(["demo", "--keep"], { cwd });
     expect(result.code, result.stderr + result.stdout).toBe(0);
     const root = stateRootOf(result.stdout);
+    const socket = socketOf(result.stdout);
+    const configFile = join(root, "cli-config.yaml");
     try {
+      // The dashboard: its one-time login, then the kept item, live, on the board.
+      expect(result.stdout).toContain(`  state root: ${root}`);
+      expect(result.stdout).toMatch(/^ {2}local:demo#2 "Document the \/healthz endpoint": its session is live/m);
+      const login = /dashboard login \(works once, before \S+\): (http:\/\/127\.0\.0\.1:\d+\/login\?token=\S+)$/m.exec(result.stdout)?.[1];
+      expect(login, result.stdout).toBeDefined();
+      const loggedIn = await fetch(login ?? "", { redirect: "manual" });
+      expect(loggedIn.status).toBeGreaterThanOrEqual(300);
+      const cookie = (loggedIn.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+      const origin = new URL(login ?? "").origin;
+      const items = (await (await fetch(`${origin}/api/v1/items`, { headers: { cookie } })).json()) as { items: { ref: string; column: string }[] };
+      expect(items.items).toContainEqual(expect.objectContaining({ ref: "local:demo#2", column: "working" }));
+      const me = (await (await fetch(`${origin}/api/v1/me`, { headers: { cookie } })).json()) as { operator: string | null };
+      expect(me.operator).toBe("alice");
+      // The printed commands stop it all.
+      const stops =
+        result.stdout
+          .split("To stop them, and remove the state:\n")[1]
+          ?.split("\n")
+          .slice(0, 3)
+          .map((line) => line.trim()) ?? [];
+      expect(stops).toEqual([`the-loop --config ${configFile} stop`, `tmux -L ${socket} kill-server`, `rm -rf ${dirname(root)}`]);
+      const stopped = await runCli(["--config", configFile, "stop"], { cwd });
+      expect(stopped.code, stopped.stderr).toBe(0);
+      await run("tmux", ["-L", socket, "kill-server"]);
+      expect(await tmuxServerRuns(socket)).toBe(false);
+      const status = await runCli(["--config", configFile, "status", "--json"], { cwd });
+      expect(status.code).toBe(1);
+      await expect(fetch(`${origin}/api/v1/me`, { headers: { cookie } })).rejects.toThrow();
+
       const log = (await readFile(join(root, "logs", "events.jsonl"), "utf8")).trim().split("\n");
-      const records = log.map((line) => JSON.parse(line) as { event: string; reason?: string; command?: string; actor?: string });
+      const everything = log.map((line) => JSON.parse(line) as { event: string; reason?: string; command?: string; actor?: string });
+      // The demo's flow ends with its daemon stopping; the kept daemon's events come after.
+      const kept = everything.findIndex((record) => record.event === "daemon.stopped") + 1;
+      expect(kept).toBeGreaterThan(0);
+      const records = everything.slice(0, kept);
+      expect(everything.slice(kept)).toContainEqual(expect.objectContaining({ event: "session.spawned", work_item: "local:demo#2" }));
       const types = records.map((record) => record.event);
       const debug = (records as { level?: string }[]).filter((record) => record.level === "debug").length;
       expect(summaryOf(result.stdout)[4]).toBe(
@@ -126,8 +162,12 @@ describe("the-loop demo", () => {
       // Nothing mallory wrote became a command.
       expect(records.filter((record) => record.event === "control.command" && record.actor === "mallory")).toEqual([]);
       expect(await exists(join(root, "cli-config.yaml"))).toBe(true);
-      expect(result.stdout).toContain(`The project is kept at ${dirname(root)}`);
     } finally {
+      // Whatever the test reached: nothing of the demo's is left running.
+      // A daemon already stopped has nothing left to stop.
+      await runCli(["--config", configFile, "stop"], { cwd }).catch(() => undefined);
+      // A server already gone has nothing left to kill.
+      await run("tmux", ["-L", socket, "kill-server"]).catch(() => undefined);
       await rm(dirname(root), { recursive: true, force: true });
     }
   });

@@ -44,25 +44,83 @@ export async function runDemo(globals: GlobalOptions, options: DemoOptions): Pro
   if (globals.config) stderr.line("note: the demo ignores --config; it runs on its own config in a throwaway folder");
   const projectDir = await realpath(await mkdtemp(join(tmpdir(), "the-loop-demo-")));
   const socketName = `the-loop-demo-${process.pid}`;
+  let kept = false;
   try {
     await narrate(projectDir, socketName);
+    if (options.keep) kept = await keepRunning(projectDir, socketName);
   } finally {
-    const config = await demoConfig(projectDir, socketName);
-    // The demo's own tmux server: one already gone has nothing left to stop.
-    await tmuxRunnerFor(config, deriveStatePaths(config, projectDir))
-      .killServer()
-      .catch(() => undefined);
-    if (options.keep) {
+    if (!kept) {
+      const config = await demoConfig(projectDir, socketName);
+      // The demo's own tmux server: one already gone has nothing left to stop.
+      await tmuxRunnerFor(config, deriveStatePaths(config, projectDir))
+        .killServer()
+        .catch(() => undefined);
+    }
+    if (options.keep && !kept) {
       stdout.line(`\nThe project is kept at ${projectDir}; look around, then remove it when done.`);
       stdout.line(`  cd ${projectDir} && the-loop events && the-loop sessions list`);
-    } else {
+    } else if (!options.keep) {
       await rm(projectDir, { recursive: true, force: true });
     }
   }
 }
 
+/**
+ * `demo --keep`: after the flow, the daemon runs again with its dashboard, and a second work item's
+ * session is left live to look at; printed: the dashboard's one-time login URL, the state root and
+ * the commands that stop it all. True once it runs; on a failure the daemon is stopped again.
+ */
+async function keepRunning(projectDir: string, socketName: string): Promise<boolean> {
+  const configFile = join(projectDir, ".the-loop", "cli-config.yaml");
+  const { config, paths } = await loadConfig({ explicitPath: configFile, cwd: projectDir });
+  const events = new EventLog({ path: paths.eventLog, source: "demo", onWriteError: (message) => stderr.warn(message) });
+  const tracker = new LocalTracker({ trackerDir: paths.trackerDir, events });
+  const started = await startDaemon(config, paths, { configFile, cwd: projectDir });
+  try {
+    const opened = await tracker.openItem({
+      project: "demo",
+      title: "Document the /healthz endpoint",
+      body: "Say in the README what GET /healthz answers, and when.",
+      actor: "alice",
+    });
+    const ref: LocalRef = { tracker: "local", project: "demo", number: opened.item.number };
+    const itemRef = opened.item.ref;
+    await tracker.changeLabels(ref, { add: [ARMING_LABEL] }, "alice");
+    await waitForEvent(
+      paths.eventLog,
+      paths.daemonLog,
+      "the label to arm the item",
+      (record) => record.event === "routing.dropped" && record.work_item === itemRef && record.reason === "awaiting-start",
+    );
+    await tracker.addComment(ref, config.routing.control.keywords.start, "alice");
+    const spawned = await waitForEvent(
+      paths.eventLog,
+      paths.daemonLog,
+      "the kept item's session",
+      (record) => record.event === "session.spawned" && record.work_item === itemRef,
+    );
+    const [{ callDaemon }, { dashboardLoginSchema }] = await Promise.all([import("../../daemon/socket/rpc.js"), import("../../daemon/socket/methods.js")]);
+    const login = await callDaemon(paths.root, "dashboard.login", {}, WAIT_MS, { result: dashboardLoginSchema });
+    const cli = `the-loop --config ${configFile}`;
+    stdout.line(`\n${stdout.paint("bold", "Kept running")} (demo --keep): the daemon (pid ${started.pid}) and its dashboard, acting as alice`);
+    stdout.line(`  ${itemRef} "${opened.title}": its session is live (tmux ${String(spawned.tmux_target)}, server -L ${socketName})`);
+    stdout.line(`  dashboard login (works once, before ${login.expiresAt}): ${login.url}`);
+    stdout.line(`  state root: ${paths.root}`);
+    stdout.line(`  another login: ${cli} dashboard`);
+    stdout.line("To stop them, and remove the state:");
+    stdout.line(`  ${cli} stop`);
+    stdout.line(`  tmux -L ${socketName} kill-server`);
+    stdout.line(`  rm -rf ${projectDir}`);
+    return true;
+  } catch (error) {
+    await stopDaemon(config, paths).catch((stopError: unknown) => stderr.warn(`could not stop the demo daemon: ${messageOf(stopError)}`));
+    throw error;
+  }
+}
+
 function demoConfigInput(socketName: string): Record<string, unknown> {
   return {
+    dashboard: { enabled: true, operator: "alice" },
     version: 1,
     integrations: { local: { project: "demo" } },
     routing: {
