@@ -131,7 +131,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
   const stores = input.stores ?? storesOn(paths);
   const { registry, control, links } = stores;
   const runner = tmuxRunnerFor(config, paths);
-  const trackers = openTrackers(paths, events, { github: config.integrations.github });
+  const trackers = openTrackers(paths, events, { github: config.integrations.github, database: stores.backend.database });
   const at = (path: string): string => resolveConfiguredPath(path, input.baseDir);
   const workspaces = input.workspaces ?? workspacesFor({ config: routing.workspace, root: paths.workspacesDir, events, trackers });
   const closeOptions: CloseOptions = {

@@ -50,9 +50,17 @@ export { scratchFileName, sweepScratchFiles } from "./scratch.js";
 // The PostgreSQL record store (docs/scale.md); the driver itself loads only when a database opens.
 export { PostgresDatabase } from "./postgres/database.js";
 export type { MirrorStatus, PostgresDatabaseOptions } from "./postgres/database.js";
-export { MIGRATIONS, SCHEMA_VERSION, SchemaVersionError, planMigrations } from "./postgres/migrations.js";
+export {
+  MIGRATIONS,
+  SCHEMA_VERSION,
+  SchemaVersionError,
+  TRACKER_CHANNEL,
+  TRACKER_ITEMS_TABLE,
+  TRACKER_JOURNAL_TABLE,
+  planMigrations,
+} from "./postgres/migrations.js";
 export type { Migration, MigrationPlan, MigrationReport } from "./postgres/migrations.js";
-export { PostgresRecordStore } from "./postgres/record-store.js";
+export { PostgresRecordStore, withAdvisoryLock } from "./postgres/record-store.js";
 export type { PostgresRecordStoreOptions } from "./postgres/record-store.js";
 export { PostgresDocumentStore } from "./postgres/document-store.js";
 export { namedLockKey, withNamedLock } from "./postgres/named-lock.js";

@@ -3,6 +3,7 @@ import type { DocumentStore } from "../state/document.js";
 import type { LocatedRecordStore } from "../state/backend.js";
 import type { StatePaths } from "../state/layout.js";
 import { resolvePollStateFile } from "../state/poll-state-file.js";
+import { copyTrackerToDatabase } from "../trackers/local/index.js";
 import type { Stores } from "./stores.js";
 
 /**
@@ -10,7 +11,7 @@ import type { Stores } from "./stores.js";
  * the database, once. Idempotent: a record the database already holds as the files do is counted
  * unchanged; one it holds otherwise is kept (the database's is the newer truth once a daemon ran
  * on it) and counted as such; a damaged file is reported and not copied. The files are left as
- * they are. After the copy every record the files hold is looked up in the database again: the
+ * they are (the local tracker's projects too: trackers/local/database-copy.ts). After the copy every record the files hold is looked up in the database again: the
  * counts are verified, not assumed.
  */
 
@@ -137,5 +138,8 @@ export async function migrateState(source: Stores, target: Stores, paths: StateP
     // The poller's file, the pre-state-root one while it is still the one in use.
     kinds.push(await copyDocument("poll-state", new FileDocumentStore({ file: resolvePollStateFile(paths).file }), target.pollState));
   }
+  // The local tracker's projects: its journal lines and the items they make.
+  const database = target.backend.database;
+  if (database !== undefined) kinds.push(...(await copyTrackerToDatabase(paths.trackerDir, database)));
   return { kinds, verified: kinds.every((kind) => kind.verified) };
 }

@@ -2,13 +2,15 @@ import { githubIntegrationSchema } from "../config/schema.js";
 import type { GitHubIntegrationConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
 import type { StatePaths } from "../state/layout.js";
+import type { PostgresDatabase } from "../state/index.js";
 import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 import { GitHubClient, githubApiUrl, refHostForApiUrl } from "./github/client.js";
 import type { GitHubClientOptions } from "./github/client.js";
 import { UnsupportedGitHubHostError } from "./github/errors.js";
 import { githubTokenSource } from "./github/token.js";
 import { GitHubTracker } from "./github/tracker.js";
-import { LocalTracker } from "./local/index.js";
+import { openLocalTracker } from "./local/index.js";
+import type { LocalTracker } from "./local/index.js";
 import type { Tracker } from "./tracker.js";
 
 /** The trackers one process talks to, and which one owns a given work item. */
@@ -39,6 +41,8 @@ export interface OpenTrackersOptions {
   readonly fetch?: typeof fetch;
   /** Client tuning (tests turn write spacing off and shorten waits). */
   readonly githubClient?: Pick<GitHubClientOptions, "rateLimitWaitSeconds" | "requestTimeoutMs" | "spaceWrites" | "userAgent">;
+  /** The state's database (state.store: postgres): the local tracker's projects are kept there, shared by every daemon on it. */
+  readonly database?: PostgresDatabase | undefined;
 }
 
 /** The set openTrackers makes: always with a GitHub tracker. */
@@ -47,7 +51,7 @@ export interface OpenedTrackers extends TrackerSet {
 }
 
 export function openTrackers(paths: StatePaths, events: EventSink, options: OpenTrackersOptions = {}): OpenedTrackers {
-  const local = new LocalTracker({ trackerDir: paths.trackerDir, events });
+  const local = openLocalTracker({ trackerDir: paths.trackerDir, events, database: options.database });
   let github: GitHubTracker | undefined;
   const githubTracker = (): GitHubTracker => {
     if (!github) {

@@ -2,8 +2,8 @@ import { readFile } from "node:fs/promises";
 import { userInfo } from "node:os";
 import { UsageError, messageOf } from "../../errors.js";
 import type { ItemState } from "../../trackers/index.js";
-import { LOCAL_LIMITS, LOGIN_PATTERN, LocalTracker, checkActor } from "../../trackers/local/index.js";
-import type { LocalItem } from "../../trackers/local/index.js";
+import { LOCAL_LIMITS, LOGIN_PATTERN, checkActor, openLocalTracker } from "../../trackers/local/index.js";
+import type { LocalItem, LocalTracker } from "../../trackers/local/index.js";
 import type { TrackerComment } from "../../trackers/tracker.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/index.js";
 import { SELF_COMMENT_ATTRIBUTION, SELF_COMMENT_MARKER, isSelfAuthored } from "../../workitem/marker.js";
@@ -55,10 +55,10 @@ interface ItemCommandContext {
   readonly project: Project;
 }
 
-async function openLocalTracker(globals: GlobalOptions): Promise<ItemCommandContext> {
+async function openItemTracker(globals: GlobalOptions): Promise<ItemCommandContext> {
   const project = await openProject(globals);
   return {
-    tracker: new LocalTracker({ trackerDir: project.paths.trackerDir, events: project.events }),
+    tracker: openLocalTracker({ trackerDir: project.paths.trackerDir, events: project.events, database: project.stores?.backend.database }),
     defaultProject: project.config.integrations.local.project,
     project,
   };
@@ -244,7 +244,7 @@ export function readableComment(body: string): { readonly text: string; readonly
 
 export async function runItemNew(globals: GlobalOptions, title: string, options: ItemNewOptions): Promise<void> {
   const actor = actorOf(options.as);
-  const { tracker, defaultProject, project } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openItemTracker(globals);
   const item = await tracker.openItem({
     project: options.project ?? defaultProject,
     title,
@@ -263,7 +263,7 @@ export async function runItemNew(globals: GlobalOptions, title: string, options:
 export async function runItemComment(globals: GlobalOptions, refText: string, text: string, options: ItemActOptions): Promise<void> {
   refuseInsideSession("item comment");
   const actor = actorOf(options.as);
-  const { tracker, defaultProject, project } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openItemTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   const body = text === "-" ? await readStdinText() : text;
   const comment = await tracker.addComment(ref, body, actor);
@@ -280,7 +280,7 @@ export async function runItemCheck(globals: GlobalOptions, refText: string, opti
   if (options.failed === options.passed) throw new UsageError("say how the check ended: --failed or --passed");
   if (options.passed && options.log !== undefined) throw new UsageError("--log goes with --failed: a passing check's log is told to no one");
   const actor = actorOf(options.as);
-  const { tracker, defaultProject, project } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openItemTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   let log: string | undefined;
   if (options.log === "-") log = await readStdinText();
@@ -314,7 +314,7 @@ export async function runItemLabel(globals: GlobalOptions, refText: string, opti
     throw new UsageError("say which labels to change: --add LABEL and/or --remove LABEL");
   }
   const actor = actorOf(options.as);
-  const { tracker, defaultProject, project } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openItemTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   const result = await tracker.changeLabels(ref, { add: options.add, remove: options.remove }, actor);
   const name = formatWorkItemRef(ref);
@@ -331,7 +331,7 @@ export async function runItemLabel(globals: GlobalOptions, refText: string, opti
 
 export async function runItemSetState(globals: GlobalOptions, refText: string, state: ItemState, options: ItemActOptions): Promise<void> {
   const actor = actorOf(options.as);
-  const { tracker, defaultProject, project } = await openLocalTracker(globals);
+  const { tracker, defaultProject, project } = await openItemTracker(globals);
   const ref = parseLocalRef(refText, defaultProject);
   const result = await tracker.setState(ref, state, actor);
   const name = formatWorkItemRef(ref);
@@ -346,7 +346,7 @@ export async function runItemSetState(globals: GlobalOptions, refText: string, s
 }
 
 export async function runItemList(globals: GlobalOptions, options: ItemListOptions): Promise<void> {
-  const { tracker } = await openLocalTracker(globals);
+  const { tracker } = await openItemTracker(globals);
   const items = await tracker.listItems({ project: options.project, state: options.state, labels: options.label });
   if (options.json) {
     stdout.json(items.map(itemSummaryJson));
@@ -362,7 +362,7 @@ export async function runItemList(globals: GlobalOptions, options: ItemListOptio
 }
 
 export async function runItemShow(globals: GlobalOptions, refText: string, options: ItemShowOptions): Promise<void> {
-  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const { tracker, defaultProject } = await openItemTracker(globals);
   const item = await tracker.getItemWithComments(parseLocalRef(refText, defaultProject));
   if (options.json) stdout.json(itemJson(item));
   else printItem(item);
@@ -373,7 +373,7 @@ function lines(count: number): string {
 }
 
 export async function runItemRepair(globals: GlobalOptions, options: ItemRepairOptions): Promise<void> {
-  const { tracker, defaultProject } = await openLocalTracker(globals);
+  const { tracker, defaultProject } = await openItemTracker(globals);
   const report = await tracker.repair(options.project ?? defaultProject);
   if (options.json) {
     stdout.json({ ...report, aside: report.aside ?? null });

@@ -27,6 +27,11 @@ export const RECORDS_TABLE = `${TABLE_PREFIX}records`;
 export const ASIDE_TABLE = `${TABLE_PREFIX}records_aside`;
 /** The sequence every record row's seq comes from (migration 1). */
 export const RECORD_SEQ = `${TABLE_PREFIX}record_seq`;
+/** The local tracker's change journal and item snapshots, one set per project (migration 2). */
+export const TRACKER_JOURNAL_TABLE = `${TABLE_PREFIX}tracker_journal`;
+export const TRACKER_ITEMS_TABLE = `${TABLE_PREFIX}tracker_items`;
+/** The channel every local tracker change is announced on (the trigger of migration 2), with its project and seq. */
+export const TRACKER_CHANNEL = `${TABLE_PREFIX}tracker`;
 /** The channel every record change is announced on (the trigger of migration 1). */
 export const RECORDS_CHANNEL = `${TABLE_PREFIX}records`;
 
@@ -63,6 +68,35 @@ export const MIGRATIONS: readonly Migration[] = [
       $$;
       CREATE TRIGGER ${TABLE_PREFIX}records_changed AFTER INSERT OR UPDATE ON ${RECORDS_TABLE}
         FOR EACH ROW EXECUTE FUNCTION ${TABLE_PREFIX}records_notify();
+    `,
+  },
+  {
+    version: 2,
+    name: "the local tracker's journal and items, their changes announced",
+    sql: `
+      -- One row per change of a local project, in seq order within the project: the change feed.
+      CREATE TABLE ${TRACKER_JOURNAL_TABLE} (
+        project text NOT NULL,
+        seq integer NOT NULL,
+        number integer NOT NULL,
+        line json NOT NULL,
+        PRIMARY KEY (project, seq)
+      );
+      -- Each item after the journal up to its seq, written in the transaction of that change.
+      CREATE TABLE ${TRACKER_ITEMS_TABLE} (
+        project text NOT NULL,
+        number integer NOT NULL,
+        body json NOT NULL,
+        PRIMARY KEY (project, number)
+      );
+      CREATE FUNCTION ${TABLE_PREFIX}tracker_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        PERFORM pg_notify('${TRACKER_CHANNEL}', json_build_object('project', NEW.project, 'seq', NEW.seq)::text);
+        RETURN NULL;
+      END
+      $$;
+      CREATE TRIGGER ${TABLE_PREFIX}tracker_changed AFTER INSERT ON ${TRACKER_JOURNAL_TABLE}
+        FOR EACH ROW EXECUTE FUNCTION ${TABLE_PREFIX}tracker_notify();
     `,
   },
 ];

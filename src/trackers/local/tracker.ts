@@ -89,13 +89,13 @@ export interface RepairReport {
 }
 
 /** Where a project's journal stands, as a writer under the lock sees it. */
-interface Head {
+export interface Head {
   lastSeq: number;
   lastNumber: number;
   lastTs: string | undefined;
 }
 
-type LineDraft = (seq: number, ts: string) => JournalLine;
+export type LineDraft = (seq: number, ts: string) => JournalLine;
 
 /**
  * The embedded tracker: work items as files under `<trackerDir>/<project>/`, no network, no
@@ -106,9 +106,9 @@ type LineDraft = (seq: number, ts: string) => JournalLine;
  */
 export class LocalTracker implements Tracker, TrackerChangeFeed {
   readonly kind = "local" as const;
-  private readonly trackerDir: string;
-  private readonly events: EventSink;
-  private readonly now: () => Date;
+  protected readonly trackerDir: string;
+  protected readonly events: EventSink;
+  protected readonly now: () => Date;
   private readonly lockOptions: LockOptions | undefined;
   private readonly projectFiles = new Map<string, ProjectFiles>();
 
@@ -192,7 +192,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     const itemId = randomUUID();
     return this.mutate(project, async (files, head) => {
       const number = head.lastNumber + 1;
-      if (await readSnapshot(this.files(project), number)) {
+      if (await this.storedSnapshot(project, number)) {
         throw new CorruptTrackerFileError(files.meta, `it hands out #${number} next, but items/${number}.json already exists`);
       }
       const snapshot = await this.commit(project, head, undefined, (seq, ts) => ({
@@ -407,7 +407,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
    * Runs a write under the project's cross-process lock, after repairing what a crashed writer
    * may have left: a torn last line, or a committed last line not yet applied.
    */
-  private async mutate<T>(project: string, operation: (files: ProjectFiles, head: Head) => Promise<T>): Promise<T> {
+  protected async mutate<T>(project: string, operation: (files: ProjectFiles, head: Head) => Promise<T>): Promise<T> {
     const files = this.files(project);
     return withLock(
       files.journal,
@@ -466,28 +466,33 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
    * meta.json up to it, then record the event. Called only under the project lock.
    */
   private async commit(project: string, head: Head, snapshot: ItemSnapshot | undefined, draft: LineDraft): Promise<ItemSnapshot> {
-    const files = this.files(project);
     const seq = head.lastSeq + 1;
     const now = this.now().toISOString();
     // A clock stepped back must not reorder the feed: timestamps never decrease within a project.
     const ts = head.lastTs !== undefined && head.lastTs > now ? head.lastTs : now;
     const line = draft(seq, ts);
     const next = applyLine(snapshot, line);
-    await appendJournalLine(files.journal, line);
-    if (seq === 1) await fsyncDirectory(files.dir);
-    await writeJsonAtomic(itemPath(files, line.number), next);
+    await this.store(project, head, line, next);
     head.lastSeq = seq;
     head.lastNumber = Math.max(head.lastNumber, line.number);
     head.lastTs = ts;
-    await writeJsonAtomic(files.meta, { lastSeq: head.lastSeq, lastNumber: head.lastNumber } satisfies ProjectMeta);
     recordChange(this.events, project, line);
     return next;
+  }
+
+  /** Stores a committed change: the journal line (the commit point), then the item's snapshot and meta.json. */
+  protected async store(project: string, head: Head, line: JournalLine, next: ItemSnapshot): Promise<void> {
+    const files = this.files(project);
+    await appendJournalLine(files.journal, line);
+    if (line.seq === 1) await fsyncDirectory(files.dir);
+    await writeJsonAtomic(itemPath(files, line.number), next);
+    await writeJsonAtomic(files.meta, { lastSeq: line.seq, lastNumber: Math.max(head.lastNumber, line.number) } satisfies ProjectMeta);
   }
 
   // ---- reading ---------------------------------------------------------------------------
 
   // Paths and URLs are computed once per project: a listing asks for them a thousand times.
-  private files(project: string): ProjectFiles {
+  protected files(project: string): ProjectFiles {
     let files = this.projectFiles.get(project);
     if (!files) {
       files = projectFiles(this.trackerDir, project);
@@ -501,7 +506,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
    * tail's change is newer than the snapshot then, the snapshot is exactly the state before it,
    * because every earlier change was applied before the tail's line was appended.
    */
-  private async readCurrentItem(local: LocalRef): Promise<ItemSnapshot> {
+  protected async readCurrentItem(local: LocalRef): Promise<ItemSnapshot> {
     const tail = await readJournalTail(this.files(local.project).journal);
     const snapshot = await readSnapshot(this.files(local.project), local.number);
     const current = this.withPending(local.project, snapshot, tail.last, local.number);
@@ -509,7 +514,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     return current;
   }
 
-  private async missingItemHint(local: LocalRef): Promise<string> {
+  protected async missingItemHint(local: LocalRef): Promise<string> {
     const files = this.files(local.project);
     if (!(await exists(files.journal))) return `the local project "${local.project}" has no items`;
     const lastNumber = (await readMeta(files))?.lastNumber ?? 0;
@@ -517,7 +522,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
   }
 
   /** Every item of a project, current, by number (same tail-first rule as readCurrentItem). */
-  private async readProjectItems(project: string): Promise<ItemSnapshot[]> {
+  protected async readProjectItems(project: string): Promise<ItemSnapshot[]> {
     const files = this.files(project);
     const tail = await readJournalTail(files.journal);
     const numbers = await itemNumbers(files);
@@ -544,15 +549,20 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     }
   }
 
-  private async requireProject(local: LocalRef): Promise<void> {
+  protected async requireProject(local: LocalRef): Promise<void> {
     // Checked before taking the lock, which would otherwise create the project's folder.
     if (!(await exists(this.files(local.project).journal))) {
       throw new WorkItemNotFoundError(formatWorkItemRef(local), `the local project "${local.project}" has no items`);
     }
   }
 
+  /** Item `number`'s snapshot as stored, read by a writer under the project's lock. */
+  protected async storedSnapshot(project: string, number: number): Promise<ItemSnapshot | undefined> {
+    return readSnapshot(this.files(project), number);
+  }
+
   private async requireSnapshot(local: LocalRef): Promise<ItemSnapshot> {
-    const snapshot = await readSnapshot(this.files(local.project), local.number);
+    const snapshot = await this.storedSnapshot(local.project, local.number);
     if (!snapshot) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
     return snapshot;
   }
@@ -564,7 +574,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
 
   // ---- refs ------------------------------------------------------------------------------
 
-  private checkProject(name: string): string {
+  protected checkProject(name: string): string {
     try {
       return checkLocalProject(name);
     } catch (error) {

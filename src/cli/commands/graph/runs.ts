@@ -96,16 +96,16 @@ export async function runGraphStatus(globals: GlobalOptions, given: string, opti
  * path, so a status that finds its run loads no tracker. A GitHub item is not looked up: that
  * would be a network call, and a run's absence is the answer this command is asked for.
  */
-async function missingLocalItem(project: Pick<Project, "paths">, ref: string): Promise<string | undefined> {
+async function missingLocalItem(project: Pick<Project, "paths" | "stores">, ref: string): Promise<string | undefined> {
   if (!ref.startsWith("local:")) return undefined;
-  const [{ LocalTracker }, { MemoryEventSink }, { parseWorkItemRef }, { WorkItemNotFoundError }] = await Promise.all([
-    import("../../../trackers/local/tracker.js"),
+  const [{ openLocalTracker }, { MemoryEventSink }, { parseWorkItemRef }, { WorkItemNotFoundError }] = await Promise.all([
+    import("../../../trackers/local/database-tracker.js"),
     import("../../../events/log.js"),
     import("../../../workitem/ref.js"),
     import("../../../trackers/tracker.js"),
   ]);
   // Reading writes nothing, so the sink only satisfies the constructor.
-  const tracker = new LocalTracker({ trackerDir: project.paths.trackerDir, events: new MemoryEventSink() });
+  const tracker = openLocalTracker({ trackerDir: project.paths.trackerDir, events: new MemoryEventSink(), database: project.stores?.backend.database });
   try {
     await tracker.getItem(parseWorkItemRef(ref));
     return undefined;
