@@ -101,5 +101,27 @@ describe("the daemon on PostgreSQL (real tmux, the fake harness, a real server)"
     const files = jsonFiles(p.root).filter((file) => !file.startsWith("tracker/") && !file.startsWith("cache/"));
     expect(files.filter((file) => /^(sessions|graphs|queue|budget)\//.test(file))).toEqual([]);
     expect(files).not.toContain("sessions/poll-state.json");
+    // The local tracker's project is in the database too.
+    expect(files.filter((file) => file.startsWith("tracker/"))).toEqual([]);
+  }, 90_000);
+
+  it("shares a local project between two state roots on one database: an item opened from one is listed and routed from the other", async () => {
+    const url = await cluster.freshDatabase();
+    project = await testProject({ routing: { control: { requireStartCommand: true } }, state: { store: "postgres", url } });
+    const other = await testProject({ state: { store: "postgres", url } });
+    try {
+      const p = project;
+      expect((await p.cli(["start", "--json"])).code).toBe(0);
+      await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+      const opened = await other.cli(["item", "new", "Add a health check", "--label", ARM, "--as", "alice"]);
+      expect(opened.code, opened.stderr).toBe(0);
+      const listed = jsonOf<{ ref: string; title: string }[]>(await p.cli(["item", "list", "--json"]));
+      expect(listed.map((item) => [item.ref, item.title])).toEqual([[REF, "Add a health check"]]);
+      expect((await other.cli(["item", "comment", "#1", START, "--as", "alice"])).code).toBe(0);
+      await p.waitForEvent("the spawn from the other root's comment", (r) => r.event === "session.spawned" && r.work_item === REF);
+      expect((await p.cli(["sessions", "stop", "--work-item", "#1"])).code).toBe(0);
+    } finally {
+      await other.cleanup();
+    }
   }, 90_000);
 });

@@ -101,7 +101,11 @@ async function askAsOperator(project: Project, text: string, options: AskOptions
     (message) => stderr.warn(message),
   );
   try {
-    return await postQuestion({ hooks, trackers: openTrackers(project.paths, project.events, { database: project.stores?.backend.database }), registry, events: project.events }, ref, text);
+    return await postQuestion(
+      { hooks, trackers: openTrackers(project.paths, project.events, { database: project.stores?.backend.database }), registry, events: project.events },
+      ref,
+      text,
+    );
   } finally {
     await hooks.close();
   }
