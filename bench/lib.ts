@@ -33,6 +33,62 @@ export function timeProcess(command: string, args: readonly string[], options: S
   return elapsed;
 }
 
+/**
+ * Loaded into a measured Node process with `--import`: at exit it writes the CPU time the process
+ * used (user + system, µs) to stderr, so a figure can be read as CPU time, which another program
+ * on a loaded machine disturbs far less than wall time.
+ */
+const CPU_REPORT = "data:text/javascript,process.on('exit',()=>{const u=process.cpuUsage();process.stderr.write('\\nbench-cpu-us '+(u.user+u.system)+'\\n')})";
+
+/** Wall-clock and CPU milliseconds (the child's user + system) of one run of `node args…`, failing loudly when it does not exit 0. */
+export function timeNodeProcess(args: readonly string[], options: SpawnSyncOptions = {}): { wall: number; cpu: number } {
+  const started = performance.now();
+  const result = spawnSync(process.execPath, ["--import", CPU_REPORT, ...args], { stdio: ["ignore", "ignore", "pipe"], ...options });
+  const wall = performance.now() - started;
+  const stderr = String(result.stderr ?? "");
+  if (result.status !== 0) throw new Error(`node ${args.join(" ")} exited ${result.status}: ${stderr}`);
+  const reported = /bench-cpu-us (\d+)\s*$/.exec(stderr);
+  if (reported === null) throw new Error(`node ${args.join(" ")} reported no CPU time: ${stderr.slice(-500)}`);
+  return { wall, cpu: Number(reported[1]) / 1000 };
+}
+
+/** Medians of wall and CPU time over `runs` runs of `once` after one untimed warm-up. */
+export function medianRunsWithCpu(
+  runs: number,
+  once: () => { wall: number; cpu: number },
+): { median: number; p90: number; cpu: number; cpuP90: number; runs: number } {
+  once();
+  const times = Array.from({ length: runs }, once);
+  const walls = times.map((time) => time.wall);
+  const cpus = times.map((time) => time.cpu);
+  return { median: median(walls), p90: percentile(walls, 90), cpu: median(cpus), cpuP90: percentile(cpus, 90), runs };
+}
+
+/**
+ * `BENCH_BASE_BIN`: another build's `bin/the-loop.js` (a copy of an earlier `bin/` and `dist/`),
+ * whose runs take turns with this build's so that both see the same machine: a figure then
+ * prints the earlier build's too, and the ratio of the two.
+ */
+export const BASE_BIN = process.env.BENCH_BASE_BIN || undefined;
+
+/** Runs `a` and `b` in turns (a warm-up of each first, the order swapped every run), `runs` times each. */
+export function alternatedRuns<T>(runs: number, a: () => T, b: () => T): { a: T[]; b: T[] } {
+  a();
+  b();
+  const first: T[] = [];
+  const second: T[] = [];
+  for (let run = 0; run < runs; run++) {
+    if (run % 2 === 0) {
+      first.push(a());
+      second.push(b());
+    } else {
+      second.push(b());
+      first.push(a());
+    }
+  }
+  return { a: first, b: second };
+}
+
 /** The median of `runs` timed runs after one untimed warm-up (which fills the OS file cache). */
 export function medianRuns(runs: number, once: () => number): { median: number; p90: number; runs: number } {
   once();

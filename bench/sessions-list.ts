@@ -5,20 +5,39 @@
  * records in ≤ 300 ms including process start, so the listing must leave room for Node, the CLI
  * and the config (bare Node's start is printed for that comparison). The listing followed by a
  * full schema parse of every record is printed too: the price list() avoids by checking shapes
- * by hand. BENCH_RUNS overrides the number of runs; BENCH_QUICK=1 makes 3 over 200 records.
+ * by hand. The command's figures hold a control record per item and a budget record per live
+ * session, as a daemon's state root does; each is printed as wall time and as the child's CPU time
+ * (user + system). BENCH_RUNS overrides the number of runs; BENCH_QUICK=1 makes 3 over 200
+ * records; BENCH_BASE_BIN names an earlier build to alternate with (bench/lib.ts).
  */
 import { spawnSync } from "node:child_process";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ControlRecord } from "../src/control/types.js";
+import { BudgetStore, budgetDir } from "../src/budget/store.js";
+import type { BudgetRecord } from "../src/budget/store.js";
 import type { SessionRecord } from "../src/registry/record.js";
-import { tmuxTargetFor } from "../src/registry/record.js";
+import { isLive, tmuxTargetFor } from "../src/registry/record.js";
 import { sessionRecordSchema } from "../src/registry/record-schema.js";
 import { SessionRegistry } from "../src/registry/registry.js";
 import { toJsonText } from "../src/state/atomic.js";
 import { workItemSlug } from "../src/workitem/index.js";
-import { BIN, REPO_ROOT, benchEnv, medianRuns, printFigure, printHeading, runsFromEnv, scaled, timeProcess } from "./lib.js";
+import {
+  BASE_BIN,
+  BIN,
+  REPO_ROOT,
+  alternatedRuns,
+  benchEnv,
+  median,
+  medianRuns,
+  medianRunsWithCpu,
+  printFigure,
+  printHeading,
+  runsFromEnv,
+  scaled,
+  timeNodeProcess,
+} from "./lib.js";
 
 const RECORDS = scaled(10_000, 200);
 const BUDGET_MS = 300;
@@ -53,6 +72,21 @@ function recordFor(index: number): SessionRecord {
     recentDeliveries: Array.from({ length: 12 }, (_, n) => `poll-local-${index}-${n}`),
     url,
     ...(closed ? { closedAt: createdAt, closeReason: "item-closed" } : {}),
+  };
+}
+
+/** A live session's budget record as the daemon keeps it: the usage it last read off the transcript. */
+function budgetRecordFor(record: SessionRecord): BudgetRecord {
+  const input = 180_000 + record.workItem.number;
+  return {
+    version: 1,
+    ref: record.workItem.ref,
+    session: record.createdAt,
+    harness: record.harness,
+    usage: { readable: true, readAt: record.lastEventAt, files: 1, input, cached: 150_000, output: 12_000, total: input + 12_000 },
+    minutes: 42,
+    raise: { tokens: 0, minutes: 0 },
+    warnedAt: {},
   };
 }
 
@@ -112,9 +146,9 @@ try {
   if (listed.records.length !== RECORDS || listed.problems.length > 0) {
     throw new Error(`expected ${RECORDS} records and no problems, got ${listed.records.length} and ${listed.problems.length}`);
   }
-  const baseline = medianRuns(runs, () => timeProcess(process.execPath, [empty], { cwd: scratch, env: benchEnv() }));
+  const baseline = medianRunsWithCpu(runs, () => timeNodeProcess([empty], { cwd: scratch, env: benchEnv() }));
   printHeading(`Session registry listing (${RECORDS} records, median of ${runs} runs)`);
-  printFigure({ label: "node empty.mjs (process start, for scale)", value: baseline.median, unit: "ms" });
+  printFigure({ label: "node empty.mjs (process start, for scale)", value: baseline.median, unit: "ms", note: `CPU ${baseline.cpu.toFixed(1)} ms` });
   const warm = medianRuns(
     runs,
     timed(() => registry.list()),
@@ -153,18 +187,45 @@ try {
       }),
     );
   }
+  // The daemon keeps a budget record for every live session it has looked at (docs/fleet.md#budgets).
+  const budgets = new BudgetStore({ dir: budgetDir(join(project, ".the-loop")) });
+  await mkdir(budgets.dir, { recursive: true });
+  const live = Array.from({ length: RECORDS }, (_, index) => recordFor(index + 1)).filter((record) => isLive(record));
+  for (let start = 0; start < live.length; start += 500) {
+    await Promise.all(live.slice(start, start + 500).map((record) => writeFile(budgets.fileOf(record.workItem.ref), toJsonText(budgetRecordFor(record)))));
+  }
+  console.log(`  (${live.length} of the sessions are live, each with a budget record)`);
   for (const [label, args] of [
     ["the-loop sessions list (with a control record per item)", ["sessions", "list"]],
     ["the-loop sessions list --json (with a control record per item)", ["sessions", "list", "--json"]],
   ] as const) {
-    const command = medianRuns(runs, () => timeProcess(process.execPath, [BIN, ...args], { cwd: project, env: benchEnv() }));
-    printFigure({ label, value: command.median, unit: "ms", budget: BUDGET_MS, baseline: baseline.median, note: `p90 ${command.p90.toFixed(1)} ms` });
+    const once = (bin: string) => () => timeNodeProcess([bin, ...args], { cwd: project, env: benchEnv() });
+    if (BASE_BIN === undefined) {
+      const command = medianRunsWithCpu(runs, once(BIN));
+      printFigure({ label, value: command.median, unit: "ms", budget: BUDGET_MS, baseline: baseline.median, note: `p90 ${command.p90.toFixed(1)} ms` });
+      printFigure({ label: "  its CPU time (user + system)", value: command.cpu, unit: "ms", note: `p90 ${command.cpuP90.toFixed(1)} ms` });
+      continue;
+    }
+    // Alternated with the earlier build, so that both see the same machine.
+    const { a: ours, b: theirs } = alternatedRuns(runs, once(BIN), once(BASE_BIN));
+    const figure = (times: { wall: number; cpu: number }[], key: "wall" | "cpu"): number => median(times.map((time) => time[key]));
+    printFigure({
+      label,
+      value: figure(ours, "wall"),
+      unit: "ms",
+      budget: BUDGET_MS,
+      baseline: figure(theirs, "wall"),
+      note: "baseline: BENCH_BASE_BIN, alternated",
+    });
+    printFigure({ label: "  the same, BENCH_BASE_BIN", value: figure(theirs, "wall"), unit: "ms" });
+    printFigure({ label: "  its CPU time (user + system)", value: figure(ours, "cpu"), unit: "ms", baseline: figure(theirs, "cpu") });
+    printFigure({ label: "  the same, BENCH_BASE_BIN", value: figure(theirs, "cpu"), unit: "ms" });
   }
-  const live = medianRuns(
+  const liveListing = medianRuns(
     runs,
     timed(() => registry.list({ status: "live" })),
   );
-  printFigure({ label: `registry.list({ status: "live" }), warm`, value: live.median, unit: "ms", note: `p90 ${live.p90.toFixed(1)} ms` });
+  printFigure({ label: `registry.list({ status: "live" }), warm`, value: liveListing.median, unit: "ms", note: `p90 ${liveListing.p90.toFixed(1)} ms` });
   const strict = medianRuns(
     runs,
     timed(() => {
