@@ -53,7 +53,12 @@ function tokensOf(usage: UsageFacts | undefined, harness: string): Pick<UsageSum
  * The usage of `session` from its item's budget record (pure). A record of an earlier session of
  * the item counts for nothing: the new one starts from none.
  */
-export function summarizeUsage(record: BudgetRecord | undefined, limits: BudgetLimits, session: UsageSession, now: Date): UsageSummary {
+export function summarizeUsage(
+  record: Pick<BudgetRecord, "session" | "usage" | "raise"> | undefined,
+  limits: BudgetLimits,
+  session: UsageSession,
+  now: Date,
+): UsageSummary {
   const own = record !== undefined && record.session === session.createdAt ? record : undefined;
   const raise = own?.raise ?? NO_RAISE;
   const raised = raise.tokens > 0 || raise.minutes > 0;

@@ -4,15 +4,15 @@ import { BudgetStore, budgetDir } from "../../../budget/store.js";
 import type { BudgetRecord } from "../../../budget/store.js";
 import { budgetRecordOf, readUsage, summarizeUsage, usageText } from "../../../budget/summary.js";
 import type { UsageSession as SummarizedSession, UsageSummary } from "../../../budget/summary.js";
-import { readdirSync } from "node:fs";
-import { basename, join } from "node:path";
-import { UsageError, errnoOf } from "../../../errors.js";
+import { join } from "node:path";
+import { UsageError } from "../../../errors.js";
 import { isLive } from "../../../registry/record.js";
 import type { SessionRecord } from "../../../registry/record.js";
 import type { Project } from "../../context.js";
 import { stdout } from "../../output.js";
 import { readJsonFileSync } from "../../../state/atomic.js";
 import { workItemSlug } from "../../../workitem/ref.js";
+import { cachedListing } from "./listing-cache.js";
 
 /**
  * Budgets from the CLI (docs/fleet.md#budgets): `sessions resume --budget +N` raises the limit
@@ -117,9 +117,10 @@ export function itemUsage(project: Pick<Project, "paths" | "config" | "stores">,
 }
 
 /**
- * The usage of the live sessions, from their budget records, read for the live ones only: a
- * listing of thousands of closed sessions reads none. The budget folder's names are read once, so
- * a live session without a record (the daemon has not looked at it yet) costs no file read.
+ * The usage of the live sessions, from their budget records. With `cache` (a listing of every
+ * session), the budget folder is read once for all of them and what the usage needs of each
+ * record is kept in that file while the folder is unchanged, so a listing of thousands of live
+ * sessions costs one file read; without it (one session's usage), only that session's record is read.
  */
 export interface LiveUsage {
   /** The `usage` field of a session in `sessions list --json` and `why --json`: null unless it is live. */
@@ -130,16 +131,16 @@ export interface LiveUsage {
   column(session: UsageSession): string;
 }
 
-export function liveUsage(stateRoot: string, limits: BudgetLimits, shared?: BudgetStore): LiveUsage {
+/** What a session's usage needs of its item's budget record. */
+type BudgetFacts = Pick<BudgetRecord, "session" | "usage" | "raise">;
+/** A budget record as a listing keeps it: its item's ref and its facts. */
+type BudgetRow = [ref: string, facts: BudgetFacts];
+
+export function liveUsage(stateRoot: string, limits: BudgetLimits, shared?: BudgetStore, options: { readonly cache?: string } = {}): LiveUsage {
   const store = shared ?? new BudgetStore({ dir: budgetDir(stateRoot) });
-  // In a database (`shared`) every record is in the mirror already: nothing to list first.
-  const present = shared === undefined ? budgetFileNames(store.dir) : undefined;
-  const recordOf = (ref: string): BudgetRecord | undefined => {
-    if (present === undefined) return readRecord(store, ref);
-    if (present.size === 0) return undefined;
-    const file = store.fileOf(ref);
-    return present.has(basename(file)) ? readRecord(store, ref) : undefined;
-  };
+  // In a database (`shared`) every record is in the mirror already: each is read from it.
+  const listed = shared === undefined && options.cache !== undefined ? budgetFactsByRef(store, options.cache) : undefined;
+  const recordOf = (ref: string): BudgetFacts | undefined => (listed === undefined ? readRecord(store, ref) : listed.get(ref));
   const summary = (session: UsageSession): UsageSummary => summarizeUsage(recordOf(session.ref), limits, session, new Date());
   return {
     of: (record) => ({ usage: isLive(record) ? summary({ ref: record.workItem.ref, createdAt: record.createdAt, harness: record.harness }) : null }),
@@ -148,12 +149,15 @@ export function liveUsage(stateRoot: string, limits: BudgetLimits, shared?: Budg
   };
 }
 
-/** The names in the budget folder; none when it does not exist yet. */
-function budgetFileNames(dir: string): ReadonlySet<string> {
-  try {
-    return new Set(readdirSync(dir));
-  } catch (error) {
-    if (errnoOf(error) === "ENOENT") return new Set();
-    throw error;
-  }
+/**
+ * Every budget record's facts, by ref. A damaged record is left out, as a read of it gives none
+ * (the daemon starts it afresh); a listing with one is not kept, so the folder is read again.
+ */
+function budgetFactsByRef(store: BudgetStore, cache: string): ReadonlyMap<string, BudgetFacts> {
+  const { entries } = cachedListing(store.dir, cache, () => {
+    const { records, problems } = store.records.listSync();
+    const rows = records.map(({ ref, session, usage, raise }): BudgetRow => [ref, usage === undefined ? { session, raise } : { session, usage, raise }]);
+    return { entries: rows, problems };
+  });
+  return new Map(entries);
 }

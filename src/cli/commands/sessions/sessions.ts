@@ -1,6 +1,5 @@
 import { userInfo } from "node:os";
 import { dirname, join } from "node:path";
-import { folderStamp, readFolderCache, writeFolderCache } from "../../../state/folder-cache.js";
 import { ControlStore } from "../../../control/store.js";
 import type { ControlListingProblem } from "../../../control/store.js";
 import type { ControlCommand, ControlOutcome, ControlRecord, ControlRequest } from "../../../control/types.js";
@@ -12,6 +11,7 @@ import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
 import { workItemActedOn } from "../../../registry/acted-on.js";
 import type { RegistryListing, SessionSummary } from "../../../registry/listing.js";
+import { cachedListing } from "./listing-cache.js";
 import { queuedPlace, queuedStarts } from "./queued.js";
 import { effectSentence } from "./effect-sentence.js";
 import { WorkItemNotFoundError } from "../../../trackers/tracker.js";
@@ -63,21 +63,6 @@ export function controlSummary(record: ControlRecord | undefined): string {
 
 /** A row of the table's control column: the item's ref and its controlSummary. */
 type ControlRow = [ref: string, summary: string];
-
-/**
- * The entries a listing of `dir` needs, kept in `cacheFile` while the folder is unchanged (the
- * stamp is taken before the read, so a write during it makes the next listing read again). A
- * listing with a problem is not kept, so a damaged record is reported every time until it is
- * repaired.
- */
-function cachedListing<T, P>(dir: string, cacheFile: string, read: () => { entries: T[]; problems: P[] }): { entries: T[]; problems: P[] } {
-  const stamp = folderStamp(dir);
-  const cached = stamp === undefined ? undefined : readFolderCache<T>(cacheFile, dir, stamp);
-  if (cached) return { entries: cached, problems: [] };
-  const { entries, problems } = read();
-  if (stamp !== undefined && problems.length === 0) writeFolderCache(cacheFile, { dir, stamp, entries });
-  return { entries, problems };
-}
 
 /**
  * Every item's last control command, read from the control folder once for the whole listing
@@ -194,7 +179,9 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   const graphRuns = graphRunsByRef(project);
   const queued = queuedStarts(project, wanted);
-  const usage = (await import("./budget.js")).liveUsage(project.paths.root, project.config.routing.budget, project.stores?.budgets);
+  const usage = (await import("./budget.js")).liveUsage(project.paths.root, project.config.routing.budget, project.stores?.budgets, {
+    cache: join(project.paths.root, "cache", "sessions-list-budget.json"),
+  });
   if (options.json) {
     const controls = controlRecordsByRef(project);
     const { records, problems } = project.stores?.registry.list() ?? listSessionRecords(project.paths.registryDir, listing);
