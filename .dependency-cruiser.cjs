@@ -19,7 +19,7 @@ const FLOORS = [
   ["sdk", "workitem", "subprocess"],
   ["state", "events", "sandbox"],
   ["config", "why"],
-  ["registry", "notify"],
+  ["registry", "notify", "fleet"],
   ["trackers", "harness", "budget"],
   ["workspace", "hooks", "control"],
   ["routing", "graph"],

@@ -21,6 +21,7 @@ state:
   # The records are files under the root: embedded, nothing to set up. \`store: postgres\` keeps
   # them in a PostgreSQL database whose URL is in $THE_LOOP_STATE_URL (docs/scale.md).
   # store: file
+  # daemonName: box-1   # with store: postgres, this daemon's name among those sharing it (default: the host's)
 
 integrations:
   local:

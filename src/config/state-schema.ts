@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { FLEET_STATE_KEYS } from "../state/fleet-keys.js";
 
 /** The `state` block: where generated state lives, and which store keeps the records. */
 
@@ -35,5 +36,6 @@ export const stateSchema = z
       .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "an environment variable name")
       .default("THE_LOOP_STATE_URL")
       .describe("Environment variable holding the database URL for `store: postgres` when `url` is unset (never the URL itself); withheld from sessions."),
+    ...FLEET_STATE_KEYS,
   })
   .describe("Where generated state lives.");

@@ -1,3 +1,4 @@
+import type { Ownership } from "../fleet/ownership.js";
 import { mkdirSync } from "node:fs";
 import { homedir } from "node:os";
 import type { LoadedCapability } from "../capabilities/load.js";
@@ -65,7 +66,7 @@ export interface Runtime {
    * start; `warn` hears of placeholders a custom template names that do not exist. `hooks`: the
    * lifecycle hooks it runs (none when omitted).
    */
-  dispatcher(warn?: (message: string) => void, hooks?: HookChain, capabilities?: readonly LoadedCapability[]): Promise<Dispatcher>;
+  dispatcher(warn?: (message: string) => void, hooks?: HookChain, capabilities?: readonly LoadedCapability[], ownership?: Ownership): Promise<Dispatcher>;
 }
 
 /**
@@ -152,7 +153,12 @@ export function composeRuntime(input: RuntimeInput): Runtime {
     trackers,
     links,
     closeOptions,
-    async dispatcher(warn?: (message: string) => void, hooks?: HookChain, capabilities?: readonly LoadedCapability[]): Promise<Dispatcher> {
+    async dispatcher(
+      warn?: (message: string) => void,
+      hooks?: HookChain,
+      capabilities?: readonly LoadedCapability[],
+      ownership?: Ownership,
+    ): Promise<Dispatcher> {
       const templates = await loadPromptTemplates({
         bootFile: routing.spawnPromptTemplate ? at(routing.spawnPromptTemplate) : undefined,
         eventFile: routing.promptTemplate ? at(routing.promptTemplate) : undefined,
@@ -172,28 +178,31 @@ export function composeRuntime(input: RuntimeInput): Runtime {
       }
       const binDir = ensureSessionBin(paths.binDir);
       const graph = await graphSetupFor({ ...input, stores }, capabilities);
-      return new Dispatcher({
-        routing,
-        policy: policyOf(routing),
-        registry,
-        control,
-        runner: sandboxedRunnerFor(input, runner),
-        trackers,
-        events,
-        templates,
-        spawnCwd: at(routing.spawnWorkdir),
-        sessionEnv: (workItem) =>
-          sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
-        stateRootTag: stateRootTag(paths.root),
-        links,
-        ciAttempts: stores.ciAttempts,
-        startQueue: stores.startQueue,
-        budgets: stores.budgets,
-        prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
-        ...(workspaces ? { workspaces } : {}),
-        ...(hooks ? { hooks } : {}),
-        ...(graph ? { graph } : {}),
-      });
+      return new Dispatcher(
+        {
+          routing,
+          policy: policyOf(routing),
+          registry,
+          control,
+          runner: sandboxedRunnerFor(input, runner),
+          trackers,
+          events,
+          templates,
+          spawnCwd: at(routing.spawnWorkdir),
+          sessionEnv: (workItem) =>
+            sessionEnvironment({ workItem, binDir, configFile: input.configFile, sessionSocket: sessionSocketPath(paths.root, workItem) }),
+          stateRootTag: stateRootTag(paths.root),
+          links,
+          ciAttempts: stores.ciAttempts,
+          startQueue: stores.startQueue,
+          budgets: stores.budgets,
+          prepareHarness: harnessPreparer({ events, workspaceRoot: paths.workspacesDir }),
+          ...(workspaces ? { workspaces } : {}),
+          ...(hooks ? { hooks } : {}),
+          ...(graph ? { graph } : {}),
+        },
+        ownership,
+      );
     },
   };
 }

@@ -1,5 +1,4 @@
 import { unlinkSync } from "node:fs";
-import { hostname } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { sweepStaleTemporaries, writeJsonAtomic } from "../state/atomic.js";
 import { sweepScratchFiles } from "../state/scratch.js";
@@ -34,6 +33,7 @@ import type { LoadedCapability } from "../capabilities/load.js";
 import type { EventSink } from "../events/log.js";
 import { configuredHarnesses, loadedRuntimeCheck } from "../capabilities/runtime-compat.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
+import { daemonNameOf, joinFleet } from "./fleet.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
 import { ItemTitles } from "../trackers/titles.js";
@@ -70,7 +70,7 @@ export interface ServeOptions {
  */
 export async function serveDaemon(given: RuntimeInput, options: ServeOptions): Promise<void> {
   // Opened first (state.store: files, or a database it migrates or refuses), before any lock is taken.
-  const stores = given.stores ?? (await openStores(given.config, given.paths, { name: hostname() }));
+  const stores = given.stores ?? (await openStores(given.config, given.paths, { name: daemonNameOf(given) }));
   // Built next, so every event the daemon's work records passes it (docs/notifications.md).
   const notifier = notifierFor(given, options.warn);
   const withStores: RuntimeInput = { ...given, stores };
@@ -122,7 +122,16 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   const hooks = await loadDaemonHooks(input);
   const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);
   const runtime = composeRuntime(input);
-  const dispatcher = await runtime.dispatcher(options.warn, hooks, capabilities);
+  // Its name and its leases on a shared database (a live daemon of the same name refuses the start); all its own on files.
+  const ownership = await joinFleet(input, runtime, options.warn);
+  let dispatcher: Dispatcher;
+  try {
+    dispatcher = await runtime.dispatcher(options.warn, hooks, capabilities, ownership);
+  } catch (error) {
+    // A start that fails here frees its name at once, rather than a lease's length later.
+    await ownership.stop?.();
+    throw error;
+  }
   // The titles the events carry, for the dashboard's board (only while it is on: nothing is kept otherwise).
   const titles = config.dashboard.enabled ? new ItemTitles({ root: paths.root, trackerDir: paths.trackerDir, warn: options.warn }) : undefined;
   const ingress = titles !== undefined ? notingTitles(dispatcher, titles) : dispatcher;
@@ -268,6 +277,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);
     await hooks.close();
+    await ownership.stop?.();
     // Before the locks go: `stop` returns once the daemon is done, its last notifications with it.
     await notifier?.close();
     unhandled.stop();

@@ -36,31 +36,26 @@ import { dequeueStart } from "./dequeue.js";
 import { queuedToStart } from "./slots.js";
 import { superviseSession } from "./supervise.js";
 import { UsageReaders, checkBudget } from "./budget-watch.js";
+import { whereOwned } from "./owned.js";
+import { soleOwner } from "../fleet/ownership.js";
+import type { Ownership } from "../fleet/ownership.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js";
 
 /**
  * Performs the router's decisions. Events for one work item run one after another in arrival
- * order; different work items run in parallel. Spawns and closes (slow: tmux, a harness start,
- * a comment on the tracker) also take a slot of a bounded pool, so a burst of them cannot
- * starve the machine — and deliveries never wait for that pool, so a slow spawn never delays an
- * event bound for another, already running session.
- *
- * This class is the facade: the queues, the routing, and the public methods. What each decision
- * does is carried out by collaborators over one DispatchContext (context.ts): spawn.ts,
- * delivery.ts and pane.ts, commands.ts (with command-plan.ts and command-effects.ts),
- * hook-points.ts, closing.ts, and the graph's graph-run.ts, graph-effects.ts (with
- * capability-points.ts) and graph-outcomes.ts. They never call back up into it.
+ * order, different items in parallel, each job where the item's owner is (owned.ts). Spawns and
+ * closes also take a slot of a bounded pool; deliveries never wait for it. This class is the
+ * facade (queues, routing, public methods); collaborators over one DispatchContext (context.ts)
+ * carry out each decision — spawn.ts, delivery.ts, pane.ts, commands.ts, hook-points.ts,
+ * closing.ts and the graph's modules — and never call back up into it.
  */
 
 /** Drops that depend on the event alone, never on a session: final the moment the event arrives. */
 const EVENT_GUARDS: ReadonlySet<string> = new Set(["duplicate-delivery", "no-work-item", "self-echo", "unauthorized-actor"]);
 const NOTHING_SEEN: DeliveryMemory = { has: () => false };
 
-/**
- * How often an event may move to the queue of the session it turned out to reach before it is
- * carried out where it stands (each move adds one queue, so this bounds the wait, not safety).
- */
+/** How often an event may move to the queue of the session it reached before it runs where it stands (bounds the wait, not safety). */
 const MAX_HOPS = 2;
 /** perform()'s answer when the event reaches a work item whose queue it does not hold. */
 type Hop = { readonly hop: string };
@@ -82,7 +77,10 @@ export class Dispatcher implements EventHandler {
   /** Asks again for the login the-loop posts as while gate answers are held (graph-gate.ts). */
   private readonly heldRetry: HeldAnswerRetry;
 
-  constructor(private readonly options: DispatcherOptions) {
+  constructor(
+    private readonly options: DispatcherOptions,
+    private readonly ownership: Ownership = soleOwner("local"),
+  ) {
     this.config = { routing: options.routing, policy: options.policy, templates: options.templates };
     this.memory = new DeliveryLru(options.routing.dedupCacheSize);
     this.view = registryViewOf(options.registry, options.control);
@@ -212,13 +210,17 @@ export class Dispatcher implements EventHandler {
    */
   private enqueue(keys: readonly string[], event: InboundEvent, hops: number): Promise<HandleResult> {
     let moved: Promise<HandleResult> | undefined;
-    const ran = this.exclusive(keys, async () => {
-      const outcome = await this.perform(event, hops < MAX_HOPS ? new Set(keys) : undefined);
-      if (!("hop" in outcome)) return outcome;
-      // Queued while this turn still holds its queues, so no later event gets ahead of it in them.
-      moved = this.enqueue([...keys, outcome.hop], event, hops + 1);
-      return RETRY;
-    });
+    const ran = this.exclusive(
+      keys,
+      async () => {
+        const outcome = await this.perform(event, hops < MAX_HOPS ? new Set(keys) : undefined);
+        if (!("hop" in outcome)) return outcome;
+        // Queued while this turn still holds its queues, so no later event gets ahead of it in them.
+        moved = this.enqueue([...keys, outcome.hop], event, hops + 1);
+        return RETRY;
+      },
+      { value: SETTLED, work: "event" },
+    );
     return ran.then((result) => moved ?? result);
   }
 
@@ -227,7 +229,8 @@ export class Dispatcher implements EventHandler {
    * when it is queued, so a job only ever waits for jobs queued before it: no two can each hold
    * a queue the other waits for.
    */
-  private exclusive<T>(keys: readonly string[], job: () => Promise<T>): Promise<T> {
+  private exclusive<T>(keys: readonly string[], work: () => Promise<T>, otherwise?: { readonly value: T; readonly work?: "event" }): Promise<T> {
+    const job = (): Promise<T> => whereOwned(this.ownership, this.options.events, keys, work, otherwise);
     const [only] = keys;
     if (keys.length === 1 && only !== undefined) return this.queue.run(only, job);
     let finished!: () => void;
@@ -418,7 +421,7 @@ export class Dispatcher implements EventHandler {
       this.options.events.emit("graph.effect_failed", { work_item: "", graph: "", node: "", effect: "stall-check", error: messageOf(error) });
       return 0;
     }
-    const ended = await Promise.all(refs.map((ref) => this.counted(() => this.exclusive([ref], () => endStalledRun(this.ctx, ref)))));
+    const ended = await Promise.all(refs.map((ref) => this.counted(() => this.exclusive([ref], () => endStalledRun(this.ctx, ref), { value: false }))));
     return ended.filter(Boolean).length;
   }
 
@@ -436,7 +439,7 @@ export class Dispatcher implements EventHandler {
       return 0;
     }
     const closed = await Promise.all(
-      refs.map((ref) => this.counted(() => this.exclusive([ref], () => withSlot(this.ctx, () => closeEndedRunSession(this.ctx, ref))))),
+      refs.map((ref) => this.counted(() => this.exclusive([ref], () => withSlot(this.ctx, () => closeEndedRunSession(this.ctx, ref)), { value: false }))),
     );
     return closed.filter(Boolean).length;
   }
@@ -451,14 +454,14 @@ export class Dispatcher implements EventHandler {
     if (!this.accepting || held === undefined) return false;
     const { records } = await held.list();
     const outcomes = await Promise.all(
-      records.map((record) => this.counted(() => this.exclusive([record.ref], () => releaseHeldAnswers(this.ctx, record.ref)))),
+      records.map((record) => this.counted(() => this.exclusive([record.ref], () => releaseHeldAnswers(this.ctx, record.ref), { value: undefined }))),
     );
     return outcomes.includes("waiting");
   }
 
   /** Moves the runs waiting at an edge whose node has a place now (routing.limits.perNode, node-room.ts); the daemon calls it twice a second. */
   async releaseHeldRuns(): Promise<number> {
-    return this.accepting ? releaseHeldRuns(this.ctx, (ref, job) => this.counted(() => this.exclusive([ref], job))) : 0;
+    return this.accepting ? releaseHeldRuns(this.ctx, (ref, job) => this.counted(() => this.exclusive([ref], job, { value: undefined as never }))) : 0;
   }
 
   /**
@@ -473,38 +476,32 @@ export class Dispatcher implements EventHandler {
   }
 
   /**
-   * Starts the sessions whose start was honoured but whose spawn failed (`start-pending`), or
-   * that the daemon was not running to start: every item whose standing control record is a
-   * start and that has no live session. Each is checked again in its own queue — still open,
-   * still armed — and spawned through the same gated path an event takes (retryStart). An item
-   * that is closed or no longer armed is skipped with `dispatch.dropped` (item-closed /
-   * spawn-policy) and its start left standing, so arming or reopening it lets its next event
-   * start it — the start was honoured while it was armed (docs/control.md#the-keywords). Returns how many sessions were
-   * started.
-   *
-   * It also finishes the stops a process was killed in the middle of: a stop writes its record
-   * before it closes the session (applyUnderLock), so a standing stop next to a live session is
-   * one whose close never happened — it is closed now, through the close path a stop takes.
+   * Starts the sessions whose start was honoured but never carried out (`start-pending`, or the
+   * daemon was not running): each item with a standing start and no live session, checked again
+   * in its queue and spawned through an event's gated path (retryStart). One closed or no longer
+   * armed is skipped (`dispatch.dropped`), its start left standing (docs/control.md#the-keywords).
+   * Returns how many started. It also finishes the stops a killed process left half done (a
+   * standing stop beside a live session), through a stop's close path.
    */
   async retryPendingStarts(): Promise<number> {
     if (!this.accepting) return 0;
     const { starts, stops } = standingCommands(this.ctx);
-    const inQueue = <T>(ref: string, job: () => Promise<T>): Promise<T> => this.counted(() => this.exclusive([ref], job));
+    const inQueue = <T>(ref: string, job: () => Promise<T>, value: T): Promise<T> => this.counted(() => this.exclusive([ref], job, { value }));
     // Graph moves whose effects a killed process never carried out (graph-effects.ts), first in their items' queues.
     const journalled = await journalledMoves(this.ctx);
     // Gate answers a stopped daemon held: asked about again soon.
     if (((await this.options.graph?.held?.list())?.records.length ?? 0) > 0) this.heldRetry.arm();
     const [started] = await Promise.all([
-      Promise.all(starts.map((ref) => inQueue(ref, () => retryStart(this.ctx, ref)))),
-      Promise.all(stops.map((ref) => inQueue(ref, () => finishStop(this.ctx, ref)))),
-      Promise.all(journalled.map((ref) => inQueue(ref, () => resumeJournalledEffects(this.ctx, ref)))),
+      Promise.all(starts.map((ref) => inQueue(ref, () => retryStart(this.ctx, ref), false))),
+      Promise.all(stops.map((ref) => inQueue(ref, () => finishStop(this.ctx, ref), undefined))),
+      Promise.all(journalled.map((ref) => inQueue(ref, () => resumeJournalledEffects(this.ctx, ref), undefined))),
     ]);
     return started.filter(Boolean).length;
   }
 
   /** Each live session's transcript reader, kept between looks (budget-watch.ts). */
   private readonly usageReaders = new UsageReaders(() => process.env);
-  /** Items whose budget is being looked at now: a look that runs again meanwhile leaves them be. */
+  /** Items whose budget is being looked at now (a look that runs again meanwhile leaves them be). */
   private readonly budgeting = new Set<string>();
 
   /**
@@ -514,7 +511,10 @@ export class Dispatcher implements EventHandler {
    */
   async checkBudgets(): Promise<number> {
     if (!this.accepting || this.options.budgets === undefined) return 0;
-    const refs = this.options.registry.list({ status: "live" }).records.map((record) => record.workItem.ref);
+    const refs = this.options.registry
+      .list({ status: "live" })
+      .records.map((record) => record.workItem.ref)
+      .filter((ref) => this.ownership.holds(ref));
     this.usageReaders.keepOnly(new Set(refs));
     const paused = await Promise.all(
       refs
@@ -522,7 +522,7 @@ export class Dispatcher implements EventHandler {
         .map(async (ref) => {
           this.budgeting.add(ref);
           try {
-            return await this.counted(() => this.exclusive([ref], () => checkBudget(this.ctx, this.usageReaders, ref)));
+            return await this.counted(() => this.exclusive([ref], () => checkBudget(this.ctx, this.usageReaders, ref), { value: false }));
           } catch (error) {
             dispatchFailed(
               deliveryEvents(this.options.events, ref, "budget-check"),
@@ -555,7 +555,7 @@ export class Dispatcher implements EventHandler {
       refs.map(async (ref) => {
         this.dequeuing.add(ref);
         try {
-          return await this.counted(() => this.exclusive([ref], () => dequeueStart(this.ctx, ref)));
+          return await this.counted(() => this.exclusive([ref], () => dequeueStart(this.ctx, ref), { value: false }));
         } finally {
           this.dequeuing.delete(ref);
         }
@@ -577,7 +577,9 @@ export class Dispatcher implements EventHandler {
     const { registry, runner } = this.options;
     const candidates = registry
       .list({ status: "active" })
-      .records.filter((record) => record.harnessStartedAt !== undefined && !this.supervising.has(record.workItem.ref));
+      .records.filter(
+        (record) => record.harnessStartedAt !== undefined && !this.supervising.has(record.workItem.ref) && this.ownership.holds(record.workItem.ref),
+      );
     const restarted = await Promise.all(
       candidates.map(async (record) => {
         const ref = record.workItem.ref;
@@ -585,7 +587,7 @@ export class Dispatcher implements EventHandler {
         if ((await runner.probe(record.tmuxTarget)) === "live") return false;
         this.supervising.add(ref);
         try {
-          return (await this.counted(() => this.exclusive([ref], () => superviseSession(this.ctx, ref)))) === "restarted";
+          return (await this.counted(() => this.exclusive([ref], () => superviseSession(this.ctx, ref), { value: "skipped" as const }))) === "restarted";
         } finally {
           this.supervising.delete(ref);
         }

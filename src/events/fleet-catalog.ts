@@ -57,4 +57,31 @@ export const FLEET_EVENTS = {
     summary: "An operator raised a session's budget limit with `sessions resume --budget +N` (`dimension` by `by`, to `limit`).",
     fields: { work_item: "string", dimension: "string", by: "integer", limit: "integer?" },
   },
+  "lease.taken": {
+    family: "lease",
+    level: "info",
+    summary:
+      "This daemon (`daemon`) took the lease of a work item on the shared database (docs/scale.md): it alone spawns, delivers and closes for it while it renews the lease. `from`: the daemon whose lease had lapsed, when there was one.",
+    fields: { work_item: "string", daemon: "string", from: "string?" },
+  },
+  "lease.refused": {
+    family: "lease",
+    level: "info",
+    summary:
+      "Work for an item another live daemon owns (`owner`, on `host`) was not run here (`work`: event, command or start): the owner does it. Never on the file store, where one daemon owns everything.",
+    fields: { work_item: "string", daemon: "string", owner: "string", host: "string?", work: "string" },
+  },
+  "lease.lost": {
+    family: "lease",
+    level: "warning",
+    summary:
+      "This daemon found the lease of an item it ran gone — it lapsed (no heartbeat within fleet.leaseSeconds) and another daemon took it (`owner`) — and closed its own tmux session of the item without pasting into it again (`closed`: whether one was there).",
+    fields: { work_item: "string", daemon: "string", owner: "string?", closed: "boolean" },
+  },
+  "lease.released": {
+    family: "lease",
+    level: "debug",
+    summary: "This daemon gave up the lease of an item with no live session here that it had not acted on for a lease's length.",
+    fields: { work_item: "string", daemon: "string" },
+  },
 } as const;

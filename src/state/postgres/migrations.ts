@@ -1,4 +1,5 @@
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
+import { LEASES_MIGRATION } from "./leases.js";
 
 /**
  * The database's schema, as numbered migrations run in order at start. Each runs once, in its own
@@ -99,6 +100,7 @@ export const MIGRATIONS: readonly Migration[] = [
         FOR EACH ROW EXECUTE FUNCTION ${TABLE_PREFIX}tracker_notify();
     `,
   },
+  LEASES_MIGRATION,
 ];
 
 /** The newest schema this build knows. */

@@ -1,0 +1,85 @@
+import type { DaemonRow, LeaseRow } from "../state/postgres/leases.js";
+
+/**
+ * The ownership decisions of daemons that share one database (docs/scale.md, "Many daemons, one
+ * database"), as plain functions over the rows and the database's clock: who may take a daemon
+ * name, who may take or renew a work item's lease, what a start does with the live sessions it
+ * finds, which leases a beat found lost and which an idle daemon gives up.
+ */
+
+export interface FleetBounds {
+  /** How long a lease lasts without a renewal (state.leaseSeconds). */
+  readonly leaseMs: number;
+  /** How often the leases and the name are renewed (state.heartbeatSeconds). */
+  readonly heartbeatMs: number;
+}
+
+/** The bounds of the config, or why they cannot work (a beat must fit three times in a lease, so one late beat loses nothing). */
+export function fleetBounds(state: { readonly leaseSeconds: number; readonly heartbeatSeconds: number }): FleetBounds | { readonly problem: string } {
+  if (state.heartbeatSeconds * 3 > state.leaseSeconds) {
+    return {
+      problem: `state.heartbeatSeconds (${state.heartbeatSeconds}) is more than a third of state.leaseSeconds (${state.leaseSeconds}): one late heartbeat would let a lease lapse; lower the heartbeat or raise the lease`,
+    };
+  }
+  return { leaseMs: state.leaseSeconds * 1000, heartbeatMs: state.heartbeatSeconds * 1000 };
+}
+
+export type NameDecision = { readonly take: true } | { readonly refuse: string };
+
+/** Whether a start may take the name `name`, given the daemon row the database holds under it. */
+export function nameDecision(existing: DaemonRow | undefined, name: string, now: Date, leaseMs: number): NameDecision {
+  if (existing === undefined || existing.stoppedAt !== null) return { take: true };
+  const silentMs = now.getTime() - existing.heartbeatAt.getTime();
+  if (silentMs > leaseMs) return { take: true };
+  return {
+    refuse:
+      `a daemon named "${name}" already runs on this database (host ${existing.host}, pid ${existing.pid}, its last heartbeat ${Math.max(0, Math.round(silentMs / 1000))} s ago): ` +
+      `give this one another name (state.daemonName in its config), or stop that one first (the-loop stop on ${existing.host}); ` +
+      `the name is free once its daemon stops, or ${leaseMs / 1000} s after its last heartbeat`,
+  };
+}
+
+export type LeaseDecision =
+  | { readonly kind: "taken"; readonly from?: string }
+  | { readonly kind: "renewed" }
+  | { readonly kind: "elsewhere"; readonly owner: string; readonly expiresAt: Date };
+
+/** What `self` may do with an item's lease: take it (free, or lapsed), renew its own, or leave it to a live owner. */
+export function leaseDecision(lease: LeaseRow | undefined, self: string, now: Date): LeaseDecision {
+  if (lease === undefined) return { kind: "taken" };
+  if (lease.owner === self) return { kind: "renewed" };
+  if (lease.expiresAt.getTime() <= now.getTime()) return { kind: "taken", from: lease.owner };
+  return { kind: "elsewhere", owner: lease.owner, expiresAt: lease.expiresAt };
+}
+
+/**
+ * What a start does with a live session record of the shared state: `keep` the lease it still
+ * owns; `take` one nobody holds for a session that runs on this daemon's tmux server (a state
+ * from before leases); close a session of its own tmux server whose item another daemon owns now
+ * (`stale`: never pasted into again); and `leave` every other daemon's sessions alone — even one
+ * whose lease lapsed: taking it over is an adoption, not a start's business.
+ */
+export type ReclaimDecision = "keep" | "take" | "stale" | "leave";
+
+export function reclaimDecision(lease: LeaseRow | undefined, self: string, runsHere: boolean): ReclaimDecision {
+  if (lease?.owner === self) return "keep";
+  if (!runsHere) return "leave";
+  return lease === undefined ? "take" : "stale";
+}
+
+/** The items held before a beat that the beat did not renew: their leases are gone. */
+export function lostAfterBeat(held: Iterable<string>, renewed: readonly string[]): string[] {
+  const kept = new Set(renewed);
+  return [...held].filter((item) => !kept.has(item)).sort();
+}
+
+/**
+ * The leases an idle daemon gives up: items with no live session that it has not acted on for a
+ * lease's length (a start just taken keeps its lease while its claim is being written).
+ */
+export function releasable(lastUsed: ReadonlyMap<string, number>, live: ReadonlySet<string>, nowMs: number, leaseMs: number): string[] {
+  return [...lastUsed]
+    .filter(([item, at]) => !live.has(item) && nowMs - at >= leaseMs)
+    .map(([item]) => item)
+    .sort();
+}

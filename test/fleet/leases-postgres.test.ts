@@ -1,0 +1,146 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { MemoryEventSink } from "../../src/events/log.js";
+import { LeasedOwnership, OwnedElsewhereError } from "../../src/fleet/ownership.js";
+import { PostgresDatabase } from "../../src/state/postgres/database.js";
+import { PostgresLeases } from "../../src/state/postgres/leases.js";
+import { startPostgres } from "../support/postgres.js";
+import type { PostgresCluster } from "../support/postgres.js";
+
+/**
+ * Daemons sharing one real PostgreSQL server own each work item one at a time (docs/scale.md):
+ * a name taken twice is refused, a lease another live daemon holds is not taken, a lapsed one is,
+ * and a daemon whose lease was taken closes its own session of the item at its next beat.
+ */
+
+let cluster: PostgresCluster;
+const open: PostgresDatabase[] = [];
+const joined: LeasedOwnership[] = [];
+
+beforeAll(async () => {
+  cluster = await startPostgres();
+});
+
+afterEach(async () => {
+  for (const ownership of joined.splice(0)) await ownership.stop();
+  for (const database of open.splice(0)) await database.close();
+});
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+interface Daemon {
+  readonly ownership: LeasedOwnership;
+  readonly events: MemoryEventSink;
+  readonly closed: string[];
+  readonly clock: { ms: number };
+}
+
+async function daemon(url: string, name: string, options: { live?: string[]; here?: string[]; leaseMs?: number; instance?: string } = {}): Promise<Daemon> {
+  const database = await PostgresDatabase.open({ url, name, lockTimeoutMs: 2_000 });
+  open.push(database);
+  const events = new MemoryEventSink();
+  const closed: string[] = [];
+  const clock = { ms: Date.now() };
+  const ownership = await LeasedOwnership.join({
+    leases: new PostgresLeases(database.pool),
+    self: { name, host: `${name}.example`, pid: process.pid, instance: options.instance ?? `${name}-1`, tmuxSocket: `sock-${name}` },
+    bounds: { leaseMs: options.leaseMs ?? 30_000, heartbeatMs: 600_000 },
+    events,
+    warn: () => undefined,
+    liveItems: () => options.live ?? [],
+    runsHere: async (item) => (options.here ?? []).includes(item),
+    closeStale: async (item) => {
+      closed.push(item);
+      return true;
+    },
+    nowMs: () => clock.ms,
+  });
+  joined.push(ownership);
+  return { ownership, events, closed, clock };
+}
+
+describe("leases on a real server", () => {
+  it("refuses a second live daemon of one name, and frees the name when it stops", async () => {
+    const url = await cluster.freshDatabase();
+    const first = await daemon(url, "box-a");
+    await expect(daemon(url, "box-a", { instance: "box-a-2" })).rejects.toThrow(/a daemon named "box-a" already runs on this database \(host box-a\.example/);
+    await first.ownership.stop();
+    const again = await daemon(url, "box-a", { instance: "box-a-3" });
+    expect(again.ownership.name).toBe("box-a");
+  });
+
+  it("gives each item one owner: the other is refused, naming the owner and its host, until the lease lapses", async () => {
+    const url = await cluster.freshDatabase();
+    const a = await daemon(url, "box-a", { leaseMs: 1_500 });
+    const b = await daemon(url, "box-b", { leaseMs: 1_500 });
+    await a.ownership.acquire(["local:demo#1"]);
+    await b.ownership.acquire(["local:demo#2"]);
+    expect(a.ownership.holds("local:demo#1")).toBe(true);
+    const refused = await b.ownership.acquire(["local:demo#1"]).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(OwnedElsewhereError);
+    expect((refused as Error).message).toMatch(/owned by the daemon "box-a" on box-a\.example/);
+    expect(b.ownership.holds("local:demo#1")).toBe(false);
+    // Many takes at once from both sides: every item ends with exactly one owner.
+    const items = Array.from({ length: 20 }, (_, n) => `local:demo#${n + 10}`);
+    const outcomes = await Promise.all(
+      items.flatMap((item) =>
+        [a, b].map((d) =>
+          d.ownership.acquire([item]).then(
+            () => d.ownership.name,
+            () => undefined,
+          ),
+        ),
+      ),
+    );
+    for (let n = 0; n < items.length; n += 1) expect(outcomes.slice(2 * n, 2 * n + 2).filter(Boolean)).toHaveLength(1);
+    // a stops beating (as kill -9 would): once its lease lapses, b takes the item, and says from whom.
+    const deadline = Date.now() + 10_000;
+    let taken = false;
+    while (!taken && Date.now() < deadline)
+      taken = await b.ownership.acquire(["local:demo#1"]).then(
+        () => true,
+        () => false,
+      );
+    expect(taken).toBe(true);
+    expect(b.events.events.some((event) => event.type === "lease.taken" && event.fields.work_item === "local:demo#1" && event.fields.from === "box-a")).toBe(
+      true,
+    );
+    // a's next beat finds the lease gone and closes its own session of the item.
+    a.clock.ms += 1_000;
+    await a.ownership.beat();
+    expect(a.closed).toEqual(["local:demo#1"]);
+    expect(a.ownership.holds("local:demo#1")).toBe(false);
+    expect(a.events.events.find((event) => event.type === "lease.lost")?.fields).toMatchObject({ work_item: "local:demo#1", owner: "box-b", closed: true });
+  });
+
+  it("at start keeps its own leases, closes its sessions another daemon took, and leaves the others'", async () => {
+    const url = await cluster.freshDatabase();
+    const b = await daemon(url, "box-b");
+    await b.ownership.acquire(["local:demo#2", "local:demo#3"]);
+    const a1 = await daemon(url, "box-a");
+    await a1.ownership.acquire(["local:demo#1"]);
+    await a1.ownership.stop();
+    const live = ["local:demo#1", "local:demo#2", "local:demo#3", "local:demo#4"];
+    const a2 = await daemon(url, "box-a", { instance: "box-a-2", live, here: ["local:demo#1", "local:demo#2", "local:demo#4"] });
+    expect(a2.ownership.holds("local:demo#1")).toBe(true);
+    expect(a2.ownership.holds("local:demo#4")).toBe(true);
+    expect(a2.ownership.holds("local:demo#2")).toBe(false);
+    expect(a2.closed).toEqual(["local:demo#2"]);
+    expect(b.ownership.holds("local:demo#3")).toBe(true);
+  });
+
+  it("gives up the lease of an item with no live session once it has been idle a lease's length", async () => {
+    const url = await cluster.freshDatabase();
+    const a = await daemon(url, "box-a");
+    const b = await daemon(url, "box-b");
+    await a.ownership.acquire(["local:demo#1"]);
+    await a.ownership.beat();
+    expect(a.ownership.holds("local:demo#1")).toBe(true);
+    a.clock.ms += 30_000;
+    await a.ownership.beat();
+    expect(a.ownership.holds("local:demo#1")).toBe(false);
+    await b.ownership.acquire(["local:demo#1"]);
+    expect(b.ownership.holds("local:demo#1")).toBe(true);
+  });
+});
