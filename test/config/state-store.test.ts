@@ -12,14 +12,21 @@ afterEach(() => forgetKnownSecrets());
 
 describe("state.store", () => {
   it("is the file store by default, with the URL's variable named", () => {
-    expect(configSchema.parse({}).state).toEqual({ root: ".the-loop", store: "file", urlEnv: "THE_LOOP_STATE_URL" });
+    expect(configSchema.parse({}).state).toEqual({ root: ".the-loop", store: "file", urlEnv: "THE_LOOP_STATE_URL", leaseSeconds: 30, heartbeatSeconds: 10 });
   });
 
   it("marks state.url a secret, so config show redacts it", () => {
     const paths = secretPaths(configJsonSchema());
     expect(paths).toContainEqual(["state", "url"]);
     const shown = redactSecrets(configSchema.parse({ state: { store: "postgres", url: URL_A } }), paths);
-    expect(shown.state).toEqual({ root: ".the-loop", store: "postgres", url: "[redacted]", urlEnv: "THE_LOOP_STATE_URL" });
+    expect(shown.state).toEqual({
+      root: ".the-loop",
+      store: "postgres",
+      url: "[redacted]",
+      urlEnv: "THE_LOOP_STATE_URL",
+      leaseSeconds: 30,
+      heartbeatSeconds: 10,
+    });
   });
 
   it.each([
