@@ -23,6 +23,8 @@ export {
   LocalTrackerInputError,
   NotLocalRefError,
   SELF_LOGIN,
+  copyTrackerToDatabase,
+  openLocalTracker,
 } from "./local/index.js";
 export type { LabelChange, LabelChangeResult, ListItemsFilter, LocalItem, LocalTrackerOptions, OpenItemInput, StateChangeResult } from "./local/index.js";
 export { UnsupportedTrackerError, openTrackers } from "./resolve.js";
