@@ -1,17 +1,22 @@
 /**
  * Figure: webhook acknowledgements — signed 2 KB `issue_comment` deliveries posted on loopback to
- * the webhook receiver (signature check, JSON, dedupe, normalization, the event log's append,
- * then 202; the handler settles at once), with 200 concurrent keep-alive connections, as acks
- * per second, median and p99 latency, and errors; then the median latency at 10 concurrent.
- * Budget: ≥ 10,000 acks/s and ≤ 0.5 ms median at 10 concurrent. The baseline is a bare
- * node:http server that reads the body, checks the HMAC and answers 202, measured the same way.
+ * the webhook receiver (signature check, JSON, dedupe, normalization, 202, then the event log's
+ * append; the handler settles at once), with 200 concurrent keep-alive connections, as acks per
+ * second, median and p99 latency, and errors; then the median latency at 10 concurrent, and the
+ * server's CPU time per request. Budget: ≥ 10,000 acks/s, ≤ 0.5 ms median at 10 concurrent, and
+ * CPU time per ack ≤ 1.5× the baseline's. The baseline is a bare node:http server that reads the
+ * body, checks the HMAC and answers 202, measured the same way.
  *
  * The server runs in a child process and the load from this one, so neither takes the other's
  * CPU; baseline and receiver runs alternate and each figure is the median over the runs.
  * BENCH_RUNS sets the number of runs (default 3), BENCH_SECONDS each measured interval (default 3);
  * BENCH_QUICK=1 makes one run of 0.5 s. BENCH_SERVER_ARGS adds node options to the server's process
  * only (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it; NODE_OPTIONS refuses --cpu-prof).
- * BENCH_FROM=dist measures the built receiver (run `npm run build` first) instead of src/ through tsx.
+ * BENCH_FROM=dist measures the built receiver (run `npm run build` first) instead of src/ through tsx;
+ * BENCH_FROM=<folder> the receiver built in another checkout (its dist/ or src/).
+ * BENCH_AGAINST=<folder> (dist, src or another checkout's dist/) adds a second receiver, "before",
+ * measured in the same alternation, and prints the two side by side: an A/B of two builds on a
+ * loaded machine, where the CPU time per ack is the figure to compare.
  */
 import { spawn } from "node:child_process";
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
@@ -21,9 +26,9 @@ import { createServer } from "node:http";
 import { connect } from "node:net";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { isAbsolute, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { sign } from "@octokit/webhooks-methods";
 import type * as SchemaModule from "../src/config/schema.js";
 import type * as LogModule from "../src/events/log.js";
@@ -35,16 +40,26 @@ const BODY_BYTES = 2_048;
 const BASELINE_NOTE = "bare node:http + HMAC";
 const ACKS_BUDGET = 10_000;
 const MEDIAN_BUDGET_MS = 0.5;
+/** The receiver's server CPU time per ack, at most this many times the baseline's. */
+const CPU_BUDGET_RATIO = 1.5;
 const seconds = Number(process.env.BENCH_SECONDS) > 0 ? Number(process.env.BENCH_SECONDS) : scaled(3, 0.5);
 const runs = runsFromEnv(3, 1);
 /** Load before each measured interval, not counted: connections opened, the JIT warm. */
 const WARMUP_MS = scaled(1_000, 200);
 
-type ServerKind = "receiver" | "baseline";
+type ServerKind = "receiver" | "before" | "baseline";
+
+/** The folder a receiver is imported from: dist, src, or a path to another checkout's dist/ or src/. */
+function receiverFolder(setting: string | undefined): string {
+  if (setting === undefined || setting === "" || setting === "src") return "../src";
+  if (setting === "dist") return "../dist";
+  return pathToFileURL(isAbsolute(setting) ? setting : resolve(setting)).href;
+}
 
 // What the daemon runs is dist/ (tsc's output); src/ through tsx is the default so the figure needs
 // no build, and costs a little more per request (tsx's transform wraps closures to keep their names).
-const RECEIVER_FROM = process.env.BENCH_FROM === "dist" ? "../dist" : "../src";
+const RECEIVER_FROM = receiverFolder(process.env.BENCH_FROM);
+const BEFORE_FROM = process.env.BENCH_AGAINST === undefined ? undefined : receiverFolder(process.env.BENCH_AGAINST);
 
 /** A delivery of GitHub's shape, padded to exactly BODY_BYTES through the comment text. */
 function deliveryBody(): string {
@@ -83,8 +98,8 @@ function deliveryBody(): string {
 async function serve(kind: ServerKind): Promise<void> {
   let port: number;
   let stop: () => Promise<void>;
-  if (kind === "receiver") {
-    const from = RECEIVER_FROM;
+  if (kind !== "baseline") {
+    const from = kind === "before" && BEFORE_FROM !== undefined ? BEFORE_FROM : RECEIVER_FROM;
     const { ghWebhookSchema } = (await import(`${from}/config/schema.js`)) as typeof SchemaModule;
     const { EventLog } = (await import(`${from}/events/log.js`)) as typeof LogModule;
     const { WebhookReceiver } = (await import(`${from}/ingress/webhook/server.js`)) as typeof ServerModule;
@@ -292,11 +307,13 @@ function medianOf(runs: readonly Figures[]): Figures {
 }
 
 async function main(): Promise<void> {
-  // Alternated, so a neighbour that loads the machine for a while weighs on both alike.
+  // Alternated, so a neighbour that loads the machine for a while weighs on each alike.
   const baselineRuns: Figures[] = [];
+  const beforeRuns: Figures[] = [];
   const receiverRuns: Figures[] = [];
   for (let run = 0; run < runs; run++) {
     baselineRuns.push(await measure("baseline"));
+    if (BEFORE_FROM !== undefined) beforeRuns.push(await measure("before"));
     receiverRuns.push(await measure("receiver"));
   }
   const baseline = medianOf(baselineRuns);
@@ -305,6 +322,7 @@ async function main(): Promise<void> {
     `Webhook acknowledgements (signed ${BODY_BYTES} B deliveries on loopback; median of ${runs} alternated runs of ${seconds} s; server in its own process)`,
   );
   printFigure({ label: `${BASELINE_NOTE}: acks/s, 200 concurrent`, value: baseline.perSecond, unit: "/s", note: `errors ${baseline.errors}` });
+  if (BEFORE_FROM !== undefined) printBefore(medianOf(beforeRuns), baseline, beforeRuns, receiverRuns);
   printFigure({
     label: "receiver: acks/s, 200 concurrent",
     value: receiver.perSecond,
@@ -333,13 +351,23 @@ async function main(): Promise<void> {
     value: receiver.cpuPerAckUs,
     unit: "µs",
     baseline: baseline.cpuPerAckUs,
-    note: `baseline ${baseline.cpuPerAckUs.toFixed(0)} µs; one core at this cost: ${Math.round(1e6 / receiver.cpuPerAckUs).toLocaleString("en-US")}/s`,
+    note: `${QUICK ? "" : `budget ≤ ${CPU_BUDGET_RATIO}×${receiver.cpuPerAckUs > baseline.cpuPerAckUs * CPU_BUDGET_RATIO ? " (OVER)" : ""}, `}baseline ${baseline.cpuPerAckUs.toFixed(0)} µs; one core at this cost: ${Math.round(1e6 / receiver.cpuPerAckUs).toLocaleString("en-US")}/s`,
   });
   console.log(
     `  (baseline: ${BASELINE_NOTE}, ${Math.round(baseline.perSecond).toLocaleString("en-US")}/s, median ${baseline.narrowMedianMs.toFixed(2)} ms at 10 concurrent)`,
   );
-  if (receiver.errors > 0) process.exitCode = 1;
+  if (receiver.errors > 0 || beforeRuns.some((f) => f.errors > 0)) process.exitCode = 1;
 }
 
-if (process.argv[2] === "--serve") await serve(process.argv[3] === "baseline" ? "baseline" : "receiver");
+/** The other build's figures, and each run's ratio of the two builds' CPU time per ack. */
+function printBefore(before: Figures, baseline: Figures, beforeRuns: readonly Figures[], afterRuns: readonly Figures[]): void {
+  printFigure({ label: "before: acks/s, 200 concurrent", value: before.perSecond, unit: "/s", baseline: baseline.perSecond, note: `errors ${before.errors}` });
+  printFigure({ label: "before: median latency, 10 concurrent", value: before.narrowMedianMs, unit: "ms", baseline: baseline.narrowMedianMs });
+  printFigure({ label: "before: server CPU time per ack", value: before.cpuPerAckUs, unit: "µs", baseline: baseline.cpuPerAckUs });
+  const ratios = afterRuns.map((after, run) => after.cpuPerAckUs / (beforeRuns[run]?.cpuPerAckUs ?? NaN));
+  console.log(`  (CPU per ack, after ÷ before, run by run: ${ratios.map((ratio) => ratio.toFixed(2)).join(" ")}; median ${median(ratios).toFixed(2)})`);
+}
+
+const SERVER_KINDS: readonly string[] = ["receiver", "before", "baseline"] satisfies ServerKind[];
+if (process.argv[2] === "--serve") await serve(SERVER_KINDS.includes(process.argv[3] ?? "") ? (process.argv[3] as ServerKind) : "receiver");
 else await main();
