@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { sendWebhook } from "../support/fake-github.js";
-import { ARM, TOKEN, freePort, startGitHub, startProject } from "../support/github-project.js";
+import { TOKEN, startWebhookDaemon } from "../support/github-project.js";
 import { waitFor } from "../support/wait.js";
 
 const SECRET = "webhook-secret-for-the-ci-test";
@@ -11,27 +10,10 @@ const SECRET = "webhook-secret-for-the-ci-test";
  */
 describe("CI failures reach the session of a pull request's work item (webhook)", () => {
   it("delivers a failed check once with its log tail fenced and cleaned, the log fetched without the token; a fork's failure is found by its commit and its log withheld", async () => {
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo");
-    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
-    const ref = `github:${gh.host}/octo/repo#${issue}`;
-    const port = await freePort();
-    const p = await startProject({
-      polling: { enabled: false, sources: [] },
-      github: { apiUrl: gh.apiUrl },
+    const { gh, issue, ref, p, deliver, inputs } = await startWebhookDaemon({
+      secret: SECRET,
       routing: { workspace: { enabled: false }, announce: { enabled: false } },
-      webhooks: { ghWebhook: { enabled: true, port } },
     });
-    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
-    const started = await p.cli(["start", "--json"], env);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
-    const url = `http://127.0.0.1:${port}/gh-webhook`;
-    const deliver = async (event: string, payload: unknown): Promise<string> => {
-      const sent = await sendWebhook(url, { event, payload, secret: SECRET });
-      expect(sent.status).toBe(202);
-      return sent.deliveryId;
-    };
-    const inputs = async (): Promise<string[]> => (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
 
     const start = gh.addComment("octo/repo", issue, { user: "alice", body: "Please start." });
     await deliver("issue_comment", gh.payload.issueComment("octo/repo", issue, start));

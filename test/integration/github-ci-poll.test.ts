@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { sendWebhook } from "../support/fake-github.js";
-import { ARM, TOKEN, freePort, startGitHub, startProject } from "../support/github-project.js";
+import { TOKEN, startWebhookDaemon } from "../support/github-project.js";
 import { waitFor } from "../support/wait.js";
 
 const SECRET = "webhook-secret-for-the-ci-poll-test";
@@ -13,23 +13,13 @@ const SECRET = "webhook-secret-for-the-ci-poll-test";
  */
 describe("CI failures reach the session of a pull request's work item (poller)", () => {
   it("polls a watched pull request's checks: a failure told once with its log fenced, a status told without a log, a fork's failure found by its commit with its log withheld; an idle cycle costs no rate limit", async () => {
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo");
-    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
-    const ref = `github:${gh.host}/octo/repo#${issue}`;
-    const port = await freePort();
-    const p = await startProject({
+    const { gh, issue, ref, port, p, inputs } = await startWebhookDaemon({
+      secret: SECRET,
       polling: { enabled: true, intervalSeconds: 0.2, sources: [{ provider: "github", repos: ["octo/repo"] }] },
-      github: { apiUrl: gh.apiUrl },
       routing: { workspace: { enabled: false }, announce: { enabled: false } },
-      webhooks: { ghWebhook: { enabled: true, port } },
     });
-    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
-    const started = await p.cli(["start", "--json"], env);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
     await p.waitForEvent("the checks' baseline", (r) => r.event === "poll.baseline" && r.poll_source === "github-checks");
     await p.waitForEvent("the feed's baseline", (r) => r.event === "poll.baseline" && r.poll_source === "github:octo/repo");
-    const inputs = async (): Promise<string[]> => (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
     const delivered = async () => (await p.events()).filter((r) => r.event === "ci.delivered");
 
     gh.addComment("octo/repo", issue, { user: "alice", body: "Please start." });

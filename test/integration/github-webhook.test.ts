@@ -5,7 +5,7 @@ import { SELF_COMMENT_MARKER } from "../../src/workitem/marker.js";
 import { jsonOf } from "../support/cli.js";
 import { paneState } from "../support/e2e.js";
 import { sendWebhook } from "../support/fake-github.js";
-import { ARM, TOKEN, bareRepository, freePort, startGitHub, startProject } from "../support/github-project.js";
+import { TOKEN, bareRepository, startWebhookDaemon } from "../support/github-project.js";
 import { waitFor } from "../support/wait.js";
 
 const SECRET = "webhook-secret-for-the-test";
@@ -13,21 +13,10 @@ const SECRET = "webhook-secret-for-the-test";
 describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmux, real git)", () => {
   it("spawns in a fresh worktree, delivers a linked PR's review comment, refuses bad signatures and redeliveries, closes and cleans up", async () => {
     const bare = await bareRepository();
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo", { defaultBranch: "main", cloneUrl: `file://${bare}` });
-    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
-    const ref = `github:${gh.host}/octo/repo#${issue}`;
-
-    const port = await freePort();
-    const p = await startProject({
-      polling: { enabled: false, sources: [] },
-      github: { apiUrl: gh.apiUrl },
-      webhooks: { ghWebhook: { enabled: true, port } },
+    const { gh, issue, ref, p, url } = await startWebhookDaemon({
+      secret: SECRET,
+      repo: { defaultBranch: "main", cloneUrl: `file://${bare}` },
     });
-    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
-    const started = await p.cli(["start", "--json"], env);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
-    const url = `http://127.0.0.1:${port}/gh-webhook`;
 
     // A signed comment by an authorized person on the labelled issue starts a session.
     const first = gh.addComment("octo/repo", issue, { user: "alice", body: "Please start with the endpoint." });
@@ -109,27 +98,10 @@ describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmu
   }, 90_000);
 
   it("tells the issue's session that its pull requests merged or closed, names the PR in a review, and keeps the session live", async () => {
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo");
-    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
-    const ref = `github:${gh.host}/octo/repo#${issue}`;
-    const port = await freePort();
-    const p = await startProject({
-      polling: { enabled: false, sources: [] },
-      github: { apiUrl: gh.apiUrl },
+    const { gh, issue, ref, p, env, deliver, inputs } = await startWebhookDaemon({
+      secret: SECRET,
       routing: { workspace: { enabled: false }, announce: { enabled: false } },
-      webhooks: { ghWebhook: { enabled: true, port } },
     });
-    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
-    const started = await p.cli(["start", "--json"], env);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
-    const url = `http://127.0.0.1:${port}/gh-webhook`;
-    const deliver = async (event: string, payload: unknown): Promise<string> => {
-      const sent = await sendWebhook(url, { event, payload, secret: SECRET });
-      expect(sent.status).toBe(202);
-      return sent.deliveryId;
-    };
-    const inputs = async (): Promise<string[]> => (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
 
     const start = gh.addComment("octo/repo", issue, { user: "alice", body: "Please start." });
     await deliver("issue_comment", gh.payload.issueComment("octo/repo", issue, start));

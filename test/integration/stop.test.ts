@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { sendWebhook } from "../support/fake-github.js";
-import { ARM, TOKEN, freePort, startGitHub, startProject } from "../support/github-project.js";
+import { startWebhookDaemon } from "../support/github-project.js";
 import { isRunning } from "../support/processes.js";
 import { waitFor } from "../support/wait.js";
 
@@ -11,23 +11,12 @@ const COMMENTS = 10;
 
 describe("the-loop stop (fake GitHub, real daemon, real tmux)", () => {
   it("ends the daemon's process once it answers, even with reactions still queued for GitHub", async () => {
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo");
-    const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
-    const ref = `github:${gh.host}/octo/repo#${issue}`;
-    const port = await freePort();
-    const p = await startProject({
-      polling: { enabled: false, sources: [] },
-      github: { apiUrl: gh.apiUrl },
-      webhooks: { ghWebhook: { enabled: true, port } },
+    const { gh, issue, ref, p, env, started, url } = await startWebhookDaemon({
+      secret: SECRET,
       routing: { workspace: { enabled: false }, announce: { enabled: false } },
     });
-    const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };
-    const started = await p.cli(["start", "--json"], env);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
     const { pid } = jsonOf<{ pid: number }>(started);
 
-    const url = `http://127.0.0.1:${port}/gh-webhook`;
     for (let i = 0; i < COMMENTS; i++) {
       const comment = gh.addComment("octo/repo", issue, { user: "alice", body: `Step ${i + 1}, please.` });
       const delivery = await sendWebhook(url, { event: "issue_comment", payload: gh.payload.issueComment("octo/repo", issue, comment), secret: SECRET });

@@ -3,9 +3,11 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach } from "vitest";
-import { FakeGitHub } from "./fake-github.js";
+import { afterEach, expect } from "vitest";
+import { ARM } from "./builders.js";
+import { FakeGitHub, sendWebhook } from "./fake-github.js";
 import { testProject } from "./project.js";
+import type { CliResult } from "./cli.js";
 import type { ProjectOverrides, TestProject } from "./project.js";
 import { tempDir } from "./temp.js";
 
@@ -67,4 +69,59 @@ export async function bareRepository(): Promise<string> {
   await git("git", ["-C", work, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "-m", "first"]);
   await git("git", ["clone", "-q", "--bare", work, bare]);
   return bare;
+}
+
+/** A project whose daemon takes GitHub webhooks, started against a fake GitHub with one armed issue. */
+export interface WebhookDaemon {
+  readonly gh: FakeGitHub;
+  /** The armed issue on octo/repo, and its work-item ref. */
+  readonly issue: number;
+  readonly ref: string;
+  readonly port: number;
+  readonly p: TestProject;
+  /** What the CLI is run with: TOKEN and the webhook secret. */
+  readonly env: Record<string, string>;
+  /** The answer of `the-loop start --json`. */
+  readonly started: CliResult;
+  /** The receiver's URL. */
+  readonly url: string;
+  /** Sends a signed delivery, expects it accepted (202) and answers its delivery id. */
+  deliver(event: string, payload: unknown): Promise<string>;
+  /** The text of each input the session was given, in order. */
+  inputs(): Promise<string[]>;
+}
+
+/**
+ * A fake GitHub with octo/repo and alice's armed issue "Add a health check", and a started daemon
+ * receiving its webhooks signed with `secret` (polling off unless `polling` says otherwise),
+ * both stopped after the current test.
+ */
+export async function startWebhookDaemon(options: {
+  readonly secret: string;
+  readonly repo?: { defaultBranch?: string; cloneUrl?: string };
+  readonly polling?: Record<string, unknown>;
+  readonly routing?: Record<string, unknown>;
+}): Promise<WebhookDaemon> {
+  const gh = await startGitHub();
+  gh.addRepo("octo/repo", options.repo);
+  const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
+  const ref = `github:${gh.host}/octo/repo#${issue}`;
+  const port = await freePort();
+  const p = await startProject({
+    polling: options.polling ?? { enabled: false, sources: [] },
+    github: { apiUrl: gh.apiUrl },
+    webhooks: { ghWebhook: { enabled: true, port } },
+    ...(options.routing === undefined ? {} : { routing: options.routing }),
+  });
+  const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: options.secret };
+  const started = await p.cli(["start", "--json"], env);
+  expect(started.code, started.stderr + started.stdout).toBe(0);
+  const url = `http://127.0.0.1:${port}/gh-webhook`;
+  const deliver = async (event: string, payload: unknown): Promise<string> => {
+    const sent = await sendWebhook(url, { event, payload, secret: options.secret });
+    expect(sent.status).toBe(202);
+    return sent.deliveryId;
+  };
+  const inputs = async (): Promise<string[]> => (await p.transcript()).filter((e) => e.type === "input").map((e) => e.text ?? "");
+  return { gh, issue, ref, port, p, env, started, url, deliver, inputs };
 }
