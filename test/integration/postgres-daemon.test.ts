@@ -1,13 +1,9 @@
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
-import { testProject } from "../support/project.js";
-import type { TestProject } from "../support/project.js";
+import { postgresProjects, queryRows } from "../support/postgres-project.js";
 
 /**
  * The daemon on state.store: postgres (docs/scale.md): the real CLI and daemon on the local
@@ -19,34 +15,10 @@ import type { TestProject } from "../support/project.js";
 const START = "the-loop:start-execution";
 const REF = "local:demo#1";
 
-let cluster: PostgresCluster;
-let project: TestProject | undefined;
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
-
-afterEach(async () => {
-  await project?.cleanup();
-  project = undefined;
-});
-
-afterAll(async () => {
-  await cluster?.stop();
-});
+const postgres = postgresProjects();
 
 async function rowsOf(url: string): Promise<{ kind: string; item: string; body: Record<string, unknown> }[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (
-      await client.query<{ kind: string; item: string; body: Record<string, unknown> }>(
-        "SELECT kind, item, body FROM the_loop_records WHERE body IS NOT NULL ORDER BY kind, item",
-      )
-    ).rows;
-  } finally {
-    await client.end();
-  }
+  return queryRows(url, "SELECT kind, item, body FROM the_loop_records WHERE body IS NOT NULL ORDER BY kind, item");
 }
 
 /** Every `.json` file under `dir`, recursively (relative paths). */
@@ -59,9 +31,8 @@ function jsonFiles(dir: string, prefix = ""): string[] {
 
 describe("the daemon on PostgreSQL (real tmux, the fake harness, a real server)", () => {
   it("starts a session from a comment, lists it, explains it and stops it, with every record a row", async () => {
-    const url = await cluster.freshDatabase();
-    project = await testProject({ routing: { control: { requireStartCommand: true } }, state: { store: "postgres", url } });
-    const p = project;
+    const url = await postgres.database();
+    const p = await postgres.project({ routing: { control: { requireStartCommand: true } }, state: { store: "postgres", url } });
     const started = await p.cli(["start", "--json"]);
     expect(started.code, started.stderr + started.stdout).toBe(0);
     await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");

@@ -1,34 +1,16 @@
 import { readFile } from "node:fs/promises";
-import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
 import { storesOn } from "../../src/stores/stores.js";
 import { deriveStatePaths } from "../../src/state/layout.js";
 import { parseWorkItemRef, workItemOf } from "../../src/workitem/index.js";
 import { sessionRecord } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
-import { testProject } from "../support/project.js";
-import type { TestProject } from "../support/project.js";
+import { postgresProjects, queryRows } from "../support/postgres-project.js";
 
 /** `the-loop state migrate --to postgres`: the real CLI copying a file state root into a real server. */
 
-let cluster: PostgresCluster;
-let project: TestProject | undefined;
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
-
-afterEach(async () => {
-  await project?.cleanup();
-  project = undefined;
-});
-
-afterAll(async () => {
-  await cluster?.stop();
-});
+const postgres = postgresProjects();
 
 interface Report {
   verified: boolean;
@@ -36,23 +18,17 @@ interface Report {
 }
 
 async function countRows(url: string): Promise<Record<string, number>> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ kind: string; n: string }>(
-      "SELECT CASE WHEN kind = 'document' THEN item ELSE kind END AS kind, count(*)::text AS n FROM the_loop_records WHERE body IS NOT NULL GROUP BY 1",
-    );
-    return Object.fromEntries(rows.map((row) => [row.kind, Number(row.n)]));
-  } finally {
-    await client.end();
-  }
+  const rows = await queryRows<{ kind: string; n: string }>(
+    url,
+    "SELECT CASE WHEN kind = 'document' THEN item ELSE kind END AS kind, count(*)::text AS n FROM the_loop_records WHERE body IS NOT NULL GROUP BY 1",
+  );
+  return Object.fromEntries(rows.map((row) => [row.kind, Number(row.n)]));
 }
 
 describe("the-loop state migrate --to postgres", () => {
   it("copies every record once, verifies the counts, leaves the files, and is refused while the daemon runs", async () => {
-    const url = await cluster.freshDatabase();
-    project = await testProject();
-    const p = project;
+    const url = await postgres.database();
+    const p = await postgres.project();
     const paths = deriveStatePaths(configSchema.parse({}), p.dir);
     const stores = storesOn(paths);
     for (const n of [1, 2, 3]) {
