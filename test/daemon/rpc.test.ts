@@ -1,36 +1,10 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { createConnection } from "node:net";
-import { tmpdir } from "node:os";
+import { statSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { NoDaemonError, callDaemon, daemonSocketPath, serveRpc } from "../../src/daemon/socket/rpc.js";
-import type { RpcServer } from "../../src/daemon/socket/rpc.js";
+import { rawRequest, rpcSockets } from "../support/rpc-socket.js";
 
-const roots: string[] = [];
-const servers: RpcServer[] = [];
-
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
-  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
-});
-
-function stateRoot(): string {
-  const root = mkdtempSync(join(tmpdir(), "the-loop-rpc-"));
-  roots.push(root);
-  return root;
-}
-
-function rawRequest(path: string, line: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = createConnection(path);
-    let received = "";
-    socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write(line));
-    socket.on("data", (chunk: string) => (received += chunk));
-    socket.on("end", () => resolve(received));
-    socket.on("error", reject);
-  });
-}
+const { stateRoot, servers } = rpcSockets("the-loop-rpc-");
 
 describe("the daemon's request channel", () => {
   it("answers a request with its handler's result", async () => {

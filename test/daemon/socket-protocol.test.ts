@@ -1,12 +1,11 @@
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { createConnection, createServer } from "node:net";
 import type { Server, Socket } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { z } from "zod";
 import { afterEach, describe, expect, it } from "vitest";
 import { callDaemon, daemonSocketPath, serveRpc } from "../../src/daemon/socket/rpc.js";
-import type { RpcCaller, RpcServer } from "../../src/daemon/socket/rpc.js";
+import type { RpcCaller } from "../../src/daemon/socket/rpc.js";
+import { rawRequest, rpcSockets } from "../support/rpc-socket.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -15,34 +14,12 @@ import { waitFor } from "../support/wait.js";
  * the connections served at once are capped.
  */
 
-const roots: string[] = [];
-const servers: RpcServer[] = [];
+const { stateRoot, servers } = rpcSockets("the-loop-rpcp-");
 const others: Server[] = [];
 
 afterEach(async () => {
-  await Promise.all(servers.splice(0).map((server) => server.close()));
   await Promise.all(others.splice(0).map((server) => new Promise<void>((resolve) => server.close(() => resolve()))));
-  for (const root of roots.splice(0)) rmSync(root, { recursive: true, force: true });
 });
-
-function stateRoot(): string {
-  const root = mkdtempSync(join(tmpdir(), "the-loop-rpcp-"));
-  roots.push(root);
-  return root;
-}
-
-/** Sends `line` and collects everything until the daemon closes the connection. */
-function rawRequest(path: string, line: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = createConnection(path);
-    let received = "";
-    socket.setEncoding("utf8");
-    socket.on("connect", () => socket.write(line));
-    socket.on("data", (chunk: string) => (received += chunk));
-    socket.on("close", () => resolve(received));
-    socket.on("error", reject);
-  });
-}
 
 function connect(path: string): Promise<Socket> {
   return new Promise((resolve, reject) => {
