@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { postgresProjects, queryRows } from "../support/postgres-project.js";
+import { testProject } from "../support/project.js";
 
 /**
  * The daemon on state.store: postgres (docs/scale.md): the real CLI and daemon on the local
@@ -77,11 +78,10 @@ describe("the daemon on PostgreSQL (real tmux, the fake harness, a real server)"
   }, 90_000);
 
   it("shares a local project between two state roots on one database: an item opened from one is listed and routed from the other", async () => {
-    const url = await cluster.freshDatabase();
-    project = await testProject({ routing: { control: { requireStartCommand: true } }, state: { store: "postgres", url } });
+    const url = await postgres.database();
+    const p = await postgres.project({ routing: { control: { requireStartCommand: true } }, state: { store: "postgres", url } });
     const other = await testProject({ state: { store: "postgres", url } });
     try {
-      const p = project;
       expect((await p.cli(["start", "--json"])).code).toBe(0);
       await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
       const opened = await other.cli(["item", "new", "Add a health check", "--label", ARM, "--as", "alice"]);
