@@ -13,6 +13,19 @@ const isSharable = (value: Json): value is Json[] | { [key: string]: Json } =>
 
 const MAX_SAFE = Number.MAX_SAFE_INTEGER;
 
+/** A schema as plain JSON, the way JSON.stringify would write it (undefined entries dropped). */
+function jsonOf(value: unknown): Json {
+  if (value === null || typeof value === "boolean" || typeof value === "string") return value;
+  if (typeof value === "number") return Number.isFinite(value) ? value : null;
+  if (Array.isArray(value)) return value.map((item) => (item === undefined || typeof item === "function" ? null : jsonOf(item)));
+  if (typeof value === "object") {
+    const out: { [key: string]: Json } = {};
+    for (const [key, item] of Object.entries(value)) if (item !== undefined && typeof item !== "function") out[key] = jsonOf(item);
+    return out;
+  }
+  throw new Error(`a JSON Schema holds only JSON values, not a ${typeof value}`);
+}
+
 /** A name that says what a common part is; undefined for one named after where it first stands. */
 function contentName(value: { [key: string]: Json }): string | undefined {
   const keys = Object.keys(value).sort().join(",");
@@ -51,32 +64,33 @@ function placeWords(path: readonly string[]): string[] {
  * out (the shape and the parts named so far, each named part counted once) gets a name, and its
  * places use it.
  */
-function sharedParts(shape: Json, exportName: string): Map<string, string> {
+function sharedParts(shape: Json, exportName: string): { names: Map<string, string>; named: Map<string, Json> } {
   const names = new Map<string, string>();
+  const named = new Map<string, Json>();
   const taken = new Set([exportName]);
-  const count = (): Map<string, { uses: number; size: number; path: readonly string[] }> => {
-    const found = new Map<string, { uses: number; size: number; path: readonly string[] }>();
+  const count = (): Map<string, { uses: number; size: number; path: readonly string[]; value: Json }> => {
+    const found = new Map<string, { uses: number; size: number; path: readonly string[]; value: Json }>();
     const walk = (value: Json, path: readonly string[], top: boolean): void => {
       if (typeof value !== "object" || value === null) return;
       const key = JSON.stringify(value);
       if (!top && isSharable(value)) {
         const seen = found.get(key);
-        if (seen === undefined) found.set(key, { uses: 1, size: key.length, path });
+        if (seen === undefined) found.set(key, { uses: 1, size: key.length, path, value });
         else seen.uses++;
         if (names.has(key)) return;
       }
       for (const [step, child] of Object.entries(value)) walk(child, [...path, step], false);
     };
     walk(shape, [], true);
-    for (const key of names.keys()) walk(JSON.parse(key) as Json, [], true);
+    for (const value of named.values()) walk(value, [], true);
     return found;
   };
   for (;;) {
     const candidates = [...count()].filter(([key, part]) => part.uses >= 2 && !names.has(key)).sort((a, b) => b[1].size - a[1].size);
     const next = candidates[0];
-    if (next === undefined) return names;
+    if (next === undefined) return { names, named };
     const [key, part] = next;
-    const value = JSON.parse(key) as Json;
+    const value = part.value;
     const wanted =
       (!Array.isArray(value) && typeof value === "object" && value !== null ? contentName(value) : undefined) ?? camel([...placeWords(part.path), "shape"]);
     const base = IDENTIFIER.test(wanted) ? wanted : "part";
@@ -84,6 +98,7 @@ function sharedParts(shape: Json, exportName: string): Map<string, string> {
     for (let n = 2; taken.has(name); n++) name = `${base}${n}`;
     taken.add(name);
     names.set(key, name);
+    named.set(key, value);
   }
 }
 
@@ -106,8 +121,8 @@ function render(value: Json, names: ReadonlyMap<string, string>, indent: string,
 
 /** The text of a generated shape module: each common part as a constant, then `export const <name> = <JSON Schema> as const;`. */
 export function recordShapeModuleText(exportName: string, source: string, shape: unknown): string {
-  const json = JSON.parse(JSON.stringify(shape)) as Json;
-  const names = sharedParts(json, exportName);
+  const json = jsonOf(shape);
+  const { names, named } = sharedParts(json, exportName);
   // A part is written before the parts and the shape that use it: smallest first.
   const parts = [...names].sort((a, b) => a[0].length - b[0].length);
   return [
@@ -118,7 +133,7 @@ export function recordShapeModuleText(exportName: string, source: string, shape:
     " * it more than once is written once, as a constant of its own.",
     " */",
     "",
-    ...parts.flatMap(([key, name]) => [`const ${name} = ${render(JSON.parse(key) as Json, names, "", true)} as const;`, ""]),
+    ...parts.flatMap(([key, name]) => [`const ${name} = ${render(named.get(key) ?? null, names, "", true)} as const;`, ""]),
     `export const ${exportName} = ${render(json, names, "", true)} as const;`,
     "",
   ].join("\n");

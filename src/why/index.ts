@@ -6,4 +6,4 @@
 export { armingHow, authorizedList, describeEvent, isArmingLabel } from "./events.js";
 export type { WhySettings } from "./events.js";
 export { armedFromEvents, closedFromEvents, explainWhy } from "./explain.js";
-export type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, WhySituation, WhyState, WhyVerdict } from "./explain.js";
+export type { ControlView, DamagedRecord, GraphView, HeldAnswerView, SessionView, UsageView, WhySituation, WhyState, WhyVerdict } from "./explain.js";
