@@ -86,6 +86,7 @@ const INTEGRATION = [
   "test/state/postgres-record-store.test.ts",
   "test/graph-driver/node-room-postgres.test.ts",
   "test/trackers/local-database.test.ts",
+  "test/state/postgres-event-table.test.ts",
   "test/state/race.test.ts",
   "test/state/sweep.test.ts",
   "test/subprocess/run.test.ts",

@@ -79,6 +79,8 @@ async function withEventLog(loaded: LoadedConfig, config: CliConfig, source: Eve
     path: config.eventLog.enabled ? loaded.paths.eventLog : null,
     source,
     onWriteError: (message) => stderr.warn(message),
+    // state.store: postgres: the events go to the database's table, which every host reads.
+    ...(stores?.eventLog !== undefined ? { table: stores.eventLog } : {}),
   });
   return { loaded, config, paths: loaded.paths, events, ...(stores !== undefined ? { stores } : {}) };
 }

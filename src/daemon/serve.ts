@@ -169,7 +169,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     }
     // The events other processes of this state root record (a CLI's graph force, a CLI start), from here on.
     if (notifier && config.eventLog.enabled) {
-      const follower = followOtherProcesses(paths.eventLog, (event) => notifier.observe(event), followingStop.signal, options.warn);
+      const follower = followOtherProcesses(paths.eventLog, (event) => notifier.observe(event), followingStop.signal, options.warn, input.stores?.eventLog);
       following = follower;
       await follower.caughtUp;
     }

@@ -1,5 +1,6 @@
 import type { ControlRecord } from "../control/types.js";
 import type { EventFilter, EventRecord } from "../events/reader.js";
+import type { SharedEventLog } from "../events/table.js";
 import { readLatestEvents } from "../events/tail.js";
 import { EVENT_LEVELS } from "../events/catalog.js";
 import type { EventLevel } from "../events/catalog.js";
@@ -294,7 +295,15 @@ export function eventQueryOf(params: URLSearchParams, now: Date = new Date()): E
 }
 
 /** The newest events the query matches, newest first. */
-export async function readEventPage(eventLog: string, query: EventQuery): Promise<{ readonly events: EventRecord[]; readonly complete: boolean }> {
-  const read = await readLatestEvents(eventLog, query.filter, { limit: query.limit, maxBytes: EVENTS_SCAN_BYTES });
+export async function readEventPage(
+  eventLog: string,
+  query: EventQuery,
+  table?: SharedEventLog,
+): Promise<{ readonly events: EventRecord[]; readonly complete: boolean }> {
+  // state.store: postgres: the table every host on the database writes, not this host's file.
+  const read =
+    table !== undefined
+      ? await table.readLatest(query.filter, query.limit)
+      : await readLatestEvents(eventLog, query.filter, { limit: query.limit, maxBytes: EVENTS_SCAN_BYTES });
   return { events: read.events, complete: read.reachedStart };
 }

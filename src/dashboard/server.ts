@@ -8,6 +8,7 @@ import { messageOf } from "../errors.js";
 import type { DashboardConfig } from "../config/dashboard-schema.js";
 import type { EventSink } from "../events/log.js";
 import { followEvents } from "../events/follow.js";
+import type { EventRecord } from "../events/reader.js";
 import { openGraphStates } from "../graph-run/store.js";
 import type { Graph } from "../graph/types.js";
 import type { StatePaths } from "../state/layout.js";
@@ -238,7 +239,7 @@ export class DashboardServer {
     if (method === "GET" && path === "/api/v1/events") {
       const query = eventQueryOf(url.searchParams, new Date(this.now()));
       if ("problem" in query) throw new HttpError(400, query.problem);
-      return sendJson(response, 200, await readEventPage(deps.paths.eventLog, query));
+      return sendJson(response, 200, await readEventPage(deps.paths.eventLog, query, deps.stores?.eventLog));
     }
     if (method === "GET" && path === "/api/v1/events/stream") return this.stream(request, response, url);
     const item = /^\/api\/v1\/items\/([^/]+)(?:\/(why|graph|comments|terminal\/stream)|\/actions\/([a-z-]+))$/.exec(path);
@@ -366,15 +367,14 @@ export class DashboardServer {
     request.on("close", end);
     response.on("close", end);
     try {
-      await followEvents(
-        this.deps.paths.eventLog,
-        query.filter,
-        (record) => {
-          response.write(`event: event\ndata: ${JSON.stringify(record)}\n\n`);
-        },
-        stop.signal,
-        { backlog, onCaughtUp: () => response.write("event: caught-up\ndata: {}\n\n") },
-      );
+      const onEvent = (record: EventRecord): void => {
+        response.write(`event: event\ndata: ${JSON.stringify(record)}\n\n`);
+      };
+      const options = { backlog, onCaughtUp: () => response.write("event: caught-up\ndata: {}\n\n") };
+      // state.store: postgres: the table every host on the database writes, followed by LISTEN/NOTIFY.
+      const table = this.deps.stores?.eventLog;
+      if (table !== undefined) await table.follow(query.filter, onEvent, stop.signal, options);
+      else await followEvents(this.deps.paths.eventLog, query.filter, onEvent, stop.signal, options);
     } finally {
       clearInterval(heartbeat);
       this.streams.delete(stop);

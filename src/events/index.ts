@@ -8,6 +8,7 @@ export { eventMatcher, LineReader, parseEventLine, readEvents, RingBuffer } from
 export type { EventFilter, EventPredicate, EventRecord, ReadEventsOptions, ReadEventsResult } from "./reader.js";
 export { DEFAULT_FOLLOW_INTERVAL_MS, describeFollowNotice, followEvents } from "./follow.js";
 export type { FollowNotice, FollowOptions } from "./follow.js";
+export type { SharedEventLog } from "./table.js";
 export { LogCursor } from "./cursor.js";
 export type { CursorChange } from "./cursor.js";
 export { globToRegExp, matchesGlob } from "./glob.js";

@@ -4,6 +4,7 @@ import { errnoOf, messageOf } from "../errors.js";
 import { redactKnownSecrets } from "../secrets.js";
 import { levelOf } from "./catalog.js";
 import type { EventFields, EventSource, EventType } from "./catalog.js";
+import type { SharedEventLog } from "./table.js";
 
 /** Where code records events. Tests and one-shot tools may pass a sink that keeps them in memory. */
 export interface EventSink {
@@ -23,6 +24,11 @@ export interface EventLogOptions {
   /** Told once, on the first write that fails (default: a line on stderr). */
   readonly onWriteError?: (message: string) => void;
   readonly now?: () => Date;
+  /**
+   * The table the lines go to instead of the file (state.store: postgres): the same lines,
+   * scrubbed and bounded here, queued and written in batches by the table.
+   */
+  readonly table?: SharedEventLog;
 }
 
 const MAX_STRING = 4_000;
@@ -86,6 +92,16 @@ export class EventLog implements EventSink {
     return this.options.path;
   }
 
+  /** The table the events go to, when they go to one. */
+  get table(): SharedEventLog | undefined {
+    return this.options.table;
+  }
+
+  /** Resolves once every event emitted before the call is written (at once for the file: each write is synchronous). */
+  async flush(): Promise<void> {
+    await this.options.table?.flush();
+  }
+
   emit<T extends EventType>(type: T, fields: EventFields<T>): void {
     const path = this.options.path;
     if (!path) return;
@@ -123,13 +139,19 @@ export class EventLog implements EventSink {
 
   private appendLines(path: string, lines: readonly string[]): void {
     try {
-      this.append(path, lines.length === 1 ? (lines[0] ?? "") : lines.join(""));
+      if (this.options.table !== undefined) this.options.table.append(lines);
+      else this.append(path, lines.length === 1 ? (lines[0] ?? "") : lines.join(""));
     } catch (error) {
       this.reportOnce(`cannot write the event log ${path}: ${messageOf(error)}; events are not being recorded`);
     }
   }
 
   private append(path: string, line: string): void {
+    const table = this.options.table;
+    if (table !== undefined) {
+      table.append([line]);
+      return;
+    }
     if (!this.directoryReady) {
       mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
       this.directoryReady = true;

@@ -2,6 +2,8 @@ import type { CliConfig } from "../config/schema.js";
 import type { NotifyConfig } from "../config/notify-schema.js";
 import type { EventFields, EventType } from "../events/catalog.js";
 import { followEvents } from "../events/follow.js";
+import type { EventRecord } from "../events/reader.js";
+import type { SharedEventLog } from "../events/table.js";
 import type { EventSink } from "../events/log.js";
 import { messageOf } from "../errors.js";
 import { SinkQueue, sinkUrl } from "./delivery.js";
@@ -139,18 +141,17 @@ export function followOtherProcesses(
   observe: (event: MomentEvent) => void,
   signal: AbortSignal,
   warn: (message: string) => void,
+  table?: SharedEventLog,
 ): { readonly caughtUp: Promise<void>; readonly done: Promise<void> } {
   let markCaughtUp: () => void = () => undefined;
   const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
-  const done = followEvents(
-    path,
-    {},
-    (record) => {
-      if (record.pid !== process.pid) observe(record);
-    },
-    signal,
-    { backlog: 0, onCaughtUp: () => markCaughtUp() },
-  ).then(
+  const onEvent = (record: EventRecord): void => {
+    if (record.pid !== process.pid) observe(record);
+  };
+  const options = { backlog: 0, onCaughtUp: () => markCaughtUp() };
+  // state.store: postgres: the event log is the database's table, followed by LISTEN/NOTIFY.
+  const following = table !== undefined ? table.follow({}, onEvent, signal, options) : followEvents(path, {}, onEvent, signal, options);
+  const done = following.then(
     () => markCaughtUp(),
     (error: unknown) => {
       markCaughtUp();

@@ -68,3 +68,8 @@ export { namedLockKey, withNamedLock } from "./postgres/named-lock.js";
 export { DAEMONS_TABLE, LEASES_TABLE, PostgresLeases } from "./postgres/leases.js";
 export type { DaemonRow, LeaseRow, Locked, Written } from "./postgres/leases.js";
 export { FLEET_STATE_KEYS } from "./fleet-keys.js";
+export { PostgresEventTable } from "./postgres/event-table.js";
+export type { EventRow, EventRowFilter, PostgresEventTableOptions } from "./postgres/event-table.js";
+export { followEventRows, GAP_WAIT_MS } from "./postgres/event-follow.js";
+export type { FollowRowsOptions } from "./postgres/event-follow.js";
+export { EVENTS_CHANNEL, EVENTS_MIGRATION, EVENTS_TABLE } from "./postgres/event-migration.js";

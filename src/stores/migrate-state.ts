@@ -1,3 +1,4 @@
+import { hostname } from "node:os";
 import { FileDocumentStore } from "../state/document.js";
 import type { DocumentStore } from "../state/document.js";
 import type { LocatedRecordStore } from "../state/backend.js";
@@ -141,5 +142,10 @@ export async function migrateState(source: Stores, target: Stores, paths: StateP
   // The local tracker's projects: its journal lines and the items they make.
   const database = target.backend.database;
   if (database !== undefined) kinds.push(...(await copyTrackerToDatabase(paths.trackerDir, database)));
+  if (database !== undefined) {
+    // The event log's lines, into the table every host on the database reads (the file is left as it is).
+    const [{ copyEventLog }, { PostgresEventTable }] = await Promise.all([import("./migrate-events.js"), import("../state/postgres/event-table.js")]);
+    kinds.push(await copyEventLog(paths.eventLog, new PostgresEventTable({ database, host: hostname() })));
+  }
   return { kinds, verified: kinds.every((kind) => kind.verified) };
 }

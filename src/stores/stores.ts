@@ -16,6 +16,7 @@ import { StartQueue, startQueueFile } from "../registry/start-queue.js";
 import { FILE_BACKEND, openRecordBackend } from "../state/backend.js";
 import type { RecordBackend } from "../state/backend.js";
 import type { DocumentStore } from "../state/document.js";
+import type { SharedEventLog } from "../events/table.js";
 import type { StatePaths } from "../state/layout.js";
 
 /**
@@ -40,12 +41,17 @@ export interface Stores {
    * state file (polling.stateFile, and the legacy file it may still read).
    */
   readonly pollState: DocumentStore | undefined;
-  /** Ends the backend's connections. */
+  /**
+   * The event log as a table of the database, which every host on it writes and reads; undefined
+   * on files, where it is the state root's JSONL file (eventLog.path).
+   */
+  readonly eventLog: SharedEventLog | undefined;
+  /** Writes the events still queued for the table, then ends the backend's connections. */
   close(): Promise<void>;
 }
 
 /** The stores of `paths` on `backend` (files when omitted): builds objects, opens nothing. */
-export function storesOn(paths: StatePaths, backend: RecordBackend = FILE_BACKEND): Stores {
+export function storesOn(paths: StatePaths, backend: RecordBackend = FILE_BACKEND, eventLog?: SharedEventLog): Stores {
   const on = backend === FILE_BACKEND ? {} : { backend };
   return {
     backend,
@@ -58,7 +64,11 @@ export function storesOn(paths: StatePaths, backend: RecordBackend = FILE_BACKEN
     startQueue: new StartQueue({ file: startQueueFile(paths.root), ...on }),
     budgets: new BudgetStore({ dir: budgetDir(paths.root), ...on }),
     pollState: backend.store === "file" ? undefined : backend.document({ name: "poll-state", file: paths.pollStateFile }),
-    close: () => backend.close(),
+    eventLog,
+    close: async () => {
+      await eventLog?.flush();
+      await backend.close();
+    },
   };
 }
 
@@ -66,6 +76,8 @@ export interface OpenStoresOptions {
   /** Who opens them (a daemon's name, `cli`): the database connections' application_name. Default: the host's name. */
   readonly name?: string;
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** The name the events this process records carry in the table (default: the host's name). */
+  readonly host?: string;
 }
 
 /**
@@ -88,7 +100,10 @@ export async function openStores(config: Pick<CliConfig, "state">, paths: StateP
       EXIT_FAILURE,
     );
   }
-  return storesOn(paths, backend);
+  const database = backend.database;
+  if (database === undefined) return storesOn(paths, backend);
+  const { tableEventLog } = await import("./event-log.js");
+  return storesOn(paths, backend, tableEventLog({ database, host: options.host ?? hostname() }));
 }
 
 /** Whether the config keeps its records in a database (no URL is resolved, nothing is opened). */

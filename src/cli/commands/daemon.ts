@@ -202,6 +202,8 @@ export async function runServe(globals: GlobalOptions): Promise<void> {
     process.off("SIGTERM", stopOn);
     process.off("SIGINT", stopOn);
   }
+  // The events still queued for the state database's table (state.store: postgres), daemon.stopped among them.
+  await project.events.flush();
   // Drained and unlocked: `the-loop stop` has answered, and the next daemon may take the state
   // root. What the drain stopped waiting for (reactions queued behind GitHub's one write a
   // second) would otherwise keep this process calling GitHub and writing the event log for as

@@ -3,11 +3,12 @@ import { EXIT_INTERRUPTED, ExitError, UsageError, errnoOf, messageOf } from "../
 import { ENVELOPE_KEYS, EVENT_LEVELS, EVENT_SOURCES, EVENT_TYPES } from "../../events/catalog.js";
 import type { EventLevel } from "../../events/catalog.js";
 import { describeFollowNotice, followEvents } from "../../events/follow.js";
-import type { FollowNotice } from "../../events/follow.js";
+import type { FollowNotice, FollowOptions } from "../../events/follow.js";
 import { globToRegExp } from "../../events/glob.js";
 import { LogCursor } from "../../events/cursor.js";
 import { LineReader, RingBuffer, eventMatcher } from "../../events/reader.js";
 import type { EventFilter, EventRecord, ReadEventsResult } from "../../events/reader.js";
+import type { SharedEventLog } from "../../events/table.js";
 import { catalogEntries, fieldNames } from "../../events/reference.js";
 import { SinceFormatError, parseSince } from "../../events/since.js";
 import { RefError, formatWorkItemRef, parseRefInput } from "../../workitem/ref.js";
@@ -69,19 +70,44 @@ export async function runEvents(globals: GlobalOptions, options: EventsOptions):
     stderr.warn(`no part of the-loop writes source "${options.source}" (known: ${EVENT_SOURCES.join(", ")})`);
   }
 
-  let path: string;
+  let log: Log;
   if (options.file !== undefined) {
-    path = resolve(options.file);
+    log = fileLog(resolve(options.file));
   } else {
     const loaded = await loadProject();
-    path = loaded.paths.eventLog;
+    // state.store: postgres: the table every host on the database writes, not this host's file.
+    log = loaded.stores?.eventLog !== undefined ? tableLog(loaded.stores.eventLog) : fileLog(loaded.paths.eventLog);
     if (!loaded.config.eventLog.enabled) stderr.warn("the event log is disabled (eventLog.enabled: false); nothing new is recorded");
   }
 
   const limit = limitFor(options);
-  if (options.follow) await followToStdout(path, filter, limit, format);
+  if (options.follow) await followToStdout(log, filter, limit, format);
   // A program that asked for N events by --limit knows it; one given the default cut is told too.
-  else await printOnce(path, filter, limit, format, format === "table" || options.limit === undefined);
+  else await printOnce(log, filter, limit, format, format === "table" || options.limit === undefined);
+}
+
+/** Where the events are read from: a JSONL file, or the state database's table. */
+interface Log {
+  /** How messages name it. */
+  readonly shown: string;
+  read(filter: EventFilter, limit: number): Promise<ReadEventsResult & { readonly matched: number }>;
+  follow(filter: EventFilter, onEvent: (record: EventRecord) => void, signal: AbortSignal, options: FollowOptions): Promise<void>;
+}
+
+function fileLog(path: string): Log {
+  return {
+    shown: displayPath(path),
+    read: (filter, limit) => readCounted(path, filter, limit),
+    follow: (filter, onEvent, signal, options) => followEvents(path, filter, onEvent, signal, options),
+  };
+}
+
+function tableLog(table: SharedEventLog): Log {
+  return {
+    shown: table.where,
+    read: async (filter, limit) => ({ ...(await table.read(filter, limit)), malformed: 0, missing: false }),
+    follow: (filter, onEvent, signal, options) => table.follow(filter, onEvent, signal, options),
+  };
 }
 
 /** The last this many events when no --limit is given: a screenful of the newest. */
@@ -147,11 +173,11 @@ async function readCounted(path: string, filter: EventFilter, limit: number): Pr
   return { events: kept.toArray(), malformed: reader.malformed, missing: change === "missing", matched };
 }
 
-async function printOnce(path: string, filter: EventFilter, limit: number, format: Format, noteCut: boolean): Promise<void> {
-  const shown = displayPath(path);
+async function printOnce(log: Log, filter: EventFilter, limit: number, format: Format, noteCut: boolean): Promise<void> {
+  const shown = log.shown;
   let result;
   try {
-    result = await readCounted(path, filter, limit);
+    result = await log.read(filter, limit);
   } catch (error) {
     throw new ExitError(`cannot read the event log ${shown}: ${messageOf(error)}`);
   }
@@ -190,8 +216,8 @@ function malformedMessage(count: number, shown: string): string {
   return `skipped ${count} malformed line${count === 1 ? "" : "s"} in ${shown}`;
 }
 
-async function followToStdout(path: string, filter: EventFilter, limit: number, format: Format): Promise<void> {
-  const shown = displayPath(path);
+async function followToStdout(log: Log, filter: EventFilter, limit: number, format: Format): Promise<void> {
+  const shown = log.shown;
   const controller = new AbortController();
   let interrupted = false;
   let outputFailure: Error | undefined;
@@ -222,7 +248,7 @@ async function followToStdout(path: string, filter: EventFilter, limit: number, 
   process.stdout.on("error", onOutputError);
   try {
     if (table) stdout.line(table.header());
-    await followEvents(path, filter, print, controller.signal, {
+    await log.follow(filter, print, controller.signal, {
       backlog: limit === 0 ? Infinity : limit,
       onNotice,
     });

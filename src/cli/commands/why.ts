@@ -78,10 +78,13 @@ async function heldAnswers(project: Project, ref: string): Promise<readonly Held
 
 async function itemEvents(project: Project, ref: string): Promise<ReadLatestResult> {
   const path = project.paths.eventLog;
+  // state.store: postgres: the table every host on the database writes, not this host's file.
+  const table = project.stores?.eventLog;
   try {
+    if (table !== undefined) return await table.readLatest({ workItem: ref, minLevel: "info" }, EVENTS_SHOWN);
     return await readLatestEvents(path, { workItem: ref, minLevel: "info" }, { limit: EVENTS_SHOWN, maxBytes: LOG_BYTES_READ });
   } catch (error) {
-    throw new ExitError(`cannot read the event log ${displayPath(path)}: ${messageOf(error)}`);
+    throw new ExitError(`cannot read the event log ${table !== undefined ? table.where : displayPath(path)}: ${messageOf(error)}`);
   }
 }
 

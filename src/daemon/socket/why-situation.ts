@@ -185,7 +185,11 @@ export async function readWhySituation(
     graph !== null && !("damaged" in graph) && graph.status === "waiting" ? await readRecord(async () => (await stores.heldAnswers.get(ref))?.answers) : null;
   let log;
   try {
-    log = await readLatestEvents(paths.eventLog, { workItem: ref, minLevel: "info" }, { limit: WHY_EVENTS, maxBytes: WHY_LOG_BYTES });
+    // state.store: postgres: the table every host on the database writes, not this host's file.
+    log =
+      stores.eventLog !== undefined
+        ? await stores.eventLog.readLatest({ workItem: ref, minLevel: "info" }, WHY_EVENTS)
+        : await readLatestEvents(paths.eventLog, { workItem: ref, minLevel: "info" }, { limit: WHY_EVENTS, maxBytes: WHY_LOG_BYTES });
   } catch (error) {
     throw new Error(`the daemon cannot read its event log: ${messageOf(error)}`, { cause: error });
   }

@@ -178,6 +178,11 @@ export class PostgresDatabase {
     return { listening: this.listener !== undefined, ...(this.lostAt !== undefined ? { lostAt: this.lostAt } : {}), rows: this.mirror.size };
   }
 
+  /** A connection of its own, not yet connected (a listener on another channel): `purpose` ends its application_name. */
+  client(purpose: string): Client {
+    return new this.ListenerClient({ connectionString: this.options.url, application_name: `the-loop ${this.options.name} ${purpose}`.slice(0, 63) });
+  }
+
   /** A pooled connection, for a transaction. */
   connect(): Promise<PoolClient> {
     return this.pool.connect();

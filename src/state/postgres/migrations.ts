@@ -1,5 +1,6 @@
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import { LEASES_MIGRATION } from "./leases.js";
+import { EVENTS_MIGRATION } from "./event-migration.js";
 
 /**
  * The database's schema, as numbered migrations run in order at start. Each runs once, in its own
@@ -101,6 +102,7 @@ export const MIGRATIONS: readonly Migration[] = [
     `,
   },
   LEASES_MIGRATION,
+  EVENTS_MIGRATION,
 ];
 
 /** The newest schema this build knows. */
