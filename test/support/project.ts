@@ -120,7 +120,11 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
   await writeFile(join(root, "cli-config.yaml"), stringify(config));
   const eventLog = join(root, "logs", "events.jsonl");
 
+  const stateUrl =
+    (overrides.state as { store?: string; url?: string } | undefined)?.store === "postgres" ? (overrides.state as { url?: string }).url : undefined;
   const events = async (): Promise<EventRecord[]> => {
+    // state.store: postgres: the event log is the database's table.
+    if (stateUrl !== undefined) return tableEvents(stateUrl);
     const text = await readFile(eventLog, "utf8").catch(() => "");
     return text
       .split("\n")
@@ -174,4 +178,20 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
   };
   open.add(project);
   return project;
+}
+
+/** Every event in a state database's table, oldest first (none before the daemon created it). */
+async function tableEvents(url: string): Promise<EventRecord[]> {
+  const { default: pg } = await import("pg");
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    const { rows } = await client.query<{ body: EventRecord }>("SELECT body FROM the_loop_events ORDER BY id");
+    return rows.map((row) => row.body);
+  } catch {
+    // No table yet (the daemon has not migrated the database): no events yet.
+    return [];
+  } finally {
+    await client.end();
+  }
 }
