@@ -5,6 +5,8 @@ import { appendFileSync } from "node:fs";
  * The demo's stand-in for a coding agent, run as a harness (`node dist/demo/agent.js {prompt}`)
  * so `the-loop demo` can show a real session without an AI harness installed. It reads its boot
  * prompt, asks one question through `the-loop ask`, and acknowledges every event pasted into it.
+ * On a process graph (its prompt or a pasted assignment names the claim command), once its
+ * question is answered it claims its node with that command, as a real agent does when done.
  * Standalone on purpose: it imports nothing from the rest of the-loop.
  */
 
@@ -12,6 +14,9 @@ const QUESTION = "Should the /healthz endpoint also report the build version?";
 const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
 const LINE_WIDTH = 70;
+/** The claim an assignment tells the agent to make (src/graph-run/assignment.ts's claimCommand). */
+const CLAIM = /the-loop graph complete --node ([a-z0-9-]+)/;
+const ASSIGNMENT = "the-loop assignment for ";
 
 const prompt = process.argv[2] ?? "";
 const workItem = process.env.THE_LOOP_WORK_ITEM;
@@ -44,6 +49,9 @@ process.on("SIGTERM", () => {
 process.stdout.write("\x1b[?2004h");
 if (process.stdin.isTTY) process.stdin.setRawMode(true);
 record({ type: "boot", prompt });
+let claimNode = CLAIM.exec(prompt)?.[1];
+let claimed = false;
+let asked = false;
 
 say(`🤖 demo agent here. I was started with:\n${(firstLines(prompt, 3) || "(no prompt)").replace(/^/gm, "   │ ")}`);
 
@@ -51,7 +59,10 @@ if (workItem) {
   say(`❓ asking: ${QUESTION}`);
   execFile("the-loop", ["ask", "--work-item", workItem, QUESTION], (error) => {
     if (error) say(`⚠️  the-loop ask failed: ${error.message.trim()}`);
-    else say("⏳ waiting for an answer on the work item…");
+    else {
+      asked = true;
+      say("⏳ waiting for an answer on the work item…");
+    }
   });
 } else {
   say("⚠️  THE_LOOP_WORK_ITEM is not set, so there is nobody to ask");
@@ -72,6 +83,20 @@ function submit(text: string): void {
   const [first = "", ...rest] = firstLines(text, 3).split("\n");
   say(clipped(`✅ got it: ${first}`));
   for (const line of rest) say(clipped(`   │ ${line}`));
+  claimNode = CLAIM.exec(text)?.[1] ?? claimNode;
+  // An input that is not an assignment is the answer to its question: the work is done, so claim.
+  if (!text.includes(ASSIGNMENT)) claim();
+}
+
+/** `the-loop graph complete --node NODE`, once: the daemon checks the node and moves the item. */
+function claim(): void {
+  if (claimNode === undefined || claimed || !asked || !workItem) return;
+  claimed = true;
+  say(`📌 done; claiming: the-loop graph complete --node ${claimNode}`);
+  execFile("the-loop", ["graph", "complete", "--node", claimNode], (error, out) => {
+    if (error) say(`⚠️  the-loop graph complete failed: ${error.message.trim()}`);
+    else say(clipped(`🏁 ${out.trim().split("\n")[0] ?? "claimed"}`));
+  });
 }
 
 process.stdin.setEncoding("utf8");

@@ -113,6 +113,11 @@ describe("the-loop demo", () => {
       expect(items.items).toContainEqual(expect.objectContaining({ ref: "local:demo#2", column: expect.stringMatching(/^(working|waiting)$/) }));
       const me = (await (await fetch(`${origin}/api/v1/me`, { headers: { cookie } })).json()) as { operator: string | null };
       expect(me.operator).toBe("alice");
+      // It waits at its review gate: the agent's claim moved it there, on the adhoc graph.
+      expect(result.stdout).toMatch(/^ {4}the agent claimed its work \(the-loop graph complete\): it waits at its review gate for a person$/m);
+      const gate = await runCli(["--config", configFile, "graph", "status", "local:demo#2", "--json"], { cwd });
+      expect(gate.code, gate.stderr).toBe(0);
+      expect(JSON.parse(gate.stdout)).toMatchObject({ graph: "adhoc", node: "review", status: "waiting" });
       // The printed commands stop it all.
       const stops =
         result.stdout
@@ -170,7 +175,8 @@ describe("the-loop demo", () => {
       await run("tmux", ["-L", socket, "kill-server"]).catch(() => undefined);
       await rm(dirname(root), { recursive: true, force: true });
     }
-  });
+    // The kept phase also waits for its agent's question, the answer and the claim: more than the default bound on a loaded machine.
+  }, 60_000);
 });
 
 describe("the demo's closing account", () => {

@@ -27,6 +27,9 @@ export interface DemoOptions {
 const ARMING_LABEL = "the-loop: auto-execute";
 const STEPS = 10;
 const ANSWER = "Plain JSON is fine; keep it dependency-free.";
+/** The kept item's graph (graphs/adhoc.yaml): the agent works, a person reviews. */
+const KEPT_GRAPH = "adhoc";
+const KEPT_ANSWER = "Yes, name the build version too.";
 const DEMO_AGENT = fileURLToPath(new URL("../../demo/agent.js", import.meta.url));
 /** Generous: the demo waits for outcomes, and a loaded CI machine may be slow to start tmux. */
 const WAIT_MS = 30_000;
@@ -66,12 +69,15 @@ export async function runDemo(globals: GlobalOptions, options: DemoOptions): Pro
 }
 
 /**
- * `demo --keep`: after the flow, the daemon runs again with its dashboard, and a second work item's
- * session is left live to look at; printed: the dashboard's one-time login URL, the state root and
- * the commands that stop it all. True once it runs; on a failure the daemon is stopped again.
+ * `demo --keep`: after the flow, the daemon runs again with its dashboard and process graphs on, and
+ * a second work item, started on the `adhoc` graph, is left waiting at its review gate with its
+ * session live: its agent asked, alice answered, the agent claimed its work. Printed: the
+ * dashboard's one-time login URL, the gate, the state root and the commands that stop it all. True once it runs; on a failure the daemon is stopped again.
  */
 async function keepRunning(projectDir: string, socketName: string): Promise<boolean> {
   const configFile = join(projectDir, ".the-loop", "cli-config.yaml");
+  // The kept daemon runs process graphs, so the kept item can wait at a person's gate; the flow above ran without.
+  await writeFile(configFile, stringify({ ...demoConfigInput(socketName), graph: { enabled: true } }));
   const { config, paths } = await loadConfig({ explicitPath: configFile, cwd: projectDir });
   const events = new EventLog({ path: paths.eventLog, source: "demo", onWriteError: (message) => stderr.warn(message) });
   const tracker = new LocalTracker({ trackerDir: paths.trackerDir, events });
@@ -92,18 +98,35 @@ async function keepRunning(projectDir: string, socketName: string): Promise<bool
       "the label to arm the item",
       (record) => record.event === "routing.dropped" && record.work_item === itemRef && record.reason === "awaiting-start",
     );
-    await tracker.addComment(ref, config.routing.control.keywords.start, "alice");
+    const startComment = `${config.routing.control.keywords.start} graph=${KEPT_GRAPH}`;
+    await tracker.addComment(ref, startComment, "alice");
     const spawned = await waitForEvent(
       paths.eventLog,
       paths.daemonLog,
       "the kept item's session",
       (record) => record.event === "session.spawned" && record.work_item === itemRef,
     );
+    await waitForEvent(
+      paths.eventLog,
+      paths.daemonLog,
+      "the kept agent's question",
+      (record) => record.event === "session.awaiting_input" && record.work_item === itemRef,
+    );
+    await tracker.addComment(ref, KEPT_ANSWER, "alice");
+    const gate = await waitForEvent(
+      paths.eventLog,
+      paths.daemonLog,
+      "the kept item to reach its review gate (the agent's claim)",
+      (record) => record.event === "graph.waiting" && record.work_item === itemRef,
+    );
     const [{ callDaemon }, { dashboardLoginSchema }] = await Promise.all([import("../../daemon/socket/rpc.js"), import("../../daemon/socket/methods.js")]);
     const login = await callDaemon(paths.root, "dashboard.login", {}, WAIT_MS, { result: dashboardLoginSchema });
     const cli = `the-loop --config ${configFile}`;
     stdout.line(`\n${stdout.paint("bold", "Kept running")} (demo --keep): the daemon (pid ${started.pid}) and its dashboard, acting as alice`);
     stdout.line(`  ${itemRef} "${opened.title}": its session is live (tmux ${String(spawned.tmux_target)}, server -L ${socketName})`);
+    stdout.line(`    alice started it on the ${KEPT_GRAPH} graph (${startComment}) and answered its agent's question;`);
+    stdout.line(`    the agent claimed its work (the-loop graph complete): it waits at its ${String(gate.node)} gate for a person`);
+    stdout.line(`    the Approve button on its page answers the gate, as alice, exactly as a ${config.graph.keywords.approve} comment does`);
     stdout.line(`  dashboard login (works once, before ${login.expiresAt}): ${login.url}`);
     stdout.line(`  state root: ${paths.root}`);
     stdout.line(`  another login: ${cli} dashboard`);
