@@ -12,6 +12,7 @@ import { graphStatus, specReviewProject } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
+import { approveFromPage } from "./support/gate.js";
 
 /**
  * The dashboard's page in a real browser (headless Chromium) against a real daemon on the local
@@ -106,23 +107,7 @@ describe("the dashboard's page, in headless Chromium, against a real daemon", ()
 
     // At the gate: the approve button applies, and it moves the gate as the keyword does.
     await atTheGate(p);
-    const approve = page.locator('button[data-action="approve"]');
-    await approve.waitFor({ timeout: LIVE_MS });
-    await page.locator('.graph g.node-current[data-node="review"]').waitFor({ timeout: LIVE_MS });
-    expect(await page.locator('button[data-action="start"]').count()).toBe(0);
-    await page.locator(".action-text textarea").fill("reads well");
-    await screenshot(page, "item");
-    await approve.click();
-    await page.locator(".outcome-ok").getByText("moved to done").waitFor({ timeout: LIVE_MS });
-    expect((await graphStatus(p)).node).toBe("done");
-    const decided = await p.waitForEvent("the decision", (r) => r.event === "graph.gate_decided");
-    expect(decided).toMatchObject({ work_item: REF, decision: "approved", actor: "alice", actor_kind: "operator", via: "dashboard" });
-    const comments = jsonOf<{ comments: { body: string }[] }>(await p.cli(["item", "show", "#1", "--json"])).comments;
-    const audit = comments.find((c) => c.body.includes("was approved by alice from the-loop's dashboard"));
-    expect(audit?.body).toContain("Reason given: reads well");
-    expect(audit?.body).toContain("<!-- the-loop:agent-comment -->");
-    await page.locator('.graph g.node-current[data-node="done"]').waitFor({ timeout: LIVE_MS });
-    expect(await page.locator('button[data-action="approve"]').count()).toBe(0);
+    await approveFromPage(page, p, { ref: REF, gate: "review", next: "done", operator: "alice", reason: "reads well", screenshot: "item" });
     // Everything above happened without a reload.
     expect(navigations.filter((url) => new URL(url).pathname !== "/" || new URL(url).search !== "")).toEqual([]);
     expect(problems).toEqual([]);

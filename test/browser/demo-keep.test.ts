@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { Browser } from "playwright-core";
@@ -7,11 +7,16 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, newContext, screenshot, watchPage } from "../support/browser.js";
 import { runCli } from "../support/cli.js";
 import { tempDir } from "../support/temp.js";
+import { waitFor } from "../support/wait.js";
+import { parseEventLine } from "../../src/events/reader.js";
+import type { EventRecord } from "../../src/events/reader.js";
+import { approveFromPage, waitAtGate } from "./support/gate.js";
+import type { GateHost } from "./support/gate.js";
 
 /**
  * `the-loop demo --keep` as a person follows it: the printed login URL opened in headless
- * Chromium shows the kept item on the board, live, and its item view; the printed commands then
- * stop everything it left running.
+ * Chromium shows the kept item on the board, live, and its item view at its review gate; Approve
+ * on the page answers the gate as alice; the printed commands then stop everything it left running.
  */
 
 const run = promisify(execFile);
@@ -27,6 +32,11 @@ afterAll(async () => {
   await browser?.close();
 });
 
+const parsed = (line: string): EventRecord[] => {
+  const record = line.trim() === "" ? undefined : parseEventLine(line);
+  return record ? [record] : [];
+};
+
 const printed = (output: string, pattern: RegExp): string => {
   const found = pattern.exec(output)?.[1];
   if (found === undefined) throw new Error(`the demo did not print ${String(pattern)}:\n${output}`);
@@ -34,7 +44,7 @@ const printed = (output: string, pattern: RegExp): string => {
 };
 
 describe("the-loop demo --keep, in headless Chromium", () => {
-  it("shows the kept item live on the board from the printed login URL, and the printed commands stop what it kept running", async () => {
+  it("shows the kept item live on the board from the printed login URL, waiting at its review gate; Approve on its page moves the gate; the printed commands stop what it kept running", async () => {
     const cwd = await tempDir();
     const result = await runCli(["demo", "--keep"], { cwd });
     expect(result.code, result.stderr + result.stdout).toBe(0);
@@ -60,8 +70,27 @@ describe("the-loop demo --keep, in headless Chromium", () => {
         .getByTestId("usage")
         .getByText(/Budget used so far: .* min/)
         .waitFor({ timeout: LIVE_MS });
-      await page.locator('button[data-action="answer"]').waitFor({ timeout: LIVE_MS });
+      // The demo says the kept item waits at its review gate, and that the page's Approve answers it.
+      expect(result.stdout).toMatch(/the agent claimed its work \(the-loop graph complete\): it waits at its review gate for a person$/m);
+      expect(result.stdout).toMatch(/the Approve button on its page answers the gate, as alice/);
+      await waitAtGate(page, "review");
       await screenshot(page, "demo-keep-item");
+      const host: GateHost = {
+        cli: (args) => runCli(["--config", configFile, ...args], { cwd }),
+        waitForEvent: (what, match) =>
+          waitFor(what, async () => (await readFile(join(root, "logs", "events.jsonl"), "utf8")).split("\n").flatMap(parsed).find(match), {
+            timeoutMs: LIVE_MS,
+            intervalMs: 50,
+          }),
+      };
+      await approveFromPage(page, host, {
+        ref: "local:demo#2",
+        gate: "review",
+        next: "complete",
+        operator: "alice",
+        reason: "documented, thanks",
+        screenshot: "demo-keep-item-gate",
+      });
       expect(problems).toEqual([]);
       await context.close();
 
