@@ -70,7 +70,7 @@ export interface ServeOptions {
  */
 export async function serveDaemon(given: RuntimeInput, options: ServeOptions): Promise<void> {
   // Opened first (state.store: files, or a database it migrates or refuses), before any lock is taken.
-  const stores = given.stores ?? (await openStores(given.config, given.paths, { name: daemonNameOf(given) }));
+  const stores = given.stores ?? (await openStores(given.config, given.paths, { name: daemonNameOf(given), host: daemonNameOf(given) }));
   // Built next, so every event the daemon's work records passes it (docs/notifications.md).
   const notifier = notifierFor(given, options.warn);
   const withStores: RuntimeInput = { ...given, stores };

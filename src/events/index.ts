@@ -9,6 +9,7 @@ export type { EventFilter, EventPredicate, EventRecord, ReadEventsOptions, ReadE
 export { DEFAULT_FOLLOW_INTERVAL_MS, describeFollowNotice, followEvents } from "./follow.js";
 export type { FollowNotice, FollowOptions } from "./follow.js";
 export type { SharedEventLog } from "./table.js";
+export { RECORDED_BY } from "./table.js";
 export { LogCursor } from "./cursor.js";
 export type { CursorChange } from "./cursor.js";
 export { globToRegExp, matchesGlob } from "./glob.js";

@@ -9,9 +9,14 @@ import type { ReadLatestResult } from "./tail.js";
  * (`events`, `why`, the dashboard, the notifier) ask it what they would have read from the file,
  * with the same filters. Each record read carries `recorded_by`, the name of the host (or daemon) that wrote it.
  */
+/** The key a record read from the table names its writer by (the daemon's name, its host by default), after the envelope. */
+export const RECORDED_BY = "recorded_by";
+
 export interface SharedEventLog {
   /** How messages name it. */
   readonly where: string;
+  /** The name this process's rows carry (`recorded_by`): with its pid, what tells its own events from another host's. */
+  readonly writer: string;
   /** Queues whole event lines for the table; never throws, never waits (a failed write is reported once). */
   append(lines: readonly string[]): void;
   /** Resolves once every line appended before the call is in the table (or its write failed). */

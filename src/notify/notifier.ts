@@ -3,6 +3,7 @@ import type { NotifyConfig } from "../config/notify-schema.js";
 import type { EventFields, EventType } from "../events/catalog.js";
 import { followEvents } from "../events/follow.js";
 import type { EventRecord } from "../events/reader.js";
+import { RECORDED_BY } from "../events/table.js";
 import type { SharedEventLog } from "../events/table.js";
 import type { EventSink } from "../events/log.js";
 import { messageOf } from "../errors.js";
@@ -145,8 +146,10 @@ export function followOtherProcesses(
 ): { readonly caughtUp: Promise<void>; readonly done: Promise<void> } {
   let markCaughtUp: () => void = () => undefined;
   const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
+  // On a shared table another host's daemon may have this process's pid: its own events are those with both.
+  const own = (record: EventRecord): boolean => record.pid === process.pid && (table === undefined || record[RECORDED_BY] === table.writer);
   const onEvent = (record: EventRecord): void => {
-    if (record.pid !== process.pid) observe(record);
+    if (!own(record)) observe(record);
   };
   const options = { backlog: 0, onCaughtUp: () => markCaughtUp() };
   // state.store: postgres: the event log is the database's table, followed by LISTEN/NOTIFY.

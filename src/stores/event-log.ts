@@ -5,6 +5,7 @@ import type { FollowOptions } from "../events/follow.js";
 import { globToRegExp } from "../events/glob.js";
 import { eventMatcher } from "../events/reader.js";
 import type { EventFilter, EventRecord } from "../events/reader.js";
+import { RECORDED_BY } from "../events/table.js";
 import type { SharedEventLog } from "../events/table.js";
 import type { ReadLatestResult } from "../events/tail.js";
 import type { PostgresDatabase } from "../state/postgres/database.js";
@@ -31,8 +32,7 @@ export function rowFilterOf(filter: EventFilter): EventRowFilter {
   };
 }
 
-/** The key a record read from the table names its writer by (the daemon's name, its host by default), after the envelope. */
-export const RECORDED_BY = "recorded_by";
+export { RECORDED_BY };
 
 /** The row as an event record: the line its writer recorded, and the name of the process that wrote it. */
 export function recordOf(row: EventRow): EventRecord {
@@ -61,6 +61,7 @@ export function tableEventLog(options: TableEventLogOptions): SharedEventLog {
   });
   return {
     where: "the state database's event table",
+    writer: options.host,
     append: (lines) => table.append(lines),
     flush: () => table.flush(),
     async read(filter, limit) {

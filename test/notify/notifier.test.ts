@@ -7,6 +7,7 @@ import { MemoryEventSink } from "../../src/events/log.js";
 import type { NotifyTransport } from "../../src/notify/delivery.js";
 import { Notifier, followOtherProcesses, notifyKeywordsOf, teeEvents } from "../../src/notify/notifier.js";
 import type { MomentEvent } from "../../src/notify/moments.js";
+import type { SharedEventLog } from "../../src/events/table.js";
 import { forgetKnownSecrets } from "../../src/secrets.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -194,5 +195,35 @@ describe("followOtherProcesses", () => {
     stop.abort();
     await follower.done;
     expect(seen).toEqual([`${process.pid + 1}:graph.completed`]);
+  });
+
+  it("on a shared event table skips only the events with this process's pid and this daemon's name", async () => {
+    const rows = [
+      { pid: process.pid, recorded_by: "daemon-a", event: "graph.waiting" },
+      { pid: process.pid, recorded_by: "daemon-b", event: "graph.blocked" },
+      { pid: process.pid + 1, recorded_by: "daemon-a", event: "graph.completed" },
+    ];
+    const table: SharedEventLog = {
+      where: "a table",
+      writer: "daemon-a",
+      append: () => undefined,
+      flush: async () => undefined,
+      read: async () => ({ events: [], matched: 0 }),
+      readLatest: async () => ({ events: [], malformed: 0, scannedBytes: 0, reachedStart: true, missing: false }),
+      async follow(_filter, onEvent, _signal, options) {
+        options?.onCaughtUp?.();
+        for (const row of rows) onEvent({ ts: "2026-12-02T08:00:00.000Z", source: "daemon", level: "info", work_item: "local:demo#1", ...row });
+      },
+    };
+    const seen: string[] = [];
+    const follower = followOtherProcesses(
+      "unused",
+      (event) => seen.push(`${String(event.recorded_by)}:${event.event}`),
+      new AbortController().signal,
+      () => undefined,
+      table,
+    );
+    await follower.done;
+    expect(seen).toEqual(["daemon-b:graph.blocked", "daemon-a:graph.completed"]);
   });
 });
