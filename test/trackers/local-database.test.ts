@@ -116,3 +116,14 @@ it("state migrate copies a file tracker's projects once, counted and verified", 
   const next = await shared.openItem({ project: "demo", title: "after", actor: "alice" });
   expect(next.item.ref).toBe("local:demo#3");
 });
+
+it("names a damaged item row as a row of the database, with what to do, never as a file", async () => {
+  const url = await cluster.freshDatabase();
+  const one = await host(url, "host-a");
+  await one.tracker.openItem({ project: "demo", title: "fix it", actor: "alice" });
+  const database = opened[0] as PostgresDatabase;
+  await database.pool.query("UPDATE the_loop_tracker_items SET body = $1 WHERE project = 'demo' AND number = 1", [JSON.stringify({ number: 1 })]);
+  const failure = one.tracker.getItem(parseWorkItemRef("local:demo#1"));
+  await expect(failure).rejects.toThrow("local tracker row the_loop_tracker_items(demo, 1) is damaged: ");
+  await expect(failure).rejects.toThrow("it is a row of the state database, not a file");
+});

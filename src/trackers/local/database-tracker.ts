@@ -207,7 +207,7 @@ export class DatabaseLocalTracker extends LocalTracker {
   private lineOf(project: string, value: unknown): JournalLine {
     const result = journalLineSchema.safeParse(value);
     if (!result.success) {
-      throw new CorruptTrackerFileError(this.journalOf(project), `a change is not a change record (${schemaProblem(result.error)})`, ROW_REMEDY);
+      throw new CorruptTrackerFileError(this.journalOf(project), `a change is not a change record (${schemaProblem(result.error)})`, ROW_REMEDY, "row");
     }
     return result.data;
   }
@@ -215,8 +215,8 @@ export class DatabaseLocalTracker extends LocalTracker {
   private snapshotOf(project: string, number: number, value: unknown): ItemSnapshot {
     const where = `${TRACKER_ITEMS_TABLE}(${project}, ${number})`;
     const result = itemSnapshotSchema.safeParse(value);
-    if (!result.success) throw new CorruptTrackerFileError(where, schemaProblem(result.error), ROW_REMEDY);
-    if (result.data.number !== number) throw new CorruptTrackerFileError(where, `it holds item #${result.data.number}`, ROW_REMEDY);
+    if (!result.success) throw new CorruptTrackerFileError(where, schemaProblem(result.error), ROW_REMEDY, "row");
+    if (result.data.number !== number) throw new CorruptTrackerFileError(where, `it holds item #${result.data.number}`, ROW_REMEDY, "row");
     return result.data;
   }
 }

@@ -14,7 +14,7 @@ export class NotLocalRefError extends UsageError {
 }
 
 /**
- * A tracker file that does not hold what the tracker wrote. The tracker stops rather than guess:
+ * A tracker file (or, on state.store: postgres, a row) that does not hold what the tracker wrote. The tracker stops rather than guess:
  * overwriting it could lose items or reuse change ids the poller has already delivered.
  */
 export class CorruptTrackerFileError extends ExitError {
@@ -23,8 +23,9 @@ export class CorruptTrackerFileError extends ExitError {
     readonly path: string,
     reason: string,
     remedy = "move it aside (or repair it) before using this project again",
+    what: "file" | "row" = "file",
   ) {
-    super(`local tracker file ${path} is damaged: ${reason}; ${remedy}`, EXIT_FAILURE);
+    super(`local tracker ${what} ${path} is damaged: ${reason}; ${remedy}`, EXIT_FAILURE);
   }
 }
 
