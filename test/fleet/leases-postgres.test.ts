@@ -1,10 +1,9 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { LeasedOwnership, OwnedElsewhereError } from "../../src/fleet/ownership.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 
 /**
  * Daemons sharing one real PostgreSQL server own each work item one at a time (docs/scale.md):
@@ -12,21 +11,13 @@ import type { PostgresCluster } from "../support/postgres.js";
  * and a daemon whose lease was taken closes its own session of the item at its next beat.
  */
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const open: PostgresDatabase[] = [];
 const joined: LeasedOwnership[] = [];
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
 
 afterEach(async () => {
   for (const ownership of joined.splice(0)) await ownership.stop();
   for (const database of open.splice(0)) await database.close();
-});
-
-afterAll(async () => {
-  await cluster?.stop();
 });
 
 interface Daemon {

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, expect, it } from "vitest";
 import { roomLockFor } from "../../src/daemon/graph-setup.js";
 import { applyClaimResult, startRun } from "../../src/graph-run/advance.js";
 import type { GraphState } from "../../src/graph-run/state.js";
@@ -14,8 +14,7 @@ import { deriveStatePaths } from "../../src/state/layout.js";
 import { storesOn } from "../../src/stores/index.js";
 import type { Stores } from "../../src/stores/index.js";
 import { AGENT, GRAPH, OPERATOR, PASS, at } from "../graph/fixture.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 import { tempDir } from "../support/temp.js";
 
 /**
@@ -26,16 +25,11 @@ import { tempDir } from "../support/temp.js";
 
 const NO_HOOKS: LoopAsker = { runLoop: async () => ({ annotations: [] }), handles: () => false, now: () => at(5), session: () => undefined };
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const backends: RecordBackend[] = [];
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
 
 afterAll(async () => {
   await Promise.all(backends.splice(0).map((backend) => backend.close()));
-  await cluster?.stop();
 });
 
 async function daemon(url: string, name: string) {

@@ -1,34 +1,25 @@
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { forgetKnownSecrets, redactKnownSecrets } from "../../src/secrets.js";
 import { LockTimeoutError } from "../../src/state/lock.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import type { PostgresDatabaseOptions } from "../../src/state/postgres/database.js";
 import { SCHEMA_VERSION } from "../../src/state/postgres/migrations.js";
 import { PostgresRecordStore, recordLockKey } from "../../src/state/postgres/record-store.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 import { waitFor } from "../support/wait.js";
 import { OTHER, REF, noteKind, noteOf } from "./record-store-contract.js";
 
 /** The PostgreSQL state beyond the record contract: migrations at start, the mirror, locks, the URL as a secret. */
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const opened: PostgresDatabase[] = [];
 const clients: pg.Client[] = [];
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
 
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((database) => database.close()));
   await Promise.all(clients.splice(0).map((client) => client.end()));
   forgetKnownSecrets();
-});
-
-afterAll(async () => {
-  await cluster?.stop();
 });
 
 async function open(url: string, options: Partial<PostgresDatabaseOptions> = {}): Promise<PostgresDatabase> {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { EventLog } from "../../src/events/log.js";
 import type { EventRecord } from "../../src/events/reader.js";
 import type { SharedEventLog } from "../../src/events/table.js";
@@ -11,26 +11,17 @@ import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import { PostgresEventTable } from "../../src/state/postgres/event-table.js";
 import { tableEventLog } from "../../src/stores/event-log.js";
 import { copyEventLog } from "../../src/stores/migrate-events.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 
 /** The event log as a table, on a real server: appends, the readers' filters, live follow across processes, the one-time copy of a file log. */
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const opened: PostgresDatabase[] = [];
 const stops: AbortController[] = [];
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
 
 afterEach(async () => {
   for (const stop of stops.splice(0)) stop.abort();
   await Promise.all(opened.splice(0).map((database) => database.close()));
-});
-
-afterAll(async () => {
-  await cluster?.stop();
 });
 
 async function open(url: string, name = "test"): Promise<PostgresDatabase> {

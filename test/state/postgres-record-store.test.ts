@@ -1,31 +1,22 @@
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { DamagedRecordError } from "../../src/state/index.js";
 import { rowRemedy } from "../../src/state/record-kind.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import { PostgresRecordStore } from "../../src/state/postgres/record-store.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 import { REF, noteKind, noteOf, recordStoreContract } from "./record-store-contract.js";
 import type { ContractStore } from "./record-store-contract.js";
 
 /** The record store's contract (record-store-contract.ts) against the PostgreSQL store, on a real server. */
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const opened: PostgresDatabase[] = [];
 const urlOf = new WeakMap<ContractStore, string>();
 const databaseOf = new WeakMap<ContractStore, PostgresDatabase>();
 
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
-
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((database) => database.close()));
-});
-
-afterAll(async () => {
-  await cluster?.stop();
 });
 
 async function open(url: string): Promise<PostgresDatabase> {

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { configSchema } from "../../src/config/schema.js";
 import { loadPollState, savePollState } from "../../src/ingress/poll-state.js";
 import { openStores } from "../../src/stores/stores.js";
@@ -9,25 +9,16 @@ import type { Stores } from "../../src/stores/stores.js";
 import { deriveStatePaths } from "../../src/state/layout.js";
 import { parseWorkItemRef, workItemOf } from "../../src/workitem/index.js";
 import { sessionRecord } from "../support/builders.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 import { tempDir } from "../support/temp.js";
 
 /** Every store the daemon opens, on PostgreSQL through openStores: rows in the database, nothing under the state root. */
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const opened: Stores[] = [];
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
 
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((stores) => stores.close()));
-});
-
-afterAll(async () => {
-  await cluster?.stop();
 });
 
 async function storesOnPostgres(url: string): Promise<{ stores: Stores; root: string }> {

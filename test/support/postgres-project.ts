@@ -1,7 +1,6 @@
 import pg from "pg";
-import { afterAll, afterEach, beforeAll } from "vitest";
-import { startPostgres } from "./postgres.js";
-import type { PostgresCluster } from "./postgres.js";
+import { afterEach } from "vitest";
+import { postgresServer } from "./postgres.js";
 import { testProject } from "./project.js";
 import type { ProjectOverrides, TestProject } from "./project.js";
 
@@ -11,23 +10,14 @@ import type { ProjectOverrides, TestProject } from "./project.js";
  * throwaway project per test, cleaned up after it. Call it at the top level of the file.
  */
 export function postgresProjects(): { database(): Promise<string>; project(overrides?: ProjectOverrides): Promise<TestProject> } {
-  let cluster: PostgresCluster | undefined;
+  const server = postgresServer();
   let project: TestProject | undefined;
-  beforeAll(async () => {
-    cluster = await startPostgres();
-  });
   afterEach(async () => {
     await project?.cleanup();
     project = undefined;
   });
-  afterAll(async () => {
-    await cluster?.stop();
-  });
   return {
-    database: async () => {
-      if (cluster === undefined) throw new Error("the PostgreSQL server is not started: call postgresProjects() at the top level of the test file");
-      return cluster.freshDatabase();
-    },
+    database: () => server.freshDatabase(),
     project: async (overrides = {}) => {
       project = await testProject(overrides);
       return project;

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import pg from "pg";
-import { inject } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import { RUN_KEY, RUN_MARKER } from "./processes.js";
 
 /**
@@ -124,4 +124,24 @@ async function postgresIds(): Promise<[number, number]> {
   const gid = /gid=(\d+)/.exec(stdout)?.[1];
   if (uid === undefined || gid === undefined) throw new Error(`cannot read the postgres user's ids from: ${stdout}`);
   return [Number(uid), Number(gid)];
+}
+
+/**
+ * One real server for the test file: started before its tests, stopped after them (after the
+ * file's own afterAll hooks, which run first). Call it at the top level of the file.
+ */
+export function postgresServer(): { freshDatabase(): Promise<string> } {
+  let cluster: PostgresCluster | undefined;
+  beforeAll(async () => {
+    cluster = await startPostgres();
+  });
+  afterAll(async () => {
+    await cluster?.stop();
+  });
+  return {
+    freshDatabase: async () => {
+      if (cluster === undefined) throw new Error("the PostgreSQL server is not started: call postgresServer() at the top level of the test file");
+      return cluster.freshDatabase();
+    },
+  };
 }

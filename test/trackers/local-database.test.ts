@@ -1,10 +1,9 @@
-import { afterAll, afterEach, beforeAll, expect, it } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { PostgresDatabase } from "../../src/state/index.js";
 import { LocalTracker, copyTrackerToDatabase, openLocalTracker } from "../../src/trackers/local/index.js";
 import { parseWorkItemRef } from "../../src/workitem/index.js";
-import { startPostgres } from "../support/postgres.js";
-import type { PostgresCluster } from "../support/postgres.js";
+import { postgresServer } from "../support/postgres.js";
 import { tempDir } from "../support/temp.js";
 
 /**
@@ -13,19 +12,11 @@ import { tempDir } from "../support/temp.js";
  * opened from one is listed, read, commented and fed from the other, and the other's watch hears it.
  */
 
-let cluster: PostgresCluster;
+const cluster = postgresServer();
 const opened: PostgresDatabase[] = [];
-
-beforeAll(async () => {
-  cluster = await startPostgres();
-});
 
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((database) => database.close()));
-});
-
-afterAll(async () => {
-  await cluster?.stop();
 });
 
 async function host(url: string, name: string) {
