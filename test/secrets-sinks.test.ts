@@ -7,7 +7,7 @@ import { EventLog, MemoryEventSink } from "../src/events/log.js";
 import { REDACTED, forgetKnownSecrets, rememberSecret, secretSpellings } from "../src/secrets.js";
 import { REFUSAL_COMMENT_REASON_MAX, refusalText } from "../src/sessions/announce.js";
 import { FileRecordStore } from "../src/state/record-store.js";
-import type { RecordKind } from "../src/state/record-store.js";
+import type { RecordKind } from "../src/state/record-kind.js";
 import { GitHubClient } from "../src/trackers/github/client.js";
 import { GitHubTracker } from "../src/trackers/github/tracker.js";
 import { LocalTracker } from "../src/trackers/local/index.js";

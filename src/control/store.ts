@@ -1,9 +1,9 @@
-import { DamagedRecordError } from "../state/record-store.js";
+import { DamagedRecordError } from "../state/record-kind.js";
 import { FILE_BACKEND } from "../state/backend.js";
 import { compileShape } from "../state/record-shape.js";
 import type { LocatedRecordStore, RecordBackend } from "../state/backend.js";
 import type { LockOptions } from "../state/lock.js";
-import type { RecordDamage, RecordKind, RecordProblem } from "../state/record-store.js";
+import type { RecordDamage, RecordKind, RecordProblem } from "../state/record-kind.js";
 import type { controlRecordSchema } from "./record-schema.js";
 import { controlRecordShape } from "./record-shape.js";
 import type { ControlRecord } from "./types.js";

@@ -10,7 +10,7 @@ import { isFinalGraphStatus } from "../graph/types.js";
 import type { ControlRecord } from "../control/types.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { standingState } from "../routing/router.js";
-import { DamagedRecordError } from "../state/record-store.js";
+import { DamagedRecordError } from "../state/record-kind.js";
 import { allowListedEnv } from "../subprocess/index.js";
 import type { ContextNeeds, GraphSetup, Turn } from "../sessions/context.js";
 import type { MoveContext } from "./move-context.js";

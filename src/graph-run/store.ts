@@ -1,9 +1,10 @@
 import { join } from "node:path";
-import { DamagedRecordError, FileRecordStore } from "../state/record-store.js";
+import { FileRecordStore } from "../state/record-store.js";
+import { DamagedRecordError } from "../state/record-kind.js";
 import { compileShape } from "../state/record-shape.js";
 import type { LocatedRecordStore, RecordBackend } from "../state/backend.js";
 import type { LockOptions } from "../state/lock.js";
-import type { RecordDamage, RecordKind } from "../state/record-store.js";
+import type { RecordDamage, RecordKind } from "../state/record-kind.js";
 import type { StatePaths } from "../state/layout.js";
 import type { GraphState, graphStateSchema } from "./state.js";
 import { graphStateShape } from "./state-shape.js";

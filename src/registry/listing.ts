@@ -2,7 +2,7 @@ import { FILE_BACKEND } from "../state/backend.js";
 import { folderStamp, readFolderCache, writeFolderCache } from "../state/folder-cache.js";
 import type { LocatedRecordStore, RecordBackend } from "../state/backend.js";
 import type { LockOptions } from "../state/lock.js";
-import type { RecordKind, RecordListing } from "../state/record-store.js";
+import type { RecordKind, RecordListing } from "../state/record-kind.js";
 import { isLive, sessionRecordKind } from "./record.js";
 import type { SessionRecord, SessionStatus } from "./record.js";
 import type { sessionRecordSchema } from "./record-schema.js";

@@ -1,9 +1,10 @@
 import { z } from "zod";
 import { messageOf } from "../errors.js";
-import { DamagedRecordError, RECORD_LOCK } from "../state/record-store.js";
+import { RECORD_LOCK } from "../state/record-store.js";
+import { DamagedRecordError } from "../state/record-kind.js";
 import { FILE_BACKEND } from "../state/backend.js";
 import type { LocatedRecordStore, RecordBackend } from "../state/backend.js";
-import type { RecordKind, RecordTransaction } from "../state/record-store.js";
+import type { RecordKind, RecordTransaction } from "../state/record-kind.js";
 import type { LockOptions } from "../state/lock.js";
 import { formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
 import type { WorkItem } from "../workitem/index.js";

@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import type { z } from "zod";
-import { DamagedRecordError } from "../state/record-store.js";
-import type { RecordDamage, RecordKind } from "../state/record-store.js";
+import { DamagedRecordError } from "../state/record-kind.js";
+import type { RecordDamage, RecordKind } from "../state/record-kind.js";
 import { sessionRecordShape } from "./record-shape.js";
 import type { sessionClaimerSchema, sessionPullRequestSchema, sessionRecordSchema, sessionWorkspaceSchema, workItemSchema } from "./record-schema.js";
 

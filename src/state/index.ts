@@ -19,9 +19,10 @@ export { deriveStatePaths, resolveConfiguredPath } from "./layout.js";
 export type { StatePaths } from "./layout.js";
 export { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.js";
 export type { FolderCache } from "./folder-cache.js";
-export { DamagedRecordError, FileRecordStore, RECORD_LOCK } from "./record-store.js";
+export { FileRecordStore, RECORD_LOCK } from "./record-store.js";
+export { DamagedRecordError } from "./record-kind.js";
+export type { FileRecordStoreOptions } from "./record-store.js";
 export type {
-  FileRecordStoreOptions,
   ListRecordsOptions,
   RecordDamage,
   RecordKind,
@@ -32,7 +33,7 @@ export type {
   RecordStore,
   RecordTransaction,
   SyncRecordStore,
-} from "./record-store.js";
+} from "./record-kind.js";
 export { FILE_BACKEND, openRecordBackend } from "./backend.js";
 export type { BackendChoice, DocumentPlacement, LocatedRecordStore, RecordBackend, RecordPlacement, StoreName } from "./backend.js";
 export { FileDocumentStore } from "./document.js";

@@ -11,33 +11,7 @@ import { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.j
 import { withLock } from "./lock.js";
 import type { LockOptions } from "./lock.js";
 import { RecordCodec, canonicalItem } from "./record-codec.js";
-import { DamagedRecordError } from "./record-kind.js";
-import type {
-  ListRecordsOptions,
-  RecordDamage,
-  RecordKind,
-  RecordRow,
-  RecordListing,
-  RecordOf,
-  RecordProblem,
-  RecordStore,
-  RecordTransaction,
-  SyncRecordStore,
-} from "./record-kind.js";
-
-export { DamagedRecordError };
-export type {
-  ListRecordsOptions,
-  RecordDamage,
-  RecordKind,
-  RecordRow,
-  RecordListing,
-  RecordOf,
-  RecordProblem,
-  RecordStore,
-  RecordTransaction,
-  SyncRecordStore,
-};
+import type { ListRecordsOptions, RecordKind, RecordListing, RecordProblem, RecordTransaction, SyncRecordStore } from "./record-kind.js";
 
 /**
  * One JSON record per work item, for each record *kind* (session records, control records, and
