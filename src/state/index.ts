@@ -19,6 +19,7 @@ export { deriveStatePaths, resolveConfiguredPath } from "./layout.js";
 export type { StatePaths } from "./layout.js";
 export { folderStamp, readFolderCache, writeFolderCache } from "./folder-cache.js";
 export type { FolderCache } from "./folder-cache.js";
+export type { StoreCopyCount } from "./copy-count.js";
 export { FileRecordStore, RECORD_LOCK } from "./record-store.js";
 export { DamagedRecordError } from "./record-kind.js";
 export type { FileRecordStoreOptions } from "./record-store.js";

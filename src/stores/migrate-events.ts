@@ -4,6 +4,7 @@ import { createInterface } from "node:readline";
 import { errnoOf } from "../errors.js";
 import { parseEventLine } from "../events/reader.js";
 import type { PostgresEventTable } from "../state/postgres/event-table.js";
+import type { StoreCopyCount } from "../state/copy-count.js";
 
 /**
  * The event log's part of `state migrate --to postgres`: every event line of the file copied into
@@ -16,14 +17,8 @@ import type { PostgresEventTable } from "../state/postgres/event-table.js";
 const BATCH = 500;
 
 /** The counts of the copy, as migrate-state.ts reports every store's (its KindCount). */
-export interface EventCopyCount {
+export interface EventCopyCount extends StoreCopyCount {
   readonly name: "events";
-  readonly files: number;
-  readonly copied: number;
-  readonly unchanged: number;
-  readonly kept: number;
-  readonly problems: readonly { readonly where: string; readonly message: string }[];
-  readonly verified: boolean;
 }
 
 export async function copyEventLog(file: string, table: PostgresEventTable): Promise<EventCopyCount> {

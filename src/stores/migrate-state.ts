@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import type { StoreCopyCount } from "../state/copy-count.js";
 import { FileDocumentStore } from "../state/document.js";
 import type { DocumentStore } from "../state/document.js";
 import type { LocatedRecordStore } from "../state/backend.js";
@@ -16,21 +17,8 @@ import type { Stores } from "./stores.js";
  * counts are verified, not assumed.
  */
 
-export interface KindCount {
-  /** The store, as the report names it: `sessions`, `start-queue`. */
-  readonly name: string;
-  /** Records (or documents: 0 or 1) the files hold that are readable. */
-  readonly files: number;
-  readonly copied: number;
-  /** Already in the database, the same. */
-  readonly unchanged: number;
-  /** Already in the database, otherwise: the database's kept. */
-  readonly kept: number;
-  /** Files that are not records, with why: not copied. */
-  readonly problems: readonly { readonly where: string; readonly message: string }[];
-  /** Every readable file's record has its row now. */
-  readonly verified: boolean;
-}
+/** One store's counts in the report. */
+export type KindCount = StoreCopyCount;
 
 export interface MigrationResult {
   readonly kinds: readonly KindCount[];

@@ -9,6 +9,7 @@ import { isProjectName, projectFiles } from "./files.js";
 import { scanJournal } from "./journal.js";
 import { JournalMismatchError, applyLine } from "./records.js";
 import type { ItemSnapshot, JournalLine } from "./records.js";
+import type { StoreCopyCount } from "../../state/copy-count.js";
 
 /**
  * `the-loop state migrate --to postgres` for the local tracker: each project's journal, read from
@@ -20,16 +21,8 @@ import type { ItemSnapshot, JournalLine } from "./records.js";
  * copied project's rows are counted again.
  */
 
-export interface TrackerCopyCount {
-  /** `tracker-items` or `tracker-journal`. */
-  readonly name: string;
-  readonly files: number;
-  readonly copied: number;
-  readonly unchanged: number;
-  readonly kept: number;
-  readonly problems: readonly { readonly where: string; readonly message: string }[];
-  readonly verified: boolean;
-}
+/** The counts of `tracker-items` and `tracker-journal`, as the report gives every store's. */
+export type TrackerCopyCount = StoreCopyCount;
 
 interface ProjectRead {
   readonly project: string;
