@@ -6,6 +6,7 @@ import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, newContext, screenshot, watchPage } from "../support/browser.js";
 import { runCli } from "../support/cli.js";
+import { printedStopCommands } from "../support/demo-keep.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
 import { parseEventLine } from "../../src/events/reader.js";
@@ -94,12 +95,7 @@ describe("the-loop demo --keep, in headless Chromium", () => {
       expect(problems).toEqual([]);
       await context.close();
 
-      const stops =
-        result.stdout
-          .split("To stop them, and remove the state:\n")[1]
-          ?.split("\n")
-          .slice(0, 3)
-          .map((line) => line.trim()) ?? [];
+      const stops = printedStopCommands(result.stdout);
       expect(stops).toEqual([`the-loop --config ${configFile} stop`, `tmux -L ${socket} kill-server`, `rm -rf ${dirname(root)}`]);
       expect((await runCli(["--config", configFile, "stop"], { cwd })).code).toBe(0);
       await run("tmux", ["-L", socket, "kill-server"]);

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { demoSummary } from "../../src/cli/commands/demo.js";
 import type { EventRecord } from "../../src/events/reader.js";
 import { runCli } from "../support/cli.js";
+import { printedStopCommands } from "../support/demo-keep.js";
 import { tempDir } from "../support/temp.js";
 
 const exists = (path: string): Promise<boolean> =>
@@ -119,12 +120,7 @@ describe("the-loop demo", () => {
       expect(gate.code, gate.stderr).toBe(0);
       expect(JSON.parse(gate.stdout)).toMatchObject({ graph: "adhoc", node: "review", status: "waiting" });
       // The printed commands stop it all.
-      const stops =
-        result.stdout
-          .split("To stop them, and remove the state:\n")[1]
-          ?.split("\n")
-          .slice(0, 3)
-          .map((line) => line.trim()) ?? [];
+      const stops = printedStopCommands(result.stdout);
       expect(stops).toEqual([`the-loop --config ${configFile} stop`, `tmux -L ${socket} kill-server`, `rm -rf ${dirname(root)}`]);
       const stopped = await runCli(["--config", configFile, "stop"], { cwd });
       expect(stopped.code, stopped.stderr).toBe(0);
