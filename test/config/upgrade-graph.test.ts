@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseConfigText } from "../../src/config/parse.js";
-import { upgradeConfigText } from "../../src/config/upgrade.js";
+import { upgradeConfigText } from "../../src/config/upgrade/config.js";
 
 /** `upgrade-config` and graph.closeAfterMinutes: made visible where the graph is on, as a decision. */
 

@@ -1,5 +1,5 @@
 import { configSchema } from "../../src/config/schema.js";
-import { webhookEventsOffers } from "../../src/config/upgrade-webhook.js";
+import { webhookEventsOffers } from "../../src/config/upgrade/webhook.js";
 import { promises as fsPromises } from "node:fs";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -8,8 +8,8 @@ import { ConfigError } from "../../src/config/load.js";
 import { parseConfigText } from "../../src/config/parse.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { starterConfigText } from "../../src/config/starter.js";
-import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../src/config/upgrade.js";
-import type { ConfigUpgrade } from "../../src/config/upgrade.js";
+import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../src/config/upgrade/config.js";
+import type { ConfigUpgrade } from "../../src/config/upgrade/config.js";
 import { ExitError } from "../../src/errors.js";
 import { tempDir } from "../support/temp.js";
 

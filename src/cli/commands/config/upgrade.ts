@@ -1,8 +1,8 @@
 import { readFile, realpath } from "node:fs/promises";
 import { DISCOVERY_PLACES } from "../../../config/load.js";
-import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../../config/upgrade.js";
-import type { DecisionNeeded, ConfigInsertion, UpgradeOffer } from "../../../config/upgrade.js";
-import { webhookEventsOffers } from "../../../config/upgrade-webhook.js";
+import { legacyPollStateMove, movePollStateFile, upgradeConfigText, upgradeOffers } from "../../../config/upgrade/config.js";
+import type { DecisionNeeded, ConfigInsertion, UpgradeOffer } from "../../../config/upgrade/config.js";
+import { webhookEventsOffers } from "../../../config/upgrade/webhook.js";
 import { holderNote, readLock } from "../../../daemon/pidfile.js";
 import { EXIT_FAILURE, ExitError, messageOf } from "../../../errors.js";
 import { writeFileAtomic } from "../../../state/atomic.js";

@@ -1,4 +1,4 @@
-import { routingSchema } from "./schema.js";
+import { routingSchema } from "../schema.js";
 
 /**
  * `upgrade-config` and the-loop's MCP server: each agent is now started with `the-loop mcp`

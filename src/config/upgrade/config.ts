@@ -3,17 +3,17 @@ import { dirname } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import { Document, isMap, isScalar, parseDocument } from "yaml";
 import type { Node, YAMLMap } from "yaml";
-import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../errors.js";
-import { resolvePollStateFile } from "../state/poll-state-file.js";
-import { fsyncDirectory } from "../state/atomic.js";
-import type { StatePaths } from "../state/layout.js";
-import { ConfigError } from "./load.js";
-import { formatPath, parseConfigText } from "./parse.js";
-import { formatProblem } from "./problem.js";
-import { controlSchema, stateSchema } from "./schema.js";
-import { CLOSE_AFTER_COMMENT, CLOSE_AFTER_KEY, CLOSE_AFTER_WHY, graphDefaults, graphOn } from "./upgrade-graph.js";
-import { mcpDefaults } from "./upgrade-mcp.js";
-import { SWITCH_COMMENTS, supervisionDefaults, switchDecisions } from "./upgrade-supervision.js";
+import { EXIT_FAILURE, ExitError, errnoOf, messageOf } from "../../errors.js";
+import { resolvePollStateFile } from "../../state/poll-state-file.js";
+import { fsyncDirectory } from "../../state/atomic.js";
+import type { StatePaths } from "../../state/layout.js";
+import { ConfigError } from "../load.js";
+import { formatPath, parseConfigText } from "../parse.js";
+import { formatProblem } from "../problem.js";
+import { controlSchema, stateSchema } from "../schema.js";
+import { CLOSE_AFTER_COMMENT, CLOSE_AFTER_KEY, CLOSE_AFTER_WHY, graphDefaults, graphOn } from "./graph.js";
+import { mcpDefaults } from "./mcp.js";
+import { SWITCH_COMMENTS, supervisionDefaults, switchDecisions } from "./supervision.js";
 
 /**
  * `the-loop upgrade-config`, as functions over text and data: what an existing config needs to

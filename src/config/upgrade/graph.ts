@@ -1,6 +1,6 @@
 import { isMap, isScalar } from "yaml";
 import type { YAMLMap } from "yaml";
-import { DEFAULT_CLOSE_AFTER_MINUTES } from "./graph-schema.js";
+import { DEFAULT_CLOSE_AFTER_MINUTES } from "../graph-schema.js";
 
 /**
  * `upgrade-config` and the graph: with the graph on, a run's session now closes

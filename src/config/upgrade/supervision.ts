@@ -1,6 +1,6 @@
-import { routingSchema } from "./schema.js";
-import { formatPath } from "./parse.js";
-import { MCP_COMMENT, MCP_WHY } from "./upgrade-mcp.js";
+import { routingSchema } from "../schema.js";
+import { formatPath } from "../parse.js";
+import { MCP_COMMENT, MCP_WHY } from "./mcp.js";
 
 /**
  * `upgrade-config` and the supervision of the sessions' harnesses: a harness that exits or is

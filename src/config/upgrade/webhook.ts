@@ -1,4 +1,4 @@
-import { CI_WEBHOOK_EVENTS } from "./schema.js";
+import { CI_WEBHOOK_EVENTS } from "../schema.js";
 
 /**
  * `upgrade-config` and the CI events (docs/github.md#ci-failures): the receiver now acts on
