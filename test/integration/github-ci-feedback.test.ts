@@ -80,4 +80,62 @@ describe("CI failures reach the session of a pull request's work item (webhook)"
     expect(events.filter((r) => r.event === "ci.delivered")).toHaveLength(2);
     expect(JSON.stringify(events)).not.toContain(TOKEN);
   }, 90_000);
+
+  it("expands a failed check suite into its failing runs: the failing one delivered once with its log, the passing one not; the suite again and its run's own event are duplicates", async () => {
+    const { gh, issue, ref, p, deliver, inputs } = await startWebhookDaemon({
+      secret: SECRET,
+      routing: { workspace: { enabled: false }, announce: { enabled: false } },
+    });
+    const start = gh.addComment("octo/repo", issue, { user: "alice", body: "Please start." });
+    await deliver("issue_comment", gh.payload.issueComment("octo/repo", issue, start));
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned" && r.work_item === ref);
+
+    // One suite of GitHub Actions on the pull request's head: lint passes, test fails.
+    const pr = gh.addPullRequest("octo/repo", { title: "Health check", body: `Fixes #${issue}`, user: "alice", head: "health" });
+    const sha = gh.pull("octo/repo", pr).head.sha;
+    const lint = await gh.addCheckRun("octo/repo", { sha, name: "lint", conclusion: "success", log: "LINT-OUTPUT all clean\n" });
+    const test = await gh.addCheckRun("octo/repo", { sha, name: "test", conclusion: "failure", log: "FAIL test/health.test.ts\nexpected 200, got 500\n" });
+    expect(test.check_suite).toEqual(lint.check_suite);
+    const suite = gh.checkSuitePayload("octo/repo", test, [pr]);
+    expect(suite.check_suite).toMatchObject({ conclusion: "failure", head_sha: sha, latest_check_runs_count: 2 });
+
+    const first = await deliver("check_suite", suite);
+    const delivered = await p.waitForEvent("the suite's failing run", (r) => r.event === "ci.delivered" && String(r.delivery_id).startsWith(first));
+    expect(delivered).toMatchObject({
+      work_item: ref,
+      pull_request: `github:${gh.host}/octo/repo#${pr}`,
+      check: "test",
+      conclusion: "failure",
+      attempt: 1,
+      log: "tail",
+    });
+    const text = await waitFor("the pasted failure", async () => (await inputs()).find((input) => input.includes("CI failed")));
+    expect(text).toContain('check "test" concluded failure');
+    expect(text).toMatch(
+      /----- BEGIN UNTRUSTED CI LOG ([0-9a-f]{16}) -----\nFAIL test\/health\.test\.ts\nexpected 200, got 500\n----- END UNTRUSTED CI LOG \1 -----/,
+    );
+    const suiteId = String((test.check_suite as { id: number }).id);
+    expect(gh.requests.some((request) => request.path === `/repos/octo/repo/check-suites/${suiteId}/check-runs` && request.authorized)).toBe(true);
+    expect(gh.logRequests.map((request) => request.path)).toEqual([expect.stringContaining(`/job-logs/${String(test.id)}?`)]);
+    expect(gh.logRequests[0]?.authorization).toBeUndefined();
+
+    // The same suite delivered again, then the failing run's own check_run event: one failure, told once.
+    const again = await deliver("check_suite", gh.checkSuitePayload("octo/repo", test, [pr]));
+    await p.waitForEvent(
+      "the suite's duplicate",
+      (r) => r.event === "routing.dropped" && String(r.delivery_id).startsWith(again) && r.reason === "duplicate-delivery",
+    );
+    const asRun = await deliver("check_run", gh.checkRunPayload("octo/repo", test, [pr]));
+    await p.waitForEvent(
+      "the run's duplicate",
+      (r) => r.event === "routing.dropped" && String(r.delivery_id).startsWith(asRun) && r.reason === "duplicate-delivery",
+    );
+
+    const events = await p.events();
+    expect(events.filter((r) => r.event === "ci.delivered").map((r) => r.check)).toEqual(["test"]);
+    expect((await inputs()).filter((input) => input.includes("CI failed"))).toHaveLength(1);
+    expect((await inputs()).some((input) => input.includes("LINT-OUTPUT"))).toBe(false);
+    expect(gh.logRequests).toHaveLength(1);
+    expect(JSON.stringify(events)).not.toContain(TOKEN);
+  }, 90_000);
 });

@@ -458,6 +458,8 @@ export class FakeGitHub {
   private stopped: Promise<void> | undefined;
   private readonly routes: Array<{ method: string; pattern: string[]; handler: Handler }> = [];
   private readonly checkRuns = new Map<number, { repo: string; json: Record<string, unknown>; log: string }>();
+  /** Check suites: GitHub makes one per app and head commit, and a check run belongs to its commit's suite of its app. */
+  private readonly checkSuites = new Map<number, { repo: string; sha: string; app: string; createdAt: string }>();
   /** Commit statuses, oldest first, as `POST /repos/{owner}/{repo}/statuses/{sha}` makes them. */
   private readonly statuses: Array<{ repo: string; sha: string; json: Record<string, unknown> }> = [];
   /** Where job logs are served from: another host (`localhost`, not the API's 127.0.0.1), as GitHub's blob storage is. */
@@ -525,7 +527,8 @@ export class FakeGitHub {
 
   /**
    * A completed check run of GitHub Actions (its id is its job's id) on `sha`, with the job's log;
-   * GitHub's job-log endpoint answers with a redirect to the log host.
+   * GitHub's job-log endpoint answers with a redirect to the log host. It joins the check suite of
+   * its app on that commit (made with the first run), whose runs `GET …/check-suites/{id}/check-runs` lists.
    */
   async addCheckRun(repo: string, init: { sha: string; name: string; conclusion: string; log?: string; app?: string }): Promise<Record<string, unknown>> {
     const state = this.repo(repo);
@@ -541,8 +544,9 @@ export class FakeGitHub {
       const port = await new Promise<number>((resolve) => server.listen(0, () => resolve((server.address() as AddressInfo).port)));
       this.logServer = { server, port };
     }
-    const id = this.newId();
     const slug = init.app ?? "github-actions";
+    const suite = this.suiteOf(state.fullName, init.sha, slug);
+    const id = this.newId();
     const json: Record<string, unknown> = {
       id,
       node_id: nodeId("CR", id),
@@ -556,12 +560,65 @@ export class FakeGitHub {
       completed_at: this.now(),
       output: { title: null, summary: null, text: null, annotations_count: 0 },
       name: init.name,
-      check_suite: { id: id + 1 },
+      check_suite: { id: suite },
       app: { id: 15368, slug, node_id: "MDM6QXBwMTUzNjg=", name: slug === "github-actions" ? "GitHub Actions" : slug },
       pull_requests: [],
     };
     this.checkRuns.set(id, { repo: state.fullName, json, log: init.log ?? "" });
     return clone(json);
+  }
+
+  private suiteOf(repo: string, sha: string, app: string): number {
+    const lower = sha.toLowerCase();
+    for (const [id, suite] of this.checkSuites) if (suite.repo === repo && suite.sha === lower && suite.app === app) return id;
+    const id = this.newId();
+    this.checkSuites.set(id, { repo, sha: lower, app, createdAt: this.now() });
+    return id;
+  }
+
+  /** The runs of a repository that `keep` picks, newest first: only the latest of each name unless filter=all. */
+  private runsWhere(state: RepoState, filter: string, keep: (run: Record<string, unknown>) => boolean): Record<string, unknown>[] {
+    if (filter !== "latest" && filter !== "all") invalid("CheckRun", "filter");
+    const runs = [...this.checkRuns.values()].filter((run) => run.repo === state.fullName && keep(run.json)).reverse();
+    const names = runs.map((run) => String(run.json.name));
+    return runs.filter((_run, index) => filter === "all" || names.indexOf(names[index] as string) === index).map((run) => clone(run.json));
+  }
+
+  /**
+   * A `check_suite` `completed` delivery for the suite `run` belongs to, as GitHub sends it: the
+   * suite's conclusion over its latest runs (a failure when any failed), listing `pulls` (a fork's: none).
+   */
+  checkSuitePayload(repo: string, run: Record<string, unknown>, pulls: readonly number[]): Record<string, unknown> {
+    const state = this.repo(repo);
+    const id = (run.check_suite as { id: number }).id;
+    const suite = this.checkSuites.get(id);
+    if (suite === undefined || suite.repo !== state.fullName) throw new Error(`no check suite ${String(id)} in ${repo}`);
+    const runs = this.runsWhere(state, "latest", (one) => (one.check_suite as { id: number }).id === id);
+    const conclusions = runs.map((one) => String(one.conclusion));
+    const failing = conclusions.find((one) => one !== "success" && one !== "neutral" && one !== "skipped");
+    const fromRun = this.checkRunPayload(repo, run, pulls);
+    const branch = [...state.items.values()].find((item) => item.pr?.headSha === suite.sha)?.pr?.head ?? null;
+    const check_suite = {
+      id,
+      node_id: nodeId("CS", id),
+      head_branch: pulls.length > 0 ? branch : null,
+      head_sha: suite.sha,
+      status: "completed",
+      conclusion: failing ?? "success",
+      url: `${this.apiUrl}/repos/${state.fullName}/check-suites/${id}`,
+      before: null,
+      after: suite.sha,
+      pull_requests: (fromRun.check_run as { pull_requests: unknown }).pull_requests,
+      app: clone(run.app),
+      created_at: suite.createdAt,
+      updated_at: this.now(),
+      rerequestable: true,
+      runs_rerequestable: true,
+      latest_check_runs_count: runs.length,
+      check_runs_url: `${this.apiUrl}/repos/${state.fullName}/check-suites/${id}/check-runs`,
+      head_commit: { id: suite.sha, message: "A commit", timestamp: suite.createdAt },
+    };
+    return { action: "completed", check_suite, repository: fromRun.repository, sender: fromRun.sender };
   }
 
   /**
@@ -1795,13 +1852,22 @@ export class FakeGitHub {
     this.on("GET", `${R}/commits/:ref/check-runs`, (ctx, [o, r, ref]) => {
       const state = this.routeRepo(o, r);
       const sha = this.commitOf(state, ref ?? "");
-      const filter = ctx.params.get("filter") ?? "latest";
-      if (filter !== "latest" && filter !== "all") invalid("CheckRun", "filter");
-      const runs = [...this.checkRuns.values()].filter((run) => run.repo === state.fullName && run.json.head_sha === sha).reverse();
-      const names = runs.map((run) => String(run.json.name));
-      const kept = runs.filter((_run, index) => filter === "all" || names.indexOf(names[index] as string) === index);
+      const kept = this.runsWhere(state, ctx.params.get("filter") ?? "latest", (run) => run.head_sha === sha);
       const pulls = this.checkPullRefs(state, sha);
-      const all = kept.map((run) => ({ ...clone(run.json), pull_requests: clone(pulls) }));
+      const all = kept.map((run) => ({ ...run, pull_requests: clone(pulls) }));
+      const reply = this.page(ctx, all);
+      return { ...reply, body: { total_count: all.length, check_runs: reply.body } };
+    });
+
+    // The check runs of a suite (GET /repos/{owner}/{repo}/check-suites/{check_suite_id}/check-runs):
+    // as a commit's, the latest of each name unless filter=all, in an object that counts them.
+    this.on("GET", `${R}/check-suites/:n/check-runs`, (ctx, [o, r, n]) => {
+      const state = this.routeRepo(o, r);
+      const suite = this.checkSuites.get(Number(n));
+      if (suite === undefined || suite.repo !== state.fullName) notFound();
+      const runs = this.runsWhere(state, ctx.params.get("filter") ?? "latest", (run) => (run.check_suite as { id: number }).id === Number(n));
+      const pulls = this.checkPullRefs(state, suite.sha);
+      const all = runs.map((run) => ({ ...run, pull_requests: clone(pulls) }));
       const reply = this.page(ctx, all);
       return { ...reply, body: { total_count: all.length, check_runs: reply.body } };
     });
