@@ -31,6 +31,7 @@ const FLOORS = [
   ["sessions", "stores"],
   ["graph-driver"],
   ["dispatch"],
+  ["adoption"],
   ["dashboard"],
   ["daemon"],
   ["mcp"],

@@ -82,6 +82,7 @@ const INTEGRATION = [
   "test/state/crash.test.ts",
   "test/stores/stores-postgres.test.ts",
   "test/fleet/leases-postgres.test.ts",
+  "test/adoption/watchdog-postgres.test.ts",
   "test/state/postgres-database.test.ts",
   "test/state/postgres-record-store.test.ts",
   "test/graph-driver/node-room-postgres.test.ts",

@@ -4,6 +4,7 @@ import { EXIT_USAGE, ExitError } from "../errors.js";
 import { LeasedOwnership, soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
 import { fleetBounds } from "../fleet/decide.js";
+import { adoptGraceProblem } from "../fleet/adopt-decide.js";
 import { stateRootTag, tmuxTargetFor } from "../registry/record.js";
 import { PostgresLeases } from "../state/postgres/leases.js";
 import { parseWorkItemRef, workItemSlug } from "../workitem/index.js";
@@ -25,6 +26,8 @@ export async function joinFleet(input: RuntimeInput, runtime: Runtime, warn: (me
   if (database === undefined) return soleOwner(name);
   const bounds = fleetBounds(input.config.state);
   if ("problem" in bounds) throw new ExitError(bounds.problem, EXIT_USAGE, "config");
+  const grace = adoptGraceProblem(input.config.state.adoptGraceSeconds, input.config.routing.tmux.harnessKillGraceSeconds);
+  if (grace !== undefined) throw new ExitError(grace, EXIT_USAGE, "config");
   const tag = stateRootTag(input.paths.root);
   const targetOf = (item: string): string => tmuxTargetFor(workItemSlug(parseWorkItemRef(item)), tag);
   return LeasedOwnership.join({

@@ -7,6 +7,7 @@ import { resolveConfiguredPath } from "../state/layout.js";
 import type { StatePaths } from "../state/layout.js";
 import type { EventSink } from "../events/log.js";
 import { TmuxRunner } from "../harness/tmux.js";
+import { fencedRunner } from "../adoption/fence.js";
 import { Poller, localPollSources } from "../ingress/poller.js";
 import type { PollSourceRuntime } from "../ingress/poller.js";
 import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
@@ -184,7 +185,12 @@ export function composeRuntime(input: RuntimeInput): Runtime {
           policy: policyOf(routing),
           registry,
           control,
-          runner: sandboxedRunnerFor(input, runner),
+          runner: fencedRunner(sandboxedRunnerFor(input, runner), {
+            config,
+            daemonLog: paths.daemonLog,
+            ...(ownership ? { ownership } : {}),
+            ...(warn ? { warn } : {}),
+          }),
           trackers,
           events,
           templates,

@@ -7,3 +7,5 @@ export { fleetBounds, leaseDecision, lostAfterBeat, nameDecision, reclaimDecisio
 export type { FleetBounds, LeaseDecision, NameDecision, ReclaimDecision } from "./decide.js";
 export { LeasedOwnership, OwnedElsewhereError, soleOwner } from "./ownership.js";
 export type { DaemonIdentity, LeasedOwnershipOptions, Ownership } from "./ownership.js";
+export { WATCHDOG_CHECK_MS, WATCHDOG_QUERY_MS, adoptGraceProblem, adoptionDecision, watchdogReactionMs, watchdogVerdict } from "./adopt-decide.js";
+export type { AdoptionDecision, LeaseLook, WatchdogVerdict } from "./adopt-decide.js";

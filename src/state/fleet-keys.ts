@@ -30,4 +30,13 @@ export const FLEET_STATE_KEYS = {
     .max(1200)
     .default(10)
     .describe("With `store: postgres`: how often a daemon renews its leases and its name; at most a third of `leaseSeconds`, so one late beat loses nothing."),
+  adoptGraceSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .default(15)
+    .describe(
+      "With `store: postgres`: how long past a lapsed lease another daemon waits before it adopts the item's session. Longer than a session watchdog's reaction time (2 s + 2 s + `routing.tmux.harnessKillGraceSeconds` + 2 s), so the old harness has surely ended; a start refuses a shorter one.",
+    ),
 };

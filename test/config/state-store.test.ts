@@ -12,7 +12,14 @@ afterEach(() => forgetKnownSecrets());
 
 describe("state.store", () => {
   it("is the file store by default, with the URL's variable named", () => {
-    expect(configSchema.parse({}).state).toEqual({ root: ".the-loop", store: "file", urlEnv: "THE_LOOP_STATE_URL", leaseSeconds: 30, heartbeatSeconds: 10 });
+    expect(configSchema.parse({}).state).toEqual({
+      root: ".the-loop",
+      store: "file",
+      urlEnv: "THE_LOOP_STATE_URL",
+      leaseSeconds: 30,
+      heartbeatSeconds: 10,
+      adoptGraceSeconds: 15,
+    });
   });
 
   it("marks state.url a secret, so config show redacts it", () => {
@@ -26,6 +33,7 @@ describe("state.store", () => {
       urlEnv: "THE_LOOP_STATE_URL",
       leaseSeconds: 30,
       heartbeatSeconds: 10,
+      adoptGraceSeconds: 15,
     });
   });
 

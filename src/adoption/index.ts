@@ -1,0 +1,11 @@
+/**
+ * Losing a host when daemons share one database (docs/scale.md, "Losing a host"): each session's
+ * watchdog, which ends the harness once its owner's lease lapsed, and the adoption of a lost
+ * daemon's items by another. Importers name the module itself; this file is the list the
+ * layering rule reads.
+ */
+export { fencedRunner, watchdogLogOf } from "./fence.js";
+export { WatchedRunner, startWatchdog, watchdogProgram } from "./watchdog.js";
+export type { WatchdogSettings } from "./watchdog.js";
+export { parseWatchdogSpec } from "./watchdog-spec.js";
+export type { WatchdogSpec } from "./watchdog-spec.js";

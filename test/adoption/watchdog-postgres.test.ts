@@ -1,0 +1,125 @@
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { afterEach, describe, expect, it } from "vitest";
+import { startWatchdog, watchdogProgram } from "../../src/adoption/watchdog.js";
+import { watchdogReactionMs } from "../../src/fleet/adopt-decide.js";
+import { TmuxRunner } from "../../src/harness/tmux.js";
+import { PostgresDatabase } from "../../src/state/postgres/database.js";
+import { PostgresLeases } from "../../src/state/postgres/leases.js";
+import { postgresServer } from "../support/postgres.js";
+
+/**
+ * A session's watchdog on a real server and a real tmux (docs/scale.md, "Fencing"): it keeps the
+ * harness while its owner renews the lease, ends it within its reaction time once the lease
+ * lapsed or another daemon took it, and exits when the harness ends on its own. The URL reaches
+ * it on stdin: never in its argv or environment.
+ */
+
+const run = promisify(execFile);
+const cluster = postgresServer();
+const ITEM = "local:demo#1";
+const KILL_GRACE_MS = 500;
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function setup(): Promise<{ url: string; leases: PostgresLeases; runner: TmuxRunner; socketName: string; target: string; dir: string }> {
+  const url = await cluster.freshDatabase();
+  const database = await PostgresDatabase.open({ url, name: "test", lockTimeoutMs: 2_000 });
+  cleanups.push(() => database.close());
+  const socketName = `loop-test-wd-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const runner = new TmuxRunner({ socketName, remainOnExit: false });
+  const dir = await mkdtemp(join(tmpdir(), "watchdog-"));
+  cleanups.push(async () => {
+    // The server may be gone already: its last session ended.
+    await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  });
+  return { url, leases: new PostgresLeases(database.pool), runner, socketName, target: "loop-wd-demo-1", dir };
+}
+
+const take = (leases: PostgresLeases, owner: string, leaseMs: number): Promise<unknown> =>
+  leases.decideLease(ITEM, leaseMs, () => ({ write: { owner }, answer: undefined }));
+
+async function until(what: string, check: () => Promise<boolean>, boundMs: number): Promise<number> {
+  const started = Date.now();
+  while (Date.now() - started < boundMs) {
+    if (await check()) return Date.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what}: not within ${boundMs} ms`);
+}
+
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("a session's watchdog (a real server, real tmux)", () => {
+  it("keeps the harness while the lease is renewed, and ends it within its reaction time once the lease lapsed", async () => {
+    const { url, leases, runner, socketName, target, dir } = await setup();
+    await take(leases, "box-a", 3_000);
+    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
+    const logFile = join(dir, "watchdog.log");
+    const pid = await startWatchdog(
+      { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 3_000, logFile },
+      watchdogProgram(),
+    );
+    cleanups.unshift(async () => {
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    });
+
+    // The URL is in neither its argv nor its environment.
+    const [cmdline, environ] = await Promise.all([readFile(`/proc/${pid}/cmdline`, "utf8"), readFile(`/proc/${pid}/environ`, "utf8")]);
+    expect(cmdline).not.toContain("postgres");
+    expect(environ).not.toContain(url);
+
+    // Renewed past its first end: the harness runs on.
+    for (let beat = 0; beat < 3; beat += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await take(leases, "box-a", 3_000);
+    }
+    expect(await runner.probe(target)).toBe("live");
+
+    // No more beats: the lease lapses 3 s after the last, and the harness ends within the reaction time after that.
+    const tookMs = await until("the harness ended", async () => (await runner.probe(target)) === "absent", 3_000 + watchdogReactionMs(KILL_GRACE_MS));
+    expect(tookMs).toBeGreaterThan(1_000);
+    await until("the watchdog exited", async () => !alive(pid), 5_000);
+    expect(await readFile(logFile, "utf8")).toMatch(/ended the harness \(SIGTERM\) and its tmux session: the lease of "box-a" lapsed/);
+  }, 60_000);
+
+  it("ends the harness at its next look once another daemon owns the item", async () => {
+    const { url, leases, runner, socketName, target, dir } = await setup();
+    await take(leases, "box-a", 60_000);
+    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
+    const pid = await startWatchdog({ url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 60_000 });
+    cleanups.unshift(async () => {
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(await runner.probe(target)).toBe("live");
+    await take(leases, "box-b", 60_000);
+    await until("the harness ended", async () => (await runner.probe(target)) === "absent", watchdogReactionMs(KILL_GRACE_MS));
+  }, 60_000);
+
+  it("exits once the harness it watches is gone, leaving the lease alone", async () => {
+    const { url, leases, runner, socketName, target, dir } = await setup();
+    await take(leases, "box-a", 60_000);
+    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
+    const pid = await startWatchdog({ url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 60_000 });
+    cleanups.unshift(async () => {
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    });
+    await runner.terminate(target, { killHarness: true, graceMs: 500, killSession: true });
+    await until("the watchdog exited", async () => !alive(pid), 5_000);
+  }, 60_000);
+});
