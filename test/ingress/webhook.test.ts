@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { request } from "node:http";
+import { connect } from "node:net";
 import type { IncomingHttpHeaders } from "node:http";
 import { sign } from "@octokit/webhooks-methods";
 import { describe, expect, it } from "vitest";
@@ -143,6 +144,39 @@ describe("the webhook receiver", () => {
     }
     await waitFor("every delivery", () => (h.handler.received.length === 20 ? true : undefined));
     expect(h.handler.received.map((e) => e.deliveryId)).toEqual(ids);
+  });
+
+  it("answers deliveries pipelined on one connection, each once, in order", async () => {
+    const h = await startReceiver();
+    const port = Number(new URL(h.base).port);
+    const raw = async (body: string, signature: string, id: string): Promise<string> =>
+      `POST /gh-webhook HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+      `X-GitHub-Event: issue_comment\r\nX-GitHub-Delivery: ${id}\r\nX-Hub-Signature-256: ${signature}\r\n\r\n${body}`;
+    const first = JSON.stringify(commentPayload("first"));
+    const third = JSON.stringify(commentPayload("third"));
+    const requests = [
+      await raw(first, await sign(SECRET, first), "pipelined-1"),
+      await raw(first, `sha256=${"0".repeat(64)}`, "pipelined-2"),
+      await raw(third, await sign(SECRET, third), "pipelined-3"),
+    ];
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.setEncoding("latin1").on("data", (chunk: string) => (received += chunk));
+    // All three in one write: the receiver reads them in one pass.
+    socket.write(requests.join(""));
+    const answers = await waitFor("three answers", () => {
+      const parts = received.split("HTTP/1.1 ").slice(1);
+      return parts.length === 3 && received.endsWith("}") ? parts : undefined;
+    });
+    socket.destroy();
+    expect(answers.map((answer) => answer.slice(0, 3))).toEqual(["202", "401", "202"]);
+    expect(answers.map((answer) => answer.slice(answer.indexOf("{")))).toEqual([
+      '{"status":"accepted"}',
+      '{"status":"rejected","reason":"invalid-signature"}',
+      '{"status":"accepted"}',
+    ]);
+    await waitFor("both deliveries", () => (h.handler.received.length === 2 ? true : undefined));
+    expect(h.handler.received.map((e) => e.body)).toEqual(["first", "third"]);
   });
 
   it.each<[string, string | null, string]>([
