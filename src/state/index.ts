@@ -68,7 +68,7 @@ export { PostgresDocumentStore } from "./postgres/document-store.js";
 export { namedLockKey, withNamedLock } from "./postgres/named-lock.js";
 // The daemons sharing a database and the leases of their work items (src/fleet/ decides, this keeps the rows).
 export { DAEMONS_TABLE, LEASES_TABLE, PostgresLeases } from "./postgres/leases.js";
-export type { DaemonRow, LeaseRow, Locked, Written } from "./postgres/leases.js";
+export type { DaemonRow, LeasePool, LeaseRow, Locked, Written } from "./postgres/leases.js";
 export { FLEET_STATE_KEYS } from "./fleet-keys.js";
 export { PostgresEventTable } from "./postgres/event-table.js";
 export type { EventRow, EventRowFilter, PostgresEventTableOptions } from "./postgres/event-table.js";

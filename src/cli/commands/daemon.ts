@@ -12,6 +12,8 @@ import { formatTable, stderr, stdout } from "../output.js";
 import { budgetLine, budgetStatus } from "./sessions/budget-status.js";
 import { limitsLine, limitsStatus } from "./sessions/queued.js";
 import type { LimitsStatus } from "./sessions/queued.js";
+import { heartbeatCell } from "../../fleet/view.js";
+import type { DaemonView } from "../../fleet/view.js";
 
 export interface JsonOption {
   readonly json: boolean;
@@ -119,6 +121,15 @@ function withNodeCaps(limits: LimitsStatus | undefined, nodes: LimitsStatus["cap
   return { caps: [...(limits?.caps ?? []), ...nodes], queued: limits?.queued ?? 0 };
 }
 
+/** Every daemon on the state's database: where it runs, its last heartbeat, the leases it holds. */
+function daemonsTable(daemons: readonly DaemonView[]): string {
+  if (daemons.length === 0) return "daemons on the state database: none has started yet";
+  return `\ndaemons on the state database:\n${formatTable(
+    ["daemon", "host", "pid", "heartbeat", "leases"],
+    daemons.map((daemon) => [daemon.name, daemon.host, String(daemon.pid), heartbeatCell(daemon), String(daemon.leases)]),
+  )}`;
+}
+
 export async function runStatus(globals: GlobalOptions, options: JsonOption): Promise<void> {
   const project = await openProject(globals, "daemon");
   const configFile = project.loaded.source.path ?? undefined;
@@ -127,14 +138,23 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     projectDir: project.loaded.baseDir,
     stores: project.stores,
   });
-  const { healthy, services, problems, sandbox } = report;
+  const { healthy, services, problems, sandbox, daemons } = report;
   // The node caps count the graph runs: read only when one is set.
   const nodeCaps = Object.keys(project.config.routing.limits.perNode).length > 0 ? await (await import("./graph/edge-wait.js")).nodeCapUsage(project) : [];
   const limits = withNodeCaps(limitsStatus(project), nodeCaps);
   const dashboard = dashboardStatus(project);
   const budget = budgetStatus(project.config.routing);
   if (options.json) {
-    stdout.json({ healthy, problems, services, sandbox, dashboard, ...(limits !== undefined ? { limits } : {}), ...(budget !== undefined ? { budget } : {}) });
+    stdout.json({
+      healthy,
+      problems,
+      services,
+      sandbox,
+      dashboard,
+      ...(limits !== undefined ? { limits } : {}),
+      ...(budget !== undefined ? { budget } : {}),
+      ...(daemons !== undefined ? { daemons } : {}),
+    });
   } else {
     stdout.line(
       formatTable(
@@ -149,6 +169,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     if (limits !== undefined) stdout.line(limitsLine(limits));
     if (budget !== undefined) stdout.line(budgetLine(budget));
     stdout.line(dashboardLine(dashboard));
+    if (daemons !== undefined) stdout.line(daemonsTable(daemons));
     if (problems.length > 0) {
       stdout.line("");
       stdout.line(`${problems.length} problem${problems.length > 1 ? "s" : ""}:`);

@@ -36,6 +36,8 @@ import type {
 } from "./problems.js";
 
 import type { Stores } from "../../stores/stores.js";
+import { lateDaemonProblem, readFleetView } from "../../fleet/view.js";
+import type { DaemonView } from "../../fleet/view.js";
 /**
  * Gathers what problems.ts judges: the services' locks, the tail of the event log, every
  * record listing's problems, the local journals, a token lookup made as the daemon makes it, and
@@ -50,6 +52,8 @@ export interface StatusReport {
   readonly exitCode: number;
   /** The sandbox sessions start in, and the operator's binds into it (docs/security.md). */
   readonly sandbox: SandboxStatus;
+  /** Every daemon on the state's database (state.store: postgres); undefined on files. */
+  readonly daemons?: readonly DaemonView[];
 }
 
 export interface SandboxStatus {
@@ -122,6 +126,10 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     ),
   });
   // Last: what a running daemon cannot bring a person (notify-problem.ts).
+  const daemons = await fleetDaemons(config, options.stores);
+  for (const daemon of daemons ?? []) {
+    if (daemon.late) problems.push({ code: "daemon-late", ...lateDaemonProblem(daemon, config.state.leaseSeconds) });
+  }
   problems.push(...notifySinkProblems(notifySinkFailuresOf(events, runningPids(services), config.notify.sinks)));
   const binds = resolveSandboxBinds(config.routing.sandbox.bind, options.projectDir ?? options.configDir, process.env.HOME || homedir()).map(
     (bind) => `${bind.source}:${bind.target}:${bind.mode}`,
@@ -132,7 +140,15 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     problems,
     exitCode: statusExitCode(problems),
     sandbox: { mode: sandbox.mode, sandbox: sandbox.version, binds },
+    ...(daemons !== undefined ? { daemons } : {}),
   };
+}
+
+/** The daemons of the state's database, read when the state is in one. */
+async function fleetDaemons(config: CliConfig, stores: Stores | undefined): Promise<readonly DaemonView[] | undefined> {
+  const database = stores?.backend.database;
+  if (database === undefined) return undefined;
+  return (await readFleetView(database.pool, config.state.heartbeatSeconds * 1000)).daemons;
 }
 
 function runningPids(services: readonly ServiceStatus[]): Set<number> {

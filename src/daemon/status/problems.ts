@@ -25,7 +25,8 @@ export type StatusProblemCode =
   | "sandbox-off"
   | "settings-not-loaded"
   | "notify-sink-failing"
-  | "session-failed-to-start";
+  | "session-failed-to-start"
+  | "daemon-late";
 
 export interface StatusProblem {
   readonly code: StatusProblemCode;

@@ -25,6 +25,7 @@ import { formatTable, stderr, stdout } from "../../output.js";
 import { refuseInsideSession } from "../../session-guard.js";
 import { allowedHarnesses } from "../../../routing/harness-choice.js";
 import type { ControlCommentResult } from "../../../dispatch/announce-control.js";
+import type { FleetView, Placement } from "../../../fleet/index.js";
 
 export interface SessionsListOptions {
   readonly status?: SessionStatus | "live";
@@ -179,6 +180,7 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     wanted === undefined ? [...byRef].filter(([ref]) => !refs.has(ref)) : [];
   const graphRuns = graphRunsByRef(project);
   const queued = queuedStarts(project, wanted);
+  const fleet = await fleetOf(project);
   const usage = (await import("./budget.js")).liveUsage(project.paths.root, project.config.routing.budget, project.stores?.budgets, {
     cache: join(project.paths.root, "cache", "sessions-list-budget.json"),
   });
@@ -197,11 +199,17 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
         // Each record was read for this listing alone: its two columns are added to it rather than
         // to a copy (10,000 copies were a tenth of the command's time).
         .map((record) =>
-          Object.assign(record, { control: controls.byRef.get(record.workItem.ref) ?? null, graph: graphOf(record.workItem.ref) }, usage.of(record)),
+          Object.assign(
+            record,
+            { control: controls.byRef.get(record.workItem.ref) ?? null, graph: graphOf(record.workItem.ref) },
+            usage.of(record),
+            fleet === undefined ? {} : placementFields(fleet.placementOf(record.workItem.ref)),
+          ),
         ),
       controls: withoutSession(controls.byRef, new Set(records.map((record) => record.workItem.ref))).map(([, record]) => record),
       queued,
       problems: allProblems,
+      ...(fleet === undefined ? {} : { daemons: fleet.daemons }),
     });
     return;
   }
@@ -232,6 +240,14 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     return;
   }
   const header = ["work item", "status", "control", "harness", "usage", "tmux", "last event"];
+  // On a shared database: which daemon each session runs under, and on which host.
+  if (fleet !== undefined) {
+    header.push("daemon", "host");
+    for (const cells of rows) {
+      const placement = fleet.placementOf(cells[0] ?? "");
+      cells.push(placement?.daemon ?? "-", placement?.host ?? "-");
+    }
+  }
   // Without the process graph every row's node would be `-`: the column appears once it is in use.
   const nodes = rows.map(([ref]) => graphRuns.of(ref ?? ""));
   if (!project.config.graph.enabled && nodes.every((run) => run === undefined)) {
@@ -245,6 +261,19 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
       rows.map((cells, index) => withNode(cells, graphColumn(nodes[index]))),
     ),
   );
+}
+
+/** Every daemon on the state's database and where each item runs; undefined on files, where the one daemon runs everything. */
+export async function fleetOf(project: Pick<Project, "stores" | "config">): Promise<FleetView | undefined> {
+  const database = project.stores?.backend.database;
+  if (database === undefined) return undefined;
+  const { readFleetView } = await import("../../../fleet/index.js");
+  return readFleetView(database.pool, project.config.state.heartbeatSeconds * 1000);
+}
+
+/** The daemon and host fields `sessions list --json` gives each session on a shared database (null: no daemon holds its item). */
+function placementFields(placement: Placement | undefined): { daemon: string | null; host: string | null } {
+  return { daemon: placement?.daemon ?? null, host: placement?.host ?? null };
 }
 
 /** The table's view of a listing read whole (from a database's mirror). */

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import { fleetView, heartbeatCell, lateDaemonProblem } from "../../src/fleet/view.js";
+import type { DaemonRow, LeaseRow } from "../../src/state/postgres/leases.js";
+
+const NOW = new Date("2026-01-01T00:10:00Z");
+const ago = (seconds: number): Date => new Date(NOW.getTime() - seconds * 1000);
+
+function daemon(name: string, fields: Partial<DaemonRow> = {}): DaemonRow {
+  return {
+    name,
+    host: `${name}.example`,
+    pid: 7,
+    instance: `${name}-1`,
+    tmuxSocket: `sock-${name}`,
+    startedAt: ago(600),
+    heartbeatAt: ago(1),
+    stoppedAt: null,
+    ...fields,
+  };
+}
+
+const lease = (item: string, owner: string, expiresIn: number): LeaseRow => ({
+  item,
+  owner,
+  takenAt: ago(60),
+  expiresAt: new Date(NOW.getTime() + expiresIn * 1000),
+});
+
+describe("fleetView", () => {
+  const view = fleetView(
+    {
+      daemons: [daemon("a"), daemon("b", { heartbeatAt: ago(25) }), daemon("c", { heartbeatAt: ago(300), stoppedAt: ago(300) })],
+      leases: [lease("local:demo#1", "a", 20), lease("local:demo#2", "b", 5), lease("local:demo#3", "b", -1), lease("local:demo#4", "gone", 10)],
+      now: NOW,
+    },
+    10_000,
+  );
+
+  it.each([
+    ["a", { late: false, stopped: false, leases: 1, heartbeatAgeSeconds: 1 }],
+    ["b", { late: true, stopped: false, leases: 1, heartbeatAgeSeconds: 25 }],
+    ["c", { late: false, stopped: true, leases: 0, heartbeatAgeSeconds: 300 }],
+  ])("judges the daemon %s: late after two silent heartbeats, a stopped one never, counting only unlapsed leases", (name, expected) => {
+    expect(view.daemons.find((entry) => entry.name === name)).toMatchObject(expected);
+  });
+
+  it.each([
+    ["local:demo#1", { daemon: "a", host: "a.example", tmuxSocket: "sock-a" }],
+    ["local:demo#3", { daemon: "b", host: "b.example", tmuxSocket: "sock-b" }],
+    ["local:demo#4", { daemon: "gone", host: "?", tmuxSocket: null }],
+    ["local:demo#9", undefined],
+  ])("places %s under its lease's owner (a lapsed lease's session still runs there)", (item, expected) => {
+    expect(view.placementOf(item)).toEqual(expected);
+  });
+
+  it("says what a late daemon means and how long its leases have", () => {
+    const [, late] = view.daemons;
+    if (late === undefined) throw new Error("no daemon");
+    expect(lateDaemonProblem(late, 30).message).toBe(
+      'the daemon "b" on b.example (pid 7) has not sent a heartbeat for 25 s: its leases lapse 5 s from now unless it beats (state.leaseSeconds: 30)',
+    );
+    expect(lateDaemonProblem(late, 20).message).toMatch(/its leases have lapsed \(state\.leaseSeconds: 20\)$/);
+    expect(view.daemons.map(heartbeatCell)).toEqual(["1 s ago", "25 s ago (late)", "stopped (last beat 300 s ago)"]);
+  });
+});
