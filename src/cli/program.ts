@@ -510,9 +510,7 @@ export function buildProgram(): Command {
   const sessions = program.command("sessions").description("agent sessions, one per work item: list them, attach, start, pause, resume, stop, close");
   sessions
     .command("list")
-    .description(
-      "list sessions with their status (active, paused, closed) and each work item's last control command (start, pause, resume, stop: source and actor)",
-    )
+    .description("list sessions with their status, each work item's last control command and, on a shared database, the daemon and host each runs on")
     .addOption(
       new Option("--status <status>", "only sessions in this state (live = active or paused)").choices(["active", "paused", "closed", "failed", "live"]),
     )
@@ -525,6 +523,7 @@ export function buildProgram(): Command {
     .description("attach this terminal to a session's tmux session (inside the sessions' tmux server: switch to it; inside another: say how to attach)")
     .requiredOption("--work-item <ref>", REF_HELP)
     .option("--read-only", "watch without being able to type", false)
+    .option("--json", "for a session on another host: print the command that attaches to it as JSON (an argv array)", false)
     .action(async (options: SessionsAttachOptions, command: Command) => {
       await (await import("./commands/sessions/attach.js")).runSessionsAttach(globalsOf(command), options);
     });

@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { attachPlan, currentTmuxSocket, outsideCommand } from "../../src/cli/commands/sessions/attach.js";
+import { attachPlan, currentTmuxSocket, outsideCommand, shellLine, sshAttachArgv } from "../../src/cli/commands/sessions/attach.js";
 import { jsonOf } from "../support/cli.js";
 import type { CliResult } from "../support/cli.js";
 import { ARM } from "../support/builders.js";
@@ -104,5 +104,15 @@ describe("sessions attach from inside tmux (real tmux)", () => {
     expect(result.stderr).not.toContain("no longer exists");
     const watching = await p.cli(["sessions", "attach", "--work-item", "1", "--read-only"], { TMUX: await tmuxVariable(outer, "mine") });
     expect(watching.stdout).toBe(`tmux -L ${p.socketName} attach -r -t =${target}\n`);
+  });
+});
+
+describe("the attach command for a session on another host", () => {
+  it.each([
+    [{ host: "box-b", socket: "sock", readOnly: false }, "ssh -t box-b tmux -L sock attach -t =loop-1"],
+    [{ host: "box-b", socket: null, readOnly: true }, "ssh -t box-b tmux -L default attach -r -t =loop-1"],
+    [{ host: "it's", socket: "a b", readOnly: false }, "ssh -t 'it'\\''s' tmux -L 'a b' attach -t =loop-1"],
+  ])("is the ssh of tmux -L <socket> attach, each word quoted as a shell needs (%o)", ({ host, socket, readOnly }, line) => {
+    expect(shellLine(sshAttachArgv(host, socket, "loop-1", readOnly))).toBe(line);
   });
 });

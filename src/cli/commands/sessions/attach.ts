@@ -1,17 +1,21 @@
 import { spawnSync } from "node:child_process";
 import { realpathSync } from "node:fs";
+import { hostname } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { ExitError, NotFoundError, UsageError } from "../../../errors.js";
 import { TmuxRunner } from "../../../harness/tmux.js";
 import { openDaemonProject } from "../../context.js";
-import type { GlobalOptions } from "../../context.js";
+import type { GlobalOptions, Project } from "../../context.js";
 import { stderr, stdout } from "../../output.js";
 import { canonicalRef } from "../../canonical-ref.js";
-import { recordOrFail, runtimeOf } from "./sessions.js";
+import { fleetOf, recordOrFail, runtimeOf } from "./sessions.js";
+import type { Placement } from "../../../fleet/index.js";
 
 export interface SessionsAttachOptions {
   readonly workItem: string;
   readonly readOnly: boolean;
+  /** Print the command that attaches (an argv array) instead of attaching. */
+  readonly json?: boolean;
 }
 
 /** The label `tmux -L` takes for the server tmux uses when none is named. */
@@ -70,16 +74,39 @@ export function outsideCommand(socketName: string | undefined, target: string, r
   return `tmux -L ${socketName ?? DEFAULT_SOCKET_NAME} attach${readOnly ? " -r" : ""} -t =${target}`;
 }
 
+/** The tmux command that attaches to `target` on the server of `socketName` (the default server's when none). */
+export function tmuxAttachArgv(socketName: string | null | undefined, target: string, readOnly: boolean): string[] {
+  return ["tmux", "-L", socketName ?? DEFAULT_SOCKET_NAME, "attach", ...(readOnly ? ["-r"] : []), "-t", `=${target}`];
+}
+
+/** The same, run on `host` over ssh (`-t`: tmux needs a terminal there). */
+export function sshAttachArgv(host: string, socketName: string | null | undefined, target: string, readOnly: boolean): string[] {
+  return ["ssh", "-t", host, ...tmuxAttachArgv(socketName, target, readOnly)];
+}
+
+/** An argv as one line to paste into a shell: words of safe characters as they are, any other quoted. */
+export function shellLine(argv: readonly string[]): string {
+  return argv.map((word) => (/^[A-Za-z0-9_./:=@%+,-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`)).join(" ");
+}
+
 function runTmux(argv: readonly string[], what: string): void {
   const result = spawnSync("tmux", argv, { stdio: "inherit" });
   if (result.error) throw new ExitError(`cannot run tmux: ${result.error.message}`);
   if (result.status !== 0) throw new ExitError(`tmux ${what} exited with ${result.status ?? result.signal}`);
 }
 
+/** Where the item's session runs when the state is in a database that several daemons share; undefined on files. */
+async function placementOf(project: Project, ref: string): Promise<Placement | undefined> {
+  const fleet = await fleetOf(project);
+  return fleet?.placementOf(ref);
+}
+
 /**
  * Outside tmux, attaches this terminal. Inside the tmux server the sessions run on, switches this
  * client to the session (tmux refuses a nested attach). Inside another server, which a client
- * cannot leave for another, prints exactly what to run from outside.
+ * cannot leave for another, prints exactly what to run from outside. A session that runs on
+ * another host (its item's lease is a daemon's there, state.store: postgres) cannot be attached
+ * from here: the `ssh … tmux attach` that reaches it is printed instead, as an argv with --json.
  */
 export async function runSessionsAttach(globals: GlobalOptions, options: SessionsAttachOptions): Promise<void> {
   const project = await openDaemonProject(globals, "sessions");
@@ -88,6 +115,26 @@ export async function runSessionsAttach(globals: GlobalOptions, options: Session
   const record = recordOrFail(runtime, ref);
   const target = record.tmuxTarget;
   const socketName = project.config.routing.tmux.socketName;
+  const placement = await placementOf(project, ref);
+  if (placement !== undefined && placement.host !== hostname()) {
+    const argv = sshAttachArgv(placement.host, placement.tmuxSocket, target, options.readOnly);
+    if (options.json) {
+      stdout.json({ workItem: ref, tmuxTarget: target, daemon: placement.daemon, host: placement.host, here: false, command: argv });
+      return;
+    }
+    // Not a failure, as below: the session runs, and the command that reaches it is the answer, alone on stdout.
+    stderr.line(
+      `${ref}'s session ${target} runs on ${placement.host} (the daemon "${placement.daemon}"), not on this host (${hostname()}); ` +
+        "run this to attach to it from here:",
+    );
+    stdout.line(shellLine(argv));
+    return;
+  }
+  if (options.json) {
+    const argv = tmuxAttachArgv(placement?.tmuxSocket ?? socketName, target, options.readOnly);
+    stdout.json({ workItem: ref, tmuxTarget: target, daemon: placement?.daemon ?? null, host: hostname(), here: true, command: argv });
+    return;
+  }
   const gone = (): NotFoundError => new NotFoundError(`the tmux session ${target} of ${ref} no longer exists (status ${record.status})`);
   const plan = attachPlan(currentTmuxSocket(process.env.TMUX), socketPathOf(socketName ?? DEFAULT_SOCKET_NAME, process.env, process.getuid?.() ?? 0));
 

@@ -1,0 +1,117 @@
+import { hostname } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionRegistry } from "../../src/registry/registry.js";
+import { openRecordBackend } from "../../src/state/backend.js";
+import type { RecordBackend } from "../../src/state/backend.js";
+import { PostgresLeases } from "../../src/state/postgres/leases.js";
+import type { WorkItem } from "../../src/workitem/index.js";
+import { sessionRecord } from "../support/builders.js";
+import { jsonOf } from "../support/cli.js";
+import { postgresProjects, queryRows } from "../support/postgres-project.js";
+
+/**
+ * The operator's view across hosts (docs/scale.md): with two daemons on one real PostgreSQL
+ * server — one on this host, one on another whose heartbeat is late — the built CLI's `sessions
+ * list` names each session's daemon and host, `status` lists both daemons and makes the late one
+ * a problem, and `sessions attach` to the other host's session prints the ssh command to run.
+ */
+
+const postgres = postgresProjects();
+const backends: RecordBackend[] = [];
+
+afterEach(async () => {
+  for (const backend of backends.splice(0)) await backend.close();
+});
+
+const localItem = (number: number): WorkItem => ({
+  ref: `local:demo#${number}`,
+  tracker: "local",
+  host: "local",
+  repository: "demo",
+  number,
+  kind: "issue",
+  url: "",
+  id: `item-${number}`,
+});
+
+interface Seeded {
+  readonly url: string;
+  readonly targets: readonly string[];
+}
+
+/** Two sessions on the database: #1 under the daemon "box-a" on this host, #2 under "box-b" on far.example, silent for a minute. */
+async function seedFleet(url: string, root: string): Promise<Seeded> {
+  const backend = await openRecordBackend({ store: "postgres", url, name: "test" });
+  backends.push(backend);
+  const registry = new SessionRegistry({ dir: join(root, "sessions"), backend });
+  const targets: string[] = [];
+  for (const number of [1, 2]) {
+    const record = sessionRecord(localItem(number));
+    targets.push(record.tmuxTarget);
+    await registry.claim(localItem(number), () => record);
+  }
+  const database = backend.database;
+  if (database === undefined) throw new Error("no database");
+  const leases = new PostgresLeases(database.pool);
+  const daemons = [
+    { name: "box-a", host: hostname(), tmuxSocket: "sock-a", item: "local:demo#1" },
+    { name: "box-b", host: "far.example", tmuxSocket: "sock-b", item: "local:demo#2" },
+  ];
+  for (const daemon of daemons) {
+    await leases.claimName(daemon.name, () => ({
+      write: { name: daemon.name, host: daemon.host, pid: 4242, instance: `${daemon.name}-1`, tmuxSocket: daemon.tmuxSocket },
+      answer: undefined,
+    }));
+    await leases.decideLease(daemon.item, 300_000, () => ({ write: { owner: daemon.name }, answer: undefined }));
+  }
+  await queryRows(url, "UPDATE the_loop_daemons SET heartbeat_at = now() - interval '60 seconds' WHERE name = 'box-b'");
+  return { url, targets };
+}
+
+describe("the operator's view across hosts (a real server, the built CLI)", () => {
+  it("lists each session's daemon and host, every daemon in status with the late one a problem, and prints the ssh attach for the other host", async () => {
+    const url = await postgres.database();
+    const p = await postgres.project({ state: { store: "postgres", url } });
+    const { targets } = await seedFleet(url, p.root);
+
+    const listed = await p.cli(["sessions", "list", "--json"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    const list = jsonOf<{ sessions: { workItem: { ref: string }; daemon: string | null; host: string | null }[]; daemons: { name: string }[] }>(listed);
+    expect(list.sessions.map((session) => [session.workItem.ref, session.daemon, session.host])).toEqual([
+      ["local:demo#1", "box-a", hostname()],
+      ["local:demo#2", "box-b", "far.example"],
+    ]);
+    expect(list.daemons.map((daemon) => daemon.name)).toEqual(["box-a", "box-b"]);
+    const table = await p.cli(["sessions", "list"]);
+    expect(table.stdout).toMatch(/daemon\s+host/);
+    expect(table.stdout).toMatch(/local:demo#2\s+active.*box-b\s+far\.example/);
+
+    const status = await p.cli(["status", "--json"]);
+    const report = jsonOf<{
+      daemons: { name: string; host: string; late: boolean; leases: number; heartbeatAgeSeconds: number }[];
+      problems: { code: string; message: string }[];
+    }>(status);
+    expect(report.daemons.map((daemon) => [daemon.name, daemon.host, daemon.late, daemon.leases])).toEqual([
+      ["box-a", hostname(), false, 1],
+      ["box-b", "far.example", true, 1],
+    ]);
+    expect(report.daemons[1]?.heartbeatAgeSeconds).toBeGreaterThanOrEqual(59);
+    const late = report.problems.filter((problem) => problem.code === "daemon-late");
+    expect(late).toHaveLength(1);
+    expect(late[0]?.message).toMatch(/the daemon "box-b" on far\.example \(pid 4242\) has not sent a heartbeat for \d+ s/);
+    const text = await p.cli(["status"]);
+    expect(text.stdout).toMatch(/daemons on the state database:/);
+    expect(text.stdout).toMatch(/box-b\s+far\.example\s+4242\s+\d+ s ago \(late\)\s+1/);
+
+    const attach = await p.cli(["sessions", "attach", "--work-item", "local:demo#2"]);
+    expect(attach.code, attach.stderr).toBe(0);
+    expect(attach.stdout.trim()).toBe(`ssh -t far.example tmux -L sock-b attach -t =${targets[1] ?? ""}`);
+    expect(attach.stderr).toMatch(/runs on far\.example \(the daemon "box-b"\), not on this host/);
+    const asJson = jsonOf<{ here: boolean; host: string; command: string[] }>(
+      await p.cli(["sessions", "attach", "--work-item", "local:demo#2", "--read-only", "--json"]),
+    );
+    expect(asJson).toMatchObject({ here: false, host: "far.example" });
+    expect(asJson.command).toEqual(["ssh", "-t", "far.example", "tmux", "-L", "sock-b", "attach", "-r", "-t", `=${targets[1] ?? ""}`]);
+  }, 90_000);
+});
