@@ -83,6 +83,7 @@ const INTEGRATION = [
   "test/stores/stores-postgres.test.ts",
   "test/fleet/leases-postgres.test.ts",
   "test/adoption/watchdog-postgres.test.ts",
+  "test/ingress/poller-shared-postgres.test.ts",
   "test/state/postgres-database.test.ts",
   "test/state/postgres-record-store.test.ts",
   "test/graph-driver/node-room-postgres.test.ts",

@@ -7,6 +7,8 @@ export interface PollHeartbeat {
   readonly lastCycleAt?: string;
   readonly intervalSeconds?: number;
   readonly lastCycle?: Record<string, unknown>;
+  /** On a shared database: per poll source, whether this daemon polls it, or which daemon does. */
+  readonly sources?: Record<string, { readonly here: boolean; readonly by?: string | undefined; readonly since: string }>;
 }
 
 /** The file as the poller writes it; other keys are ignored, and a file of another shape reads as none. */
@@ -15,6 +17,7 @@ const heartbeatSchema = z.object({
   lastCycleAt: z.string().optional(),
   intervalSeconds: z.number().optional(),
   lastCycle: z.record(z.string(), z.unknown()).optional(),
+  sources: z.record(z.string(), z.object({ here: z.boolean(), by: z.string().optional(), since: z.string() })).optional(),
 });
 
 export function readHeartbeat(path: string): PollHeartbeat | undefined {

@@ -11,6 +11,7 @@ import { fencedRunner } from "../adoption/fence.js";
 import { Poller, localPollSources } from "../ingress/poller.js";
 import type { PollSourceRuntime } from "../ingress/poller.js";
 import { resolvePollStateFile } from "../ingress/legacy-poll-state.js";
+import { PostgresSourceLocks } from "../state/postgres/source-locks.js";
 import { ConfigError } from "../config/load.js";
 import type { HookChain } from "../hooks/chain.js";
 import { GitHubChecksFeed, GitHubFeed } from "../ingress/github-feed/index.js";
@@ -215,17 +216,21 @@ export function composeRuntime(input: RuntimeInput): Runtime {
 
 /**
  * The poller over the configured sources, feeding the dispatcher. `warn` hears, once, that the
- * poll state still lives in its pre-state-root file.
+ * poll state still lives in its pre-state-root file. `daemon`: this daemon's name, which its
+ * sources' locks carry on a shared database.
  */
-export function pollerFor(input: RuntimeInput, runtime: Runtime, handler: EventHandler, warn?: (message: string) => void): Poller {
+export function pollerFor(input: RuntimeInput, runtime: Runtime, handler: EventHandler, warn?: (message: string) => void, daemon = "daemon"): Poller {
   const { config, paths, events } = input;
   const document = runtime.stores.pollState;
+  const database = runtime.stores.backend.database;
   // In a database the state has one place; on files it may still be in its pre-state-root file.
   const state = document === undefined ? resolvePollStateFile(paths) : { file: paths.pollStateFile, legacy: false };
   return new Poller({
     sources: [...localPollSources(config.polling.sources, runtime.trackers.local), ...githubPollSources(input, runtime)],
     stateFile: state.file,
     ...(document !== undefined ? { stateDocument: document } : {}),
+    // On a shared database each source is polled by one daemon at a time (docs/scale.md).
+    ...(database !== undefined ? { claims: new PostgresSourceLocks(database, daemon) } : {}),
     ...(state.legacy ? { legacyState: { newFile: paths.pollStateFile } } : {}),
     ...(warn ? { warn } : {}),
     statusFile: paths.pollStatusFile,

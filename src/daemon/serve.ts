@@ -135,7 +135,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   // The titles the events carry, for the dashboard's board (only while it is on: nothing is kept otherwise).
   const titles = config.dashboard.enabled ? new ItemTitles({ root: paths.root, trackerDir: paths.trackerDir, warn: options.warn }) : undefined;
   const ingress = titles !== undefined ? notingTitles(dispatcher, titles) : dispatcher;
-  const poller = runs("poller") ? pollerFor(input, runtime, ingress, options.warn) : undefined;
+  const poller = runs("poller") ? pollerFor(input, runtime, ingress, options.warn, ownership.name) : undefined;
   await poller?.load();
   // The host the tracker serves: refs land on it, and a payload whose html_url is elsewhere is refused.
   const defaultHost = refHostForApiUrl(githubApiUrl(config.integrations.github));

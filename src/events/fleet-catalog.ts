@@ -1,7 +1,7 @@
 /**
- * The fleet's events of the session family (catalog.ts, where EVENT_CATALOG takes them in): the
- * start queue of routing.limits, and what routing.budget's watch says of a session's use
- * (docs/fleet.md). The same field specs and rules as the rest of the catalog.
+ * The fleet's events (catalog.ts, where EVENT_CATALOG takes them in): the start queue of
+ * routing.limits, what routing.budget's watch says of a session's use (docs/fleet.md), and, on a
+ * database several daemons share, the poll sources' locks and the work items' leases (docs/scale.md). The same field specs and rules as the rest of the catalog.
  */
 export const FLEET_EVENTS = {
   "session.queued": {
@@ -56,6 +56,20 @@ export const FLEET_EVENTS = {
     level: "info",
     summary: "An operator raised a session's budget limit with `sessions resume --budget +N` (`dimension` by `by`, to `limit`).",
     fields: { work_item: "string", dimension: "string", by: "integer", limit: "integer?" },
+  },
+  "poll.source_taken": {
+    family: "poll",
+    level: "info",
+    summary:
+      "This daemon (`daemon`) took a poll source's lock on the shared database and polls it from now on, from the cursor and ETags its last holder (`from`, when known) stored. Never on the file store.",
+    fields: { poll_source: "string", daemon: "string", from: "string?" },
+  },
+  "poll.source_skipped": {
+    family: "poll",
+    level: "info",
+    summary:
+      "Another daemon (`holder`, when known) holds a poll source's lock on the shared database: this one (`daemon`) does not poll it, and takes it over when the holder's connection ends. Said when it changes, not every cycle.",
+    fields: { poll_source: "string", daemon: "string", holder: "string?" },
   },
   "lease.taken": {
     family: "lease",

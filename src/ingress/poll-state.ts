@@ -105,6 +105,24 @@ export async function savePollState(target: PollStateTarget, state: PollState): 
 }
 
 /**
+ * Writes the state of `keys` only, into the stored state read under the document's lock: when
+ * several daemons share one state, each writes the sources it polls and keeps the others' as stored.
+ */
+export async function savePollSources(target: PollStateTarget, state: PollState, keys: readonly string[]): Promise<void> {
+  const document = documentOf(target);
+  await document.transaction(async (current) => {
+    let stored: Record<string, PollSourceState> = {};
+    if (current !== undefined) {
+      const result = pollStateSchema.safeParse(current);
+      if (!result.success) throw new PollStateError(document.where, problemOf(result.error));
+      stored = result.data.sources;
+    }
+    const mine = Object.fromEntries(keys.flatMap((key) => (state.sources[key] !== undefined ? [[key, state.sources[key]] as const] : [])));
+    return { value: { version: POLL_STATE_VERSION, sources: copySources({ ...stored, ...mine }) } satisfies PollState, result: undefined };
+  });
+}
+
+/**
  * A deep copy, so a write in flight never sees the caller's later mutations. fromEntries defines
  * own properties, so even a key like `__proto__` in a hand-edited file stays plain data.
  */

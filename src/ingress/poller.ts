@@ -8,13 +8,16 @@ import { warnLegacyPollState } from "./legacy-poll-state.js";
 import type { LegacyLedger } from "./legacy-poll-state.js";
 import { trackerPollSource } from "./local-source.js";
 import type { TrackerPollSource } from "./local-source.js";
-import { MAX_HANDLED_IDS, loadPollState, savePollState } from "./poll-state.js";
+import { MAX_HANDLED_IDS, loadPollState, savePollSources, savePollState } from "./poll-state.js";
 import type { PollSourceState, PollState } from "./poll-state.js";
 import type { PollSourceRuntime, SourceBatch, SourceItem } from "./source.js";
+import { SharedSources } from "./shared-sources.js";
+import type { SourceClaims, SourcePlace } from "./shared-sources.js";
 
 export { localPollSources, trackerPollSource } from "./local-source.js";
 export type { TrackerPollSource } from "./local-source.js";
 export type { PollSourceRuntime, SourceBatch, SourceItem } from "./source.js";
+export type { SourceClaims, SourcePlace } from "./shared-sources.js";
 export type { EventHandler, HandleResult } from "../routing/inbound.js";
 
 /**
@@ -31,6 +34,11 @@ export interface PollerOptions {
   readonly stateFile: string;
   /** Where the state is kept instead of `stateFile`'s file: the database's document (state/backend.ts). */
   readonly stateDocument?: DocumentStore;
+  /**
+   * The sources' locks when several daemons share the state (with `stateDocument`): a source is
+   * read only while this process holds its lock, and only its own sources' state is written.
+   */
+  readonly claims?: SourceClaims;
   /**
    * Set when `stateFile` is the pre-state-root file kept in use because the new default does not
    * exist yet: the poller then says once, naming `newFile`, that the file should move.
@@ -67,6 +75,8 @@ export interface PollerStatus {
   readonly lastCycleAt: string;
   readonly intervalSeconds: number;
   readonly lastCycle: CycleSummary;
+  /** With shared locks: where each source is polled, here or by which daemon. */
+  readonly sources?: Readonly<Record<string, SourcePlace>>;
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
@@ -97,6 +107,8 @@ export class Poller {
   private readonly maxAttempts: number;
   private readonly now: () => Date;
   private readonly startedAt: string;
+  /** The sources' locks, when the state is shared. */
+  private readonly shared: SharedSources | undefined;
   private state: PollState | undefined;
   private cycling = false;
   /** A wake came since the current (or last) cycle began: the next one follows after the shortest pause. */
@@ -121,6 +133,7 @@ export class Poller {
     this.maxAttempts = maxAttempts;
     this.now = options.now ?? (() => new Date());
     this.startedAt = this.now().toISOString();
+    this.shared = options.claims === undefined ? undefined : new SharedSources(options.claims, options.events, this.now);
   }
 
   get lastCycle(): CycleSummary | undefined {
@@ -148,7 +161,13 @@ export class Poller {
       }
     } finally {
       for (const stop of unwatch) stop();
+      await this.close();
     }
+  }
+
+  /** Lets go of the sources' locks, if any (run() does at its end), so another daemon polls them. */
+  async close(): Promise<void> {
+    await this.shared?.close();
   }
 
   /**
@@ -299,6 +318,7 @@ export class Poller {
     const deferred = this.deferred.get(source.key);
     if (deferred !== undefined && deferred.until.getTime() > this.now().getTime()) return;
     this.deferred.delete(source.key);
+    if (this.shared !== undefined && !(await this.takeTurn(state, source.key))) return;
 
     const known = state.sources[source.key];
     let batch: SourceBatch;
@@ -408,6 +428,29 @@ export class Poller {
   }
 
   /**
+   * With shared locks, whether this process reads the source now. A source just taken has its state
+   * read again from the store: its last holder moved its cursor (and its ETags) there.
+   */
+  private async takeTurn(state: PollState, key: string): Promise<boolean> {
+    const shared = this.shared;
+    if (shared === undefined) return true;
+    const turn = await shared.turn(key);
+    if (!turn.read) return false;
+    if (!turn.taken) return true;
+    try {
+      const stored = (await loadPollState(this.options.stateDocument ?? this.options.stateFile)).sources[key];
+      if (stored !== undefined) state.sources[key] = stored;
+      else delete state.sources[key];
+      return true;
+    } catch (error) {
+      // Read again at the next cycle: reading from a cursor this process does not know might repeat what was settled.
+      shared.forget(key);
+      this.options.events.emit("poll.provider_error", { poll_source: key, error: `cannot read the poll state of a source taken over: ${messageOf(error)}` });
+      return false;
+    }
+  }
+
+  /**
    * True when the handler settled the change; a rejection is reported and counts as a failure.
    * Never rejects. `handle` is called before the first await, so call order is queue order.
    */
@@ -457,7 +500,10 @@ export class Poller {
     try {
       while (this.saveWanted) {
         this.saveWanted = false;
-        if (this.state) await savePollState(this.options.stateDocument ?? this.options.stateFile, this.state);
+        const target = this.options.stateDocument ?? this.options.stateFile;
+        // Shared: only the sources this process holds, into the stored state under its lock.
+        if (this.state && this.shared !== undefined) await savePollSources(target, this.state, this.shared.heldKeys());
+        else if (this.state) await savePollState(target, this.state);
       }
     } finally {
       // In the same turn as the last look at saveWanted: a save asked for any later starts a
@@ -472,6 +518,7 @@ export class Poller {
       lastCycleAt: this.stamp(),
       intervalSeconds: this.options.intervalMs / 1000,
       lastCycle: summary,
+      ...(this.shared !== undefined ? { sources: this.shared.placesNow() } : {}),
     };
     try {
       await writeJsonAtomic(this.options.statusFile, status);

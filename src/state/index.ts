@@ -66,6 +66,7 @@ export { PostgresRecordStore, withAdvisoryLock } from "./postgres/record-store.j
 export type { PostgresRecordStoreOptions } from "./postgres/record-store.js";
 export { PostgresDocumentStore } from "./postgres/document-store.js";
 export { namedLockKey, withNamedLock } from "./postgres/named-lock.js";
+export { PostgresSourceLocks, holderName, pollSourceLockKey } from "./postgres/source-locks.js";
 // The daemons sharing a database and the leases of their work items (src/fleet/ decides, this keeps the rows).
 export { DAEMONS_TABLE, LEASES_TABLE, PostgresLeases } from "./postgres/leases.js";
 export type { DaemonRow, LeasePool, LeaseRow, Locked, Written } from "./postgres/leases.js";

@@ -2,8 +2,8 @@ import { promises as fs } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ExitError, EXIT_FAILURE } from "../../src/errors.js";
-import { MAX_HANDLED_IDS, PollStateError, loadPollState, savePollState } from "../../src/ingress/index.js";
-import type { PollState } from "../../src/ingress/index.js";
+import { MAX_HANDLED_IDS, PollStateError, loadPollState, savePollSources, savePollState } from "../../src/ingress/index.js";
+import type { PollSourceState, PollState } from "../../src/ingress/index.js";
 import { tempDir } from "../support/temp.js";
 
 const sample: PollState = {
@@ -67,5 +67,15 @@ describe("poll state file", () => {
     expect(stateError.message).toContain(`${path} is not valid poll state`);
     expect(stateError.message).toContain(reason);
     expect(stateError.message).toContain("move it aside to start from now (history is then taken as read)");
+  });
+});
+
+describe("savePollSources", () => {
+  it("writes only the sources named, keeping the others as stored", async () => {
+    const file = join(await tempDir(), "poll-state.json");
+    const entry = (cursor: string): PollSourceState => ({ cursor, handled: [], attempts: {}, updatedAt: "2026-01-01T00:00:00.000Z" });
+    await savePollState(file, { version: 1, sources: { "github:mine": entry("old"), "github:theirs": entry("theirs-new") } });
+    await savePollSources(file, { version: 1, sources: { "github:mine": entry("moved"), "github:theirs": entry("theirs-stale") } }, ["github:mine"]);
+    expect((await loadPollState(file)).sources).toEqual({ "github:mine": entry("moved"), "github:theirs": entry("theirs-new") });
   });
 });

@@ -115,6 +115,14 @@ function lastCycleOf(service: ServiceStatus): string {
   return `last cycle ${heartbeat.lastCycleAt}: ${String(cycle.changes ?? 0)} changes, ${String(cycle.errors ?? 0)} errors`;
 }
 
+/** On a shared database, where the poller's sources are polled: `poll sources: github:octo/api here, local:* by box-b`. */
+function pollSourcesLine(services: readonly ServiceStatus[]): string | undefined {
+  const sources = services.find((service) => service.name === "poller" && service.running)?.heartbeat?.sources;
+  if (sources === undefined || Object.keys(sources).length === 0) return undefined;
+  const where = Object.entries(sources).map(([key, place]) => `${key} ${place.here ? "here" : `by ${place.by ?? "another daemon"}`}`);
+  return `poll sources: ${where.join(", ")} (one daemon polls each source; docs/scale.md)`;
+}
+
 /** The start caps and the node caps (routing.limits.perNode) on one line, as one list. */
 function withNodeCaps(limits: LimitsStatus | undefined, nodes: LimitsStatus["caps"]): LimitsStatus | undefined {
   if (nodes.length === 0) return limits;
@@ -166,6 +174,8 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     stdout.line(
       `sessions: ${sandbox.sandbox === undefined ? "unsandboxed" : `sandboxed (${sandbox.sandbox}, ${binds})`} — routing.sandbox.mode: ${sandbox.mode}`,
     );
+    const polled = pollSourcesLine(services);
+    if (polled !== undefined) stdout.line(polled);
     if (limits !== undefined) stdout.line(limitsLine(limits));
     if (budget !== undefined) stdout.line(budgetLine(budget));
     stdout.line(dashboardLine(dashboard));

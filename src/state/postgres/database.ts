@@ -179,8 +179,12 @@ export class PostgresDatabase {
   }
 
   /** A connection of its own, not yet connected (a listener on another channel): `purpose` ends its application_name. */
-  client(purpose: string): Client {
-    return new this.ListenerClient({ connectionString: this.options.url, application_name: `the-loop ${this.options.name} ${purpose}`.slice(0, 63) });
+  client(purpose: string, settings: { readonly query_timeout?: number } = {}): Client {
+    return new this.ListenerClient({
+      connectionString: this.options.url,
+      application_name: `the-loop ${this.options.name} ${purpose}`.slice(0, 63),
+      ...settings,
+    });
   }
 
   /** A pooled connection, for a transaction. */
