@@ -18,6 +18,7 @@ import { SHIPPED_GRAPHS_SECTION, renderShippedGraphs } from "../src/graph/refere
 import { loadBuiltinGraphs } from "../src/graph/registry.js";
 import { CAPABILITY_SCHEMA_FILE, capabilityJsonSchemaText } from "../src/capabilities/manifest.js";
 import { RESPONSE_SCHEMAS_SECTION, renderResponseSchemas } from "../src/dashboard/schemas.js";
+import { PAGE_ANSWER_SCHEMA_FILE, pageAnswerSchemasModule } from "../src/dashboard/answer-schemas.js";
 
 const root = new URL("..", import.meta.url);
 const at = (path: string): string => fileURLToPath(new URL(path, root));
@@ -41,12 +42,13 @@ await writeFile(at(CAPABILITY_SCHEMA_FILE), capabilityJsonSchemaText());
 console.log(`wrote ${CAPABILITY_SCHEMA_FILE}`);
 await updateSection("docs/graph.md", SHIPPED_GRAPHS_SECTION, renderShippedGraphs(await loadBuiltinGraphs()));
 await updateSection("docs/dashboard.md", RESPONSE_SCHEMAS_SECTION, renderResponseSchemas());
-// Generated modules: the help text, and the shape of each record kind (a new kind adds its line).
+// Generated modules: the help text, the shape of each record kind (a new kind adds its line), the page's answer schemas.
 for (const [file, text] of [
   [HELP_TEXT_FILE, helpTextModule()],
   [SESSION_RECORD_SHAPE_FILE, sessionRecordShapeModule()],
   [CONTROL_RECORD_SHAPE_FILE, controlRecordShapeModule()],
   [GRAPH_STATE_SHAPE_FILE, graphStateShapeModule()],
+  [PAGE_ANSWER_SCHEMA_FILE, pageAnswerSchemasModule()],
 ] as const) {
   if ((await readFile(at(file), "utf8").catch(() => "")) !== text) {
     await writeFile(at(file), text);

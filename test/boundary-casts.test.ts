@@ -16,19 +16,23 @@ import { describe, expect, it } from "vitest";
  * handed in; not another object's `.env`, which is ours) — `response.data as Issue`,
  * `parsed.data.result as T`, `headers["link"] as string`.
  *
+ * The dashboard's page (src/dashboard/page/, `.tsx` too) is held to the same: what `fetch` answers
+ * (`response.json()`) and what an EventSource message carries (`message.data`) is checked against
+ * its route's schema, never cast (`(await response.json()) as T`).
+ *
  * Where a cast is truly justified, the line (or the line above it) says why with a comment
  * `boundary-cast: <reason>`; the reason must not be empty.
  */
 
 const SRC = fileURLToPath(new URL("../src", import.meta.url));
-const READERS = ["JSON.parse(", "readFileSync(", "yaml.parse(", "parseYaml("];
+const READERS = ["JSON.parse(", "readFileSync(", "yaml.parse(", "parseYaml(", ".json("];
 const ALLOW = /boundary-cast:\s*\S/;
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith(".ts") ? [path] : [];
+    return entry.name.endsWith(".ts") || entry.name.endsWith(".tsx") ? [path] : [];
   });
 }
 
@@ -75,8 +79,9 @@ function castsIn(text: string): CastFinding[] {
   }
   for (const reader of READERS) {
     for (let at = text.indexOf(reader); at >= 0; at = text.indexOf(reader, at + reader.length)) {
-      // `JSON.parse(` inside `myJSON.parse(`, or any reader inside a longer name, is another function.
-      if (/[\w$]/.test(text[at - 1] ?? "")) continue;
+      // `JSON.parse(` inside `myJSON.parse(`, or any reader inside a longer name, is another function
+      // (a method, `.json(`, is read on whatever object it is called on).
+      if (!reader.startsWith(".") && /[\w$]/.test(text[at - 1] ?? "")) continue;
       const end = closing(text, at + reader.length);
       if (end < 0) continue;
       const after = /^[\s)]*as\s+([\w{[(]+)/.exec(text.slice(end));
@@ -121,12 +126,24 @@ describe("the guard itself", () => {
     ["const metadata = other as Foo;", 0],
     ["const update = record.updated as Date;", 0],
     ["// boundary-cast: octokit's typed route\nreturn response.data as T;", 0],
+    // What the dashboard's page reads from fetch and from an EventSource:
+    ["return (await response.json()) as T;", 1],
+    ["const body = (await response.json()) as { error?: unknown };", 1],
+    ["parsed = (await response.json()) as Record<string, unknown>;", 1],
+    ["const body: unknown = await response.json();", 0],
+    ["screen = JSON.parse((message as MessageEvent<string>).data) as Screen;", 1],
+    ["const screen = (message as MessageEvent<string>).data as Screen;", 1],
+    ["return parseAnswer(name, await response.json());", 0],
   ])("finds %j: %i", (text, count) => {
     expect(castsIn(text)).toHaveLength(count);
   });
 });
 
 describe("src/", () => {
+  it("reads the dashboard's page too", () => {
+    expect(sourceFiles(SRC).map((file) => relative(SRC, file))).toEqual(expect.arrayContaining(["dashboard/page/api.ts", "dashboard/page/terminal.tsx"]));
+  });
+
   it("casts no value read from a file or another process", () => {
     const findings = sourceFiles(SRC).flatMap((file) =>
       castsIn(readFileSync(file, "utf8")).map((finding) => `${relative(SRC, file)}:${finding.line}: ${finding.text}`),

@@ -3,7 +3,7 @@ import { layoutGraph } from "./graph-layout.js";
 import type { GraphAnswer } from "./model.js";
 
 /** The item's process graph, drawn, with the node its run is at marked. */
-export function GraphView({ answer }: { answer: GraphAnswer | undefined }) {
+export function GraphView({ answer, error }: { answer: GraphAnswer | undefined; error?: string | undefined }) {
   const graph = answer?.graph ?? null;
   const run = answer?.run ?? null;
   const layout = useMemo(() => (graph !== null ? layoutGraph(graph) : null), [graph]);
@@ -17,7 +17,8 @@ export function GraphView({ answer }: { answer: GraphAnswer | undefined }) {
           >{`${run.graph} · at ${run.node} · ${run.status}${run.generation > 1 ? ` · round ${run.generation}` : ""}`}</span>
         ) : null}
       </header>
-      {answer === undefined ? <p class="hint">Loading…</p> : null}
+      {error !== undefined ? <p class="error">{`The graph could not be read: ${error}`}</p> : null}
+      {answer === undefined && error === undefined ? <p class="hint">Loading…</p> : null}
       {answer !== undefined && run === null ? <p class="hint">No graph run for this item: it runs without a process graph.</p> : null}
       {run !== null && run.reason !== null ? <p class="run-reason">{run.reason}</p> : null}
       {graph !== null && layout !== null ? (

@@ -12,6 +12,8 @@ interface ItemData {
   readonly item: Item | undefined;
   readonly why: Why | undefined;
   readonly graph: GraphAnswer | undefined;
+  readonly graphError: string | undefined;
+  readonly itemError: string | undefined;
   readonly comments: Comment[] | undefined;
   readonly commentsError: string | undefined;
   readonly whyError: string | undefined;
@@ -30,7 +32,9 @@ async function readItem(ref: string): Promise<ItemData> {
     item: items.status === "fulfilled" ? items.value.items.find((row) => row.ref === ref) : undefined,
     why: why.status === "fulfilled" ? why.value : undefined,
     whyError: why.status === "rejected" ? messageOf(why.reason) : undefined,
+    itemError: items.status === "rejected" ? messageOf(items.reason) : undefined,
     graph: graph.status === "fulfilled" ? graph.value : undefined,
+    graphError: graph.status === "rejected" ? messageOf(graph.reason) : undefined,
     comments: comments.status === "fulfilled" ? comments.value.comments : undefined,
     commentsError: comments.status === "rejected" ? messageOf(comments.reason) : undefined,
   };
@@ -59,9 +63,9 @@ export function ItemView({ refName, me }: { refName: string; me: Me | undefined 
         ) : null}
         <LiveBadge state={live.stream} />
       </div>
-      {live.error !== undefined ? (
+      {live.error !== undefined || data?.itemError !== undefined ? (
         <p class="error" role="alert">
-          {live.error}
+          {live.error ?? data?.itemError}
         </p>
       ) : null}
       {data?.why !== undefined ? (
@@ -83,7 +87,7 @@ export function ItemView({ refName, me }: { refName: string; me: Me | undefined 
           <Timeline why={data?.why} error={data?.whyError} />
         </div>
         <div class="item-side">
-          <GraphView answer={data?.graph} />
+          <GraphView answer={data?.graph} error={data?.graphError} />
           <Comments comments={data?.comments} error={data?.commentsError} />
         </div>
       </div>

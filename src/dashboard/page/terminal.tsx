@@ -3,6 +3,7 @@ import type { ITheme } from "@xterm/xterm";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { terminalStreamUrl } from "./api.js";
 import { screenWrite } from "./screen.js";
+import { parseAnswer } from "./answers.js";
 import type { Screen } from "./model.js";
 
 /**
@@ -15,12 +16,13 @@ import type { Screen } from "./model.js";
 const LIGHT: ITheme = { background: "#fbfbfd", foreground: "#1d1f24", cursor: "#1d1f24", selectionBackground: "#b7d3f5" };
 const DARK: ITheme = { background: "#101217", foreground: "#d7dae0", cursor: "#d7dae0", selectionBackground: "#34507a" };
 
-type State = "connecting" | "live" | "ended" | "none";
+type State = "connecting" | "live" | "ended" | "none" | "unreadable";
 
 export function TerminalView({ refName, live }: { refName: string; live: boolean }) {
   const host = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<State>("connecting");
   const [size, setSize] = useState<string>("");
+  const [problem, setProblem] = useState<string>("");
 
   useEffect(() => {
     const element = host.current;
@@ -58,11 +60,17 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
     source.addEventListener("screen", (message) => {
       let screen: Screen;
       try {
-        screen = JSON.parse((message as MessageEvent<string>).data) as Screen;
-      } catch {
-        // A message that is not the contract's JSON draws nothing; the next snapshot will.
+        if (!(message instanceof MessageEvent) || typeof message.data !== "string") throw new Error("The terminal stream sent a message with no text.");
+        screen = parseAnswer("screen", JSON.parse(message.data));
+      } catch (error) {
+        // A snapshot that is not the contract's draws nothing and says why; the next good one draws again.
+        setProblem(
+          error instanceof SyntaxError ? "The terminal stream sent a snapshot that is not JSON." : error instanceof Error ? error.message : String(error),
+        );
+        setState("unreadable");
         return;
       }
+      setProblem("");
       setState("live");
       if (screen.cols > 0 && screen.rows > 0 && (screen.cols !== terminal.cols || screen.rows !== terminal.rows)) {
         terminal.resize(Math.min(screen.cols, 500), Math.min(screen.rows, 200));
@@ -92,7 +100,9 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
         ? "connecting…"
         : state === "ended"
           ? "the session ended"
-          : "no live session";
+          : state === "unreadable"
+            ? "unreadable snapshot"
+            : "no live session";
   return (
     <section class="panel terminal-panel" aria-labelledby="terminal-title">
       <header class="panel-header">
@@ -104,6 +114,11 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
       <div class="terminal-scroll">
         <div class="terminal-host" ref={host} data-state={state} />
       </div>
+      {state === "unreadable" ? (
+        <p class="error" role="alert">
+          {problem}
+        </p>
+      ) : null}
       {state === "none" || state === "ended" ? <p class="hint">Nothing to show: the terminal appears while the item has a live session.</p> : null}
     </section>
   );
