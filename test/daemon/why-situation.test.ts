@@ -4,6 +4,7 @@ import type { WhyAnswer } from "../../src/daemon/socket/why-situation.js";
 import type { GraphState } from "../../src/graph-run/state.js";
 import { explainWhy } from "../../src/why/explain.js";
 import { at, stateAt } from "../graph/fixture.js";
+import { whySettings } from "../support/builders.js";
 
 /** A run done with `implement`, waiting for a place at `review` since `minute`, under the cap `cap`. */
 const heldAt = (ref: string, minute: number, cap = "review"): GraphState =>
@@ -80,17 +81,7 @@ describe("the daemon's why answer carries the wait at the edge", () => {
   const answer = (heldAtEdge: string | null | undefined): WhyAnswer =>
     whyAnswerSchema.parse({
       ref: third.ref,
-      settings: {
-        authorizedUsers: ["alice"],
-        spawnOnUnmatched: "labeled",
-        autoExecuteLabel: "the-loop: auto-execute",
-        control: {
-          enabled: true,
-          requireStartCommand: true,
-          keywords: { start: "the-loop:start-execution", stop: "the-loop:stop-execution", pause: "p", resume: "r" },
-        },
-        graph: { enabled: true, keywords: { approve: "the-loop:approve", requestChanges: "the-loop:request-changes" } },
-      },
+      settings: whySettings(),
       session: null,
       control: null,
       graph: third,

@@ -2,20 +2,11 @@ import { describe, expect, it } from "vitest";
 import { RESPONSE_SCHEMAS } from "../../src/dashboard/schemas.js";
 import { whyDocument } from "../../src/dashboard/why.js";
 import type { WhySituation } from "../../src/why/explain.js";
+import { whySettings } from "../support/builders.js";
 
 const situation = (more: Partial<WhySituation>): WhySituation => ({
   ref: "local:demo#1",
-  settings: {
-    authorizedUsers: ["alice"],
-    spawnOnUnmatched: "labeled",
-    autoExecuteLabel: "the-loop: auto-execute",
-    control: {
-      enabled: true,
-      requireStartCommand: true,
-      keywords: { start: "the-loop:start-execution", stop: "the-loop:stop-execution", pause: "the-loop:pause", resume: "the-loop:resume" },
-    },
-    graph: { enabled: true, keywords: { approve: "the-loop:approve", requestChanges: "the-loop:request-changes" } },
-  },
+  settings: whySettings(),
   session: { status: "active", harness: "claude-code", tmuxTarget: "loop-1", createdAt: "2026-12-01T12:00:00.000Z" },
   control: undefined,
   graph: undefined,

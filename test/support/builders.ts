@@ -1,4 +1,6 @@
-import { DEFAULT_AUTO_EXECUTE_LABEL } from "../../src/config/schema.js";
+import { DEFAULT_GATE_KEYWORDS } from "../../src/config/graph-schema.js";
+import { DEFAULT_AUTO_EXECUTE_LABEL, DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
+import type { WhySettings } from "../../src/why/index.js";
 import { tmuxTargetFor } from "../../src/registry/index.js";
 import type { SessionRecord } from "../../src/registry/index.js";
 import { workItemSlug } from "../../src/workitem/index.js";
@@ -11,6 +13,18 @@ import type { WorkItem } from "../../src/workitem/index.js";
 
 /** The label that arms a work item (routing.autoExecuteLabel's default). */
 export const ARM = DEFAULT_AUTO_EXECUTE_LABEL;
+
+/** The settings `why` reads, as the starter config leaves them (alice authorized, control and graphs on, the default keywords); `fields` override any part. */
+export function whySettings(fields: Partial<WhySettings> = {}): WhySettings {
+  return {
+    authorizedUsers: ["alice"],
+    spawnOnUnmatched: "labeled",
+    autoExecuteLabel: ARM,
+    control: { enabled: true, requireStartCommand: true, keywords: { ...DEFAULT_CONTROL_KEYWORDS } },
+    graph: { enabled: true, keywords: { ...DEFAULT_GATE_KEYWORDS } },
+    ...fields,
+  };
+}
 
 /** A live session record for `item`, as a claim leaves it; `fields` override any part. */
 export function sessionRecord(item: WorkItem, fields: Partial<SessionRecord> = {}): SessionRecord {
