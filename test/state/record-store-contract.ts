@@ -68,7 +68,8 @@ export interface RecordStoreBackend {
   asideOf(aside: string, store: ContractStore, ref: string): boolean;
 }
 
-function thrown(run: () => unknown): unknown {
+/** What `run` throws, or undefined when it returns. */
+export function thrown(run: () => unknown): unknown {
   try {
     run();
   } catch (error) {
