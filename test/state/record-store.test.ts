@@ -2,7 +2,6 @@ import { mkdir, readFile, readdir, utimes, writeFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { basename, join } from "node:path";
 import { describe, expect, expectTypeOf, it } from "vitest";
-import { ExitError } from "../../src/errors.js";
 import { DamagedRecordError, FileRecordStore } from "../../src/state/index.js";
 import type { RecordKind, RecordOf, RecordStore } from "../../src/state/index.js";
 import { RefError, workItemSlug } from "../../src/workitem/index.js";
@@ -55,18 +54,12 @@ describe("FileRecordStore reads", () => {
     expect(() => store.locate("octo/repo#15")).toThrow(RefError);
   });
 
-  it.each([
-    ["is not JSON", "{ torn", /^not valid JSON \(/],
-    ["does not validate", jsonOf(noteOf(REF, { text: "" })), /^not a note \(text: /],
-    ["breaks a rule of the schema", jsonOf(noteOf(REF, { doneAt: "now" })), /^not a note \(doneAt and doneBy go together\)$/],
-    ["holds another item's record", jsonOf(noteOf(OTHER)), new RegExp(`^it holds ${OTHER}, not ${REF}$`)],
-    ["holds this item's record spelt another way", jsonOf(noteOf("GitHub:Octo/Repo#15")), /^it holds GitHub:Octo\/Repo#15, not github:octo\/repo#15$/],
-  ])("throws a DamagedRecordError naming the item, the place and the reason when the record %s", async (_case, text, reason) => {
+  // What a record that parses but is wrong makes of a read is the contract's; a file alone can hold what is not JSON.
+  it("throws a DamagedRecordError naming the item, the file and the reason when the record is not JSON", async () => {
     const store = await storeOf();
-    const file = await put(store, REF, text);
+    const file = await put(store, REF, "{ torn");
     const error = thrown(() => store.readSync("GitHub:Octo/Repo#15"));
     expect(error).toBeInstanceOf(DamagedRecordError);
-    expect(error).toBeInstanceOf(ExitError);
     const damaged = error as DamagedRecordError;
     expect({ kind: damaged.kind, item: damaged.item, where: damaged.where, exitCode: damaged.exitCode }).toEqual({
       kind: "note",
@@ -74,7 +67,7 @@ describe("FileRecordStore reads", () => {
       where: file,
       exitCode: 1,
     });
-    expect(damaged.reason).toMatch(reason);
+    expect(damaged.reason).toMatch(/^not valid JSON \(/);
     expect(damaged.message).toBe(`note ${file} is damaged: ${damaged.reason}; throw it away`);
     await expect(store.get(REF)).rejects.toBeInstanceOf(DamagedRecordError);
   });
