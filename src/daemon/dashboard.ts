@@ -15,6 +15,7 @@ import { workItemActedOn } from "../registry/acted-on.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import { closeSession } from "../sessions/close.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
+import { fleetReaderOf } from "../fleet/index.js";
 import type { Runtime, RuntimeInput } from "./runtime.js";
 import { servedRefsOf, unservedReason } from "./socket/methods.js";
 import { readWhySituation, whySituationOf } from "./socket/why-situation.js";
@@ -72,6 +73,7 @@ export async function startDashboard(
       return thread.comments;
     },
     terminal: terminalPorts(runtime),
+    ...fleetReaderOf(runtime.stores.backend.database?.pool, config.state.heartbeatSeconds),
     whyOf: async (ref) => whySituationOf(await readWhySituation(paths, config, ref, runtime.stores)),
     actions: {
       control: (request) => dispatcher.control(request),

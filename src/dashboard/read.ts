@@ -19,6 +19,7 @@ import type { BudgetRecord } from "../budget/store.js";
 import { storesOn } from "../stores/stores.js";
 import type { Stores } from "../stores/stores.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../workitem/index.js";
+import type { FleetView } from "../fleet/index.js";
 
 /**
  * What the dashboard's API reads, as plain shapes over the state root's records (docs/dashboard.md
@@ -91,6 +92,23 @@ export interface ItemRow {
   readonly budget: BudgetView | null;
   /** The newest of its records' times. */
   readonly lastActivity: string | null;
+  /** With state.store: postgres, the daemon whose lease the item is under and its host (null: none holds it); absent on files. */
+  readonly runsOn?: RunsOn | null;
+}
+
+/** Where an item's session runs among the daemons of one database, and whether that is this dashboard's host. */
+export interface RunsOn {
+  readonly daemon: string;
+  readonly host: string;
+  readonly here: boolean;
+}
+
+/** Where each item runs, as the API says it, from the leases' owners (fleet/view.ts) seen from `host`. */
+export function runsOnOf(fleet: Pick<FleetView, "placementOf">, host: string): (ref: string) => RunsOn | null {
+  return (ref) => {
+    const placement = fleet.placementOf(ref);
+    return placement === undefined ? null : { daemon: placement.daemon, host: placement.host, here: placement.host === host };
+  };
 }
 
 export interface BudgetView {
@@ -144,6 +162,7 @@ export function listItems(
   limits: BudgetLimits = { warnAt: 1 },
   titleOf: (ref: string) => string | null = () => null,
   stores: Stores = storesOn(paths),
+  runsOn?: (ref: string) => RunsOn | null,
 ): { readonly items: ItemRow[]; readonly problems: Problem[] } {
   const problems: Problem[] = [];
   const sessions = stores.registry.list();
@@ -208,6 +227,7 @@ export function listItems(
       queue: queued ?? null,
       budget: budgetView(budgetOf(ref), limits),
       lastActivity: newest(session?.lastEventAt, graph?.updatedAt, control?.requestedAt, queued?.queuedAt),
+      ...(runsOn !== undefined ? { runsOn: runsOn(ref) } : {}),
     };
   });
   items.sort((a, b) => (Date.parse(b.lastActivity ?? "") || 0) - (Date.parse(a.lastActivity ?? "") || 0) || a.ref.localeCompare(b.ref));
@@ -215,9 +235,13 @@ export function listItems(
 }
 
 /** Every session record, as `sessions list --json` lists them. */
-export function listSessions(paths: StatePaths, stores: Stores = storesOn(paths)): { readonly sessions: SessionRecord[]; readonly problems: Problem[] } {
+export function listSessions(
+  paths: StatePaths,
+  stores: Stores = storesOn(paths),
+  runsOn?: (ref: string) => RunsOn | null,
+): { readonly sessions: (SessionRecord & { runsOn?: RunsOn | null })[]; readonly problems: Problem[] } {
   const { records, problems } = stores.registry.list();
-  return { sessions: records, problems };
+  return { sessions: runsOn === undefined ? records : records.map((record) => ({ ...record, runsOn: runsOn(record.workItem.ref) })), problems };
 }
 
 /** A ref as the API is given it (`local:demo#1`, percent-decoded), canonical; undefined when it is no ref. */

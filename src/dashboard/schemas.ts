@@ -20,6 +20,12 @@ const meSchema = z.strictObject({
 
 const problemSchema = z.strictObject({ file: z.string(), message: z.string() });
 
+const runsOnSchema = z.strictObject({
+  daemon: z.string().describe("The daemon's name (state.daemonName)"),
+  host: z.string(),
+  here: z.boolean().describe("Whether that is this dashboard's host: its terminal view is shown only there"),
+});
+
 const itemSchema = z.strictObject({
   ref: z.string().describe("Canonical work item ref"),
   title: nullable(z.string()).describe("Its title as the-loop last read it (a local item's snapshot, a GitHub item's last event); null when unknown"),
@@ -71,12 +77,23 @@ const itemSchema = z.strictObject({
     }),
   ).describe("Its budget use (routing.budget, docs/fleet.md#budgets), once its session's use is recorded; null until then"),
   lastActivity: nullable(time),
+  runsOn: nullable(runsOnSchema)
+    .optional()
+    .describe("With state.store: postgres, where its session runs: the daemon whose lease the item is under (null: none holds it); absent on files"),
 });
 
 const itemsSchema = z.strictObject({ items: z.array(itemSchema).describe("Newest activity first"), problems: z.array(problemSchema) });
 
 const sessionsSchema = z.strictObject({
-  sessions: z.array(z.looseObject({ workItem: z.looseObject({ ref: z.string() }), status: z.string(), harness: z.string(), tmuxTarget: z.string() })),
+  sessions: z.array(
+    z.looseObject({
+      workItem: z.looseObject({ ref: z.string() }),
+      status: z.string(),
+      harness: z.string(),
+      tmuxTarget: z.string(),
+      runsOn: nullable(runsOnSchema).optional().describe("With state.store: postgres, the daemon and host it runs on; absent on files"),
+    }),
+  ),
   problems: z.array(problemSchema),
 });
 

@@ -3,6 +3,7 @@ import { createServer as createHttpServer } from "node:http";
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { messageOf } from "../errors.js";
 import type { DashboardConfig } from "../config/dashboard-schema.js";
@@ -19,7 +20,9 @@ import type { ActionPorts } from "./actions.js";
 import { COOKIE_NAME, LoginBook, admitRequest, bindDecision, identityOf, parseCookies, sessionCookie } from "./auth.js";
 import type { DashboardIdentity } from "./auth.js";
 import { PAGE_CSP, PageAssets, PageNotBuiltError } from "./page-assets.js";
-import { canonicalItem, eventQueryOf, graphDocument, listItems, listSessions, readEventPage } from "./read.js";
+import { canonicalItem, eventQueryOf, graphDocument, listItems, listSessions, readEventPage, runsOnOf } from "./read.js";
+import type { RunsOn } from "./read.js";
+import type { FleetView } from "../fleet/index.js";
 import { COMMENTS_MAX, commentsDocument } from "./comments.js";
 import { whyDocument } from "./why.js";
 import { TerminalFeeds } from "./terminal.js";
@@ -56,6 +59,10 @@ export interface DashboardDeps {
   readonly commentsOf?: (ref: string, limit: number) => Promise<readonly TrackerComment[]>;
   /** The item's terminal, read only: the pane of its live session (undefined without one), and how to read it. */
   readonly terminal?: TerminalPorts & { readonly target: (ref: string) => Promise<string | undefined> };
+  /** With state.store: postgres, every daemon on the database and where each item runs, read when asked. */
+  readonly fleet?: () => Promise<Pick<FleetView, "placementOf">>;
+  /** This dashboard's host, as the daemons' rows name hosts (default: os.hostname()). */
+  readonly host?: string;
   readonly now?: () => number;
 }
 
@@ -234,8 +241,10 @@ export class DashboardServer {
         actions: deps.config.operator ? ACTIONS : [],
       });
     }
-    if (method === "GET" && path === "/api/v1/items") return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits, deps.titleOf, deps.stores));
-    if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths, deps.stores));
+    if (method === "GET" && path === "/api/v1/items") {
+      return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits, deps.titleOf, deps.stores, await this.runsOn()));
+    }
+    if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths, deps.stores, await this.runsOn()));
     if (method === "GET" && path === "/api/v1/events") {
       const query = eventQueryOf(url.searchParams, new Date(this.now()));
       if ("problem" in query) throw new HttpError(400, query.problem);
@@ -318,7 +327,20 @@ export class DashboardServer {
    * Server-Sent Events: the item's live pane, read only — `event: screen` with each changed
    * screen (the first at once), `event: ended` when its session is gone; 404 without a live session.
    */
+  /** Where each item runs, on a database several daemons share; undefined on files. */
+  private async runsOn(): Promise<((ref: string) => RunsOn | null) | undefined> {
+    const fleet = this.deps.fleet;
+    return fleet === undefined ? undefined : runsOnOf(await fleet(), this.deps.host ?? hostname());
+  }
+
   private async terminal(request: IncomingMessage, response: ServerResponse, ref: string): Promise<void> {
+    const runsOn = (await this.runsOn())?.(ref);
+    if (runsOn !== undefined && runsOn !== null && !runsOn.here) {
+      throw new HttpError(
+        409,
+        `${ref}'s session runs on ${runsOn.host} (the daemon "${runsOn.daemon}"), not available here: \`the-loop sessions attach --work-item ${ref}\` prints the ssh command that reaches it`,
+      );
+    }
     const terminal = this.deps.terminal;
     const feeds = this.terminals;
     const target = terminal === undefined ? undefined : await terminal.target(ref);

@@ -97,3 +97,8 @@ export function heartbeatCell(daemon: DaemonView): string {
 export async function readFleetView(pool: LeasePool, heartbeatMs: number): Promise<FleetView> {
   return fleetView(await new PostgresLeases(pool).fleet(), heartbeatMs);
 }
+
+/** The fleet's reader a dashboard is given: none on files (no pool), where one daemon runs every item. */
+export function fleetReaderOf(pool: LeasePool | undefined, heartbeatSeconds: number): { fleet?: () => Promise<FleetView> } {
+  return pool === undefined ? {} : { fleet: () => readFleetView(pool, heartbeatSeconds * 1000) };
+}

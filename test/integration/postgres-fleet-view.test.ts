@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { appendFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { SessionRegistry } from "../../src/registry/registry.js";
@@ -6,6 +7,7 @@ import { openRecordBackend } from "../../src/state/backend.js";
 import type { RecordBackend } from "../../src/state/backend.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
 import type { WorkItem } from "../../src/workitem/index.js";
+import { RESPONSE_SCHEMAS } from "../../src/dashboard/schemas.js";
 import { sessionRecord } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { postgresProjects, queryRows } from "../support/postgres-project.js";
@@ -114,4 +116,34 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     expect(asJson).toMatchObject({ here: false, host: "far.example" });
     expect(asJson.command).toEqual(["ssh", "-t", "far.example", "tmux", "-L", "sock-b", "attach", "-r", "-t", `=${targets[1] ?? ""}`]);
   }, 90_000);
+
+  it("gives the dashboard's items and sessions their daemon and host, and marks the other host's terminal as not available here", async () => {
+    const url = await postgres.database();
+    const p = await postgres.project({ state: { store: "postgres", url } });
+    await appendFile(join(p.root, "cli-config.yaml"), "dashboard:\n  enabled: true\n");
+    const started = await p.cli(["start", "--json"]);
+    expect(started.code, started.stderr + started.stdout).toBe(0);
+    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+    await seedFleet(url, p.root);
+
+    const base = jsonOf<{ dashboard: { url: string } }>(await p.cli(["status", "--json"])).dashboard.url;
+    const login = new URL(jsonOf<{ url: string }>(await p.cli(["dashboard", "--json"])).url);
+    const admitted = await fetch(login, { redirect: "manual" });
+    expect(admitted.status).toBe(303);
+    const cookie = (admitted.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+    const get = (path: string): Promise<Response> => fetch(new URL(path, base), { headers: { cookie } });
+
+    const items = RESPONSE_SCHEMAS["GET /api/v1/items"].parse(await (await get("/api/v1/items")).json());
+    expect(items.items.map((item) => [item.ref, item.runsOn]).sort()).toEqual([
+      ["local:demo#1", { daemon: "box-a", host: hostname(), here: true }],
+      ["local:demo#2", { daemon: "box-b", host: "far.example", here: false }],
+    ]);
+    const sessions = RESPONSE_SCHEMAS["GET /api/v1/sessions"].parse(await (await get("/api/v1/sessions")).json());
+    expect(sessions.sessions.find((session) => session.workItem.ref === "local:demo#2")?.runsOn).toEqual({ daemon: "box-b", host: "far.example", here: false });
+
+    const terminal = await get(`/api/v1/items/${encodeURIComponent("local:demo#2")}/terminal/stream`);
+    expect(terminal.status).toBe(409);
+    expect(((await terminal.json()) as { error: string }).error).toMatch(/runs on far\.example \(the daemon "box-b"\), not available here/);
+    expect((await p.cli(["stop"])).code).toBe(0);
+  }, 120_000);
 });

@@ -83,7 +83,7 @@ export function ItemView({ refName, me }: { refName: string; me: Me | undefined 
       {data !== undefined ? <Actions refName={refName} item={item} me={me} onDone={live.refresh} /> : null}
       <div class="item-grid">
         <div class="item-main">
-          <TerminalView refName={refName} live={liveSession(item)} />
+          <TerminalView refName={refName} live={liveSession(item)} elsewhere={item?.runsOn?.here === false ? item.runsOn.host : undefined} />
           <Timeline why={data?.why} error={data?.whyError} />
         </div>
         <div class="item-side">

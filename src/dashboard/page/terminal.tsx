@@ -16,9 +16,13 @@ import type { Screen } from "./model.js";
 const LIGHT: ITheme = { background: "#fbfbfd", foreground: "#1d1f24", cursor: "#1d1f24", selectionBackground: "#b7d3f5" };
 const DARK: ITheme = { background: "#101217", foreground: "#d7dae0", cursor: "#d7dae0", selectionBackground: "#34507a" };
 
-type State = "connecting" | "live" | "ended" | "none" | "unreadable";
+type State = "connecting" | "live" | "ended" | "none" | "unreadable" | "elsewhere";
 
-export function TerminalView({ refName, live }: { refName: string; live: boolean }) {
+/**
+ * `elsewhere`: the host the session runs on when it is not this dashboard's (state.store:
+ * postgres); its pane is on that host's tmux, so the view says so instead of connecting.
+ */
+export function TerminalView({ refName, live, elsewhere }: { refName: string; live: boolean; elsewhere?: string | undefined }) {
   const host = useRef<HTMLDivElement>(null);
   const [state, setState] = useState<State>("connecting");
   const [size, setSize] = useState<string>("");
@@ -26,6 +30,10 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
 
   useEffect(() => {
     const element = host.current;
+    if (elsewhere !== undefined) {
+      setState("elsewhere");
+      return undefined;
+    }
     if (element === null || !live) {
       setState("none");
       return undefined;
@@ -91,7 +99,7 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
       dark.removeEventListener("change", scheme);
       terminal.dispose();
     };
-  }, [refName, live]);
+  }, [refName, live, elsewhere]);
 
   const note =
     state === "live"
@@ -102,7 +110,9 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
           ? "the session ended"
           : state === "unreadable"
             ? "unreadable snapshot"
-            : "no live session";
+            : state === "elsewhere"
+              ? `on ${elsewhere ?? "another host"}, not available here`
+              : "no live session";
   return (
     <section class="panel terminal-panel" aria-labelledby="terminal-title">
       <header class="panel-header">
@@ -120,6 +130,11 @@ export function TerminalView({ refName, live }: { refName: string; live: boolean
         </p>
       ) : null}
       {state === "none" || state === "ended" ? <p class="hint">Nothing to show: the terminal appears while the item has a live session.</p> : null}
+      {state === "elsewhere" ? (
+        <p class="hint" data-testid="terminal-elsewhere">
+          {`The session runs on ${elsewhere ?? "another host"}, not on this dashboard's host: \`the-loop sessions attach --work-item ${refName}\` prints the ssh command that reaches it.`}
+        </p>
+      ) : null}
     </section>
   );
 }
