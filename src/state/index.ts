@@ -76,3 +76,5 @@ export type { EventRow, EventRowFilter, PostgresEventTableOptions } from "./post
 export { followEventRows, GAP_WAIT_MS } from "./postgres/event-follow.js";
 export type { FollowRowsOptions } from "./postgres/event-follow.js";
 export { EVENTS_CHANNEL, EVENTS_MIGRATION, EVENTS_TABLE } from "./postgres/event-migration.js";
+export { INBOX_CHANNEL, INBOX_MIGRATION, INBOX_TABLE, PostgresInbox } from "./postgres/inbox.js";
+export type { InboxKind, InboxPost, InboxRow, Posted } from "./postgres/inbox.js";

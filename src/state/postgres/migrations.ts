@@ -1,6 +1,7 @@
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import { LEASES_MIGRATION } from "./leases.js";
 import { EVENTS_MIGRATION } from "./event-migration.js";
+import { INBOX_MIGRATION } from "./inbox.js";
 
 /**
  * The database's schema, as numbered migrations run in order at start. Each runs once, in its own
@@ -103,6 +104,7 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   LEASES_MIGRATION,
   EVENTS_MIGRATION,
+  INBOX_MIGRATION,
 ];
 
 /** The newest schema this build knows. */
