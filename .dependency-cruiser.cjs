@@ -32,6 +32,7 @@ const FLOORS = [
   ["graph-driver"],
   ["dispatch"],
   ["adoption"],
+  ["forwarding"],
   ["dashboard"],
   ["daemon"],
   ["mcp"],

@@ -68,7 +68,13 @@ export interface Runtime {
    * start; `warn` hears of placeholders a custom template names that do not exist. `hooks`: the
    * lifecycle hooks it runs (none when omitted).
    */
-  dispatcher(warn?: (message: string) => void, hooks?: HookChain, capabilities?: readonly LoadedCapability[], ownership?: Ownership): Promise<Dispatcher>;
+  dispatcher(
+    warn?: (message: string) => void,
+    hooks?: HookChain,
+    capabilities?: readonly LoadedCapability[],
+    ownership?: Ownership,
+    forward?: ConstructorParameters<typeof Dispatcher>[2],
+  ): Promise<Dispatcher>;
 }
 
 /**
@@ -160,6 +166,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
       hooks?: HookChain,
       capabilities?: readonly LoadedCapability[],
       ownership?: Ownership,
+      forward?: ConstructorParameters<typeof Dispatcher>[2],
     ): Promise<Dispatcher> {
       const templates = await loadPromptTemplates({
         bootFile: routing.spawnPromptTemplate ? at(routing.spawnPromptTemplate) : undefined,
@@ -209,6 +216,7 @@ export function composeRuntime(input: RuntimeInput): Runtime {
           ...(graph ? { graph } : {}),
         },
         ownership,
+        forward,
       );
     },
   };

@@ -17,7 +17,7 @@ import { watchSessions } from "../dispatch/supervise.js";
 import { watchBudgets } from "../dispatch/budget-watch.js";
 import { acquirePidfile } from "./pidfile.js";
 import { runningConfigFile, writeRunningConfig } from "./running-config.js";
-import { socketHandlers } from "./socket/methods.js";
+import { servedRefsOf, socketHandlers, unservedReason } from "./socket/methods.js";
 import { serveRpc } from "./socket/rpc.js";
 import { SessionSockets } from "./socket/session-sockets.js";
 import { readItemUsage, readWhySituation } from "./socket/why-situation.js";
@@ -34,6 +34,7 @@ import type { EventSink } from "../events/log.js";
 import { configuredHarnesses, loadedRuntimeCheck } from "../capabilities/runtime-compat.js";
 import { composeRuntime, pollerFor } from "./runtime.js";
 import { daemonNameOf, joinFleet } from "./fleet.js";
+import { daemonInboxHandlers, forwardingOn, leaseSettingsOf } from "../forwarding/open.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
 import { ItemTitles } from "../trackers/titles.js";
@@ -124,9 +125,11 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   const runtime = composeRuntime(input);
   // Its name and its leases on a shared database (a live daemon of the same name refuses the start); all its own on files.
   const ownership = await joinFleet(input, runtime, options.warn);
+  // Events and commands for items another daemon owns go to it through the database's inbox.
+  const forwarding = forwardingOn(runtime.stores.backend.database, { ...leaseSettingsOf(config.state), name: daemonNameOf(input), events }, options.warn);
   let dispatcher: Dispatcher;
   try {
-    dispatcher = await runtime.dispatcher(options.warn, hooks, capabilities, ownership);
+    dispatcher = await runtime.dispatcher(options.warn, hooks, capabilities, ownership, forwarding?.forwarder.sendEvent);
   } catch (error) {
     // A start that fails here frees its name at once, rather than a lease's length later.
     await ownership.stop?.();
@@ -189,12 +192,23 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
       whyOf: (ref) => readWhySituation(paths, config, ref, runtime.stores),
       usageOf: async (ref) => readItemUsage(paths, config, ref, runtime.stores),
       ...(login !== undefined ? { dashboardLogin: () => login.issueLogin() } : {}),
+      ...(forwarding !== undefined ? { forwarding: forwarding.commands } : {}),
     });
     rpc = await serveRpc(paths.root, handlers);
+    const configFile = input.configFile !== undefined ? resolve(input.configFile) : null;
+    await forwarding?.forwarder.serve(
+      daemonInboxHandlers(runtime.closeOptions, runtime.registry, {
+        handle: (event) => ingress.handle(event),
+        control: (request) => dispatcher.control(request),
+        graphClaim: (request) => dispatcher.graphClaim(request),
+        unserved: (ref) => unservedReason(servedRefsOf(config), ref, (item) => runtime.registry.get(item) !== undefined),
+        configFile,
+      }),
+    );
     sessionSockets = new SessionSockets({
       stateRoot: paths.root,
       handlers,
-      configFile: input.configFile !== undefined ? resolve(input.configFile) : null,
+      configFile,
       liveItems: () => runtime.registry.list({ status: "live" }).records.map((record) => record.workItem.ref),
       graphStateOf: (ref) => graphStates.get(ref),
       changeStamp: () => runtime.registry.changeStamp(),
@@ -264,6 +278,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();
+    await forwarding?.forwarder.stop();
     const abandoned = await dispatcher.drain();
     await retrying;
     events.emit("daemon.stopped", { services: names, reason: "signal", abandoned });
@@ -277,6 +292,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await receiver?.stop().catch((error: unknown) => options.warn(`could not stop the webhook receiver: ${messageOf(error)}`));
     if (receiver) removeQuietly(statusFile);
     await hooks.close();
+    await forwarding?.forwarder.stop();
     await ownership.stop?.();
     // Before the locks go: `stop` returns once the daemon is done, its last notifications with it.
     await notifier?.close();

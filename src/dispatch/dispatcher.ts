@@ -36,7 +36,7 @@ import { dequeueStart } from "./dequeue.js";
 import { queuedToStart } from "./slots.js";
 import { superviseSession } from "./supervise.js";
 import { UsageReaders, checkBudget } from "./budget-watch.js";
-import { whereOwned } from "./owned.js";
+import { forwardingOf, whereOwned, type EventForward, type Otherwise } from "./owned.js";
 import { soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
 
@@ -80,6 +80,7 @@ export class Dispatcher implements EventHandler {
   constructor(
     private readonly options: DispatcherOptions,
     private readonly ownership: Ownership = soleOwner("local"),
+    private readonly forward?: EventForward, // an event for an item another live daemon owns goes to it (src/forwarding/)
   ) {
     this.config = { routing: options.routing, policy: options.policy, templates: options.templates };
     this.memory = new DeliveryLru(options.routing.dedupCacheSize);
@@ -219,7 +220,7 @@ export class Dispatcher implements EventHandler {
         moved = this.enqueue([...keys, outcome.hop], event, hops + 1);
         return RETRY;
       },
-      { value: SETTLED, work: "event" },
+      { value: SETTLED, work: "event", ...forwardingOf(this.forward, event, this.ctx.forget) },
     );
     return ran.then((result) => moved ?? result);
   }
@@ -229,7 +230,7 @@ export class Dispatcher implements EventHandler {
    * when it is queued, so a job only ever waits for jobs queued before it: no two can each hold
    * a queue the other waits for.
    */
-  private exclusive<T>(keys: readonly string[], work: () => Promise<T>, otherwise?: { readonly value: T; readonly work?: "event" }): Promise<T> {
+  private exclusive<T>(keys: readonly string[], work: () => Promise<T>, otherwise?: Otherwise<T>): Promise<T> {
     const job = (): Promise<T> => whereOwned(this.ownership, this.options.events, keys, work, otherwise);
     const [only] = keys;
     if (keys.length === 1 && only !== undefined) return this.queue.run(only, job);

@@ -1,6 +1,35 @@
 import type { EventSink } from "../events/log.js";
 import { OwnedElsewhereError } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
+import type { InboundEvent } from "../routing/inbound.js";
+
+/** Hands an event refused here to the item's owner; whether it was handed on. */
+export type ForwardEvent = (refusal: OwnedElsewhereError) => Promise<boolean>;
+/** The dispatcher's forwarding of an event (src/forwarding/'s Forwarder.sendEvent). */
+export type EventForward = (event: InboundEvent, refusal: OwnedElsewhereError) => Promise<boolean>;
+
+/** What a job whose item is owned elsewhere answers instead, and whether its event is handed on. */
+export interface Otherwise<T> {
+  readonly value: T;
+  readonly work?: "event";
+  readonly forward?: ForwardEvent;
+}
+
+/**
+ * The event's forward to its owner, if the dispatcher has one. Once handed on, the event is
+ * forgotten by this daemon's dedupe: should the item come to this daemon later, the inbox row runs
+ * here too rather than being dropped as a duplicate; a second copy here goes to the same row.
+ */
+export function forwardingOf(forward: EventForward | undefined, event: InboundEvent, forget: (event: InboundEvent) => void): { forward?: ForwardEvent } {
+  if (forward === undefined) return {};
+  return {
+    forward: async (refusal) => {
+      const sent = await forward(event, refusal);
+      if (sent) forget(event);
+      return sent;
+    },
+  };
+}
 
 /**
  * Work on work items runs only where their owner is (docs/scale.md, "Many daemons, one
@@ -8,6 +37,8 @@ import type { Ownership } from "../fleet/ownership.js";
  * item it names. Work for an item another live daemon owns is not run here: an event or a
  * command says so (`lease.refused`; a command's caller gets the error, naming the owner's host),
  * and the periodic looks (the start queue, the stall check) pass it by quietly with `otherwise`.
+ * An event with a `forward` is handed to the owner instead (src/forwarding/: the inbox), and
+ * refused here only when it could not be.
  * On the file store the lease is a no-op, and the job runs as it always has.
  */
 export async function whereOwned<T>(
@@ -15,12 +46,13 @@ export async function whereOwned<T>(
   events: EventSink,
   keys: readonly string[],
   job: () => Promise<T>,
-  otherwise?: { readonly value: T; readonly work?: "event" },
+  otherwise?: Otherwise<T>,
 ): Promise<T> {
   try {
     await ownership.acquire(keys);
   } catch (error) {
     if (!(error instanceof OwnedElsewhereError)) throw error;
+    if (otherwise?.forward !== undefined && (await otherwise.forward(error))) return otherwise.value;
     if (otherwise === undefined || otherwise.work !== undefined) {
       events.emit("lease.refused", {
         work_item: error.item,

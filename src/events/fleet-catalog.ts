@@ -98,4 +98,32 @@ export const FLEET_EVENTS = {
     summary: "This daemon gave up the lease of an item with no live session here that it had not acted on for a lease's length.",
     fields: { work_item: "string", daemon: "string" },
   },
+  "forward.sent": {
+    family: "forward",
+    level: "info",
+    summary:
+      "An event or a CLI command (`kind`) for an item another live daemon owns (`owner`) was written to the shared database's inbox, addressed to it, instead of being dropped (docs/scale.md). `outcome`: recorded; readdressed (the same delivery was pending for another daemon, now for this owner); pending (it was pending for this owner already); done-already (the owner had it): each delivery is recorded once.",
+    fields: { work_item: "string", daemon: "string", owner: "string", kind: "string", outcome: "string", delivery_id: "string?" },
+  },
+  "forward.received": {
+    family: "forward",
+    level: "info",
+    summary:
+      "This daemon (`daemon`) took a row of the inbox addressed to it (`kind`: event or command, written by `from`) and runs it through its own dispatch: an event is routed — authorized first — as if it had arrived here.",
+    fields: { work_item: "string", daemon: "string", from: "string", kind: "string", delivery_id: "string?" },
+  },
+  "forward.readdressed": {
+    family: "forward",
+    level: "info",
+    summary:
+      "A row of the inbox addressed to a daemon that is gone (no heartbeat, no live lease of the item: `from`) was moved to the item's next owner (`to`; this daemon when nobody holds the item, which then takes it).",
+    fields: { work_item: "string", daemon: "string", from: "string", to: "string", kind: "string" },
+  },
+  "forward.dropped": {
+    family: "forward",
+    level: "warning",
+    summary:
+      "A row of the inbox handed on `hops` times without an owner carrying it out was given up (marked done with a refusal), so it cannot circle between daemons.",
+    fields: { work_item: "string", daemon: "string", from: "string", kind: "string", hops: "integer" },
+  },
 } as const;

@@ -12,6 +12,9 @@ import { REASON_MAX, boundedName } from "../../sessions/names.js";
 import { githubApiUrl, refHostForApiUrl } from "../../trackers/github/client.js";
 import { RefError, formatWorkItemRef, parseWorkItemRef } from "../../workitem/index.js";
 import type { RpcCaller, RpcHandler } from "./protocol.js";
+import { OwnedElsewhereError } from "../../fleet/ownership.js";
+import { forwardCommand } from "../../forwarding/commands.js";
+import type { CommandForwarding } from "../../forwarding/commands.js";
 import { schemaProblem } from "./protocol.js";
 
 /**
@@ -195,7 +198,12 @@ export interface SocketDeps {
   readonly usageOf?: (ref: string) => Promise<unknown>;
   /** A one-time login URL of the dashboard (`dashboard.login`, the operator's); absent: the dashboard is off. */
   readonly dashboardLogin?: () => { readonly url: string; readonly expiresAt: string; readonly operator: string | null };
+  /** On a shared database: a claim on an item another live daemon owns goes to that owner (src/forwarding/). */
+  readonly forwarding?: CommandForwarding;
 }
+
+/** How long a claim forwarded to the item's owner waits to be taken, and again for its answer. */
+const CLAIM_FORWARD_MS = 30_000;
 
 function paramsOf<T>(schema: z.ZodType<T>, raw: unknown): T {
   const parsed = schema.safeParse(raw ?? {});
@@ -244,7 +252,15 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
       const verdict = claimVerdict(callerOf(rpc), item);
       if (!verdict.ok) throw new UsageError(verdict.reason);
       servedOrRefuse(item);
-      return dispatcher.graphClaim({ ref: item, node: params.node ?? undefined, actor: verdict.actor, configFile: params.configFile });
+      try {
+        return await dispatcher.graphClaim({ ref: item, node: params.node ?? undefined, actor: verdict.actor, configFile: params.configFile });
+      } catch (error) {
+        if (!(error instanceof OwnedElsewhereError) || deps.forwarding === undefined) throw error;
+        // A claim is an agent's or the operator's (claimVerdict): nobody else's is forwarded.
+        const actor = { kind: verdict.actor.kind === "agent" ? ("agent" as const) : ("operator" as const), id: verdict.actor.id };
+        const body = { command: "graph.complete" as const, ref: item, node: params.node ?? null, actor, configFile: params.configFile };
+        return forwardCommand(deps.forwarding, { kind: "owner", owner: error.owner, host: error.host }, body, CLAIM_FORWARD_MS);
+      }
     },
     "graph.force": async (raw, rpc) => {
       const params = paramsOf(graphForceParams, raw);
