@@ -302,8 +302,12 @@ export async function runSessionsClose(globals: GlobalOptions, options: Sessions
   const project = await openDaemonProject(globals, "sessions");
   const runtime = await runtimeOf(project);
   const ref = canonicalRef(options.workItem, project);
+  // On a shared database, an item another live daemon owns is closed by that daemon.
+  const owned = (await (await import("./forwarded.js")).answeredByOwner(project, { command: "close", ref, actor: localActor() })) as
+    { closed: string | null } | undefined;
   const { closeSession } = await import("../../../sessions/close.js");
-  const closed = await closeSession(runtime.closeOptions, ref, "cli");
+  const closed =
+    owned !== undefined ? (owned.closed !== null ? { tmuxTarget: owned.closed } : undefined) : await closeSession(runtime.closeOptions, ref, "cli");
   if (!closed) throw new NotFoundError(`${ref} has no live session; see \`the-loop sessions list\``);
   if (options.json) {
     stdout.json({ closed: ref, tmuxTarget: closed.tmuxTarget });
@@ -494,6 +498,29 @@ async function closeDamagedSession(runtime: Runtime, ref: string): Promise<void>
   if (closed !== undefined) stderr.warn(`the session record of ${ref} was damaged: moved aside, its tmux session ${closed.tmuxTarget} ended`);
 }
 
+/** The command run by this process's own dispatcher, under the hooks the daemon would run. */
+async function controlHere(project: Project, runtime: Runtime, request: ControlRequest): Promise<ControlOutcome> {
+  const { loadCommandHooks, loadDaemonHooks } = await import("../../../daemon/hooks.js");
+  // A start does what the daemon does, so it refuses a declaration that does not load, as the
+  // daemon does: a required hook is never bypassed from the CLI. Stop, pause and resume hold an
+  // agent back, which must work whatever state the hooks are in: they run with none instead.
+  const hooks =
+    request.command === "start"
+      ? await loadDaemonHooks(runtimeInputOf(project))
+      : await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
+  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
+  try {
+    return await dispatcher.control(request);
+  } catch (error) {
+    // The tracker's, the lock's and a damaged record's errors say what to do; anything else gets its context here.
+    if (error instanceof ExitError) throw error;
+    throw new ExitError(`could not carry out the ${request.command} of ${request.ref}: ${messageOf(error)}`);
+  } finally {
+    await dispatcher.drain();
+    await hooks.close();
+  }
+}
+
 export async function runSessionsControl(globals: GlobalOptions, command: ControlCommand, options: SessionsControlOptions): Promise<void> {
   refuseInsideSession(`sessions ${command}`);
   const project = await openDaemonProject(globals, "sessions");
@@ -522,27 +549,12 @@ export async function runSessionsControl(globals: GlobalOptions, command: Contro
   // A stop must end an agent whose session record does not parse: the record is moved aside and
   // its tmux session ended by name (close.ts), and the stop is then recorded as for an item with
   // no session. Start, pause and resume still refuse a damaged record, naming the file.
-  if (command === "stop") await closeDamagedSession(runtime, ref);
   if (command === "resume") await (await import("./budget.js")).budgetBeforeResume(project, runtime.registry.get(ref), ref, options.budget, !options.json);
-
-  const { loadCommandHooks, loadDaemonHooks } = await import("../../../daemon/hooks.js");
-  // A start does what the daemon does, so it refuses a declaration that does not load, as the
-  // daemon does: a required hook is never bypassed from the CLI. Stop, pause and resume hold an
-  // agent back, which must work whatever state the hooks are in: they run with none instead.
-  const hooks =
-    command === "start" ? await loadDaemonHooks(runtimeInputOf(project)) : await loadCommandHooks(runtimeInputOf(project), (message) => stderr.warn(message));
-  const dispatcher = await runtime.dispatcher((message) => stderr.warn(message), hooks);
-  let outcome: ControlOutcome;
-  try {
-    outcome = await dispatcher.control(request);
-  } catch (error) {
-    // The tracker's, the lock's and a damaged record's errors say what to do; anything else gets its context here.
-    if (error instanceof ExitError) throw error;
-    throw new ExitError(`could not carry out the ${command} of ${ref}: ${messageOf(error)}`);
-  } finally {
-    await dispatcher.drain();
-    await hooks.close();
-  }
+  // On a shared database, an item another live daemon owns is that daemon's to command (docs/scale.md).
+  const forwarded = { command: "control" as const, request: { ...request, source: "cli" as const } };
+  const owned = (await (await import("./forwarded.js")).answeredByOwner(project, forwarded)) as ControlOutcome | undefined;
+  if (command === "stop" && owned === undefined) await closeDamagedSession(runtime, ref);
+  const outcome = owned ?? (await controlHere(project, runtime, request));
 
   // The pull request the command was given for, when it acted on the work item it is bound to.
   const via = ref === named ? {} : { pullRequest: named };
