@@ -100,8 +100,8 @@ export class WebhookReceiver {
   // A keep-alive answer is chosen at once and written at the end of the pass of the event loop
   // that read its request, together with the answers to every other request of that pass: each
   // write on loopback wakes the sender, and a burst of writes wakes it once where writes spread
-  // over the pass woke it each time (the server's CPU per ack, bench/webhook-ack.ts: 0.80× with
-  // the same work done). What follows an answer — its event-log line and, for an accepted
+  // over the pass woke it each time (the server's CPU per ack, bench/webhook-ack.ts: about 0.85×
+  // with the same work done). What follows an answer — its event-log line and, for an accepted
   // delivery, handing it out — comes after the pass's answers are out, so the log's synchronous
   // append is never between a sender and its 202. The order of arrival is kept.
   private answering: WebhookResponse[] = [];
