@@ -143,12 +143,30 @@ function pullFacts(raw: unknown, repository: string): PullFacts | undefined {
   };
 }
 
-/** A failed suite's failing runs, each a check of its own (the same key a check_run event of it gets). */
+/** The pages of a suite's runs read at most: 1,000 runs. */
+const SUITE_RUN_PAGES = 10;
+const RUNS_PER_PAGE = 100;
+
+/**
+ * A failed suite's failing runs, each a check of its own (the same key a check_run event of it gets).
+ * The suite's runs are read page by page (a matrix build can have hundreds) until a page holds
+ * fewer than a full page or `total_count` are read, at most SUITE_RUN_PAGES pages: the failing
+ * runs of a larger suite past its first 1,000 are not read from it (their own check_run
+ * deliveries still tell them).
+ */
 async function failingRunsOf(tracker: GitHubTracker, repository: { owner: string; repo: string }, suite: InboundCheck): Promise<InboundCheck[]> {
-  const answer = await tracker.client.get(SUITE_RUNS, { ...repository, check_suite_id: suite.suiteId ?? 0, filter: "latest", per_page: 100 });
-  if (answer.notModified) return [];
-  const runs = record(answer.data)?.check_runs;
-  if (!Array.isArray(runs)) return [];
+  const runs: unknown[] = [];
+  for (let page = 1; page <= SUITE_RUN_PAGES; page++) {
+    const params = { ...repository, check_suite_id: suite.suiteId ?? 0, filter: "latest", per_page: RUNS_PER_PAGE, page };
+    const answer = await tracker.client.get(SUITE_RUNS, params);
+    if (answer.notModified) break;
+    const body = record(answer.data);
+    const pageRuns = body?.check_runs;
+    if (!Array.isArray(pageRuns)) break;
+    runs.push(...pageRuns);
+    const total = typeof body?.total_count === "number" ? body.total_count : undefined;
+    if (pageRuns.length < RUNS_PER_PAGE || (total !== undefined && runs.length >= total)) break;
+  }
   const checks: InboundCheck[] = [];
   for (const raw of runs) {
     const run = record(raw);
