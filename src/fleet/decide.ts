@@ -12,16 +12,23 @@ export interface FleetBounds {
   readonly leaseMs: number;
   /** How often the leases and the name are renewed (state.heartbeatSeconds). */
   readonly heartbeatMs: number;
+  /** How long past a lapsed lease another daemon waits before it takes the item (state.adoptGraceSeconds; 0 when absent). */
+  readonly graceMs?: number;
 }
 
 /** The bounds of the config, or why they cannot work (a beat must fit three times in a lease, so one late beat loses nothing). */
-export function fleetBounds(state: { readonly leaseSeconds: number; readonly heartbeatSeconds: number }): FleetBounds | { readonly problem: string } {
+export function fleetBounds(state: {
+  readonly leaseSeconds: number;
+  readonly heartbeatSeconds: number;
+  readonly adoptGraceSeconds?: number;
+}): FleetBounds | { readonly problem: string } {
   if (state.heartbeatSeconds * 3 > state.leaseSeconds) {
     return {
       problem: `state.heartbeatSeconds (${state.heartbeatSeconds}) is more than a third of state.leaseSeconds (${state.leaseSeconds}): one late heartbeat would let a lease lapse; lower the heartbeat or raise the lease`,
     };
   }
-  return { leaseMs: state.leaseSeconds * 1000, heartbeatMs: state.heartbeatSeconds * 1000 };
+  const bounds = { leaseMs: state.leaseSeconds * 1000, heartbeatMs: state.heartbeatSeconds * 1000 };
+  return state.adoptGraceSeconds === undefined ? bounds : { ...bounds, graceMs: state.adoptGraceSeconds * 1000 };
 }
 
 export type NameDecision = { readonly take: true } | { readonly refuse: string };
@@ -44,11 +51,14 @@ export type LeaseDecision =
   | { readonly kind: "renewed" }
   | { readonly kind: "elsewhere"; readonly owner: string; readonly expiresAt: Date };
 
-/** What `self` may do with an item's lease: take it (free, or lapsed), renew its own, or leave it to a live owner. */
-export function leaseDecision(lease: LeaseRow | undefined, self: string, now: Date): LeaseDecision {
+/**
+ * What `self` may do with an item's lease: take it (free, or lapsed more than `graceMs` ago — the
+ * lost owner's watchdog has ended its harness by then), renew its own, or leave it to its owner.
+ */
+export function leaseDecision(lease: LeaseRow | undefined, self: string, now: Date, graceMs = 0): LeaseDecision {
   if (lease === undefined) return { kind: "taken" };
   if (lease.owner === self) return { kind: "renewed" };
-  if (lease.expiresAt.getTime() <= now.getTime()) return { kind: "taken", from: lease.owner };
+  if (lease.expiresAt.getTime() + graceMs <= now.getTime()) return { kind: "taken", from: lease.owner };
   return { kind: "elsewhere", owner: lease.owner, expiresAt: lease.expiresAt };
 }
 

@@ -117,7 +117,7 @@ export class LeasedOwnership implements Ownership {
   async acquire(items: readonly string[]): Promise<void> {
     for (const item of [...new Set(items)]) {
       const decided = await this.options.leases.decideLease<LeaseDecision>(item, this.options.bounds.leaseMs, ({ row, now }) => {
-        const decision = leaseDecision(row, this.name, now);
+        const decision = leaseDecision(row, this.name, now, this.options.bounds.graceMs);
         return decision.kind === "elsewhere" ? { answer: decision } : { write: { owner: this.name }, answer: decision };
       });
       if (decided.kind === "elsewhere") {

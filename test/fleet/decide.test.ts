@@ -45,6 +45,18 @@ describe("leaseDecision", () => {
   ])("%s", (_, row, expected) => {
     expect(leaseDecision(row, "me", NOW)).toEqual(expected);
   });
+
+  it.each([
+    ["lapsed within the adoption grace: still the lost owner's", lease("other", -10), { kind: "elsewhere", owner: "other", expiresAt: ago(10) }],
+    ["lapsed past the grace: taken", lease("other", -15), { kind: "taken", from: "other" }],
+    ["its own, within the grace: renewed", lease("me", -10), { kind: "renewed" }],
+  ])("with a grace of 15 s, %s", (_, row, expected) => {
+    expect(leaseDecision(row, "me", NOW, 15_000)).toEqual(expected);
+  });
+
+  it("carries the grace in the bounds", () => {
+    expect(fleetBounds({ leaseSeconds: 30, heartbeatSeconds: 10, adoptGraceSeconds: 15 })).toEqual({ leaseMs: 30_000, heartbeatMs: 10_000, graceMs: 15_000 });
+  });
 });
 
 describe("reclaimDecision", () => {
