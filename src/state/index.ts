@@ -70,6 +70,8 @@ export { PostgresSourceLocks, holderName, pollSourceLockKey } from "./postgres/s
 // The daemons sharing a database and the leases of their work items (src/fleet/ decides, this keeps the rows).
 export { DAEMONS_TABLE, LEASES_TABLE, PostgresLeases } from "./postgres/leases.js";
 export type { DaemonRow, LeasePool, LeaseRow, Locked, Written } from "./postgres/leases.js";
+export { PostgresTranscriptTails, TRANSCRIPT_TAILS_TABLE } from "./postgres/transcript-tails.js";
+export type { TranscriptTail } from "./postgres/transcript-tails.js";
 export { FLEET_STATE_KEYS } from "./fleet-keys.js";
 export { PostgresEventTable } from "./postgres/event-table.js";
 export type { EventRow, EventRowFilter, PostgresEventTableOptions } from "./postgres/event-table.js";

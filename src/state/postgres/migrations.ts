@@ -2,6 +2,7 @@ import { EXIT_FAILURE, ExitError } from "../../errors.js";
 import { LEASES_MIGRATION } from "./leases.js";
 import { EVENTS_MIGRATION } from "./event-migration.js";
 import { INBOX_MIGRATION } from "./inbox.js";
+import { TRANSCRIPT_TAILS_MIGRATION } from "./transcript-tails.js";
 
 /**
  * The database's schema, as numbered migrations run in order at start. Each runs once, in its own
@@ -105,6 +106,7 @@ export const MIGRATIONS: readonly Migration[] = [
   LEASES_MIGRATION,
   EVENTS_MIGRATION,
   INBOX_MIGRATION,
+  TRANSCRIPT_TAILS_MIGRATION,
 ];
 
 /** The newest schema this build knows. */
