@@ -70,6 +70,8 @@ export interface ControlRequest {
   readonly graph?: string;
   /** The harness an operator's start chose for the item (`--agent`, the CLI only); ignored on the other commands. */
   readonly harness?: string;
+  /** What the boot prompt of the session a start spawns ends with (an adoption's note); ignored on the other commands. */
+  readonly bootNote?: string;
 }
 
 export type ControlOutcome =

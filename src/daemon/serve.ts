@@ -35,6 +35,7 @@ import { configuredHarnesses, loadedRuntimeCheck } from "../capabilities/runtime
 import { composeRuntime, pollerFor } from "./runtime.js";
 import { daemonNameOf, joinFleet } from "./fleet.js";
 import { daemonInboxHandlers, forwardingOn, leaseSettingsOf } from "../forwarding/open.js";
+import { watchLostHosts } from "../adoption/watch.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
 import { ItemTitles } from "../trackers/titles.js";
@@ -257,6 +258,18 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     const supervised = watchSessions(() => dispatcher.superviseSessions(), options.signal, options.warn);
     // Every live session's usage is read and kept; routing.budget's limits are acted on (docs/fleet.md#budgets).
     const budgets = watchBudgets(() => dispatcher.checkBudgets(), options.signal, options.warn);
+    // On a shared database: the sessions' transcript tails kept, a lost daemon's items adopted (docs/scale.md, "Losing a host").
+    const adopting = watchLostHosts({
+      ...runtime,
+      config,
+      database: runtime.stores.backend.database,
+      ownership,
+      capture: (target) => runtime.runner.capture(target),
+      control: (request) => dispatcher.control(request),
+      events,
+      signal: options.signal,
+      warn: options.warn,
+    });
     // Every poll interval (the poller on or off), runs with no progress in the stall window end `stalled`,
     // and the sessions of runs that ended graph.closeAfterMinutes ago close.
     const stalling = config.graph.enabled && config.graph.stallAfterMinutes !== undefined;
@@ -275,6 +288,7 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     await releasing;
     await supervised;
     await budgets;
+    await adopting;
     await reloads?.stop();
     // Deliveries already acknowledged are handed to the dispatcher before it drains.
     await receiver?.stop();

@@ -45,7 +45,8 @@ import { leaveQueue } from "./slots.js";
 export async function controlRequest(ctx: DispatchContext, ref: string, request: ControlRequest): Promise<ControlOutcome> {
   const state = await commandedItem(ctx, ref, request.command);
   const deliveryId = request.deliveryId ?? `cli-${request.command}-${randomUUID()}`;
-  const event = syntheticEvent(ctx, state, { command: request.command, source: request.source, actor: request.actor, deliveryId });
+  const made = syntheticEvent(ctx, state, { command: request.command, source: request.source, actor: request.actor, deliveryId });
+  const event = request.command === "start" && request.bootNote !== undefined ? { ...made, bootNote: request.bootNote } : made;
   await inputReceived(ctx, state.item, event, { kind: "command", text: event.body ?? "", command: request.command });
   return applyCommand(ctx, {
     workItem: state.item,

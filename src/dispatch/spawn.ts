@@ -212,7 +212,7 @@ export async function startClaimed(
   // The item's graph run begins (or goes on) before the harness starts: its assignment is part of the boot prompt.
   const graphBoot = await graphAtStart(ctx, turn, cwd);
   const rendered = renderBootPrompt(ctx.templates, { ...(await promptInput(ctx, workItem, event)), graphContext: graphBoot?.context ?? "" });
-  const bootPrompt = graphBoot === undefined ? rendered : `${rendered}\n\n${graphBoot.text}`;
+  const bootPrompt = [rendered, graphBoot?.text, event.bootNote].filter((part) => part !== undefined).join("\n\n");
   const launch = await launchPoint(ctx, turn, slot, claimed, cwd, bootPrompt);
   if (launch.refusal !== undefined) return await refuseLaunch(ctx, turn, claimed, launch.refusal, unchanged);
   const prompt = launch.prompt;

@@ -71,6 +71,13 @@ export const FLEET_EVENTS = {
       "Another daemon (`holder`, when known) holds a poll source's lock on the shared database: this one (`daemon`) does not poll it, and takes it over when the holder's connection ends. Said when it changes, not every cycle.",
     fields: { poll_source: "string", daemon: "string", holder: "string?" },
   },
+  "session.adopted": {
+    family: "session",
+    level: "warning",
+    summary:
+      "This daemon (`daemon`) adopted a work item whose owner (`from`) stopped renewing its lease: past the lease and state.adoptGraceSeconds, with the old harness ended by its watchdog, it closed the old session record (reason adopted) and started a new session in a fresh workspace whose boot prompt says it was adopted and holds the transcript tail the database kept (`tail_lines`; 0 when none), and posted a marked comment on the item.",
+    fields: { work_item: "string", daemon: "string", from: "string", tail_lines: "integer", started: "boolean", error: "string?" },
+  },
   "lease.taken": {
     family: "lease",
     level: "info",

@@ -148,6 +148,8 @@ export interface InboundEvent {
   readonly occurredAt: string;
   /** A bounded excerpt of the payload for prompts (see boundExcerpt). */
   readonly excerpt: Readonly<Record<string, string>>;
+  /** Text the boot prompt of a session this event starts ends with (an adoption's note and transcript tail); never from a payload. */
+  readonly bootNote?: string;
 }
 
 /** Every id a duplicate of this event may arrive under: its delivery id, and its content key. */

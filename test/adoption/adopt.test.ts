@@ -1,0 +1,90 @@
+import { describe, expect, it } from "vitest";
+import { Adopter } from "../../src/adoption/adopt.js";
+import type { ControlRequest } from "../../src/control/types.js";
+import { MemoryEventSink } from "../../src/events/log.js";
+import { OwnedElsewhereError } from "../../src/fleet/ownership.js";
+import type { Ownership } from "../../src/fleet/ownership.js";
+import type { SessionRecord } from "../../src/registry/record.js";
+import type { LeaseRow } from "../../src/state/postgres/leases.js";
+
+const NOW = new Date("2026-12-02T12:00:00Z");
+const lapsed = (item: string, owner = "box-a", secondsAgo = 60): LeaseRow => ({
+  item,
+  owner,
+  takenAt: NOW,
+  expiresAt: new Date(NOW.getTime() - secondsAgo * 1000),
+});
+const record = (ref: string, status: SessionRecord["status"]): SessionRecord =>
+  ({ workItem: { ref }, status, harnessSessionId: `h-${ref}`, tmuxTarget: "loop-x" }) as unknown as SessionRecord;
+
+function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken: (item: string) => boolean = () => true) {
+  const events = new MemoryEventSink();
+  const closed: string[] = [];
+  const starts: ControlRequest[] = [];
+  const comments: string[] = [];
+  const ownership: Ownership = {
+    name: "box-b",
+    shared: true,
+    holds: () => true,
+    acquire: async ([item]) => {
+      if (item !== undefined && !taken(item)) throw new OwnedElsewhereError(item, "box-c", undefined, NOW);
+    },
+  };
+  const subject = new Adopter({
+    leases: { fleet: async () => ({ daemons: [], leases, now: NOW }) },
+    tails: { read: async (item) => ({ item, daemon: "box-a", tmuxTarget: "loop-x", tail: "last words", updatedAt: NOW }) },
+    ownership,
+    graceMs: 15_000,
+    session: (ref) => sessions.get(ref),
+    closeSession: async (ref, reason) => {
+      closed.push(`${ref} ${reason}`);
+      sessions.delete(ref);
+      return undefined;
+    },
+    start: async (request) => {
+      starts.push(request);
+      return { applied: true, effect: "started", session: { tmuxTarget: "loop-y", status: "active" } } as never;
+    },
+    comment: async (ref, text) => void comments.push(`${ref}: ${text}`),
+    events,
+    warn: () => undefined,
+  });
+  return { subject, events, closed, starts, comments };
+}
+
+describe("Adopter", () => {
+  it("adopts an active item past the grace: the old record closed, a start with the note and tail, a comment, session.adopted", async () => {
+    const sessions = new Map([["local:demo#1", record("local:demo#1", "active")]]);
+    const { subject, events, closed, starts, comments } = adopter([lapsed("local:demo#1")], sessions);
+    expect(await subject.once()).toBe(1);
+    expect(closed).toEqual(["local:demo#1 adopted"]);
+    expect(starts).toEqual([
+      expect.objectContaining({ ref: "local:demo#1", command: "start", source: "cli", bootNote: expect.stringContaining("last words") }),
+    ]);
+    expect(comments).toEqual([expect.stringContaining("`box-b` adopted it")]);
+    expect(events.events).toEqual([
+      { type: "session.adopted", fields: { work_item: "local:demo#1", daemon: "box-b", from: "box-a", tail_lines: 1, started: true } },
+    ]);
+  });
+
+  it("leaves a paused item paused, one within the grace, and its own", async () => {
+    const sessions = new Map([
+      ["local:demo#1", record("local:demo#1", "paused")],
+      ["local:demo#2", record("local:demo#2", "active")],
+      ["local:demo#3", record("local:demo#3", "active")],
+    ]);
+    const { subject, closed, starts } = adopter([lapsed("local:demo#1"), lapsed("local:demo#2", "box-a", 5), lapsed("local:demo#3", "box-b")], sessions);
+    expect(await subject.once()).toBe(0);
+    expect(closed).toEqual([]);
+    expect(starts).toEqual([]);
+  });
+
+  it("does nothing with an item another daemon adopted first", async () => {
+    const sessions = new Map([["local:demo#1", record("local:demo#1", "active")]]);
+    const { subject, closed, starts, events } = adopter([lapsed("local:demo#1")], sessions, () => false);
+    expect(await subject.once()).toBe(0);
+    expect(closed).toEqual([]);
+    expect(starts).toEqual([]);
+    expect(events.events).toEqual([]);
+  });
+});
