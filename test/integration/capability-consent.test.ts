@@ -1,11 +1,9 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { ARM } from "../support/builders.js";
-import { graphStatus } from "../support/graph.js";
-import { testProject } from "../support/project.js";
+import { graphProject, graphStatus } from "../support/graph.js";
 import { waitFor } from "../support/wait.js";
 
 /**
@@ -42,13 +40,7 @@ interface StatusJson {
 
 describe("consent checked at the moment of use (real daemon)", () => {
   it("refuses a fragment edited after the daemon started: not delivered, an event, the item blocked, and status names it", async () => {
-    const p = await testProject({
-      graph: { enabled: true, default: GRAPH.name },
-      graphs: [{ name: GRAPH.name, path: "graph.yaml" }],
-      routing: { spawnWorkdir: "work" },
-    });
-    await writeFile(join(p.root, "graph.yaml"), stringify(GRAPH));
-    await mkdir(join(p.dir, "work"), { recursive: true });
+    const p = await graphProject(GRAPH);
     const bundle = join(p.dir, "capabilities", "guidance");
     await mkdir(join(bundle, "fragments"), { recursive: true });
     await writeFile(join(bundle, "capability.json"), JSON.stringify(MANIFEST, null, 2));

@@ -1,12 +1,11 @@
-import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
+import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { parseDocument } from "yaml";
-import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { REPO_ROOT, jsonOf } from "../support/cli.js";
 import type { ClaimJson } from "../support/graph.js";
-import { testProject } from "../support/project.js";
+import { graphProject } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
 
 /**
@@ -49,13 +48,7 @@ async function install(p: TestProject, id: string, values: Record<string, unknow
 }
 
 async function project(): Promise<TestProject> {
-  const p = await testProject({
-    graph: { enabled: true, default: GRAPH.name },
-    graphs: [{ name: GRAPH.name, path: "graph.yaml" }],
-    routing: { spawnWorkdir: "work" },
-  });
-  await writeFile(join(p.root, "graph.yaml"), stringify(GRAPH));
-  await mkdir(join(p.dir, "work"), { recursive: true });
+  const p = await graphProject(GRAPH);
   await install(p, "intel", { "intel.enabled": true });
   await install(p, "tdd", { "workflow.tdd_mode": true });
   const valid = await p.cli(["config", "validate"]);

@@ -1,13 +1,11 @@
-import { cp, mkdir, readFile, writeFile } from "node:fs/promises";
+import { cp, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { taskContentText } from "../../src/capabilities/tasks.js";
 import type { TaskContent } from "../../src/capabilities/tasks.js";
 import { ARM } from "../support/builders.js";
 import { REPO_ROOT } from "../support/cli.js";
-import { graphStatus } from "../support/graph.js";
-import { testProject } from "../support/project.js";
+import { graphProject, graphStatus } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 
@@ -38,13 +36,7 @@ interface GsdAnswer {
 
 /** A graph project with the fixture's beads resolver installed unchanged, and `plan` as the node's plan in the session's directory. */
 async function project(plan: string): Promise<TestProject> {
-  const p = await testProject({
-    graph: { enabled: true, default: GRAPH.name },
-    graphs: [{ name: GRAPH.name, path: "graph.yaml" }],
-    routing: { spawnWorkdir: "work" },
-  });
-  await writeFile(join(p.root, "graph.yaml"), stringify(GRAPH));
-  await mkdir(join(p.dir, "work"), { recursive: true });
+  const p = await graphProject(GRAPH);
   await writeFile(join(p.dir, "work", "PLAN.md"), plan);
   await cp(join(CASES, "bundle"), join(p.dir, "capabilities", "beads"), { recursive: true });
   const added = await p.cli(["capabilities", "add", "capabilities/beads", "--yes"]);

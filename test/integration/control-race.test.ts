@@ -3,7 +3,7 @@ import type { EventRecord } from "../../src/events/reader.js";
 import { jsonOf } from "../support/cli.js";
 import type { CliResult } from "../support/cli.js";
 import { sendWebhook } from "../support/fake-github.js";
-import { ARM, TOKEN, freePort, startGitHub, startProject } from "../support/github-project.js";
+import { ARM, TOKEN, webhookProject } from "../support/github-project.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -192,13 +192,7 @@ describe("a start comment and `the-loop sessions start` racing on the same armed
   }, 90_000);
 
   it("GitHub, through the webhook receiver: one session per item, the record a start", async () => {
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo");
-    const port = await freePort();
-    const p = await startProject({
-      polling: { enabled: false, sources: [] },
-      github: { apiUrl: gh.apiUrl },
-      webhooks: { ghWebhook: { enabled: true, port } },
+    const { gh, port, p } = await webhookProject({
       routing: { control: { requireStartCommand: true }, announce: { enabled: false }, workspace: { enabled: false } },
     });
     const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: SECRET };

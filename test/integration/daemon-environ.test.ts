@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { secretSpellings } from "../../src/secrets.js";
 import { ScriptedServer } from "../hooks/support/rpc-server.js";
 import { BIN, cliEnv, jsonOf } from "../support/cli.js";
-import { ARM, TOKEN, freePort, startGitHub, startProject } from "../support/github-project.js";
+import { ARM, TOKEN, freePort, startGitHub, startProject, webhookProject } from "../support/github-project.js";
 import { RUN_MARKER } from "../support/processes.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -98,15 +98,7 @@ describe.skipIf(process.platform !== "linux")("the daemon's /proc/<pid>/environ"
   }, 60_000);
 
   it("`serve` in the foreground takes systemd's credentials, and names a secret given in its environment", async () => {
-    const gh = await startGitHub();
-    gh.addRepo("octo/repo");
-    const port = await freePort();
-    const p = await startProject({
-      polling: { enabled: false, sources: [] },
-      github: { apiUrl: gh.apiUrl },
-      webhooks: { ghWebhook: { enabled: true, port } },
-      routing: { workspace: { enabled: false } },
-    });
+    const { p } = await webhookProject({ routing: { workspace: { enabled: false } } });
     const credentials = join(await tempDir(), "credentials");
     await mkdir(credentials, { mode: 0o700 });
     await writeFile(join(credentials, "THE_LOOP_GH_WEBHOOK_SECRET"), `${WEBHOOK_SECRET}\n`, { mode: 0o600 });

@@ -4,11 +4,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { sessionSocketPath } from "../../src/daemon/socket/path.js";
 import { jsonOf, runCli } from "../support/cli.js";
-import { graphStatus, sessionEnvOf, specReviewProject } from "../support/graph.js";
+import { graphStatus, sessionVariables, specReviewProject, twoSessions } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
-import { waitFor } from "../support/wait.js";
-import { ARM } from "../support/builders.js";
 
 /**
  * A session's own socket on the real daemon: the session is told its path, and `the-loop ask`
@@ -27,30 +25,18 @@ afterEach(async () => {
 });
 
 /** Only what the session was given of the-loop's: no config file, no state root. */
-const sessionOnly = (env: Record<string, string>): Record<string, string> => ({
-  THE_LOOP_WORK_ITEM: env.THE_LOOP_WORK_ITEM ?? "",
-  THE_LOOP_SESSION_TOKEN: env.THE_LOOP_SESSION_TOKEN ?? "",
-  THE_LOOP_SESSION_SOCKET: env.THE_LOOP_SESSION_SOCKET ?? "",
-});
+const sessionOnly = (env: Record<string, string>): Record<string, string> => sessionVariables(env, { socket: true });
 
 describe("a session's own socket (real daemon)", () => {
   it("serves the session's ask and claim with no config in sight, for its own item only, and closes with the session", async () => {
     // Unsandboxed, so the test can act from outside with the session's own variables as they are.
     project = await specReviewProject({ sandbox: { mode: "none", bind: [] } });
     const p = project;
-    const started = await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" });
-    expect(started.code, started.stderr).toBe(0);
-    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
-    for (const title of ["First", "Second"]) {
-      expect((await p.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
-    }
-    const one = await sessionEnvOf(p, "local:demo#1");
-    const two = await sessionEnvOf(p, "local:demo#2");
+    const { one, two } = await twoSessions(p);
     const socket = one.THE_LOOP_SESSION_SOCKET ?? "";
     expect(socket).toBe(sessionSocketPath(p.root, "local:demo#1"));
     expect(two.THE_LOOP_SESSION_SOCKET).not.toBe(socket);
     await p.waitForEvent("#1's socket", (r) => r.event === "session.socket_opened" && r.work_item === "local:demo#1");
-    await waitFor("both runs", async () => (await graphStatus(p, "#2")).node === "write");
 
     // A folder with no config above it, and a HOME of its own: only the session's variables lead anywhere.
     const elsewhere = await mkdtemp(join(tmpdir(), "the-loop-no-config-"));

@@ -6,11 +6,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { daemonSocketPath } from "../../src/daemon/socket/rpc.js";
 import { workItemSlug } from "../../src/workitem/index.js";
 import { jsonOf } from "../support/cli.js";
-import { graphStatus, sessionEnvOf, specReviewProject } from "../support/graph.js";
+import { graphStatus, sessionVariables, specReviewProject, twoSessions } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
-import { ARM } from "../support/builders.js";
 
 /**
  * The daemon's socket on the real daemon: what a line, a crowd of idle connections, a session
@@ -74,27 +73,16 @@ async function stateSnapshot(p: TestProject): Promise<Record<string, string>> {
   return out;
 }
 
-const inSession = (env: Record<string, string>): Record<string, string> => ({
-  THE_LOOP_WORK_ITEM: env.THE_LOOP_WORK_ITEM ?? "",
-  THE_LOOP_SESSION_TOKEN: env.THE_LOOP_SESSION_TOKEN ?? "",
-});
+const inSession = (env: Record<string, string>): Record<string, string> => sessionVariables(env, { socket: false });
 
 describe("the daemon socket authenticates and bounds its callers (real daemon)", () => {
   it("survives bad lines and 1,000 idle connections, keeps a session to its own item as its agent, and refuses forged actors, a session's force and unserved refs", async () => {
     project = await specReviewProject();
     const p = project;
-    const started = await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" });
-    expect(started.code, started.stderr).toBe(0);
-    await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
-    for (const title of ["First", "Second"]) {
-      expect((await p.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
-    }
-    const one = await sessionEnvOf(p, "local:demo#1");
-    const two = await sessionEnvOf(p, "local:demo#2");
+    const { one, two } = await twoSessions(p);
     const token = one.THE_LOOP_SESSION_TOKEN ?? "";
     expect(token).toMatch(/^[A-Za-z0-9_-]{43}$/);
     expect(two.THE_LOOP_SESSION_TOKEN).not.toBe(token);
-    await waitFor("both runs", async () => (await graphStatus(p, "#2")).node === "write");
     // The record keeps the credential's hash, never the credential.
     const record = JSON.parse(await readFile(join(p.root, "sessions", `${workItemSlug("local:demo#1")}.json`), "utf8")) as Record<string, unknown>;
     expect(record.credentialSha256).toMatch(/^[0-9a-f]{64}$/);

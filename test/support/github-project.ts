@@ -92,6 +92,27 @@ export interface WebhookDaemon {
 }
 
 /**
+ * A fake GitHub with octo/repo, and a project (not started) on it whose webhook receiver listens on
+ * a free port, polling off unless `polling` says otherwise; both stopped after the current test.
+ */
+export async function webhookProject(options: {
+  readonly repo?: { defaultBranch?: string; cloneUrl?: string };
+  readonly polling?: Record<string, unknown>;
+  readonly routing?: Record<string, unknown>;
+}): Promise<{ gh: FakeGitHub; port: number; p: TestProject }> {
+  const gh = await startGitHub();
+  gh.addRepo("octo/repo", options.repo);
+  const port = await freePort();
+  const p = await startProject({
+    polling: options.polling ?? { enabled: false, sources: [] },
+    github: { apiUrl: gh.apiUrl },
+    webhooks: { ghWebhook: { enabled: true, port } },
+    ...(options.routing === undefined ? {} : { routing: options.routing }),
+  });
+  return { gh, port, p };
+}
+
+/**
  * A fake GitHub with octo/repo and alice's armed issue "Add a health check", and a started daemon
  * receiving its webhooks signed with `secret` (polling off unless `polling` says otherwise),
  * both stopped after the current test.
@@ -102,17 +123,9 @@ export async function startWebhookDaemon(options: {
   readonly polling?: Record<string, unknown>;
   readonly routing?: Record<string, unknown>;
 }): Promise<WebhookDaemon> {
-  const gh = await startGitHub();
-  gh.addRepo("octo/repo", options.repo);
+  const { gh, port, p } = await webhookProject(options);
   const issue = gh.addIssue("octo/repo", { title: "Add a health check", user: "alice", labels: [ARM] });
   const ref = `github:${gh.host}/octo/repo#${issue}`;
-  const port = await freePort();
-  const p = await startProject({
-    polling: options.polling ?? { enabled: false, sources: [] },
-    github: { apiUrl: gh.apiUrl },
-    webhooks: { ghWebhook: { enabled: true, port } },
-    ...(options.routing === undefined ? {} : { routing: options.routing }),
-  });
   const env = { GH_TOKEN: TOKEN, THE_LOOP_GH_WEBHOOK_SECRET: options.secret };
   const started = await p.cli(["start", "--json"], env);
   expect(started.code, started.stderr + started.stdout).toBe(0);

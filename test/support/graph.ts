@@ -60,6 +60,18 @@ export interface ClaimJson {
   notes: string[];
 }
 
+/** A project (not started) whose items run on `graph`, written to the state root's graph.yaml, the sessions working in `work/`. */
+export async function graphProject(graph: { readonly name: string }): Promise<TestProject> {
+  const p = await testProject({
+    graph: { enabled: true, default: graph.name },
+    graphs: [{ name: graph.name, path: "graph.yaml" }],
+    routing: { spawnWorkdir: "work" },
+  });
+  await writeFile(join(p.root, "graph.yaml"), stringify(graph));
+  await mkdir(join(p.dir, "work"), { recursive: true });
+  return p;
+}
+
 /** A project on the spec-review graph whose fake harness records its environment, working in `work/`. */
 export async function specReviewProject(routing: Record<string, unknown> = {}): Promise<TestProject> {
   const p = await testProject({
@@ -88,4 +100,27 @@ export async function sessionEnvOf(p: TestProject, ref: string): Promise<Record<
     (await p.transcript()).find((entry) => entry.type === "boot" && entry.environment?.THE_LOOP_WORK_ITEM === ref),
   );
   return boot.environment as Record<string, string>;
+}
+
+/** Two sessions on the spec-review graph: the daemon started (its harness recording its environment), `#1` and `#2` armed by alice, both runs at `write`. */
+export async function twoSessions(p: TestProject): Promise<{ one: Record<string, string>; two: Record<string, string> }> {
+  const started = await p.cli(["start"], { FAKE_HARNESS_RECORD_ENV: "1" });
+  expect(started.code, started.stderr).toBe(0);
+  await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
+  for (const title of ["First", "Second"]) {
+    expect((await p.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
+  }
+  const one = await sessionEnvOf(p, "local:demo#1");
+  const two = await sessionEnvOf(p, "local:demo#2");
+  await waitFor("both runs", async () => (await graphStatus(p, "#2")).node === "write");
+  return { one, two };
+}
+
+/** Only what a session is given of the-loop's, from the environment it was started with: its item, its credential and (`socket`) its own socket's path. */
+export function sessionVariables(env: Record<string, string>, { socket }: { socket: boolean }): Record<string, string> {
+  return {
+    THE_LOOP_WORK_ITEM: env.THE_LOOP_WORK_ITEM ?? "",
+    THE_LOOP_SESSION_TOKEN: env.THE_LOOP_SESSION_TOKEN ?? "",
+    ...(socket ? { THE_LOOP_SESSION_SOCKET: env.THE_LOOP_SESSION_SOCKET ?? "" } : {}),
+  };
 }
