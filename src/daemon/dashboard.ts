@@ -64,7 +64,7 @@ export async function startDashboard(
     events,
     graphs,
     budgetLimits: config.routing.budget,
-    ...(titles !== undefined ? { titleOf: (ref: string) => titles.titleOf(ref) } : {}),
+    ...(titles !== undefined ? { titleOf: (ref: string) => titles.titleOf(ref), refreshTitles: () => titles.refresh() } : {}),
     commentsOf: async (ref, limit) => {
       const tracker = runtime.trackers.forRef(ref);
       if (tracker.recentComments === undefined) throw new Error(`the ${tracker.kind} tracker lists no comments`);

@@ -39,6 +39,7 @@ import { watchLostHosts } from "../adoption/watch.js";
 import type { RuntimeInput } from "./runtime.js";
 import { githubApiUrl, refHostForApiUrl } from "../trackers/github/client.js";
 import { ItemTitles } from "../trackers/titles.js";
+import { databaseItemsUrl, localTitlesOf } from "../trackers/index.js";
 import { notingTitles } from "./item-titles.js";
 import { NOTHING_TO_RUN, listeningUrl, servicesOf } from "./services.js";
 import { Notifier, followOtherProcesses, notifyKeywordsOf, teeEvents } from "../notify/notifier.js";
@@ -74,7 +75,7 @@ export async function serveDaemon(given: RuntimeInput, options: ServeOptions): P
   // Opened first (state.store: files, or a database it migrates or refuses), before any lock is taken.
   const stores = given.stores ?? (await openStores(given.config, given.paths, { name: daemonNameOf(given), host: daemonNameOf(given) }));
   // Built next, so every event the daemon's work records passes it (docs/notifications.md).
-  const notifier = notifierFor(given, options.warn);
+  const notifier = notifierFor(given, options.warn, stores.backend.database !== undefined);
   const withStores: RuntimeInput = { ...given, stores };
   const input: RuntimeInput = notifier ? { ...withStores, events: teeEvents(given.events, (event) => notifier.observe(event)) } : withStores;
   try {
@@ -91,13 +92,14 @@ export async function serveDaemon(given: RuntimeInput, options: ServeOptions): P
  * holds no usable URL is said at start (by the variable's name); its notifications fail with the
  * same words until the variable is set and the daemon restarted.
  */
-function notifierFor(input: RuntimeInput, warn: (message: string) => void): Notifier | undefined {
+function notifierFor(input: RuntimeInput, warn: (message: string) => void, sharedTracker: boolean): Notifier | undefined {
   const { config, paths } = input;
   if (config.notify.sinks.length === 0) return undefined;
   const notifier = new Notifier({
     config: config.notify,
     keywords: notifyKeywordsOf(config),
     localTrackerDir: paths.trackerDir,
+    ...(sharedTracker ? { localItemsUrl: databaseItemsUrl } : {}),
     events: input.events,
   });
   for (const problem of notifier.problems()) warn(`notify: ${problem}`);
@@ -137,7 +139,9 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
     throw error;
   }
   // The titles the events carry, for the dashboard's board (only while it is on: nothing is kept otherwise).
-  const titles = config.dashboard.enabled ? new ItemTitles({ root: paths.root, trackerDir: paths.trackerDir, warn: options.warn }) : undefined;
+  const database = runtime.stores.backend.database;
+  const localTitles = database !== undefined ? { localTitles: () => localTitlesOf(database) } : {};
+  const titles = config.dashboard.enabled ? new ItemTitles({ root: paths.root, trackerDir: paths.trackerDir, warn: options.warn, ...localTitles }) : undefined;
   const ingress = titles !== undefined ? notingTitles(dispatcher, titles) : dispatcher;
   const poller = runs("poller") ? pollerFor(input, runtime, ingress, options.warn, ownership.name) : undefined;
   await poller?.load();

@@ -55,6 +55,8 @@ export interface DashboardDeps {
   readonly budgetLimits?: BudgetLimits;
   /** An item's title as the-loop last read it, without a network call; null when unknown. */
   readonly titleOf?: (ref: string) => string | null;
+  /** Reads the titles `titleOf` answers again, before a board is listed (the local tracker's, when it is in the database). */
+  readonly refreshTitles?: () => Promise<void>;
   /** The item's last `limit` comments from its tracker; throws a NotFoundError when there is no such item. */
   readonly commentsOf?: (ref: string, limit: number) => Promise<readonly TrackerComment[]>;
   /** The item's terminal, read only: the pane of its live session (undefined without one), and how to read it. */
@@ -242,6 +244,7 @@ export class DashboardServer {
       });
     }
     if (method === "GET" && path === "/api/v1/items") {
+      await deps.refreshTitles?.();
       return sendJson(response, 200, listItems(deps.paths, deps.budgetLimits, deps.titleOf, deps.stores, await this.runsOn()));
     }
     if (method === "GET" && path === "/api/v1/sessions") return sendJson(response, 200, listSessions(deps.paths, deps.stores, await this.runsOn()));

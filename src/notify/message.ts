@@ -24,8 +24,11 @@ import type { Notice } from "./moments.js";
 /** Discord refuses a `content` longer than this. */
 export const DISCORD_MAX_CONTENT = 2_000;
 
-/** Where a person looks at the item: its page on GitHub; the local tracker's item file. */
-export function linkOf(workItem: string, localTrackerDir: string): string | undefined {
+/**
+ * Where a person looks at the item: its page on GitHub; the local tracker's item file — or, when
+ * the local tracker is in the state database (`localItemsUrl`), the URL it gives its items there.
+ */
+export function linkOf(workItem: string, localTrackerDir: string, localItemsUrl?: (project: string) => string): string | undefined {
   let ref;
   try {
     ref = parseWorkItemRef(workItem);
@@ -35,6 +38,7 @@ export function linkOf(workItem: string, localTrackerDir: string): string | unde
   }
   // An issue's URL serves a pull request of the same number too (GitHub redirects it).
   if (ref.tracker === "github") return githubItemUrl(ref, "issue");
+  if (localItemsUrl !== undefined) return `${localItemsUrl(ref.project)}/${ref.number}.json`;
   return pathToFileURL(join(localTrackerDir, ref.project, "items", `${ref.number}.json`)).href;
 }
 

@@ -37,6 +37,8 @@ export interface NotifierOptions {
   readonly keywords: NotifyKeywords;
   /** `<state.root>/tracker`: a local item's link is its file there. */
   readonly localTrackerDir: string;
+  /** With the local tracker in the state database: the URL of a project's items there (a link names no file). */
+  readonly localItemsUrl?: (project: string) => string;
   readonly events: EventSink;
   readonly env?: NodeJS.ProcessEnv;
   readonly transport?: NotifyTransport;
@@ -90,7 +92,7 @@ export class Notifier {
   observe(event: MomentEvent): void {
     const notice = noticeOf(event, this.keywords);
     if (notice === undefined) return;
-    const link = linkOf(notice.workItem, this.options.localTrackerDir);
+    const link = linkOf(notice.workItem, this.options.localTrackerDir, this.options.localItemsUrl);
     this.options.config.sinks.forEach((sink, index) => {
       if (!sink.moments.includes(notice.moment)) return;
       this.queues[index]?.offer({ moment: notice.moment, workItem: notice.workItem, eventType: notice.eventType, body: bodyFor(sink.kind, notice, link) });

@@ -24,6 +24,8 @@ export {
   NotLocalRefError,
   SELF_LOGIN,
   copyTrackerToDatabase,
+  databaseItemsUrl,
+  localTitlesOf,
   openLocalTracker,
 } from "./local/index.js";
 export type { LabelChange, LabelChangeResult, ListItemsFilter, LocalItem, LocalTrackerOptions, OpenItemInput, StateChangeResult } from "./local/index.js";

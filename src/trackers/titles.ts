@@ -46,6 +46,11 @@ export interface ItemTitlesOptions {
   readonly root: string;
   /** `<state.root>/tracker`: where local items' titles are read from. */
   readonly trackerDir?: string;
+  /**
+   * With the local tracker in the state database: every local item's title, by ref, read there
+   * (`refresh`); without it a local item's title is read off its snapshot file under `trackerDir`.
+   */
+  readonly localTitles?: () => Promise<ReadonlyMap<string, string>>;
   /** Told when the file cannot be written (the titles stay in memory). */
   readonly warn?: (message: string) => void;
   readonly now?: () => Date;
@@ -57,6 +62,7 @@ export class ItemTitles {
   private writing: Promise<void> | undefined;
   private dirty = false;
   private warned = false;
+  private local: ReadonlyMap<string, string> = new Map();
 
   constructor(private readonly options: ItemTitlesOptions) {
     let value: unknown;
@@ -72,8 +78,23 @@ export class ItemTitles {
 
   /** The item's title: a local item's from its snapshot, another's as last seen; null when unknown. */
   titleOf(ref: string): string | null {
-    if (ref.startsWith("local:")) return this.options.trackerDir !== undefined ? (localTitle(this.options.trackerDir, ref) ?? null) : null;
+    if (ref.startsWith("local:")) {
+      if (this.options.localTitles !== undefined) return this.local.get(ref) ?? null;
+      return this.options.trackerDir !== undefined ? (localTitle(this.options.trackerDir, ref) ?? null) : null;
+    }
     return this.entries.get(ref)?.title ?? null;
+  }
+
+  /** Reads the local items' titles again from the database (before a board is listed); on files, nothing to do. */
+  async refresh(): Promise<void> {
+    const read = this.options.localTitles;
+    if (read === undefined) return;
+    try {
+      this.local = await read();
+    } catch (error) {
+      // The board keeps the titles of the last read: a title is a label, not a decision.
+      this.options.warn?.(`could not read the local items' titles from the state database: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   /** Records the title an event or a read carried for `ref` (canonical); written to the file when it changed. */

@@ -125,6 +125,8 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     expect(started.code, started.stderr + started.stdout).toBe(0);
     await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
     await seedFleet(url, p.root);
+    // A local item of the database's tracker: the board names it by its title, read there.
+    expect((await p.cli(["item", "new", "Add a health check", "--as", "alice"])).code).toBe(0);
 
     const base = jsonOf<{ dashboard: { url: string } }>(await p.cli(["status", "--json"])).dashboard.url;
     const login = new URL(jsonOf<{ url: string }>(await p.cli(["dashboard", "--json"])).url);
@@ -138,6 +140,7 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
       ["local:demo#1", { daemon: "box-a", host: hostname(), here: true }],
       ["local:demo#2", { daemon: "box-b", host: "far.example", here: false }],
     ]);
+    expect(items.items.find((item) => item.ref === "local:demo#1")?.title).toBe("Add a health check");
     const sessions = RESPONSE_SCHEMAS["GET /api/v1/sessions"].parse(await (await get("/api/v1/sessions")).json());
     expect(sessions.sessions.find((session) => session.workItem.ref === "local:demo#2")?.runsOn).toEqual({ daemon: "box-b", host: "far.example", here: false });
 

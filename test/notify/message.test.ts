@@ -29,6 +29,11 @@ describe("linkOf", () => {
   ])("%s → %s", (ref, link) => {
     expect(linkOf(ref, "/state/tracker")).toBe(link);
   });
+
+  it("links a local item to the URL its tracker gives it in the state database, not to a file", () => {
+    expect(linkOf("local:demo#3", "/state/tracker", (project) => `the-loop://local/${project}/items`)).toBe("the-loop://local/demo/items/3.json");
+    expect(linkOf("github:octo/repo#7", "/state/tracker", () => "unused")).toBe("https://github.com/octo/repo/issues/7");
+  });
 });
 
 describe("the body each kind of sink takes", () => {

@@ -221,6 +221,17 @@ export class DatabaseLocalTracker extends LocalTracker {
   }
 }
 
+/** Every local item's title in the database, by ref (the dashboard's board names local items by them): one query. */
+export async function localTitlesOf(database: PostgresDatabase): Promise<Map<string, string>> {
+  const { rows } = await database.pool.query<{ project: string; number: number; title: unknown }>(
+    `SELECT project, number, body->>'title' AS title FROM ${TRACKER_ITEMS_TABLE}`,
+  );
+  const titles = new Map<string, string>();
+  for (const row of rows)
+    if (typeof row.title === "string") titles.set(formatWorkItemRef({ tracker: "local", project: row.project, number: row.number }), row.title);
+  return titles;
+}
+
 /** The local tracker of a state: in its database when it has one (state.store: postgres), else files under `trackerDir`. */
 export function openLocalTracker(options: LocalTrackerOptions & { readonly database?: PostgresDatabase | undefined }): LocalTracker {
   const { database, ...rest } = options;

@@ -13,7 +13,7 @@ export { CorruptTrackerFileError, InvalidCursorError, LocalTrackerInputError, No
 export { LOCAL_LIMITS, LOGIN_PATTERN, SELF_LOGIN, checkActor } from "./limits.js";
 export { CHECK_LOG_MAX_BYTES } from "./item-events.js";
 export type { CheckInput } from "./item-events.js";
-export { DatabaseLocalTracker, databaseItemsUrl, openLocalTracker, trackerLockKey } from "./database-tracker.js";
+export { DatabaseLocalTracker, databaseItemsUrl, localTitlesOf, openLocalTracker, trackerLockKey } from "./database-tracker.js";
 export type { DatabaseTrackerOptions } from "./database-tracker.js";
 export { copyTrackerToDatabase } from "./database-copy.js";
 export type { TrackerCopyCount } from "./database-copy.js";
