@@ -82,6 +82,7 @@ const INTEGRATION = [
   "test/state/crash.test.ts",
   "test/stores/stores-postgres.test.ts",
   "test/fleet/leases-postgres.test.ts",
+  "test/fleet/caps-postgres.test.ts",
   "test/adoption/watchdog-postgres.test.ts",
   "test/ingress/poller-shared-postgres.test.ts",
   "test/forwarding/forward-postgres.test.ts",

@@ -10,6 +10,14 @@ export const limitsSchema = z
       .min(1)
       .optional()
       .describe("Live sessions at once, over every work item. A start beyond it is queued (FIFO) until a session closes. Unset: no cap."),
+    perDaemon: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        "Live sessions this daemon runs at once: its own capacity, which may differ per host. On a database several daemons share (docs/scale.md), a start beyond it is queued for a daemon with room to take; with one daemon it is one more cap like maxLiveSessions. Unset: no cap.",
+      ),
     perHarness: z
       .record(z.string().regex(/^[a-z0-9][a-z0-9_-]{0,31}$/), z.number().int().min(1))
       .default({})

@@ -57,6 +57,7 @@ routing:
   # comment giving its place, and starts by itself when a session closes. Unset: no cap.
   # limits:
   #   maxLiveSessions: 4
+  #   perDaemon: 2                   # this daemon's own capacity (several daemons on one database: docs/scale.md)
   #   perHarness: {codex: 2}
   #   perRepository: {acme/api: 1}   # a repository, or a local project by its name
   #   priorityLabel: urgent          # a queued start carrying this label goes first

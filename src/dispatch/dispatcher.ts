@@ -102,6 +102,7 @@ export class Dispatcher implements EventHandler {
       now,
       self: thisProcess(),
       hooks: options.hooks ?? HookChain.empty(options.events),
+      ownership,
       heavy: new Semaphore(options.routing.maxConcurrentDispatches),
       readyAt: new Map(),
       inputSeen: new WeakSet(),

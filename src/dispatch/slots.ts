@@ -25,9 +25,10 @@ export interface Queued {
 
 export type LimitedClaim = ClaimResult | { readonly queued: Queued };
 
-/** The live sessions as the caps count them: each with its harness. */
-export function liveSlots(ctx: ContextNeeds<never, "registry">): LiveSlot[] {
-  return ctx.options.registry.list({ status: "live" }).records.map((record) => ({ ref: record.workItem.ref, harness: record.harness }));
+/** The live sessions as the caps count them: each with its harness, and whether it runs on this daemon (its lease is this daemon's). */
+export function liveSlots(ctx: ContextNeeds<"ownership", "registry">, records = ctx.options.registry.list({ status: "live" }).records): LiveSlot[] {
+  const ownership = ctx.ownership;
+  return records.map((record) => ({ ref: record.workItem.ref, harness: record.harness, here: ownership?.holds(record.workItem.ref) ?? true }));
 }
 
 /** Whether the item's standing command is a pause: its queued start keeps its place and takes no slot (docs/fleet.md). */
@@ -54,7 +55,7 @@ export function weighedQueue(ctx: ContextNeeds<never, "control">, entries: reado
  * without it (its place is decided once, when it joins).
  */
 export async function claimWithinLimits(
-  ctx: ContextNeeds<"now" | "routing", "control" | "registry" | "startQueue">,
+  ctx: ContextNeeds<"now" | "routing" | "ownership", "control" | "registry" | "startQueue">,
   ref: string,
   harness: string,
   labels: readonly string[],
@@ -64,9 +65,13 @@ export async function claimWithinLimits(
   const limits = ctx.routing.limits;
   if (queue === undefined || (!hasLimits(limits) && queue.read().length === 0)) return claim();
   const priority = limits.priorityLabel !== undefined && hasLabel(labels, limits.priorityLabel);
-  return queue.transaction<LimitedClaim>(async (entries) => {
+  let running = false;
+  const decided = await queue.transaction<LimitedClaim>(async (entries) => {
     const weighed = weighedQueue(ctx, entries);
-    const admission = admit(limits, liveSlots(ctx), weighed, { ref, harness, priority });
+    // Counted from the store, under the queue's lock: every daemon's sessions, each claim before this one's included.
+    const live = liveSlots(ctx, (await ctx.options.registry.listNow({ status: "live" })).records);
+    running = live.some((slot) => slot.ref === ref);
+    const admission = admit(limits, live, weighed, { ref, harness, priority });
     if (admission.kind === "start") {
       const claimed = await claim();
       // Claimed, or another process's session runs for it: either way it waits no more.
@@ -81,6 +86,9 @@ export async function claimWithinLimits(
       result: { queued: { position: place + 1, ahead: admission.ahead, cap: admission.cap, fresh: true } },
     };
   });
+  // A queued start holds no lease: whichever daemon has room when a slot frees takes it from the shared queue.
+  if ("queued" in decided && !running) await ctx.ownership?.release?.(ref);
+  return decided;
 }
 
 /** The comment a queued start leaves on its item. */
@@ -109,7 +117,7 @@ export async function announceQueued(ctx: ContextNeeds<never, "trackers">, turn:
 }
 
 /** The queued starts a free slot lets through now, in the queue's order, a paused one passed over (a damaged queue: none, reported by its reader). */
-export function queuedToStart(ctx: ContextNeeds<"routing", "control" | "registry" | "startQueue">): string[] {
+export function queuedToStart(ctx: ContextNeeds<"routing" | "ownership", "control" | "registry" | "startQueue">): string[] {
   const queue = ctx.options.startQueue;
   if (queue === undefined) return [];
   const entries = queue.read();

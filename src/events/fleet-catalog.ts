@@ -102,7 +102,8 @@ export const FLEET_EVENTS = {
   "lease.released": {
     family: "lease",
     level: "debug",
-    summary: "This daemon gave up the lease of an item with no live session here that it had not acted on for a lease's length.",
+    summary:
+      "This daemon gave up the lease of an item with no live session here: one it had not acted on for a lease's length, or one whose start it left queued for a daemon with room (routing.limits.perDaemon).",
     fields: { work_item: "string", daemon: "string" },
   },
   "forward.sent": {

@@ -23,6 +23,8 @@ export interface Ownership {
   acquire(items: readonly string[]): Promise<void>;
   /** Whether this daemon holds the item's lease, as of its last take or beat (always, on files). */
   holds(item: string): boolean;
+  /** Gives the item's lease up now, so another daemon may act on it at once (a no-op on files). */
+  release?(item: string): Promise<void>;
 }
 
 /** The file store's: one daemon, which owns every item. */
@@ -112,6 +114,12 @@ export class LeasedOwnership implements Ownership {
 
   holds(item: string): boolean {
     return this.held.has(item);
+  }
+
+  async release(item: string): Promise<void> {
+    if (!this.held.delete(item)) return;
+    await this.options.leases.release(item, this.name);
+    this.options.events.emit("lease.released", { work_item: item, daemon: this.name });
   }
 
   async acquire(items: readonly string[]): Promise<void> {

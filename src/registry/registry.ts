@@ -74,6 +74,17 @@ export class SessionRegistry {
   }
 
   /**
+   * list(), read from the store itself rather than its synchronous view: on a database, every
+   * record committed before the call, not the mirror (which may lag by milliseconds) — for a count
+   * a decision rests on, such as the caps under the start queue's lock. On files, list() itself.
+   */
+  async listNow(options: { status?: SessionStatus | "live" } = {}): Promise<RegistryListing> {
+    const wanted = options.status;
+    const keep = (record: SessionRecord): boolean => (wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted);
+    return registryListing(await this.records.list({ keep }));
+  }
+
+  /**
    * Starts a session unless one is live: the check and the write happen under the record's lock,
    * so of any number of processes claiming one work item at once, exactly one gets `claimed`.
    * `build` sees the closed record it replaces, if any.

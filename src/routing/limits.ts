@@ -12,6 +12,8 @@ import { DEFAULT_GITHUB_HOST, parseWorkItemRef, repositoryOf } from "../workitem
 /** The caps as the config gives them; a missing cap is no cap. */
 export interface Limits {
   readonly maxLiveSessions?: number | undefined;
+  /** This daemon's own capacity: its live sessions (`here`), not the fleet's. */
+  readonly perDaemon?: number | undefined;
   readonly perHarness: Readonly<Record<string, number>>;
   /** A repository (`owner/repo`, `host/owner/repo`) or a local project → its cap. */
   readonly perRepository?: Readonly<Record<string, number>> | undefined;
@@ -21,6 +23,11 @@ export interface Limits {
 export interface LiveSlot {
   readonly ref: string;
   readonly harness: string;
+  /**
+   * False for a session another daemon on the shared database runs: it counts toward the fleet's
+   * caps, not this daemon's `perDaemon`. Unset: here (one daemon owns everything on files).
+   */
+  readonly here?: boolean | undefined;
 }
 
 /** A start waiting for a slot, in the queue's order. */
@@ -36,6 +43,7 @@ export interface QueuedStart {
 /** A cap that is full, by the key it has in the config. */
 export type FullCap =
   | { readonly cap: "maxLiveSessions"; readonly limit: number }
+  | { readonly cap: "perDaemon"; readonly limit: number }
   | { readonly cap: "perHarness"; readonly harness: string; readonly limit: number }
   | { readonly cap: "perRepository"; readonly repository: string; readonly limit: number };
 
@@ -46,7 +54,12 @@ export type Admission =
 
 /** Whether the caps on starts are on at all: with none, nothing is ever queued. */
 export function hasLimits(limits: Limits): boolean {
-  return limits.maxLiveSessions !== undefined || Object.keys(limits.perHarness).length > 0 || Object.keys(limits.perRepository ?? {}).length > 0;
+  return (
+    limits.maxLiveSessions !== undefined ||
+    limits.perDaemon !== undefined ||
+    Object.keys(limits.perHarness).length > 0 ||
+    Object.keys(limits.perRepository ?? {}).length > 0
+  );
 }
 
 /**
@@ -70,9 +83,10 @@ function repositoryCaps(limits: Limits): Map<string, number> {
   return new Map(Object.entries(limits.perRepository ?? {}).map(([key, limit]) => [key.toLowerCase(), limit]));
 }
 
-/** Live counts: all, per harness, per repository. */
+/** Live counts: all, on this daemon, per harness, per repository. */
 interface Counts {
   total: number;
+  here: number;
   readonly byHarness: Map<string, number>;
   readonly byRepository: Map<string, number>;
 }
@@ -82,7 +96,7 @@ function bump(map: Map<string, number>, key: string | undefined): void {
 }
 
 function countsOf(live: readonly LiveSlot[]): Counts {
-  const counts: Counts = { total: 0, byHarness: new Map(), byRepository: new Map() };
+  const counts: Counts = { total: 0, here: 0, byHarness: new Map(), byRepository: new Map() };
   for (const slot of live) take(counts, slot);
   return counts;
 }
@@ -90,6 +104,7 @@ function countsOf(live: readonly LiveSlot[]): Counts {
 /** The first cap a start would exceed, given these counts; undefined when it fits. */
 function fullCap(limits: Limits, repositories: Map<string, number>, counts: Counts, start: LiveSlot): FullCap | undefined {
   if (limits.maxLiveSessions !== undefined && counts.total >= limits.maxLiveSessions) return { cap: "maxLiveSessions", limit: limits.maxLiveSessions };
+  if (limits.perDaemon !== undefined && counts.here >= limits.perDaemon) return { cap: "perDaemon", limit: limits.perDaemon };
   const own = limits.perHarness[start.harness];
   if (own !== undefined && (counts.byHarness.get(start.harness) ?? 0) >= own) return { cap: "perHarness", harness: start.harness, limit: own };
   const repository = repositoryKey(start.ref);
@@ -100,8 +115,10 @@ function fullCap(limits: Limits, repositories: Map<string, number>, counts: Coun
   return undefined;
 }
 
+/** A start taken from the queue is weighed as this daemon's: it is this daemon's look at the queue. */
 function take(counts: Counts, start: LiveSlot): void {
   counts.total += 1;
+  if (start.here !== false) counts.here += 1;
   bump(counts.byHarness, start.harness);
   bump(counts.byRepository, repositoryKey(start.ref));
 }
@@ -156,6 +173,8 @@ export function capText(cap: FullCap): string {
   switch (cap.cap) {
     case "maxLiveSessions":
       return `routing.limits.maxLiveSessions ${cap.limit}`;
+    case "perDaemon":
+      return `routing.limits.perDaemon ${cap.limit} (this daemon's capacity)`;
     case "perHarness":
       return `routing.limits.perHarness.${cap.harness} ${cap.limit}`;
     case "perRepository":

@@ -15,6 +15,7 @@ import type { BoundEvents } from "../events/bound.js";
 import type { EventSink } from "../events/log.js";
 import type { HookChain } from "../hooks/chain.js";
 import type { HookRefusal } from "../hooks/types.js";
+import type { Ownership } from "../fleet/ownership.js";
 import { harnessAdapter } from "../harness/adapters.js";
 import type { HarnessAdapter } from "../harness/adapters.js";
 import type { SessionRunner } from "../harness/runner.js";
@@ -159,6 +160,8 @@ export interface DispatchContext {
   /** This process, as the sessions it claims name their claimer. */
   readonly self: SessionClaimer;
   readonly hooks: HookChain;
+  /** Which work items this daemon owns (their leases, on a shared database); unset: all of them. */
+  readonly ownership?: Ownership;
   /** The pool spawns and closes (and respawns) take a slot of; deliveries do not. */
   readonly heavy: Semaphore;
   /** When each freshly (re)started harness may first receive input, by tmux target. */

@@ -18,6 +18,10 @@ const two: Limits = { maxLiveSessions: 2, perHarness: {} };
 const codexOne: Limits = { perHarness: { codex: 1 } };
 const apiOne: Limits = { perHarness: {}, perRepository: { "Acme/API": 1, demo: 2 } };
 const paused = (ref: string, harness = "claude"): QueuedStart => ({ ref, harness, paused: true });
+/** Sessions another daemon on the shared database runs. */
+const elsewhere = (...pairs: [string, string][]): LiveSlot[] => live(...pairs).map((slot) => ({ ...slot, here: false }));
+const oneHere: Limits = { perHarness: {}, perDaemon: 1 };
+const fleetThreeOneHere: Limits = { maxLiveSessions: 3, perHarness: {}, perDaemon: 1 };
 const urgent = (ref: string, harness = "claude"): QueuedStart => ({ ref, harness, priority: true });
 
 describe("admit: start now, or wait in the queue behind the starts ahead", () => {
@@ -114,6 +118,30 @@ describe("admit: start now, or wait in the queue behind the starts ahead", () =>
       { kind: "start" },
     ],
     [
+      "perDaemon: another daemon's sessions leave this one's capacity free",
+      oneHere,
+      elsewhere(["a", "claude"], ["b", "claude"]),
+      [],
+      { ref: "c", harness: "claude" },
+      { kind: "start" },
+    ],
+    [
+      "perDaemon: this daemon at its capacity queues the start for another",
+      oneHere,
+      [...live(["a", "claude"]), ...elsewhere(["b", "claude"])],
+      [],
+      { ref: "c", harness: "claude" },
+      { kind: "queue", ahead: 0, cap: { cap: "perDaemon", limit: 1 } },
+    ],
+    [
+      "perDaemon with room here, but the fleet's cap counts every daemon's sessions",
+      fleetThreeOneHere,
+      elsewhere(["a", "claude"], ["b", "claude"], ["d", "claude"]),
+      [],
+      { ref: "c", harness: "claude" },
+      { kind: "queue", ahead: 0, cap: { cap: "maxLiveSessions", limit: 3 } },
+    ],
+    [
       "the item's own live session is not counted against it",
       two,
       live(["a", "claude"], ["c", "claude"]),
@@ -140,6 +168,15 @@ describe("startable: which queued starts a freed slot lets through, in order", (
       live(["github:acme/api#1", "claude"]),
       queued(["github:acme/api#2", "claude"], ["local:demo#1", "claude"]),
       ["local:demo#1"],
+    ],
+    ["perDaemon: a daemon at its capacity takes nothing from the queue", oneHere, live(["a", "claude"]), queued(["q1", "claude"]), []],
+    ["perDaemon: a daemon with room takes as many as it has room for", oneHere, elsewhere(["a", "claude"]), queued(["q1", "claude"], ["q2", "claude"]), ["q1"]],
+    [
+      "perDaemon and the fleet's cap: room here, but only one slot left in the fleet",
+      { maxLiveSessions: 3, perHarness: {}, perDaemon: 2 },
+      elsewhere(["a", "claude"], ["b", "claude"]),
+      queued(["q1", "claude"], ["q2", "claude"]),
+      ["q1"],
     ],
   ])("%s", (_name, limits, liveSlots, queue, expected) => {
     expect(startable(limits, liveSlots, queue).map((entry) => entry.ref)).toEqual(expected);
@@ -176,6 +213,8 @@ describe("the caps in words and counts", () => {
     expect(capText({ cap: "perHarness", harness: "codex", limit: 1 })).toBe("routing.limits.perHarness.codex 1");
     expect(capText({ cap: "perRepository", repository: "acme/api", limit: 1 })).toBe("routing.limits.perRepository.acme/api 1");
     expect(hasLimits({ perHarness: {}, perRepository: { demo: 1 } })).toBe(true);
+    expect(hasLimits(oneHere)).toBe(true);
+    expect(capText({ cap: "perDaemon", limit: 1 })).toBe("routing.limits.perDaemon 1 (this daemon's capacity)");
     expect(capUsage(apiOne, live(["github:acme/api#1", "codex"], ["local:demo#4", "claude"], ["local:other#1", "claude"]))).toEqual([
       { cap: "perRepository.Acme/API", live: 1, limit: 1 },
       { cap: "perRepository.demo", live: 1, limit: 2 },
