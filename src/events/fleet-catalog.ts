@@ -89,7 +89,7 @@ export const FLEET_EVENTS = {
     family: "lease",
     level: "info",
     summary:
-      "Work for an item another live daemon owns (`owner`, on `host`) was not run here (`work`: event, command or start): the owner does it. Never on the file store, where one daemon owns everything.",
+      "Work for an item another live daemon owns (`owner`, on `host`) was not run here (`work`: event, command or start): the owner does it. An event is forwarded to the owner instead (forward.sent): for an event this says the inbox could not be written. Never on the file store, where one daemon owns everything.",
     fields: { work_item: "string", daemon: "string", owner: "string", host: "string?", work: "string" },
   },
   "lease.lost": {

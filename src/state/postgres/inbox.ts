@@ -50,22 +50,6 @@ export const INBOX_MIGRATION = {
 
 export type InboxKind = "event" | "command";
 
-export interface InboxRow {
-  readonly id: string;
-  readonly key: string;
-  readonly kind: InboxKind;
-  readonly item: string;
-  readonly addressee: string;
-  readonly sender: string;
-  readonly body: unknown;
-  readonly hops: number;
-  readonly createdAt: Date;
-  readonly takenBy: string | null;
-  readonly doneAt: Date | null;
-  readonly doneBy: string | null;
-  readonly answer: unknown;
-}
-
 /** A row to post: addressed to `addressee`, from `sender`. */
 export interface InboxPost {
   readonly key: string;
@@ -74,6 +58,17 @@ export interface InboxPost {
   readonly addressee: string;
   readonly sender: string;
   readonly body: unknown;
+}
+
+/** A row as the table holds it. */
+export interface InboxRow extends InboxPost {
+  readonly id: string;
+  readonly hops: number;
+  readonly createdAt: Date;
+  readonly takenBy: string | null;
+  readonly doneAt: Date | null;
+  readonly doneBy: string | null;
+  readonly answer: unknown;
 }
 
 /** What a post did: a new row, a pending one readdressed, or nothing (the key was pending to that addressee, or done already). */
