@@ -10,6 +10,8 @@ import { TmuxRunner } from "../../src/harness/tmux.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
 import { postgresServer } from "../support/postgres.js";
+import { alive } from "../support/real-agent.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * A session's watchdog on a real server and a real tmux (docs/scale.md, "Fencing"): it keeps the
@@ -28,7 +30,7 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setup(): Promise<{ url: string; leases: PostgresLeases; runner: TmuxRunner; socketName: string; target: string; dir: string }> {
+async function setupOf(): Promise<{ url: string; leases: PostgresLeases; runner: TmuxRunner; socketName: string; target: string; dir: string }> {
   const url = await cluster.freshDatabase();
   const database = await PostgresDatabase.open({ url, name: "test", lockTimeoutMs: 2_000 });
   cleanups.push(() => database.close());
@@ -46,37 +48,29 @@ async function setup(): Promise<{ url: string; leases: PostgresLeases; runner: T
 const take = (leases: PostgresLeases, owner: string, leaseMs: number): Promise<unknown> =>
   leases.decideLease(ITEM, leaseMs, () => ({ write: { owner }, answer: undefined }));
 
-async function until(what: string, check: () => Promise<boolean>, boundMs: number): Promise<number> {
-  const started = Date.now();
-  while (Date.now() - started < boundMs) {
-    if (await check()) return Date.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${what}: not within ${boundMs} ms`);
+/** A harness (`sleep`) in tmux on the item's lease, owned by box-a for `leaseMs`, with its watchdog; the watchdog's pid. */
+async function watched(setup: Awaited<ReturnType<typeof setupOf>>, leaseMs: number, logFile?: string): Promise<number> {
+  const { url, leases, runner, socketName, target, dir } = setup;
+  await take(leases, "box-a", leaseMs);
+  await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
+  const pid = await startWatchdog(
+    { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs, ...(logFile !== undefined ? { logFile } : {}) },
+    watchdogProgram(),
+  );
+  cleanups.unshift(async () => {
+    if (alive(pid)) process.kill(pid, "SIGKILL");
+  });
+  return pid;
 }
 
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const ended = (setup: Awaited<ReturnType<typeof setupOf>>) => async (): Promise<boolean> => (await setup.runner.probe(setup.target)) === "absent";
 
 describe("a session's watchdog (a real server, real tmux)", () => {
   it("keeps the harness while the lease is renewed, and ends it within its reaction time once the lease lapsed", async () => {
-    const { url, leases, runner, socketName, target, dir } = await setup();
-    await take(leases, "box-a", 3_000);
-    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
+    const setup = await setupOf();
+    const { url, leases, runner, target, dir } = setup;
     const logFile = join(dir, "watchdog.log");
-    const pid = await startWatchdog(
-      { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 3_000, logFile },
-      watchdogProgram(),
-    );
-    cleanups.unshift(async () => {
-      if (alive(pid)) process.kill(pid, "SIGKILL");
-    });
+    const pid = await watched(setup, 3_000, logFile);
 
     // The URL is in neither its argv nor its environment.
     const [cmdline, environ] = await Promise.all([readFile(`/proc/${pid}/cmdline`, "utf8"), readFile(`/proc/${pid}/environ`, "utf8")]);
@@ -91,35 +85,28 @@ describe("a session's watchdog (a real server, real tmux)", () => {
     expect(await runner.probe(target)).toBe("live");
 
     // No more beats: the lease lapses 3 s after the last, and the harness ends within the reaction time after that.
-    const tookMs = await until("the harness ended", async () => (await runner.probe(target)) === "absent", 3_000 + watchdogReactionMs(KILL_GRACE_MS));
-    expect(tookMs).toBeGreaterThan(1_000);
-    await until("the watchdog exited", async () => !alive(pid), 5_000);
+    const lastBeat = Date.now();
+    await waitFor("the harness ended", ended(setup), { timeoutMs: 3_000 + watchdogReactionMs(KILL_GRACE_MS), intervalMs: 100 });
+    expect(Date.now() - lastBeat).toBeGreaterThan(1_000);
+    await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 5_000 });
     expect(await readFile(logFile, "utf8")).toMatch(/ended the harness \(SIGTERM\) and its tmux session: the lease of "box-a" lapsed/);
   }, 60_000);
 
   it("ends the harness at its next look once another daemon owns the item", async () => {
-    const { url, leases, runner, socketName, target, dir } = await setup();
-    await take(leases, "box-a", 60_000);
-    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
-    const pid = await startWatchdog({ url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 60_000 });
-    cleanups.unshift(async () => {
-      if (alive(pid)) process.kill(pid, "SIGKILL");
-    });
+    const setup = await setupOf();
+    const { leases, runner, target } = setup;
+    await watched(setup, 60_000);
     await new Promise((resolve) => setTimeout(resolve, 2_500));
     expect(await runner.probe(target)).toBe("live");
     await take(leases, "box-b", 60_000);
-    await until("the harness ended", async () => (await runner.probe(target)) === "absent", watchdogReactionMs(KILL_GRACE_MS));
+    await waitFor("the harness ended", ended(setup), { timeoutMs: watchdogReactionMs(KILL_GRACE_MS), intervalMs: 100 });
   }, 60_000);
 
   it("exits once the harness it watches is gone, leaving the lease alone", async () => {
-    const { url, leases, runner, socketName, target, dir } = await setup();
-    await take(leases, "box-a", 60_000);
-    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
-    const pid = await startWatchdog({ url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 60_000 });
-    cleanups.unshift(async () => {
-      if (alive(pid)) process.kill(pid, "SIGKILL");
-    });
+    const setup = await setupOf();
+    const { runner, target } = setup;
+    const pid = await watched(setup, 60_000);
     await runner.terminate(target, { killHarness: true, graceMs: 500, killSession: true });
-    await until("the watchdog exited", async () => !alive(pid), 5_000);
+    await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 5_000 });
   }, 60_000);
 });

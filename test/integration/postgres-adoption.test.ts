@@ -7,6 +7,7 @@ import { jsonOf } from "../support/cli.js";
 import { queryRows } from "../support/postgres-project.js";
 import { postgresServer } from "../support/postgres.js";
 import { testProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
 import type { TestProject } from "../support/project.js";
 
 /**
@@ -40,16 +41,6 @@ async function project(url: string, name: string): Promise<TestProject> {
   });
 }
 
-async function until<T>(what: string, check: () => Promise<T | undefined>, boundMs: number): Promise<T> {
-  const started = Date.now();
-  while (Date.now() - started < boundMs) {
-    const found = await check();
-    if (found !== undefined) return found;
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-  throw new Error(`${what}: not within ${boundMs} ms`);
-}
-
 const hasSession = async (socketName: string, target: string): Promise<boolean> =>
   run("tmux", ["-L", socketName, "has-session", "-t", `=${target}`]).then(
     () => true,
@@ -78,10 +69,10 @@ describe("adoption of a lost daemon's items (two real daemons, real tmux, a real
     expect((await a.cli(["sessions", "pause", "--work-item", "#2", "--no-comment"])).code).toBe(0);
 
     // The tail of #1's pane is in the database, and redacted: the URL (a secret) is nowhere in it.
-    const tail = await until(
+    const tail = await waitFor(
       "#1's transcript tail",
       async () => (await queryRows<{ tail: string }>(url, "SELECT tail FROM the_loop_transcript_tails WHERE item = 'local:demo#1'"))[0]?.tail,
-      30_000,
+      { timeoutMs: 30_000, intervalMs: 200 },
     );
     expect(tail).toContain("fake-harness: ready");
     const before = (await queryRows<SessionRow>(url, "SELECT item, body FROM the_loop_records WHERE kind = 'sessions' AND body IS NOT NULL")).find(
@@ -97,11 +88,10 @@ describe("adoption of a lost daemon's items (two real daemons, real tmux, a real
     const killedAt = Date.now();
 
     // A's watchdog ends #1's harness within the lease and its reaction time.
-    await until(
-      "A's harness of #1 ended",
-      async () => ((await hasSession(a.socketName, oldTarget)) ? undefined : true),
-      LEASE_SECONDS * 1000 + watchdogReactionMs(KILL_GRACE_SECONDS * 1000) + 2_000,
-    );
+    await waitFor("A's harness of #1 ended", async () => !(await hasSession(a.socketName, oldTarget)), {
+      timeoutMs: LEASE_SECONDS * 1000 + watchdogReactionMs(KILL_GRACE_SECONDS * 1000) + 2_000,
+      intervalMs: 200,
+    });
     const fencedMs = Date.now() - killedAt;
 
     // B adopts #1 after the lease and the grace.
@@ -110,7 +100,10 @@ describe("adoption of a lost daemon's items (two real daemons, real tmux, a real
     expect(Date.now() - killedAt).toBeGreaterThan(fencedMs);
     // Its new session started before the adoption was recorded: the second spawn of #1.
     expect((await b.events()).filter((r) => r.event === "session.spawned" && r.work_item === "local:demo#1")).toHaveLength(2);
-    const boot = await until("the boot line of B's harness", async () => (await b.transcript()).find((entry) => entry.type === "boot"), 15_000);
+    const boot = await waitFor("the boot line of B's harness", async () => (await b.transcript()).find((entry) => entry.type === "boot"), {
+      timeoutMs: 15_000,
+      intervalMs: 200,
+    });
     const prompt = boot?.argv?.join(" ") ?? "";
     expect(prompt).toContain("This session was adopted");
     expect(prompt).toContain('the daemon "box-a"');
