@@ -1,8 +1,8 @@
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
+import { agentSuite, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { ARM } from "../support/builders.js";
 
@@ -17,21 +17,7 @@ const QUESTION = "Should the cache live in Redis or in memory?";
 const ANSWER = "In memory for now, please.";
 const ASK_TOOL = "mcp__the-loop__ask";
 
-let binary = "";
-let project: TestProject | undefined;
-let stub: ModelStub | undefined;
-
-beforeAll(async () => {
-  binary = await claudeBinary();
-}, 300_000);
-
-afterEach(async () => {
-  // Claude Code writes into its home until it has exited; the scratch home goes after it.
-  if (project !== undefined) await endAgentProject(project);
-  project = undefined;
-  await stub?.close();
-  stub = undefined;
-});
+const agent = agentSuite<ModelStub>(claudeBinary, { installTimeoutMs: 300_000 });
 
 /** The names of the tools a request offered the model. */
 function toolNames(request: ModelRequest): string[] {
@@ -60,22 +46,22 @@ interface SessionsJson {
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
 const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
-  waitInSession(p, what, probe, { timeoutMs: 45_000, requests: () => (stub?.requests ?? []).map((r) => requestLine(r, toolNames(r), 200)) });
+  waitInSession(p, what, probe, { timeoutMs: 45_000, requests: () => (agent.stub?.requests ?? []).map((r) => requestLine(r, toolNames(r), 200)) });
 
 describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) with the-loop's MCP server`, { timeout: 120_000 }, () => {
   it("calls mcp__the-loop__ask with no tool of the operator's allowed, and the question appears on the work item; the answer comes back", async () => {
     const home = await claudeHome();
-    stub = await startModelStub(askThroughMcp);
-    const p = await testProject({ routing: { defaultHarness: "claude", harnesses: { claude: { command: [binary] } } } });
-    project = p;
-    const started = await p.cli(["start"], claudeEnv(home, stub.url));
+    agent.stub = await startModelStub(askThroughMcp);
+    const p = await testProject({ routing: { defaultHarness: "claude", harnesses: { claude: { command: [agent.binary] } } } });
+    agent.project = p;
+    const started = await p.cli(["start"], claudeEnv(home, agent.stub.url));
     expect(started.code, started.stderr).toBe(0);
     await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
     expect((await p.cli(["item", "new", "Pick a cache", "--label", ARM, "--as", "alice"])).code).toBe(0);
     await p.waitForEvent("the spawn", (r) => r.event === "session.spawned", 30_000);
 
     const offered = await inSession(p, "a model request offering the-loop's tools", async () =>
-      stub?.requests.find((r) => r.agentic && toolNames(r).includes(ASK_TOOL)),
+      agent.stub?.requests.find((r) => r.agentic && toolNames(r).includes(ASK_TOOL)),
     );
     expect(toolNames(offered)).toEqual(expect.arrayContaining(["mcp__the-loop__graph_complete", "mcp__the-loop__graph_status", "mcp__the-loop__why"]));
 
@@ -85,12 +71,12 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) with the-loop's MCP 
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
     // The tool's answer reached the model as the tool's result: no prompt stood in between.
     const result = await inSession(p, "the tool's result in the next request", async () =>
-      stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question on local:demo#1")),
+      agent.stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question on local:demo#1")),
     );
     expect(result.lastUserText).toMatch(/Now stop and wait/);
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    await inSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
+    await inSession(p, "the answer in the model's next request", async () => agent.stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     expect(await screenOf(p, session?.tmuxTarget ?? "")).not.toMatch(/Do you want to proceed|Enter to confirm/);
   });

@@ -3,14 +3,14 @@ import { existsSync } from "node:fs";
 import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MCP_TOOL_NAMES } from "../../src/harness/mcp.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { CODEX_KEY_ENV, CODEX_VERSION, codexBinary, codexEnv, codexHome, readCodexConfig } from "../support/codex.js";
-import { alive, endAgentProject, livePanePids, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
+import { agentSuite, alive, livePanePids, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
-import { startRefusingProxy, type RefusingProxy } from "../support/refusing-proxy.js";
+import { startRefusingProxy } from "../support/refusing-proxy.js";
 import { startResponsesStub, type ResponsesReply, type ResponsesRequest, type ResponsesStub } from "../support/responses-stub.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -39,24 +39,7 @@ const ANNOUNCEMENT = "CONNECT raw.githubusercontent.com:443";
  */
 const MCP_NAMESPACE = "mcp__the_loop";
 
-let binary = "";
-let project: TestProject | undefined;
-let stub: ResponsesStub | undefined;
-let proxy: RefusingProxy | undefined;
-
-beforeAll(async () => {
-  binary = await codexBinary();
-}, 600_000);
-
-afterEach(async () => {
-  // Codex writes into its home until it has exited; the scratch home goes after it.
-  if (project !== undefined) await endAgentProject(project);
-  project = undefined;
-  await stub?.close();
-  stub = undefined;
-  await proxy?.close();
-  proxy = undefined;
-});
+const agent = agentSuite<ResponsesStub>(codexBinary, { installTimeoutMs: 600_000 });
 
 /** The agent's script: ask the operator once through `the-loop ask`, then acknowledge whatever comes. */
 function askOnce(request: ResponsesRequest, agentic: readonly ResponsesRequest[]): ResponsesReply {
@@ -88,7 +71,7 @@ function askByMcp(request: ResponsesRequest, agentic: readonly ResponsesRequest[
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
 // Codex starts its MCP servers before its first turn, and a loaded CI machine takes its time: 60 s, polled.
 const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
-  waitInSession(p, what, probe, { timeoutMs: 60_000, events: 20, withoutPoll: true, requests: () => (stub?.requests ?? []).map((r) => requestLine(r)) });
+  waitInSession(p, what, probe, { timeoutMs: 60_000, events: 20, withoutPoll: true, requests: () => (agent.stub?.requests ?? []).map((r) => requestLine(r)) });
 
 interface ItemJson {
   comments: { author: string | null; body: string }[];
@@ -105,19 +88,19 @@ async function codexProject(home: string, routing: Record<string, unknown> = {})
   const p = await testProject({
     routing: {
       defaultHarness: "codex",
-      harnesses: { codex: { command: [binary] } },
+      harnesses: { codex: { command: [agent.binary] } },
       spawnWorkdir: "wt",
       ...routing,
       tmux: { passEnv: [CODEX_KEY_ENV], ...(routing.tmux as Record<string, unknown> | undefined) },
     },
   });
-  project = p;
+  agent.project = p;
   const mainRepo = await tempDir("the-loop-codex-repo-");
   const git = (args: string[], cwd: string) => run("git", args, { cwd });
   await git(["init", "-q", "-b", "main"], mainRepo);
   await git(["-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "init"], mainRepo);
   await git(["worktree", "add", "-q", "-b", "item-1", join(p.dir, "wt")], mainRepo);
-  const started = await p.cli(["start"], codexEnv(home, proxy?.url ?? ""));
+  const started = await p.cli(["start"], codexEnv(home, agent.proxy?.url ?? ""));
   expect(started.code, started.stderr).toBe(0);
   await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
   expect((await p.cli(["item", "new", "Choose a database", "--as", "alice"])).code).toBe(0);
@@ -128,12 +111,12 @@ async function codexProject(home: string, routing: Record<string, unknown> = {})
 
 describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_000 }, () => {
   it("starts unattended in a worktree it has never seen, asks through the-loop, hears the answer, keeps a hostile comment as text, and resumes after its pane dies", async () => {
-    stub = await startResponsesStub(askOnce);
-    proxy = await startRefusingProxy();
-    const home = await codexHome(stub.url);
+    agent.stub = await startResponsesStub(askOnce);
+    agent.proxy = await startRefusingProxy();
+    const home = await codexHome(agent.stub.url);
     const { p, mainRepo } = await codexProject(home);
 
-    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => agent.stub?.requests.find((r) => r.agentic));
     expect(first.lastUserText).toContain("Choose a database");
 
     const asked = await inSession(p, "the question on the work item", async () =>
@@ -153,14 +136,14 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
     const answered = await inSession(p, "the answer in the model's next request", async () =>
-      stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
+      agent.stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
     );
     expect(answered.lastUserText).toContain("alice");
 
     // A comment full of shell and terminal tricks reaches the model as text, and nothing of it runs.
     expect((await p.cli(["item", "comment", "#1", HOSTILE, "--as", "alice"])).code).toBe(0);
     const hostile = await inSession(p, "the hostile comment in a model request", async () =>
-      stub?.requests.find((r) => r.agentic && r.lastUserText.includes("$(touch PWNED)")),
+      agent.stub?.requests.find((r) => r.agentic && r.lastUserText.includes("$(touch PWNED)")),
     );
     expect(hostile.lastUserText).toContain("/quit");
     expect(hostile.lastUserText).toContain("and a second line");
@@ -178,19 +161,19 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     const [pid] = await livePanePids(p.socketName, target);
     process.kill(-(pid ?? 0), "SIGTERM");
     await waitFor("Codex to exit", () => !alive(pid ?? 0), { timeoutMs: 10_000 });
-    const before = stub.requests.length;
+    const before = agent.stub.requests.length;
     expect((await p.cli(["item", "comment", "#1", AFTER_RESPAWN, "--as", "alice"])).code).toBe(0);
     const respawned = await p.waitForEvent("the respawn", (r) => r.event === "session.respawned", 30_000);
     expect(respawned).toMatchObject({ resumed: true, harness_session_id: id });
     const resumed = await inSession(p, "the comment in the resumed conversation", async () =>
-      stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes(AFTER_RESPAWN)),
+      agent.stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes(AFTER_RESPAWN)),
     );
     expect(resumed.allText).toContain(ANSWER);
     expect(await rolloutIds(home)).toEqual([id]);
 
     // Nothing but the model call reached anything; Codex's one request elsewhere was refused.
-    expect(stub.refused).toEqual([]);
-    expect(proxy.refused).toEqual([ANNOUNCEMENT, ANNOUNCEMENT]);
+    expect(agent.stub.refused).toEqual([]);
+    expect(agent.proxy.refused).toEqual([ANNOUNCEMENT, ANNOUNCEMENT]);
 
     // Its session ended, nothing Codex started is left running: no background server of its own.
     expect((await processesOf(home)).length).toBeGreaterThan(0);
@@ -199,12 +182,12 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
   });
 
   it("registers the-loop's MCP server for the session: the model sees its four tools, and its ask posts the question on the work item, marked, with no approval asked", async () => {
-    stub = await startResponsesStub(askByMcp);
-    proxy = await startRefusingProxy();
-    const home = await codexHome(stub.url);
+    agent.stub = await startResponsesStub(askByMcp);
+    agent.proxy = await startRefusingProxy();
+    const home = await codexHome(agent.stub.url);
     const { p } = await codexProject(home);
 
-    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => agent.stub?.requests.find((r) => r.agentic));
     const offered = toolNames(first);
     expect(offered.filter((name) => name.startsWith(`${MCP_NAMESPACE}/`)).sort(), offered.join(", ")).toEqual(
       MCP_TOOL_NAMES.map((tool) => `${MCP_NAMESPACE}/${tool}`).sort(),
@@ -216,20 +199,20 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect(asked.body).toContain("<!-- the-loop:agent-comment -->");
     // The tool's answer went back to the model: the call ran, and no approval question held it.
     const answered = await inSession(p, "the tool's answer in the model's next request", async () =>
-      stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question")),
+      agent.stub?.requests.find((r) => r.agentic && r.lastUserText.includes("Posted your question")),
     );
     expect(answered.lastUserText).toContain("#1");
     // The operator's config.toml names no server of the-loop's: the registration is the run's own.
     expect(await readCodexConfig(home)).not.toContain("mcp_servers");
 
-    expect(stub.refused).toEqual([]);
-    expect(proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
+    expect(agent.stub.refused).toEqual([]);
+    expect(agent.proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
   });
 
   it("without the pre-seed it stops on the trust screen, and input waits instead of answering it", async () => {
-    stub = await startResponsesStub(askOnce);
-    proxy = await startRefusingProxy();
-    const home = await codexHome(stub.url);
+    agent.stub = await startResponsesStub(askOnce);
+    agent.proxy = await startRefusingProxy();
+    const home = await codexHome(agent.stub.url);
     const { p } = await codexProject(home, { harnessTrust: { enabled: false }, tmux: { readyTimeoutSeconds: 2 } });
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     const target = session?.tmuxTarget ?? "";
@@ -243,8 +226,8 @@ describe(`the real Codex CLI (${CODEX_VERSION}) as the harness`, { timeout: 180_
     expect(held.blocked).toBe(true);
     // The screen is still there: the comment's Enter did not pick "Trust and continue".
     expect(await screenOf(p, target)).toMatch(/Trust this folder\?/);
-    expect(stub.requests.filter((r) => r.agentic)).toHaveLength(0);
-    expect(proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
+    expect(agent.stub.requests.filter((r) => r.agentic)).toHaveLength(0);
+    expect(agent.proxy.refused.filter((attempt) => attempt !== ANNOUNCEMENT)).toEqual([]);
   });
 });
 

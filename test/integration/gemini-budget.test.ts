@@ -1,9 +1,8 @@
-import { afterEach, beforeAll, describe, it } from "vitest";
+import { describe, it } from "vitest";
 import { BUDGET_TOKENS, PER_REQUEST, WORK_COMMAND, crossBudget, toldResumed } from "../support/budget-run.js";
 import { GEMINI_CLI_VERSION, geminiBinary, geminiEnv, geminiHome } from "../support/gemini.js";
 import { startGeminiStub, type GeminiReply, type GeminiRequest, type GeminiStub } from "../support/gemini-stub.js";
-import { endAgentProject } from "../support/real-agent.js";
-import type { TestProject } from "../support/project.js";
+import { agentSuite } from "../support/real-agent.js";
 
 /**
  * A budget crossed by the real Gemini CLI, pinned, against a scripted Gemini API whose every
@@ -11,21 +10,7 @@ import type { TestProject } from "../support/project.js";
  * message's `tokens`); the run is test/support/budget-run.ts.
  */
 
-let binary = "";
-let project: TestProject | undefined;
-let stub: GeminiStub | undefined;
-
-beforeAll(async () => {
-  binary = await geminiBinary();
-}, 300_000);
-
-afterEach(async () => {
-  // Gemini CLI outlives a tmux server that goes away under it: its harness is ended first.
-  if (project !== undefined) await endAgentProject(project, { terminateFirst: true });
-  project = undefined;
-  await stub?.close();
-  stub = undefined;
-});
+const agent = agentSuite<GeminiStub>(geminiBinary, { installTimeoutMs: 300_000, terminateFirst: true });
 
 /** Works on and on (a shell step after each reply) until it is told it was resumed; then it is done. */
 function busyUntilResumed(request: GeminiRequest): GeminiReply {
@@ -35,18 +20,18 @@ function busyUntilResumed(request: GeminiRequest): GeminiReply {
 
 describe(`a routing.budget crossed by the real Gemini CLI (${GEMINI_CLI_VERSION})`, { timeout: 180_000 }, () => {
   it(`pauses the item at ${BUDGET_TOKENS} tokens with the figures, interrupts the turn with Escape, and resumes with --budget +N`, async () => {
-    stub = await startGeminiStub(busyUntilResumed, { usage: { promptTokenCount: PER_REQUEST.input, candidatesTokenCount: PER_REQUEST.output } });
-    const models = stub;
+    agent.stub = await startGeminiStub(busyUntilResumed, { usage: { promptTokenCount: PER_REQUEST.input, candidatesTokenCount: PER_REQUEST.output } });
+    const models = agent.stub;
     const home = await geminiHome();
     await crossBudget(
       {
         harness: "gemini",
-        routing: { defaultHarness: "gemini", harnesses: { gemini: { command: [binary] } } },
+        routing: { defaultHarness: "gemini", harnesses: { gemini: { command: [agent.binary] } } },
         env: geminiEnv(home, models),
         agenticTexts: () => models.requests.filter((r) => r.agentic).map((r) => r.lastUserText),
         interrupted: /Request cancelled/,
       },
-      (p) => (project = p),
+      (p) => (agent.project = p),
     );
   });
 });

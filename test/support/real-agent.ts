@@ -1,7 +1,9 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
+import { afterEach, beforeAll } from "vitest";
 import { jsonOf } from "./cli.js";
 import type { TestProject } from "./project.js";
+import type { RefusingProxy } from "./refusing-proxy.js";
 import { waitFor } from "./wait.js";
 
 const run = promisify(execFile);
@@ -117,4 +119,39 @@ export async function waitInSession<T>(p: TestProject, what: string, probe: () =
       cause: error,
     });
   }
+}
+
+/** What a real-agent test file holds: the pinned CLI, and what its current test started. */
+export interface AgentSuite<S extends { close(): Promise<void> }> {
+  /** The pinned CLI's path, once installed. */
+  binary: string;
+  project: TestProject | undefined;
+  /** The scripted model API. */
+  stub: S | undefined;
+  proxy: RefusingProxy | undefined;
+}
+
+/**
+ * The hooks every real-agent test file needs: the pinned CLI installed once (`install`, within
+ * `installTimeoutMs`), and after each test its project ended first — the agent writes into its
+ * home until it has exited; `terminateFirst` for one that outlives its tmux server — then the
+ * model stub and the proxy closed.
+ */
+export function agentSuite<S extends { close(): Promise<void> }>(
+  install: () => Promise<string>,
+  options: { readonly installTimeoutMs: number; readonly terminateFirst?: boolean },
+): AgentSuite<S> {
+  const suite: AgentSuite<S> = { binary: "", project: undefined, stub: undefined, proxy: undefined };
+  beforeAll(async () => {
+    suite.binary = await install();
+  }, options.installTimeoutMs);
+  afterEach(async () => {
+    if (suite.project !== undefined) await endAgentProject(suite.project, options.terminateFirst === true ? { terminateFirst: true } : {});
+    suite.project = undefined;
+    await suite.stub?.close();
+    suite.stub = undefined;
+    await suite.proxy?.close();
+    suite.proxy = undefined;
+  });
+  return suite;
 }
