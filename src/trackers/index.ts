@@ -24,6 +24,7 @@ export {
   NotLocalRefError,
   SELF_LOGIN,
   copyTrackerToDatabase,
+  damagedTrackerRows,
   databaseItemsUrl,
   localTitlesOf,
   openLocalTracker,

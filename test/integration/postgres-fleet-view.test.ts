@@ -89,6 +89,8 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     expect(table.stdout).toMatch(/daemon\s+host/);
     expect(table.stdout).toMatch(/local:demo#2\s+active.*box-b\s+far\.example/);
 
+    // A change row of the database's local tracker that does not read: status names the row, not a file.
+    await queryRows(url, `INSERT INTO the_loop_tracker_journal (project, seq, number, line) VALUES ('demo', 1, 1, '{"not":"a change"}')`);
     const status = await p.cli(["status", "--json"]);
     const report = jsonOf<{
       daemons: { name: string; host: string; late: boolean; leases: number; heartbeatAgeSeconds: number }[];
@@ -102,6 +104,9 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     const late = report.problems.filter((problem) => problem.code === "daemon-late");
     expect(late).toHaveLength(1);
     expect(late[0]?.message).toMatch(/the daemon "box-b" on far\.example \(pid 4242\) has not sent a heartbeat for \d+ s/);
+    const damaged = report.problems.filter((problem) => problem.code === "damaged-file");
+    expect(damaged).toHaveLength(1);
+    expect(damaged[0]?.message).toMatch(/the_loop_tracker_journal\(demo, seq 1\).*a change is not a change record/);
     const text = await p.cli(["status"]);
     expect(text.stdout).toMatch(/daemons on the state database:/);
     expect(text.stdout).toMatch(/box-b\s+far\.example\s+4242\s+\d+ s ago \(late\)\s+1/);

@@ -36,6 +36,7 @@ import type {
 } from "./problems.js";
 
 import type { Stores } from "../../stores/stores.js";
+import type { PostgresDatabase } from "../../state/index.js";
 import { lateDaemonProblem, readFleetView } from "../../fleet/view.js";
 import type { DaemonView } from "../../fleet/view.js";
 /**
@@ -102,7 +103,7 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
   const [token, hooks, journals, sandbox] = await Promise.all([
     githubTokenFact(config, services, cycles, options.env ?? process.env),
     requiredHookProbes(config, options.configDir, options.hookProbeTimeoutMs ?? HOOK_PROBE_TIMEOUT_MS),
-    damagedJournals(paths.trackerDir),
+    damagedJournals(paths.trackerDir, options.stores?.backend.database),
     sandboxFact(config.routing.sandbox.mode),
   ]);
   const problems = statusProblems({
@@ -259,7 +260,12 @@ function isPendingStart(record: ControlRecord): boolean {
 }
 
 /** Each local project's journal with a complete line that does not read (a torn last line is a writer mid-append). */
-async function damagedJournals(trackerDir: string): Promise<DamagedFile[]> {
+async function damagedJournals(trackerDir: string, database: PostgresDatabase | undefined): Promise<DamagedFile[]> {
+  if (database !== undefined) {
+    // The local tracker is in the state database: its rows, not the files (loaded here only: the schemas bring zod).
+    const { damagedTrackerRows } = await import("../../trackers/index.js");
+    return (await damagedTrackerRows(database)).map((row) => ({ kind: "local tracker journal", file: row.where, reason: row.reason, remedy: row.remedy }));
+  }
   let projects: string[];
   try {
     projects = readdirSync(trackerDir, { withFileTypes: true })

@@ -33,7 +33,7 @@ export interface DatabaseTrackerOptions extends LocalTrackerOptions {
 }
 
 /** What to do about a row that does not read: a row of the database, not a file. */
-const ROW_REMEDY =
+export const TRACKER_ROW_REMEDY =
   `it is a row of the state database, not a file: see it with \`SELECT * FROM ${TRACKER_ITEMS_TABLE} WHERE project = '…' AND number = …\` ` +
   `(or ${TRACKER_JOURNAL_TABLE} for a change) and put its body right by hand from the project's journal rows before using this project again`;
 
@@ -207,7 +207,7 @@ export class DatabaseLocalTracker extends LocalTracker {
   private lineOf(project: string, value: unknown): JournalLine {
     const result = journalLineSchema.safeParse(value);
     if (!result.success) {
-      throw new CorruptTrackerFileError(this.journalOf(project), `a change is not a change record (${schemaProblem(result.error)})`, ROW_REMEDY, "row");
+      throw new CorruptTrackerFileError(this.journalOf(project), `a change is not a change record (${schemaProblem(result.error)})`, TRACKER_ROW_REMEDY, "row");
     }
     return result.data;
   }
@@ -215,8 +215,8 @@ export class DatabaseLocalTracker extends LocalTracker {
   private snapshotOf(project: string, number: number, value: unknown): ItemSnapshot {
     const where = `${TRACKER_ITEMS_TABLE}(${project}, ${number})`;
     const result = itemSnapshotSchema.safeParse(value);
-    if (!result.success) throw new CorruptTrackerFileError(where, schemaProblem(result.error), ROW_REMEDY, "row");
-    if (result.data.number !== number) throw new CorruptTrackerFileError(where, `it holds item #${result.data.number}`, ROW_REMEDY, "row");
+    if (!result.success) throw new CorruptTrackerFileError(where, schemaProblem(result.error), TRACKER_ROW_REMEDY, "row");
+    if (result.data.number !== number) throw new CorruptTrackerFileError(where, `it holds item #${result.data.number}`, TRACKER_ROW_REMEDY, "row");
     return result.data;
   }
 }

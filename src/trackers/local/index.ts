@@ -16,4 +16,6 @@ export type { CheckInput } from "./item-events.js";
 export { DatabaseLocalTracker, databaseItemsUrl, localTitlesOf, openLocalTracker, trackerLockKey } from "./database-tracker.js";
 export type { DatabaseTrackerOptions } from "./database-tracker.js";
 export { copyTrackerToDatabase } from "./database-copy.js";
+export { damagedTrackerRows } from "./database-scan.js";
+export type { DamagedTrackerRow } from "./database-scan.js";
 export type { TrackerCopyCount } from "./database-copy.js";
