@@ -61,12 +61,14 @@ export interface CommandForwarding {
   /** This host's daemon's name (state.daemonName, else the host's): who sends, and whose items run here. */
   readonly local: string;
   readonly leaseMs: number;
+  /** state.adoptGraceSeconds, in ms (0: none). */
+  readonly graceMs?: number;
   readonly events: EventSink;
 }
 
 /** Where the command on `item` goes now. */
 export async function routeOf(forwarding: CommandForwarding, item: string): Promise<CommandRoute> {
-  return commandRoute(item, forwarding.local, fleetView(await forwarding.fleet.fleet(), forwarding.leaseMs));
+  return commandRoute(item, forwarding.local, fleetView(await forwarding.fleet.fleet(), forwarding.leaseMs, forwarding.graceMs));
 }
 
 /** An answer that is the owner's refusal: its message, as the owner wrote it. */

@@ -22,13 +22,17 @@ export interface FleetView {
   readonly now: Date;
   /** state.leaseSeconds, in ms. */
   readonly leaseMs: number;
+  /** state.adoptGraceSeconds, in ms: a lapsed lease is still its owner's this long (leaseDecision's grace). */
+  readonly graceMs: number;
 }
 
 export function fleetView(
   rows: { readonly daemons: readonly DaemonRow[]; readonly leases: readonly LeaseRow[]; readonly now: Date },
   leaseMs: number,
+  graceMs = 0,
 ): FleetView {
   return {
+    graceMs,
     daemons: new Map(rows.daemons.map((row) => [row.name, row])),
     leases: new Map(rows.leases.map((row) => [row.item, row])),
     now: rows.now,
@@ -41,9 +45,9 @@ export function daemonLive(daemon: DaemonRow | undefined, now: Date, leaseMs: nu
   return daemon !== undefined && daemon.stoppedAt === null && now.getTime() - daemon.heartbeatAt.getTime() <= leaseMs;
 }
 
-/** The live owner of an item's lease, if one holds it now. */
-export function liveOwner(lease: LeaseRow | undefined, now: Date): string | undefined {
-  return lease !== undefined && lease.expiresAt.getTime() > now.getTime() ? lease.owner : undefined;
+/** The owner of an item's lease while no other daemon may take it (until `graceMs` past its expiry), if one holds it now. */
+export function liveOwner(lease: LeaseRow | undefined, now: Date, graceMs = 0): string | undefined {
+  return lease !== undefined && lease.expiresAt.getTime() + graceMs > now.getTime() ? lease.owner : undefined;
 }
 
 /**
@@ -57,7 +61,7 @@ export type InboxTurn =
 
 export function inboxTurn(row: Pick<InboxRow, "addressee" | "item" | "hops">, self: string, fleet: FleetView): InboxTurn {
   if (row.addressee === self) return { kind: "run" };
-  const owner = liveOwner(fleet.leases.get(row.item), fleet.now);
+  const owner = liveOwner(fleet.leases.get(row.item), fleet.now, fleet.graceMs);
   if (owner === row.addressee) return { kind: "wait" };
   if (daemonLive(fleet.daemons.get(row.addressee), fleet.now, fleet.leaseMs)) return { kind: "wait" };
   if (row.hops >= MAX_HOPS) return { kind: "give-up" };
@@ -75,7 +79,7 @@ export function inboxTurn(row: Pick<InboxRow, "addressee" | "item" | "hops">, se
 export type CommandRoute = { readonly kind: "here" } | { readonly kind: "owner"; readonly owner: string; readonly host: string | undefined };
 
 export function commandRoute(item: string, local: string, fleet: FleetView): CommandRoute {
-  const owner = liveOwner(fleet.leases.get(item), fleet.now);
+  const owner = liveOwner(fleet.leases.get(item), fleet.now, fleet.graceMs);
   if (owner === undefined || owner === local) return { kind: "here" };
   return { kind: "owner", owner, host: fleet.daemons.get(owner)?.host };
 }

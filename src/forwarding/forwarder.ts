@@ -41,6 +41,8 @@ export interface ForwarderOptions {
   /** This daemon's name (state.daemonName). */
   readonly name: string;
   readonly leaseMs: number;
+  /** state.adoptGraceSeconds, in ms (0: none). */
+  readonly graceMs?: number;
   /** How often the inbox is looked at without a notification (state.heartbeatSeconds). */
   readonly sweepMs: number;
   readonly events: EventSink;
@@ -180,7 +182,7 @@ export class Forwarder {
     const { inbox, name } = this.options;
     const rows = (await inbox.pending()).filter((row) => !this.running.has(row.id));
     if (rows.length === 0) return;
-    const fleet = fleetView(await this.options.fleet.fleet(), this.options.leaseMs);
+    const fleet = fleetView(await this.options.fleet.fleet(), this.options.leaseMs, this.options.graceMs);
     for (const row of rows) {
       if (this.stopped) return;
       const turn = inboxTurn(row, name, fleet);

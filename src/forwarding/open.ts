@@ -17,6 +17,7 @@ export interface ForwardingSettings {
   readonly name: string;
   readonly leaseSeconds: number;
   readonly heartbeatSeconds: number;
+  readonly adoptGraceSeconds?: number;
   readonly events: EventSink;
 }
 
@@ -36,6 +37,7 @@ export function commandForwardingOn(database: PostgresDatabase, settings: Forwar
     listener: () => database.client("forward"),
     local: settings.name,
     leaseMs: settings.leaseSeconds * 1000,
+    graceMs: (settings.adoptGraceSeconds ?? 0) * 1000,
     events: settings.events,
   };
 }

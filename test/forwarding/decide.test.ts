@@ -61,6 +61,19 @@ describe("inboxTurn", () => {
   });
 });
 
+describe("inboxTurn with state.adoptGraceSeconds", () => {
+  const graced = (leases: LeaseRow[]) => fleetView({ daemons: [daemon("a", 60_000)], leases, now }, leaseMs, 15_000);
+  it("leaves a row of a gone daemon while its lapsed lease is within the grace, as leaseDecision leaves the item", () => {
+    expect(inboxTurn({ addressee: "a", item: ITEM, hops: 0 }, "b", graced([lease(ITEM, "a", -5_000)]))).toEqual({ kind: "wait" });
+  });
+  it("takes it past the grace", () => {
+    expect(inboxTurn({ addressee: "a", item: ITEM, hops: 0 }, "b", graced([lease(ITEM, "a", -16_000)]))).toEqual({ kind: "readdress", to: "b" });
+  });
+  it("sends a command to the owner while its lease is within the grace", () => {
+    expect(commandRoute(ITEM, "b", graced([lease(ITEM, "a", -5_000)]))).toEqual({ kind: "owner", owner: "a", host: "a.example" });
+  });
+});
+
 describe("commandRoute", () => {
   it.each([
     ["a free item runs here", [], { kind: "here" }],
