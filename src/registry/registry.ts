@@ -22,6 +22,11 @@ export type ClaimResult = { readonly claimed: true; readonly record: SessionReco
 /** Reads of one record parse it with the schema, which the registry loads with itself. */
 const REGISTRY_KIND = { ...sessionRecordKind, schema: sessionRecordSchema };
 
+/** The records a listing keeps: every one, those of one status, or the live ones. */
+function withStatus(wanted: SessionStatus | "live" | undefined): (record: SessionRecord) => boolean {
+  return (record) => (wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted);
+}
+
 export class SessionRegistry {
   readonly dir: string;
   /** The records themselves, for what copies a state whole (`state migrate`). */
@@ -68,9 +73,7 @@ export class SessionRegistry {
    * one file read replaces the scan while the folder is unchanged.
    */
   list(options: { status?: SessionStatus | "live" } = {}): RegistryListing {
-    const wanted = options.status;
-    const keep = (record: SessionRecord): boolean => (wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted);
-    return registryListing(this.records.listSync({ keep }));
+    return registryListing(this.records.listSync({ keep: withStatus(options.status) }));
   }
 
   /**
@@ -79,9 +82,7 @@ export class SessionRegistry {
    * a decision rests on, such as the caps under the start queue's lock. On files, list() itself.
    */
   async listNow(options: { status?: SessionStatus | "live" } = {}): Promise<RegistryListing> {
-    const wanted = options.status;
-    const keep = (record: SessionRecord): boolean => (wanted === "live" ? isLive(record) : wanted === undefined || record.status === wanted);
-    return registryListing(await this.records.list({ keep }));
+    return registryListing(await this.records.list({ keep: withStatus(options.status) }));
   }
 
   /**
