@@ -131,6 +131,28 @@ describe("the dashboard's page, in headless Chromium, against a real daemon", ()
     expect(problems).toEqual([]);
   });
 
+  it("says so, and draws nothing wrong, when an answer is not the shape its route documents", async () => {
+    const { p, base } = await dashboardProject("alice");
+    expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
+    await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    const { page, problems } = await loggedIn(p, base);
+    await card(page, REF).waitFor({ timeout: LIVE_MS });
+    // A board answer whose items are a string where the schema says a list: a proxy's rewrite, or a daemon of another build.
+    await page.route("**/api/v1/items", (route) => route.fulfill({ status: 200, contentType: "application/json", body: '{"items":"not a list"}' }));
+    await page.reload();
+    const alert = page.getByRole("alert");
+    await alert.waitFor({ timeout: LIVE_MS });
+    expect(await alert.textContent()).toMatch(/answer to GET \/api\/v1\/items is not the shape this page reads .*restart the daemon/);
+    expect(await page.locator("li.card").count()).toBe(0);
+    await screenshot(page, "board-malformed-answer");
+    // The daemon's own answer again: the board is back, and the page never threw.
+    await page.unroute("**/api/v1/items");
+    await page.reload();
+    await card(page, REF).waitFor({ timeout: LIVE_MS });
+    expect(await page.getByRole("alert").count()).toBe(0);
+    expect(problems).toEqual([]);
+  });
+
   it("reads nothing without the login, and a page on another origin cannot make it act", async () => {
     const { p, base } = await dashboardProject("alice");
     expect((await p.cli(["item", "new", "Write a spec", "--label", ARM, "--as", "alice"])).code).toBe(0);
