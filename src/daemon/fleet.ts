@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { ADOPTED } from "../adoption/adopt.js";
 import { EXIT_USAGE, ExitError } from "../errors.js";
 import { LeasedOwnership, soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
@@ -18,7 +19,7 @@ export function daemonNameOf(input: Pick<RuntimeInput, "config">): string {
 /**
  * This daemon's ownership of work items (docs/scale.md, "Many daemons, one database"): on files,
  * every item is its own; on a shared database it takes its name (refused while a live daemon has
- * it), goes over the live sessions, and beats. Called before any lock is taken.
+ * it), closes its own stale tmux sessions (items another daemon owns or adopted), and beats. Called before any lock is taken.
  */
 export async function joinFleet(input: RuntimeInput, runtime: Runtime, warn: (message: string) => void): Promise<Ownership & { stop?(): Promise<void> }> {
   const name = daemonNameOf(input);
@@ -37,6 +38,11 @@ export async function joinFleet(input: RuntimeInput, runtime: Runtime, warn: (me
     events: input.events,
     warn,
     liveItems: () => runtime.registry.list({ status: "live" }).records.map((record) => record.workItem.ref),
+    adoptedItems: () =>
+      runtime.registry
+        .list({ status: "closed" })
+        .records.filter((record) => record.closeReason === ADOPTED)
+        .map((record) => record.workItem.ref),
     runsHere: async (item) => (await runtime.runner.probe(targetOf(item))) !== "absent",
     closeStale: async (item) => {
       const target = targetOf(item);

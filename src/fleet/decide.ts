@@ -63,18 +63,36 @@ export function leaseDecision(lease: LeaseRow | undefined, self: string, now: Da
 }
 
 /**
- * What a start does with a live session record of the shared state: `keep` the lease it still
- * owns; `take` one nobody holds for a session that runs on this daemon's tmux server (a state
- * from before leases); close a session of its own tmux server whose item another daemon owns now
- * (`stale`: never pasted into again); and `leave` every other daemon's sessions alone — even one
- * whose lease lapsed: taking it over is an adoption, not a start's business.
+ * What a start does with an item it finds: `keep` the lease it still owns for a live session;
+ * `take` one nobody holds for a live session that runs on this daemon's tmux server (a state from
+ * before leases); close a session of its own tmux server whose item another daemon owns now, or
+ * whose record is no longer live (adopted elsewhere, say, while this daemon was down) — `stale`:
+ * never pasted into again; and `leave` every other daemon's sessions alone — even one whose lease
+ * lapsed: taking it over is an adoption, not a start's business.
  */
 export type ReclaimDecision = "keep" | "take" | "stale" | "leave";
 
-export function reclaimDecision(lease: LeaseRow | undefined, self: string, runsHere: boolean): ReclaimDecision {
-  if (lease?.owner === self) return "keep";
+export function reclaimDecision(lease: LeaseRow | undefined, self: string, runsHere: boolean, live = true): ReclaimDecision {
+  if (lease?.owner === self) return live ? "keep" : "leave";
   if (!runsHere) return "leave";
-  return lease === undefined ? "take" : "stale";
+  return lease === undefined && live ? "take" : "stale";
+}
+
+/**
+ * The items a start looks at, each with whether its session record is live: the live records,
+ * the items whose record closed as adopted by another daemon, and every item another daemon holds
+ * the lease of — a daemon back from a kill -9 holds nothing, yet its tmux server may still run a
+ * session of any of them.
+ */
+export function reclaimCandidates(
+  live: readonly string[],
+  adopted: readonly string[],
+  leases: readonly Pick<LeaseRow, "item" | "owner">[],
+  self: string,
+): { readonly item: string; readonly live: boolean }[] {
+  const liveSet = new Set(live);
+  const items = new Set([...live, ...adopted, ...leases.filter((lease) => lease.owner !== self).map((lease) => lease.item)]);
+  return [...items].sort().map((item) => ({ item, live: liveSet.has(item) }));
 }
 
 /** The items held before a beat that the beat did not renew: their leases are gone. */

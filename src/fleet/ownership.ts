@@ -1,7 +1,7 @@
 import { EXIT_FAILURE, ExitError, messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import type { PostgresLeases } from "../state/postgres/leases.js";
-import { leaseDecision, lostAfterBeat, nameDecision, reclaimDecision, releasable } from "./decide.js";
+import { leaseDecision, lostAfterBeat, nameDecision, reclaimCandidates, reclaimDecision, releasable } from "./decide.js";
 import type { FleetBounds, LeaseDecision } from "./decide.js";
 
 /**
@@ -70,6 +70,8 @@ export interface LeasedOwnershipOptions {
   readonly warn: (message: string) => void;
   /** The items with a live session record in the shared state (any daemon's). */
   readonly liveItems: () => readonly string[];
+  /** The items whose session record closed because another daemon adopted them. */
+  readonly adoptedItems?: () => readonly string[];
   /** Whether the item's session runs on this daemon's own tmux server. */
   readonly runsHere: (item: string) => Promise<boolean>;
   /** Closes this daemon's own tmux session of the item (another daemon owns it now); whether one was there. */
@@ -94,7 +96,8 @@ export class LeasedOwnership implements Ownership {
 
   /**
    * Takes the daemon's name (refusing the start while a live daemon has it), then goes over the
-   * live sessions (reclaimDecision) and starts the heartbeat.
+   * items it may still run a session of (reclaimCandidates, reclaimDecision) — closing its own stale
+   * tmux sessions before anything is resumed or dispatched — and starts the heartbeat.
    */
   static async join(options: LeasedOwnershipOptions): Promise<LeasedOwnership> {
     const { self, bounds } = options;
@@ -163,13 +166,12 @@ export class LeasedOwnership implements Ownership {
   }
 
   private async reclaim(): Promise<void> {
-    const { leases } = this.options;
-    const live = [...new Set(this.options.liveItems())];
-    const { leases: rows } = await leases.fleet();
+    const { leases: rows } = await this.options.leases.fleet();
     const byItem = new Map(rows.map((row) => [row.item, row]));
-    for (const item of live) {
+    const candidates = reclaimCandidates(this.options.liveItems(), this.options.adoptedItems?.() ?? [], rows, this.name);
+    for (const { item, live } of candidates) {
       const lease = byItem.get(item);
-      const decision = reclaimDecision(lease, this.name, lease?.owner === this.name ? false : await this.options.runsHere(item));
+      const decision = reclaimDecision(lease, this.name, lease?.owner === this.name ? false : await this.options.runsHere(item), live);
       if (decision === "keep" || decision === "take") {
         try {
           await this.acquire([item]);

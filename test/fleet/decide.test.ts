@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fleetBounds, leaseDecision, lostAfterBeat, nameDecision, reclaimDecision, releasable } from "../../src/fleet/decide.js";
+import { fleetBounds, leaseDecision, lostAfterBeat, nameDecision, reclaimCandidates, reclaimDecision, releasable } from "../../src/fleet/decide.js";
 import type { DaemonRow, LeaseRow } from "../../src/state/postgres/leases.js";
 
 const NOW = new Date("2026-12-02T12:00:00Z");
@@ -70,6 +70,40 @@ describe("reclaimDecision", () => {
     ["another's lapsed lease, elsewhere: not adopted", lease("other", -5), false, "leave"],
   ] as const)("%s → %s", (_, row, here, expected) => {
     expect(reclaimDecision(row, "me", here)).toBe(expected);
+  });
+
+  // A restart after kill -9: the item's record is no longer live (adopted by another daemon) or only its lease says so.
+  it.each([
+    ["not live, another's lease, the session runs here: stale", lease("other", 5), true, "stale"],
+    ["not live, no lease (its adopter let it go), the session runs here: stale", undefined, true, "stale"],
+    ["not live, another's lease, elsewhere", lease("other", 5), false, "leave"],
+    ["not live, no lease, elsewhere", undefined, false, "leave"],
+    ["not live, its own lease: nothing to keep", lease("me", 5), true, "leave"],
+  ] as const)("%s → %s", (_, row, here, expected) => {
+    expect(reclaimDecision(row, "me", here, false)).toBe(expected);
+  });
+});
+
+describe("reclaimCandidates", () => {
+  const held = (item: string, owner: string) => ({ item, owner });
+  it.each([
+    ["nothing at all", [], [], [], []],
+    [
+      "the live records",
+      ["b", "a"],
+      [],
+      [],
+      [
+        ["a", true],
+        ["b", true],
+      ],
+    ],
+    ["an adopted record", [], ["a"], [], [["a", false]]],
+    ["another daemon's lease, no record here", [], [], [held("a", "other")], [["a", false]]],
+    ["its own lease, no record: not looked at", [], [], [held("a", "me")], []],
+    ["a live record another daemon holds, once", ["a"], ["a"], [held("a", "other")], [["a", true]]],
+  ] as const)("%s", (_, live, adopted, leases, expected) => {
+    expect(reclaimCandidates(live, adopted, leases, "me").map(({ item, live: isLive }) => [item, isLive])).toEqual(expected);
   });
 });
 

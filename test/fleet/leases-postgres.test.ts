@@ -4,6 +4,7 @@ import { LeasedOwnership, OwnedElsewhereError } from "../../src/fleet/ownership.
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
 import { postgresServer } from "../support/postgres.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Daemons sharing one real PostgreSQL server own each work item one at a time (docs/scale.md):
@@ -27,7 +28,11 @@ interface Daemon {
   readonly clock: { ms: number };
 }
 
-async function daemon(url: string, name: string, options: { live?: string[]; here?: string[]; leaseMs?: number; instance?: string } = {}): Promise<Daemon> {
+async function daemon(
+  url: string,
+  name: string,
+  options: { live?: string[]; adopted?: string[]; here?: string[]; leaseMs?: number; instance?: string } = {},
+): Promise<Daemon> {
   const database = await PostgresDatabase.open({ url, name, lockTimeoutMs: 2_000 });
   open.push(database);
   const events = new MemoryEventSink();
@@ -40,6 +45,7 @@ async function daemon(url: string, name: string, options: { live?: string[]; her
     events,
     warn: () => undefined,
     liveItems: () => options.live ?? [],
+    adoptedItems: () => options.adopted ?? [],
     runsHere: async (item) => (options.here ?? []).includes(item),
     closeStale: async (item) => {
       closed.push(item);
@@ -119,6 +125,39 @@ describe("leases on a real server", () => {
     expect(a2.ownership.holds("local:demo#2")).toBe(false);
     expect(a2.closed).toEqual(["local:demo#2"]);
     expect(b.ownership.holds("local:demo#3")).toBe(true);
+  });
+
+  it("back after a kill -9, closes its own sessions of the items another daemon took or adopted meanwhile", async () => {
+    const url = await cluster.freshDatabase();
+    // a1 is never stopped: killed, its leases and its tmux sessions left behind.
+    const a1 = await daemon(url, "box-a", { leaseMs: 300 });
+    await a1.ownership.acquire(["local:demo#1", "local:demo#2"]);
+    const b = await daemon(url, "box-b");
+    await waitFor("box-b to take the lapsed leases", async () => {
+      try {
+        await b.ownership.acquire(["local:demo#1", "local:demo#2"]);
+        return true;
+      } catch (error) {
+        if (!(error instanceof OwnedElsewhereError)) throw error;
+        return false;
+      }
+    });
+    // demo#2 was adopted by box-b, whose session of it has ended since.
+    await b.ownership.release("local:demo#2");
+    const a2 = await daemon(url, "box-a", {
+      instance: "box-a-2",
+      leaseMs: 300,
+      adopted: ["local:demo#2"],
+      here: ["local:demo#1", "local:demo#2", "local:demo#3"],
+    });
+    expect(a2.closed).toEqual(["local:demo#1", "local:demo#2"]);
+    expect(a2.ownership.holds("local:demo#1")).toBe(false);
+    const lost = a2.events.events.filter((event) => event.type === "lease.lost").map((event) => event.fields);
+    expect(lost).toEqual([
+      expect.objectContaining({ work_item: "local:demo#1", daemon: "box-a", owner: "box-b", closed: true }),
+      expect.objectContaining({ work_item: "local:demo#2", daemon: "box-a", closed: true }),
+    ]);
+    expect(b.ownership.holds("local:demo#1")).toBe(true);
   });
 
   it("gives up the lease of an item with no live session once it has been idle a lease's length", async () => {
