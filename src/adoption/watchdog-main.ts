@@ -3,11 +3,12 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as delay } from "node:timers/promises";
 import type { Client } from "pg";
 import { messageOf } from "../errors.js";
-import { scrubSecrets } from "../events/log.js";
+import { eventLine, scrubSecrets } from "../events/log.js";
 import { WATCHDOG_CHECK_MS, WATCHDOG_QUERY_MS, watchdogVerdict } from "../fleet/adopt-decide.js";
 import type { LeaseLook } from "../fleet/adopt-decide.js";
 import { TmuxRunner } from "../harness/tmux.js";
 import { rememberSecret } from "../secrets.js";
+import { insertEventLines } from "../state/postgres/event-table.js";
 import { LEASES_TABLE } from "../state/postgres/leases.js";
 import { parseWatchdogSpec } from "./watchdog-spec.js";
 import type { WatchdogSpec } from "./watchdog-spec.js";
@@ -57,6 +58,21 @@ class LeaseReader {
     }
   }
 
+  /**
+   * Records the fencing as session.fenced, under its daemon's name: the daemon may be dead, and
+   * the event log is where a person looks first. Best effort: the harness is already ended.
+   */
+  async recordFenced(reason: string, signal: string): Promise<void> {
+    const { item, owner, target } = this.spec;
+    const line = eventLine("session.fenced", { work_item: item, daemon: owner, tmux_target: target, reason, signal }, "daemon");
+    try {
+      await insertEventLines(await this.connected(), owner, [line]);
+    } catch (error) {
+      // The database is what the fence could not reach, often: the watchdog's log keeps the line.
+      log(this.spec, `could not record session.fenced: ${messageOf(error)}`);
+    }
+  }
+
   async drop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
@@ -93,6 +109,7 @@ async function watch(spec: WatchdogSpec): Promise<void> {
       if ("end" in verdict) {
         const ended = await runner.terminate(spec.target, { killHarness: true, graceMs: spec.killGraceMs, killSession: true });
         log(spec, `ended the harness (${ended.signal}) and its tmux session: ${verdict.end}`);
+        await reader.recordFenced(verdict.end, ended.signal);
         return;
       }
       deadline = verdict.deadlineMs;

@@ -78,6 +78,13 @@ export const FLEET_EVENTS = {
       "This daemon (`daemon`) adopted a work item whose owner (`from`) stopped renewing its lease: past the lease and state.adoptGraceSeconds, with the old harness ended by its watchdog, it closed the old session record (reason adopted) and started a new session in a fresh workspace whose boot prompt says it was adopted and holds the transcript tail the database kept (`tail_lines`; 0 when none), and posted a marked comment on the item.",
     fields: { work_item: "string", daemon: "string", from: "string", tail_lines: "integer", started: "boolean", error: "string?" },
   },
+  "session.fenced": {
+    family: "session",
+    level: "warning",
+    summary:
+      "A session's watchdog ended its harness and tmux session (`signal`: the last signal it sent) because the item's lease was no longer its daemon's (`daemon`): another daemon owns it, it is gone, or it lapsed (`reason`; also when the database could not be read past the lease's known end). Written by the watchdog itself, so it is there when its daemon was killed; when the database cannot be reached it is only in the watchdog's log (logs/watchdog.log).",
+    fields: { work_item: "string", daemon: "string", tmux_target: "string", reason: "string", signal: "string" },
+  },
   "lease.taken": {
     family: "lease",
     level: "info",

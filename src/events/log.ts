@@ -73,6 +73,18 @@ function boundedValue(value: unknown): unknown {
 }
 
 /**
+ * One event as the log's line: the envelope, then the fields, each bounded and scrubbed. For a
+ * process that records an event without a sink of its own (a session's watchdog).
+ */
+export function eventLine<T extends EventType>(type: T, fields: EventFields<T>, source: EventSource, atMs: number = Date.now()): string {
+  const record: Record<string, unknown> = { ts: timestampOf(atMs), source, event: type, level: levelOf(type, fields), pid: process.pid };
+  for (const [key, value] of Object.entries(fields)) {
+    if (value !== undefined && !(key in record)) record[key] = boundedValue(value);
+  }
+  return `${JSON.stringify(record)}\n`;
+}
+
+/**
  * Appends events to the JSONL log. Each event is one `write` of one whole line to a file opened
  * with O_APPEND, so lines from concurrent processes never interleave; the file is opened per
  * write, so an external logrotate needs no signal. Inside batch(), the lines of one synchronous
@@ -106,17 +118,7 @@ export class EventLog implements EventSink {
     const path = this.options.path;
     if (!path) return;
     try {
-      const record: Record<string, unknown> = {
-        ts: timestampOf(this.options.now === undefined ? Date.now() : this.options.now().getTime()),
-        source: this.options.source,
-        event: type,
-        level: levelOf(type, fields),
-        pid: process.pid,
-      };
-      for (const [key, value] of Object.entries(fields)) {
-        if (value !== undefined && !(key in record)) record[key] = boundedValue(value);
-      }
-      const line = `${JSON.stringify(record)}\n`;
+      const line = eventLine(type, fields, this.options.source, this.options.now === undefined ? Date.now() : this.options.now().getTime());
       if (this.held !== undefined) this.held.push(line);
       else this.append(path, line);
     } catch (error) {

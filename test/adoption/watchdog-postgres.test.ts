@@ -8,6 +8,7 @@ import { startWatchdog, watchdogProgram } from "../../src/adoption/watchdog.js";
 import { watchdogReactionMs } from "../../src/fleet/adopt-decide.js";
 import { TmuxRunner } from "../../src/harness/tmux.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
+import { EVENTS_TABLE } from "../../src/state/postgres/event-migration.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
 import { postgresServer } from "../support/postgres.js";
 import { alive } from "../support/real-agent.js";
@@ -30,7 +31,15 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function setupOf(): Promise<{ url: string; leases: PostgresLeases; runner: TmuxRunner; socketName: string; target: string; dir: string }> {
+async function setupOf(): Promise<{
+  url: string;
+  database: PostgresDatabase;
+  leases: PostgresLeases;
+  runner: TmuxRunner;
+  socketName: string;
+  target: string;
+  dir: string;
+}> {
   const url = await cluster.freshDatabase();
   const database = await PostgresDatabase.open({ url, name: "test", lockTimeoutMs: 2_000 });
   cleanups.push(() => database.close());
@@ -42,7 +51,7 @@ async function setupOf(): Promise<{ url: string; leases: PostgresLeases; runner:
     await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
   });
-  return { url, leases: new PostgresLeases(database.pool), runner, socketName, target: "loop-wd-demo-1", dir };
+  return { url, database, leases: new PostgresLeases(database.pool), runner, socketName, target: "loop-wd-demo-1", dir };
 }
 
 const take = (leases: PostgresLeases, owner: string, leaseMs: number): Promise<unknown> =>
@@ -61,6 +70,14 @@ async function watched(setup: Awaited<ReturnType<typeof setupOf>>, leaseMs: numb
     if (alive(pid)) process.kill(pid, "SIGKILL");
   });
   return pid;
+}
+
+/** The session.fenced rows the watchdogs wrote: the writer's name and the event's body. */
+async function fencedRows(database: PostgresDatabase): Promise<{ host: string; body: Record<string, unknown> }[]> {
+  const { rows } = await database.pool.query<{ host: string; body: Record<string, unknown> }>(
+    `SELECT host, body FROM ${EVENTS_TABLE} WHERE event = 'session.fenced' ORDER BY id`,
+  );
+  return rows;
 }
 
 const ended = (setup: Awaited<ReturnType<typeof setupOf>>) => async (): Promise<boolean> => (await setup.runner.probe(setup.target)) === "absent";
@@ -100,6 +117,23 @@ describe("a session's watchdog (a real server, real tmux)", () => {
     expect(await runner.probe(target)).toBe("live");
     await take(leases, "box-b", 60_000);
     await waitFor("the harness ended", ended(setup), { timeoutMs: watchdogReactionMs(KILL_GRACE_MS), intervalMs: 100 });
+    // Recorded by the watchdog itself, under its daemon's name: there even when that daemon is dead.
+    const [fenced, ...more] = await waitFor("session.fenced", async () => {
+      const rows = await fencedRows(setup.database);
+      return rows.length > 0 ? rows : undefined;
+    });
+    expect(more).toEqual([]);
+    expect(fenced?.host).toBe("box-a");
+    expect(fenced?.body).toMatchObject({
+      event: "session.fenced",
+      level: "warning",
+      source: "daemon",
+      work_item: ITEM,
+      daemon: "box-a",
+      tmux_target: target,
+      reason: 'the daemon "box-b" owns the item now',
+      signal: "SIGTERM",
+    });
   }, 60_000);
 
   it("exits once the harness it watches is gone, leaving the lease alone", async () => {
@@ -108,5 +142,6 @@ describe("a session's watchdog (a real server, real tmux)", () => {
     const pid = await watched(setup, 60_000);
     await runner.terminate(target, { killHarness: true, graceMs: 500, killSession: true });
     await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 5_000 });
+    expect(await fencedRows(setup.database)).toEqual([]);
   }, 60_000);
 });

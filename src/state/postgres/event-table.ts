@@ -244,8 +244,17 @@ export class PostgresEventTable {
   }
 
   private async insert(lines: readonly string[]): Promise<void> {
-    await this.options.database.pool.query(INSERT_SELECT.replace("$KEY", "NULL::text"), [this.options.host, lines, []]);
+    await insertEventLines(this.options.database.pool, this.options.host, lines);
   }
+}
+
+/** Writes event lines (each as the event log's sink makes it) as rows written by `writer`, in one statement. */
+export async function insertEventLines(
+  queryable: { query(text: string, values: unknown[]): Promise<unknown> },
+  writer: string,
+  lines: readonly string[],
+): Promise<void> {
+  await queryable.query(INSERT_SELECT.replace("$KEY", "NULL::text"), [writer, lines, []]);
 }
 
 /**
