@@ -73,7 +73,7 @@ export type { DaemonRow, LeasePool, LeaseRow, Locked, Written } from "./postgres
 export { PostgresTranscriptTails, TRANSCRIPT_TAILS_TABLE } from "./postgres/transcript-tails.js";
 export type { TranscriptTail } from "./postgres/transcript-tails.js";
 export { FLEET_STATE_KEYS } from "./fleet-keys.js";
-export { PostgresEventTable } from "./postgres/event-table.js";
+export { insertEventLines, PostgresEventTable } from "./postgres/event-table.js";
 export type { EventRow, EventRowFilter, PostgresEventTableOptions } from "./postgres/event-table.js";
 export { followEventRows, GAP_WAIT_MS } from "./postgres/event-follow.js";
 export type { FollowRowsOptions } from "./postgres/event-follow.js";
