@@ -13,6 +13,7 @@ export { callDaemon, callSessionSocket } from "./socket/rpc.js";
 export { composeRuntime } from "./runtime.js";
 export { serveDaemon } from "./serve.js";
 export { statusReport } from "./status/facts.js";
+export type { FleetSessions } from "./status/facts.js";
 export { daemonSecretNames, receiveDaemonEnvironment, secretsInEnvironmentWarning, secretsInInitialEnvironment } from "./secret-env.js";
 export { NoDaemonError } from "./socket/rpc.js";
 export type { SessionCredential } from "./socket/rpc.js";

@@ -93,6 +93,36 @@ export function heartbeatCell(daemon: DaemonView): string {
   return daemon.late ? `${ago} (late)` : ago;
 }
 
+/** A daemon as `status` lists it: its view, and the live sessions it runs (those whose item's lease it owns, lapsed or not). */
+export interface DaemonLoad extends DaemonView {
+  readonly liveSessions: number;
+}
+
+/**
+ * Each daemon's live sessions, counted from the session rows status already reads (`liveRefs`,
+ * every host's on a shared database) by where `placementOf` says each runs; a session whose item
+ * no daemon holds counts toward the fleet, not toward any daemon.
+ */
+export function daemonLoads(view: FleetView, liveRefs: readonly string[]): DaemonLoad[] {
+  const running = new Map<string, number>();
+  for (const ref of liveRefs) {
+    const owner = view.placementOf(ref)?.daemon;
+    if (owner !== undefined) running.set(owner, (running.get(owner) ?? 0) + 1);
+  }
+  return view.daemons.map((daemon) => ({ ...daemon, liveSessions: running.get(daemon.name) ?? 0 }));
+}
+
+/** A live count against its cap: `2 of 3`, or `2` with no cap set. */
+export function liveOfCap(live: number, cap: number | undefined): string {
+  return cap === undefined ? String(live) : `${live} of ${cap}`;
+}
+
+/** The line under status's daemons table: every daemon's live sessions, against routing.limits.maxLiveSessions when set. */
+export function fleetSessionsLine(live: number, maxLiveSessions: number | undefined): string {
+  const cap = maxLiveSessions === undefined ? "" : " (routing.limits.maxLiveSessions)";
+  return `live sessions across the fleet: ${liveOfCap(live, maxLiveSessions)}${cap}`;
+}
+
 /** The view of the database whose pool is given, read now (three queries). */
 export async function readFleetView(pool: LeasePool, heartbeatMs: number): Promise<FleetView> {
   return fleetView(await new PostgresLeases(pool).fleet(), heartbeatMs);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { fleetView, heartbeatCell, lateDaemonProblem } from "../../src/fleet/view.js";
+import { daemonLoads, fleetSessionsLine, fleetView, heartbeatCell, lateDaemonProblem, liveOfCap } from "../../src/fleet/view.js";
 import type { DaemonRow, LeaseRow } from "../../src/state/postgres/leases.js";
 
 const NOW = new Date("2026-01-01T00:10:00Z");
@@ -61,5 +61,32 @@ describe("fleetView", () => {
     );
     expect(lateDaemonProblem(late, 20).message).toMatch(/its leases have lapsed \(state\.leaseSeconds: 20\)$/);
     expect(view.daemons.map(heartbeatCell)).toEqual(["1 s ago", "25 s ago (late)", "stopped (last beat 300 s ago)"]);
+  });
+
+  it("counts each daemon's live sessions by its leases, lapsed ones included; an item no daemon holds counts toward none", () => {
+    const loads = daemonLoads(view, ["local:demo#1", "local:demo#2", "local:demo#3", "local:demo#9"]);
+    expect(loads.map((load) => [load.name, load.liveSessions])).toEqual([
+      ["a", 1],
+      ["b", 2],
+      ["c", 0],
+    ]);
+  });
+});
+
+describe("the status figures of live sessions against their caps", () => {
+  it.each([
+    [0, undefined, "0"],
+    [2, undefined, "2"],
+    [2, 3, "2 of 3"],
+    [4, 3, "4 of 3"],
+  ])("shows %s live under a cap of %s as %j", (live, cap, expected) => {
+    expect(liveOfCap(live, cap)).toBe(expected);
+  });
+
+  it.each([
+    [2, undefined, "live sessions across the fleet: 2"],
+    [5, 8, "live sessions across the fleet: 5 of 8 (routing.limits.maxLiveSessions)"],
+  ])("says the fleet's %s live sessions under maxLiveSessions %s", (live, cap, expected) => {
+    expect(fleetSessionsLine(live, cap)).toBe(expected);
   });
 });

@@ -74,7 +74,7 @@ async function seedFleet(url: string, root: string): Promise<Seeded> {
 describe("the operator's view across hosts (a real server, the built CLI)", () => {
   it("lists each session's daemon and host, every daemon in status with the late one a problem, and prints the ssh attach for the other host", async () => {
     const url = await postgres.database();
-    const p = await postgres.project({ state: { store: "postgres", url } });
+    const p = await postgres.project({ state: { store: "postgres", url }, routing: { limits: { perDaemon: 2, maxLiveSessions: 8 } } });
     const { targets } = await seedFleet(url, p.root);
 
     const listed = await p.cli(["sessions", "list", "--json"]);
@@ -93,13 +93,15 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     await queryRows(url, `INSERT INTO the_loop_tracker_journal (project, seq, number, line) VALUES ('demo', 1, 1, '{"not":"a change"}')`);
     const status = await p.cli(["status", "--json"]);
     const report = jsonOf<{
-      daemons: { name: string; host: string; late: boolean; leases: number; heartbeatAgeSeconds: number }[];
+      daemons: { name: string; host: string; late: boolean; leases: number; heartbeatAgeSeconds: number; liveSessions: number }[];
+      fleetSessions: { live: number; maxLiveSessions?: number; perDaemon?: number };
       problems: { code: string; message: string }[];
     }>(status);
-    expect(report.daemons.map((daemon) => [daemon.name, daemon.host, daemon.late, daemon.leases])).toEqual([
-      ["box-a", hostname(), false, 1],
-      ["box-b", "far.example", true, 1],
+    expect(report.daemons.map((daemon) => [daemon.name, daemon.host, daemon.late, daemon.leases, daemon.liveSessions])).toEqual([
+      ["box-a", hostname(), false, 1, 1],
+      ["box-b", "far.example", true, 1, 1],
     ]);
+    expect(report.fleetSessions).toEqual({ live: 2, maxLiveSessions: 8, perDaemon: 2 });
     expect(report.daemons[1]?.heartbeatAgeSeconds).toBeGreaterThanOrEqual(59);
     const late = report.problems.filter((problem) => problem.code === "daemon-late");
     expect(late).toHaveLength(1);
@@ -109,7 +111,10 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     expect(damaged[0]?.message).toMatch(/the_loop_tracker_journal\(demo, seq 1\).*a change is not a change record/);
     const text = await p.cli(["status"]);
     expect(text.stdout).toMatch(/daemons on the state database:/);
-    expect(text.stdout).toMatch(/box-b\s+far\.example\s+4242\s+\d+ s ago \(late\)\s+1/);
+    expect(text.stdout).toMatch(/leases\s+sessions/);
+    expect(text.stdout).toMatch(/box-a\s+\S+\s+4242\s+\d+ s ago\s+1\s+1 of 2/);
+    expect(text.stdout).toMatch(/box-b\s+far\.example\s+4242\s+\d+ s ago \(late\)\s+1\s+1 of 2/);
+    expect(text.stdout).toContain("live sessions across the fleet: 2 of 8 (routing.limits.maxLiveSessions)");
 
     const attach = await p.cli(["sessions", "attach", "--work-item", "local:demo#2"]);
     expect(attach.code, attach.stderr).toBe(0);

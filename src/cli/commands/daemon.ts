@@ -12,8 +12,9 @@ import { formatTable, stderr, stdout } from "../output.js";
 import { budgetLine, budgetStatus } from "./sessions/budget-status.js";
 import { limitsLine, limitsStatus } from "./sessions/queued.js";
 import type { LimitsStatus } from "./sessions/queued.js";
-import { heartbeatCell } from "../../fleet/view.js";
-import type { DaemonView } from "../../fleet/view.js";
+import { fleetSessionsLine, heartbeatCell, liveOfCap } from "../../fleet/view.js";
+import type { DaemonLoad } from "../../fleet/view.js";
+import type { FleetSessions } from "../../daemon/status/facts.js";
 
 export interface JsonOption {
   readonly json: boolean;
@@ -129,13 +130,21 @@ function withNodeCaps(limits: LimitsStatus | undefined, nodes: LimitsStatus["cap
   return { caps: [...(limits?.caps ?? []), ...nodes], queued: limits?.queued ?? 0 };
 }
 
-/** Every daemon on the state's database: where it runs, its last heartbeat, the leases it holds. */
-function daemonsTable(daemons: readonly DaemonView[]): string {
-  if (daemons.length === 0) return "daemons on the state database: none has started yet";
+/** Every daemon on the state's database: where it runs, its last heartbeat, the leases it holds, its live sessions against perDaemon. */
+function daemonsTable(daemons: readonly DaemonLoad[], sessions: FleetSessions | undefined): string {
+  const fleet = sessions === undefined ? "" : `\n${fleetSessionsLine(sessions.live, sessions.maxLiveSessions)}`;
+  if (daemons.length === 0) return `daemons on the state database: none has started yet${fleet}`;
   return `\ndaemons on the state database:\n${formatTable(
-    ["daemon", "host", "pid", "heartbeat", "leases"],
-    daemons.map((daemon) => [daemon.name, daemon.host, String(daemon.pid), heartbeatCell(daemon), String(daemon.leases)]),
-  )}`;
+    ["daemon", "host", "pid", "heartbeat", "leases", "sessions"],
+    daemons.map((daemon) => [
+      daemon.name,
+      daemon.host,
+      String(daemon.pid),
+      heartbeatCell(daemon),
+      String(daemon.leases),
+      liveOfCap(daemon.liveSessions, sessions?.perDaemon),
+    ]),
+  )}${fleet}`;
 }
 
 export async function runStatus(globals: GlobalOptions, options: JsonOption): Promise<void> {
@@ -146,7 +155,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     projectDir: project.loaded.baseDir,
     stores: project.stores,
   });
-  const { healthy, services, problems, sandbox, daemons } = report;
+  const { healthy, services, problems, sandbox, daemons, fleetSessions } = report;
   // The node caps count the graph runs: read only when one is set.
   const nodeCaps = Object.keys(project.config.routing.limits.perNode).length > 0 ? await (await import("./graph/edge-wait.js")).nodeCapUsage(project) : [];
   const limits = withNodeCaps(limitsStatus(project), nodeCaps);
@@ -162,6 +171,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
       ...(limits !== undefined ? { limits } : {}),
       ...(budget !== undefined ? { budget } : {}),
       ...(daemons !== undefined ? { daemons } : {}),
+      ...(fleetSessions !== undefined ? { fleetSessions } : {}),
     });
   } else {
     stdout.line(
@@ -179,7 +189,7 @@ export async function runStatus(globals: GlobalOptions, options: JsonOption): Pr
     if (limits !== undefined) stdout.line(limitsLine(limits));
     if (budget !== undefined) stdout.line(budgetLine(budget));
     stdout.line(dashboardLine(dashboard));
-    if (daemons !== undefined) stdout.line(daemonsTable(daemons));
+    if (daemons !== undefined) stdout.line(daemonsTable(daemons, fleetSessions));
     if (problems.length > 0) {
       stdout.line("");
       stdout.line(`${problems.length} problem${problems.length > 1 ? "s" : ""}:`);

@@ -37,8 +37,8 @@ import type {
 
 import type { Stores } from "../../stores/stores.js";
 import type { PostgresDatabase } from "../../state/index.js";
-import { lateDaemonProblem, readFleetView } from "../../fleet/view.js";
-import type { DaemonView } from "../../fleet/view.js";
+import { daemonLoads, lateDaemonProblem, readFleetView } from "../../fleet/view.js";
+import type { DaemonLoad } from "../../fleet/view.js";
 /**
  * Gathers what problems.ts judges: the services' locks, the tail of the event log, every
  * record listing's problems, the local journals, a token lookup made as the daemon makes it, and
@@ -54,7 +54,17 @@ export interface StatusReport {
   /** The sandbox sessions start in, and the operator's binds into it (docs/security.md). */
   readonly sandbox: SandboxStatus;
   /** Every daemon on the state's database (state.store: postgres); undefined on files. */
-  readonly daemons?: readonly DaemonView[];
+  readonly daemons?: readonly DaemonLoad[];
+  /** Every daemon's live sessions on the state's database, and the caps this config sets on them; undefined on files. */
+  readonly fleetSessions?: FleetSessions;
+}
+
+export interface FleetSessions {
+  readonly live: number;
+  /** routing.limits.maxLiveSessions, when set: the cap on the live count. */
+  readonly maxLiveSessions?: number;
+  /** routing.limits.perDaemon, when set: this config's capacity per daemon, each daemon's `liveSessions` against it. */
+  readonly perDaemon?: number;
 }
 
 export interface SandboxStatus {
@@ -127,7 +137,8 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     ),
   });
   // Last: what a running daemon cannot bring a person (notify-problem.ts).
-  const daemons = await fleetDaemons(config, options.stores);
+  const fleet = await fleetDaemons(config, options.stores);
+  const daemons = fleet?.daemons;
   for (const daemon of daemons ?? []) {
     if (daemon.late) problems.push({ code: "daemon-late", ...lateDaemonProblem(daemon, config.state.leaseSeconds) });
   }
@@ -141,15 +152,29 @@ export async function statusReport(config: CliConfig, paths: StatePaths, options
     problems,
     exitCode: statusExitCode(problems),
     sandbox: { mode: sandbox.mode, sandbox: sandbox.version, binds },
-    ...(daemons !== undefined ? { daemons } : {}),
+    ...(fleet !== undefined ? { daemons: fleet.daemons, fleetSessions: fleet.sessions } : {}),
   };
 }
 
-/** The daemons of the state's database, read when the state is in one. */
-async function fleetDaemons(config: CliConfig, stores: Stores | undefined): Promise<readonly DaemonView[] | undefined> {
+/** The daemons of the state's database with the live sessions each runs, read when the state is in one. */
+async function fleetDaemons(
+  config: CliConfig,
+  stores: Stores | undefined,
+): Promise<{ readonly daemons: readonly DaemonLoad[]; readonly sessions: FleetSessions } | undefined> {
   const database = stores?.backend.database;
-  if (database === undefined) return undefined;
-  return (await readFleetView(database.pool, config.state.heartbeatSeconds * 1000)).daemons;
+  if (stores === undefined || database === undefined) return undefined;
+  const view = await readFleetView(database.pool, config.state.heartbeatSeconds * 1000);
+  // The registry's rows are every host's on a shared database; the view's leases say where each runs.
+  const live = stores.registry.list({ status: "live" }).records.map((record) => record.workItem.ref);
+  const { maxLiveSessions, perDaemon } = config.routing.limits;
+  return {
+    daemons: daemonLoads(view, live),
+    sessions: {
+      live: live.length,
+      ...(maxLiveSessions !== undefined ? { maxLiveSessions } : {}),
+      ...(perDaemon !== undefined ? { perDaemon } : {}),
+    },
+  };
 }
 
 function runningPids(services: readonly ServiceStatus[]): Set<number> {
