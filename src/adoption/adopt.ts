@@ -97,6 +97,7 @@ export class Adopter {
     const lines = tailLines(tail);
     await this.options.closeSession(item, ADOPTED);
     let started = false;
+    let queued = false;
     let problem: string | undefined;
     try {
       const outcome = await this.options.start({
@@ -107,13 +108,15 @@ export class Adopter {
         bootNote: adoptionBootNote({ from: lease.owner, self, ...(tail !== undefined ? { tail } : {}) }),
       });
       started = outcome.applied && outcome.problem === undefined && outcome.session?.status === "active";
+      // A full cap (routing.limits): the start waits in the shared queue, its boot note with it (registry/start-queue.ts).
+      queued = outcome.applied && outcome.problem === undefined && outcome.effect === "start-pending";
       if (!outcome.applied) problem = outcome.message;
       else if (outcome.problem !== undefined) problem = outcome.problem;
     } catch (error) {
       problem = messageOf(error);
     }
     try {
-      await this.options.comment(item, adoptionComment({ from: lease.owner, self, started, lines }));
+      await this.options.comment(item, adoptionComment({ from: lease.owner, self, started, queued, lines }));
     } catch (error) {
       this.options.warn(`adopted ${item}, but could not comment on it: ${messageOf(error)}`);
     }
@@ -123,6 +126,7 @@ export class Adopter {
       from: lease.owner,
       tail_lines: lines,
       started,
+      ...(queued ? { queued } : {}),
       ...(problem !== undefined ? { error: problem } : {}),
     });
     return started;

@@ -42,9 +42,18 @@ export function adoptionBootNote(input: { readonly from: string; readonly self: 
 }
 
 /** The marked comment an adoption posts on the item (the marker is added where it is posted). */
-export function adoptionComment(input: { readonly from: string; readonly self: string; readonly started: boolean; readonly lines: number }): string {
+export function adoptionComment(input: {
+  readonly from: string;
+  readonly self: string;
+  readonly started: boolean;
+  readonly queued?: boolean;
+  readonly lines: number;
+}): string {
+  const told = `told it was adopted${input.lines > 0 ? ` and given the last ${plural(input.lines, "line")} of the previous session's terminal` : ""}`;
   const what = input.started
-    ? `a new session in a fresh workspace, told it was adopted${input.lines > 0 ? ` and given the last ${plural(input.lines, "line")} of the previous session's terminal` : ""}`
-    : "no new session yet: its start failed (see `the-loop why` for this item)";
+    ? `a new session in a fresh workspace, ${told}`
+    : input.queued === true
+      ? `its new session waits in the start queue for a free slot (routing.limits), and will be ${told}`
+      : "no new session yet: its start failed (see `the-loop why` for this item)";
   return `🔁 **the-loop**: the daemon \`${input.from}\` that ran this item stopped renewing its lease, so \`${input.self}\` adopted it: ${what}.`;
 }

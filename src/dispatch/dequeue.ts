@@ -42,6 +42,7 @@ export async function dequeueStart(
     const state = await trackers.forRef(ref).getItem(parseWorkItemRef(ref));
     if (state.state === "closed") return await leave("item-closed");
     if (!armsSpawn(state.labels, ctx.policy)) return await leave("spawn-policy");
+    const bootNote = startQueue.read().find((entry) => entry.ref === ref)?.bootNote;
     const event: InboundEvent = {
       source: "cli",
       deliveryId,
@@ -55,6 +56,7 @@ export async function dequeueStart(
       title: state.title,
       occurredAt: ctx.now().toISOString(),
       excerpt: boundExcerpt({ command: "start", source: "queue" }),
+      ...(bootNote !== undefined ? { bootNote } : {}),
     };
     const turn = turnOf(ctx, state.item, event);
     const outcome = await withSlot(ctx, (slot) => spawn(ctx, turn, slot, "retry"));

@@ -58,13 +58,13 @@ export async function claimWithinLimits(
   ctx: ContextNeeds<"now" | "routing" | "ownership", "control" | "registry" | "startQueue">,
   ref: string,
   harness: string,
-  labels: readonly string[],
+  start: { readonly labels: readonly string[]; readonly bootNote?: string | undefined },
   claim: () => Promise<ClaimResult>,
 ): Promise<LimitedClaim> {
   const queue = ctx.options.startQueue;
   const limits = ctx.routing.limits;
   if (queue === undefined || (!hasLimits(limits) && queue.read().length === 0)) return claim();
-  const priority = limits.priorityLabel !== undefined && hasLabel(labels, limits.priorityLabel);
+  const priority = limits.priorityLabel !== undefined && hasLabel(start.labels, limits.priorityLabel);
   let running = false;
   const decided = await queue.transaction<LimitedClaim>(async (entries) => {
     const weighed = weighedQueue(ctx, entries);
@@ -80,7 +80,13 @@ export async function claimWithinLimits(
     const index = entries.findIndex((entry) => entry.ref === ref);
     if (index !== -1) return { result: { queued: { position: index + 1, ahead: admission.ahead, cap: admission.cap, fresh: false } } };
     const place = placeInQueue(weighed, priority);
-    const entry: QueueEntry = { ref, harness, queuedAt: ctx.now().toISOString(), ...(priority ? { priority: true as const } : {}) };
+    const entry: QueueEntry = {
+      ref,
+      harness,
+      queuedAt: ctx.now().toISOString(),
+      ...(priority ? { priority: true as const } : {}),
+      ...(start.bootNote !== undefined ? { bootNote: start.bootNote } : {}),
+    };
     return {
       entries: [...entries.slice(0, place), entry, ...entries.slice(place)],
       result: { queued: { position: place + 1, ahead: admission.ahead, cap: admission.cap, fresh: true } },

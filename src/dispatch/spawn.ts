@@ -93,7 +93,9 @@ export async function spawn(
       const hold = spawnHold(standingState(standing, ctx.policy), ctx.policy.control);
       if (hold !== undefined) return { hold };
       // A full cap (routing.limits) queues the start instead of claiming.
-      const claim = await claimWithinLimits(ctx, workItem.ref, harnessName, event.labels, () => claimSession(ctx, workItem, event, harnessName));
+      const claim = await claimWithinLimits(ctx, workItem.ref, harnessName, { labels: event.labels, bootNote: event.bootNote }, () =>
+        claimSession(ctx, workItem, event, harnessName),
+      );
       return "queued" in claim ? claim : { claim, standing };
     },
   );

@@ -23,6 +23,8 @@ export interface QueueEntry {
   readonly queuedAt: string;
   /** It carried routing.limits.priorityLabel when it was queued: it stands ahead of every entry without it. */
   readonly priority?: true;
+  /** What its session's boot prompt ends with when it starts (an adoption's note, with the transcript tail). */
+  readonly bootNote?: string;
 }
 
 interface QueueFile {
@@ -48,13 +50,14 @@ export class StartQueueError extends Error {
 function entryOf(file: string, value: unknown, index: number): QueueEntry {
   const entry = value as Partial<Record<keyof QueueEntry, unknown>> | null;
   if (typeof entry !== "object" || entry === null) throw new StartQueueError(file, `entry ${index} is not an object`);
-  const { ref, harness, queuedAt, priority } = entry;
+  const { ref, harness, queuedAt, priority, bootNote } = entry;
   if (typeof ref !== "string" || typeof harness !== "string" || typeof queuedAt !== "string") {
     throw new StartQueueError(file, `entry ${index} needs ref, harness and queuedAt as strings`);
   }
   if (priority !== undefined && priority !== true)
     throw new StartQueueError(file, `entry ${index} has priority ${JSON.stringify(priority)}: true, or leave it out`);
-  return { ref, harness, queuedAt, ...(priority === true ? { priority } : {}) };
+  if (bootNote !== undefined && typeof bootNote !== "string") throw new StartQueueError(file, `entry ${index} has a bootNote that is not a string`);
+  return { ref, harness, queuedAt, ...(priority === true ? { priority } : {}), ...(bootNote !== undefined ? { bootNote } : {}) };
 }
 
 /** The entries of a stored queue; none when there is none yet. Throws StartQueueError on one that is not a queue. */

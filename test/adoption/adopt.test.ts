@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Adopter } from "../../src/adoption/adopt.js";
-import type { ControlRequest } from "../../src/control/types.js";
+import type { ControlOutcome, ControlRequest } from "../../src/control/types.js";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { OwnedElsewhereError } from "../../src/fleet/ownership.js";
 import type { Ownership } from "../../src/fleet/ownership.js";
@@ -17,7 +17,9 @@ const lapsed = (item: string, owner = "box-a", secondsAgo = 60): LeaseRow => ({
 const record = (ref: string, status: SessionRecord["status"]): SessionRecord =>
   ({ workItem: { ref }, status, harnessSessionId: `h-${ref}`, tmuxTarget: "loop-x" }) as unknown as SessionRecord;
 
-function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken: (item: string) => boolean = () => true) {
+const STARTED = { applied: true, effect: "started", session: { tmuxTarget: "loop-y", status: "active" } } as const;
+
+function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken: (item: string) => boolean = () => true, outcome: ControlOutcome = STARTED) {
   const events = new MemoryEventSink();
   const closed: string[] = [];
   const starts: ControlRequest[] = [];
@@ -43,7 +45,7 @@ function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken
     },
     start: async (request) => {
       starts.push(request);
-      return { applied: true, effect: "started", session: { tmuxTarget: "loop-y", status: "active" } } as never;
+      return outcome;
     },
     comment: async (ref, text) => void comments.push(`${ref}: ${text}`),
     events,
@@ -64,6 +66,17 @@ describe("Adopter", () => {
     expect(comments).toEqual([expect.stringContaining("`box-b` adopted it")]);
     expect(events.events).toEqual([
       { type: "session.adopted", fields: { work_item: "local:demo#1", daemon: "box-b", from: "box-a", tail_lines: 1, started: true } },
+    ]);
+  });
+
+  it("says so when the caps queue the new start: the note goes with the start, the comment says it waits", async () => {
+    const sessions = new Map([["local:demo#1", record("local:demo#1", "active")]]);
+    const { subject, events, starts, comments } = adopter([lapsed("local:demo#1")], sessions, () => true, { applied: true, effect: "start-pending" });
+    expect(await subject.once()).toBe(0);
+    expect(starts).toEqual([expect.objectContaining({ bootNote: expect.stringContaining("last words") })]);
+    expect(comments).toEqual([expect.stringContaining("waits in the start queue for a free slot")]);
+    expect(events.events).toEqual([
+      { type: "session.adopted", fields: { work_item: "local:demo#1", daemon: "box-b", from: "box-a", tail_lines: 1, started: false, queued: true } },
     ]);
   });
 

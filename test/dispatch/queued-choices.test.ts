@@ -46,6 +46,29 @@ describe("a queued start through a pause and its resume", () => {
     expect(t.emitted("session.dequeued")).toEqual([expect.objectContaining({ work_item: two.ref, reason: "slot-free" })]);
   });
 
+  it("starts a queued adoption with its boot note, which the queue kept", async () => {
+    const t = await localSetup({
+      routing: { control: { requireStartCommand: true }, limits: { maxLiveSessions: 1 }, harnesses: { fake: { command: ["fake", "{prompt}"] } } },
+    });
+    const queue = new StartQueue({ file: startQueueFile(t.paths.root) });
+    const d = t.dispatcher({ startQueue: queue });
+    const one = await t.open("one");
+    const two = await t.open("two");
+    const note = "This session was adopted from box-a. The last lines of its terminal: ...";
+    expect(await d.control({ ref: one.ref, command: "start", source: "cli", actor: "operator" })).toMatchObject({ effect: "started" });
+    expect(await d.control({ ref: two.ref, command: "start", source: "cli", actor: "the-loop", bootNote: note })).toMatchObject({
+      applied: true,
+      effect: "start-pending",
+    });
+    expect(queue.read()).toMatchObject([{ ref: two.ref, bootNote: note }]);
+    expect(await d.control({ ref: one.ref, command: "stop", source: "cli", actor: "operator" })).toMatchObject({ effect: "stopped" });
+    expect(await d.startQueued()).toBe(1);
+    await d.drain();
+    expect(t.registry.get(two.ref)).toMatchObject({ status: "active" });
+    const spawned = t.runner.spawnRequests.at(-1);
+    expect(spawned?.argv.join(" ")).toContain(note);
+  });
+
   it("refuses a resume with nothing queued and no session, as before", async () => {
     const t = await localSetup({ routing: { limits: { maxLiveSessions: 1 } } });
     const d = t.dispatcher({ startQueue: new StartQueue({ file: startQueueFile(t.paths.root) }) });

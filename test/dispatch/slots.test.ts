@@ -54,7 +54,7 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
       [1, 2, 3, 4, 5, 6].map((n) => {
         const ctx = processes[n % 2]!;
         const item = itemOf(n);
-        return claimWithinLimits(ctx, item.ref, "fake", [], () => ctx.options.registry.claim(item, () => recordOf(item)));
+        return claimWithinLimits(ctx, item.ref, "fake", { labels: [] }, () => ctx.options.registry.claim(item, () => recordOf(item)));
       }),
     );
     const claimed = results.filter((result) => "claimed" in result && result.claimed);
@@ -69,7 +69,8 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
   it("keeps a queued item's place when it asks again, and lets the head through once a slot frees", async () => {
     const root = await tempDir();
     const ctx = contextOf(root, { maxLiveSessions: 1 });
-    const claim = (n: number) => claimWithinLimits(ctx, itemOf(n).ref, "fake", [], () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    const claim = (n: number) =>
+      claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels: [] }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
     expect(await claim(1)).toMatchObject({ claimed: true });
     expect(await claim(2)).toMatchObject({ queued: { position: 1, ahead: 0, fresh: true } });
     expect(await claim(3)).toMatchObject({ queued: { position: 2, ahead: 1, fresh: true } });
@@ -81,11 +82,27 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
     expect(ctx.options.startQueue.read().map((entry) => entry.ref)).toEqual([itemOf(3).ref]);
   });
 
+  it("keeps a queued start's boot note (an adoption's) with its place, and stores none for a start without one", async () => {
+    const root = await tempDir();
+    const ctx = contextOf(root, { maxLiveSessions: 1 });
+    const claim = (n: number, bootNote?: string) =>
+      claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels: [], bootNote }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    expect(await claim(1)).toMatchObject({ claimed: true });
+    expect(await claim(2, "You were adopted from box-a.")).toMatchObject({ queued: { position: 1, fresh: true } });
+    expect(await claim(3)).toMatchObject({ queued: { position: 2, fresh: true } });
+    // Read back from the stored queue, as the dequeue reads it.
+    const stored = new StartQueue({ file: startQueueFile(root) }).read();
+    expect(stored.map((entry) => [entry.ref, entry.bootNote])).toEqual([
+      [itemOf(2).ref, "You were adopted from box-a."],
+      [itemOf(3).ref, undefined],
+    ]);
+  });
+
   it("puts a start with the priority label ahead of every start without it, FIFO among each", async () => {
     const root = await tempDir();
     const ctx = contextOf(root, { maxLiveSessions: 1, priorityLabel: "urgent" });
     const claim = (n: number, labels: string[] = []) =>
-      claimWithinLimits(ctx, itemOf(n).ref, "fake", labels, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+      claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
     expect(await claim(1)).toMatchObject({ claimed: true });
     expect(await claim(2)).toMatchObject({ queued: { position: 1, ahead: 0 } });
     expect(await claim(3, ["Urgent"])).toMatchObject({ queued: { position: 1, ahead: 0, fresh: true } });
@@ -107,7 +124,8 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
   it("lets a paused queued start keep its place while the start behind it takes the slot", async () => {
     const root = await tempDir();
     const ctx = contextOf(root, { maxLiveSessions: 1 });
-    const claim = (n: number) => claimWithinLimits(ctx, itemOf(n).ref, "fake", [], () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    const claim = (n: number) =>
+      claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels: [] }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
     expect(await claim(1)).toMatchObject({ claimed: true });
     expect(await claim(2)).toMatchObject({ queued: { position: 1 } });
     expect(await claim(3)).toMatchObject({ queued: { position: 2 } });
@@ -134,7 +152,9 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
   it("with no cap and nothing queued is the claim alone", async () => {
     const ctx = contextOf(await tempDir(), {});
     for (const n of [1, 2, 3]) {
-      expect(await claimWithinLimits(ctx, itemOf(n).ref, "fake", [], () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))))).toMatchObject({
+      expect(
+        await claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels: [] }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n)))),
+      ).toMatchObject({
         claimed: true,
       });
     }

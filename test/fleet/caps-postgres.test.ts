@@ -74,7 +74,7 @@ async function daemon(url: string, name: string, caps: Partial<RoutingConfig["li
     ctx,
     async start(item) {
       await ownership.acquire([item.ref]);
-      return claimWithinLimits(ctx, item.ref, "claude", [], () => stores.registry.claim(item, () => sessionRecord(item)));
+      return claimWithinLimits(ctx, item.ref, "claude", { labels: [] }, () => stores.registry.claim(item, () => sessionRecord(item)));
     },
   };
 }
