@@ -1,14 +1,11 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { watchdogReactionMs } from "../../src/fleet/adopt-decide.js";
 import { ARM } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { queryRows } from "../support/postgres-project.js";
 import { postgresServer } from "../support/postgres.js";
-import { testProject } from "../support/project.js";
+import { hasTmuxSession, LOST_HOST, lostHostProject, startedDaemon } from "../support/lost-host.js";
 import { waitFor } from "../support/wait.js";
-import type { TestProject } from "../support/project.js";
 
 /**
  * Losing a host (docs/scale.md): two real daemons on two state roots, two tmux servers and one
@@ -19,33 +16,8 @@ import type { TestProject } from "../support/project.js";
  * comment, session.adopted — and leaves #2 paused.
  */
 
-const run = promisify(execFile);
 const server = postgresServer();
 const START = "the-loop:start-execution";
-const KILL_GRACE_SECONDS = 1;
-const LEASE_SECONDS = 6;
-
-const fleetState = (url: string, name: string): Record<string, unknown> => ({
-  store: "postgres",
-  url,
-  daemonName: name,
-  leaseSeconds: LEASE_SECONDS,
-  heartbeatSeconds: 2,
-  adoptGraceSeconds: 8,
-});
-
-async function project(url: string, name: string): Promise<TestProject> {
-  return testProject({
-    routing: { control: { requireStartCommand: true }, tmux: { harnessKillGraceSeconds: KILL_GRACE_SECONDS } },
-    state: fleetState(url, name),
-  });
-}
-
-const hasSession = async (socketName: string, target: string): Promise<boolean> =>
-  run("tmux", ["-L", socketName, "has-session", "-t", `=${target}`]).then(
-    () => true,
-    () => false,
-  );
 
 interface SessionRow {
   item: string;
@@ -55,11 +27,8 @@ interface SessionRow {
 describe("adoption of a lost daemon's items (two real daemons, real tmux, a real server)", () => {
   it("fences A's harness after kill -9, and B adopts its active item with the transcript tail, leaving the paused one paused", async () => {
     const url = await server.freshDatabase();
-    const a = await project(url, "box-a");
-    const started = await a.cli(["start", "--json"]);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
-    const { pid } = jsonOf<{ pid: number }>(started);
-    await a.waitForEvent("A's baseline", (r) => r.event === "poll.baseline");
+    const a = await lostHostProject(url, "box-a");
+    const pid = await startedDaemon(a, "A");
     for (const title of ["Add a health check", "Tidy the docs"]) {
       expect((await a.cli(["item", "new", title, "--label", ARM, "--as", "alice"])).code).toBe(0);
     }
@@ -79,17 +48,17 @@ describe("adoption of a lost daemon's items (two real daemons, real tmux, a real
       (row) => row.item === "local:demo#1",
     );
     const oldTarget = before?.body.tmuxTarget ?? "";
-    expect(await hasSession(a.socketName, oldTarget)).toBe(true);
+    expect(await hasTmuxSession(a.socketName, oldTarget)).toBe(true);
 
     // B joins; A is killed -9 (its process only): its tmux server and harnesses run on.
-    const b = await project(url, "box-b");
+    const b = await lostHostProject(url, "box-b");
     expect((await b.cli(["start", "--json"])).code).toBe(0);
     process.kill(pid, "SIGKILL");
     const killedAt = Date.now();
 
     // A's watchdog ends #1's harness within the lease and its reaction time.
-    await waitFor("A's harness of #1 ended", async () => !(await hasSession(a.socketName, oldTarget)), {
-      timeoutMs: LEASE_SECONDS * 1000 + watchdogReactionMs(KILL_GRACE_SECONDS * 1000) + 2_000,
+    await waitFor("A's harness of #1 ended", async () => !(await hasTmuxSession(a.socketName, oldTarget)), {
+      timeoutMs: LOST_HOST.leaseSeconds * 1000 + watchdogReactionMs(LOST_HOST.killGraceSeconds * 1000) + 2_000,
       intervalMs: 200,
     });
     const fencedMs = Date.now() - killedAt;
@@ -114,7 +83,7 @@ describe("adoption of a lost daemon's items (two real daemons, real tmux, a real
     const one = rows.find((row) => row.item === "local:demo#1");
     expect(one?.body.status).toBe("active");
     expect(one?.body.tmuxTarget).not.toBe(oldTarget);
-    expect(await hasSession(b.socketName, one?.body.tmuxTarget ?? "")).toBe(true);
+    expect(await hasTmuxSession(b.socketName, one?.body.tmuxTarget ?? "")).toBe(true);
     const lease = await queryRows<{ owner: string }>(url, "SELECT owner FROM the_loop_leases WHERE item = 'local:demo#1'");
     expect(lease).toEqual([{ owner: "box-b" }]);
 
@@ -130,9 +99,9 @@ describe("adoption of a lost daemon's items (two real daemons, real tmux, a real
     const back = await a.cli(["start", "--json"]);
     expect(back.code, back.stderr + back.stdout).toBe(0);
     // `start` answers once the daemon serves: its start went over the live sessions (the reclaim) before that.
-    expect(await hasSession(a.socketName, oldTarget)).toBe(false);
+    expect(await hasTmuxSession(a.socketName, oldTarget)).toBe(false);
     expect(await queryRows<{ owner: string }>(url, "SELECT owner FROM the_loop_leases WHERE item = 'local:demo#1'")).toEqual([{ owner: "box-b" }]);
-    expect(await hasSession(b.socketName, one?.body.tmuxTarget ?? "")).toBe(true);
+    expect(await hasTmuxSession(b.socketName, one?.body.tmuxTarget ?? "")).toBe(true);
     expect((await b.cli(["sessions", "stop", "--work-item", "#1"])).code).toBe(0);
   }, 150_000);
 });

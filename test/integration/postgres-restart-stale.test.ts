@@ -2,12 +2,10 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
-import { jsonOf } from "../support/cli.js";
 import { queryRows } from "../support/postgres-project.js";
 import { postgresServer } from "../support/postgres.js";
-import { testProject } from "../support/project.js";
+import { hasTmuxSession, lostHostProject, startedDaemon } from "../support/lost-host.js";
 import { waitFor } from "../support/wait.js";
-import type { TestProject } from "../support/project.js";
 
 /**
  * A daemon back after `kill -9` closes its own stale tmux session (docs/scale.md, "Losing a host:
@@ -22,19 +20,6 @@ const run = promisify(execFile);
 const server = postgresServer();
 const START = "the-loop:start-execution";
 
-async function project(url: string, name: string): Promise<TestProject> {
-  return testProject({
-    routing: { control: { requireStartCommand: true }, tmux: { harnessKillGraceSeconds: 1 } },
-    state: { store: "postgres", url, daemonName: name, leaseSeconds: 6, heartbeatSeconds: 2, adoptGraceSeconds: 8 },
-  });
-}
-
-const hasSession = async (socketName: string, target: string): Promise<boolean> =>
-  run("tmux", ["-L", socketName, "has-session", "-t", `=${target}`]).then(
-    () => true,
-    () => false,
-  );
-
 /** The watchdogs the daemon started: its children running the shipped watchdog program. */
 async function watchdogsOf(pid: number): Promise<number[]> {
   const { stdout } = await run("ps", ["-o", "pid=,args=", "--ppid", String(pid)]).catch(() => ({ stdout: "" }));
@@ -47,11 +32,8 @@ async function watchdogsOf(pid: number): Promise<number[]> {
 describe("a daemon back after kill -9 (two real daemons, real tmux, a real server)", () => {
   it("closes its own tmux session of an item another daemon took meanwhile, and records lease.lost", async () => {
     const url = await server.freshDatabase();
-    const a = await project(url, "box-a");
-    const started = await a.cli(["start", "--json"]);
-    expect(started.code, started.stderr + started.stdout).toBe(0);
-    const { pid } = jsonOf<{ pid: number }>(started);
-    await a.waitForEvent("A's baseline", (r) => r.event === "poll.baseline");
+    const a = await lostHostProject(url, "box-a");
+    const pid = await startedDaemon(a, "A");
     expect((await a.cli(["item", "new", "Add a health check", "--label", ARM, "--as", "alice"])).code).toBe(0);
     expect((await a.cli(["item", "comment", "#1", START, "--as", "alice"])).code).toBe(0);
     await a.waitForEvent("#1 on A", (r) => r.event === "session.spawned" && r.work_item === "local:demo#1");
@@ -62,14 +44,14 @@ describe("a daemon back after kill -9 (two real daemons, real tmux, a real serve
       );
       return rows[0]?.body.tmuxTarget;
     });
-    expect(await hasSession(a.socketName, oldTarget)).toBe(true);
+    expect(await hasTmuxSession(a.socketName, oldTarget)).toBe(true);
     const watchdogs = await waitFor("A's watchdog of #1", async () => {
       const found = await watchdogsOf(pid);
       return found.length > 0 && found;
     });
 
     // B joins; A and its watchdog are killed -9: A's tmux session of #1 runs on, unfenced.
-    const b = await project(url, "box-b");
+    const b = await lostHostProject(url, "box-b");
     expect((await b.cli(["start", "--json"])).code).toBe(0);
     for (const watchdog of watchdogs) process.kill(watchdog, "SIGKILL");
     process.kill(pid, "SIGKILL");
@@ -78,12 +60,12 @@ describe("a daemon back after kill -9 (two real daemons, real tmux, a real serve
     await b.waitForEvent("the adoption", (r) => r.event === "session.adopted" && r.work_item === "local:demo#1", 60_000);
     expect((await b.cli(["sessions", "stop", "--work-item", "#1"])).code).toBe(0);
     expect(await queryRows<{ owner: string }>(url, "SELECT owner FROM the_loop_leases WHERE item = 'local:demo#1'")).toEqual([{ owner: "box-b" }]);
-    expect(await hasSession(a.socketName, oldTarget)).toBe(true);
+    expect(await hasTmuxSession(a.socketName, oldTarget)).toBe(true);
 
     // A returns: `start` answers once the daemon serves, and its start closed the stale session before that.
     const back = await a.cli(["start", "--json"]);
     expect(back.code, back.stderr + back.stdout).toBe(0);
-    expect(await hasSession(a.socketName, oldTarget)).toBe(false);
+    expect(await hasTmuxSession(a.socketName, oldTarget)).toBe(false);
     const lost = (await a.events()).filter((r) => r.event === "lease.lost" && r.work_item === "local:demo#1");
     expect(lost).toEqual([expect.objectContaining({ daemon: "box-a", owner: "box-b", closed: true })]);
     expect(await queryRows<{ owner: string }>(url, "SELECT owner FROM the_loop_leases WHERE item = 'local:demo#1'")).toEqual([{ owner: "box-b" }]);
