@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { lstat, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { setTimeout as delay } from "node:timers/promises";
 import { join, resolve } from "node:path";
 import {
   ProgramNotFoundError,
@@ -92,6 +93,10 @@ class TmuxCallError extends RunnerError {
  * must never make. Window and pane targets are `=name:` because tmux resolves a colon-less window
  * target against the current session first.
  */
+/** How many more times, and how far apart, a dead pane with no exit status yet is asked (exitOf): at most half a second. */
+const EXIT_STATUS_LOOKS = 10;
+const EXIT_STATUS_LOOK_MS = 50;
+
 export class TmuxRunner implements SessionRunner {
   private readonly binary: string;
   private readonly timeoutMs: number;
@@ -126,15 +131,25 @@ export class TmuxRunner implements SessionRunner {
 
   async exitOf(target: string): Promise<PaneExit | undefined> {
     checkTarget(target);
-    let output: string;
-    try {
-      output = await this.tmux(["list-panes", "-t", windowOf(target), "-F", "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"]);
-    } catch (error) {
-      if (isAbsent(error)) return undefined;
-      throw error;
+    let dead: string | undefined;
+    let status: string | undefined;
+    let signal: string | undefined;
+    // tmux marks a pane dead when its terminal closes, and learns the exit status only when it
+    // reaps the process, a moment later (longer on a loaded machine): a dead pane with neither yet
+    // is asked again, a bounded number of times, before its exit is said to be unknown.
+    for (let attempt = 0; ; attempt += 1) {
+      let output: string;
+      try {
+        output = await this.tmux(["list-panes", "-t", windowOf(target), "-F", "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"]);
+      } catch (error) {
+        if (isAbsent(error)) return undefined;
+        throw error;
+      }
+      [dead, status, signal] = (output.split("\n")[0] ?? "").split(" ");
+      if (dead !== "1") return undefined;
+      if ((status ?? "") !== "" || (signal ?? "") !== "" || attempt >= EXIT_STATUS_LOOKS) break;
+      await delay(EXIT_STATUS_LOOK_MS);
     }
-    const [dead, status, signal] = (output.split("\n")[0] ?? "").split(" ");
-    if (dead !== "1") return undefined;
     const number = (text: string | undefined): number | undefined => (text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined);
     const exit: { status?: number; signal?: number } = {};
     const code = number(status);
