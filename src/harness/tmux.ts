@@ -23,6 +23,7 @@ import { findExecutable } from "./preflight.js";
 import { definedEnvironment, inheritedEnvironment, isEnvName, paneEnvPlan, parseShellEnvironment } from "./pane-env.js";
 import { pasteText } from "./paste-text.js";
 import { screenTail } from "./screen.js";
+import { zombieExit } from "./zombie-exit.js";
 import { scratchFileName } from "../state/scratch.js";
 
 export interface TmuxRunnerOptions {
@@ -135,27 +136,32 @@ export class TmuxRunner implements SessionRunner {
     let status: string | undefined;
     let signal: string | undefined;
     // tmux marks a pane dead when its terminal closes, and learns the exit status only when it
-    // reaps the process, a moment later (longer on a loaded machine): a dead pane with neither yet
-    // is asked again, a bounded number of times, before its exit is said to be unknown.
+    // reaps the process, a moment later (more than a second later on a loaded machine). Until then
+    // the unreaped process holds its status, and the kernel tells it; failing that, tmux is asked
+    // again a bounded number of times before the exit is said to be unknown.
     for (let attempt = 0; ; attempt += 1) {
       let output: string;
       try {
-        output = await this.tmux(["list-panes", "-t", windowOf(target), "-F", "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}"]);
+        output = await this.tmux(["list-panes", "-t", windowOf(target), "-F", "#{pane_dead} #{pane_dead_status} #{pane_dead_signal} #{pane_pid} #{pid}"]);
       } catch (error) {
         if (isAbsent(error)) return undefined;
         throw error;
       }
-      [dead, status, signal] = (output.split("\n")[0] ?? "").split(" ");
+      let panePid: string | undefined;
+      let serverPid: string | undefined;
+      [dead, status, signal, panePid, serverPid] = (output.split("\n")[0] ?? "").split(" ");
       if (dead !== "1") return undefined;
-      if ((status ?? "") !== "" || (signal ?? "") !== "" || attempt >= EXIT_STATUS_LOOKS) break;
+      if ((status ?? "") !== "" || (signal ?? "") !== "") break;
+      if (isDigits(panePid) && isDigits(serverPid)) {
+        const unreaped = await zombieExit(Number(panePid), Number(serverPid));
+        if (unreaped !== undefined) return unreaped;
+      }
+      if (attempt >= EXIT_STATUS_LOOKS) break;
       await delay(EXIT_STATUS_LOOK_MS);
     }
-    const number = (text: string | undefined): number | undefined => (text !== undefined && /^\d+$/.test(text) ? Number(text) : undefined);
     const exit: { status?: number; signal?: number } = {};
-    const code = number(status);
-    const killedBy = number(signal);
-    if (code !== undefined) exit.status = code;
-    if (killedBy !== undefined) exit.signal = killedBy;
+    if (isDigits(status)) exit.status = Number(status);
+    if (isDigits(signal)) exit.signal = Number(signal);
     return exit;
   }
 
@@ -566,4 +572,9 @@ function isRunning(pid: number): boolean {
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/** A tmux format's number: digits only, so an empty or absent field is no number. */
+function isDigits(text: string | undefined): text is string {
+  return text !== undefined && /^\d+$/.test(text);
 }
