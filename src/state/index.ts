@@ -59,6 +59,7 @@ export {
   TRACKER_CHANNEL,
   TRACKER_ITEMS_TABLE,
   TRACKER_JOURNAL_TABLE,
+  TRACKER_PROJECTS_TABLE,
   planMigrations,
 } from "./postgres/migrations.js";
 export type { Migration, MigrationPlan, MigrationReport } from "./postgres/migrations.js";

@@ -1,3 +1,5 @@
+import { promises as fs } from "node:fs";
+import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { PostgresDatabase } from "../../src/state/index.js";
@@ -106,6 +108,76 @@ it("state migrate copies a file tracker's projects once, counted and verified", 
   ]);
   const next = await shared.openItem({ project: "demo", title: "after", actor: "alice" });
   expect(next.item.ref).toBe("local:demo#3");
+});
+
+it("state migrate carries a repaired project's seqFloor: no seq or number handed out again, and a cursor at the floor reads on", async () => {
+  const url = await cluster.freshDatabase();
+  const trackerDir = `${await tempDir()}/tracker`;
+  const files = new LocalTracker({ trackerDir, events: new MemoryEventSink() });
+  await files.openItem({ project: "demo", title: "one", actor: "alice" });
+  for (const body of ["a", "b", "c"]) await files.addComment(parseWorkItemRef("local:demo#1"), body, "bob");
+  await files.openItem({ project: "demo", title: "two", actor: "alice" });
+  // The poller has seen demo:5 (item #2's opening); then that last line is damaged and repaired away.
+  const delivered = (await files.changesSince({}, undefined)).cursor;
+  expect(JSON.parse(delivered)).toEqual({ v: 1, projects: { demo: 5 } });
+  const journal = join(trackerDir, "demo", "journal.jsonl");
+  const lines = (await fs.readFile(journal, "utf8")).split("\n").slice(0, 4);
+  await fs.writeFile(journal, [...lines, "{ broken }", ""].join("\n"));
+  expect((await files.repair("demo")).kept).toBe(4);
+  expect(JSON.parse(await fs.readFile(join(trackerDir, "demo", "meta.json"), "utf8"))).toEqual({ lastSeq: 5, lastNumber: 2, seqFloor: 5 });
+
+  const database = await PostgresDatabase.open({ url, name: "migrate" });
+  opened.push(database);
+  const copied = await copyTrackerToDatabase(trackerDir, database);
+  expect(copied.map(({ name, copied: count, verified }) => [name, count, verified])).toEqual([
+    ["tracker-items", 1, true],
+    ["tracker-journal", 4, true],
+  ]);
+  const floorRow = "SELECT project, seq_floor, number_floor FROM the_loop_tracker_projects";
+  expect((await database.pool.query(floorRow)).rows).toEqual([{ project: "demo", seq_floor: 5, number_floor: 2 }]);
+  // A database that took the journal before it kept floors gets the floor from a second run.
+  await database.pool.query("DELETE FROM the_loop_tracker_projects");
+  expect((await copyTrackerToDatabase(trackerDir, database)).map((kind) => [kind.unchanged, kind.verified])).toEqual([
+    [1, true],
+    [4, true],
+  ]);
+  expect((await database.pool.query(floorRow)).rows).toEqual([{ project: "demo", seq_floor: 5, number_floor: 2 }]);
+
+  const shared = openLocalTracker({ trackerDir: `${await tempDir()}/tracker`, events: new MemoryEventSink(), database });
+  // At the floor, past the copied journal's end: nothing new, not a journal started afresh.
+  const atFloor = await shared.changesSince({}, delivered);
+  expect(atFloor.changes).toEqual([]);
+  // Past the floor it is one started afresh, as on files: all of it is new.
+  expect((await shared.changesSince({}, JSON.stringify({ v: 1, projects: { demo: 6 } }))).changes.map((change) => change.id)).toEqual([
+    "demo:1",
+    "demo:2",
+    "demo:3",
+    "demo:4",
+  ]);
+  expect((await shared.addComment(parseWorkItemRef("local:demo#1"), "after", "bob")).id).toBe("demo:c6");
+  const next = await shared.openItem({ project: "demo", title: "three", actor: "alice" });
+  expect(next.item.ref).toBe("local:demo#3");
+  const feed = await shared.changesSince({}, delivered);
+  expect(feed.changes.map((change) => [change.id, change.kind, change.item.ref])).toEqual([
+    ["demo:6", "commented", "local:demo#1"],
+    ["demo:7", "opened", "local:demo#3"],
+  ]);
+  expect((await shared.changesSince({}, feed.cursor)).changes).toEqual([]);
+});
+
+it("state migrate reports a project whose meta.json does not read, and does not copy it: the seqs it keeps used are unknown", async () => {
+  const url = await cluster.freshDatabase();
+  const trackerDir = `${await tempDir()}/tracker`;
+  const files = new LocalTracker({ trackerDir, events: new MemoryEventSink() });
+  await files.openItem({ project: "demo", title: "one", actor: "alice" });
+  const meta = join(trackerDir, "demo", "meta.json");
+  await fs.writeFile(meta, "{ torn");
+  const database = await PostgresDatabase.open({ url, name: "migrate" });
+  opened.push(database);
+  const [items] = await copyTrackerToDatabase(trackerDir, database);
+  expect(items).toMatchObject({ name: "tracker-items", files: 0, copied: 0, problems: [{ where: meta }] });
+  expect(items?.problems[0]?.message).toMatch(/local tracker file .*meta\.json is damaged/);
+  expect((await database.pool.query("SELECT count(*)::int AS count FROM the_loop_tracker_journal")).rows).toEqual([{ count: 0 }]);
 });
 
 it("names a damaged item row as a row of the database, with what to do, never as a file", async () => {

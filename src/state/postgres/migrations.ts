@@ -34,6 +34,13 @@ export const RECORD_SEQ = `${TABLE_PREFIX}record_seq`;
 /** The local tracker's change journal and item snapshots, one set per project (migration 2). */
 export const TRACKER_JOURNAL_TABLE = `${TABLE_PREFIX}tracker_journal`;
 export const TRACKER_ITEMS_TABLE = `${TABLE_PREFIX}tracker_items`;
+/**
+ * The seqs and item numbers a local project keeps used beyond its journal rows (migration 7): a
+ * file project's `meta.json` after `the-loop item repair` moved its last lines aside, carried by
+ * `state migrate`. One row per such project; the database tracker reads it when it numbers a
+ * change and when it reads a cursor past the journal's end.
+ */
+export const TRACKER_PROJECTS_TABLE = `${TABLE_PREFIX}tracker_projects`;
 /** The channel every local tracker change is announced on (the trigger of migration 2), with its project and seq. */
 export const TRACKER_CHANNEL = `${TABLE_PREFIX}tracker`;
 /** The channel every record change is announced on (the trigger of migration 1). */
@@ -107,6 +114,19 @@ export const MIGRATIONS: readonly Migration[] = [
   EVENTS_MIGRATION,
   INBOX_MIGRATION,
   TRANSCRIPT_TAILS_MIGRATION,
+  {
+    version: 7,
+    name: "the seqs and numbers a local project keeps used beyond its journal",
+    sql: `
+      -- Every seq up to seq_floor and every number up to number_floor was handed out (the change ids
+      -- and refs of journal lines a repair moved aside may have been delivered): never again.
+      CREATE TABLE ${TRACKER_PROJECTS_TABLE} (
+        project text PRIMARY KEY,
+        seq_floor integer NOT NULL,
+        number_floor integer NOT NULL
+      );
+    `,
+  },
 ];
 
 /** The newest schema this build knows. */

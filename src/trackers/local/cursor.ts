@@ -48,3 +48,13 @@ export function decodeCursor(cursor: string): Map<string, number> {
   }
   return positions;
 }
+
+/**
+ * The seq a project's feed reads on after, from the cursor's position for it. A position past the
+ * journal's end was read from a journal since started afresh (its folder wiped, its rows deleted),
+ * so all of it is new — unless a repair moved the journal's last lines aside and every seq up to
+ * `seqFloor` stays handed out: a position up to there is where the feed left off.
+ */
+export function feedPosition(position: number, journalEnd: number, seqFloor: number): number {
+  return position > journalEnd && position > seqFloor ? 0 : position;
+}

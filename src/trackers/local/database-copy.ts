@@ -1,14 +1,15 @@
 import { promises as fs } from "node:fs";
 import type { Dirent } from "node:fs";
+import type { PoolClient } from "pg";
 import { errnoOf } from "../../errors.js";
-import { TRACKER_ITEMS_TABLE, TRACKER_JOURNAL_TABLE, withAdvisoryLock } from "../../state/index.js";
+import { TRACKER_ITEMS_TABLE, TRACKER_JOURNAL_TABLE, TRACKER_PROJECTS_TABLE, withAdvisoryLock } from "../../state/index.js";
 import type { PostgresDatabase } from "../../state/index.js";
 import { trackerLockKey } from "./database-tracker.js";
-import { journalRemedy } from "./errors.js";
-import { isProjectName, projectFiles } from "./files.js";
+import { CorruptTrackerFileError, journalRemedy } from "./errors.js";
+import { isProjectName, projectFiles, readMeta } from "./files.js";
 import { scanJournal } from "./journal.js";
 import { JournalMismatchError, applyLine } from "./records.js";
-import type { ItemSnapshot, JournalLine } from "./records.js";
+import type { ItemSnapshot, JournalLine, ProjectMeta } from "./records.js";
 import type { StoreCopyCount } from "../../state/copy-count.js";
 
 /**
@@ -19,6 +20,12 @@ import type { StoreCopyCount } from "../../state/copy-count.js";
  * other as kept (the database's is the newer truth once a daemon ran on it). A journal with a line
  * that does not read is reported and not copied. The files are left as they are; after the copy each
  * copied project's rows are counted again.
+ *
+ * A project `the-loop item repair` mended may keep seqs and numbers used beyond its journal
+ * (`meta.json`'s `seqFloor`: the change ids and refs of the lines moved aside may have been
+ * delivered). Its floor goes to the_loop_tracker_projects with the journal, and is written too when
+ * the database holds the same journal already (copied by a the-loop before migration 7), so the
+ * database tracker never hands those out again.
  */
 
 /** The counts of `tracker-items` and `tracker-journal`, as the report gives every store's. */
@@ -28,6 +35,8 @@ interface ProjectRead {
   readonly project: string;
   readonly lines: readonly JournalLine[];
   readonly items: readonly ItemSnapshot[];
+  /** What a repair kept used beyond the journal, when it did. */
+  readonly floor: { readonly seq: number; readonly number: number } | undefined;
 }
 
 async function projectsOf(trackerDir: string): Promise<string[]> {
@@ -50,7 +59,16 @@ async function readProject(trackerDir: string, project: string): Promise<Project
   const scan = await scanJournal(files.journal);
   const first = scan.damaged[0];
   if (first !== undefined) return { where: files.journal, message: `${first.reason}; ${journalRemedy(project)}` };
-  if (scan.lines.length === 0) return undefined;
+  let meta: ProjectMeta | undefined;
+  try {
+    meta = await readMeta(files);
+  } catch (error) {
+    // Without it the seqs a repair kept used are unknown: copied, the database could hand them out again.
+    if (error instanceof CorruptTrackerFileError) return { where: files.meta, message: error.message };
+    throw error;
+  }
+  const floor = meta?.seqFloor === undefined ? undefined : { seq: meta.seqFloor, number: meta.lastNumber };
+  if (scan.lines.length === 0 && floor === undefined) return undefined;
   const items = new Map<number, ItemSnapshot>();
   try {
     for (const line of scan.lines) items.set(line.number, applyLine(items.get(line.number), line));
@@ -58,17 +76,28 @@ async function readProject(trackerDir: string, project: string): Promise<Project
     if (error instanceof JournalMismatchError) return { where: files.journal, message: `${error.message}; ${journalRemedy(project)}` };
     throw error;
   }
-  return { project, lines: scan.lines, items: [...items.values()] };
+  return { project, lines: scan.lines, items: [...items.values()], floor };
 }
 
-async function heldCounts(database: PostgresDatabase, project: string): Promise<{ lines: number; items: number; last: number }> {
-  const { rows } = await database.pool.query<{ lines: number; items: number; last: number }>(
+async function heldCounts(database: PostgresDatabase, project: string): Promise<{ lines: number; items: number; last: number; floor: number }> {
+  const { rows } = await database.pool.query<{ lines: number; items: number; last: number; floor: number }>(
     `SELECT (SELECT count(*)::int FROM ${TRACKER_JOURNAL_TABLE} WHERE project = $1) AS lines,
             (SELECT count(*)::int FROM ${TRACKER_ITEMS_TABLE} WHERE project = $1) AS items,
-            (SELECT coalesce(max(seq), 0) FROM ${TRACKER_JOURNAL_TABLE} WHERE project = $1) AS last`,
+            (SELECT coalesce(max(seq), 0) FROM ${TRACKER_JOURNAL_TABLE} WHERE project = $1) AS last,
+            (SELECT coalesce(max(seq_floor), 0) FROM ${TRACKER_PROJECTS_TABLE} WHERE project = $1) AS floor`,
     [project],
   );
-  return rows[0] ?? { lines: 0, items: 0, last: 0 };
+  return rows[0] ?? { lines: 0, items: 0, last: 0, floor: 0 };
+}
+
+/** Raises the project's floor to the files' (never lowers it: a floor only says what was handed out). */
+async function writeFloor(client: Pick<PoolClient, "query">, project: string, floor: NonNullable<ProjectRead["floor"]>): Promise<void> {
+  await client.query(
+    `INSERT INTO ${TRACKER_PROJECTS_TABLE} (project, seq_floor, number_floor) VALUES ($1, $2, $3)
+     ON CONFLICT (project) DO UPDATE SET seq_floor = GREATEST(${TRACKER_PROJECTS_TABLE}.seq_floor, EXCLUDED.seq_floor),
+                                         number_floor = GREATEST(${TRACKER_PROJECTS_TABLE}.number_floor, EXCLUDED.number_floor)`,
+    [project, floor.seq, floor.number],
+  );
 }
 
 /** Copies every local project under `trackerDir` into the database; counts items and journal lines. */
@@ -88,7 +117,11 @@ export async function copyTrackerToDatabase(trackerDir: string, database: Postgr
     lines.files += read.lines.length;
     const outcome = await withAdvisoryLock(database, trackerLockKey(project), `the local project "${project}" in the state database`, async (client) => {
       const held = await heldCounts(database, project);
-      if (held.lines > 0) return held.lines === read.lines.length && held.last === read.lines.at(-1)?.seq ? "unchanged" : "kept";
+      if (held.lines > 0) {
+        if (held.lines !== read.lines.length || held.last !== read.lines.at(-1)?.seq) return "kept";
+        if (read.floor !== undefined) await writeFloor(client, project, read.floor);
+        return "unchanged";
+      }
       await client.query("BEGIN");
       try {
         await client.query(
@@ -99,6 +132,7 @@ export async function copyTrackerToDatabase(trackerDir: string, database: Postgr
           `INSERT INTO ${TRACKER_ITEMS_TABLE} (project, number, body) SELECT $1, number, body::json FROM unnest($2::int[], $3::text[]) AS i(number, body)`,
           [project, read.items.map((item) => item.number), read.items.map((item) => JSON.stringify(item))],
         );
+        if (read.floor !== undefined) await writeFloor(client, project, read.floor);
         await client.query("COMMIT");
       } catch (error) {
         await client.query("ROLLBACK");
@@ -110,7 +144,7 @@ export async function copyTrackerToDatabase(trackerDir: string, database: Postgr
     lines[outcome] += read.lines.length;
     if (outcome !== "kept") {
       const held = await heldCounts(database, project);
-      if (held.lines !== read.lines.length || held.items !== read.items.length) verified = false;
+      if (held.lines !== read.lines.length || held.items !== read.items.length || held.floor < (read.floor?.seq ?? 0)) verified = false;
     }
   }
   return [

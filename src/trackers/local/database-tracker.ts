@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import type { PoolClient } from "pg";
-import { TRACKER_CHANNEL, TRACKER_ITEMS_TABLE, TRACKER_JOURNAL_TABLE, withAdvisoryLock } from "../../state/index.js";
+import { TRACKER_CHANNEL, TRACKER_ITEMS_TABLE, TRACKER_JOURNAL_TABLE, TRACKER_PROJECTS_TABLE, withAdvisoryLock } from "../../state/index.js";
 import type { PostgresDatabase } from "../../state/index.js";
 import { formatWorkItemRef } from "../../workitem/index.js";
 import type { LocalRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
 import type { ChangeBatch, TrackerScope } from "../tracker.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { decodeCursor, encodeCursor, feedPosition } from "./cursor.js";
 import { CorruptTrackerFileError } from "./errors.js";
 import type { ProjectFiles } from "./files.js";
 import { itemSnapshotSchema, journalLineSchema, schemaProblem } from "./records.js";
@@ -25,7 +25,9 @@ import { watchAnnouncements } from "./database-watch.js";
  * keys) across read → decide → write, as the file tracker holds the project's lock file; each change
  * is one transaction writing its line and its item together, so there is no journal to repair and
  * nothing a crash leaves half applied. A trigger announces each change on TRACKER_CHANNEL, which
- * is how a daemon sees a change made from another host (watchChanges).
+ * is how a daemon sees a change made from another host (watchChanges). A project copied from files
+ * that `the-loop item repair` mended has a row in `the_loop_tracker_projects`: the seqs and numbers
+ * it keeps used beyond its rows, which writes number above and the feed reads a cursor up to.
  */
 
 export interface DatabaseTrackerOptions extends LocalTrackerOptions {
@@ -45,6 +47,12 @@ export function trackerLockKey(project: string): string {
 /** An item's URL on the database: it names the item, not a file on some host. */
 export const databaseItemsUrl = (project: string): string => `the-loop://local/${project}/items`;
 
+/** What a project keeps used beyond its rows: every seq and item number up to these. */
+interface TrackerFloor {
+  readonly seq: number;
+  readonly number: number;
+}
+
 export class DatabaseLocalTracker extends LocalTracker {
   private readonly database: PostgresDatabase;
   /** The connection holding each open write's lock, by the write's head. */
@@ -60,11 +68,10 @@ export class DatabaseLocalTracker extends LocalTracker {
     const lastSeqs = await this.lastSeqs(projects);
     if (cursor === undefined) return { changes: [], cursor: encodeCursor(lastSeqs) };
     const positions = decodeCursor(cursor);
-    const after = projects.map((project) => {
-      const position = positions.get(project) ?? 0;
-      // A journal behind the cursor was started afresh (its rows deleted): all of it is new.
-      return (lastSeqs.get(project) ?? 0) < position ? 0 : position;
-    });
+    // Only a cursor past a journal's end needs the project's floor (the copy of a repaired project's).
+    const pastEnd = projects.filter((project) => (positions.get(project) ?? 0) > (lastSeqs.get(project) ?? 0));
+    const floors = pastEnd.length === 0 ? new Map<string, TrackerFloor>() : await this.floors(pastEnd);
+    const after = projects.map((project) => feedPosition(positions.get(project) ?? 0, lastSeqs.get(project) ?? 0, floors.get(project)?.seq ?? 0));
     const { rows } = await this.database.pool.query<{ project: string; line: unknown }>(
       `SELECT j.project, j.line FROM ${TRACKER_JOURNAL_TABLE} j JOIN unnest($1::text[], $2::int[]) AS c(project, after) ON j.project = c.project AND j.seq > c.after
        ORDER BY j.line->>'ts', j.project, j.seq`,
@@ -114,14 +121,27 @@ export class DatabaseLocalTracker extends LocalTracker {
 
   protected override async mutate<T>(project: string, operation: (files: ProjectFiles, head: Head) => Promise<T>): Promise<T> {
     return withAdvisoryLock(this.database, trackerLockKey(project), `the local project "${project}" in the state database`, async (client) => {
-      const { rows } = await client.query<{ seq: number | null; ts: string | null; number: number | null }>(
+      const { rows } = await client.query<{
+        seq: number | null;
+        ts: string | null;
+        number: number | null;
+        seq_floor: number | null;
+        number_floor: number | null;
+      }>(
         `SELECT (SELECT max(seq) FROM ${TRACKER_JOURNAL_TABLE} WHERE project = $1) AS seq,
                 (SELECT line->>'ts' FROM ${TRACKER_JOURNAL_TABLE} WHERE project = $1 ORDER BY seq DESC LIMIT 1) AS ts,
-                (SELECT max(number) FROM ${TRACKER_ITEMS_TABLE} WHERE project = $1) AS number`,
+                (SELECT max(number) FROM ${TRACKER_ITEMS_TABLE} WHERE project = $1) AS number,
+                (SELECT seq_floor FROM ${TRACKER_PROJECTS_TABLE} WHERE project = $1) AS seq_floor,
+                (SELECT number_floor FROM ${TRACKER_PROJECTS_TABLE} WHERE project = $1) AS number_floor`,
         [project],
       );
       const row = rows[0];
-      const head: Head = { lastSeq: row?.seq ?? 0, lastNumber: row?.number ?? 0, lastTs: row?.ts ?? undefined };
+      // Seqs and numbers up to the project's floor were handed out before it was copied here.
+      const head: Head = {
+        lastSeq: Math.max(row?.seq ?? 0, row?.seq_floor ?? 0),
+        lastNumber: Math.max(row?.number ?? 0, row?.number_floor ?? 0),
+        lastTs: row?.ts ?? undefined,
+      };
       this.clients.set(head, client);
       return operation(this.files(project), head);
     });
@@ -197,6 +217,15 @@ export class DatabaseLocalTracker extends LocalTracker {
       [projects],
     );
     return new Map(rows.map((row) => [row.project, row.seq]));
+  }
+
+  /** The floors of those of `projects` that have one (the_loop_tracker_projects). */
+  private async floors(projects: readonly string[]): Promise<Map<string, TrackerFloor>> {
+    const { rows } = await this.database.pool.query<{ project: string; seq_floor: number; number_floor: number }>(
+      `SELECT project, seq_floor, number_floor FROM ${TRACKER_PROJECTS_TABLE} WHERE project = ANY($1::text[])`,
+      [projects],
+    );
+    return new Map(rows.map((row) => [row.project, { seq: row.seq_floor, number: row.number_floor }]));
   }
 
   /** How messages name a project's journal: its rows. */

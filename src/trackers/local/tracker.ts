@@ -10,7 +10,7 @@ import { RefError, checkLocalProject, formatWorkItemRef, hasLabel, labelMatches 
 import type { LocalRef, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
 import type { ChangeBatch, ItemState, ItemThread, SelfLogin, Tracker, TrackerChangeFeed, TrackerComment, TrackerScope, WorkItemState } from "../tracker.js";
-import { decodeCursor, encodeCursor } from "./cursor.js";
+import { decodeCursor, encodeCursor, feedPosition } from "./cursor.js";
 import { CorruptTrackerFileError, LocalTrackerInputError, NotLocalRefError } from "./errors.js";
 import { exists, highestItemNumber, isProjectName, itemNumbers, itemPath, projectFiles, readMeta, readSnapshot, readSnapshotSync } from "./files.js";
 import type { ProjectFiles } from "./files.js";
@@ -138,9 +138,8 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
       const lines = await readJournal(this.files(project).journal);
       const lastSeq = lines.at(-1)?.seq ?? 0;
       let after = positions.get(project) ?? 0;
-      // A journal shorter than the cursor was started afresh (its folder wiped): all of it is new —
-      // unless a repair moved its last lines aside, and meta.json says those seqs were handed out.
-      if (lastSeq < after && ((await readMeta(this.files(project)))?.seqFloor ?? 0) < after) after = 0;
+      // Past the journal's end: meta.json's seqFloor says whether a repair kept those seqs used.
+      if (lastSeq < after) after = feedPosition(after, lastSeq, (await readMeta(this.files(project)))?.seqFloor ?? 0);
       for (const line of lines) if (line.seq > after) pending.push({ project, line });
       if (lastSeq > 0) positions.set(project, lastSeq);
       else positions.delete(project);

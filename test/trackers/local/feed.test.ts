@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { feedPosition } from "../../../src/trackers/local/cursor.js";
 import { InvalidCursorError } from "../../../src/trackers/local/index.js";
 import { tempDir } from "../../support/temp.js";
 import { makeTracker, ref } from "./helpers.js";
@@ -100,5 +101,23 @@ describe("LocalTracker.changesSince", () => {
       await expect(tracker.changesSince({}, cursor)).rejects.toBeInstanceOf(InvalidCursorError);
     }
     await expect(tracker.changesSince({}, "nope")).rejects.toThrow(/invalid local tracker cursor: not JSON/);
+  });
+});
+
+describe("feedPosition: where a project's feed reads on after its cursor", () => {
+  it.each([
+    // position, journal's end, seqFloor, reads on after
+    { position: 3, end: 5, floor: 0, after: 3, why: "within the journal" },
+    { position: 5, end: 5, floor: 0, after: 5, why: "at the journal's end" },
+    { position: 0, end: 5, floor: 0, after: 0, why: "from the start" },
+    { position: 7, end: 5, floor: 0, after: 0, why: "past the end, no floor: started afresh" },
+    { position: 7, end: 5, floor: 4, after: 0, why: "past the end and the floor: started afresh" },
+    { position: 7, end: 5, floor: 7, after: 7, why: "at the floor past the end: a repair kept those seqs used" },
+    { position: 6, end: 5, floor: 7, after: 6, why: "below the floor past the end" },
+    { position: 8, end: 5, floor: 7, after: 0, why: "past the floor" },
+    { position: 4, end: 0, floor: 4, after: 4, why: "every line moved aside, cursor at the floor" },
+    { position: 3, end: 9, floor: 7, after: 3, why: "a floor the journal has since passed" },
+  ])("$why", ({ position, end, floor, after }) => {
+    expect(feedPosition(position, end, floor)).toBe(after);
   });
 });
