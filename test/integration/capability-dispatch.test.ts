@@ -1,9 +1,8 @@
 import { chmod, cp, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { REPO_ROOT, jsonOf } from "../support/cli.js";
-import { graphStatus } from "../support/graph.js";
+import { graphProject, graphStatus } from "../support/graph.js";
 import type { ClaimJson } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
@@ -73,17 +72,6 @@ async function installBundle(p: TestProject, name: string, manifest: object, fil
   }
   const added = await p.cli(["capabilities", "add", `capabilities/${name}`, "--yes"]);
   expect(added.code, added.stderr).toBe(0);
-}
-
-async function graphProject(graph: object): Promise<TestProject> {
-  const p = await testProject({
-    graph: { enabled: true, default: (graph as { name: string }).name },
-    graphs: [{ name: (graph as { name: string }).name, path: "graph.yaml" }],
-    routing: { spawnWorkdir: "work" },
-  });
-  await writeFile(join(p.root, "graph.yaml"), stringify(graph));
-  await mkdir(join(p.dir, "work"), { recursive: true });
-  return p;
 }
 
 async function claim(p: TestProject): Promise<{ code: number; answer: ClaimJson }> {
