@@ -216,7 +216,7 @@ describe("watchConfigFile", () => {
         await writeFile(file, "routing: {}\n");
         return false;
       },
-      { intervalMs: 50, timeoutMs: 4_000 },
+      { intervalMs: 50 },
     );
     expect(checks).not.toContain(true);
     expect(seen).toEqual([]);

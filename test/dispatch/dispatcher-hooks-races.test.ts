@@ -28,7 +28,7 @@ function gate(): { readonly wait: Promise<void>; open(): void } {
 
 const refOf = (context: Record<string, unknown>): string => (context.workItem as { ref: string }).ref;
 
-async function within<T>(promise: Promise<T>, ms = 3_000): Promise<T | "still waiting"> {
+async function within<T>(promise: Promise<T>, ms = 10_000): Promise<T | "still waiting"> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<"still waiting">((resolve) => (timer = setTimeout(() => resolve("still waiting"), ms)));
   try {
