@@ -1,11 +1,13 @@
 import { randomUUID } from "node:crypto";
-import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { readdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import { harnessAdapter } from "../../src/harness/adapters.js";
 import { routingSchema } from "../../src/config/schema.js";
 import { jsonOf } from "../support/cli.js";
 import { CLAUDE_CODE_VERSION, claudeBinary, claudeEnv, claudeHome, readClaudeConfig, runClaude } from "../support/claude-code.js";
 import { startModelStub, type ModelReply, type ModelRequest, type ModelStub } from "../support/model-stub.js";
-import { endAgentProject, livePanePids, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
+import { agentSuite, livePanePids, requestLine, screenOf, waitInSession } from "../support/real-agent.js";
 import { testProject, type TestProject } from "../support/project.js";
 import { tempDir } from "../support/temp.js";
 import { waitFor } from "../support/wait.js";
@@ -20,21 +22,7 @@ import { ARM } from "../support/builders.js";
 const QUESTION = "Which database should the service use?";
 const ANSWER = "Use PostgreSQL 16, please.";
 
-let binary = "";
-let project: TestProject | undefined;
-let stub: ModelStub | undefined;
-
-beforeAll(async () => {
-  binary = await claudeBinary();
-}, 300_000);
-
-afterEach(async () => {
-  // Claude Code writes into its home until it has exited; the scratch home goes after it.
-  if (project !== undefined) await endAgentProject(project);
-  project = undefined;
-  await stub?.close();
-  stub = undefined;
-});
+const agent = agentSuite<ModelStub>(claudeBinary, { installTimeoutMs: 300_000 });
 
 /** The agent's script: ask the operator once through `the-loop ask`, then acknowledge whatever comes. */
 function askOnce(request: ModelRequest, agentic: readonly ModelRequest[]): ModelReply {
@@ -46,7 +34,7 @@ function askOnce(request: ModelRequest, agentic: readonly ModelRequest[]): Model
 
 /** Waits as waitFor does; a timeout says what the pane, the event log and the model saw. */
 const inSession = <T>(p: TestProject, what: string, probe: () => Promise<T | undefined>): Promise<T> =>
-  waitInSession(p, what, probe, { timeoutMs: 30_000, requests: () => (stub?.requests ?? []).map((r) => requestLine(r)) });
+  waitInSession(p, what, probe, { timeoutMs: 30_000, requests: () => (agent.stub?.requests ?? []).map((r) => requestLine(r)) });
 
 interface ItemJson {
   comments: { author: string | null; body: string }[];
@@ -55,14 +43,52 @@ interface SessionsJson {
   sessions: { tmuxTarget: string; cwd: string }[];
 }
 
+/** A line of a conversation Claude Code saved: who spoke, and what. */
+interface TranscriptLine {
+  readonly type?: unknown;
+  readonly message?: unknown;
+}
+
+/**
+ * The conversation `conversationId` as Claude Code has saved it so far, in
+ * `<home>/.claude/projects/<folder>/<id>.jsonl`: found by the file's name, in whichever folder
+ * the CLI named after the session's. A resume reads it back, so it must hold what came before.
+ */
+async function savedConversation(home: string, conversationId: string): Promise<TranscriptLine[]> {
+  const projects = join(home, ".claude", "projects");
+  // Not there yet: the CLI makes the folder at its first write.
+  const folders = await readdir(projects).catch(() => []);
+  for (const folder of folders) {
+    // Not in this folder: the file is in the session's.
+    const text = await readFile(join(projects, folder, `${conversationId}.jsonl`), "utf8").catch(() => undefined);
+    if (text === undefined) continue;
+    return text.split("\n").flatMap((line): TranscriptLine[] => {
+      try {
+        return [JSON.parse(line) as TranscriptLine];
+      } catch {
+        // A line still being written (or the blank after the last): read on the next poll.
+        return [];
+      }
+    });
+  }
+  return [];
+}
+
+/** Whether the saved conversation has a `type` line ("user", "assistant") whose message holds `text`. */
+function said(lines: readonly TranscriptLine[], type: string, text: string): boolean {
+  return lines.some((line) => line.type === type && JSON.stringify(line.message ?? "").includes(text));
+}
+
 async function claudeProject(home: string, model: ModelStub, routing: Record<string, unknown> = {}): Promise<TestProject> {
   const p = await testProject({
     routing: {
       defaultHarness: "claude",
-      harnesses: { claude: { command: [binary], args: ["--allowedTools", "Bash(the-loop ask:*)"] } },
+      harnesses: { claude: { command: [agent.binary], args: ["--allowedTools", "Bash(the-loop ask:*)"] } },
       ...routing,
     },
   });
+  // The suite's end stops it even when its start fails below.
+  agent.project = p;
   const started = await p.cli(["start"], claudeEnv(home, model.url));
   expect(started.code, started.stderr).toBe(0);
   await p.waitForEvent("the baseline", (r) => r.event === "poll.baseline");
@@ -75,13 +101,13 @@ async function claudeProject(home: string, model: ModelStub, routing: Record<str
 describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { timeout: 120_000 }, () => {
   it("starts unattended in a folder it has never seen, asks through the-loop, and hears the answer", async () => {
     const home = await claudeHome({ operatorSetting: "kept", projects: { "/srv/elsewhere": { allowedTools: ["Edit"] } } });
-    stub = await startModelStub(askOnce);
-    project = await claudeProject(home, stub);
-    const p = project;
+    const stub = await startModelStub(askOnce);
+    agent.stub = stub;
+    const p = await claudeProject(home, stub);
     // In its sandbox (docs/security.md): the flow below runs there, through the session's own socket.
     expect((await p.events()).find((r) => r.event === "session.sandboxed")).toMatchObject({ work_item: "local:demo#1" });
 
-    const first = await inSession(p, "the agent's first model request", async () => stub?.requests.find((r) => r.agentic));
+    const first = await inSession(p, "the agent's first model request", async () => stub.requests.find((r) => r.agentic));
     expect(first.lastUserText).toContain("Choose a database");
 
     const asked = await inSession(p, "the question on the work item", async () =>
@@ -97,7 +123,7 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
 
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
     const answered = await inSession(p, "the answer in the model's next request", async () =>
-      stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
+      stub.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)),
     );
     expect(answered.lastUserText).toContain("alice");
     await p.waitForEvent("the delivery", (r) => r.event === "dispatch.succeeded");
@@ -114,17 +140,25 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
 
   it("comes back by itself when its process dies, resuming the conversation: the model sees what came before", async () => {
     const home = await claudeHome();
-    stub = await startModelStub(askOnce);
-    project = await claudeProject(home, stub);
-    const p = project;
+    const stub = await startModelStub(askOnce);
+    agent.stub = stub;
+    const p = await claudeProject(home, stub);
     await inSession(p, "the question on the work item", async () =>
       jsonOf<ItemJson>(await p.cli(["item", "show", "#1", "--json"])).comments.find((c) => c.body.includes(QUESTION)),
     );
     expect((await p.cli(["item", "comment", "#1", ANSWER, "--as", "alice"])).code).toBe(0);
-    await inSession(p, "the answer in the model's next request", async () => stub?.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
+    await inSession(p, "the answer in the model's next request", async () => stub.requests.find((r) => r.agentic && r.lastUserText.includes(ANSWER)));
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     const target = session?.tmuxTarget ?? "";
     const spawned = await p.waitForEvent("the spawn", (r) => r.event === "session.spawned");
+    // What the model was shown may not be saved yet, and a resume reads only the saved file: the
+    // kill waits until the question and the answer are on disk.
+    expect(spawned.harness_session_id).toEqual(expect.any(String));
+    const conversationId = String(spawned.harness_session_id);
+    await inSession(p, "the question and the answer in Claude Code's saved conversation", async () => {
+      const lines = await savedConversation(home, conversationId);
+      return said(lines, "assistant", QUESTION) && said(lines, "user", ANSWER);
+    });
 
     // Its pane's process group is ended, as a crash or an OOM kill would: nobody comments.
     const [pid] = await livePanePids(p.socketName, target);
@@ -133,7 +167,7 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
     const respawned = await p.waitForEvent("the supervision's restart", (r) => r.event === "session.respawned", 30_000);
     expect(respawned).toMatchObject({ resumed: true, restart: 1, harness_session_id: spawned.harness_session_id });
     const resumed = await inSession(p, "the resumed agent's model request", async () =>
-      stub?.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes("the-loop started you again on local:demo#1")),
+      stub.requests.slice(before).find((r) => r.agentic && r.lastUserText.includes("the-loop started you again on local:demo#1")),
     );
     // The same conversation: the question it asked and the answer it got are in the request.
     const conversation = JSON.stringify(resumed.body.messages ?? []);
@@ -144,9 +178,9 @@ describe(`the real Claude Code CLI (${CLAUDE_CODE_VERSION}) as the harness`, { t
 
   it("without the pre-seed it stops on the trust dialog, and input waits instead of answering it", async () => {
     const home = await claudeHome();
-    stub = await startModelStub(askOnce);
-    project = await claudeProject(home, stub, { harnessTrust: { enabled: false }, tmux: { readyTimeoutSeconds: 2 } });
-    const p = project;
+    const stub = await startModelStub(askOnce);
+    agent.stub = stub;
+    const p = await claudeProject(home, stub, { harnessTrust: { enabled: false }, tmux: { readyTimeoutSeconds: 2 } });
     const [session] = jsonOf<SessionsJson>(await p.cli(["sessions", "list", "--json"])).sessions;
     const target = session?.tmuxTarget ?? "";
     await waitFor("the trust dialog", async () => /trust this folder/.test(await screenOf(p, target)), { timeoutMs: 30_000 });
@@ -168,11 +202,12 @@ describe("the argv the-loop builds, read by the real CLI's own parser", () => {
     { name: "a prompt that starts like an option", prompt: "-p --model x" },
   ])("$name reaches the model whole, past a variadic --allowedTools", async ({ prompt }) => {
     const home = await claudeHome();
-    stub = await startModelStub(() => ({ text: "parsed" }));
+    const stub = await startModelStub(() => ({ text: "parsed" }));
+    agent.stub = stub;
     const cwd = await tempDir();
-    const routing = routingSchema.parse({ harnesses: { claude: { command: [binary], args: ["-p", "--allowedTools", "Bash(the-loop ask:*)"] } } });
+    const routing = routingSchema.parse({ harnesses: { claude: { command: [agent.binary], args: ["-p", "--allowedTools", "Bash(the-loop ask:*)"] } } });
     const [, ...argv] = harnessAdapter("claude", routing).fresh({ sessionId: randomUUID(), prompt, workItem: "local:demo#1" });
-    const result = await runClaude(binary, argv, claudeEnv(home, stub.url), cwd);
+    const result = await runClaude(agent.binary, argv, claudeEnv(home, stub.url), cwd);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain("parsed");
     expect(stub.requests.find((r) => r.agentic)?.lastUserText).toContain(prompt);
@@ -180,9 +215,10 @@ describe("the argv the-loop builds, read by the real CLI's own parser", () => {
 
   it("without the --, the same variadic option swallows the prompt", async () => {
     const home = await claudeHome();
-    stub = await startModelStub(() => ({ text: "parsed" }));
+    const stub = await startModelStub(() => ({ text: "parsed" }));
+    agent.stub = stub;
     const result = await runClaude(
-      binary,
+      agent.binary,
       ["--session-id", randomUUID(), "-p", "--allowedTools", "Bash(the-loop ask:*)", "Summarise."],
       claudeEnv(home, stub.url),
       await tempDir(),
