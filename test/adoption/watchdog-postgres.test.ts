@@ -80,6 +80,37 @@ async function fencedRows(database: PostgresDatabase): Promise<{ host: string; b
   return rows;
 }
 
+/**
+ * When the watchdog's connection last started reading the lease (ms since the epoch), or
+ * undefined before its first look: pg_stat_activity keeps each backend's last query and its start.
+ */
+async function lastLookAt(database: PostgresDatabase): Promise<number | undefined> {
+  const { rows } = await database.pool.query<{ started: Date }>(
+    `SELECT query_start AS started FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = 'the-loop watchdog box-a' AND query LIKE 'SELECT owner%'`,
+  );
+  return rows[0]?.started.getTime();
+}
+
+/**
+ * Waits for two looks of the watchdog started after `since`, calling `meanwhile` on each poll.
+ * The second proves the first kept the harness: after a verdict to end it, the watchdog writes
+ * session.fenced and exits, and reads the lease no more.
+ */
+async function twoLooksAfter(database: PostgresDatabase, since: number, meanwhile: () => Promise<unknown> = () => Promise.resolve()): Promise<void> {
+  const looks = new Set<number>();
+  await waitFor(
+    "two looks of the watchdog at the lease",
+    async () => {
+      await meanwhile();
+      const at = await lastLookAt(database);
+      if (at !== undefined && at > since) looks.add(at);
+      return looks.size >= 2;
+    },
+    { timeoutMs: 20_000, intervalMs: 500 },
+  );
+}
+
 const ended = (setup: Awaited<ReturnType<typeof setupOf>>) => async (): Promise<boolean> => (await setup.runner.probe(setup.target)) === "absent";
 
 describe("a session's watchdog (a real server, real tmux)", () => {
@@ -94,26 +125,26 @@ describe("a session's watchdog (a real server, real tmux)", () => {
     expect(cmdline).not.toContain("postgres");
     expect(environ).not.toContain(url);
 
-    // Renewed past its first end: the harness runs on.
-    for (let beat = 0; beat < 3; beat += 1) {
-      await new Promise((resolve) => setTimeout(resolve, 1_500));
-      await take(leases, "box-a", 3_000);
-    }
+    // Renewed (at each poll, well within the 3 s lease) past its first end, until the watchdog has
+    // looked twice since then: the harness runs on.
+    const firstEnd = Date.now() + 3_000;
+    await twoLooksAfter(setup.database, firstEnd, () => take(leases, "box-a", 3_000));
     expect(await runner.probe(target)).toBe("live");
 
     // No more beats: the lease lapses 3 s after the last, and the harness ends within the reaction time after that.
     const lastBeat = Date.now();
     await waitFor("the harness ended", ended(setup), { timeoutMs: 3_000 + watchdogReactionMs(KILL_GRACE_MS), intervalMs: 100 });
     expect(Date.now() - lastBeat).toBeGreaterThan(1_000);
-    await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 5_000 });
+    await waitFor("the watchdog exited", () => !alive(pid));
     expect(await readFile(logFile, "utf8")).toMatch(/ended the harness \(SIGTERM\) and its tmux session: the lease of "box-a" lapsed/);
   }, 60_000);
 
   it("ends the harness at its next look once another daemon owns the item", async () => {
     const setup = await setupOf();
     const { leases, runner, target } = setup;
+    const since = Date.now();
     await watched(setup, 60_000);
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    await twoLooksAfter(setup.database, since);
     expect(await runner.probe(target)).toBe("live");
     await take(leases, "box-b", 60_000);
     await waitFor("the harness ended", ended(setup), { timeoutMs: watchdogReactionMs(KILL_GRACE_MS), intervalMs: 100 });
@@ -141,7 +172,7 @@ describe("a session's watchdog (a real server, real tmux)", () => {
     const { runner, target } = setup;
     const pid = await watched(setup, 60_000);
     await runner.terminate(target, { killHarness: true, graceMs: 500, killSession: true });
-    await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 5_000 });
+    await waitFor("the watchdog exited", () => !alive(pid));
     expect(await fencedRows(setup.database)).toEqual([]);
   }, 60_000);
 });
