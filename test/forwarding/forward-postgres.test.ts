@@ -13,6 +13,7 @@ import { PostgresInbox } from "../../src/state/postgres/inbox.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
 import type { WorkItem } from "../../src/workitem/index.js";
 import { postgresServer } from "../support/postgres.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Events and commands reach the daemon that owns their work item, on a real PostgreSQL server
@@ -139,21 +140,13 @@ async function daemon(url: string, name: string, leaseMs = 30_000): Promise<Daem
 }
 
 /** Polls `check` until it holds, for at most `ms`. */
-async function until(check: () => boolean, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`not within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+async function until(check: () => boolean, ms = 10_000): Promise<void> {
+  await waitFor(`a check to hold within ${ms} ms`, check, { timeoutMs: ms, intervalMs: 10 });
 }
 
-/** Polls the inbox until the row of `key` is done, for at most a second. */
+/** Polls the inbox until the row of `key` is done. */
 async function untilDone(d: Daemon, key: string): Promise<void> {
-  const deadline = Date.now() + 1_000;
-  while ((await d.commands.inbox.byKey(key))?.doneAt == null) {
-    if (Date.now() > deadline) throw new Error(`${key} not done within a second`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await waitFor(`${key} done`, async () => (await d.commands.inbox.byKey(key))?.doneAt != null, { intervalMs: 10 });
 }
 
 const named = (d: Daemon, type: string) => d.events.events.filter((event) => event.type === type);
@@ -184,10 +177,10 @@ describe("forwarding on a real server", () => {
     await untilDone(a, "event:d-1");
     await b.handle(comment("d-1"));
     await b.handle(comment("d-1"));
-    await until(() => named(b, "forward.sent").length === 3, 1_000);
+    await until(() => named(b, "forward.sent").length === 3);
     expect(named(b, "forward.sent").map((event) => event.fields.outcome)).toEqual(["recorded", "done-already", "done-already"]);
     await b.handle(comment("d-2"));
-    await until(() => a.delivered.length === 2, 1_000);
+    await until(() => a.delivered.length === 2);
     expect(a.delivered.map((delivery) => delivery.id)).toEqual(["d-1", "d-2"]);
   });
 
@@ -200,7 +193,7 @@ describe("forwarding on a real server", () => {
     await b.handle(comment("d-9"));
     expect(named(b, "forward.sent")[0]?.fields).toMatchObject({ owner: "box-a", outcome: "recorded" });
     // Within the lease nobody runs it; once it lapsed, B's sweep readdresses the row to itself and its dispatch takes the item.
-    await until(() => b.delivered.length === 1, 5_000);
+    await until(() => b.delivered.length === 1);
     expect(b.delivered.map((delivery) => delivery.id)).toEqual(["d-9"]);
     expect(named(b, "forward.readdressed")[0]?.fields).toMatchObject({ work_item: ITEM.ref, daemon: "box-b", from: "box-a", to: "box-b" });
     expect(named(b, "lease.taken").at(-1)?.fields).toMatchObject({ work_item: ITEM.ref, daemon: "box-b", from: "box-a" });

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
 import { postgresProjects, queryRows } from "../support/postgres-project.js";
 import { testProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * Two real daemons on one PostgreSQL server (docs/scale.md, "Many daemons, one database: events and
@@ -17,11 +18,7 @@ const postgres = postgresProjects();
 
 /** Polls the database until `sql` answers a row, for at most 20 s. */
 async function waitForRow(url: string, what: string, sql: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while ((await queryRows(url, sql)).length === 0) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await waitFor(what, async () => (await queryRows(url, sql)).length > 0, { timeoutMs: 20_000, intervalMs: 100 });
 }
 
 describe("two daemons on one database (real tmux, the fake harness, a real server)", () => {

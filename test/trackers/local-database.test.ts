@@ -7,6 +7,7 @@ import { LocalTracker, copyTrackerToDatabase, openLocalTracker } from "../../src
 import { parseWorkItemRef } from "../../src/workitem/index.js";
 import { postgresServer } from "../support/postgres.js";
 import { tempDir } from "../support/temp.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The local tracker on PostgreSQL (trackers/local/database-tracker.ts), on a real server: two
@@ -60,9 +61,7 @@ it("two hosts share a local project: what one opens the other lists, reads, comm
     ]);
     expect((await two.tracker.changesSince({}, feed.cursor)).changes).toEqual([]);
     expect(await two.tracker.listProjects()).toEqual(["demo"]);
-    const deadline = Date.now() + 10_000;
-    while (told === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
-    expect(told).toBeGreaterThan(0);
+    await waitFor("the other host told of the change", () => told > 0);
   } finally {
     stop();
   }
