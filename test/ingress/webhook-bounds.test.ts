@@ -154,6 +154,13 @@ describe("the webhook receiver bounds the memory unauthenticated bodies hold", (
   it("gives an abandoned body's bytes back to the budget", async () => {
     const mb = 1024 * 1024;
     const h = await startReceiver({ maxBodyBytes: 4 * mb }, { bodyBudgetBytes: 2 * mb });
+    // A bogus-signed 1 MB body: refused as overloaded (503) while an abandoned body holds its 1.5 MB
+    // of the budget, else read and refused as unsigned (401). An upload cut short by the refusal is no answer.
+    const probe = (): Promise<number | undefined> =>
+      nodeRequest(h.url, hookHeaders({ "x-hub-signature-256": BOGUS }), [Buffer.alloc(mb, "a")]).then(
+        (answer) => answer.status,
+        () => undefined,
+      );
     for (let round = 0; round < 4; round++) {
       // Declares 1.5 MB, sends half of it, then goes away.
       const socket = connect(Number(new URL(h.base).port), "127.0.0.1");
@@ -161,9 +168,9 @@ describe("the webhook receiver bounds the memory unauthenticated bodies hold", (
       await new Promise<void>((resolve) => socket.once("connect", resolve));
       socket.write(`POST /gh-webhook HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: issues\r\nContent-Length: ${1.5 * mb}\r\n\r\n`);
       await new Promise<void>((resolve) => socket.write(Buffer.alloc(0.75 * mb, "a"), () => resolve()));
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(`round ${round + 1}'s body holding its share of the budget`, async () => (await probe()) === 503);
       socket.destroy();
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      await waitFor(`round ${round + 1}'s share given back`, async () => (await probe()) === 401);
     }
     const good = Buffer.from(JSON.stringify(commentPayload("x".repeat(1.4 * mb))));
     expect((await nodeRequest(h.url, hookHeaders({ "x-hub-signature-256": signed(good) }), [good])).status).toBe(202);
