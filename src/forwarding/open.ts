@@ -17,16 +17,22 @@ export interface ForwardingSettings {
   readonly name: string;
   readonly leaseSeconds: number;
   readonly heartbeatSeconds: number;
-  readonly adoptGraceSeconds?: number;
+  /** state.adoptGraceSeconds: a lapsed lease stays its owner's this long, for forwarding as for taking the item. */
+  readonly adoptGraceSeconds: number;
   readonly events: EventSink;
 }
 
-/** The lease settings of the config's state block. */
+/**
+ * The lease settings of the config's state block, the grace included: without it a row addressed
+ * to a daemon whose lease lapsed a moment ago would be handed to one that may not take the item
+ * yet, and back, until it was given up (a forwarded comment lost with its host).
+ */
 export function leaseSettingsOf(state: {
   readonly leaseSeconds: number;
   readonly heartbeatSeconds: number;
-}): Pick<ForwardingSettings, "leaseSeconds" | "heartbeatSeconds"> {
-  return { leaseSeconds: state.leaseSeconds, heartbeatSeconds: state.heartbeatSeconds };
+  readonly adoptGraceSeconds: number;
+}): Pick<ForwardingSettings, "leaseSeconds" | "heartbeatSeconds" | "adoptGraceSeconds"> {
+  return { leaseSeconds: state.leaseSeconds, heartbeatSeconds: state.heartbeatSeconds, adoptGraceSeconds: state.adoptGraceSeconds };
 }
 
 /** The CLI's (and a daemon's socket's) side: commands sent to an item's owner. */
@@ -37,7 +43,7 @@ export function commandForwardingOn(database: PostgresDatabase, settings: Forwar
     listener: () => database.client("forward"),
     local: settings.name,
     leaseMs: settings.leaseSeconds * 1000,
-    graceMs: (settings.adoptGraceSeconds ?? 0) * 1000,
+    graceMs: settings.adoptGraceSeconds * 1000,
     events: settings.events,
   };
 }
