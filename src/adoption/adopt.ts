@@ -1,20 +1,20 @@
-import type { ControlOutcome, ControlRequest } from "../control/types.js";
+import type { Takeover } from "../dispatch/dispatcher.js";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import { adoptionDecision } from "../fleet/adopt-decide.js";
-import { OwnedElsewhereError } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
 import { isLive } from "../registry/record.js";
 import type { SessionRecord } from "../registry/record.js";
-import type { LeaseRow, PostgresLeases } from "../state/postgres/leases.js";
+import type { PostgresLeases } from "../state/postgres/leases.js";
 import type { PostgresTranscriptTails } from "../state/postgres/transcript-tails.js";
 import { adoptionBootNote, adoptionComment, tailLines } from "./tail.js";
 
 /**
  * Adoption (docs/scale.md, "Losing a host: adoption"): a daemon looks at every lease of the
  * shared database, and each item whose owner let its lease lapse more than the grace ago, and
- * whose session was active, it adopts: it takes the lease (of two daemons adopting at once, one
- * takes it, under the lease's lock), closes the old session record (reason `adopted`: its
+ * whose session was active, it adopts: it takes the lease in the item's dispatch turn (of two
+ * daemons adopting at once, one takes it, under the lease's lock; an event's turn that took it
+ * first adopts it the same way), closes the old session record (reason `adopted`: its
  * harness ran on the lost host and its watchdog has ended it), starts a new session through the
  * command path a `sessions start` takes — a fresh workspace and harness session here, its boot
  * prompt ending with the adoption's note and the transcript tail the database holds — posts a
@@ -25,12 +25,16 @@ import { adoptionBootNote, adoptionComment, tailLines } from "./tail.js";
 export interface AdopterOptions {
   readonly leases: Pick<PostgresLeases, "fleet">;
   readonly tails: Pick<PostgresTranscriptTails, "read">;
-  readonly ownership: Ownership;
+  readonly ownership: Pick<Ownership, "name">;
   readonly graceMs: number;
   readonly session: (ref: string) => SessionRecord | undefined;
   readonly closeSession: (ref: string, reason: string) => Promise<SessionRecord | undefined>;
-  /** The dispatcher's command path (`sessions start`). */
-  readonly start: (request: ControlRequest) => Promise<ControlOutcome>;
+  /**
+   * A turn in the item's dispatch queue that takes its lease (the dispatcher's takeOver): taken
+   * from the lost daemon, the take hands the item to `adoptTaken`, in that turn. Another daemon
+   * that adopted it first, or its owner back, leaves the turn doing nothing.
+   */
+  readonly takeOver: (ref: string) => Promise<void>;
   readonly comment: (ref: string, text: string) => Promise<void>;
   readonly events: EventSink;
   readonly warn: (message: string) => void;
@@ -41,17 +45,18 @@ export const ADOPTED = "adopted";
 
 export class Adopter {
   private running: Promise<number> | undefined;
+  private started = 0;
 
   constructor(private readonly options: AdopterOptions) {}
 
-  /** One look at every lease; how many items were adopted. One look at a time. */
+  /** One look at every lease; how many items were adopted into a running session. One look at a time. */
   once(): Promise<number> {
     return (this.running ??= this.look().finally(() => (this.running = undefined)));
   }
 
   private async look(): Promise<number> {
     const { leases: rows, now } = await this.options.leases.fleet();
-    let adopted = 0;
+    const before = this.started;
     for (const lease of rows) {
       let record: SessionRecord | undefined;
       try {
@@ -69,25 +74,22 @@ export class Adopter {
         now,
         this.options.graceMs,
       );
-      if (decision !== "adopt" || record === undefined) continue;
-      if (await this.adopt(lease, record)) adopted += 1;
+      if (decision === "adopt") await this.options.takeOver(lease.item);
     }
-    return adopted;
+    return this.started - before;
   }
 
-  private async adopt(lease: LeaseRow, seen: SessionRecord): Promise<boolean> {
-    const { ownership, events } = this.options;
-    const item = lease.item;
-    const self = ownership.name;
-    try {
-      await ownership.acquire([item]);
-    } catch (error) {
-      // Its owner came back and renewed it, or another daemon adopted it first: theirs.
-      if (error instanceof OwnedElsewhereError) return false;
-      throw error;
-    }
+  /**
+   * Adopts the item whose lease this daemon just took from `from`, within the turn that took it
+   * (any turn: this look's, or an event's or a command's that came first), so nothing else acts on
+   * the lost host's record meanwhile. Only an active session is adopted: a paused one stays
+   * paused, and a closed one has nothing to adopt. `start` applies the new start in that turn.
+   */
+  readonly adoptTaken: Takeover = async ({ item, from }, start) => {
+    const { events } = this.options;
+    const self = this.options.ownership.name;
     const current = this.options.session(item);
-    if (current?.status !== "active" || current.harnessSessionId !== seen.harnessSessionId) return false;
+    if (current?.status !== "active") return;
     let tail: string | undefined;
     try {
       tail = (await this.options.tails.read(item))?.tail;
@@ -100,12 +102,12 @@ export class Adopter {
     let queued = false;
     let problem: string | undefined;
     try {
-      const outcome = await this.options.start({
+      const outcome = await start({
         ref: item,
         command: "start",
         source: "cli",
         actor: "the-loop",
-        bootNote: adoptionBootNote({ from: lease.owner, self, ...(tail !== undefined ? { tail } : {}) }),
+        bootNote: adoptionBootNote({ from, self, ...(tail !== undefined ? { tail } : {}) }),
       });
       started = outcome.applied && outcome.problem === undefined && outcome.session?.status === "active";
       // A full cap (routing.limits): the start waits in the shared queue, its boot note with it (registry/start-queue.ts).
@@ -116,19 +118,19 @@ export class Adopter {
       problem = messageOf(error);
     }
     try {
-      await this.options.comment(item, adoptionComment({ from: lease.owner, self, started, queued, lines }));
+      await this.options.comment(item, adoptionComment({ from, self, started, queued, lines }));
     } catch (error) {
       this.options.warn(`adopted ${item}, but could not comment on it: ${messageOf(error)}`);
     }
     events.emit("session.adopted", {
       work_item: item,
       daemon: self,
-      from: lease.owner,
+      from,
       tail_lines: lines,
       started,
       ...(queued ? { queued } : {}),
       ...(problem !== undefined ? { error: problem } : {}),
     });
-    return started;
-  }
+    if (started) this.started += 1;
+  };
 }

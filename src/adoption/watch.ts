@@ -1,5 +1,5 @@
 import type { CliConfig } from "../config/schema.js";
-import type { ControlOutcome, ControlRequest } from "../control/types.js";
+import type { Takeover } from "../dispatch/dispatcher.js";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import type { Ownership } from "../fleet/ownership.js";
@@ -24,7 +24,9 @@ export interface LostHostsOptions {
   };
   readonly capture: (target: string) => Promise<string>;
   readonly trackers: Pick<TrackerSet, "forRef">;
-  readonly control: (request: ControlRequest) => Promise<ControlOutcome>;
+  /** The dispatcher's turn that takes an item's lease (Dispatcher.takeOver), and where the adoption it then runs is set (onTakeover). */
+  readonly takeOver: (ref: string) => Promise<void>;
+  readonly onTakeover: (takeover: Takeover) => void;
   readonly events: EventSink;
   readonly signal: AbortSignal;
   readonly warn: (message: string) => void;
@@ -57,13 +59,15 @@ export function watchLostHosts(options: LostHostsOptions): Promise<void> {
     graceMs: options.config.state.adoptGraceSeconds * 1000,
     session: (ref) => registry.get(ref),
     closeSession: (ref, reason) => registry.close(ref, reason, new Date()),
-    start: options.control,
+    takeOver: options.takeOver,
     comment: async (ref, text) => {
       await options.trackers.forRef(ref).postComment(parseWorkItemRef(ref), markSelfAuthored(text));
     },
     events: options.events,
     warn,
   });
+  // Whichever turn takes a lost daemon's lease first — the look below, an event's, a command's — adopts the item in it.
+  options.onTakeover(adopter.adoptTaken);
   let failing = false;
   const adopt = (): void => {
     adopter.once().then(

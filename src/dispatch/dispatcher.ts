@@ -36,11 +36,14 @@ import { dequeueStart } from "./dequeue.js";
 import { queuedToStart } from "./slots.js";
 import { superviseSession } from "./supervise.js";
 import { UsageReaders, checkBudget } from "./budget-watch.js";
-import { forwardingOf, whereOwned, type EventForward, type Otherwise } from "./owned.js";
+import { dropped } from "./dropped.js";
+import { forwardingOf, whereOwned, type EventForward, type Otherwise, type Takeover } from "./owned.js";
+import type { TakenLease } from "../fleet/ownership.js";
 import { soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js";
+export type { Takeover } from "./owned.js";
 
 /**
  * Performs the router's decisions. Events for one work item run one after another in arrival
@@ -173,7 +176,7 @@ export class Dispatcher implements EventHandler {
     if (arrival === undefined) return Promise.resolve(RETRY);
     if (arrival.action === "drop" && (arrival.reason === "control-ambiguous" || EVENT_GUARDS.has(arrival.reason))) {
       // The comment alone makes it ambiguous: final at arrival, like the event guards.
-      return Promise.resolve(this.dropped(event, arrival));
+      return Promise.resolve(dropped(this.ctx, event, arrival));
     }
     // Past the work-item guard, so the event names at least one work item.
     const keys = [...new Set(event.workItems.map((item) => item.ref))];
@@ -232,7 +235,9 @@ export class Dispatcher implements EventHandler {
    * a queue the other waits for.
    */
   private exclusive<T>(keys: readonly string[], work: () => Promise<T>, otherwise?: Otherwise<T>): Promise<T> {
-    const job = (): Promise<T> => whereOwned(this.ownership, this.options.events, keys, work, otherwise);
+    const takeover = this.takeover;
+    const takenOver = takeover && ((taken: TakenLease) => takeover(taken, (request) => controlRequest(this.ctx, taken.item, request)));
+    const job = (): Promise<T> => whereOwned(this.ownership, this.options.events, keys, work, otherwise, takenOver);
     const [only] = keys;
     if (keys.length === 1 && only !== undefined) return this.queue.run(only, job);
     let finished!: () => void;
@@ -295,24 +300,6 @@ export class Dispatcher implements EventHandler {
     }
   }
 
-  private dropped(event: InboundEvent, decision: Decision & { action: "drop" }): HandleResult {
-    if (decision.reason === "control-ambiguous") {
-      // A comment naming two different commands (docs/control.md#how-a-keyword-is-recognised): nothing is executed and nothing forwarded.
-      // The comment gets the failure reaction, so its author sees it was not taken and can re-state it.
-      this.eventsOf(event, decision.workItem.ref).emit("control.ambiguous", { commands: [...decision.commands], actor: event.actor ?? undefined });
-      this.ctx.react(event, "failed");
-      return SETTLED;
-    }
-    this.options.events.emit("routing.dropped", {
-      reason: decision.reason,
-      delivery_id: event.deliveryId,
-      kind: event.kind,
-      work_item: decision.workItem?.ref,
-      actor: event.actor ?? undefined,
-    });
-    return SETTLED;
-  }
-
   /** `held`: the queues the event holds, when it may still move to another (see enqueue). */
   private async perform(queued: InboundEvent, held?: ReadonlySet<string>): Promise<HandleResult | Hop> {
     const ctx = this.ctx;
@@ -334,7 +321,7 @@ export class Dispatcher implements EventHandler {
         await releaseLeftCheckout(ctx, decision.workItem.ref);
         await cancelRunOfClosedItem(ctx, decision.workItem.ref, event);
       }
-      return this.dropped(event, decision);
+      return dropped(this.ctx, event, decision);
     }
     const { workItem, action } = decision;
     if (held !== undefined && !held.has(workItem.ref)) return { hop: workItem.ref };
@@ -464,6 +451,19 @@ export class Dispatcher implements EventHandler {
   /** Moves the runs waiting at an edge whose node has a place now (routing.limits.perNode, node-room.ts); the daemon calls it twice a second. */
   async releaseHeldRuns(): Promise<number> {
     return this.accepting ? releaseHeldRuns(this.ctx, (ref, job) => this.counted(() => this.exclusive([ref], job, { value: undefined as never }))) : 0;
+  }
+
+  /** The adoption of what a lost daemon ran, in the turn that took its item's lease (adoption/adopt.ts). */
+  private takeover: Takeover | undefined;
+
+  /** Sets what adopts an item whose lease any turn here takes from a lost daemon. */
+  onTakeover(takeover: Takeover): void {
+    this.takeover = takeover;
+  }
+
+  /** A turn in the item's queue that takes its lease (and so adopts it, when a lost daemon held it) and does nothing more. */
+  takeOver(ref: string): Promise<void> {
+    return this.counted(() => this.exclusive([ref], async () => undefined, { value: undefined }));
   }
 
   /**

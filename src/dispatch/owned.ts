@@ -1,6 +1,7 @@
+import type { ControlOutcome, ControlRequest } from "../control/types.js";
 import type { EventSink } from "../events/log.js";
 import { OwnedElsewhereError } from "../fleet/ownership.js";
-import type { Ownership } from "../fleet/ownership.js";
+import type { Ownership, TakenLease } from "../fleet/ownership.js";
 import type { InboundEvent } from "../routing/inbound.js";
 
 /** Hands an event refused here to the item's owner; whether it was handed on. */
@@ -40,6 +41,7 @@ export function forwardingOf(forward: EventForward | undefined, event: InboundEv
  * An event with a `forward` is handed to the owner instead (src/forwarding/: the inbox), and
  * refused here only when it could not be.
  * On the file store the lease is a no-op, and the job runs as it always has.
+ * With `takenOver`, each lease the take took from a lost daemon is handed to it first.
  */
 export async function whereOwned<T>(
   ownership: Ownership,
@@ -47,9 +49,11 @@ export async function whereOwned<T>(
   keys: readonly string[],
   job: () => Promise<T>,
   otherwise?: Otherwise<T>,
+  takenOver?: OnLeaseTaken,
 ): Promise<T> {
+  let taken: readonly TakenLease[];
   try {
-    await ownership.acquire(keys);
+    taken = await ownership.acquire(keys);
   } catch (error) {
     if (!(error instanceof OwnedElsewhereError)) throw error;
     if (otherwise?.forward !== undefined && (await otherwise.forward(error))) return otherwise.value;
@@ -65,5 +69,14 @@ export async function whereOwned<T>(
     if (otherwise === undefined) throw error;
     return otherwise.value;
   }
+  // A lease taken from a lost daemon: what it ran is adopted first, in this same turn, so the
+  // job (an event, a command) acts on the adopted session, never on the lost host's record.
+  if (takenOver !== undefined) for (const lease of taken) await takenOver(lease);
   return job();
 }
+
+/** What runs, in the item's turn, for a lease taken from a lost daemon (the adoption, src/adoption/). */
+export type OnLeaseTaken = (taken: TakenLease) => Promise<void>;
+
+/** Adopts an item whose lease a turn took from a lost daemon; `start` applies a start within that turn. */
+export type Takeover = (taken: TakenLease, start: (request: ControlRequest) => Promise<ControlOutcome>) => Promise<void>;

@@ -6,7 +6,7 @@
 export { fleetBounds, leaseDecision, lostAfterBeat, nameDecision, reclaimDecision, releasable } from "./decide.js";
 export type { FleetBounds, LeaseDecision, NameDecision, ReclaimDecision } from "./decide.js";
 export { LeasedOwnership, OwnedElsewhereError, soleOwner } from "./ownership.js";
-export type { DaemonIdentity, LeasedOwnershipOptions, Ownership } from "./ownership.js";
+export type { DaemonIdentity, LeasedOwnershipOptions, Ownership, TakenLease } from "./ownership.js";
 export { WATCHDOG_CHECK_MS, WATCHDOG_QUERY_MS, adoptGraceProblem, adoptionDecision, watchdogReactionMs, watchdogVerdict } from "./adopt-decide.js";
 export type { AdoptionDecision, LeaseLook, WatchdogVerdict } from "./adopt-decide.js";
 export { daemonLoads, fleetReaderOf, fleetSessionsLine, fleetView, heartbeatCell, isLate, lateDaemonProblem, liveOfCap, readFleetView } from "./view.js";

@@ -19,17 +19,25 @@ export interface Ownership {
   /**
    * Takes or renews the lease of every item for this daemon before it acts on them; throws an
    * OwnedElsewhereError for the first one another live daemon owns (nothing is acted on then).
+   * Answers the leases it took from another daemon, lapsed past the grace: that daemon is lost,
+   * and what it ran is to be adopted before anything else is done with the item.
    */
-  acquire(items: readonly string[]): Promise<void>;
+  acquire(items: readonly string[]): Promise<readonly TakenLease[]>;
   /** Whether this daemon holds the item's lease, as of its last take or beat (always, on files). */
   holds(item: string): boolean;
   /** Gives the item's lease up now, so another daemon may act on it at once (a no-op on files). */
   release?(item: string): Promise<void>;
 }
 
+/** An item's lease this daemon took from the daemon `from`, which let it lapse past the grace. */
+export interface TakenLease {
+  readonly item: string;
+  readonly from: string;
+}
+
 /** The file store's: one daemon, which owns every item. */
 export function soleOwner(name: string): Ownership {
-  return { name, shared: false, acquire: async () => undefined, holds: () => true };
+  return { name, shared: false, acquire: async () => [], holds: () => true };
 }
 
 /** Work for an item another live daemon owns: it is that daemon's to do. */
@@ -125,7 +133,8 @@ export class LeasedOwnership implements Ownership {
     this.options.events.emit("lease.released", { work_item: item, daemon: this.name });
   }
 
-  async acquire(items: readonly string[]): Promise<void> {
+  async acquire(items: readonly string[]): Promise<readonly TakenLease[]> {
+    const taken: TakenLease[] = [];
     for (const item of [...new Set(items)]) {
       const decided = await this.options.leases.decideLease<LeaseDecision>(item, this.options.bounds.leaseMs, ({ row, now }) => {
         const decision = leaseDecision(row, this.name, now, this.options.bounds.graceMs);
@@ -138,9 +147,11 @@ export class LeasedOwnership implements Ownership {
       }
       if (decided.kind === "taken") {
         this.options.events.emit("lease.taken", { work_item: item, daemon: this.name, ...(decided.from !== undefined ? { from: decided.from } : {}) });
+        if (decided.from !== undefined && decided.from !== this.name) taken.push({ item, from: decided.from });
       }
       this.held.set(item, this.now());
     }
+    return taken;
   }
 
   /** One heartbeat now (the timer's, and a test's). */

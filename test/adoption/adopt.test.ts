@@ -2,8 +2,6 @@ import { describe, expect, it } from "vitest";
 import { Adopter } from "../../src/adoption/adopt.js";
 import type { ControlOutcome, ControlRequest } from "../../src/control/types.js";
 import { MemoryEventSink } from "../../src/events/log.js";
-import { OwnedElsewhereError } from "../../src/fleet/ownership.js";
-import type { Ownership } from "../../src/fleet/ownership.js";
 import type { SessionRecord } from "../../src/registry/record.js";
 import type { LeaseRow } from "../../src/state/postgres/leases.js";
 
@@ -24,18 +22,14 @@ function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken
   const closed: string[] = [];
   const starts: ControlRequest[] = [];
   const comments: string[] = [];
-  const ownership: Ownership = {
-    name: "box-b",
-    shared: true,
-    holds: () => true,
-    acquire: async ([item]) => {
-      if (item !== undefined && !taken(item)) throw new OwnedElsewhereError(item, "box-c", undefined, NOW);
-    },
+  const start = async (request: ControlRequest): Promise<ControlOutcome> => {
+    starts.push(request);
+    return outcome;
   };
-  const subject = new Adopter({
+  const subject: Adopter = new Adopter({
     leases: { fleet: async () => ({ daemons: [], leases, now: NOW }) },
     tails: { read: async (item) => ({ item, daemon: "box-a", tmuxTarget: "loop-x", tail: "last words", updatedAt: NOW }) },
-    ownership,
+    ownership: { name: "box-b" },
     graceMs: 15_000,
     session: (ref) => sessions.get(ref),
     closeSession: async (ref, reason) => {
@@ -43,15 +37,16 @@ function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken
       sessions.delete(ref);
       return undefined;
     },
-    start: async (request) => {
-      starts.push(request);
-      return outcome;
+    // The dispatcher's turn: the lease taken from its lapsed owner hands the item to adoptTaken; one another daemon took first is left alone.
+    takeOver: async (ref) => {
+      const lease = leases.find((row) => row.item === ref);
+      if (lease !== undefined && taken(ref)) await subject.adoptTaken({ item: ref, from: lease.owner }, start);
     },
     comment: async (ref, text) => void comments.push(`${ref}: ${text}`),
     events,
     warn: () => undefined,
   });
-  return { subject, events, closed, starts, comments };
+  return { subject, events, closed, starts, comments, start };
 }
 
 describe("Adopter", () => {
@@ -99,5 +94,21 @@ describe("Adopter", () => {
     expect(closed).toEqual([]);
     expect(starts).toEqual([]);
     expect(events.events).toEqual([]);
+  });
+
+  it("adopts in the turn of an event that took the lease first, and leaves a paused or closed item as it is", async () => {
+    const sessions = new Map([
+      ["local:demo#1", record("local:demo#1", "active")],
+      ["local:demo#2", record("local:demo#2", "paused")],
+    ]);
+    const { subject, closed, starts, events, start } = adopter([], sessions);
+    await subject.adoptTaken({ item: "local:demo#1", from: "box-a" }, start);
+    await subject.adoptTaken({ item: "local:demo#2", from: "box-a" }, start);
+    await subject.adoptTaken({ item: "local:demo#3", from: "box-a" }, start);
+    expect(closed).toEqual(["local:demo#1 adopted"]);
+    expect(starts).toEqual([expect.objectContaining({ ref: "local:demo#1", bootNote: expect.stringContaining("box-a") })]);
+    expect(events.events.map((event) => [event.type, event.fields.work_item])).toEqual([["session.adopted", "local:demo#1"]]);
+    // The look that comes after finds nothing left to adopt.
+    expect(await subject.once()).toBe(0);
   });
 });
