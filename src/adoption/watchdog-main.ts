@@ -97,15 +97,28 @@ class LeaseReader {
   }
 }
 
+/** How often a fenced watchdog looks again for a session whose start was under way. */
+const WATCHDOG_APPEAR_LOOK_MS = 200;
+
 async function watch(spec: WatchdogSpec): Promise<void> {
   const runner = new TmuxRunner({ remainOnExit: false, ...(spec.socketName !== undefined ? { socketName: spec.socketName } : {}) });
   const reader = new LeaseReader(spec);
   let deadline = performance.now() + spec.leaseMs;
+  // Started before the harness: until the session is first seen, its absence is its start under way.
+  const appearBy = performance.now() + (spec.appearWithinMs ?? 0);
+  let seen = false;
   try {
     for (;;) {
-      if ((await runner.probe(spec.target)) !== "live") return;
+      const live = (await runner.probe(spec.target)) === "live";
+      if (live) seen = true;
+      else if (seen || performance.now() > appearBy) return;
       const started = performance.now();
       const verdict = watchdogVerdict(await reader.look(), spec.owner, deadline, started, performance.now());
+      if ("end" in verdict && !live) {
+        // Fenced before its harness came up: it is ended as soon as it does, or the start never finishes.
+        await delay(WATCHDOG_APPEAR_LOOK_MS);
+        continue;
+      }
       if ("end" in verdict) {
         const ended = await runner.terminate(spec.target, { killHarness: true, graceMs: spec.killGraceMs, killSession: true });
         log(spec, `ended the harness (${ended.signal}) and its tmux session: ${verdict.end}`);

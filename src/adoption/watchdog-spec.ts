@@ -19,6 +19,12 @@ export interface WatchdogSpec {
   readonly leaseMs: number;
   /** Where it writes one line when it ends a harness, and why. */
   readonly logFile?: string;
+  /**
+   * How long the session may take to appear: the watchdog is started before the harness, so a
+   * daemon killed in between leaves no harness unwatched. Until it is first seen live (or this
+   * passes), an absent session does not end the watch. 0 when absent.
+   */
+  readonly appearWithinMs?: number;
 }
 
 /** The spec read from the watchdog's stdin, or why it does not read. */
@@ -36,6 +42,9 @@ export function parseWatchdogSpec(text: string): WatchdogSpec | { readonly probl
   }
   for (const key of ["killGraceMs", "leaseMs"] as const) {
     if (typeof spec[key] !== "number" || !Number.isFinite(spec[key]) || spec[key] < 0) return { problem: `its spec has no ${key}` };
+  }
+  if (spec.appearWithinMs !== undefined && (typeof spec.appearWithinMs !== "number" || !Number.isFinite(spec.appearWithinMs) || spec.appearWithinMs < 0)) {
+    return { problem: "its spec's appearWithinMs is not a number of milliseconds" };
   }
   if (spec.socketName !== undefined && typeof spec.socketName !== "string") return { problem: "its spec's socketName is not a string" };
   if (spec.logFile !== undefined && typeof spec.logFile !== "string") return { problem: "its spec's logFile is not a string" };

@@ -43,6 +43,9 @@ export async function startWatchdog(spec: WatchdogSpec, program: string = watchd
   return pid;
 }
 
+/** How long a watchdog waits for the session it was started for: longer than a spawn's tmux calls take (10 s each at most). */
+export const WATCHDOG_APPEAR_MS = 60_000;
+
 /** What a watched runner knows of the sessions it starts watchdogs for. */
 export interface WatchdogSettings {
   readonly url: string;
@@ -77,27 +80,34 @@ export class WatchedRunner implements SessionRunner {
     if (interrupt) this.interrupt = (target, keys) => interrupt.call(inner, target, keys);
   }
 
+  /**
+   * The watchdog first, then the harness: a daemon killed between the two leaves a watchdog
+   * waiting for a session that never comes (it gives up after WATCHDOG_APPEAR_MS), never a
+   * harness that nothing fences.
+   */
   async spawn(request: SpawnRequest): Promise<void> {
-    await this.inner.spawn(request);
-    if (request.workItem === undefined) return;
-    const { url, owner, socketName, killGraceMs, leaseMs, logFile, program } = this.settings;
-    try {
-      await startWatchdog(
-        {
-          url,
-          item: request.workItem,
-          owner,
-          target: request.target,
-          killGraceMs,
-          leaseMs,
-          ...(socketName !== undefined ? { socketName } : {}),
-          ...(logFile !== undefined ? { logFile } : {}),
-        },
-        program,
-      );
-    } catch (error) {
-      this.settings.warn(`the session ${request.target} runs without its watchdog (a lost daemon would not end it): ${messageOf(error)}`);
+    if (request.workItem !== undefined) {
+      const { url, owner, socketName, killGraceMs, leaseMs, logFile, program } = this.settings;
+      try {
+        await startWatchdog(
+          {
+            url,
+            item: request.workItem,
+            owner,
+            target: request.target,
+            killGraceMs,
+            leaseMs,
+            appearWithinMs: WATCHDOG_APPEAR_MS,
+            ...(socketName !== undefined ? { socketName } : {}),
+            ...(logFile !== undefined ? { logFile } : {}),
+          },
+          program,
+        );
+      } catch (error) {
+        this.settings.warn(`the session ${request.target} runs without its watchdog (a lost daemon would not end it): ${messageOf(error)}`);
+      }
     }
+    await this.inner.spawn(request);
   }
 
   pasteText(target: string, text: string, options?: PasteOptions): Promise<void> {

@@ -175,4 +175,42 @@ describe("a session's watchdog (a real server, real tmux)", () => {
     await waitFor("the watchdog exited", () => !alive(pid));
     expect(await fencedRows(setup.database)).toEqual([]);
   }, 60_000);
+
+  it("started before its session, as a spawn starts it: ends a harness that comes up after the lease lapsed", async () => {
+    const setup = await setupOf();
+    const { url, leases, runner, socketName, target, dir } = setup;
+    await take(leases, "box-a", 1_500);
+    const pid = await startWatchdog(
+      { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 1_500, appearWithinMs: 60_000 },
+      watchdogProgram(),
+    );
+    cleanups.unshift(async () => {
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    });
+    // No session yet, and the lease lapses: a daemon killed between its watchdog and its harness.
+    await waitFor("the lease lapsed", async () => {
+      const { rows } = await setup.database.pool.query<{ lapsed: boolean }>("SELECT expires_at < now() AS lapsed FROM the_loop_leases WHERE item = $1", [ITEM]);
+      return rows[0]?.lapsed === true;
+    });
+    expect(alive(pid)).toBe(true);
+    await runner.spawn({ target, cwd: dir, argv: ["sleep", "600"], env: {} });
+    await waitFor("the late harness ended", ended(setup), { timeoutMs: watchdogReactionMs(KILL_GRACE_MS), intervalMs: 100 });
+    await waitFor("the watchdog exited", () => !alive(pid));
+    expect((await fencedRows(setup.database)).map((row) => row.body.reason)).toEqual(['the lease of "box-a" lapsed']);
+  }, 60_000);
+
+  it("started before a session that never comes: gives up once its wait for it passed", async () => {
+    const setup = await setupOf();
+    const { url, leases, socketName, target } = setup;
+    await take(leases, "box-a", 60_000);
+    const pid = await startWatchdog(
+      { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 60_000, appearWithinMs: 1_000 },
+      watchdogProgram(),
+    );
+    cleanups.unshift(async () => {
+      if (alive(pid)) process.kill(pid, "SIGKILL");
+    });
+    await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 20_000, intervalMs: 100 });
+    expect(await fencedRows(setup.database)).toEqual([]);
+  }, 60_000);
 });
