@@ -2,13 +2,14 @@ import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
-import { describe, expect, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
+import { RUN_KEY, RUN_MARKER } from "../support/processes.js";
 import { postgresBinDir, startPostgres } from "../support/postgres.js";
 
 describe("the test PostgreSQL cluster", () => {
   it("runs Debian's newest server unprivileged, on a socket in its folder, and is gone after stop", async () => {
     expect(await postgresBinDir()).toMatch(/\/bin$/);
-    const cluster = await startPostgres();
+    const cluster = await startPostgres({ [RUN_MARKER]: inject(RUN_KEY) });
     let stopped = false;
     try {
       const client = new pg.Client({ connectionString: await cluster.freshDatabase() });
