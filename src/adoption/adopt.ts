@@ -89,7 +89,7 @@ export class Adopter {
     const { events } = this.options;
     const self = this.options.ownership.name;
     const current = this.options.session(item);
-    if (current?.status !== "active") return;
+    if (current?.status !== "active") return "none";
     let tail: string | undefined;
     try {
       tail = (await this.options.tails.read(item))?.tail;
@@ -132,5 +132,6 @@ export class Adopter {
       ...(problem !== undefined ? { error: problem } : {}),
     });
     if (started) this.started += 1;
+    return queued ? "queued" : "adopted";
   };
 }

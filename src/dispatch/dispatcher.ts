@@ -37,7 +37,7 @@ import { queuedToStart } from "./slots.js";
 import { superviseSession } from "./supervise.js";
 import { UsageReaders, checkBudget } from "./budget-watch.js";
 import { dropped } from "./dropped.js";
-import { forwardingOf, whereOwned, type EventForward, type Otherwise, type Takeover } from "./owned.js";
+import { forwardingOf, heldEvent, whereOwned, type EventForward, type Otherwise, type Takeover } from "./owned.js";
 import type { TakenLease } from "../fleet/ownership.js";
 import { soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
@@ -224,7 +224,7 @@ export class Dispatcher implements EventHandler {
         moved = this.enqueue([...keys, outcome.hop], event, hops + 1);
         return RETRY;
       },
-      { value: SETTLED, work: "event", ...forwardingOf(this.forward, event, this.ctx.forget) },
+      { value: SETTLED, work: "event", held: heldEvent(event, this.ctx.forget), ...forwardingOf(this.forward, event, this.ctx.forget) },
     );
     return ran.then((result) => moved ?? result);
   }

@@ -3,6 +3,8 @@ import type { EventSink } from "../events/log.js";
 import { OwnedElsewhereError } from "../fleet/ownership.js";
 import type { Ownership, TakenLease } from "../fleet/ownership.js";
 import type { InboundEvent } from "../routing/inbound.js";
+import { RETRY } from "../sessions/context.js";
+import type { HandleResult } from "../sessions/context.js";
 
 /** Hands an event refused here to the item's owner; whether it was handed on. */
 export type ForwardEvent = (refusal: OwnedElsewhereError) => Promise<boolean>;
@@ -14,6 +16,8 @@ export interface Otherwise<T> {
   readonly value: T;
   readonly work?: "event";
   readonly forward?: ForwardEvent;
+  /** What the work answers when an adoption its turn ran left the new session waiting in the start queue: try again later (an event). */
+  readonly held?: () => T;
 }
 
 /**
@@ -29,6 +33,14 @@ export function forwardingOf(forward: EventForward | undefined, event: InboundEv
       if (sent) forget(event);
       return sent;
     },
+  };
+}
+
+/** An event's answer while an adoption's start waits in the start queue: forgotten by the dedupe, so it is tried again later. */
+export function heldEvent(event: InboundEvent, forget: (event: InboundEvent) => void): () => HandleResult {
+  return () => {
+    forget(event);
+    return RETRY;
   };
 }
 
@@ -71,12 +83,22 @@ export async function whereOwned<T>(
   }
   // A lease taken from a lost daemon: what it ran is adopted first, in this same turn, so the
   // job (an event, a command) acts on the adopted session, never on the lost host's record.
-  if (takenOver !== undefined) for (const lease of taken) await takenOver(lease);
+  if (takenOver !== undefined && taken.length > 0) {
+    let queued = false;
+    for (const lease of taken) if ((await takenOver(lease)) === "queued") queued = true;
+    // The adopted start waits in the start queue, its lease given up to whichever daemon has room:
+    // an event waits for that session (tried again later); other work looks again at who owns the item.
+    if (queued && otherwise?.held !== undefined) return otherwise.held();
+    return whereOwned(ownership, events, keys, job, otherwise, takenOver);
+  }
   return job();
 }
 
 /** What runs, in the item's turn, for a lease taken from a lost daemon (the adoption, src/adoption/). */
-export type OnLeaseTaken = (taken: TakenLease) => Promise<void>;
+export type OnLeaseTaken = (taken: TakenLease) => Promise<TakeoverOutcome>;
+
+/** What a takeover did: adopted into a session here, adopted into the start queue, or nothing (no active session to adopt). */
+export type TakeoverOutcome = "adopted" | "queued" | "none";
 
 /** Adopts an item whose lease a turn took from a lost daemon; `start` applies a start within that turn. */
-export type Takeover = (taken: TakenLease, start: (request: ControlRequest) => Promise<ControlOutcome>) => Promise<void>;
+export type Takeover = (taken: TakenLease, start: (request: ControlRequest) => Promise<ControlOutcome>) => Promise<TakeoverOutcome>;
