@@ -46,6 +46,7 @@ try {
   });
   printFigure({ label: "throughput across daemons", value: figures.eventsPerSecond, unit: "ev/s", note: `${figures.events} events` });
   for (const [by, count] of Object.entries(figures.eventsBy)) printFigure({ label: `  events recorded by ${by}`, value: count, unit: "ev" });
+  printFigure({ label: "CLI commands typed again after a failure", value: figures.cliRetries, unit: "cmds", note: "see the log lines above" });
   printFigure({ label: "run", value: figures.wallMs / 1000, unit: "s" });
   breaches = chaosBreaches(figures);
 } finally {

@@ -57,6 +57,7 @@ export class Adopter {
   private async look(): Promise<number> {
     const { leases: rows, now } = await this.options.leases.fleet();
     const before = this.started;
+    const orphans: string[] = [];
     for (const lease of rows) {
       let record: SessionRecord | undefined;
       try {
@@ -74,8 +75,14 @@ export class Adopter {
         now,
         this.options.graceMs,
       );
-      if (decision === "adopt") await this.options.takeOver(lease.item);
+      if (decision === "adopt") orphans.push(lease.item);
     }
+    // All at once, each in its own item's turn: a lost host's items are adopted within one look
+    // (the spawns share the dispatcher's limit of heavy work), not one after another.
+    const taken = await Promise.allSettled(orphans.map((item) => this.options.takeOver(item)));
+    taken.forEach((result, index) => {
+      if (result.status === "rejected") this.options.warn(`could not adopt ${orphans[index]}: ${messageOf(result.reason)}`);
+    });
     return this.started - before;
   }
 

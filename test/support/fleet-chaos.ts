@@ -69,6 +69,8 @@ export interface ChaosFigures {
   readonly eventsPerSecond: number;
   /** Events by the daemon that recorded them (its process), `cli` for the operators' commands, else the host column. */
   readonly eventsBy: Readonly<Record<string, number>>;
+  /** CLI commands that failed and were typed again (once). */
+  readonly cliRetries: number;
   readonly wallMs: number;
 }
 
@@ -127,9 +129,21 @@ export async function runFleetChaos(options: ChaosOptions): Promise<ChaosFigures
   const eventFor = async (name: string, item: string, extra: (body: Record<string, unknown>) => boolean = () => true) =>
     (await readEvents()).find((row) => row.body.event === name && row.body.work_item === item && extra(row.body));
   const received = async (): Promise<string> => (await Promise.all(daemons.map((d) => readFile(d.transcript, "utf8").catch(() => "")))).join("\n");
+  let retried = 0;
   const cli = async (d: Daemon, args: readonly string[]): Promise<string> => {
-    const { stdout } = await run(process.execPath, [BIN, ...args], { cwd: d.dir, env: cliEnv(options, d), maxBuffer: 8 << 20 });
-    return stdout;
+    const once = () => run(process.execPath, [BIN, ...args], { cwd: d.dir, env: cliEnv(options, d), maxBuffer: 8 << 20 });
+    try {
+      return (await once()).stdout;
+    } catch (error) {
+      // As an operator would: a command that failed (a lock wait that timed out on a loaded machine) is typed again, once, and counted.
+      retried += 1;
+      log(
+        `${args.join(" ")} failed, typed again: ${String((error as { stderr?: string }).stderr ?? error)
+          .trim()
+          .slice(0, 300)}`,
+      );
+      return (await once()).stdout;
+    }
   };
 
   const startedAt = Date.now();
@@ -310,6 +324,7 @@ export async function runFleetChaos(options: ChaosOptions): Promise<ChaosFigures
       events: during.length,
       eventsPerSecond: during.length / spanSeconds,
       eventsBy,
+      cliRetries: retried,
       wallMs: Date.now() - startedAt,
     };
   } finally {
