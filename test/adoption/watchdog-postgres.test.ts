@@ -72,6 +72,20 @@ async function watched(setup: Awaited<ReturnType<typeof setupOf>>, leaseMs: numb
   return pid;
 }
 
+/** A watchdog started, as a spawn starts it, before there is any session: on box-a's lease for `leaseMs`, waiting `appearWithinMs` for it; its pid. */
+async function watchingAhead(setup: Awaited<ReturnType<typeof setupOf>>, leaseMs: number, appearWithinMs: number): Promise<number> {
+  const { url, leases, socketName, target } = setup;
+  await take(leases, "box-a", leaseMs);
+  const pid = await startWatchdog(
+    { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs, appearWithinMs },
+    watchdogProgram(),
+  );
+  cleanups.unshift(async () => {
+    if (alive(pid)) process.kill(pid, "SIGKILL");
+  });
+  return pid;
+}
+
 /** The session.fenced rows the watchdogs wrote: the writer's name and the event's body. */
 async function fencedRows(database: PostgresDatabase): Promise<{ host: string; body: Record<string, unknown> }[]> {
   const { rows } = await database.pool.query<{ host: string; body: Record<string, unknown> }>(
@@ -178,15 +192,8 @@ describe("a session's watchdog (a real server, real tmux)", () => {
 
   it("started before its session, as a spawn starts it: ends a harness that comes up after the lease lapsed", async () => {
     const setup = await setupOf();
-    const { url, leases, runner, socketName, target, dir } = setup;
-    await take(leases, "box-a", 1_500);
-    const pid = await startWatchdog(
-      { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 1_500, appearWithinMs: 60_000 },
-      watchdogProgram(),
-    );
-    cleanups.unshift(async () => {
-      if (alive(pid)) process.kill(pid, "SIGKILL");
-    });
+    const { runner, target, dir } = setup;
+    const pid = await watchingAhead(setup, 1_500, 60_000);
     // No session yet, and the lease lapses: a daemon killed between its watchdog and its harness.
     await waitFor("the lease lapsed", async () => {
       const { rows } = await setup.database.pool.query<{ lapsed: boolean }>("SELECT expires_at < now() AS lapsed FROM the_loop_leases WHERE item = $1", [ITEM]);
@@ -201,15 +208,7 @@ describe("a session's watchdog (a real server, real tmux)", () => {
 
   it("started before a session that never comes: gives up once its wait for it passed", async () => {
     const setup = await setupOf();
-    const { url, leases, socketName, target } = setup;
-    await take(leases, "box-a", 60_000);
-    const pid = await startWatchdog(
-      { url, item: ITEM, owner: "box-a", target, socketName, killGraceMs: KILL_GRACE_MS, leaseMs: 60_000, appearWithinMs: 1_000 },
-      watchdogProgram(),
-    );
-    cleanups.unshift(async () => {
-      if (alive(pid)) process.kill(pid, "SIGKILL");
-    });
+    const pid = await watchingAhead(setup, 60_000, 1_000);
     await waitFor("the watchdog exited", () => !alive(pid), { timeoutMs: 20_000, intervalMs: 100 });
     expect(await fencedRows(setup.database)).toEqual([]);
   }, 60_000);
