@@ -461,9 +461,9 @@ export class Dispatcher implements EventHandler {
     this.takeover = takeover;
   }
 
-  /** A turn in the item's queue that takes its lease (and so adopts it, when a lost daemon held it) and does nothing more. */
+  /** A turn in the item's queue that takes its lease (and so adopts it, when a lost daemon held it) and does nothing more; none once draining. */
   takeOver(ref: string): Promise<void> {
-    return this.counted(() => this.exclusive([ref], async () => undefined, { value: undefined }));
+    return this.accepting ? this.counted(() => this.exclusive([ref], async () => undefined, { value: undefined })) : Promise.resolve();
   }
 
   /**
