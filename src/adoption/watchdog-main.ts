@@ -107,15 +107,18 @@ async function watch(spec: WatchdogSpec): Promise<void> {
   // Started before the harness: until the session is first seen, its absence is its start under way.
   const appearBy = performance.now() + (spec.appearWithinMs ?? 0);
   let seen = false;
+  /** Why the harness is to end, once a look said so: final, so the lease is not read again. */
+  let ending: string | undefined;
   try {
     for (;;) {
       const live = (await runner.probe(spec.target)) === "live";
       if (live) seen = true;
       else if (seen || performance.now() > appearBy) return;
       const started = performance.now();
-      const verdict = watchdogVerdict(await reader.look(), spec.owner, deadline, started, performance.now());
+      const verdict = ending === undefined ? watchdogVerdict(await reader.look(), spec.owner, deadline, started, performance.now()) : { end: ending };
       if ("end" in verdict && !live) {
         // Fenced before its harness came up: it is ended as soon as it does, or the start never finishes.
+        ending = verdict.end;
         await delay(WATCHDOG_APPEAR_LOOK_MS);
         continue;
       }
