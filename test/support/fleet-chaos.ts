@@ -9,7 +9,9 @@ import { stringify } from "yaml";
 import { DEFAULT_AUTO_EXECUTE_LABEL } from "../../src/config/schema.js";
 import { LIVE_STATUSES } from "../../src/registry/record.js";
 import type { SessionStatus } from "../../src/registry/record.js";
+import { fakeHarnessRouting } from "./fake-project.js";
 import { DIR_MARKER, endProcesses, markedProcesses } from "./processes.js";
+import { endTmuxServer } from "./tmux-server.js";
 import { waitFor } from "./wait.js";
 
 /**
@@ -26,7 +28,6 @@ import { waitFor } from "./wait.js";
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL("../../bin/the-loop.js", import.meta.url));
-const FAKE_HARNESS = fileURLToPath(new URL("./fake-harness.mjs", import.meta.url));
 
 /** The lease settings of a lost host's tests (lost-host.ts), so adoption happens within the run. */
 export const CHAOS_LEASE = { leaseSeconds: 6, heartbeatSeconds: 2, adoptGraceSeconds: 8, killGraceSeconds: 1 } as const;
@@ -103,6 +104,9 @@ interface EventRow {
   readonly body: Record<string, unknown>;
 }
 
+/** How old a read of the transcripts may be when another waiting item asks. */
+const TRANSCRIPT_LOOK_MS = 200;
+
 const ref = (n: number): string => `local:demo#${n}`;
 /** The comment for item n: unique, never a prefix of another's. */
 const ping = (n: number): string => `chaos ping for item ${n}, end`;
@@ -128,7 +132,14 @@ export async function runFleetChaos(options: ChaosOptions): Promise<ChaosFigures
   };
   const eventFor = async (name: string, item: string, extra: (body: Record<string, unknown>) => boolean = () => true) =>
     (await readEvents()).find((row) => row.body.event === name && row.body.work_item === item && extra(row.body));
-  const received = async (): Promise<string> => (await Promise.all(daemons.map((d) => readFile(d.transcript, "utf8").catch(() => "")))).join("\n");
+  // Every waiting item asks: the three transcripts are read once per look, shared by all who ask meanwhile.
+  let transcripts: { readonly at: number; readonly text: Promise<string> } | undefined;
+  const received = (): Promise<string> => {
+    if (transcripts === undefined || Date.now() - transcripts.at > TRANSCRIPT_LOOK_MS) {
+      transcripts = { at: Date.now(), text: Promise.all(daemons.map((d) => readFile(d.transcript, "utf8").catch(() => ""))).then((texts) => texts.join("\n")) };
+    }
+    return transcripts.text;
+  };
   let retried = 0;
   const cli = async (d: Daemon, args: readonly string[]): Promise<string> => {
     const once = () => run(process.execPath, [BIN, ...args], { cwd: d.dir, env: cliEnv(options, d), maxBuffer: 8 << 20 });
@@ -342,18 +353,15 @@ async function daemonFolder(options: ChaosOptions, name: string): Promise<Daemon
   const home = await realpath(await mkdtemp(join(tmpdir(), `the-loop-chaos-${name}-home-`)));
   const harnessDir = join(dir, "harness");
   const transcript = join(harnessDir, "transcript.jsonl");
-  const socketName = `loop-chaos-${process.pid}-${name}`;
+  // Named as the tests name their sockets, so the leak guard finds a server a run left behind.
+  const socketName = `loop-test-chaos-${process.pid}-${name}`;
   await Promise.all([mkdir(harnessDir), mkdir(join(dir, ".the-loop"))]);
   const { leaseSeconds, heartbeatSeconds, adoptGraceSeconds, killGraceSeconds } = CHAOS_LEASE;
   const config = {
     version: 1,
     integrations: { local: { project: "demo" } },
     routing: {
-      authorizedUsers: ["alice"],
-      defaultHarness: "fake",
-      harnesses: { fake: { command: [process.execPath, FAKE_HARNESS, transcript, "{prompt}"] } },
-      control: { requireStartCommand: false },
-      sandbox: { bind: [{ source: harnessDir, mode: "rw" }] },
+      ...fakeHarnessRouting(transcript, harnessDir),
       limits: { maxLiveSessions: options.maxLiveSessions, perDaemon: options.perDaemon },
       tmux: { socketName, harnessKillGraceSeconds: killGraceSeconds, startupGraceSeconds: 0.3 },
     },
@@ -415,8 +423,7 @@ async function stopDaemon(d: Daemon, options: ChaosOptions): Promise<void> {
     child.on("error", () => resolve());
   });
   await endProcesses(markedProcesses({ [DIR_MARKER]: d.dir }), 3_000);
-  await run("tmux", ["-L", d.socketName, "kill-server"]).catch(() => undefined); // No server left: nothing to end.
-  await rm(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, d.socketName), { force: true });
+  await endTmuxServer(d.socketName);
   await rm(d.dir, { recursive: true, force: true });
   await rm(d.home, { recursive: true, force: true });
 }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, afterEach, inject } from "vitest";
 import { RUN_KEY, RUN_MARKER, WORKER_MARKER, describeProcesses, endProcesses, markedProcesses } from "./processes.js";
+import { tmuxSocketDir } from "./tmux-server.js";
 
 /**
  * Every test stops what it starts. Loaded into every test file (vitest.config.ts `setupFiles`),
@@ -33,7 +34,7 @@ afterEach(async () => {
 afterAll(async () => {
   const live: string[] = [];
   for (const socketName of ownSockets()) {
-    const path = join(socketDir(), socketName);
+    const path = join(tmuxSocketDir(), socketName);
     if (await listening(path)) {
       live.push(socketName);
       await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
@@ -46,15 +47,11 @@ afterAll(async () => {
   }
 });
 
-function socketDir(): string {
-  return join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`);
-}
-
 /** This worker's test sockets: `loop-test-[kind-]<pid>[-suffix]`, as the tests name them. */
 function ownSockets(): string[] {
   const own = new RegExp(`^loop-test-(?:[a-z]+-)*${process.pid}(?:-|$)`);
   try {
-    return readdirSync(socketDir()).filter((name) => own.test(name));
+    return readdirSync(tmuxSocketDir()).filter((name) => own.test(name));
   } catch {
     return [];
   }

@@ -1,8 +1,5 @@
-import { execFile } from "node:child_process";
-import { mkdir, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { promisify } from "node:util";
 import { afterEach, inject } from "vitest";
 import { stringify } from "yaml";
 import { parseEventLine } from "../../src/events/reader.js";
@@ -10,10 +7,12 @@ import type { EventRecord } from "../../src/events/reader.js";
 import { runCli } from "./cli.js";
 import type { CliResult } from "./cli.js";
 import { DIR_MARKER, RUN_KEY, RUN_MARKER, describeProcesses, endProcesses, markedProcesses } from "./processes.js";
+import { fakeHarnessRouting } from "./fake-project.js";
 import { tempDir } from "./temp.js";
+import { endTmuxServer } from "./tmux-server.js";
 import { waitFor } from "./wait.js";
 
-export const FAKE_HARNESS = fileURLToPath(new URL("./fake-harness.mjs", import.meta.url));
+export { FAKE_HARNESS } from "./fake-project.js";
 
 export interface TranscriptEntry {
   readonly type: "boot" | "input";
@@ -50,8 +49,6 @@ export interface TestProject {
    */
   cleanup(): Promise<void>;
 }
-
-const run = promisify(execFile);
 
 /** How long a daemon gets to exit by itself once `stop` has answered, before it is killed. */
 const STOPPED_EXIT_GRACE_MS = 3_000;
@@ -99,13 +96,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
     integrations: { local: { project: "demo" }, ...(overrides.github ? { github: overrides.github } : {}) },
     ...(overrides.webhooks ? { webhooks: overrides.webhooks } : {}),
     routing: {
-      authorizedUsers: ["alice"],
-      defaultHarness: "fake",
-      harnesses: { fake: { command: [process.execPath, FAKE_HARNESS, transcriptFile, "{prompt}"] } },
-      // Label-alone spawning (R2.6): the session tests exercise the label path; control tests
-      // pass their own \`control\` block to put the start gate back.
-      control: { requireStartCommand: false },
-      sandbox: { bind: [{ source: harnessDir, mode: "rw" }] },
+      ...fakeHarnessRouting(transcriptFile, harnessDir),
       ...routing,
       // A test's tmux settings go on top of the project's own server, never instead of it.
       tmux: { socketName, harnessKillGraceSeconds: 1, startupGraceSeconds: 0.3, ...(routing.tmux as Record<string, unknown> | undefined) },
@@ -168,9 +159,7 @@ export async function testProject(overrides: ProjectOverrides = {}): Promise<Tes
         if (killed.length > 0) {
           console.warn(`still running ${STOPPED_EXIT_GRACE_MS / 1000}s after \`the-loop stop\` (killed now):\n${describeProcesses(killed)}`);
         }
-        await run("tmux", ["-L", socketName, "kill-server"]).catch(() => undefined);
-        // tmux leaves its socket file behind.
-        await rm(join(process.env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, socketName), { force: true });
+        await endTmuxServer(socketName);
         open.delete(project);
       })();
       return cleaning;
