@@ -79,6 +79,11 @@ async function daemon(url: string, name: string, caps: Partial<RoutingConfig["li
   };
 }
 
+/** Each daemon's mirror holds every write made so far, by either daemon (each has seen its own NOTIFY round trip). */
+async function mirrored(...daemons: readonly Daemon[]): Promise<void> {
+  await Promise.all(daemons.map((one) => one.stores.backend.database?.sync()));
+}
+
 const itemOf = (n: number): WorkItem =>
   workItemOf(parseWorkItemRef(`local:demo#${n}`), { kind: "issue", url: `the-loop://local/demo/items/${n}.json`, id: `L_${n}` });
 const claimed = (results: readonly LimitedClaim[]): number => results.filter((result) => "claimed" in result && result.claimed).length;
@@ -94,12 +99,13 @@ describe("fleet caps across daemons on a real server", () => {
     expect(queued.map((place) => place.position).sort((x, y) => x - y)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(queued.every((place) => place.cap.cap === "maxLiveSessions")).toBe(true);
     expect((await a.stores.registry.listNow({ status: "live" })).records).toHaveLength(3);
+    // box-a's mirror learns of box-b's queued starts by NOTIFY: read it once that has arrived.
+    await mirrored(a, b);
     expect(a.stores.startQueue.read()).toHaveLength(7);
     // A queued start holds no lease: whichever daemon has room when a slot frees takes it.
     const queuedRefs = results.flatMap((result, n) => ("queued" in result ? [itemOf(n + 1).ref] : []));
     expect(queuedRefs.some((ref) => a.ownership.holds(ref) || b.ownership.holds(ref))).toBe(false);
     // Nothing frees: neither daemon takes a start from the queue.
-    await b.stores.backend.database?.sync();
     expect(queuedToStart(a.ctx)).toEqual([]);
     expect(queuedToStart(b.ctx)).toEqual([]);
   });
@@ -113,7 +119,7 @@ describe("fleet caps across daemons on a real server", () => {
     expect(await a.start(itemOf(2))).toMatchObject({ queued: { position: 1, cap: { cap: "perDaemon", limit: 1 } } });
     expect(a.ownership.holds(itemOf(2).ref)).toBe(false);
     expect(a.events.events.filter((event) => event.type === "lease.released").map((event) => event.fields.work_item)).toEqual([itemOf(2).ref]);
-    await b.stores.backend.database?.sync();
+    await mirrored(a, b);
     // box-a's look at the queue finds no room; box-b's finds the start and carries it out.
     expect(queuedToStart(a.ctx)).toEqual([]);
     expect(queuedToStart(b.ctx)).toEqual([itemOf(2).ref]);
@@ -122,7 +128,7 @@ describe("fleet caps across daemons on a real server", () => {
     // Both at their capacity now: a third start waits for either to free a slot.
     expect(await b.start(itemOf(3))).toMatchObject({ queued: { position: 1, cap: { cap: "perDaemon" } } });
     await a.stores.registry.close(itemOf(1).ref, "cli", new Date());
-    await b.stores.backend.database?.sync();
+    await mirrored(a, b);
     expect(queuedToStart(b.ctx)).toEqual([]);
     expect(queuedToStart(a.ctx)).toEqual([itemOf(3).ref]);
   });
