@@ -20,12 +20,15 @@ function formatWait(ms: number): string {
   return ms < 1000 ? `${ms}ms` : `${Math.round(ms / 1000)}s`;
 }
 
+/** What frees a lock file's lock, for its timeout's message. */
+const fileLockRemedy = (target: string): string => `if none is running, the lock goes stale by itself within seconds; or remove ${target}.lock`;
+
 export class LockTimeoutError extends ExitError {
   override readonly name: string = "LockTimeoutError";
-  constructor(target: string, timeoutMs: number) {
+  /** `remedy` says what frees the lock when it is not a lock file (a database's advisory lock). */
+  constructor(target: string, timeoutMs: number, remedy: string = fileLockRemedy(target)) {
     super(
-      `timed out after ${formatWait(timeoutMs)} waiting for the lock on ${target}: another the-loop process holds it ` +
-        `(if none is running, the lock goes stale by itself within seconds; or remove ${target}.lock)`,
+      `timed out after ${formatWait(timeoutMs)} waiting for the lock on ${target}: another the-loop process holds it (${remedy})`,
       EXIT_FAILURE,
       "lock-timeout",
     );

@@ -131,8 +131,52 @@ describe("record locks", () => {
     const error = await store.transaction(REF, async () => 1).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(LockTimeoutError);
     expect((error as Error).message).toMatch(/waiting for the lock on the_loop_records\(notes, github:octo\/repo#15\)/);
+    // What frees it is the server, not a lock file to remove.
+    expect((error as Error).message).toMatch(/frees when its holder's connection ends.*pg_locks/);
+    expect((error as Error).message).not.toMatch(/\.lock\b/);
     // Another item is not held up.
     expect(await store.transaction(OTHER, async () => "free")).toBe("free");
+  });
+
+  it("taken by more callers of one process than its pool has connections, each querying under the lock, all commit: the callers take turns in the process", async () => {
+    const url = await cluster.freshDatabase();
+    // Two connections, twelve callers: a caller waiting at the server holds a connection, so
+    // without turns the waiters hold both and the holder's own query under the lock never gets one.
+    const database = await open(url, { poolSize: 2, lockTimeoutMs: 1_000 });
+    const store = new PostgresRecordStore({ kind: noteKind, key: "notes", database });
+    const writes = Array.from({ length: 12 }, (_, n) =>
+      store.transaction(REF, async (tx) => {
+        const { rows } = await database.pool.query<{ n: number }>("SELECT $1::int AS n", [n]);
+        return tx.write(noteOf(REF, { text: `write ${rows[0]?.n}` }));
+      }),
+    );
+    const settled = await Promise.allSettled(writes);
+    expect(settled.filter((outcome) => outcome.status === "rejected").map((outcome) => String((outcome as PromiseRejectedResult).reason))).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(database.lockTurns.size).toBe(0);
+  });
+
+  it("time out waiting for their turn in the process as they do at the server, and the turns after go on", async () => {
+    const url = await cluster.freshDatabase();
+    const database = await open(url, { lockTimeoutMs: 300 });
+    const store = new PostgresRecordStore({ kind: noteKind, key: "notes", database });
+    let finish!: () => void;
+    const held = new Promise<void>((resolve) => (finish = resolve));
+    let entered = false;
+    const holding = store.transaction(REF, async (tx) => {
+      entered = true;
+      await held;
+      return tx.write(noteOf(REF, { text: "first" }));
+    });
+    await waitFor("the first transaction inside the lock", () => entered);
+    const error = await store.transaction(REF, async () => 1).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(LockTimeoutError);
+    expect((error as Error).message).toMatch(/the_loop_records\(notes, github:octo\/repo#15\)/);
+    finish();
+    await holding;
+    expect(await store.transaction(REF, async (tx) => tx.read())).toEqual(noteOf(REF, { text: "first" }));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(database.lockTurns.size).toBe(0);
   });
 
   it("are released by the server when their holder's connection dies, as a killed daemon's would be", async () => {

@@ -79,6 +79,17 @@ it("writers on two hosts never hand out one number twice", async () => {
   expect(feed.changes.map((change) => change.id).sort()).toEqual(Array.from({ length: 10 }, (_, index) => `demo:${index + 1}`).sort());
 });
 
+it("a project's writers in one process outnumbering its pool's connections all commit: each reads the item on the connection holding the lock", async () => {
+  const url = await cluster.freshDatabase();
+  const database = await PostgresDatabase.open({ url, name: "host-a", poolSize: 2, lockTimeoutMs: 2_000 });
+  opened.push(database);
+  const tracker = openLocalTracker({ trackerDir: `${await tempDir()}/tracker`, events: new MemoryEventSink(), database });
+  const ref = parseWorkItemRef((await tracker.openItem({ project: "demo", title: "busy", actor: "alice" })).item.ref);
+  const settled = await Promise.allSettled(Array.from({ length: 12 }, (_, n) => tracker.addComment(ref, `comment ${n}`, "bob")));
+  expect(settled.filter((outcome) => outcome.status === "rejected").map((outcome) => String((outcome as PromiseRejectedResult).reason))).toEqual([]);
+  expect((await tracker.getItemWithComments(ref)).comments).toHaveLength(12);
+});
+
 it("state migrate copies a file tracker's projects once, counted and verified", async () => {
   const url = await cluster.freshDatabase();
   const trackerDir = `${await tempDir()}/tracker`;

@@ -2,6 +2,7 @@ import type { Client, Notification, Pool, PoolClient } from "pg";
 import { rememberSecret } from "../../secrets.js";
 import { RECORDS_CHANNEL, RECORDS_TABLE, migrate } from "./migrations.js";
 import type { MigrationReport } from "./migrations.js";
+import { LockTurns } from "./lock-turns.js";
 
 /**
  * One process's connection to a PostgreSQL state: a pool for reads, writes and transactions, and
@@ -81,6 +82,8 @@ export class PostgresDatabase {
   readonly pool: Pool;
   readonly lockTimeoutMs: number;
   readonly migration: MigrationReport;
+  /** This process's callers of each advisory lock, in turn (lock-turns.ts). */
+  readonly lockTurns = new LockTurns();
   private readonly options: PostgresDatabaseOptions;
   private readonly ListenerClient: typeof Client;
   private readonly mirror = new Map<string, MirrorEntry>();

@@ -41,10 +41,18 @@ export function recordLockKey(key: string, item: string): string {
 /** A lock wait cut short by lock_timeout (SQLSTATE 55P03). */
 const isLockTimeout = (error: unknown): boolean => typeof error === "object" && error !== null && (error as { code?: unknown }).code === "55P03";
 
+/** What frees a database's advisory lock, for its timeout's message. */
+export const ADVISORY_LOCK_REMEDY =
+  "a lock of the state database, which the server frees when its holder's connection ends, a killed process's among them; " +
+  "to see who holds it: SELECT pid, application_name, query FROM pg_locks JOIN pg_stat_activity USING (pid) WHERE locktype = 'advisory'";
+
 /**
- * Runs `critical` on a pooled connection of its own holding the advisory lock `lockKey` (waiting at
- * most the database's lock_timeout, then a LockTimeoutError naming `where`). A connection that
- * failed while the lock was held is closed rather than reused, which releases the lock with it.
+ * Runs `critical` on a pooled connection of its own holding the advisory lock `lockKey`. The
+ * process's callers for one key take turns first (lock-turns.ts), so no more than one of them
+ * holds a connection while it waits at the server; each wait, for its turn and then for the
+ * server's lock, is bounded by the database's lock_timeout, then a LockTimeoutError names `where`.
+ * A connection that failed while the lock was held is closed rather than reused, which releases
+ * the lock with it.
  */
 export async function withAdvisoryLock<R>(
   database: PostgresDatabase,
@@ -52,6 +60,17 @@ export async function withAdvisoryLock<R>(
   where: string,
   critical: (client: PoolClient) => Promise<R>,
 ): Promise<R> {
+  const endTurn = await database.lockTurns.take(lockKey, database.lockTimeoutMs, () => lockTimeout(database, where));
+  try {
+    return await lockedOnConnection(database, lockKey, where, critical);
+  } finally {
+    endTurn();
+  }
+}
+
+const lockTimeout = (database: PostgresDatabase, where: string): LockTimeoutError => new LockTimeoutError(where, database.lockTimeoutMs, ADVISORY_LOCK_REMEDY);
+
+async function lockedOnConnection<R>(database: PostgresDatabase, lockKey: string, where: string, critical: (client: PoolClient) => Promise<R>): Promise<R> {
   const client = await database.connect();
   let broken: Error | undefined;
   const onError = (error: Error): void => {
@@ -62,7 +81,7 @@ export async function withAdvisoryLock<R>(
     try {
       await client.query("SELECT pg_advisory_lock($1::bigint)", [lockKey]);
     } catch (error) {
-      if (isLockTimeout(error)) throw new LockTimeoutError(where, database.lockTimeoutMs);
+      if (isLockTimeout(error)) throw lockTimeout(database, where);
       throw error;
     }
     const result = await critical(client);

@@ -170,17 +170,24 @@ export class DatabaseLocalTracker extends LocalTracker {
     }
   }
 
-  protected override async storedSnapshot(project: string, number: number): Promise<ItemSnapshot | undefined> {
-    const { rows } = await this.database.pool.query<{ body: unknown }>(`SELECT body FROM ${TRACKER_ITEMS_TABLE} WHERE project = $1 AND number = $2`, [
-      project,
-      number,
-    ]);
+  /**
+   * Read on the connection holding the project's lock: a writer that needed a second connection
+   * from the pool would wait for one behind every caller waiting for a connection of its own.
+   */
+  protected override async storedSnapshot(head: Head, project: string, number: number): Promise<ItemSnapshot | undefined> {
+    const client = this.clients.get(head);
+    if (client === undefined) throw new Error(`an item of the local project "${project}" is read for a change outside its lock`);
+    return this.snapshotWith(client, project, number);
+  }
+
+  private async snapshotWith(client: Pick<PoolClient, "query">, project: string, number: number): Promise<ItemSnapshot | undefined> {
+    const { rows } = await client.query<{ body: unknown }>(`SELECT body FROM ${TRACKER_ITEMS_TABLE} WHERE project = $1 AND number = $2`, [project, number]);
     const row = rows[0];
     return row === undefined ? undefined : this.snapshotOf(project, number, row.body);
   }
 
   protected override async readCurrentItem(local: LocalRef): Promise<ItemSnapshot> {
-    const snapshot = await this.storedSnapshot(local.project, local.number);
+    const snapshot = await this.snapshotWith(this.database.pool, local.project, local.number);
     if (!snapshot) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
     return snapshot;
   }

@@ -191,7 +191,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     const itemId = randomUUID();
     return this.mutate(project, async (files, head) => {
       const number = head.lastNumber + 1;
-      if (await this.storedSnapshot(project, number)) {
+      if (await this.storedSnapshot(head, project, number)) {
         throw new CorruptTrackerFileError(files.meta, `it hands out #${number} next, but items/${number}.json already exists`);
       }
       const snapshot = await this.commit(project, head, undefined, (seq, ts) => ({
@@ -216,7 +216,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     checkActor(actor);
     await this.requireProject(local);
     return this.mutate(local.project, async (_files, head) => {
-      const snapshot = await this.requireSnapshot(local);
+      const snapshot = await this.requireSnapshot(head, local);
       const next = await this.commit(local.project, head, snapshot, (seq, ts) => ({
         seq,
         ts,
@@ -240,7 +240,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     checkActor(actor);
     await this.requireProject(local);
     return this.mutate(local.project, async (_files, head) => {
-      const snapshot = await this.requireSnapshot(local);
+      const snapshot = await this.requireSnapshot(head, local);
       const next = await this.commit(local.project, head, snapshot, (seq, ts) => checkedLine(seq, ts, snapshot, actor, check));
       return localItemOf(this.files(local.project), next);
     });
@@ -259,7 +259,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     checkActor(actor);
     await this.requireProject(local);
     return this.mutate(local.project, async (_files, head) => {
-      let snapshot = await this.requireSnapshot(local);
+      let snapshot = await this.requireSnapshot(head, local);
       const toRemove: string[] = [];
       const absent: string[] = [];
       for (const label of remove) {
@@ -311,7 +311,7 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     checkActor(actor);
     await this.requireProject(local);
     return this.mutate(local.project, async (_files, head) => {
-      const snapshot = await this.requireSnapshot(local);
+      const snapshot = await this.requireSnapshot(head, local);
       if (snapshot.state === state) return { item: localItemOf(this.files(local.project), snapshot), changed: false };
       const next = await this.commit(local.project, head, snapshot, (seq, ts) => ({
         seq,
@@ -555,13 +555,13 @@ export class LocalTracker implements Tracker, TrackerChangeFeed {
     }
   }
 
-  /** Item `number`'s snapshot as stored, read by a writer under the project's lock. */
-  protected async storedSnapshot(project: string, number: number): Promise<ItemSnapshot | undefined> {
+  /** Item `number`'s snapshot as stored, read by the writer at `head` under the project's lock. */
+  protected async storedSnapshot(_head: Head, project: string, number: number): Promise<ItemSnapshot | undefined> {
     return readSnapshot(this.files(project), number);
   }
 
-  private async requireSnapshot(local: LocalRef): Promise<ItemSnapshot> {
-    const snapshot = await this.storedSnapshot(local.project, local.number);
+  private async requireSnapshot(head: Head, local: LocalRef): Promise<ItemSnapshot> {
+    const snapshot = await this.storedSnapshot(head, local.project, local.number);
     if (!snapshot) throw new WorkItemNotFoundError(formatWorkItemRef(local), await this.missingItemHint(local));
     return snapshot;
   }
