@@ -4,9 +4,8 @@ import { fileURLToPath } from "node:url";
 import { stringify } from "yaml";
 import { afterEach, describe, expect, it } from "vitest";
 import { jsonOf } from "../support/cli.js";
-import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
+import { SPEC_REVIEW_GRAPH, graphProject, graphStatus } from "../support/graph.js";
 import type { ClaimJson, GraphStatusJson } from "../support/graph.js";
-import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
 import { ARM } from "../support/builders.js";
@@ -65,19 +64,12 @@ interface ItemJson {
   comments: { author: string; body: string }[];
 }
 
-/** `routing` is merged over the project's own (the session's working directory, `work`). */
-async function graphProject(routing: Record<string, unknown> = {}): Promise<TestProject> {
-  const p = await testProject({
-    graph: { enabled: true, default: "spec-review" },
-    graphs: [{ name: "spec-review", path: "spec-review.yaml" }],
-    hooks: [{ name: "recorder", path: "recorder.ts" }],
-    routing: { spawnWorkdir: "work", ...routing },
-  });
-  await writeFile(join(p.root, "spec-review.yaml"), stringify(GRAPH));
+/** A spec-review project whose hook `recorder` logs every point's context to hooks.jsonl; `routing` is merged over its own. */
+async function recordedGraphProject(routing: Record<string, unknown> = {}): Promise<TestProject> {
+  const p = await graphProject(GRAPH, { routing, hooks: [{ name: "recorder", path: "recorder.ts" }] });
   await writeFile(join(p.root, "recorder.ts"), RECORDER);
   await mkdir(join(p.dir, "node_modules"), { recursive: true });
   await symlink(PACKAGE_ROOT, join(p.dir, "node_modules", "the-loop"), "dir");
-  await mkdir(join(p.dir, "work"), { recursive: true });
   return p;
 }
 
@@ -109,7 +101,7 @@ const loopLabels = (labels: readonly string[]): string[] => labels.filter((label
 
 describe("the process graph on the local tracker, through the daemon", () => {
   it("starts at the start node, checks claims, takes only structured gate answers, and reaches its terminal node", async () => {
-    project = await graphProject();
+    project = await recordedGraphProject();
     const p = project;
     const env = { GRAPH_HOOK_LOG: join(p.dir, "hooks.jsonl") };
     const started = await p.cli(["start", "--json"], env);
@@ -199,7 +191,7 @@ describe("the process graph on the local tracker, through the daemon", () => {
   });
 
   it("applies a gate answer given while the session is paused, and delivers the next assignment on resume", async () => {
-    project = await graphProject();
+    project = await recordedGraphProject();
     const p = project;
     const started = await p.cli(["start", "--json"], { GRAPH_HOOK_LOG: join(p.dir, "hooks.jsonl") });
     expect(started.code, started.stderr).toBe(0);
@@ -224,7 +216,7 @@ describe("the process graph on the local tracker, through the daemon", () => {
   });
 
   it("runs the graph an authorized start chose with graph=NAME, and the default, with a warning, for a name it does not have", async () => {
-    project = await graphProject({ control: { requireStartCommand: true } });
+    project = await recordedGraphProject({ control: { requireStartCommand: true } });
     const p = project;
     const started = await p.cli(["start", "--json"], { GRAPH_HOOK_LOG: join(p.dir, "hooks.jsonl") });
     expect(started.code, started.stderr).toBe(0);
@@ -256,12 +248,12 @@ describe("the process graph on the local tracker, through the daemon", () => {
   });
 
   it("refuses to start on a graph file with a dangling edge, naming the file and the node", async () => {
-    project = await graphProject();
+    project = await recordedGraphProject();
     const p = project;
-    await writeFile(join(p.root, "spec-review.yaml"), stringify({ ...GRAPH, edges: [...GRAPH.edges, { from: "write", to: "nowhere", on: "fail" }] }));
+    await writeFile(join(p.root, "graph.yaml"), stringify({ ...GRAPH, edges: [...GRAPH.edges, { from: "write", to: "nowhere", on: "fail" }] }));
     const validated = await p.cli(["config", "validate"]);
     expect(validated.code).toBe(2);
-    expect(validated.stderr + validated.stdout).toMatch(/spec-review\.yaml.*nowhere/s);
+    expect(validated.stderr + validated.stdout).toMatch(/graph\.yaml.*nowhere/s);
     const started = await p.cli(["start"]);
     expect(started.code).not.toBe(0);
     expect(started.stderr).toContain("nowhere");

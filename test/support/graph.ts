@@ -60,12 +60,19 @@ export interface ClaimJson {
   notes: string[];
 }
 
-/** A project (not started) whose items run on `graph`, written to the state root's graph.yaml, the sessions working in `work/`. */
-export async function graphProject(graph: { readonly name: string }): Promise<TestProject> {
+/**
+ * A project (not started) whose items run on `graph`, written to the state root's graph.yaml, the
+ * sessions working in `work/`; `routing` is merged over that, and `hooks` are the config's hooks.
+ */
+export async function graphProject(
+  graph: { readonly name: string },
+  options: { readonly routing?: Record<string, unknown>; readonly hooks?: readonly { readonly name: string; readonly path: string }[] } = {},
+): Promise<TestProject> {
   const p = await testProject({
     graph: { enabled: true, default: graph.name },
     graphs: [{ name: graph.name, path: "graph.yaml" }],
-    routing: { spawnWorkdir: "work" },
+    ...(options.hooks !== undefined ? { hooks: options.hooks } : {}),
+    routing: { spawnWorkdir: "work", ...options.routing },
   });
   await writeFile(join(p.root, "graph.yaml"), stringify(graph));
   await mkdir(join(p.dir, "work"), { recursive: true });
