@@ -63,6 +63,8 @@ export interface CommandForwarding {
   readonly leaseMs: number;
   /** state.adoptGraceSeconds, in ms (0: none). */
   readonly graceMs?: number;
+  /** state.forwardWaitSeconds, in ms: how long a command waits to be taken by the owner, and again for its answer. */
+  readonly waitMs: number;
   readonly events: EventSink;
 }
 
@@ -79,14 +81,10 @@ function refusalOf(answer: unknown): string | undefined {
 
 /**
  * Sends the command to the item's owner and answers what the owner answered; throws the owner's
- * error as its own, or, when nobody answers within `timeoutMs`, refuses naming the owner.
+ * error as its own, or, when nobody takes it within `forwarding.waitMs`, refuses naming the owner.
  */
-export async function forwardCommand(
-  forwarding: CommandForwarding,
-  route: Extract<CommandRoute, { kind: "owner" }>,
-  body: CommandBody,
-  timeoutMs: number,
-): Promise<unknown> {
+export async function forwardCommand(forwarding: CommandForwarding, route: Extract<CommandRoute, { kind: "owner" }>, body: CommandBody): Promise<unknown> {
+  const timeoutMs = forwarding.waitMs;
   const item = body.command === "control" ? body.request.ref : body.ref;
   const where = `the daemon "${route.owner}"${route.host !== undefined ? ` on ${route.host}` : ""}`;
   const client = forwarding.listener();

@@ -19,20 +19,29 @@ export interface ForwardingSettings {
   readonly heartbeatSeconds: number;
   /** state.adoptGraceSeconds: a lapsed lease stays its owner's this long, for forwarding as for taking the item. */
   readonly adoptGraceSeconds: number;
+  /** state.forwardWaitSeconds: how long a forwarded command waits for the owner to take it, and again for its answer. */
+  readonly forwardWaitSeconds: number;
   readonly events: EventSink;
 }
 
 /**
  * The lease settings of the config's state block, the grace included: without it a row addressed
  * to a daemon whose lease lapsed a moment ago would be handed to one that may not take the item
- * yet, and back, until it was given up (a forwarded comment lost with its host).
+ * yet, and back, until it was given up (a forwarded comment lost with its host). The forward
+ * wait too, so a CLI's command and a daemon's forwarded claim wait as the config says.
  */
 export function leaseSettingsOf(state: {
   readonly leaseSeconds: number;
   readonly heartbeatSeconds: number;
   readonly adoptGraceSeconds: number;
-}): Pick<ForwardingSettings, "leaseSeconds" | "heartbeatSeconds" | "adoptGraceSeconds"> {
-  return { leaseSeconds: state.leaseSeconds, heartbeatSeconds: state.heartbeatSeconds, adoptGraceSeconds: state.adoptGraceSeconds };
+  readonly forwardWaitSeconds: number;
+}): Pick<ForwardingSettings, "leaseSeconds" | "heartbeatSeconds" | "adoptGraceSeconds" | "forwardWaitSeconds"> {
+  return {
+    leaseSeconds: state.leaseSeconds,
+    heartbeatSeconds: state.heartbeatSeconds,
+    adoptGraceSeconds: state.adoptGraceSeconds,
+    forwardWaitSeconds: state.forwardWaitSeconds,
+  };
 }
 
 /** The CLI's (and a daemon's socket's) side: commands sent to an item's owner. */
@@ -44,6 +53,7 @@ export function commandForwardingOn(database: PostgresDatabase, settings: Forwar
     local: settings.name,
     leaseMs: settings.leaseSeconds * 1000,
     graceMs: settings.adoptGraceSeconds * 1000,
+    waitMs: settings.forwardWaitSeconds * 1000,
     events: settings.events,
   };
 }

@@ -39,4 +39,13 @@ export const FLEET_STATE_KEYS = {
     .describe(
       "With `store: postgres`: how long past a lapsed lease another daemon waits before it adopts the item's session. Longer than a session watchdog's reaction time (2 s + 2 s + `routing.tmux.harnessKillGraceSeconds` + 2 s), so the old harness has surely ended; a start refuses a shorter one.",
     ),
+  forwardWaitSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(600)
+    .default(30)
+    .describe(
+      "With `store: postgres`: how long a command given for an item another daemon owns (`sessions start|stop|pause|resume|close`, an agent's `graph complete`) waits for that daemon to take it — a command nobody took by then is withdrawn and never runs — and, once taken, as long again for its answer.",
+    ),
 };

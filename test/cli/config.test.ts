@@ -66,7 +66,7 @@ describe("the-loop config validate", () => {
     expect(result.code).toBe(2);
     expect(result.stdout).toBe("");
     expect(result.stderr.trim()).toBe(
-      "error: invalid config: .the-loop/cli-config.yaml:3:3: state.colour: unknown key; known keys here: root, store, url, urlEnv, daemonName, leaseSeconds, heartbeatSeconds, adoptGraceSeconds",
+      "error: invalid config: .the-loop/cli-config.yaml:3:3: state.colour: unknown key; known keys here: root, store, url, urlEnv, daemonName, leaseSeconds, heartbeatSeconds, adoptGraceSeconds, forwardWaitSeconds",
     );
   });
 

@@ -19,6 +19,7 @@ describe("state.store", () => {
       leaseSeconds: 30,
       heartbeatSeconds: 10,
       adoptGraceSeconds: 15,
+      forwardWaitSeconds: 30,
     });
   });
 
@@ -34,6 +35,7 @@ describe("state.store", () => {
       leaseSeconds: 30,
       heartbeatSeconds: 10,
       adoptGraceSeconds: 15,
+      forwardWaitSeconds: 30,
     });
   });
 
@@ -41,6 +43,9 @@ describe("state.store", () => {
     [{ store: "sqlite" }, /state\.store/],
     [{ store: "postgres", url: "mysql://x" }, /state\.url/],
     [{ store: "postgres", urlEnv: "not a name" }, /state\.urlEnv/],
+    [{ store: "postgres", forwardWaitSeconds: 0 }, /state\.forwardWaitSeconds/],
+    [{ store: "postgres", forwardWaitSeconds: 1.5 }, /state\.forwardWaitSeconds/],
+    [{ store: "postgres", forwardWaitSeconds: 601 }, /state\.forwardWaitSeconds/],
   ])("refuses %j", (state, path) => {
     const result = configSchema.safeParse({ state });
     expect(result.success).toBe(false);

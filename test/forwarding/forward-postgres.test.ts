@@ -2,9 +2,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { whereOwned } from "../../src/dispatch/owned.js";
 import { LeasedOwnership } from "../../src/fleet/ownership.js";
+import { configSchema } from "../../src/config/schema.js";
 import { forwardCommand, routeOf } from "../../src/forwarding/commands.js";
 import type { CommandForwarding } from "../../src/forwarding/commands.js";
 import { Forwarder } from "../../src/forwarding/forwarder.js";
+import { commandForwardingOn, leaseSettingsOf } from "../../src/forwarding/open.js";
 import { ownerHandlers } from "../../src/forwarding/owner.js";
 import type { ControlRequest } from "../../src/control/types.js";
 import type { InboundEvent } from "../../src/routing/inbound.js";
@@ -59,6 +61,7 @@ function comment(deliveryId: string): InboundEvent {
 
 interface Daemon {
   readonly name: string;
+  readonly database: PostgresDatabase;
   readonly ownership: LeasedOwnership;
   readonly forwarder: Forwarder;
   readonly commands: CommandForwarding;
@@ -128,9 +131,10 @@ async function daemon(url: string, name: string, leaseMs = 30_000): Promise<Daem
   cleanups.push(stop);
   return {
     name,
+    database,
     ownership,
     forwarder,
-    commands: { ...base, local: name, listener: () => database.client("forward") },
+    commands: { ...base, local: name, listener: () => database.client("forward"), waitMs: 5_000 },
     events,
     delivered,
     controlled,
@@ -209,25 +213,38 @@ describe("forwarding on a real server", () => {
     expect(route).toEqual({ kind: "owner", owner: "box-a", host: "box-a.example" });
     expect(await routeOf(a.commands, ITEM.ref)).toEqual({ kind: "here" });
     const request = { ref: ITEM.ref, command: "start" as const, source: "cli" as const, actor: "carol", note: "the-loop sessions start" };
-    const answer = await forwardCommand(b.commands, route as Extract<typeof route, { kind: "owner" }>, { command: "control", request }, 5_000);
+    const answer = await forwardCommand(b.commands, route as Extract<typeof route, { kind: "owner" }>, { command: "control", request });
     expect(answer).toEqual({ applied: true, effect: "started" });
     expect(a.controlled).toEqual([request]);
     expect(b.controlled).toEqual([]);
     // The owner checks the command again: an actor that is not a plain name is refused, nothing runs.
     await expect(
-      forwardCommand(
-        b.commands,
-        route as Extract<typeof route, { kind: "owner" }>,
-        { command: "control", request: { ...request, actor: "carol\u0007" } },
-        5_000,
-      ),
+      forwardCommand(b.commands, route as Extract<typeof route, { kind: "owner" }>, { command: "control", request: { ...request, actor: "carol\u0007" } }),
     ).rejects.toThrow(/the daemon "box-a" on box-a\.example refused the forwarded control of local:demo#1: the forwarded command's actor/);
     expect(a.controlled).toHaveLength(1);
     // An owner that does not take it: the command is withdrawn, never runs, and the caller is told who owns the item.
     await a.forwarder.stop();
-    await expect(forwardCommand(b.commands, route as Extract<typeof route, { kind: "owner" }>, { command: "control", request }, 500)).rejects.toThrow(
-      /local:demo#1 is owned by the daemon "box-a" on box-a\.example, which did not take the forwarded control within 1 s: nothing was done/,
-    );
+    await expect(
+      forwardCommand({ ...b.commands, waitMs: 500 }, route as Extract<typeof route, { kind: "owner" }>, { command: "control", request }),
+    ).rejects.toThrow(/local:demo#1 is owned by the daemon "box-a" on box-a\.example, which did not take the forwarded control within 1 s: nothing was done/);
     expect(a.controlled).toHaveLength(1);
+  });
+
+  it("waits state.forwardWaitSeconds for the owner to take a command, as the config sets it", async () => {
+    const url = await cluster.freshDatabase();
+    const a = await daemon(url, "box-a");
+    const b = await daemon(url, "box-b");
+    await a.ownership.acquire([ITEM.ref]);
+    await a.forwarder.stop();
+    // The CLI's and the daemon's socket's forwarding, from a config that shortens the wait: the waiter's bound is the config's.
+    const { state } = configSchema.parse({ state: { store: "postgres", url, forwardWaitSeconds: 2 } });
+    const forwarding = commandForwardingOn(b.database, { ...leaseSettingsOf(state), name: "box-b", events: b.events });
+    expect(forwarding.waitMs).toBe(2_000);
+    const route = await routeOf(forwarding, ITEM.ref);
+    const request = { ref: ITEM.ref, command: "pause" as const, source: "cli" as const, actor: "carol" };
+    await expect(forwardCommand(forwarding, route as Extract<typeof route, { kind: "owner" }>, { command: "control", request })).rejects.toThrow(
+      /local:demo#1 is owned by the daemon "box-a" on box-a\.example, which did not take the forwarded control within 2 s: nothing was done/,
+    );
+    expect(a.controlled).toEqual([]);
   });
 });

@@ -202,9 +202,6 @@ export interface SocketDeps {
   readonly forwarding?: CommandForwarding;
 }
 
-/** How long a claim forwarded to the item's owner waits to be taken, and again for its answer. */
-const CLAIM_FORWARD_MS = 30_000;
-
 function paramsOf<T>(schema: z.ZodType<T>, raw: unknown): T {
   const parsed = schema.safeParse(raw ?? {});
   if (!parsed.success) throw new UsageError(`the request's params: ${schemaProblem(parsed.error)}`);
@@ -259,7 +256,7 @@ export function socketHandlers(dispatcher: Dispatcher, deps: SocketDeps): Record
         // A claim is an agent's or the operator's (claimVerdict): nobody else's is forwarded.
         const actor = { kind: verdict.actor.kind === "agent" ? ("agent" as const) : ("operator" as const), id: verdict.actor.id };
         const body = { command: "graph.complete" as const, ref: item, node: params.node ?? null, actor, configFile: params.configFile };
-        return forwardCommand(deps.forwarding, { kind: "owner", owner: error.owner, host: error.host }, body, CLAIM_FORWARD_MS);
+        return forwardCommand(deps.forwarding, { kind: "owner", owner: error.owner, host: error.host }, body);
       }
     },
     "graph.force": async (raw, rpc) => {

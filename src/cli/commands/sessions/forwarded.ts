@@ -9,9 +9,6 @@ import type { CommandBody } from "../../../forwarding/commands.js";
  * has (the file store; an item that is free, lapsed, or this host's daemon's).
  */
 
-/** How long a forwarded session command waits to be taken by the owner, and again for its answer (a start may spawn). */
-const FORWARD_WAIT_MS = 30_000;
-
 export async function answeredByOwner(project: Project, body: CommandBody): Promise<unknown> {
   const database = project.stores?.backend.database;
   if (database === undefined) return undefined;
@@ -23,5 +20,5 @@ export async function answeredByOwner(project: Project, body: CommandBody): Prom
   const forwarding = commandForwardingOn(database, settings);
   const route = await routeOf(forwarding, body.command === "control" ? body.request.ref : body.ref);
   if (route.kind === "here") return undefined;
-  return forwardCommand(forwarding, route, body, FORWARD_WAIT_MS);
+  return forwardCommand(forwarding, route, body);
 }
