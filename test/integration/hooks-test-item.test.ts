@@ -6,6 +6,7 @@ import { jsonOf } from "../support/cli.js";
 import { SPEC_REVIEW_GRAPH, graphStatus } from "../support/graph.js";
 import { testProject } from "../support/project.js";
 import type { TestProject } from "../support/project.js";
+import { waitFor } from "../support/wait.js";
 import { stringify } from "yaml";
 import { aghViolations } from "../hooks/support/agh-conformance.js";
 
@@ -66,6 +67,9 @@ const test = async (p: TestProject, hook: string, point: string): Promise<Report
 describe("the-loop hooks test --work-item (a real daemon's item)", () => {
   it("calls the hook on the payload the daemon would build for the item now, reports its verdict and timing, and changes nothing", async () => {
     const p = await project();
+    // The daemon's first look at the session's usage writes its budget record (usage.readAt); later
+    // looks rewrite it only when a figure moves. Taken after that look, the status stands still.
+    await waitFor("the daemon's first look at the session's usage", async () => ((await graphStatus(p)).usage?.readAt !== undefined ? true : undefined));
     const before = await graphStatus(p);
     const run = (before as unknown as { loop_run_id: string }).loop_run_id;
     const [session] = jsonOf<{ sessions: { harness: string; harnessSessionId: string }[] }>(await p.cli(["sessions", "list", "--json"])).sessions;

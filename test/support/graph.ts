@@ -39,7 +39,7 @@ export interface GraphStatusJson {
   reason: string | null;
   history: { kind: string }[];
   /** The live session's usage against routing.budget; null without a live session. */
-  usage: { tokens: number | null; unreadable?: string; minutes: number; limits: { tokens?: number; minutes?: number } } | null;
+  usage: { tokens: number | null; unreadable?: string; minutes: number; limits: { tokens?: number; minutes?: number }; readAt?: string } | null;
 }
 
 /** `the-loop graph status REF --json`, which must succeed. */
