@@ -3,10 +3,12 @@ import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import { adoptionDecision } from "../fleet/adopt-decide.js";
 import type { Ownership } from "../fleet/ownership.js";
-import { isLive } from "../registry/record.js";
+import { ADOPTED_REASON, isLive } from "../registry/record.js";
 import type { SessionRecord } from "../registry/record.js";
 import type { PostgresLeases } from "../state/postgres/leases.js";
 import type { PostgresTranscriptTails } from "../state/postgres/transcript-tails.js";
+import type { PullRequestHead } from "../trackers/tracker.js";
+import { adoptedBranch, adoptionPullRequests } from "./checkout.js";
 import { adoptionBootNote, adoptionComment, tailLines } from "./tail.js";
 
 /**
@@ -36,12 +38,17 @@ export interface AdopterOptions {
    */
   readonly takeOver: (ref: string) => Promise<void>;
   readonly comment: (ref: string, text: string) => Promise<void>;
+  /**
+   * A pull request's head, for the branch the adopted session's checkout is made on
+   * (checkout.ts); absent, or undefined for a ref, where the tracker has none to give.
+   */
+  readonly pullRequestHead?: (ref: string) => Promise<PullRequestHead | undefined>;
   readonly events: EventSink;
   readonly warn: (message: string) => void;
 }
 
 /** The reason an adopted session's old record closes with. */
-export const ADOPTED = "adopted";
+export const ADOPTED = ADOPTED_REASON;
 
 export class Adopter {
   private running: Promise<number> | undefined;
@@ -104,6 +111,7 @@ export class Adopter {
       this.options.warn(`could not read the transcript tail of ${item}; its new session starts without it: ${messageOf(error)}`);
     }
     const lines = tailLines(tail);
+    const branch = await this.branchOf(current);
     await this.options.closeSession(item, ADOPTED);
     let started = false;
     let queued = false;
@@ -114,7 +122,8 @@ export class Adopter {
         command: "start",
         source: "cli",
         actor: "the-loop",
-        bootNote: adoptionBootNote({ from, self, ...(tail !== undefined ? { tail } : {}) }),
+        bootNote: adoptionBootNote({ from, self, ...(tail !== undefined ? { tail } : {}), ...(branch !== undefined ? { branch } : {}) }),
+        ...(branch !== undefined ? { branch } : {}),
       });
       started = outcome.applied && outcome.problem === undefined && outcome.session?.status === "active";
       // A full cap (routing.limits): the start waits in the shared queue, its boot note with it (registry/start-queue.ts).
@@ -141,4 +150,26 @@ export class Adopter {
     if (started) this.started += 1;
     return queued ? "queued" : "adopted";
   };
+
+  /**
+   * The branch of the previous session's work, for the fresh checkout: its record's, else its pull
+   * requests' heads, looked up at once. A head that cannot be read is passed over (reported): the
+   * checkout is then made on the next one, or the default branch.
+   */
+  private async branchOf(previous: SessionRecord): Promise<string | undefined> {
+    const lookUp = this.options.pullRequestHead;
+    const refs = lookUp === undefined ? [] : adoptionPullRequests(previous);
+    const heads = new Map<string, PullRequestHead>();
+    await Promise.all(
+      refs.map(async (ref) => {
+        try {
+          const head = await lookUp?.(ref);
+          if (head !== undefined) heads.set(ref, head);
+        } catch (error) {
+          this.options.warn(`could not read ${ref} for the branch of ${previous.workItem.ref}'s adopted checkout: ${messageOf(error)}`);
+        }
+      }),
+    );
+    return adoptedBranch(previous, heads);
+  }
 }

@@ -32,10 +32,15 @@ export function tailLines(tail: string | undefined): number {
 }
 
 /** What the boot prompt of an adopted session ends with: that it was adopted, from whom, and the tail. */
-export function adoptionBootNote(input: { readonly from: string; readonly self: string; readonly tail?: string }): string {
+export function adoptionBootNote(input: { readonly from: string; readonly self: string; readonly tail?: string; readonly branch?: string }): string {
+  const branch =
+    input.branch === undefined
+      ? ""
+      : `Your checkout is made on the branch \`${input.branch}\`, where the previous agent's pushed work is (on the default branch instead when that branch cannot be fetched). `;
   const head =
     `This session was adopted: the daemon "${input.from}" that ran this work item stopped renewing its lease (its host was lost or the daemon was killed), ` +
     `and the daemon "${input.self}" took the item over. The previous agent's session was ended; you start in a fresh workspace, without its uncommitted changes. ` +
+    branch +
     "Read the work item, its comments and its pull requests to see how far the work got, then go on with it.";
   if (input.tail === undefined || input.tail === "") return `${head}\n\nThe-loop kept no transcript of the previous session.`;
   return `${head}\n\nThe last ${plural(tailLines(input.tail), "line")} of the previous session's terminal, as the-loop kept them (secrets redacted):\n-----\n${input.tail}\n-----`;

@@ -63,6 +63,10 @@ export function watchLostHosts(options: LostHostsOptions): Promise<void> {
     comment: async (ref, text) => {
       await options.trackers.forRef(ref).postComment(parseWorkItemRef(ref), markSelfAuthored(text));
     },
+    pullRequestHead: async (ref) => {
+      const tracker = options.trackers.forRef(ref);
+      return tracker.pullRequest === undefined ? undefined : tracker.pullRequest(parseWorkItemRef(ref));
+    },
     events: options.events,
     warn,
   });

@@ -72,6 +72,11 @@ export interface ControlRequest {
   readonly harness?: string;
   /** What the boot prompt of the session a start spawns ends with (an adoption's note); ignored on the other commands. */
   readonly bootNote?: string;
+  /**
+   * The branch the checkout of the session a start spawns is made on, when no pull request's
+   * event names one (an adoption's: the lost host's pull request branch); ignored on the other commands.
+   */
+  readonly branch?: string;
 }
 
 export type ControlOutcome =

@@ -79,8 +79,12 @@ const TRANSITIONS: {
 } = {
   claim: async (ctx, run) => {
     const { workItem, event } = run.input;
-    const claim = await claimWithinLimits(ctx, workItem.ref, run.harnessName, { labels: event.labels, bootNote: event.bootNote }, () =>
-      claimSession(ctx, workItem, event, run.harnessName),
+    const claim = await claimWithinLimits(
+      ctx,
+      workItem.ref,
+      run.harnessName,
+      { labels: event.labels, bootNote: event.bootNote, branch: event.checkoutBranch },
+      () => claimSession(ctx, workItem, event, run.harnessName),
     );
     // A full cap: the start stands, pending, in the queue (its place is announced after the lock).
     if ("queued" in claim) return { effect: "start-pending", queued: claim.queued };

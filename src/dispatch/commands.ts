@@ -46,7 +46,14 @@ export async function controlRequest(ctx: DispatchContext, ref: string, request:
   const state = await commandedItem(ctx, ref, request.command);
   const deliveryId = request.deliveryId ?? `cli-${request.command}-${randomUUID()}`;
   const made = syntheticEvent(ctx, state, { command: request.command, source: request.source, actor: request.actor, deliveryId });
-  const event = request.command === "start" && request.bootNote !== undefined ? { ...made, bootNote: request.bootNote } : made;
+  const event: InboundEvent =
+    request.command === "start"
+      ? {
+          ...made,
+          ...(request.bootNote !== undefined ? { bootNote: request.bootNote } : {}),
+          ...(request.branch !== undefined ? { checkoutBranch: request.branch } : {}),
+        }
+      : made;
   await inputReceived(ctx, state.item, event, { kind: "command", text: event.body ?? "", command: request.command });
   return applyCommand(ctx, {
     workItem: state.item,

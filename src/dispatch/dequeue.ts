@@ -42,7 +42,9 @@ export async function dequeueStart(
     const state = await trackers.forRef(ref).getItem(parseWorkItemRef(ref));
     if (state.state === "closed") return await leave("item-closed");
     if (!armsSpawn(state.labels, ctx.policy)) return await leave("spawn-policy");
-    const bootNote = startQueue.read().find((entry) => entry.ref === ref)?.bootNote;
+    const queued = startQueue.read().find((entry) => entry.ref === ref);
+    const bootNote = queued?.bootNote;
+    const branch = queued?.branch;
     const event: InboundEvent = {
       source: "cli",
       deliveryId,
@@ -57,6 +59,7 @@ export async function dequeueStart(
       occurredAt: ctx.now().toISOString(),
       excerpt: boundExcerpt({ command: "start", source: "queue" }),
       ...(bootNote !== undefined ? { bootNote } : {}),
+      ...(branch !== undefined ? { checkoutBranch: branch } : {}),
     };
     const turn = turnOf(ctx, state.item, event);
     const outcome = await withSlot(ctx, (slot) => spawn(ctx, turn, slot, "retry"));

@@ -58,7 +58,7 @@ export async function claimWithinLimits(
   ctx: ContextNeeds<"now" | "routing" | "ownership", "control" | "registry" | "startQueue">,
   ref: string,
   harness: string,
-  start: { readonly labels: readonly string[]; readonly bootNote?: string | undefined },
+  start: { readonly labels: readonly string[]; readonly bootNote?: string | undefined; readonly branch?: string | undefined },
   claim: () => Promise<ClaimResult>,
 ): Promise<LimitedClaim> {
   const queue = ctx.options.startQueue;
@@ -86,6 +86,7 @@ export async function claimWithinLimits(
       queuedAt: ctx.now().toISOString(),
       ...(priority ? { priority: true as const } : {}),
       ...(start.bootNote !== undefined ? { bootNote: start.bootNote } : {}),
+      ...(start.branch !== undefined ? { branch: start.branch } : {}),
     };
     return {
       entries: [...entries.slice(0, place), entry, ...entries.slice(place)],

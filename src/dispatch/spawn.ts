@@ -24,7 +24,7 @@ import { boundedInputText, deliveredInputKind } from "../sessions/lifecycle.js";
 import { endIfClosed, markHarnessStarted, prepareHarness } from "../sessions/pane.js";
 import { learnHarnessSessionId } from "../sessions/harness-id.js";
 import { renderBootPrompt } from "../sessions/prompts.js";
-import { isLive, tmuxTargetFor } from "../registry/record.js";
+import { carriedFrom, isLive, tmuxTargetFor } from "../registry/record.js";
 import type { SessionRecord, SessionWorkspace } from "../registry/record.js";
 import type { ClaimResult } from "../registry/registry.js";
 import { announceQueued, claimWithinLimits } from "./slots.js";
@@ -93,8 +93,12 @@ export async function spawn(
       const hold = spawnHold(standingState(standing, ctx.policy), ctx.policy.control);
       if (hold !== undefined) return { hold };
       // A full cap (routing.limits) queues the start instead of claiming.
-      const claim = await claimWithinLimits(ctx, workItem.ref, harnessName, { labels: event.labels, bootNote: event.bootNote }, () =>
-        claimSession(ctx, workItem, event, harnessName),
+      const claim = await claimWithinLimits(
+        ctx,
+        workItem.ref,
+        harnessName,
+        { labels: event.labels, bootNote: event.bootNote, branch: event.checkoutBranch },
+        () => claimSession(ctx, workItem, event, harnessName),
       );
       return "queued" in claim ? claim : { claim, standing };
     },
@@ -157,7 +161,7 @@ export function claimSession(
   const target = tmuxTargetFor(workItemSlug(parseWorkItemRef(workItem.ref)), options.stateRootTag);
   const sessionId = newHarnessSessionId();
   const credentialSha256 = issueForClaim(sessionId);
-  const claimed = options.registry.claim(workItem, () => ({
+  const claimed = options.registry.claim(workItem, (previous) => ({
     version: 1,
     workItem: { ...workItem },
     harness: harnessName,
@@ -171,6 +175,7 @@ export function claimSession(
     url: workItem.url,
     claimedBy: { ...ctx.self },
     credentialSha256,
+    ...carriedFrom(previous),
   }));
   // A claim lost to a live session (or failed) never starts a harness: its token is dropped.
   void claimed.then(
@@ -361,11 +366,12 @@ async function prepareWorkspace(
 
 /**
  * What to check out: the pull request's head when the session is for the PR or for an item of
- * the same repository it is linked to (a branch name means nothing in another repository).
+ * the same repository it is linked to (a branch name means nothing in another repository), else
+ * the branch a start the-loop gave itself names (an adoption's: the lost host's pull request branch).
  */
 function workspaceRequest(workItem: WorkItem, event: InboundEvent): WorkspaceRequest {
   const pullRequest = event.pullRequest;
-  if (pullRequest?.headBranch === undefined) return {};
+  if (pullRequest?.headBranch === undefined) return event.checkoutBranch === undefined ? {} : { branch: event.checkoutBranch };
   if (pullRequest.ref !== workItem.ref) {
     const own = parseWorkItemRef(pullRequest.ref);
     if (hostOf(own) !== workItem.host || repositoryOf(own) !== workItem.repository) return {};

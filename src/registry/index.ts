@@ -6,7 +6,7 @@ export * from "./listing.js";
 // Named here so the layering rule lets other folders import these modules directly (lazily, on their own).
 export { listSessionRecords, listSessionSummaries } from "./listing.js";
 export { workItemSchema } from "./record-schema.js";
-export { isLive, RECENT_DELIVERIES_MAX, RegistryRecordError, sessionRecordKind, stateRootTag, tmuxTargetFor } from "./record.js";
+export { ADOPTED_REASON, carriedFrom, isLive, RECENT_DELIVERIES_MAX, RegistryRecordError, sessionRecordKind, stateRootTag, tmuxTargetFor } from "./record.js";
 export type { SessionClaimer, SessionRecord, SessionStatus, SessionWorkspace } from "./record.js";
 export { SessionRegistry } from "./registry.js";
 export type { ClaimResult } from "./registry.js";

@@ -89,6 +89,19 @@ export const sessionRecordKind: RecordKind<typeof sessionRecordSchema> = {
   misaddressed: (named, item) => `refusing to write a record for ${named} as the session of ${item}`,
 };
 
+/** The reason a session's record closes with when another daemon adopts its item (docs/scale.md, "Losing a host: adoption"). */
+export const ADOPTED_REASON = "adopted";
+
+/**
+ * What a new session of an item takes over from the record it replaces: an adopted session's
+ * linked pull requests, so the adopter's session still receives their events and watches their
+ * checks (the bindings themselves are shared; the record's list is what the checks' poller reads).
+ */
+export function carriedFrom(previous: SessionRecord | undefined): Pick<SessionRecord, "pullRequests"> {
+  if (previous?.closeReason !== ADOPTED_REASON || previous.pullRequests === undefined || previous.pullRequests.length === 0) return {};
+  return { pullRequests: previous.pullRequests.map((link) => ({ ...link })) };
+}
+
 export function isLive(record: Pick<SessionRecord, "status"> | undefined): boolean {
   return record !== undefined && LIVE_STATUSES.has(record.status);
 }

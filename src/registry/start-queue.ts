@@ -25,6 +25,8 @@ export interface QueueEntry {
   readonly priority?: true;
   /** What its session's boot prompt ends with when it starts (an adoption's note, with the transcript tail). */
   readonly bootNote?: string;
+  /** The branch its session's checkout is made on (an adoption's: the lost host's pull request branch). */
+  readonly branch?: string;
 }
 
 interface QueueFile {
@@ -50,14 +52,22 @@ export class StartQueueError extends Error {
 function entryOf(file: string, value: unknown, index: number): QueueEntry {
   const entry = value as Partial<Record<keyof QueueEntry, unknown>> | null;
   if (typeof entry !== "object" || entry === null) throw new StartQueueError(file, `entry ${index} is not an object`);
-  const { ref, harness, queuedAt, priority, bootNote } = entry;
+  const { ref, harness, queuedAt, priority, bootNote, branch } = entry;
   if (typeof ref !== "string" || typeof harness !== "string" || typeof queuedAt !== "string") {
     throw new StartQueueError(file, `entry ${index} needs ref, harness and queuedAt as strings`);
   }
   if (priority !== undefined && priority !== true)
     throw new StartQueueError(file, `entry ${index} has priority ${JSON.stringify(priority)}: true, or leave it out`);
   if (bootNote !== undefined && typeof bootNote !== "string") throw new StartQueueError(file, `entry ${index} has a bootNote that is not a string`);
-  return { ref, harness, queuedAt, ...(priority === true ? { priority } : {}), ...(bootNote !== undefined ? { bootNote } : {}) };
+  if (branch !== undefined && typeof branch !== "string") throw new StartQueueError(file, `entry ${index} has a branch that is not a string`);
+  return {
+    ref,
+    harness,
+    queuedAt,
+    ...(priority === true ? { priority } : {}),
+    ...(bootNote !== undefined ? { bootNote } : {}),
+    ...(branch !== undefined ? { branch } : {}),
+  };
 }
 
 /** The entries of a stored queue; none when there is none yet. Throws StartQueueError on one that is not a queue. */

@@ -150,6 +150,8 @@ export interface InboundEvent {
   readonly excerpt: Readonly<Record<string, string>>;
   /** Text the boot prompt of a session this event starts ends with (an adoption's note and transcript tail); never from a payload. */
   readonly bootNote?: string;
+  /** The branch the checkout of a session this event starts is made on when no pull request names one (an adoption's); never from a payload. */
+  readonly checkoutBranch?: string;
 }
 
 /** Every id a duplicate of this event may arrive under: its delivery id, and its content key. */

@@ -4,6 +4,7 @@ export type {
   FeedTracker,
   ItemState,
   ItemThread,
+  PullRequestHead,
   ReactionTarget,
   RepositoryInfo,
   SelfLogin,

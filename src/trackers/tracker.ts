@@ -10,6 +10,15 @@ import type { TrackerKind, WorkItem, WorkItemRef } from "../workitem/index.js";
 
 export type ItemState = "open" | "closed";
 
+/** What a checkout of a pull request's branch needs to know of it. */
+export interface PullRequestHead {
+  /** The branch the pull request proposes. */
+  readonly headBranch: string;
+  /** The head branch lives in the same repository (not a fork), so a checkout can fetch it by name. */
+  readonly headInRepository: boolean;
+  readonly state: ItemState;
+}
+
 export interface TrackerComment {
   /** Unique within the tracker (across repositories / projects). */
   readonly id: string;
@@ -125,6 +134,8 @@ export interface Tracker {
   react?(target: ReactionTarget, content: string): Promise<void>;
   /** The repository behind a work item, for checkouts; absent for trackers without code. */
   repository?(ref: WorkItemRef): Promise<RepositoryInfo>;
+  /** A pull request's head and state, for a checkout of its branch; absent for trackers without pull requests. */
+  pullRequest?(ref: WorkItemRef): Promise<PullRequestHead>;
   /**
    * The login the tracker shows as the author of what the-loop posts, so that an answer written
    * under the-loop's own name (an agent acting with the operator's token) can be told apart from

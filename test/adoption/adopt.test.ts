@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { Adopter } from "../../src/adoption/adopt.js";
+import type { AdopterOptions } from "../../src/adoption/adopt.js";
 import type { ControlOutcome, ControlRequest } from "../../src/control/types.js";
 import { MemoryEventSink } from "../../src/events/log.js";
 import type { SessionRecord } from "../../src/registry/record.js";
@@ -17,11 +18,18 @@ const record = (ref: string, status: SessionRecord["status"]): SessionRecord =>
 
 const STARTED = { applied: true, effect: "started", session: { tmuxTarget: "loop-y", status: "active" } } as const;
 
-function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken: (item: string) => boolean = () => true, outcome: ControlOutcome = STARTED) {
+function adopter(
+  leases: LeaseRow[],
+  sessions: Map<string, SessionRecord>,
+  taken: (item: string) => boolean = () => true,
+  outcome: ControlOutcome = STARTED,
+  pullRequestHead?: AdopterOptions["pullRequestHead"],
+) {
   const events = new MemoryEventSink();
   const closed: string[] = [];
   const starts: ControlRequest[] = [];
   const comments: string[] = [];
+  const warnings: string[] = [];
   const start = async (request: ControlRequest): Promise<ControlOutcome> => {
     starts.push(request);
     return outcome;
@@ -43,10 +51,11 @@ function adopter(leases: LeaseRow[], sessions: Map<string, SessionRecord>, taken
       if (lease !== undefined && taken(ref)) await subject.adoptTaken({ item: ref, from: lease.owner }, start);
     },
     comment: async (ref, text) => void comments.push(`${ref}: ${text}`),
+    ...(pullRequestHead !== undefined ? { pullRequestHead } : {}),
     events,
-    warn: () => undefined,
+    warn: (message) => void warnings.push(message),
   });
-  return { subject, events, closed, starts, comments, start };
+  return { subject, events, closed, starts, comments, start, warnings };
 }
 
 describe("Adopter", () => {
@@ -110,5 +119,45 @@ describe("Adopter", () => {
     expect(events.events.map((event) => [event.type, event.fields.work_item])).toEqual([["session.adopted", "local:demo#1"]]);
     // The look that comes after finds nothing left to adopt.
     expect(await subject.once()).toBe(0);
+  });
+
+  it("starts an adopted GitHub item's checkout on its linked pull request's head, and says so; without a head read, on the default branch", async () => {
+    const ref = "github:github.com/octo/repo#1";
+    const pr = "github:github.com/octo/repo#2";
+    const github = (): SessionRecord =>
+      ({
+        ...record(ref, "active"),
+        workItem: { ref, tracker: "github", kind: "issue" },
+        workspace: { checkout: "/a/.the-loop/workspaces/x", strategy: "worktree" },
+        pullRequests: [{ ref: pr, source: "closing-reference", linkedAt: NOW.toISOString() }],
+      }) as unknown as SessionRecord;
+    const asked: string[] = [];
+    const found = adopter(
+      [lapsed(ref)],
+      new Map([[ref, github()]]),
+      () => true,
+      STARTED,
+      async (what) => {
+        asked.push(what);
+        return { headBranch: "health", headInRepository: true, state: "open" };
+      },
+    );
+    expect(await found.subject.once()).toBe(1);
+    expect(asked).toEqual([pr]);
+    expect(found.starts).toEqual([expect.objectContaining({ ref, branch: "health", bootNote: expect.stringContaining("on the branch `health`") })]);
+
+    const unread = adopter(
+      [lapsed(ref)],
+      new Map([[ref, github()]]),
+      () => true,
+      STARTED,
+      async () => {
+        throw new Error("GitHub answered 502");
+      },
+    );
+    expect(await unread.subject.once()).toBe(1);
+    expect(unread.starts).toEqual([expect.not.objectContaining({ branch: expect.anything() })]);
+    expect(unread.starts[0]?.bootNote).not.toContain("on the branch");
+    expect(unread.warnings).toEqual([expect.stringContaining("GitHub answered 502")]);
   });
 });

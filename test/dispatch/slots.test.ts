@@ -82,19 +82,19 @@ describe("claimWithinLimits: the caps at the claim, under the queue's lock", () 
     expect(ctx.options.startQueue.read().map((entry) => entry.ref)).toEqual([itemOf(3).ref]);
   });
 
-  it("keeps a queued start's boot note (an adoption's) with its place, and stores none for a start without one", async () => {
+  it("keeps a queued start's boot note and branch (an adoption's) with its place, and stores none for a start without them", async () => {
     const root = await tempDir();
     const ctx = contextOf(root, { maxLiveSessions: 1 });
-    const claim = (n: number, bootNote?: string) =>
-      claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels: [], bootNote }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
+    const claim = (n: number, bootNote?: string, branch?: string) =>
+      claimWithinLimits(ctx, itemOf(n).ref, "fake", { labels: [], bootNote, branch }, () => ctx.options.registry.claim(itemOf(n), () => recordOf(itemOf(n))));
     expect(await claim(1)).toMatchObject({ claimed: true });
-    expect(await claim(2, "You were adopted from box-a.")).toMatchObject({ queued: { position: 1, fresh: true } });
+    expect(await claim(2, "You were adopted from box-a.", "health")).toMatchObject({ queued: { position: 1, fresh: true } });
     expect(await claim(3)).toMatchObject({ queued: { position: 2, fresh: true } });
     // Read back from the stored queue, as the dequeue reads it.
     const stored = new StartQueue({ file: startQueueFile(root) }).read();
-    expect(stored.map((entry) => [entry.ref, entry.bootNote])).toEqual([
-      [itemOf(2).ref, "You were adopted from box-a."],
-      [itemOf(3).ref, undefined],
+    expect(stored.map((entry) => [entry.ref, entry.bootNote, entry.branch])).toEqual([
+      [itemOf(2).ref, "You were adopted from box-a.", "health"],
+      [itemOf(3).ref, undefined, undefined],
     ]);
   });
 

@@ -3,7 +3,7 @@ import { redactKnownSecrets } from "../../secrets.js";
 import { formatWorkItemRef, githubItemUrl, workItemOf } from "../../workitem/index.js";
 import type { GitHubRef, WorkItemKind, WorkItemRef } from "../../workitem/index.js";
 import { WorkItemNotFoundError } from "../tracker.js";
-import type { ItemState, ItemThread, ReactionTarget, RepositoryInfo, SelfLogin, Tracker, TrackerComment, WorkItemState } from "../tracker.js";
+import type { ItemThread, PullRequestHead, ReactionTarget, RepositoryInfo, SelfLogin, Tracker, TrackerComment, WorkItemState } from "../tracker.js";
 import type { GitHubClient } from "./client.js";
 import { GitHubError, GitHubNotFoundError, UnsupportedGitHubHostError } from "./errors.js";
 import { lookUpSelfLogin } from "./self-login.js";
@@ -48,15 +48,10 @@ interface PullRequestJson {
 }
 
 /** What PR linkage and workspaces need to know about a pull request. */
-export interface PullRequestInfo {
-  /** The branch the pull request proposes. */
-  readonly headBranch: string;
+export interface PullRequestInfo extends PullRequestHead {
   readonly headSha: string;
-  /** The head branch lives in the same repository (not a fork), so a checkout can fetch it by name. */
-  readonly headInRepository: boolean;
   readonly baseBranch: string;
   readonly body: string;
-  readonly state: ItemState;
   readonly merged: boolean;
 }
 
