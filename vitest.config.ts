@@ -84,6 +84,7 @@ const INTEGRATION = [
   "test/fleet/leases-postgres.test.ts",
   "test/fleet/caps-postgres.test.ts",
   "test/adoption/watchdog-postgres.test.ts",
+  "test/adoption/github-workspace-postgres.test.ts",
   "test/ingress/poller-shared-postgres.test.ts",
   "test/forwarding/forward-postgres.test.ts",
   "test/state/postgres-database.test.ts",
