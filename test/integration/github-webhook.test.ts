@@ -115,6 +115,8 @@ describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmu
     const review = gh.addReview("octo/repo", second, { user: "alice", body: "Rename the route to /healthz.", state: "CHANGES_REQUESTED" });
     const reviewed = await deliver("pull_request_review", gh.payload.pullRequestReview("octo/repo", second, review));
     await p.waitForEvent("the review's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === reviewed);
+    // Delivered is pasted into the pane; the agent records the input once it has read it.
+    await waitFor("the review in the agent's input", async () => ((await inputs()).at(-1)?.includes("Rename the route") ? true : undefined));
     expect((await inputs()).at(-1)).toContain(`pull_request: #${second} (${secondUrl})\n`);
 
     // The first is closed without merging by alice; the second is merged by bob, who is not in
@@ -125,6 +127,7 @@ describe("GitHub through the webhook receiver, end to end (fake GitHub, real tmu
     gh.closeItem("octo/repo", second, { merged: true, actor: "bob" });
     const merged = await deliver("pull_request", gh.payload.pullRequest("octo/repo", second, "closed", "bob"));
     await p.waitForEvent("the merge's delivery", (r) => r.event === "dispatch.succeeded" && r.delivery_id === merged && r.work_item === ref);
+    await waitFor("the merge in the agent's input", async () => ((await inputs()).at(-1)?.includes("was merged by bob") ? true : undefined));
 
     const told = (await inputs()).slice(-2);
     expect(told[0]).toContain(`Pull request #${first} (${firstUrl}) was closed without merging by alice.`);
