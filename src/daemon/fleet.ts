@@ -8,6 +8,7 @@ import { fleetBounds } from "../fleet/decide.js";
 import { adoptGraceProblem } from "../fleet/adopt-decide.js";
 import { stateRootTag, tmuxTargetFor } from "../registry/record.js";
 import { PostgresLeases } from "../state/postgres/leases.js";
+import type { DaemonCapacity } from "../state/postgres/leases.js";
 import { parseWorkItemRef, workItemSlug } from "../workitem/index.js";
 import type { Runtime, RuntimeInput } from "./runtime.js";
 
@@ -19,9 +20,15 @@ export function daemonNameOf(input: Pick<RuntimeInput, "config">): string {
 /**
  * This daemon's ownership of work items (docs/scale.md, "Many daemons, one database"): on files,
  * every item is its own; on a shared database it takes its name (refused while a live daemon has
- * it), closes its own stale tmux sessions (items another daemon owns or adopted), and beats. Called before any lock is taken.
+ * it), closes its own stale tmux sessions (items another daemon owns or adopted), and beats,
+ * publishing its capacity (`capacity`: routing.limits.perDaemon as it runs) on its row at each beat. Called before any lock is taken.
  */
-export async function joinFleet(input: RuntimeInput, runtime: Runtime, warn: (message: string) => void): Promise<Ownership & { stop?(): Promise<void> }> {
+export async function joinFleet(
+  input: RuntimeInput,
+  runtime: Runtime,
+  warn: (message: string) => void,
+  capacity: () => DaemonCapacity = () => ({ perDaemon: input.config.routing.limits.perDaemon ?? null }),
+): Promise<Ownership & { stop?(): Promise<void> }> {
   const name = daemonNameOf(input);
   const database = runtime.stores.backend.database;
   if (database === undefined) return soleOwner(name);
@@ -35,6 +42,7 @@ export async function joinFleet(input: RuntimeInput, runtime: Runtime, warn: (me
     leases: new PostgresLeases(database.pool),
     self: { name, host: hostname(), pid: process.pid, instance: randomUUID(), tmuxSocket: input.config.routing.tmux.socketName ?? null },
     bounds,
+    capacity,
     events: input.events,
     warn,
     liveItems: () => runtime.registry.list({ status: "live" }).records.map((record) => record.workItem.ref),

@@ -127,7 +127,9 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
   const unhandled = keepRunningThroughHookRejections(hooks.size > 0, events, options.warn);
   const runtime = composeRuntime(input);
   // Its name and its leases on a shared database (a live daemon of the same name refuses the start); all its own on files.
-  const ownership = await joinFleet(input, runtime, options.warn);
+  // Its capacity as it runs, on its row at each beat for every host's status: a reload may move it.
+  let limits = config.routing.limits;
+  const ownership = await joinFleet(input, runtime, options.warn, () => ({ perDaemon: limits.perDaemon ?? null }));
   // Events and commands for items another daemon owns go to it through the database's inbox.
   const forwarding = forwardingOn(runtime.stores.backend.database, { ...leaseSettingsOf(config.state), name: daemonNameOf(input), events }, options.warn);
   let dispatcher: Dispatcher;
@@ -251,7 +253,13 @@ async function serveWith(input: RuntimeInput, notifier: Notifier | undefined, op
       (error: unknown) => options.warn(`could not start the sessions whose start was pending: ${messageOf(error)}`),
     );
     if (input.configFile !== undefined)
-      reloads = followConfigFile(input.configFile, input, dispatcher, options, { capabilities, ...(notifier ? { notifier } : {}) });
+      reloads = followConfigFile(input.configFile, input, dispatcher, options, {
+        capabilities,
+        ...(notifier ? { notifier } : {}),
+        reloaded: (running) => {
+          limits = running.routing.limits;
+        },
+      });
     // Queued starts (routing.limits) take a slot as soon as one frees, whoever closed the session.
     const queued = watchStartQueue(() => dispatcher.startQueued(), options.signal, options.warn);
     // Runs waiting at an edge into a full node (routing.limits.perNode) take a place as soon as one frees.
@@ -374,7 +382,7 @@ function followConfigFile(
   input: RuntimeInput,
   dispatcher: Dispatcher,
   options: ServeOptions,
-  loaded: { readonly capabilities: readonly LoadedCapability[]; readonly notifier?: Notifier },
+  loaded: { readonly capabilities: readonly LoadedCapability[]; readonly notifier?: Notifier; readonly reloaded?: (running: ReloadState["running"]) => void },
 ): ConfigFollower {
   const { notifier } = loaded;
   let state: ReloadState = initialReloadState(input.config);
@@ -388,6 +396,7 @@ function followConfigFile(
         // The control keywords a reload applies are the ones notifications name from now on.
         notifier?.setKeywords(notifyKeywordsOf(state.running));
         recheckRuntimes(loaded.capabilities, state.running.routing, input.events, options.warn);
+        loaded.reloaded?.(state.running);
       }
       // Emptied by this reload: said as loudly as at start.
       if (result.outcome === "reloaded" && result.applied.includes("routing.authorizedUsers")) {

@@ -9,5 +9,16 @@ export { LeasedOwnership, OwnedElsewhereError, soleOwner } from "./ownership.js"
 export type { DaemonIdentity, LeasedOwnershipOptions, Ownership, TakenLease } from "./ownership.js";
 export { WATCHDOG_CHECK_MS, WATCHDOG_QUERY_MS, adoptGraceProblem, adoptionDecision, watchdogReactionMs, watchdogVerdict } from "./adopt-decide.js";
 export type { AdoptionDecision, LeaseLook, WatchdogVerdict } from "./adopt-decide.js";
-export { daemonLoads, fleetReaderOf, fleetSessionsLine, fleetView, heartbeatCell, isLate, lateDaemonProblem, liveOfCap, readFleetView } from "./view.js";
+export {
+  daemonLoads,
+  daemonSessionsCell,
+  fleetReaderOf,
+  fleetSessionsLine,
+  fleetView,
+  heartbeatCell,
+  isLate,
+  lateDaemonProblem,
+  liveOfCap,
+  readFleetView,
+} from "./view.js";
 export type { DaemonLoad, DaemonView, FleetRows, FleetView, Placement } from "./view.js";

@@ -1,6 +1,6 @@
 import { EXIT_FAILURE, ExitError, messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
-import type { PostgresLeases } from "../state/postgres/leases.js";
+import type { DaemonCapacity, PostgresLeases } from "../state/postgres/leases.js";
 import { leaseDecision, lostAfterBeat, nameDecision, reclaimCandidates, reclaimDecision, releasable } from "./decide.js";
 import type { FleetBounds, LeaseDecision } from "./decide.js";
 
@@ -84,6 +84,8 @@ export interface LeasedOwnershipOptions {
   readonly runsHere: (item: string) => Promise<boolean>;
   /** Closes this daemon's own tmux session of the item (another daemon owns it now); whether one was there. */
   readonly closeStale: (item: string) => Promise<boolean>;
+  /** This daemon's capacity as it runs now (routing.limits.perDaemon, which a reload may move), written at the join and every beat. */
+  readonly capacity?: () => DaemonCapacity;
   readonly nowMs?: () => number;
 }
 
@@ -109,11 +111,11 @@ export class LeasedOwnership implements Ownership {
    */
   static async join(options: LeasedOwnershipOptions): Promise<LeasedOwnership> {
     const { self, bounds } = options;
+    const capacity = options.capacity?.();
     const refusal = await options.leases.claimName(self.name, ({ row, now }) => {
       const decided = nameDecision(row, self.name, now, bounds.leaseMs);
-      return "refuse" in decided
-        ? { answer: decided.refuse }
-        : { write: { name: self.name, host: self.host, pid: self.pid, instance: self.instance, tmuxSocket: self.tmuxSocket }, answer: undefined };
+      const write = { name: self.name, host: self.host, pid: self.pid, instance: self.instance, tmuxSocket: self.tmuxSocket };
+      return "refuse" in decided ? { answer: decided.refuse } : { write: capacity !== undefined ? { ...write, capacity } : write, answer: undefined };
     });
     if (refusal !== undefined) throw new ExitError(refusal, EXIT_FAILURE, "conflict");
     const ownership = new LeasedOwnership(options);
@@ -202,7 +204,7 @@ export class LeasedOwnership implements Ownership {
     const before = [...this.held].filter(([, at]) => at < startedAt).map(([item]) => item);
     let renewed: { readonly named: boolean; readonly items: readonly string[] };
     try {
-      renewed = await leases.beat(self.name, self.instance, bounds.leaseMs);
+      renewed = await leases.beat(self.name, self.instance, bounds.leaseMs, this.options.capacity?.());
     } catch (error) {
       if (!this.failing)
         this.options.warn(

@@ -1,5 +1,5 @@
 import { PostgresLeases } from "../state/postgres/leases.js";
-import type { DaemonRow, LeaseRow, LeasePool } from "../state/postgres/leases.js";
+import type { DaemonCapacity, DaemonRow, LeaseRow, LeasePool } from "../state/postgres/leases.js";
 
 /**
  * The operator's view of the daemons that share one database (docs/scale.md, "The operator's
@@ -20,6 +20,8 @@ export interface DaemonView {
   readonly late: boolean;
   /** The leases it holds that have not lapsed. */
   readonly leases: number;
+  /** Its own capacity as it last wrote it; null: not known (its row is from before daemons wrote it). */
+  readonly capacity: DaemonCapacity | null;
 }
 
 /** Where an item's session runs: the daemon that owns it, that daemon's host and tmux socket. */
@@ -64,6 +66,7 @@ export function fleetView(rows: FleetRows, heartbeatMs: number): FleetView {
       stopped: row.stoppedAt !== null,
       late: isLate(row, rows.now, heartbeatMs),
       leases: held.get(row.name) ?? 0,
+      capacity: row.capacity,
     })),
     placementOf: (item) => {
       const owner = owners.get(item);
@@ -115,6 +118,12 @@ export function daemonLoads(view: FleetView, liveRefs: readonly string[]): Daemo
 /** A live count against its cap: `2 of 3`, or `2` with no cap set. */
 export function liveOfCap(live: number, cap: number | undefined): string {
   return cap === undefined ? String(live) : `${live} of ${cap}`;
+}
+
+/** The status table's sessions cell of a daemon: against its own capacity (`2 of 3`), `2` with none set, or saying it is not known. */
+export function daemonSessionsCell(daemon: Pick<DaemonLoad, "liveSessions" | "capacity">): string {
+  if (daemon.capacity === null) return `${daemon.liveSessions} (capacity unknown)`;
+  return liveOfCap(daemon.liveSessions, daemon.capacity.perDaemon ?? undefined);
 }
 
 /** The line under status's daemons table: every daemon's live sessions, against routing.limits.maxLiveSessions when set. */

@@ -69,8 +69,8 @@ export { PostgresDocumentStore } from "./postgres/document-store.js";
 export { namedLockKey, withNamedLock } from "./postgres/named-lock.js";
 export { PostgresSourceLocks, holderName, pollSourceLockKey } from "./postgres/source-locks.js";
 // The daemons sharing a database and the leases of their work items (src/fleet/ decides, this keeps the rows).
-export { DAEMONS_TABLE, LEASES_TABLE, PostgresLeases } from "./postgres/leases.js";
-export type { DaemonRow, LeasePool, LeaseRow, Locked, Written } from "./postgres/leases.js";
+export { DAEMONS_TABLE, LEASES_TABLE, PostgresLeases, capacityOf } from "./postgres/leases.js";
+export type { DaemonCapacity, DaemonRow, DaemonWrite, LeasePool, LeaseRow, Locked, Written } from "./postgres/leases.js";
 export { PostgresTranscriptTails, TRANSCRIPT_TAILS_TABLE } from "./postgres/transcript-tails.js";
 export type { TranscriptTail } from "./postgres/transcript-tails.js";
 export { FLEET_STATE_KEYS } from "./fleet-keys.js";

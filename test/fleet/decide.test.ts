@@ -13,6 +13,7 @@ const daemon = (over: Partial<DaemonRow> = {}): DaemonRow => ({
   startedAt: ago(600),
   heartbeatAt: ago(5),
   stoppedAt: null,
+  capacity: null,
   ...over,
 });
 const lease = (owner: string, expiresInSeconds: number): LeaseRow => ({ item: "local:demo#1", owner, takenAt: ago(60), expiresAt: ago(-expiresInSeconds) });

@@ -1,8 +1,12 @@
+import pg from "pg";
 import { afterEach, describe, expect, it } from "vitest";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { LeasedOwnership, OwnedElsewhereError } from "../../src/fleet/ownership.js";
 import { PostgresDatabase } from "../../src/state/postgres/database.js";
+import { readFleetView } from "../../src/fleet/view.js";
 import { PostgresLeases } from "../../src/state/postgres/leases.js";
+import type { DaemonCapacity } from "../../src/state/postgres/leases.js";
+import { MIGRATIONS, migrate } from "../../src/state/postgres/migrations.js";
 import { postgresServer } from "../support/postgres.js";
 import { waitFor } from "../support/wait.js";
 
@@ -26,12 +30,13 @@ interface Daemon {
   readonly events: MemoryEventSink;
   readonly closed: string[];
   readonly clock: { ms: number };
+  readonly database: PostgresDatabase;
 }
 
 async function daemon(
   url: string,
   name: string,
-  options: { live?: string[]; adopted?: string[]; here?: string[]; leaseMs?: number; instance?: string } = {},
+  options: { live?: string[]; adopted?: string[]; here?: string[]; leaseMs?: number; instance?: string; capacity?: () => DaemonCapacity } = {},
 ): Promise<Daemon> {
   const database = await PostgresDatabase.open({ url, name, lockTimeoutMs: 2_000 });
   open.push(database);
@@ -52,9 +57,10 @@ async function daemon(
       return true;
     },
     nowMs: () => clock.ms,
+    ...(options.capacity !== undefined ? { capacity: options.capacity } : {}),
   });
   joined.push(ownership);
-  return { ownership, events, closed, clock };
+  return { ownership, events, closed, clock, database };
 }
 
 describe("leases on a real server", () => {
@@ -172,5 +178,38 @@ describe("leases on a real server", () => {
     expect(a.ownership.holds("local:demo#1")).toBe(false);
     await b.ownership.acquire(["local:demo#1"]);
     expect(b.ownership.holds("local:demo#1")).toBe(true);
+  });
+});
+
+describe("each daemon's capacity on its row (a real server)", () => {
+  it("is written at the join and at every beat, each daemon's own; a row from before it reads as not known", async () => {
+    const url = await cluster.freshDatabase();
+    // A database as a daemon before migration 8 left it, with that daemon's row: no capacity column yet.
+    const old = new pg.Client({ connectionString: url });
+    await old.connect();
+    try {
+      await migrate(
+        old,
+        "old",
+        MIGRATIONS.filter((migration) => migration.version < 8),
+      );
+      await old.query("INSERT INTO the_loop_daemons (name, host, pid, instance, tmux_socket) VALUES ('box-old', 'old.example', 7, 'old-1', NULL)");
+    } finally {
+      await old.end();
+    }
+    let bCap: DaemonCapacity = { perDaemon: 5 };
+    const a = await daemon(url, "box-a", { capacity: () => ({ perDaemon: 2 }) });
+    const b = await daemon(url, "box-b", { capacity: () => bCap });
+    await daemon(url, "box-c", { capacity: () => ({ perDaemon: null }) });
+    const capacities = async (): Promise<Record<string, DaemonCapacity | null>> =>
+      Object.fromEntries((await readFleetView(a.database.pool, 600_000)).daemons.map((row) => [row.name, row.capacity]));
+    expect(await capacities()).toEqual({ "box-a": { perDaemon: 2 }, "box-b": { perDaemon: 5 }, "box-c": { perDaemon: null }, "box-old": null });
+    // A reload moved box-b's cap: its next beat writes it.
+    bCap = { perDaemon: 1 };
+    await b.ownership.beat();
+    expect((await capacities())["box-b"]).toEqual({ perDaemon: 1 });
+    // A beat that gives none (an ownership without a capacity) leaves the row's as it is.
+    await new PostgresLeases(a.database.pool).beat("box-a", "box-a-1", 30_000);
+    expect((await capacities())["box-a"]).toEqual({ perDaemon: 2 });
   });
 });

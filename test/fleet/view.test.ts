@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { daemonLoads, fleetSessionsLine, fleetView, heartbeatCell, lateDaemonProblem, liveOfCap } from "../../src/fleet/view.js";
+import { daemonLoads, daemonSessionsCell, fleetSessionsLine, fleetView, heartbeatCell, lateDaemonProblem, liveOfCap } from "../../src/fleet/view.js";
+import { capacityOf } from "../../src/state/postgres/leases.js";
 import type { DaemonRow, LeaseRow } from "../../src/state/postgres/leases.js";
 
 const NOW = new Date("2026-01-01T00:10:00Z");
@@ -15,6 +16,7 @@ function daemon(name: string, fields: Partial<DaemonRow> = {}): DaemonRow {
     startedAt: ago(600),
     heartbeatAt: ago(1),
     stoppedAt: null,
+    capacity: null,
     ...fields,
   };
 }
@@ -29,7 +31,11 @@ const lease = (item: string, owner: string, expiresIn: number): LeaseRow => ({
 describe("fleetView", () => {
   const view = fleetView(
     {
-      daemons: [daemon("a"), daemon("b", { heartbeatAt: ago(25) }), daemon("c", { heartbeatAt: ago(300), stoppedAt: ago(300) })],
+      daemons: [
+        daemon("a", { capacity: { perDaemon: 2 } }),
+        daemon("b", { heartbeatAt: ago(25), capacity: { perDaemon: null } }),
+        daemon("c", { heartbeatAt: ago(300), stoppedAt: ago(300) }),
+      ],
       leases: [lease("local:demo#1", "a", 20), lease("local:demo#2", "b", 5), lease("local:demo#3", "b", -1), lease("local:demo#4", "gone", 10)],
       now: NOW,
     },
@@ -37,10 +43,10 @@ describe("fleetView", () => {
   );
 
   it.each([
-    ["a", { late: false, stopped: false, leases: 1, heartbeatAgeSeconds: 1 }],
-    ["b", { late: true, stopped: false, leases: 1, heartbeatAgeSeconds: 25 }],
-    ["c", { late: false, stopped: true, leases: 0, heartbeatAgeSeconds: 300 }],
-  ])("judges the daemon %s: late after two silent heartbeats, a stopped one never, counting only unlapsed leases", (name, expected) => {
+    ["a", { late: false, stopped: false, leases: 1, heartbeatAgeSeconds: 1, capacity: { perDaemon: 2 } }],
+    ["b", { late: true, stopped: false, leases: 1, heartbeatAgeSeconds: 25, capacity: { perDaemon: null } }],
+    ["c", { late: false, stopped: true, leases: 0, heartbeatAgeSeconds: 300, capacity: null }],
+  ])("judges the daemon %s: late after two silent heartbeats, a stopped one never, counting only unlapsed leases, with its own capacity", (name, expected) => {
     expect(view.daemons.find((entry) => entry.name === name)).toMatchObject(expected);
   });
 
@@ -70,6 +76,24 @@ describe("fleetView", () => {
       ["b", 2],
       ["c", 0],
     ]);
+    // Each against its own capacity: a's cap, b's none, c's not known (a row from before daemons wrote it).
+    expect(loads.map(daemonSessionsCell)).toEqual(["1 of 2", "2", "0 (capacity unknown)"]);
+  });
+});
+
+describe("capacityOf (the daemons table's capacity column)", () => {
+  it.each([
+    ["a cap", { perDaemon: 3 }, { perDaemon: 3 }],
+    ["no cap", { perDaemon: null }, { perDaemon: null }],
+    ["NULL: a row from before migration 8", null, null],
+    ["a column the row does not have", undefined, null],
+    ["no perDaemon", {}, null],
+    ["a cap that is no count", { perDaemon: 0 }, null],
+    ["a fraction", { perDaemon: 1.5 }, null],
+    ["a string", { perDaemon: "3" }, null],
+    ["not an object", "3", null],
+  ])("reads %s", (_case, raw, expected) => {
+    expect(capacityOf(raw)).toEqual(expected);
   });
 });
 

@@ -14,6 +14,7 @@ const daemon = (name: string, beatMsAgo: number, stopped = false): DaemonRow => 
   startedAt: ago(3_600_000),
   heartbeatAt: ago(beatMsAgo),
   stoppedAt: stopped ? ago(beatMsAgo) : null,
+  capacity: null,
 });
 const lease = (item: string, owner: string, expiresInMs: number): LeaseRow => ({
   item,

@@ -15,8 +15,9 @@ import { postgresProjects, queryRows } from "../support/postgres-project.js";
 /**
  * The operator's view across hosts (docs/scale.md): with two daemons on one real PostgreSQL
  * server — one on this host, one on another whose heartbeat is late — the built CLI's `sessions
- * list` names each session's daemon and host, `status` lists both daemons and makes the late one
- * a problem, and `sessions attach` to the other host's session prints the ssh command to run.
+ * list` names each session's daemon and host, `status` lists both daemons, each against its own
+ * capacity, and makes the late one a problem, and `sessions attach` to the other host's session
+ * prints the ssh command to run.
  */
 
 const postgres = postgresProjects();
@@ -42,7 +43,10 @@ interface Seeded {
   readonly targets: readonly string[];
 }
 
-/** Two sessions on the database: #1 under the daemon "box-a" on this host, #2 under "box-b" on far.example, silent for a minute. */
+/**
+ * Two sessions on the database: #1 under the daemon "box-a" on this host, #2 under "box-b" on
+ * far.example, silent for a minute; each daemon's row with its own routing.limits.perDaemon (3, 5).
+ */
 async function seedFleet(url: string, root: string): Promise<Seeded> {
   const backend = await openRecordBackend({ store: "postgres", url, name: "test" });
   backends.push(backend);
@@ -57,12 +61,19 @@ async function seedFleet(url: string, root: string): Promise<Seeded> {
   if (database === undefined) throw new Error("no database");
   const leases = new PostgresLeases(database.pool);
   const daemons = [
-    { name: "box-a", host: hostname(), tmuxSocket: "sock-a", item: "local:demo#1" },
-    { name: "box-b", host: "far.example", tmuxSocket: "sock-b", item: "local:demo#2" },
+    { name: "box-a", host: hostname(), tmuxSocket: "sock-a", item: "local:demo#1", perDaemon: 3 },
+    { name: "box-b", host: "far.example", tmuxSocket: "sock-b", item: "local:demo#2", perDaemon: 5 },
   ];
   for (const daemon of daemons) {
     await leases.claimName(daemon.name, () => ({
-      write: { name: daemon.name, host: daemon.host, pid: 4242, instance: `${daemon.name}-1`, tmuxSocket: daemon.tmuxSocket },
+      write: {
+        name: daemon.name,
+        host: daemon.host,
+        pid: 4242,
+        instance: `${daemon.name}-1`,
+        tmuxSocket: daemon.tmuxSocket,
+        capacity: { perDaemon: daemon.perDaemon },
+      },
       answer: undefined,
     }));
     await leases.decideLease(daemon.item, 300_000, () => ({ write: { owner: daemon.name }, answer: undefined }));
@@ -89,19 +100,31 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     expect(table.stdout).toMatch(/daemon\s+host/);
     expect(table.stdout).toMatch(/local:demo#2\s+active.*box-b\s+far\.example/);
 
+    // A daemon that ran before daemons wrote their capacity (its row has none): status does not guess it.
+    await queryRows(url, "INSERT INTO the_loop_daemons (name, host, pid, instance) VALUES ('box-old', 'old.example', 4242, 'box-old-1')");
     // A change row of the database's local tracker that does not read: status names the row, not a file.
     await queryRows(url, `INSERT INTO the_loop_tracker_journal (project, seq, number, line) VALUES ('demo', 1, 1, '{"not":"a change"}')`);
     const status = await p.cli(["status", "--json"]);
     const report = jsonOf<{
-      daemons: { name: string; host: string; late: boolean; leases: number; heartbeatAgeSeconds: number; liveSessions: number }[];
-      fleetSessions: { live: number; maxLiveSessions?: number; perDaemon?: number };
+      daemons: {
+        name: string;
+        host: string;
+        late: boolean;
+        leases: number;
+        heartbeatAgeSeconds: number;
+        liveSessions: number;
+        capacity: { perDaemon: number | null } | null;
+      }[];
+      fleetSessions: { live: number; maxLiveSessions?: number };
       problems: { code: string; message: string }[];
     }>(status);
-    expect(report.daemons.map((daemon) => [daemon.name, daemon.host, daemon.late, daemon.leases, daemon.liveSessions])).toEqual([
-      ["box-a", hostname(), false, 1, 1],
-      ["box-b", "far.example", true, 1, 1],
+    // Each daemon against its own capacity, not this config's perDaemon (2).
+    expect(report.daemons.map((daemon) => [daemon.name, daemon.host, daemon.late, daemon.leases, daemon.liveSessions, daemon.capacity])).toEqual([
+      ["box-a", hostname(), false, 1, 1, { perDaemon: 3 }],
+      ["box-b", "far.example", true, 1, 1, { perDaemon: 5 }],
+      ["box-old", "old.example", false, 0, 0, null],
     ]);
-    expect(report.fleetSessions).toEqual({ live: 2, maxLiveSessions: 8, perDaemon: 2 });
+    expect(report.fleetSessions).toEqual({ live: 2, maxLiveSessions: 8 });
     expect(report.daemons[1]?.heartbeatAgeSeconds).toBeGreaterThanOrEqual(59);
     const late = report.problems.filter((problem) => problem.code === "daemon-late");
     expect(late).toHaveLength(1);
@@ -112,8 +135,9 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     const text = await p.cli(["status"]);
     expect(text.stdout).toMatch(/daemons on the state database:/);
     expect(text.stdout).toMatch(/leases\s+sessions/);
-    expect(text.stdout).toMatch(/box-a\s+\S+\s+4242\s+\d+ s ago\s+1\s+1 of 2/);
-    expect(text.stdout).toMatch(/box-b\s+far\.example\s+4242\s+\d+ s ago \(late\)\s+1\s+1 of 2/);
+    expect(text.stdout).toMatch(/box-a\s+\S+\s+4242\s+\d+ s ago\s+1\s+1 of 3/);
+    expect(text.stdout).toMatch(/box-b\s+far\.example\s+4242\s+\d+ s ago \(late\)\s+1\s+1 of 5/);
+    expect(text.stdout).toMatch(/box-old\s+old\.example\s+4242\s+\d+ s ago\s+0\s+0 \(capacity unknown\)/);
     expect(text.stdout).toContain("live sessions across the fleet: 2 of 8 (routing.limits.maxLiveSessions)");
 
     const attach = await p.cli(["sessions", "attach", "--work-item", "local:demo#2"]);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ARM } from "../support/builders.js";
+import { jsonOf } from "../support/cli.js";
 import { postgresProjects, queryRows } from "../support/postgres-project.js";
 import { testProject } from "../support/project.js";
 import { waitFor } from "../support/wait.js";
@@ -8,7 +9,8 @@ import { waitFor } from "../support/wait.js";
  * Two real daemons on one PostgreSQL server (docs/scale.md, "Many daemons, one database: events and
  * commands reach the owner"): "box-b" polls the shared local project, "box-a" owns the item. A
  * comment that box-b reads is forwarded through the inbox, and box-a's own dispatch carries it out —
- * its router authorizes it and its tmux server runs the session; box-b starts nothing.
+ * its router authorizes it and its tmux server runs the session; box-b starts nothing. Each
+ * publishes its own capacity (routing.limits.perDaemon, 2 and 4), which `status` shows per daemon.
  */
 
 const START = "the-loop:start-execution";
@@ -25,8 +27,8 @@ describe("two daemons on one database (real tmux, the fake harness, a real serve
   it("hands a comment the polling daemon read to the daemon that owns the item, which starts its session", async () => {
     const url = await postgres.database();
     const control = { requireStartCommand: true };
-    const a = await postgres.project({ routing: { control }, state: { store: "postgres", url, daemonName: "box-a" } });
-    const b = await testProject({ routing: { control }, state: { store: "postgres", url, daemonName: "box-b" } });
+    const a = await postgres.project({ routing: { control, limits: { perDaemon: 2 } }, state: { store: "postgres", url, daemonName: "box-a" } });
+    const b = await testProject({ routing: { control, limits: { perDaemon: 4 } }, state: { store: "postgres", url, daemonName: "box-b" } });
     try {
       // The item exists before either daemon reads the project: their baselines pass it by.
       expect((await b.cli(["item", "new", "Add a health check", "--label", ARM, "--as", "alice"])).code).toBe(0);
@@ -36,6 +38,16 @@ describe("two daemons on one database (real tmux, the fake harness, a real serve
       expect(started.code, started.stderr + started.stdout).toBe(0);
       // Both started (the shared event table holds each one's daemon.started): box-a's name is in the daemons table.
       await waitForRow(url, "box-a started", "SELECT 1 FROM the_loop_daemons WHERE name = 'box-a' AND stopped_at IS NULL");
+      // Each daemon's row holds its own capacity, and status on either host shows each one's.
+      expect(await queryRows(url, "SELECT name, capacity FROM the_loop_daemons ORDER BY name")).toEqual([
+        { name: "box-a", capacity: { perDaemon: 2 } },
+        { name: "box-b", capacity: { perDaemon: 4 } },
+      ]);
+      const status = jsonOf<{ daemons: { name: string; capacity: unknown }[] }>(await b.cli(["status", "--json"]));
+      expect(status.daemons.map((daemon) => [daemon.name, daemon.capacity])).toEqual([
+        ["box-a", { perDaemon: 2 }],
+        ["box-b", { perDaemon: 4 }],
+      ]);
       // box-a owns the item (as after a start of its own): its heartbeat renews the lease.
       await queryRows(
         url,

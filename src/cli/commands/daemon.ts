@@ -12,7 +12,7 @@ import { formatTable, stderr, stdout } from "../output.js";
 import { budgetLine, budgetStatus } from "./sessions/budget-status.js";
 import { limitsLine, limitsStatus } from "./sessions/queued.js";
 import type { LimitsStatus } from "./sessions/queued.js";
-import { fleetSessionsLine, heartbeatCell, liveOfCap } from "../../fleet/view.js";
+import { daemonSessionsCell, fleetSessionsLine, heartbeatCell } from "../../fleet/view.js";
 import type { DaemonLoad } from "../../fleet/view.js";
 import type { FleetSessions } from "../../daemon/status/facts.js";
 
@@ -130,20 +130,13 @@ function withNodeCaps(limits: LimitsStatus | undefined, nodes: LimitsStatus["cap
   return { caps: [...(limits?.caps ?? []), ...nodes], queued: limits?.queued ?? 0 };
 }
 
-/** Every daemon on the state's database: where it runs, its last heartbeat, the leases it holds, its live sessions against perDaemon. */
+/** Every daemon on the state's database: where it runs, its last heartbeat, the leases it holds, its live sessions against its own perDaemon. */
 function daemonsTable(daemons: readonly DaemonLoad[], sessions: FleetSessions | undefined): string {
   const fleet = sessions === undefined ? "" : `\n${fleetSessionsLine(sessions.live, sessions.maxLiveSessions)}`;
   if (daemons.length === 0) return `daemons on the state database: none has started yet${fleet}`;
   return `\ndaemons on the state database:\n${formatTable(
     ["daemon", "host", "pid", "heartbeat", "leases", "sessions"],
-    daemons.map((daemon) => [
-      daemon.name,
-      daemon.host,
-      String(daemon.pid),
-      heartbeatCell(daemon),
-      String(daemon.leases),
-      liveOfCap(daemon.liveSessions, sessions?.perDaemon),
-    ]),
+    daemons.map((daemon) => [daemon.name, daemon.host, String(daemon.pid), heartbeatCell(daemon), String(daemon.leases), daemonSessionsCell(daemon)]),
   )}${fleet}`;
 }
 

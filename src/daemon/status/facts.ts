@@ -63,8 +63,6 @@ export interface FleetSessions {
   readonly live: number;
   /** routing.limits.maxLiveSessions, when set: the cap on the live count. */
   readonly maxLiveSessions?: number;
-  /** routing.limits.perDaemon, when set: this config's capacity per daemon, each daemon's `liveSessions` against it. */
-  readonly perDaemon?: number;
 }
 
 export interface SandboxStatus {
@@ -166,14 +164,11 @@ async function fleetDaemons(
   const view = await readFleetView(database.pool, config.state.heartbeatSeconds * 1000);
   // The registry's rows are every host's on a shared database; the view's leases say where each runs.
   const live = stores.registry.list({ status: "live" }).records.map((record) => record.workItem.ref);
-  const { maxLiveSessions, perDaemon } = config.routing.limits;
+  // Each daemon's own capacity is on its row (DaemonView.capacity): this config's perDaemon is this host's daemon's alone.
+  const { maxLiveSessions } = config.routing.limits;
   return {
     daemons: daemonLoads(view, live),
-    sessions: {
-      live: live.length,
-      ...(maxLiveSessions !== undefined ? { maxLiveSessions } : {}),
-      ...(perDaemon !== undefined ? { perDaemon } : {}),
-    },
+    sessions: { live: live.length, ...(maxLiveSessions !== undefined ? { maxLiveSessions } : {}) },
   };
 }
 

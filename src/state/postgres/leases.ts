@@ -41,8 +41,27 @@ export const LEASES_MIGRATION: { readonly version: number; readonly name: string
   `,
 };
 
+/**
+ * Migration 8: each daemon's own capacity on its row, so `status` on any host shows every daemon's
+ * figure rather than its own config's. NULL — a row no daemon has written since — is a capacity
+ * not known: a daemon that ran before this migration, still beating, never writes it.
+ */
+export const DAEMON_CAPACITY_MIGRATION: { readonly version: number; readonly name: string; readonly sql: string } = {
+  version: 8,
+  name: "each daemon's own capacity on its row",
+  sql: `
+    -- {"perDaemon": n}, or {"perDaemon": null} for a daemon with no cap of its own.
+    ALTER TABLE ${DAEMONS_TABLE} ADD COLUMN capacity jsonb;
+  `,
+};
+
 /** The two-key advisory lock class of leases and daemon names (records use the one-key form, migrations class 0x7e100b). */
 export const LEASE_LOCK_CLASS = 0x7e_10_0c;
+
+/** What a daemon publishes of its own caps: routing.limits.perDaemon as it runs (null: none set). */
+export interface DaemonCapacity {
+  readonly perDaemon: number | null;
+}
 
 export interface DaemonRow {
   readonly name: string;
@@ -53,7 +72,12 @@ export interface DaemonRow {
   readonly startedAt: Date;
   readonly heartbeatAt: Date;
   readonly stoppedAt: Date | null;
+  /** Null: not known (a row a daemon from before migration 8 wrote, or one that does not read). */
+  readonly capacity: DaemonCapacity | null;
 }
+
+/** What a start writes into its row: who it is, and its capacity (absent: written as not known). */
+export type DaemonWrite = Omit<DaemonRow, "startedAt" | "heartbeatAt" | "stoppedAt" | "capacity"> & { readonly capacity?: DaemonCapacity };
 
 export interface LeaseRow {
   readonly item: string;
@@ -80,6 +104,7 @@ interface RawDaemon {
   started_at: Date;
   heartbeat_at: Date;
   stopped_at: Date | null;
+  capacity?: unknown;
 }
 
 interface RawLease {
@@ -88,6 +113,17 @@ interface RawLease {
   taken_at: Date;
   expires_at: Date;
 }
+
+/** The capacity column as read: a cap, no cap, or — NULL, or anything else — not known. */
+export function capacityOf(raw: unknown): DaemonCapacity | null {
+  if (typeof raw !== "object" || raw === null || !("perDaemon" in raw)) return null;
+  const perDaemon = raw.perDaemon;
+  if (perDaemon === null) return { perDaemon: null };
+  return typeof perDaemon === "number" && Number.isInteger(perDaemon) && perDaemon > 0 ? { perDaemon } : null;
+}
+
+const capacityParam = (capacity: DaemonCapacity | undefined): string | null =>
+  capacity === undefined ? null : JSON.stringify({ perDaemon: capacity.perDaemon });
 
 const daemonOf = (row: RawDaemon): DaemonRow => ({
   name: row.name,
@@ -98,6 +134,7 @@ const daemonOf = (row: RawDaemon): DaemonRow => ({
   startedAt: row.started_at,
   heartbeatAt: row.heartbeat_at,
   stoppedAt: row.stopped_at,
+  capacity: capacityOf(row.capacity),
 });
 
 const leaseOf = (row: RawLease): LeaseRow => ({ item: row.item, owner: row.owner, takenAt: row.taken_at, expiresAt: row.expires_at });
@@ -118,7 +155,7 @@ export class PostgresLeases {
   constructor(private readonly pool: LeasePool) {}
 
   /** Decides on the daemon row of `name` under its lock, in one transaction, and writes what was decided. */
-  async claimName<A>(name: string, decide: (locked: Locked<DaemonRow>) => Written<Omit<DaemonRow, "startedAt" | "heartbeatAt" | "stoppedAt">, A>): Promise<A> {
+  async claimName<A>(name: string, decide: (locked: Locked<DaemonRow>) => Written<DaemonWrite, A>): Promise<A> {
     return this.locked(`daemon:${name}`, async (client, now) => {
       const { rows } = await client.query<RawDaemon>(`SELECT * FROM ${DAEMONS_TABLE} WHERE name = $1`, [name]);
       const first = rows[0];
@@ -126,10 +163,10 @@ export class PostgresLeases {
       const write = decided.write;
       if (write !== undefined) {
         await client.query(
-          `INSERT INTO ${DAEMONS_TABLE} (name, host, pid, instance, tmux_socket) VALUES ($1, $2, $3, $4, $5)
+          `INSERT INTO ${DAEMONS_TABLE} (name, host, pid, instance, tmux_socket, capacity) VALUES ($1, $2, $3, $4, $5, $6::jsonb)
            ON CONFLICT (name) DO UPDATE SET host = EXCLUDED.host, pid = EXCLUDED.pid, instance = EXCLUDED.instance,
-             tmux_socket = EXCLUDED.tmux_socket, started_at = now(), heartbeat_at = now(), stopped_at = NULL`,
-          [write.name, write.host, write.pid, write.instance, write.tmuxSocket],
+             tmux_socket = EXCLUDED.tmux_socket, capacity = EXCLUDED.capacity, started_at = now(), heartbeat_at = now(), stopped_at = NULL`,
+          [write.name, write.host, write.pid, write.instance, write.tmuxSocket, capacityParam(write.capacity)],
         );
       }
       return decided.answer;
@@ -156,11 +193,20 @@ export class PostgresLeases {
 
   /**
    * One beat: the daemon's row (only while this start still holds the name) and every lease it
-   * owns are pushed `leaseMs` on. Answers whether the name is still this start's, and the items
+   * owns are pushed `leaseMs` on, and the row's capacity is the one given (a reload may have moved
+   * it; absent: left as it is). Answers whether the name is still this start's, and the items
    * whose lease it still owns.
    */
-  async beat(name: string, instance: string, leaseMs: number): Promise<{ readonly named: boolean; readonly items: readonly string[] }> {
-    const named = await this.pool.query(`UPDATE ${DAEMONS_TABLE} SET heartbeat_at = now() WHERE name = $1 AND instance = $2 RETURNING name`, [name, instance]);
+  async beat(
+    name: string,
+    instance: string,
+    leaseMs: number,
+    capacity?: DaemonCapacity,
+  ): Promise<{ readonly named: boolean; readonly items: readonly string[] }> {
+    const named = await this.pool.query(
+      `UPDATE ${DAEMONS_TABLE} SET heartbeat_at = now(), capacity = COALESCE($3::jsonb, capacity) WHERE name = $1 AND instance = $2 RETURNING name`,
+      [name, instance, capacityParam(capacity)],
+    );
     if (named.rows.length === 0) return { named: false, items: [] };
     const { rows } = await this.pool.query<{ item: string }>(
       `UPDATE ${LEASES_TABLE} SET expires_at = now() + $2 * interval '1 millisecond' WHERE owner = $1 RETURNING item`,

@@ -1,5 +1,5 @@
 import { EXIT_FAILURE, ExitError } from "../../errors.js";
-import { LEASES_MIGRATION } from "./leases.js";
+import { DAEMON_CAPACITY_MIGRATION, LEASES_MIGRATION } from "./leases.js";
 import { EVENTS_MIGRATION } from "./event-migration.js";
 import { INBOX_MIGRATION } from "./inbox.js";
 import { TRANSCRIPT_TAILS_MIGRATION } from "./transcript-tails.js";
@@ -127,6 +127,7 @@ export const MIGRATIONS: readonly Migration[] = [
       );
     `,
   },
+  DAEMON_CAPACITY_MIGRATION,
 ];
 
 /** The newest schema this build knows. */
