@@ -1,7 +1,8 @@
 import { hostname } from "node:os";
-import { appendFile } from "node:fs/promises";
+import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { parse, stringify } from "yaml";
 import { SessionRegistry } from "../../src/registry/registry.js";
 import { openRecordBackend } from "../../src/state/backend.js";
 import type { RecordBackend } from "../../src/state/backend.js";
@@ -11,6 +12,7 @@ import { RESPONSE_SCHEMAS } from "../../src/dashboard/schemas.js";
 import { sessionRecord } from "../support/builders.js";
 import { jsonOf } from "../support/cli.js";
 import { postgresProjects, queryRows } from "../support/postgres-project.js";
+import { waitFor } from "../support/wait.js";
 
 /**
  * The operator's view across hosts (docs/scale.md): with two daemons on one real PostgreSQL
@@ -183,4 +185,29 @@ describe("the operator's view across hosts (a real server, the built CLI)", () =
     expect(((await terminal.json()) as { error: string }).error).toMatch(/runs on far\.example \(the daemon "box-b"\), not available here/);
     expect((await p.cli(["stop"])).code).toBe(0);
   }, 120_000);
+
+  it("publishes a daemon's capacity at its start, and the one a config reload moves it to at its next beat", async () => {
+    const url = await postgres.database();
+    const p = await postgres.project({
+      state: { store: "postgres", url, daemonName: "box-a", leaseSeconds: 3, heartbeatSeconds: 1 },
+      routing: { limits: { perDaemon: 2 } },
+    });
+    const capacity = async (): Promise<unknown> =>
+      (await queryRows<{ capacity: unknown }>(url, "SELECT capacity FROM the_loop_daemons WHERE name = 'box-a'"))[0]?.capacity;
+    const started = await p.cli(["start", "--json"]);
+    expect(started.code, started.stderr + started.stdout).toBe(0);
+    expect(await capacity()).toEqual({ perDaemon: 2 });
+    const configFile = join(p.root, "cli-config.yaml");
+    const config = parse(await readFile(configFile, "utf8")) as { routing: { limits: { perDaemon: number } } };
+    config.routing.limits.perDaemon = 5;
+    await writeFile(configFile, stringify(config));
+    await p.waitForEvent("the reload", (r) => r.event === "config.reloaded" && JSON.stringify(r.applied).includes("routing.limits.perDaemon"));
+    await waitFor("the next beat to write the new capacity", async () => JSON.stringify(await capacity()) === JSON.stringify({ perDaemon: 5 }), {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    });
+    const status = jsonOf<{ daemons: { name: string; capacity: unknown }[] }>(await p.cli(["status", "--json"]));
+    expect(status.daemons.map((daemon) => [daemon.name, daemon.capacity])).toEqual([["box-a", { perDaemon: 5 }]]);
+    expect((await p.cli(["stop"])).code).toBe(0);
+  }, 90_000);
 });
