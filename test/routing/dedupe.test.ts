@@ -61,6 +61,36 @@ describe("DeliveryLru", () => {
     expect(lru.has("d-9983")).toBe(false);
   });
 
+  it.each([1, 2, 5, 64])("holds what a plain list of the newest ids would, over seeded adds, re-adds and deletes (capacity %i)", (capacity) => {
+    // The reference: the ids in order, oldest first.
+    const model: string[] = [];
+    const lru = new DeliveryLru(capacity);
+    let seed = 7 + capacity;
+    const random = (below: number): number => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % below;
+    };
+    const universe = capacity * 3;
+    const ids = Array.from({ length: universe }, (_, i) => `d-${i}`);
+    for (let step = 0; step < 5_000; step++) {
+      const id = ids[random(universe)] ?? "";
+      const at = model.indexOf(id);
+      if (random(10) < 8) {
+        if (at !== -1) model.splice(at, 1);
+        model.push(id);
+        if (model.length > capacity) model.shift();
+        lru.add(id);
+      } else {
+        if (at !== -1) model.splice(at, 1);
+        lru.delete(id);
+      }
+      if (lru.size !== model.length || step % 7 === 0) {
+        expect(lru.size).toBe(model.length);
+        expect(ids.filter((known) => lru.has(known))).toEqual(ids.filter((known) => model.includes(known)));
+      }
+    }
+  });
+
   it.each([0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])("rejects capacity %s", (capacity) => {
     expect(() => new DeliveryLru(capacity)).toThrow(RangeError);
   });
