@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import { createHmac, timingSafeEqual } from "node:crypto";
 import type { Hmac } from "node:crypto";
 
@@ -68,7 +69,11 @@ export class BodyReservation {
   }
 }
 
-const SIGNATURE = /^sha256=([0-9a-f]{64})$/i;
+const PREFIX = "sha256=";
+const DIGEST_BYTES = 32;
+const HEADER_LENGTH = PREFIX.length + 2 * DIGEST_BYTES;
+/** Where a header's hex is decoded: one buffer for the process, used and done with synchronously. */
+const given = Buffer.alloc(DIGEST_BYTES);
 
 /** GitHub's X-Hub-Signature-256 over the raw body bytes, fed chunk by chunk as they arrive. */
 export class BodySignature {
@@ -82,24 +87,30 @@ export class BodySignature {
     this.hmac.update(chunk);
   }
 
-  /** Whether `header` is `sha256=<hex>` of the bytes fed; compared in constant time. Call once. */
+  /**
+   * Whether `header` is `sha256=<hex>` of the bytes fed (either case, spaces around it allowed);
+   * compared in constant time. Call once.
+   */
   matches(header: string): boolean {
     const digest = this.hmac.digest();
-    const match = SIGNATURE.exec(header.trim());
-    if (match?.[1] === undefined) return false;
-    return timingSafeEqual(digest, Buffer.from(match[1], "hex"));
+    const text = header.trim();
+    if (text.length !== HEADER_LENGTH || text.slice(0, PREFIX.length).toLowerCase() !== PREFIX) return false;
+    // Buffer's hex decoding stops at the first character that is not a hex digit: 32 bytes
+    // written means all 64 were. Decoded in place, with no regular expression or buffer per delivery.
+    if (given.write(text.slice(PREFIX.length), 0, DIGEST_BYTES, "hex") !== DIGEST_BYTES) return false;
+    return timingSafeEqual(digest, given);
   }
 }
 
-const UTF8 = new TextDecoder("utf-8", { fatal: true });
-
-/** The bytes as text, or undefined when they are not valid UTF-8 (a leading BOM is dropped). */
+/**
+ * The bytes as text, or undefined when they are not valid UTF-8 (a leading BOM is dropped), as a
+ * fatal TextDecoder reads them. Validated, then decoded with Buffer's own decoder: a fatal
+ * TextDecoder goes through ICU and cost about 1.5 µs more per 2 KB delivery (bench/webhook-ack.ts).
+ */
 export function utf8Text(bytes: Buffer): string | undefined {
-  try {
-    return UTF8.decode(bytes);
-  } catch {
-    return undefined;
-  }
+  if (!isUtf8(bytes)) return undefined;
+  const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  return bom ? bytes.toString("utf8", 3) : bytes.toString("utf8");
 }
 
 /** Whether a Content-Encoding header leaves the body as sent: absent, empty or only `identity`. */
