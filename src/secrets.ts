@@ -127,6 +127,8 @@ export class SecretRedactor {
   /** Values too short to redact inside longer text: a string that is one of them whole is redacted. */
   private readonly whole = new Set<string>();
   private pattern: RegExp | undefined;
+  /** The length of the shortest spelling the pattern matches. */
+  private shortest = 0;
   private stale = false;
 
   /** Whether any value is known: with none, redaction costs nothing. */
@@ -155,7 +157,8 @@ export class SecretRedactor {
     if (this.values.length === 0 || text === "") return text;
     if (this.stale) this.rebuild();
     if (this.whole.has(text)) return REDACTED;
-    return this.pattern === undefined ? text : text.replace(this.pattern, REDACTED);
+    // A text shorter than every spelling holds none of them (most event fields: ids, names, actions).
+    return this.pattern === undefined || text.length < this.shortest ? text : text.replace(this.pattern, REDACTED);
   }
 
   /**
@@ -186,6 +189,7 @@ export class SecretRedactor {
     }
     const ordered = [...spellings].sort((a, b) => b.length - a.length);
     this.pattern = ordered.length === 0 ? undefined : new RegExp(ordered.map(escapeRegExp).join("|"), "g");
+    this.shortest = ordered.at(-1)?.length ?? 0;
   }
 }
 

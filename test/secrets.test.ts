@@ -57,6 +57,13 @@ describe("a secret in every spelling it comes back in", () => {
     expect(redactor.redact(`"${json(TOKEN)}"`)).toBe(`"${REDACTED}"`);
   });
 
+  it("redacts each spelling standing alone, the shortest included", () => {
+    const spellings = secretSpellings(TOKEN);
+    for (const spelling of spellings) expect(redactor.redact(spelling)).toBe(REDACTED);
+    const shortest = spellings.reduce((a, b) => (b.length < a.length ? b : a));
+    expect(redactor.redact(shortest.slice(1))).toBe(shortest.slice(1));
+  });
+
   it("leaves text without a secret, and its own marks, alone", () => {
     expect(redactor.redact("nothing to see")).toBe("nothing to see");
     expect(redactor.redact(`${REDACTED} ${REDACTED}`)).toBe(`${REDACTED} ${REDACTED}`);

@@ -78,7 +78,10 @@ function boundedValue(value: unknown): unknown {
  */
 export function eventLine<T extends EventType>(type: T, fields: EventFields<T>, source: EventSource, atMs: number = Date.now()): string {
   const record: Record<string, unknown> = { ts: timestampOf(atMs), source, event: type, level: levelOf(type, fields), pid: process.pid };
-  for (const [key, value] of Object.entries(fields)) {
+  // Keys, not entries: no pair array per field (the receiver writes a line per acknowledgement).
+  const given = fields as Readonly<Record<string, unknown>>;
+  for (const key of Object.keys(given)) {
+    const value = given[key];
     if (value !== undefined && !(key in record)) record[key] = boundedValue(value);
   }
   return `${JSON.stringify(record)}\n`;
