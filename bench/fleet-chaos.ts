@@ -47,6 +47,14 @@ try {
   printFigure({ label: "throughput across daemons", value: figures.eventsPerSecond, unit: "ev/s", note: `${figures.events} events` });
   for (const [by, count] of Object.entries(figures.eventsBy)) printFigure({ label: `  events recorded by ${by}`, value: count, unit: "ev" });
   printFigure({ label: "CLI commands typed again after a failure", value: figures.cliRetries, unit: "cmds", note: "see the log lines above" });
+  const { peakConnections } = figures;
+  printFigure({
+    label: "peak connections on the server",
+    value: peakConnections.total,
+    unit: "conns",
+    note: `of max_connections ${peakConnections.maxConnections}`,
+  });
+  for (const [name, count] of Object.entries(peakConnections.byName)) printFigure({ label: `  held by ${name}, at most`, value: count, unit: "conns" });
   printFigure({ label: "run", value: figures.wallMs / 1000, unit: "s" });
   breaches = chaosBreaches(figures);
 } finally {

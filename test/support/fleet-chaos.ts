@@ -72,6 +72,12 @@ export interface ChaosFigures {
   readonly eventsBy: Readonly<Record<string, number>>;
   /** CLI commands that failed and were typed again (once). */
   readonly cliRetries: number;
+  /**
+   * The most connections the-loop's processes held on the server at once, in any sample, and the
+   * most each name held (a daemon's pool, listener and lock connections; `cli`, every CLI at once;
+   * `watchdog`, every watchdog): against the server's max_connections.
+   */
+  readonly peakConnections: { readonly total: number; readonly byName: Readonly<Record<string, number>>; readonly maxConnections: number };
   readonly wallMs: number;
 }
 
@@ -182,10 +188,14 @@ export async function runFleetChaos(options: ChaosOptions): Promise<ChaosFigures
   const doubles = new Set<string>();
   let samples = 0;
   let lastSample = new Map<string, string[]>();
+  const peak = { total: 0, byName: {} as Record<string, number> };
   const sampler = (async () => {
     while (sampling) {
       lastSample = await liveAgents(daemons);
       samples += 1;
+      const connections = await connectionsNow(db);
+      peak.total = Math.max(peak.total, connections.total);
+      for (const [name, count] of connections.byName) peak.byName[name] = Math.max(peak.byName[name] ?? 0, count);
       for (const [item, where] of lastSample) {
         if (where.length < 2 || doubles.has(item)) continue;
         doubles.add(item);
@@ -336,6 +346,7 @@ export async function runFleetChaos(options: ChaosOptions): Promise<ChaosFigures
       eventsPerSecond: during.length / spanSeconds,
       eventsBy,
       cliRetries: retried,
+      peakConnections: { ...peak, maxConnections: await maxConnections(db) },
       wallMs: Date.now() - startedAt,
     };
   } finally {
@@ -377,6 +388,22 @@ function cliEnv(options: ChaosOptions, d: Daemon): NodeJS.ProcessEnv {
 }
 
 /** Every item with a live agent, and the tmux servers it is live on (once per live pane). */
+/** the-loop's connections on the server now (each names itself `the-loop <name>…`), in all and by name. */
+async function connectionsNow(db: pg.Pool): Promise<{ total: number; byName: Map<string, number> }> {
+  const { rows } = await db
+    .query<{ name: string; count: number }>(
+      `SELECT split_part(application_name, ' ', 2) AS name, count(*)::int AS count FROM pg_stat_activity
+       WHERE datname = current_database() AND application_name LIKE 'the-loop %' GROUP BY 1`,
+    )
+    .catch(() => ({ rows: [] as { name: string; count: number }[] }));
+  return { total: rows.reduce((sum, row) => sum + row.count, 0), byName: new Map(rows.map((row) => [row.name, row.count])) };
+}
+
+async function maxConnections(db: pg.Pool): Promise<number> {
+  const { rows } = await db.query<{ max_connections: string }>("SHOW max_connections");
+  return Number(rows[0]?.max_connections ?? 0);
+}
+
 async function liveAgents(daemons: readonly Daemon[]): Promise<Map<string, string[]>> {
   const live = new Map<string, string[]>();
   await Promise.all(
