@@ -29,7 +29,7 @@ const FLOORS = [
   ["ingress"],
   ["feedback"],
   ["sessions", "stores"],
-  ["graph-driver"],
+  ["graph-driver", "supervision"],
   ["dispatch"],
   ["adoption"],
   ["forwarding"],

@@ -13,7 +13,7 @@ import { openStores } from "../stores/stores.js";
 import type { Dispatcher } from "../dispatch/dispatcher.js";
 import { watchForStalls } from "../graph-driver/run-ends.js";
 import { watchStartQueue } from "../dispatch/dequeue.js";
-import { watchSessions } from "../dispatch/supervise.js";
+import { watchSessions } from "../supervision/index.js";
 import { watchBudgets } from "../dispatch/budget-watch.js";
 import { acquirePidfile } from "./pidfile.js";
 import { runningConfigFile, writeRunningConfig } from "./running-config.js";

@@ -34,7 +34,7 @@ import { Reactions } from "../sessions/reactions.js";
 import { spawnTurn } from "./spawn.js";
 import { dequeueStart } from "./dequeue.js";
 import { queuedToStart } from "./slots.js";
-import { superviseSession } from "./supervise.js";
+import { superviseSession } from "../supervision/index.js";
 import { UsageReaders, checkBudget } from "./budget-watch.js";
 import { dropped } from "./dropped.js";
 import { forwardingOf, heldEvent, whereOwned, type EventForward, type Otherwise, type Takeover } from "./owned.js";

@@ -8,5 +8,4 @@ export { applyLink } from "./pr-linkage.js";
 export { watchStartQueue } from "./dequeue.js";
 export { announceControl } from "./announce-control.js";
 export type { AnnounceDeps, ControlCommentResult } from "./announce-control.js";
-export { FAILED_TO_START, SUPERVISE_CHECK_MS, watchSessions } from "./supervise.js";
 export { watchBudgets } from "./budget-watch.js";
