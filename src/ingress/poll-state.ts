@@ -27,6 +27,12 @@ export interface PollSourceState {
   handled: string[];
   /** Failed attempts of changes after the cursor that are not settled yet. */
   attempts: Record<string, number>;
+  /**
+   * Changes after the cursor that the handler holds (an adoption's start waits in the start
+   * queue), each with when it was first held: not failures, and given up only past the poller's
+   * maxHeldMs. Absent in a file from before it, and when nothing is held.
+   */
+  held?: Record<string, string>;
   updatedAt: string;
 }
 
@@ -40,6 +46,7 @@ const sourceStateSchema = z.object({
   cursor: z.string(),
   handled: z.array(z.string()),
   attempts: z.record(z.string(), z.number().int().nonnegative()),
+  held: z.record(z.string(), z.string()).optional(),
   updatedAt: z.string(),
 });
 
@@ -134,6 +141,7 @@ function copySources(sources: Readonly<Record<string, PollSourceState>>): Record
         cursor: source.cursor,
         handled: capHandled(source.handled),
         attempts: Object.fromEntries(Object.entries(source.attempts)),
+        ...(source.held !== undefined && Object.keys(source.held).length > 0 ? { held: Object.fromEntries(Object.entries(source.held)) } : {}),
         updatedAt: source.updatedAt,
       },
     ]),

@@ -23,9 +23,10 @@ export type { EventHandler, HandleResult } from "../routing/inbound.js";
 /**
  * Pull ingress: reads each source's change feed, hands every new change to the handler (the
  * dispatcher) and remembers what is settled. A change is settled when the handler says so, or
- * when it has failed `maxAttempts` times; the cursor moves past a batch only once all of it is
- * settled, and each settled change is on disk as soon as it settles, so neither a failure nor a
- * `kill -9` at any instant loses a change or hands out a settled one again.
+ * when it has failed `maxAttempts` times (one the handler holds waits instead: see `maxHeldMs`);
+ * the cursor moves past a batch only once all of it is settled, and each settled change is on
+ * disk as soon as it settles, so neither a failure nor a `kill -9` at any instant loses a change
+ * or hands out a settled one again.
  */
 
 export interface PollerOptions {
@@ -54,6 +55,13 @@ export interface PollerOptions {
   readonly intervalMs: number;
   /** Failures after which a change is given up (default 3). */
   readonly maxAttempts?: number;
+  /**
+   * How long a change the handler holds (HandleResult.held: an adopted item's start waits in the
+   * start queue) is handed out again each cycle without counting as a failure, from when it was
+   * first held; past it, it is given up (default DEFAULT_MAX_HELD_MS). The bound keeps a source's
+   * cursor from staying behind it for good: the cursor moves only past settled changes.
+   */
+  readonly maxHeldMs?: number;
   readonly now?: () => Date;
 }
 
@@ -80,6 +88,8 @@ export interface PollerStatus {
 }
 
 export const DEFAULT_MAX_ATTEMPTS = 3;
+/** An hour: a queued adoption's start waits for a slot, and the change is on the item whatever becomes of it. */
+export const DEFAULT_MAX_HELD_MS = 60 * 60_000;
 
 /**
  * The run loop never pauses less than this when it wakes early for a deferred source, so a
@@ -105,6 +115,7 @@ export class Poller {
   /** Sources whose answers carry a poll interval: reported when it starts, not with every answer. */
   private readonly pacedSources = new Set<string>();
   private readonly maxAttempts: number;
+  private readonly maxHeldMs: number;
   private readonly now: () => Date;
   private readonly startedAt: string;
   /** The sources' locks, when the state is shared. */
@@ -125,6 +136,9 @@ export class Poller {
     if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
       throw new RangeError(`maxAttempts must be a positive integer, got ${maxAttempts}`);
     }
+    const maxHeldMs = options.maxHeldMs ?? DEFAULT_MAX_HELD_MS;
+    if (!Number.isFinite(maxHeldMs) || maxHeldMs < 0) throw new RangeError(`maxHeldMs must be a non-negative number of milliseconds, got ${maxHeldMs}`);
+    this.maxHeldMs = maxHeldMs;
     const keys = options.sources.map((source) => source.key);
     const duplicate = keys.find((key, index) => keys.indexOf(key) !== index);
     // Two sources with one key would overwrite each other's cursor.
@@ -357,10 +371,14 @@ export class Poller {
     const kept = (id: string): boolean => partial || inBatch.has(id);
     const handled = new Set(known.handled.filter(kept));
     const attempts: Record<string, number> = Object.fromEntries(Object.entries(known.attempts).filter(([id]) => kept(id)));
-    const entry: PollSourceState = { cursor: known.cursor, handled: [...handled], attempts, updatedAt: known.updatedAt };
+    const held: Record<string, string> = Object.fromEntries(Object.entries(known.held ?? {}).filter(([id]) => kept(id)));
+    const entry: PollSourceState = { cursor: known.cursor, handled: [...handled], attempts, held, updatedAt: known.updatedAt };
     state.sources[source.key] = entry;
     // An idle source is not rewritten every cycle.
-    let dirty = entry.handled.length !== known.handled.length || Object.keys(attempts).length !== Object.keys(known.attempts).length;
+    let dirty =
+      entry.handled.length !== known.handled.length ||
+      Object.keys(attempts).length !== Object.keys(known.attempts).length ||
+      Object.keys(held).length !== Object.keys(known.held ?? {}).length;
 
     const settle = (id: string): void => {
       if (handled.has(id)) return;
@@ -369,7 +387,28 @@ export class Poller {
       entry.handled.push(id);
       if (entry.handled.length > MAX_HANDLED_IDS) entry.handled.splice(0, entry.handled.length - MAX_HANDLED_IDS);
       delete entry.attempts[id];
+      delete held[id];
       entry.updatedAt = this.stamp();
+    };
+    // Held, not failed: handed out again next cycle, given up only once held longer than maxHeldMs.
+    const hold = (id: string): void => {
+      if (signal?.aborted) return;
+      const since = Date.parse(held[id] ?? "");
+      if (Number.isNaN(since)) {
+        dirty = true;
+        held[id] = entry.updatedAt = this.stamp();
+        return;
+      }
+      const waited = this.now().getTime() - since;
+      if (waited < this.maxHeldMs) return;
+      tally.errors++;
+      this.options.events.emit("poll.provider_error", {
+        poll_source: source.key,
+        error:
+          `change ${id} was held ${Math.round(waited / 60_000)} min for an adopted item's start that waits in the start queue (the poller's bound is ` +
+          `${Math.round(this.maxHeldMs / 60_000)} min): given up; the change stays on the item, which the agent's boot prompt tells it to read`,
+      });
+      settle(id);
     };
     const fail = (id: string): void => {
       tally.errors++;
@@ -402,8 +441,9 @@ export class Poller {
       tally.dispatched++;
       // Not awaited: the handler queues per work item, so a slow item never holds up another.
       outcomes.push(
-        this.handOut(source.key, item).then((settled) => {
-          if (settled) settle(item.id);
+        this.handOut(source.key, item).then((outcome) => {
+          if (outcome === "settled") settle(item.id);
+          else if (outcome === "held") hold(item.id);
           else fail(item.id);
           return this.saveQuietly();
         }),
@@ -419,6 +459,7 @@ export class Poller {
         cursor: batch.cursor,
         handled: entry.handled.filter(unread),
         attempts: Object.fromEntries(Object.entries(entry.attempts).filter(([id]) => unread(id))),
+        held: Object.fromEntries(Object.entries(held).filter(([id]) => unread(id))),
         updatedAt: this.stamp(),
       };
       dirty = true;
@@ -451,15 +492,17 @@ export class Poller {
   }
 
   /**
-   * True when the handler settled the change; a rejection is reported and counts as a failure.
-   * Never rejects. `handle` is called before the first await, so call order is queue order.
+   * What the handler made of the change: settled, held (it waits, no failure), or failed; a
+   * rejection is reported and counts as a failure. Never rejects. `handle` is called before the
+   * first await, so call order is queue order.
    */
-  private async handOut(key: string, item: SourceItem): Promise<boolean> {
+  private async handOut(key: string, item: SourceItem): Promise<"settled" | "held" | "failed"> {
     try {
-      return (await this.options.handler.handle(item.event)).settled;
+      const result = await this.options.handler.handle(item.event);
+      return result.settled ? "settled" : result.held === true ? "held" : "failed";
     } catch (error) {
       this.options.events.emit("poll.provider_error", { poll_source: key, error: `handling change ${item.id} failed: ${messageOf(error)}` });
-      return false;
+      return "failed";
     }
   }
 

@@ -178,6 +178,11 @@ export function boundExcerpt(fields: Readonly<Record<string, string | null | und
 export interface HandleResult {
   /** False: handling failed and the change should be handed out again next cycle. */
   readonly settled: boolean;
+  /**
+   * With `settled` false: nothing failed, the event waits for work under way (an adoption's start
+   * in the start queue, docs/scale.md), so it is handed out again without counting as a failed attempt.
+   */
+  readonly held?: true;
 }
 
 export interface EventHandler {

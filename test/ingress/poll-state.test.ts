@@ -30,6 +30,20 @@ describe("poll state file", () => {
     expect(JSON.parse(await fs.readFile(path, "utf8"))).toEqual(sample);
   });
 
+  it("loads a file from before held changes were kept, and round-trips the changes held since", async () => {
+    const path = join(await tempDir(), "poll-state.json");
+    // What the previous version wrote: no `held` at all.
+    await fs.writeFile(path, JSON.stringify(sample));
+    const loaded = await loadPollState(path);
+    expect(loaded).toEqual(sample);
+    const held = { ...loaded.sources["local:*"]!, held: { "demo:7": "2025-01-01T00:01:00.000Z" } };
+    await savePollState(path, { version: 1, sources: { "local:*": held } });
+    expect((await loadPollState(path)).sources["local:*"]).toEqual(held);
+    // Nothing held: nothing written, so the file reads as before.
+    await savePollState(path, { version: 1, sources: { "local:*": { ...held, held: {} } } });
+    expect(JSON.parse(await fs.readFile(path, "utf8"))).toEqual(sample);
+  });
+
   it("keeps only the newest handled ids beyond the cap", async () => {
     const path = join(await tempDir(), "poll-state.json");
     const handled = Array.from({ length: MAX_HANDLED_IDS + 5 }, (_, index) => `demo:${index + 1}`);

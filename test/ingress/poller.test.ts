@@ -223,6 +223,57 @@ describe("Poller", () => {
     expect(handler.deliveries).toEqual(["poll-demo:3", "poll-demo:4", "poll-demo:3", "poll-demo:3"]);
   });
 
+  it("does not count a held change as a failed attempt: it is handed out every cycle, past maxAttempts, until the handler settles it", async () => {
+    const s = await setup();
+    await twoItems(s.tracker);
+    let waiting = true;
+    const handler = new FakeHandler((event) => (event.deliveryId === "poll-demo:3" && waiting ? { settled: false, held: true } : { settled: true }));
+    const poller = s.poller(handler, { maxAttempts: 2 });
+    await poller.runOnce();
+    await s.tracker.addComment(ref("demo", 1), "for the adopted agent", "bob");
+    await s.tracker.addComment(ref("demo", 2), "works", "bob");
+
+    for (let cycle = 0; cycle < 4; cycle++) {
+      expect(await poller.runOnce()).toMatchObject({ dispatched: cycle === 0 ? 2 : 1, errors: 0 });
+      expect((await s.readState()).sources["local:*"]).toMatchObject({ cursor: cursorAt(2), attempts: {}, held: { "demo:3": expect.any(String) } });
+    }
+    expect(handler.deliveries.filter((id) => id === "poll-demo:3")).toHaveLength(4);
+
+    waiting = false;
+    expect(await poller.runOnce()).toMatchObject({ dispatched: 1, errors: 0 });
+    const settled = (await s.readState()).sources["local:*"];
+    expect(settled).toMatchObject({ cursor: cursorAt(4), handled: [], attempts: {} });
+    expect(settled?.held).toBeUndefined();
+    expect(emitted(s.events, "poll.provider_error")).toEqual([]);
+  });
+
+  it("gives a held change up once it was held longer than maxHeldMs, from when it was first held, across a restart", async () => {
+    const s = await setup();
+    await twoItems(s.tracker);
+    let clock = new Date("2026-12-03T12:00:00Z");
+    const now = (): Date => clock;
+    const held = new FakeHandler(() => ({ settled: false, held: true }));
+    const first = s.poller(held, { maxHeldMs: 60 * 60_000, now });
+    await first.runOnce();
+    await s.tracker.addComment(ref("demo", 1), "for the adopted agent", "bob");
+    await first.runOnce();
+    expect((await s.readState()).sources["local:*"]?.held).toEqual({ "demo:3": "2026-12-03T12:00:00.000Z" });
+
+    // Restarted 59 minutes on: still within the bound, still held, its first hold kept.
+    clock = new Date("2026-12-03T12:59:00Z");
+    const restarted = s.poller(held, { maxHeldMs: 60 * 60_000, now });
+    expect(await restarted.runOnce()).toMatchObject({ dispatched: 1, errors: 0 });
+    expect((await s.readState()).sources["local:*"]).toMatchObject({ cursor: cursorAt(2), held: { "demo:3": "2026-12-03T12:00:00.000Z" } });
+
+    clock = new Date("2026-12-03T13:00:00Z");
+    expect(await restarted.runOnce()).toMatchObject({ dispatched: 1, errors: 1 });
+    expect((await s.readState()).sources["local:*"]).toMatchObject({ cursor: cursorAt(3), handled: [], attempts: {} });
+    expect(emitted(s.events, "poll.provider_error")).toEqual([
+      { poll_source: "local:*", error: expect.stringMatching(/^change demo:3 was held 60 min .*the poller's bound is 60 min\): given up/) },
+    ]);
+    expect(await restarted.runOnce()).toMatchObject({ changes: 0, dispatched: 0 });
+  });
+
   it("counts a rejected handle as a failed attempt, reports it, and settles the change on a later success", async () => {
     const s = await setup();
     await twoItems(s.tracker);
