@@ -1,4 +1,4 @@
-import type { Takeover } from "../dispatch/dispatcher.js";
+import type { Takeover, TurnIntent } from "../dispatch/dispatcher.js";
 import { messageOf } from "../errors.js";
 import type { EventSink } from "../events/log.js";
 import { adoptionDecision } from "../fleet/adopt-decide.js";
@@ -50,6 +50,9 @@ export interface AdopterOptions {
 /** The reason an adopted session's old record closes with. */
 export const ADOPTED = ADOPTED_REASON;
 
+/** The close reason of the turn's own work, when it closes or stops the item it took over. */
+const CLOSED_AS: Readonly<Record<TurnIntent, string>> = { close: "item-closed", stop: "stopped" };
+
 export class Adopter {
   private running: Promise<number> | undefined;
   private started = 0;
@@ -98,12 +101,19 @@ export class Adopter {
    * (any turn: this look's, or an event's or a command's that came first), so nothing else acts on
    * the lost host's record meanwhile. Only an active session is adopted: a paused one stays
    * paused, and a closed one has nothing to adopt. `start` applies the new start in that turn.
+   * A turn whose own work closes the item (its closing) or stops it starts no agent: that work
+   * closes the lost host's record through the one close path (reason `item-closed` or `stopped`),
+   * whose harness and tmux session the lost host's watchdog has ended.
    */
-  readonly adoptTaken: Takeover = async ({ item, from }, start) => {
+  readonly adoptTaken: Takeover = async ({ item, from }, start, intent) => {
     const { events } = this.options;
     const self = this.options.ownership.name;
     const current = this.options.session(item);
     if (current?.status !== "active") return "none";
+    if (intent !== undefined) {
+      events.emit("session.adopted", { work_item: item, daemon: self, from, tail_lines: 0, started: false, closed_as: CLOSED_AS[intent] });
+      return "none";
+    }
     let tail: string | undefined;
     try {
       tail = (await this.options.tails.read(item))?.tail;
@@ -127,9 +137,9 @@ export class Adopter {
       });
       started = outcome.applied && outcome.problem === undefined && outcome.session?.status === "active";
       // A full cap (routing.limits): the start waits in the shared queue, its boot note with it (registry/start-queue.ts).
-      queued = outcome.applied && outcome.problem === undefined && outcome.effect === "start-pending";
+      queued = outcome.applied && outcome.queued === true;
       if (!outcome.applied) problem = outcome.message;
-      else if (outcome.problem !== undefined) problem = outcome.problem;
+      else if (outcome.problem !== undefined && !queued) problem = outcome.problem;
     } catch (error) {
       problem = messageOf(error);
     }

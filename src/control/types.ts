@@ -85,7 +85,9 @@ export type ControlOutcome =
       readonly effect: CommandEffect;
       /** The item's session after the command, when it has one. */
       readonly session?: { readonly tmuxTarget: string; readonly status: SessionStatus };
-      /** Why a start is pending (its spawn failed), or what else went wrong after the command applied. */
+      /** Why a start is pending (its spawn failed, or the caps queued it), or what else went wrong after the command applied. */
       readonly problem?: string;
+      /** The start waits in the start queue (routing.limits): pending, and nothing failed. */
+      readonly queued?: true;
     }
   | { readonly applied: false; readonly reason: ControlRejection; readonly message: string };

@@ -69,7 +69,7 @@ interface Changed {
 }
 
 /** What the slow part left: the command's outcome, or a hook's refusal of the launch. */
-type Finished = { readonly effect: CommandEffect; readonly problem?: string | undefined } | { readonly refused: Refused };
+type Finished = { readonly effect: CommandEffect; readonly problem?: string | undefined; readonly queued?: true } | { readonly refused: Refused };
 
 const vanishedUnless = (session: SessionRecord | undefined): Changed => ({ session, vanished: session === undefined });
 
@@ -236,7 +236,7 @@ const FOLLOW_UPS: { readonly [F in FollowUp]: (ctx: DispatchContext, run: Comman
     const adapter = run.adapter;
     if (decided.queued !== undefined) {
       await announceQueued(ctx, run.turn, run.harnessName, decided.queued);
-      return { effect: decided.effect, problem: `queued at position ${decided.queued.position}: ${capText(decided.queued.cap)} is reached` };
+      return { effect: decided.effect, problem: `queued at position ${decided.queued.position}: ${capText(decided.queued.cap)} is reached`, queued: true };
     }
     // A claim lost to a live session: the start confirms it, and is done.
     if (claimed === undefined || adapter === undefined || typeof adapter === "string") return done(ctx, run, decided);

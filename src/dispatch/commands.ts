@@ -216,7 +216,7 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
   if (command === "stop") await leaveQueue(ctx, turn, "stopped");
   const finished = await followUp(ctx, run, decided);
   if ("refused" in finished) return refusedCommand(turn, input, finished.refused);
-  const { effect, problem } = finished;
+  const { effect, problem, queued } = finished;
   turn.events.emit("control.command", {
     command,
     command_source: input.source,
@@ -230,6 +230,7 @@ async function applyCommand(ctx: DispatchContext, input: CommandInput): Promise<
     effect,
     ...(after !== undefined ? { session: { tmuxTarget: after.tmuxTarget, status: after.status } } : {}),
     ...(problem !== undefined ? { problem } : {}),
+    ...(queued === true ? { queued } : {}),
   };
 }
 

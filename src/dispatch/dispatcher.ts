@@ -28,7 +28,6 @@ import { closeEndedRunSession, endedRunSessions } from "../graph-driver/run-end-
 import type { ClaimAnswer, ClaimRequest, ForceRequest } from "../graph-driver/start-claim-force.js";
 import { KeyedQueue, Semaphore } from "../sessions/keyed-queue.js";
 import { LinkedItemCheck, applyLink } from "./pr-linkage.js";
-import { resolveGitHubCheck } from "../feedback/index.js";
 import { isLive } from "../registry/record.js";
 import { Reactions } from "../sessions/reactions.js";
 import { spawnTurn } from "./spawn.js";
@@ -37,13 +36,15 @@ import { queuedToStart } from "./slots.js";
 import { superviseSession } from "../supervision/index.js";
 import { UsageReaders, checkBudget } from "./budget-watch.js";
 import { dropped } from "./dropped.js";
-import { forwardingOf, heldEvent, whereOwned, type EventForward, type Otherwise, type Takeover } from "./owned.js";
+import { resolveCheck } from "./check-resolve.js";
+import { forwardingOf, heldEvent, heldForAdoption, turnIntent, whereOwned } from "./owned.js";
+import type { EventForward, IntentOf, Otherwise, Takeover } from "./owned.js";
 import type { TakenLease } from "../fleet/ownership.js";
 import { soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
 
 export type { DispatcherConfig, DispatcherOptions } from "../sessions/context.js";
-export type { Takeover } from "./owned.js";
+export type { Takeover, TurnIntent } from "./owned.js";
 
 /**
  * Performs the router's decisions. Events for one work item run one after another in arrival
@@ -164,10 +165,10 @@ export class Dispatcher implements EventHandler {
    */
   handle(received: InboundEvent): Promise<HandleResult> {
     if (!this.accepting) return Promise.resolve(RETRY);
-    // A CI failure from GitHub names its pull request only by its head commit (a fork's, not at
-    // all): it is resolved first, then each failure found is handled like any event. Its order
-    // among the item's other events does not matter — it is a status, not a conversation turn.
-    if (received.kind === "check_failed" && received.check?.logAllowed === undefined) return this.counted(() => this.resolveCheck(received));
+    // A CI failure from GitHub is resolved to its pull requests first, then each is handled like any event.
+    if (received.kind === "check_failed" && received.check?.logAllowed === undefined) {
+      return this.counted(() => resolveCheck(this.options, this.config.policy.authorizedUsers, received, (one) => this.handle(one)));
+    }
     // A damaged binding file must not stop the PR's events: they route as if it were absent.
     const event = applyLink(received, this.options.links, (problem) =>
       dispatchFailed(this.eventsOf(received, received.pullRequest?.ref), "link", problem),
@@ -183,29 +184,6 @@ export class Dispatcher implements EventHandler {
     for (const id of deliveryKeys(event)) this.memory.add(id);
     this.eventsOf(event, arrival.workItem?.ref ?? keys[0] ?? "").emit("dispatch.queued", { action: arrival.action });
     return this.counted(() => this.enqueue(keys, event, 0));
-  }
-
-  /** A GitHub CI failure resolved to its pull requests (feedback/github.ts), each handled in turn. */
-  private async resolveCheck(event: InboundEvent): Promise<HandleResult> {
-    const github = this.options.trackers.github;
-    let resolved: InboundEvent[] = [];
-    try {
-      if (github !== undefined) resolved = await resolveGitHubCheck(event, { tracker: github, authorizedUsers: this.config.policy.authorizedUsers });
-    } catch (error) {
-      dispatchFailed(
-        this.eventsOf(event, event.workItems[0]?.ref ?? ""),
-        "route",
-        `the CI failure's pull request could not be looked up: ${messageOf(error)}`,
-        true,
-      );
-      return RETRY;
-    }
-    if (resolved.length === 0) {
-      this.options.events.emit("routing.dropped", { reason: "no-work-item", delivery_id: event.deliveryId, kind: event.kind, actor: undefined });
-      return SETTLED;
-    }
-    const results = await Promise.all(resolved.map((one) => this.handle(one)));
-    return results.every((result) => result.settled) ? SETTLED : RETRY;
   }
 
   /**
@@ -225,6 +203,7 @@ export class Dispatcher implements EventHandler {
         return RETRY;
       },
       { value: SETTLED, work: "event", held: heldEvent(event, this.ctx.forget), ...forwardingOf(this.forward, event, this.ctx.forget) },
+      (item) => turnIntent(this.routeQuietly(event), item),
     );
     return ran.then((result) => moved ?? result);
   }
@@ -234,9 +213,9 @@ export class Dispatcher implements EventHandler {
    * when it is queued, so a job only ever waits for jobs queued before it: no two can each hold
    * a queue the other waits for.
    */
-  private exclusive<T>(keys: readonly string[], work: () => Promise<T>, otherwise?: Otherwise<T>): Promise<T> {
+  private exclusive<T>(keys: readonly string[], work: () => Promise<T>, otherwise?: Otherwise<T>, intent?: IntentOf): Promise<T> {
     const takeover = this.takeover;
-    const takenOver = takeover && ((taken: TakenLease) => takeover(taken, (request) => controlRequest(this.ctx, taken.item, request)));
+    const takenOver = takeover && ((taken: TakenLease) => takeover(taken, (request) => controlRequest(this.ctx, taken.item, request), intent?.(taken.item)));
     const job = (): Promise<T> => whereOwned(this.ownership, this.options.events, keys, work, otherwise, takenOver);
     const [only] = keys;
     if (keys.length === 1 && only !== undefined) return this.queue.run(only, job);
@@ -285,6 +264,15 @@ export class Dispatcher implements EventHandler {
     return deliveryEvents(this.options.events, workItem ?? event.workItems[0]?.ref ?? "", event.deliveryId);
   }
 
+  /** The router's decision as the event's turn would make it, unreported: what a takeover in that turn is told the turn will do. */
+  private routeQuietly(event: InboundEvent): Decision | undefined {
+    try {
+      return route(event, this.config.policy, this.view, NOTHING_SEEN);
+    } catch {
+      return undefined;
+    }
+  }
+
   /** The router's decision, or undefined (reported) when a registry record cannot be read. */
   private decide(event: InboundEvent, memory: DeliveryMemory): Decision | undefined {
     try {
@@ -314,7 +302,7 @@ export class Dispatcher implements EventHandler {
       ctx.react(event, "failed");
       return RETRY;
     }
-    const gated = await this.gateAnswer(decision, event, held);
+    const gated = (await this.gateAnswer(decision, event, held)) ?? (await heldForAdoption(ctx, event, decision));
     if (gated !== undefined) return gated;
     if (decision.action === "drop") {
       if (event.kind === "closed" && decision.reason === "no-session" && decision.workItem !== undefined) {
@@ -461,9 +449,10 @@ export class Dispatcher implements EventHandler {
     this.takeover = takeover;
   }
 
-  /** A turn in the item's queue that takes its lease (and so adopts it, when a lost daemon held it) and does nothing more; none once draining. */
+  /** A turn in the item's queue that takes its lease (adopting it from a lost daemon; left queued, its lease stays given up) and no more; none once draining. */
   takeOver(ref: string): Promise<void> {
-    return this.accepting ? this.counted(() => this.exclusive([ref], async () => undefined, { value: undefined })) : Promise.resolve();
+    const done = { value: undefined, held: () => undefined };
+    return this.accepting ? this.counted(() => this.exclusive([ref], async () => undefined, done)) : Promise.resolve();
   }
 
   /**
@@ -474,7 +463,15 @@ export class Dispatcher implements EventHandler {
   async control(request: ControlRequest): Promise<ControlOutcome> {
     if (!this.accepting) throw new Error("the dispatcher is shutting down and takes no more commands");
     const ref = formatWorkItemRef(parseWorkItemRef(request.ref));
-    return this.counted(() => this.exclusive([ref], () => controlRequest(this.ctx, ref, request)));
+    const intent = request.command === "stop" ? ("stop" as const) : undefined;
+    return this.counted(() =>
+      this.exclusive(
+        [ref],
+        () => controlRequest(this.ctx, ref, request),
+        undefined,
+        () => intent,
+      ),
+    );
   }
 
   /**

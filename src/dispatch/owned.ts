@@ -3,8 +3,10 @@ import type { EventSink } from "../events/log.js";
 import { OwnedElsewhereError } from "../fleet/ownership.js";
 import type { Ownership, TakenLease } from "../fleet/ownership.js";
 import type { InboundEvent } from "../routing/inbound.js";
-import { RETRY } from "../sessions/context.js";
-import type { HandleResult } from "../sessions/context.js";
+import { isLive } from "../registry/record.js";
+import type { Decision } from "../routing/router.js";
+import { HELD } from "../sessions/context.js";
+import type { ContextNeeds, HandleResult } from "../sessions/context.js";
 
 /** Hands an event refused here to the item's owner; whether it was handed on. */
 export type ForwardEvent = (refusal: OwnedElsewhereError) => Promise<boolean>;
@@ -36,12 +38,66 @@ export function forwardingOf(forward: EventForward | undefined, event: InboundEv
   };
 }
 
-/** An event's answer while an adoption's start waits in the start queue: forgotten by the dedupe, so it is tried again later. */
+/**
+ * An event's answer while an adoption's start waits in the start queue: forgotten by the dedupe, so
+ * it is tried again later, and held rather than failed (a poller does not count it as an attempt).
+ */
 export function heldEvent(event: InboundEvent, forget: (event: InboundEvent) => void): () => HandleResult {
   return () => {
     forget(event);
-    return RETRY;
+    return HELD;
   };
+}
+
+/**
+ * Decisions that would carry news to the item's agent if it ran: with no live session and the
+ * item's adoption queued, they wait for the session the queued start makes. A close, a command
+ * and the final guards act on the item as it is; a paused or stopped item waits for no one.
+ */
+const WAITING_DROPS: ReadonlySet<string> = new Set(["spawn-policy", "awaiting-start", "no-session"]);
+
+/**
+ * The event's answer in a later turn while the adoption its first turn ran still waits in the
+ * start queue (an entry with a boot note, which only an adoption gives, and no live session):
+ * held again, its lease given up as a queued start's is, so whichever daemon has room starts it.
+ * Once the start is carried out the event reaches that session (here, or forwarded to its owner);
+ * once the item is no longer queued it is decided as any event. Undefined when it does not wait.
+ */
+export async function heldForAdoption(
+  ctx: ContextNeeds<"forget" | "ownership", "registry" | "startQueue">,
+  event: InboundEvent,
+  decision: Decision,
+): Promise<HandleResult | undefined> {
+  const ref = decision.workItem?.ref;
+  if (ref === undefined || event.kind === "closed") return undefined;
+  if (decision.action !== "spawn" && !(decision.action === "drop" && WAITING_DROPS.has(decision.reason))) return undefined;
+  const { registry, startQueue } = ctx.options;
+  let queued: boolean;
+  try {
+    queued = !isLive(registry.get(ref)) && (startQueue?.read().some((entry) => entry.ref === ref && entry.bootNote !== undefined) ?? false);
+  } catch {
+    // A damaged record or queue: the event is decided as it stands, where the damage is reported.
+    return undefined;
+  }
+  if (!queued) return undefined;
+  await ctx.ownership?.release?.(ref);
+  return heldEvent(event, ctx.forget)();
+}
+
+/** What a turn's own work does to an item whose lease the turn took from a lost daemon: closes it (the item closed) or stops it. */
+export type TurnIntent = "close" | "stop";
+/** A turn's intent for each item whose lease it takes (see turnIntent). */
+export type IntentOf = (item: string) => TurnIntent | undefined;
+
+/**
+ * The intent of a turn whose work is the router's `decision` on `item`: a close of the item's own
+ * session, or a stop command for it. Anything else (a comment, a pause, a start) is undefined:
+ * the takeover adopts the item into a new session first.
+ */
+export function turnIntent(decision: Decision | undefined, item: string): TurnIntent | undefined {
+  if (decision?.workItem?.ref !== item) return undefined;
+  if (decision.action === "close") return "close";
+  return decision.action === "control" && decision.command === "stop" ? "stop" : undefined;
 }
 
 /**
@@ -100,5 +156,8 @@ export type OnLeaseTaken = (taken: TakenLease) => Promise<TakeoverOutcome>;
 /** What a takeover did: adopted into a session here, adopted into the start queue, or nothing (no active session to adopt). */
 export type TakeoverOutcome = "adopted" | "queued" | "none";
 
-/** Adopts an item whose lease a turn took from a lost daemon; `start` applies a start within that turn. */
-export type Takeover = (taken: TakenLease, start: (request: ControlRequest) => Promise<ControlOutcome>) => Promise<TakeoverOutcome>;
+/**
+ * Adopts an item whose lease a turn took from a lost daemon; `start` applies a start within that
+ * turn; `intent`, what the turn's own work then does to the item (no new agent for a close or a stop).
+ */
+export type Takeover = (taken: TakenLease, start: (request: ControlRequest) => Promise<ControlOutcome>, intent?: TurnIntent) => Promise<TakeoverOutcome>;

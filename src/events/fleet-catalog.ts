@@ -75,8 +75,17 @@ export const FLEET_EVENTS = {
     family: "session",
     level: "warning",
     summary:
-      "This daemon (`daemon`) adopted a work item whose owner (`from`) stopped renewing its lease: past the lease and state.adoptGraceSeconds, with the old harness ended by its watchdog, it closed the old session record (reason adopted) and started a new session in a fresh workspace whose boot prompt says it was adopted and holds the transcript tail the database kept (`tail_lines`; 0 when none), and posted a marked comment on the item. `queued`: the caps (routing.limits) held the new start in the start queue, which keeps the boot note until it starts.",
-    fields: { work_item: "string", daemon: "string", from: "string", tail_lines: "integer", started: "boolean", queued: "boolean?", error: "string?" },
+      "This daemon (`daemon`) adopted a work item whose owner (`from`) stopped renewing its lease: past the lease and state.adoptGraceSeconds, with the old harness ended by its watchdog, it closed the old session record (reason adopted) and started a new session in a fresh workspace whose boot prompt says it was adopted and holds the transcript tail the database kept (`tail_lines`; 0 when none), and posted a marked comment on the item. `queued`: the caps (routing.limits) held the new start in the start queue, which keeps the boot note until it starts. `closed_as`: the turn that took the lease was the item's closing (`item-closed`) or a stop (`stopped`): no new session is started, nor a comment posted, and that turn closes the old record with this reason (session.closed follows).",
+    fields: {
+      work_item: "string",
+      daemon: "string",
+      from: "string",
+      tail_lines: "integer",
+      started: "boolean",
+      queued: "boolean?",
+      closed_as: "string?",
+      error: "string?",
+    },
   },
   "session.fenced": {
     family: "session",

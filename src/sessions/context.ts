@@ -220,6 +220,8 @@ export function deliveryEvents(sink: EventSink, workItem: string, deliveryId: st
 
 export const SETTLED: HandleResult = { settled: true };
 export const RETRY: HandleResult = { settled: false };
+/** Not settled and not failed: the event waits for an adoption's queued start (dispatch/owned.ts), handed out again without counting as an attempt. */
+export const HELD: HandleResult = { settled: false, held: true };
 
 /** Why an event is dropped whose session another process closed while the event was being carried out. */
 export const SESSION_CLOSED = "session-closed";

@@ -75,7 +75,13 @@ describe("Adopter", () => {
 
   it("says so when the caps queue the new start: the note goes with the start, the comment says it waits", async () => {
     const sessions = new Map([["local:demo#1", record("local:demo#1", "active")]]);
-    const { subject, events, starts, comments } = adopter([lapsed("local:demo#1")], sessions, () => true, { applied: true, effect: "start-pending" });
+    const { subject, events, starts, comments } = adopter([lapsed("local:demo#1")], sessions, () => true, {
+      applied: true,
+      effect: "start-pending",
+      // What the command path answers for a start the caps queue (command-effects.ts).
+      problem: "queued at position 1: routing.limits.maxLiveSessions 2 is reached",
+      queued: true,
+    });
     expect(await subject.once()).toBe(0);
     expect(starts).toEqual([expect.objectContaining({ bootNote: expect.stringContaining("last words") })]);
     expect(comments).toEqual([expect.stringContaining("waits in the start queue for a free slot")]);
@@ -159,5 +165,20 @@ describe("Adopter", () => {
     expect(unread.starts).toEqual([expect.not.objectContaining({ branch: expect.anything() })]);
     expect(unread.starts[0]?.bootNote).not.toContain("on the branch");
     expect(unread.warnings).toEqual([expect.stringContaining("GitHub answered 502")]);
+  });
+
+  it.each([
+    ["close", "item-closed"],
+    ["stop", "stopped"],
+  ] as const)("starts no agent in a turn whose own work is a %s: it leaves the old record to that work's close", async (intent, closedAs) => {
+    const sessions = new Map([["local:demo#1", record("local:demo#1", "active")]]);
+    const { subject, closed, starts, comments, events, start } = adopter([], sessions);
+    expect(await subject.adoptTaken({ item: "local:demo#1", from: "box-a" }, start, intent)).toBe("none");
+    expect(closed).toEqual([]);
+    expect(starts).toEqual([]);
+    expect(comments).toEqual([]);
+    expect(events.events).toEqual([
+      { type: "session.adopted", fields: { work_item: "local:demo#1", daemon: "box-b", from: "box-a", tail_lines: 0, started: false, closed_as: closedAs } },
+    ]);
   });
 });

@@ -13,6 +13,7 @@ import { closeSession } from "../../src/sessions/close.js";
 import type { CloseOptions, DamagedClose } from "../../src/sessions/close.js";
 import { Dispatcher } from "../../src/dispatch/dispatcher.js";
 import type { DispatcherOptions } from "../../src/dispatch/dispatcher.js";
+import type { Ownership } from "../../src/fleet/ownership.js";
 import { PullRequestLinks } from "../../src/registry/pr-links.js";
 import { BUILTIN_TEMPLATES } from "../../src/sessions/prompts.js";
 import { tmuxTargetFor } from "../../src/registry/record.js";
@@ -102,22 +103,26 @@ export async function dispatcherSetup<R extends FakeRunner>(input: DispatcherSet
   const spawnCwd = join(dir, "work");
   const now = input.now ?? (() => T0);
 
-  const dispatcher = (options: Partial<DispatcherOptions> = {}): Dispatcher =>
-    new Dispatcher({
-      routing,
-      policy: policyOf(routing),
-      registry,
-      control,
-      runner,
-      trackers,
-      events,
-      templates: BUILTIN_TEMPLATES,
-      spawnCwd,
-      sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir: paths.binDir, basePath: "/usr/bin" }),
-      now,
-      resumeProbeMs: 10,
-      ...options,
-    });
+  /** `ownership`: the daemon's leases on a shared database (the file store's sole owner when omitted). */
+  const dispatcher = (options: Partial<DispatcherOptions> = {}, ownership?: Ownership): Dispatcher =>
+    new Dispatcher(
+      {
+        routing,
+        policy: policyOf(routing),
+        registry,
+        control,
+        runner,
+        trackers,
+        events,
+        templates: BUILTIN_TEMPLATES,
+        spawnCwd,
+        sessionEnv: (workItem) => sessionEnvironment({ workItem, binDir: paths.binDir, basePath: "/usr/bin" }),
+        now,
+        resumeProbeMs: 10,
+        ...options,
+      },
+      ownership,
+    );
   const record = (ref: string): SessionRecord => {
     const current = registry.get(ref);
     if (!current) throw new Error(`no session record for ${ref}`);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { whereOwned } from "../../src/dispatch/owned.js";
-import type { TakeoverOutcome } from "../../src/dispatch/owned.js";
+import type { ControlCommand } from "../../src/config/schema.js";
+import { heldForAdoption, turnIntent, whereOwned } from "../../src/dispatch/owned.js";
+import type { TakeoverOutcome, TurnIntent } from "../../src/dispatch/owned.js";
+import type { SessionRecord } from "../../src/registry/record.js";
+import type { SessionRegistry } from "../../src/registry/registry.js";
+import type { QueueEntry, StartQueue } from "../../src/registry/start-queue.js";
+import type { InboundEvent } from "../../src/routing/inbound.js";
+import type { Decision } from "../../src/routing/router.js";
+import type { WorkItem } from "../../src/workitem/index.js";
 import { MemoryEventSink } from "../../src/events/log.js";
 import { OwnedElsewhereError } from "../../src/fleet/ownership.js";
 import type { Ownership, TakenLease } from "../../src/fleet/ownership.js";
@@ -68,5 +75,68 @@ describe("whereOwned with a takeover", () => {
     );
     expect(answer).toBe("job");
     expect(called).toBe(false);
+  });
+});
+
+describe("turnIntent", () => {
+  const item = { ref: ITEM } as WorkItem;
+  const other = { ref: "local:demo#2" } as WorkItem;
+  const control = (command: ControlCommand, on = item): Decision =>
+    ({ action: "control", workItem: on, command, session: "active", armed: true, itemClosed: false }) as Decision;
+
+  it.each<[string, Decision | undefined, TurnIntent | undefined]>([
+    ["the item's closing", { action: "close", workItem: item }, "close"],
+    ["a stop of the item", control("stop"), "stop"],
+    ["a pause: adopted first, then paused", control("pause"), undefined],
+    ["a start", control("start"), undefined],
+    ["a comment for its agent", { action: "deliver", workItem: item, status: "active" }, undefined],
+    ["another item's closing", { action: "close", workItem: other }, undefined],
+    ["another item's stop", control("stop", other), undefined],
+    ["no decision (a damaged record)", undefined, undefined],
+  ])("%s", (_case, decision, expected) => {
+    expect(turnIntent(decision, ITEM)).toBe(expected);
+  });
+});
+
+describe("heldForAdoption", () => {
+  const item = { ref: ITEM } as WorkItem;
+  const comment = { kind: "commented", deliveryId: "poll-demo:9" } as InboundEvent;
+  const entry = (bootNote?: string): QueueEntry => ({
+    ref: ITEM,
+    harness: "fake",
+    queuedAt: NOW.toISOString(),
+    ...(bootNote !== undefined ? { bootNote } : {}),
+  });
+
+  it.each<[string, InboundEvent, Decision, SessionRecord["status"] | undefined, QueueEntry[], boolean]>([
+    ["a comment on an item whose adoption is queued: held", comment, { action: "spawn", workItem: item }, "closed", [entry("adopted from box-a")], true],
+    ["one the spawn policy would drop: held", comment, { action: "drop", reason: "spawn-policy", workItem: item }, "closed", [entry("adopted")], true],
+    ["a plain queued start (no boot note): decided as it stands", comment, { action: "spawn", workItem: item }, undefined, [entry()], false],
+    ["nothing queued", comment, { action: "spawn", workItem: item }, "closed", [], false],
+    ["the adopted session runs: delivered", comment, { action: "deliver", workItem: item, status: "active" }, "active", [entry("adopted")], false],
+    ["a paused item waits for no one", comment, { action: "drop", reason: "execution-stopped", workItem: item }, "closed", [entry("adopted")], false],
+    [
+      "a closing is never held",
+      { kind: "closed", deliveryId: "x" } as InboundEvent,
+      { action: "drop", reason: "no-session", workItem: item },
+      "closed",
+      [entry("adopted")],
+      false,
+    ],
+  ])("%s", async (_case, event, decision, status, entries, held) => {
+    const released: string[] = [];
+    const forgotten: string[] = [];
+    const ctx = {
+      forget: (forgot: InboundEvent) => void forgotten.push(forgot.deliveryId),
+      ownership: { ...ownership([]), release: async (ref: string) => void released.push(ref) },
+      options: {
+        registry: { get: () => (status === undefined ? undefined : ({ status } as SessionRecord)) } as unknown as SessionRegistry,
+        startQueue: { read: () => entries } as unknown as StartQueue,
+      },
+    };
+    const answer = await heldForAdoption(ctx, event, decision);
+    expect(answer).toEqual(held ? { settled: false, held: true } : undefined);
+    expect(released).toEqual(held ? [ITEM] : []);
+    expect(forgotten).toEqual(held ? [event.deliveryId] : []);
   });
 });
