@@ -3,7 +3,7 @@
  * itself; this file is the list the layering rule reads.
  */
 export { Dispatcher } from "./dispatcher.js";
-export type { Takeover } from "./dispatcher.js";
+export type { Takeover, TurnIntent } from "./dispatcher.js";
 export { applyLink } from "./pr-linkage.js";
 export { watchStartQueue } from "./dequeue.js";
 export { announceControl } from "./announce-control.js";

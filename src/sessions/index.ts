@@ -27,6 +27,7 @@ export type {
 } from "./context.js";
 export type { PoolSlot } from "./keyed-queue.js";
 export {
+  HELD,
   RETRY,
   SESSION_CLOSED,
   SETTLED,
