@@ -1,11 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { setTimeout as delay } from "node:timers/promises";
 import { figureText, judgeBudget, minutesBetween, usedOfLimit } from "../budget/decide.js";
 import type { BudgetDimension, BudgetFigure, BudgetVerdict } from "../budget/decide.js";
 import type { BudgetRecord, UsageFacts } from "../budget/store.js";
 import { TranscriptReader, unreadableReason } from "../budget/transcripts.js";
 import { isUsageHarness } from "../budget/usage.js";
 import { messageOf } from "../errors.js";
+import { lookEvery } from "../supervision/index.js";
 import { markSelfAuthored, parseWorkItemRef } from "../workitem/index.js";
 import { adapterOf, deliveryEvents, dispatchFailed } from "../sessions/context.js";
 import type { DeliveryEvents, DispatchContext } from "../sessions/context.js";
@@ -194,21 +194,6 @@ export function exceededText(ref: string, figure: BudgetFigure, usage: UsageFact
  * The daemon's look at the budgets, every BUDGET_CHECK_MS until `signal` aborts. A look that
  * fails is reported once until one succeeds again.
  */
-export async function watchBudgets(check: () => Promise<number>, signal: AbortSignal, warn: (message: string) => void): Promise<void> {
-  let reported = false;
-  while (!signal.aborted) {
-    try {
-      await delay(BUDGET_CHECK_MS, undefined, { signal });
-    } catch {
-      // Aborted: the daemon is stopping.
-      return;
-    }
-    try {
-      await check();
-      reported = false;
-    } catch (error) {
-      if (!reported) warn(`could not check the sessions' budgets: ${messageOf(error)}`);
-      reported = true;
-    }
-  }
+export function watchBudgets(check: () => Promise<number>, signal: AbortSignal, warn: (message: string) => void): Promise<void> {
+  return lookEvery(BUDGET_CHECK_MS, check, signal, warn, "could not check the sessions' budgets");
 }

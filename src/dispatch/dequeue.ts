@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { setTimeout as delay } from "node:timers/promises";
 import { spawnHold } from "../control/plan.js";
 import { messageOf } from "../errors.js";
+import { lookEvery } from "../supervision/index.js";
 import { boundExcerpt } from "../routing/inbound.js";
 import type { InboundEvent } from "../routing/inbound.js";
 import { armsSpawn, standingState } from "../routing/router.js";
@@ -89,26 +89,11 @@ export const QUEUE_CHECK_MS = 500;
  * freed places at graph nodes, routing.limits.perNode, on the same beat; `failed` says which). A look that
  * fails (a damaged queue file) is reported once until one succeeds again, not twice a second.
  */
-export async function watchStartQueue(
+export function watchStartQueue(
   startQueued: () => Promise<number>,
   signal: AbortSignal,
   warn: (message: string) => void,
   failed = "could not start the queued sessions",
 ): Promise<void> {
-  let reported = false;
-  while (!signal.aborted) {
-    try {
-      await delay(QUEUE_CHECK_MS, undefined, { signal });
-    } catch {
-      // Aborted: the daemon is stopping.
-      return;
-    }
-    try {
-      await startQueued();
-      reported = false;
-    } catch (error) {
-      if (!reported) warn(`${failed}: ${messageOf(error)}`);
-      reported = true;
-    }
-  }
+  return lookEvery(QUEUE_CHECK_MS, startQueued, signal, warn, failed);
 }

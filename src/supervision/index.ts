@@ -5,3 +5,4 @@
  */
 export { FAILED_TO_START, SUPERVISE_CHECK_MS, superviseSession, watchSessions } from "./supervise.js";
 export type { SuperviseContext, SupervisionOutcome } from "./supervise.js";
+export { lookEvery } from "./looks.js";

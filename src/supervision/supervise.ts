@@ -1,6 +1,6 @@
-import { setTimeout as delay } from "node:timers/promises";
 import { controlStateOf } from "../control/plan.js";
 import { messageOf } from "../errors.js";
+import { lookEvery } from "./looks.js";
 import { isFinalGraphStatus } from "../graph/types.js";
 import { runEndedAt } from "../graph-run/session-notices.js";
 import { exitText, failureText, planSupervision } from "../routing/supervision.js";
@@ -195,21 +195,6 @@ export function failedText(ref: string, reason: string): string {
  * The daemon's look at the sessions' panes, every SUPERVISE_CHECK_MS until `signal` aborts. A
  * look that fails is reported once until one succeeds again, not every second.
  */
-export async function watchSessions(supervise: () => Promise<unknown>, signal: AbortSignal, warn: (message: string) => void): Promise<void> {
-  let reported = false;
-  while (!signal.aborted) {
-    try {
-      await delay(SUPERVISE_CHECK_MS, undefined, { signal });
-    } catch {
-      // Aborted: the daemon is stopping.
-      return;
-    }
-    try {
-      await supervise();
-      reported = false;
-    } catch (error) {
-      if (!reported) warn(`could not look after the sessions' harnesses: ${messageOf(error)}`);
-      reported = true;
-    }
-  }
+export function watchSessions(supervise: () => Promise<unknown>, signal: AbortSignal, warn: (message: string) => void): Promise<void> {
+  return lookEvery(SUPERVISE_CHECK_MS, supervise, signal, warn, "could not look after the sessions' harnesses");
 }
