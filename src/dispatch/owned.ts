@@ -69,7 +69,8 @@ export async function heldForAdoption(
   decision: Decision,
 ): Promise<HandleResult | undefined> {
   const ref = decision.workItem?.ref;
-  if (ref === undefined || event.kind === "closed") return undefined;
+  // Only a daemon sharing its state adopts: on files nothing is ever queued for an adoption, and no event pays for the look.
+  if (ctx.ownership?.shared !== true || ref === undefined || event.kind === "closed") return undefined;
   if (decision.action !== "spawn" && !(decision.action === "drop" && WAITING_DROPS.has(decision.reason))) return undefined;
   const { registry, startQueue } = ctx.options;
   let queued: boolean;

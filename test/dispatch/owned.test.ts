@@ -126,17 +126,33 @@ describe("heldForAdoption", () => {
   ])("%s", async (_case, event, decision, status, entries, held) => {
     const released: string[] = [];
     const forgotten: string[] = [];
-    const ctx = {
+    const answer = await heldForAdoption(contextOf(status, entries, released, forgotten), event, decision);
+    expect(answer).toEqual(held ? { settled: false, held: true } : undefined);
+    expect(released).toEqual(held ? [ITEM] : []);
+    expect(forgotten).toEqual(held ? [event.deliveryId] : []);
+  });
+
+  it("looks at nothing on a daemon that shares no state (files): no adoption is ever queued there", async () => {
+    let looked = 0;
+    const ctx = contextOf("closed", [entry("adopted")], [], [], false);
+    ctx.options.startQueue = {
+      read: () => {
+        looked += 1;
+        return [entry("adopted")];
+      },
+    } as unknown as StartQueue;
+    expect(await heldForAdoption(ctx, comment, { action: "spawn", workItem: item })).toBeUndefined();
+    expect(looked).toBe(0);
+  });
+
+  function contextOf(status: SessionRecord["status"] | undefined, entries: QueueEntry[], released: string[], forgotten: string[], shared = true) {
+    return {
       forget: (forgot: InboundEvent) => void forgotten.push(forgot.deliveryId),
-      ownership: { ...ownership([]), release: async (ref: string) => void released.push(ref) },
+      ownership: { ...ownership([]), shared, release: async (ref: string) => void released.push(ref) },
       options: {
         registry: { get: () => (status === undefined ? undefined : ({ status } as SessionRecord)) } as unknown as SessionRegistry,
         startQueue: { read: () => entries } as unknown as StartQueue,
       },
     };
-    const answer = await heldForAdoption(ctx, event, decision);
-    expect(answer).toEqual(held ? { settled: false, held: true } : undefined);
-    expect(released).toEqual(held ? [ITEM] : []);
-    expect(forgotten).toEqual(held ? [event.deliveryId] : []);
-  });
+  }
 });
