@@ -47,9 +47,6 @@ export interface AdopterOptions {
   readonly warn: (message: string) => void;
 }
 
-/** The reason an adopted session's old record closes with. */
-export const ADOPTED = ADOPTED_REASON;
-
 /** The close reason of the turn's own work, when it closes or stops the item it took over. */
 const CLOSED_AS: Readonly<Record<TurnIntent, string>> = { close: "item-closed", stop: "stopped" };
 
@@ -122,7 +119,7 @@ export class Adopter {
     }
     const lines = tailLines(tail);
     const branch = await this.branchOf(current);
-    await this.options.closeSession(item, ADOPTED);
+    await this.options.closeSession(item, ADOPTED_REASON);
     let started = false;
     let queued = false;
     let problem: string | undefined;

@@ -9,7 +9,7 @@ export { WatchedRunner, startWatchdog, watchdogProgram } from "./watchdog.js";
 export type { WatchdogSettings } from "./watchdog.js";
 export { parseWatchdogSpec } from "./watchdog-spec.js";
 export type { WatchdogSpec } from "./watchdog-spec.js";
-export { ADOPTED, Adopter } from "./adopt.js";
+export { Adopter } from "./adopt.js";
 export type { AdopterOptions } from "./adopt.js";
 export { TAIL_EVERY_MS, TAIL_MAX_CHARS, TAIL_MAX_LINES, adoptionBootNote, adoptionComment, tailLines, transcriptTail } from "./tail.js";
 export { TailKeeper } from "./tail-keeper.js";

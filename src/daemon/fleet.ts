@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { ADOPTED } from "../adoption/adopt.js";
 import { EXIT_USAGE, ExitError } from "../errors.js";
 import { LeasedOwnership, soleOwner } from "../fleet/ownership.js";
 import type { Ownership } from "../fleet/ownership.js";
 import { fleetBounds } from "../fleet/decide.js";
 import { adoptGraceProblem } from "../fleet/adopt-decide.js";
-import { stateRootTag, tmuxTargetFor } from "../registry/record.js";
+import { ADOPTED_REASON, stateRootTag, tmuxTargetFor } from "../registry/record.js";
 import { PostgresLeases } from "../state/postgres/leases.js";
 import type { DaemonCapacity } from "../state/postgres/leases.js";
 import { parseWorkItemRef, workItemSlug } from "../workitem/index.js";
@@ -49,7 +48,7 @@ export async function joinFleet(
     adoptedItems: () =>
       runtime.registry
         .list({ status: "closed" })
-        .records.filter((record) => record.closeReason === ADOPTED)
+        .records.filter((record) => record.closeReason === ADOPTED_REASON)
         .map((record) => record.workItem.ref),
     runsHere: async (item) => (await runtime.runner.probe(targetOf(item))) !== "absent",
     closeStale: async (item) => {

@@ -11,8 +11,9 @@ export class DeliveryLru {
    * eviction: a deleted entry stays a hole in the Set's table until it is rehashed, and a new
    * iterator walks over every hole at its front — with the set full, each add evicts, and that walk
    * made an add cost about 1.4 µs at 4,096 ids, in process, against 0.2 µs now (the webhook
-   * receiver and the dispatcher each add one per delivery). Every id the cursor has passed was evicted as it passed, so what it reads next is the
-   * oldest id still held; an id added again after it was passed is met again at the end.
+   * receiver and the dispatcher each add one per delivery). Every id the cursor has passed was
+   * evicted as it passed, so what it reads next is the oldest id still held; an id added again
+   * after it was passed is met again at the end.
    */
   private cursor: IterableIterator<string> = this.ids.values();
 

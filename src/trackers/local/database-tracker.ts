@@ -171,8 +171,8 @@ export class DatabaseLocalTracker extends LocalTracker {
   }
 
   /**
-   * Read on the connection holding the project's lock: a writer that needed a second connection
-   * from the pool would wait for one behind every caller waiting for a connection of its own.
+   * Read on the connection holding the project's lock: a write takes one connection, not two, and
+   * never waits in the pool for a second while it holds the lock others wait for.
    */
   protected override async storedSnapshot(head: Head, project: string, number: number): Promise<ItemSnapshot | undefined> {
     const client = this.clients.get(head);
