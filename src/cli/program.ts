@@ -8,7 +8,8 @@ import type { AskOptions } from "./commands/ask.js";
 import type { JsonOption, StopOptions } from "./commands/daemon.js";
 import type { DemoOptions } from "./commands/demo.js";
 import type { SessionsAttachOptions } from "./commands/sessions/attach.js";
-import type { SessionsCloseOptions, SessionsControlOptions, SessionsLinkPrOptions, SessionsListOptions } from "./commands/sessions/sessions.js";
+import type { SessionsListOptions } from "./commands/sessions/list.js";
+import type { SessionsCloseOptions, SessionsControlOptions, SessionsLinkPrOptions } from "./commands/sessions/sessions.js";
 import type { ReceiveOptions } from "./commands/receive.js";
 import type { UpgradeConfigOptions } from "./commands/config/upgrade.js";
 import type { EventsOptions } from "./commands/events.js";
@@ -516,7 +517,7 @@ export function buildProgram(): Command {
     )
     .option("--json", "print as JSON", false)
     .action(async (options: SessionsListOptions, command: Command) => {
-      await (await import("./commands/sessions/sessions.js")).runSessionsList(globalsOf(command), options);
+      await (await import("./commands/sessions/list.js")).runSessionsList(globalsOf(command), options);
     });
   sessions
     .command("attach")

@@ -7,7 +7,7 @@ import { userInfo } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { controlSummary, runSessionsList } from "../../src/cli/commands/sessions/sessions.js";
+import { controlSummary, runSessionsList } from "../../src/cli/commands/sessions/list.js";
 import { DEFAULT_CONTROL_KEYWORDS } from "../../src/config/schema.js";
 import { compileVocabulary, parseControl } from "../../src/control/keywords.js";
 import { ControlStore } from "../../src/control/store.js";

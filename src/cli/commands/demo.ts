@@ -18,7 +18,7 @@ import type { GlobalOptions } from "../context.js";
 import { stderr, stdout } from "../output.js";
 import { printEventTable } from "./events.js";
 import { printItem } from "./item.js";
-import { runSessionsList } from "./sessions/sessions.js";
+import { runSessionsList } from "./sessions/list.js";
 
 export interface DemoOptions {
   readonly keep: boolean;

@@ -8,7 +8,8 @@ import { openDaemonProject } from "../../context.js";
 import type { GlobalOptions, Project } from "../../context.js";
 import { stderr, stdout } from "../../output.js";
 import { canonicalRef } from "../../canonical-ref.js";
-import { fleetOf, recordOrFail, runtimeOf } from "./sessions.js";
+import { fleetOf } from "./list.js";
+import { recordOrFail, runtimeOf } from "./sessions.js";
 import type { Placement } from "../../../fleet/index.js";
 
 export interface SessionsAttachOptions {
