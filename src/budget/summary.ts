@@ -43,10 +43,13 @@ export interface UsageSession {
 /** Before the daemon's first look at a harness it can read. */
 export const NOT_READ_YET = "not read yet: the daemon reads it every few seconds while the session runs";
 
-function tokensOf(usage: UsageFacts | undefined, harness: string): Pick<UsageSummary, "tokens" | "input" | "cached" | "output" | "unreadable"> {
-  if (usage === undefined) return { tokens: null, unreadable: unreadableReason(harness) ?? NOT_READ_YET };
-  if (!usage.readable) return { tokens: null, unreadable: usage.reason };
-  return { tokens: usage.total, input: usage.input, cached: usage.cached, output: usage.output };
+type Built<T> = { -readonly [K in keyof T]: T[K] };
+
+/** The summary's token fields and the two every summary has, in the order readers print them. */
+function summaryOf(usage: UsageFacts | undefined, harness: string, minutes: number, limits: UsageSummary["limits"]): Built<UsageSummary> {
+  if (usage === undefined) return { tokens: null, unreadable: unreadableReason(harness) ?? NOT_READ_YET, minutes, limits };
+  if (!usage.readable) return { tokens: null, unreadable: usage.reason, minutes, limits };
+  return { tokens: usage.total, input: usage.input, cached: usage.cached, output: usage.output, minutes, limits };
 }
 
 /**
@@ -61,14 +64,16 @@ export function summarizeUsage(
 ): UsageSummary {
   const own = record !== undefined && record.session === session.createdAt ? record : undefined;
   const raise = own?.raise ?? NO_RAISE;
-  const raised = raise.tokens > 0 || raise.minutes > 0;
-  return {
-    ...tokensOf(own?.usage, session.harness),
-    minutes: Math.floor(minutesBetween(session.createdAt, now)),
-    limits: hasBudget(limits) ? effectiveLimits(limits, raise) : {},
-    ...(raised ? { raised: raise } : {}),
-    ...(own?.usage !== undefined ? { readAt: own.usage.readAt } : {}),
-  };
+  // Field by field rather than spread: `sessions list --json` builds one per live session, thousands of them.
+  const summary = summaryOf(
+    own?.usage,
+    session.harness,
+    Math.floor(minutesBetween(session.createdAt, now)),
+    hasBudget(limits) ? effectiveLimits(limits, raise) : {},
+  );
+  if (raise.tokens > 0 || raise.minutes > 0) summary.raised = raise;
+  if (own?.usage !== undefined) summary.readAt = own.usage.readAt;
+  return summary;
 }
 
 /** The record of `ref`, or undefined without one; a damaged one holds nothing to show (the daemon starts it afresh). */
