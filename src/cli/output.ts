@@ -36,12 +36,23 @@ export const stdout = {
   /** The whole of stdout for a --json command: one JSON document. Redacted string by string, so it stays JSON. */
   json(value: unknown): void {
     // A replacer makes JSON.stringify several times slower (10,000 sessions: ~250 ms), so only when there is a secret to redact.
-    process.stdout.write(`${JSON.stringify(value, anySecretKnown() ? redactedString : undefined, 2)}\n`);
+    process.stdout.write(`${jsonText(value)}\n`);
+  },
+  /** The whole of stdout for a --json command whose document was built in parts, each of them jsonText (or jsonText's own output, kept). */
+  jsonDocument(parts: readonly Uint8Array[]): void {
+    process.stdout.write(Buffer.concat([...parts, NEWLINE]));
   },
   paint(style: Style, text: string): string {
     return paint(process.stdout, style, text);
   },
 };
+
+const NEWLINE = Buffer.from("\n");
+
+/** A value as `stdout.json` writes it: two spaces of indent, redacted string by string when a secret is known. */
+export function jsonText(value: unknown): string {
+  return JSON.stringify(value, anySecretKnown() ? redactedString : undefined, 2);
+}
 
 export const stderr = {
   line(text = ""): void {

@@ -59,3 +59,62 @@ export function writeFolderCache<T>(path: string, cache: FolderCache<T>): void {
     // Left to the next listing.
   }
 }
+
+/**
+ * A folder cache whose entries each carry a blob of bytes (a listing's own rendering of a record),
+ * kept as bytes so that a reader can write them out without decoding them into strings: a JSON
+ * header line (the envelope, the entries and each blob's length), then the blobs back to back.
+ */
+export interface FolderBlobs<T> {
+  readonly entries: T[];
+  /** Each entry's blob, in the entries' order: views into one buffer, not copies. */
+  readonly blobs: Buffer[];
+}
+
+/** The entries and blobs cached for `dir` at `stamp`; undefined when there are none, or the file is not whole. */
+export function readFolderBlobs<T>(path: string, dir: string, stamp: string): FolderBlobs<T> | undefined {
+  let bytes: Buffer;
+  try {
+    bytes = readFileSync(path);
+  } catch {
+    return undefined;
+  }
+  const headerEnd = bytes.indexOf(0x0a);
+  if (headerEnd < 0) return undefined;
+  let header: unknown;
+  try {
+    header = JSON.parse(bytes.toString("utf8", 0, headerEnd));
+  } catch {
+    return undefined;
+  }
+  if (typeof header !== "object" || header === null) return undefined;
+  const { dir: cachedDir, stamp: cachedStamp, entries, lengths }: { dir?: unknown; stamp?: unknown; entries?: unknown; lengths?: unknown } = header;
+  if (cachedDir !== dir || cachedStamp !== stamp || !Array.isArray(entries) || !Array.isArray(lengths) || lengths.length !== entries.length) {
+    return undefined;
+  }
+  const blobs: Buffer[] = [];
+  let offset = headerEnd + 1;
+  for (const length of lengths) {
+    if (typeof length !== "number" || !Number.isSafeInteger(length) || length < 0 || offset + length > bytes.length) return undefined;
+    blobs.push(bytes.subarray(offset, offset + length));
+    offset += length;
+  }
+  // A file cut short or run on (a write interrupted) is no cache.
+  if (offset !== bytes.length) return undefined;
+  // boundary-cast: as readFolderCache's, the envelope and the blobs' lengths are checked above;
+  // the entries are this listing's own, written for this folder at this stamp.
+  return { entries: entries as T[], blobs };
+}
+
+/** As writeFolderCache: a cache only, and a failure to write it changes nothing. */
+export function writeFolderBlobs<T>(path: string, cache: FolderCache<T> & { readonly blobs: readonly Buffer[] }): void {
+  const header = JSON.stringify({ dir: cache.dir, stamp: cache.stamp, entries: cache.entries, lengths: cache.blobs.map((blob) => blob.length) });
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+    writeFileSync(temporary, Buffer.concat([Buffer.from(`${header}\n`, "utf8"), ...cache.blobs]), { mode: 0o600 });
+    renameSync(temporary, path);
+  } catch {
+    // Left to the next listing.
+  }
+}

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import { BudgetStore, budgetDir } from "../../src/budget/index.js";
 import type { BudgetRecord } from "../../src/budget/index.js";
 import { liveUsage } from "../../src/cli/commands/sessions/budget.js";
+import type { SessionStatus } from "../../src/registry/record.js";
 import { parseWorkItemRef, workItemOf } from "../../src/workitem/index.js";
 import { SAMPLE_TIME, sessionRecord } from "../support/builders.js";
 import { tempDir } from "../support/temp.js";
@@ -12,6 +13,12 @@ import { tempDir } from "../support/temp.js";
 const item = workItemOf(parseWorkItemRef("local:demo#1"), { kind: "issue", url: "file:///demo/1", id: "1" });
 const other = workItemOf(parseWorkItemRef("local:demo#2"), { kind: "issue", url: "file:///demo/2", id: "2" });
 const limits = { warnAt: 0.8, tokens: 10_000 };
+
+/** A session as the listing hands it to the usage: the few fields it decides on. */
+function listedSession(...args: Parameters<typeof sessionRecord>): { ref: string; status: SessionStatus; createdAt: string; harness: string } {
+  const record = sessionRecord(...args);
+  return { ref: record.workItem.ref, status: record.status, createdAt: record.createdAt, harness: record.harness };
+}
 
 function budgetRecord(ref: string, over: Partial<BudgetRecord> = {}): BudgetRecord {
   return {
@@ -44,16 +51,16 @@ describe.each(MODES)("the usage sessions list and why show (%s)", (_mode, liveUs
   it("reads a live session's budget record once the folder names it, and says 'not read yet' without one", async () => {
     const root = await rootWith([budgetRecord(item.ref)]);
     const usage = liveUsage(root);
-    expect(usage.of(sessionRecord(item)).usage).toMatchObject({ tokens: 1234, input: 1000, cached: 200, output: 34, limits: { tokens: 10_000 } });
-    expect(usage.of(sessionRecord(other)).usage).toMatchObject({ tokens: null, unreadable: expect.stringMatching(/^not read yet/) });
+    expect(usage.of(listedSession(item)).usage).toMatchObject({ tokens: 1234, input: 1000, cached: 200, output: 34, limits: { tokens: 10_000 } });
+    expect(usage.of(listedSession(other)).usage).toMatchObject({ tokens: null, unreadable: expect.stringMatching(/^not read yet/) });
     expect(usage.column({ ref: item.ref, createdAt: SAMPLE_TIME, harness: "claude" })).toMatch(/^1,234\/10,000 tok, \d+ min$/);
   });
 
   it("shows nothing for a session that is not live, and ignores a record another session of the item left", async () => {
     const root = await rootWith([budgetRecord(item.ref, { session: "2025-01-01T00:00:00.000Z" })]);
     const usage = liveUsage(root);
-    expect(usage.of(sessionRecord(item, { status: "closed" })).usage).toBeNull();
-    expect(usage.of(sessionRecord(item)).usage).toMatchObject({ tokens: null });
+    expect(usage.of(listedSession(item, { status: "closed" })).usage).toBeNull();
+    expect(usage.of(listedSession(item)).usage).toMatchObject({ tokens: null });
   });
 
   it("reads nothing when the budget folder does not exist yet, and a damaged record is unknown usage, not a failure", async () => {
@@ -73,7 +80,7 @@ describe("the budget folder listed for sessions list", () => {
     // A folder changed within the last second is never cached (state/folder-cache.ts): this one was changed a minute ago.
     const past = new Date(Date.now() - 60_000);
     await utimes(store.dir, past, past);
-    const listed = (): unknown => liveUsage(root, limits, undefined, { cache }).of(sessionRecord(item)).usage;
+    const listed = (): unknown => liveUsage(root, limits, undefined, { cache }).of(listedSession(item)).usage;
     expect(listed()).toMatchObject({ tokens: 1234 });
     expect(existsSync(cache)).toBe(true);
     expect(listed()).toMatchObject({ tokens: 1234 });

@@ -7,7 +7,7 @@ import type { UsageSession as SummarizedSession, UsageSummary } from "../../../b
 import { join } from "node:path";
 import { UsageError } from "../../../errors.js";
 import { isLive } from "../../../registry/record.js";
-import type { SessionRecord } from "../../../registry/record.js";
+import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import type { Project } from "../../context.js";
 import { stdout } from "../../output.js";
 import { readJsonFileSync } from "../../../state/atomic.js";
@@ -123,8 +123,8 @@ export function itemUsage(project: Pick<Project, "paths" | "config" | "stores">,
  * sessions costs one file read; without it (one session's usage), only that session's record is read.
  */
 export interface LiveUsage {
-  /** The `usage` field of a session in `sessions list --json` and `why --json`: null unless it is live. */
-  of(record: SessionRecord): { usage: UsageSummary | null };
+  /** The `usage` field of a session in `sessions list --json`: null unless it is live. */
+  of(session: UsageSession & { readonly status: SessionStatus }): { usage: UsageSummary | null };
   /** A live session's usage. */
   summary(session: UsageSession): UsageSummary;
   /** The usage column of a live session's row in the table. */
@@ -141,9 +141,11 @@ export function liveUsage(stateRoot: string, limits: BudgetLimits, shared?: Budg
   // In a database (`shared`) every record is in the mirror already: each is read from it.
   const listed = shared === undefined && options.cache !== undefined ? budgetFactsByRef(store, options.cache) : undefined;
   const recordOf = (ref: string): BudgetFacts | undefined => (listed === undefined ? readRecord(store, ref) : listed.get(ref));
-  const summary = (session: UsageSession): UsageSummary => summarizeUsage(recordOf(session.ref), limits, session, new Date());
+  // One moment for the whole listing: every session's minutes are counted to it.
+  const now = new Date();
+  const summary = (session: UsageSession): UsageSummary => summarizeUsage(recordOf(session.ref), limits, session, now);
   return {
-    of: (record) => ({ usage: isLive(record) ? summary({ ref: record.workItem.ref, createdAt: record.createdAt, harness: record.harness }) : null }),
+    of: (session) => ({ usage: isLive(session) ? summary(session) : null }),
     summary,
     column: (session) => usageColumn(summary(session)),
   };

@@ -5,7 +5,8 @@ import type { ControlRecord } from "../../../control/types.js";
 import { openGraphStates } from "../../../graph-run/store.js";
 import { isLive } from "../../../registry/record.js";
 import type { SessionStatus } from "../../../registry/record.js";
-import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
+import { listSessionSummaries } from "../../../registry/listing.js";
+import { printSessionsDocument, renderedFromFolder, renderedFromRecords } from "./list-json.js";
 import type { RegistryListing, SessionSummary } from "../../../registry/listing.js";
 import { cachedListing } from "./listing-cache.js";
 import { queuedStarts } from "./queued.js";
@@ -149,31 +150,32 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
   });
   if (options.json) {
     const controls = controlRecordsByRef(project);
-    const { records, problems } = project.stores?.registry.list() ?? listSessionRecords(project.paths.registryDir, listing);
-    const allProblems = [...problems, ...controls.problems, ...graphRuns.problems];
+    const listed =
+      project.stores !== undefined
+        ? renderedFromRecords(project.stores.registry.list())
+        : renderedFromFolder(project.paths.registryDir, `${listing.cache}.rendered`);
+    const allProblems = [...listed.problems, ...controls.problems, ...graphRuns.problems];
     for (const problem of allProblems) stderr.warn(`${problem.file}: ${problem.message}`);
     const graphOf = (ref: string): GraphRunSummary | null => {
       const run = graphRuns.of(ref);
       return run === undefined || run === "damaged" ? null : run;
     };
-    stdout.json({
-      sessions: records
-        .filter((record) => keep(record.status))
-        // Each record was read for this listing alone: its two columns are added to it rather than
-        // to a copy (10,000 copies were a tenth of the command's time).
-        .map((record) =>
-          Object.assign(
-            record,
-            { control: controls.byRef.get(record.workItem.ref) ?? null, graph: graphOf(record.workItem.ref) },
-            usage.of(record),
-            fleet === undefined ? {} : placementFields(fleet.placementOf(record.workItem.ref)),
-          ),
+    printSessionsDocument(
+      listed,
+      (session) => keep(session.status),
+      (session) =>
+        Object.assign(
+          { control: controls.byRef.get(session.ref) ?? null, graph: graphOf(session.ref) },
+          usage.of(session),
+          fleet === undefined ? {} : placementFields(fleet.placementOf(session.ref)),
         ),
-      controls: withoutSession(controls.byRef, new Set(records.map((record) => record.workItem.ref))).map(([, record]) => record),
-      queued,
-      problems: allProblems,
-      ...(fleet === undefined ? {} : { daemons: fleet.daemons }),
-    });
+      {
+        controls: withoutSession(controls.byRef, new Set(listed.sessions.map((session) => session.ref))).map(([, record]) => record),
+        queued,
+        problems: allProblems,
+        ...(fleet === undefined ? {} : { daemons: fleet.daemons }),
+      },
+    );
     return;
   }
   const controls = controlColumnByRef(project);
