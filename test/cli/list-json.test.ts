@@ -2,8 +2,12 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, rename, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { printSessionsDocument, renderedFromFolder, renderedFromRecords } from "../../src/cli/commands/sessions/list-json.js";
-import type { ListedSession, RenderedSessions } from "../../src/cli/commands/sessions/list-json.js";
+import { controlsWithoutSession, printSessionsDocument, renderedControls, renderedSessions } from "../../src/cli/commands/sessions/list-json.js";
+import type { ListedSession, RenderedListing } from "../../src/cli/commands/sessions/list-json.js";
+import { ControlStore } from "../../src/control/store.js";
+import type { ControlRecord } from "../../src/control/types.js";
+import type { RegistryListing } from "../../src/registry/listing.js";
+import { listSessionRecords } from "../../src/registry/listing.js";
 import { stdout } from "../../src/cli/output.js";
 import type { SessionRecord } from "../../src/registry/record.js";
 import { forgetKnownSecrets, rememberSecret } from "../../src/secrets.js";
@@ -32,13 +36,30 @@ const RECORDS: SessionRecord[] = [
   sessionRecord(itemOf(4), { status: "failed", failureReason: "exit 1", recentDeliveries: [] }),
 ];
 
-/** The fields the listing adds to each session, as the command builds them: nested, nullable, with arrays. */
+/** The control records the listing renders beside the sessions: one with nested values, one for an item without a session. */
+const CONTROLS: ControlRecord[] = [
+  {
+    version: 1,
+    ref: "local:demo#2",
+    command: "pause",
+    source: "comment",
+    actor: 'alice "the" operator',
+    requestedAt: "2026-01-01T00:00:00.000Z",
+    effect: "paused",
+    deliveryId: "d-1",
+    clearedAt: "2026-01-02T00:00:00.000Z",
+    clearedBy: "carol",
+  },
+  { version: 1, ref: "local:demo#9", command: "stop", source: "cli", actor: "bob", requestedAt: "2026-01-01T00:00:00.000Z", effect: "recorded" },
+];
+const controlsOf = (records: readonly ControlRecord[]): RenderedListing<string> => renderedControls(() => ({ records: [...records], problems: [] }));
+
+/** The fields the listing adds after the control: nested, nullable. */
 function addedTo(session: ListedSession): object {
   const number = Number(session.ref.split("#")[1]);
   return {
-    control: number === 2 ? { version: 1, ref: session.ref, command: "pause", actor: "alice", tags: ["a", "b"], empty: {} } : null,
     graph: number === 1 ? { name: "default", node: "review", status: "waiting", phase: null } : null,
-    usage: session.status === "active" ? { tokens: null, unreadable: "not read yet", minutes: 3, limits: {} } : null,
+    usage: session.status === "active" ? { tokens: null, unreadable: "not read yet", minutes: 3, limits: { tokens: 10 } } : null,
   };
 }
 
@@ -48,15 +69,21 @@ const REST = {
   problems: [{ file: "/state/x.json", message: "not JSON" }],
 };
 
-/** What stdout.json writes for the same listing: the records with the added fields after their own. */
+const listedOf = (record: SessionRecord): ListedSession => ({
+  ref: record.workItem.ref,
+  status: record.status,
+  createdAt: record.createdAt,
+  harness: record.harness,
+});
+
+/** A session as stdout.json shows it: its record, then its control, then the other added fields. */
+function shownSession(record: SessionRecord, controls: readonly ControlRecord[] = CONTROLS): object {
+  return { ...record, control: controls.find((control) => control.ref === record.workItem.ref) ?? null, ...addedTo(listedOf(record)) };
+}
+
+/** What stdout.json writes for the same listing. */
 function expectedText(records: readonly SessionRecord[], keep: (session: ListedSession) => boolean, rest: object): string {
-  const listedOf = (record: SessionRecord): ListedSession => ({
-    ref: record.workItem.ref,
-    status: record.status,
-    createdAt: record.createdAt,
-    harness: record.harness,
-  });
-  const sessions = records.filter((record) => keep(listedOf(record))).map((record) => ({ ...record, ...addedTo(listedOf(record)) }));
+  const sessions = records.filter((record) => keep(listedOf(record))).map((record) => shownSession(record));
   return `${JSON.stringify({ sessions, ...rest }, null, 2)}\n`;
 }
 
@@ -76,14 +103,31 @@ function written(run: () => void): string {
 }
 
 const ALL = (): boolean => true;
-const print = (listed: RenderedSessions, keep: (session: ListedSession) => boolean = ALL, rest: Record<string, unknown> = REST) =>
-  written(() => printSessionsDocument(listed, keep, addedTo, rest));
+const print = (
+  listed: RenderedListing<ListedSession>,
+  keep: (session: ListedSession) => boolean = ALL,
+  rest: Record<string, unknown> = REST,
+  controls: RenderedListing<string> = controlsOf(CONTROLS),
+) => written(() => printSessionsDocument(listed, controls, keep, addedTo, rest));
+
+const fromRecords = (records: SessionRecord[]): RenderedListing<ListedSession> => renderedSessions((): RegistryListing => ({ records, problems: [] }));
+const fromFolder = (dir: string, cacheFile: string): RenderedListing<ListedSession> => renderedSessions(() => listSessionRecords(dir), { dir, cacheFile });
 
 /** A registry folder holding `records`, dated back so that a listing may cache it (state/folder-cache.ts). */
 async function folderWith(records: readonly SessionRecord[]): Promise<string> {
   const dir = join(await tempDir(), "sessions");
   await mkdir(dir, { recursive: true });
   for (const record of records) await writeFile(join(dir, `${workItemSlug(record.workItem.ref)}.json`), toJsonText(record));
+  await settle(dir);
+  return dir;
+}
+
+/** A control folder holding `records`, dated back as folderWith's is. */
+async function controlFolderWith(records: readonly ControlRecord[]): Promise<string> {
+  const dir = join(await tempDir(), "control");
+  await mkdir(dir, { recursive: true });
+  const store = new ControlStore({ dir });
+  for (const record of records) await writeFile(store.pathFor(record.ref), toJsonText(record));
   await settle(dir);
   return dir;
 }
@@ -101,54 +145,66 @@ describe("sessions list --json's document", () => {
     ["the live ones", (session: ListedSession) => session.status === "active" || session.status === "paused"],
     ["none of them", () => false],
   ])("is byte for byte what stdout.json writes, with %s kept", (_label, keep) => {
-    const listed = renderedFromRecords({ records: RECORDS, problems: [] });
+    const listed = fromRecords(RECORDS);
     expect(print(listed, keep)).toBe(expectedText(RECORDS, keep, REST));
   });
 
   it("is stdout.json's for an empty registry, and with nothing but sessions", () => {
-    const listed = renderedFromRecords({ records: [], problems: [] });
+    const listed = fromRecords([]);
     expect(print(listed)).toBe(expectedText([], ALL, REST));
-    expect(print(renderedFromRecords({ records: RECORDS, problems: [] }), ALL, {})).toBe(expectedText(RECORDS, ALL, {}));
+    expect(print(fromRecords(RECORDS), ALL, {})).toBe(expectedText(RECORDS, ALL, {}));
   });
 
   it("is stdout.json's when the records come from the folder's cache", async () => {
     const dir = await folderWith(RECORDS);
     const cache = join(await tempDir(), "cache", "sessions-list.json.rendered");
-    const fresh = renderedFromFolder(dir, cache);
+    const fresh = fromFolder(dir, cache);
     expect(existsSync(cache)).toBe(true);
-    const fromCache = renderedFromFolder(dir, cache);
-    expect(fromCache.sessions).toEqual(fresh.sessions);
+    const fromCache = fromFolder(dir, cache);
+    expect(fromCache.entries).toEqual(fresh.entries);
     expect(print(fromCache)).toBe(expectedText(RECORDS, ALL, REST));
   });
 
   it("shows the listing's own fields where a record written by hand has fields of those names", () => {
     const odd = { ...sessionRecord(itemOf(5)), usage: "stale", control: { forged: true } } as SessionRecord;
-    const document: unknown = JSON.parse(print(renderedFromRecords({ records: [odd], problems: [] })));
+    const document: unknown = JSON.parse(print(fromRecords([odd])));
     const { usage: _usage, control: _control, ...own } = odd as SessionRecord & { usage: unknown; control: unknown };
-    expect(document).toEqual({
-      sessions: [{ ...own, ...addedTo({ ref: "local:demo#5", status: "active", createdAt: odd.createdAt, harness: "claude" }) }],
-      ...REST,
-    });
+    expect(document).toEqual({ sessions: [shownSession({ ...own, version: 1 })], ...REST });
   });
 
   it("is redacted as stdout.json is when a secret is known, and keeps no rendering of it", async () => {
     const secret = "ghp_listingSecretValue0123456789";
     const leaky = sessionRecord(itemOf(6), { status: "failed", failureReason: `push refused for https://x:${secret}@github.com/o/r "quoted"` });
+    const leakyControl: ControlRecord = { ...CONTROLS[1]!, ref: leaky.workItem.ref, actor: `bot ${secret}` };
     const dir = await folderWith([leaky]);
-    const cache = join(await tempDir(), "cache", "sessions-list.json.rendered");
+    const controlDir = await controlFolderWith([leakyControl]);
+    const cache = join(await tempDir(), "cache");
     rememberSecret(secret);
-    const text = print(renderedFromFolder(dir, cache));
+    const controls = renderedControls(() => new ControlStore({ dir: controlDir }).list(), { dir: controlDir, cacheFile: join(cache, "control") });
+    const text = print(fromFolder(dir, join(cache, "sessions")), ALL, REST, controls);
     expect(text).not.toContain(secret);
     expect(text).toContain("[redacted]");
-    expect(text).toBe(
-      written(() =>
-        stdout.json({
-          sessions: [{ ...leaky, ...addedTo({ ref: leaky.workItem.ref, status: "failed", createdAt: leaky.createdAt, harness: "claude" }) }],
-          ...REST,
-        }),
-      ),
-    );
+    expect(text).toBe(written(() => stdout.json({ sessions: [shownSession(leaky, [leakyControl])], ...REST })));
     expect(existsSync(cache)).toBe(false);
+  });
+});
+
+describe("the control records beside the sessions", () => {
+  it("come from the control folder's cache while it is unchanged, and those of items without a session are listed apart", async () => {
+    const controlDir = await controlFolderWith(CONTROLS);
+    const cacheFile = join(await tempDir(), "cache", "control.rendered");
+    const read = () => renderedControls(() => new ControlStore({ dir: controlDir }).list(), { dir: controlDir, cacheFile });
+    const fresh = read();
+    expect(existsSync(cacheFile)).toBe(true);
+    // Edited in place, without a rename: the cache answers.
+    await writeFile(new ControlStore({ dir: controlDir }).pathFor(CONTROLS[0]!.ref), "not json");
+    const fromCache = read();
+    expect(fromCache.problems).toEqual([]);
+    expect(fromCache.entries.sort()).toEqual(fresh.entries.sort());
+    const sessions = fromRecords(RECORDS);
+    expect(print(sessions, ALL, REST, fromCache)).toBe(expectedText(RECORDS, ALL, REST));
+    expect(controlsWithoutSession(fromCache, sessions)).toEqual([CONTROLS[1]]);
+    expect(controlsWithoutSession(fromCache, fromRecords([]))).toEqual(expect.arrayContaining(CONTROLS));
   });
 });
 
@@ -156,33 +212,33 @@ describe("the registry folder's rendered records, kept while the folder is uncha
   it("answers from the cache, reading no record, until a write renames a file into the folder", async () => {
     const dir = await folderWith(RECORDS.slice(0, 2));
     const cache = join(await tempDir(), "cache", "sessions-list.json.rendered");
-    renderedFromFolder(dir, cache);
+    fromFolder(dir, cache);
     // Edited in place, without the rename every registry write makes: the cache answers.
     const first = join(dir, `${workItemSlug(RECORDS[0]!.workItem.ref)}.json`);
     await writeFile(first, "not json");
-    expect(renderedFromFolder(dir, cache).sessions.map((session) => session.ref)).toEqual(["local:demo#1", "local:demo#2"]);
+    expect(fromFolder(dir, cache).entries.map((session) => session.ref)).toEqual(["local:demo#1", "local:demo#2"]);
     // A write as the registry makes it: a temporary file renamed over the record.
     const changed = sessionRecord(itemOf(1), { status: "paused" });
     await writeFile(`${first}.tmp`, toJsonText(changed));
     await rename(`${first}.tmp`, first);
     await settle(dir);
-    expect(renderedFromFolder(dir, cache).sessions.map((session) => session.status)).toEqual(["paused", "paused"]);
-    expect(print(renderedFromFolder(dir, cache))).toBe(expectedText([changed, RECORDS[1]!], ALL, REST));
+    expect(fromFolder(dir, cache).entries.map((session) => session.status)).toEqual(["paused", "paused"]);
+    expect(print(fromFolder(dir, cache))).toBe(expectedText([changed, RECORDS[1]!], ALL, REST));
   });
 
   it("reads the folder again when the cache is cut short, and keeps nothing while a record is damaged", async () => {
     const dir = await folderWith(RECORDS);
     const cache = join(await tempDir(), "cache", "sessions-list.json.rendered");
-    renderedFromFolder(dir, cache);
+    fromFolder(dir, cache);
     const whole = await readFile(cache);
     await writeFile(cache, whole.subarray(0, whole.length - 10));
-    expect(print(renderedFromFolder(dir, cache))).toBe(expectedText(RECORDS, ALL, REST));
+    expect(print(fromFolder(dir, cache))).toBe(expectedText(RECORDS, ALL, REST));
     expect((await readFile(cache)).length).toBe(whole.length);
     await writeFile(join(dir, "broken.json"), "{");
     await settle(dir);
-    const damaged = renderedFromFolder(dir, cache);
+    const damaged = fromFolder(dir, cache);
     expect(damaged.problems).toHaveLength(1);
-    expect(damaged.sessions).toHaveLength(RECORDS.length);
-    expect(renderedFromFolder(dir, cache).problems).toHaveLength(1);
+    expect(damaged.entries).toHaveLength(RECORDS.length);
+    expect(fromFolder(dir, cache).problems).toHaveLength(1);
   });
 });

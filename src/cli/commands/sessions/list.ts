@@ -5,8 +5,8 @@ import type { ControlRecord } from "../../../control/types.js";
 import { openGraphStates } from "../../../graph-run/store.js";
 import { isLive } from "../../../registry/record.js";
 import type { SessionStatus } from "../../../registry/record.js";
-import { listSessionSummaries } from "../../../registry/listing.js";
-import { printSessionsDocument, renderedFromFolder, renderedFromRecords } from "./list-json.js";
+import { listSessionRecords, listSessionSummaries } from "../../../registry/listing.js";
+import { controlsWithoutSession, printSessionsDocument, renderedControls, renderedSessions } from "./list-json.js";
 import type { RegistryListing, SessionSummary } from "../../../registry/listing.js";
 import { cachedListing } from "./listing-cache.js";
 import { queuedStarts } from "./queued.js";
@@ -50,12 +50,6 @@ function listControls<T>(
 }
 
 const CONTROL_CACHE = "sessions-list-control.json";
-
-/** Each item's last control record, by ref (`sessions list --json`). */
-function controlRecordsByRef(project: Project): { byRef: Map<string, ControlRecord>; problems: ControlListingProblem[] } {
-  const { entries, problems } = listControls(project, CONTROL_CACHE, (records) => records);
-  return { byRef: new Map(entries.map((record) => [record.ref, record])), problems };
-}
 
 /** Each item's control column, by ref (the `sessions list` table). */
 function controlColumnByRef(project: Project): { byRef: Map<string, string>; problems: ControlListingProblem[] } {
@@ -149,28 +143,31 @@ export async function runSessionsList(globals: GlobalOptions, options: SessionsL
     cache: join(project.paths.root, "cache", "sessions-list-budget.json"),
   });
   if (options.json) {
-    const controls = controlRecordsByRef(project);
-    const listed =
-      project.stores !== undefined
-        ? renderedFromRecords(project.stores.registry.list())
-        : renderedFromFolder(project.paths.registryDir, `${listing.cache}.rendered`);
-    const allProblems = [...listed.problems, ...controls.problems, ...graphRuns.problems];
+    const cache = (name: string) => join(project.paths.root, "cache", name);
+    const onFiles = project.stores === undefined;
+    const controlStore = project.stores?.control ?? new ControlStore({ dir: project.paths.controlDir });
+    const controls = renderedControls(
+      () => controlStore.list(),
+      onFiles ? { dir: project.paths.controlDir, cacheFile: cache(`${CONTROL_CACHE}.rendered`) } : undefined,
+    );
+    const sessions = renderedSessions(
+      () => project.stores?.registry.list() ?? listSessionRecords(project.paths.registryDir),
+      onFiles ? { dir: project.paths.registryDir, cacheFile: `${listing.cache}.rendered` } : undefined,
+    );
+    const allProblems = [...sessions.problems, ...controls.problems, ...graphRuns.problems];
     for (const problem of allProblems) stderr.warn(`${problem.file}: ${problem.message}`);
     const graphOf = (ref: string): GraphRunSummary | null => {
       const run = graphRuns.of(ref);
       return run === undefined || run === "damaged" ? null : run;
     };
     printSessionsDocument(
-      listed,
+      sessions,
+      controls,
       (session) => keep(session.status),
       (session) =>
-        Object.assign(
-          { control: controls.byRef.get(session.ref) ?? null, graph: graphOf(session.ref) },
-          usage.of(session),
-          fleet === undefined ? {} : placementFields(fleet.placementOf(session.ref)),
-        ),
+        Object.assign({ graph: graphOf(session.ref) }, usage.of(session), fleet === undefined ? {} : placementFields(fleet.placementOf(session.ref))),
       {
-        controls: withoutSession(controls.byRef, new Set(listed.sessions.map((session) => session.ref))).map(([, record]) => record),
+        controls: wanted === undefined ? controlsWithoutSession(controls, sessions) : [],
         queued,
         problems: allProblems,
         ...(fleet === undefined ? {} : { daemons: fleet.daemons }),
