@@ -127,7 +127,17 @@ export function figureText(dimension: BudgetDimension, value: number): string {
 
 /** A count of tokens (rounded) or of minutes (whole ones gone by), with thousands separated. */
 function amountText(dimension: BudgetDimension, value: number): string {
-  return (dimension === "tokens" ? Math.round(value) : Math.floor(value)).toLocaleString("en-US");
+  return withThousands(dimension === "tokens" ? Math.round(value) : Math.floor(value));
+}
+
+const THOUSANDS = /\B(?=(\d{3})+$)/g;
+
+/**
+ * `12,345`: a whole number as `toLocaleString("en-US")` spells it, without Intl's cost (a table
+ * of thousands of sessions spells two per row); anything else is left to it.
+ */
+export function withThousands(value: number): string {
+  return Number.isSafeInteger(value) && value >= 0 ? String(value).replace(THOUSANDS, ",") : value.toLocaleString("en-US");
 }
 
 /** `12,345 of 100,000 tokens`. */

@@ -1,4 +1,4 @@
-import { NO_RAISE, effectiveLimits, hasBudget, minutesBetween } from "./decide.js";
+import { NO_RAISE, effectiveLimits, hasBudget, minutesBetween, withThousands } from "./decide.js";
 import type { BudgetLimits, BudgetRaise } from "./decide.js";
 import { BudgetRecordError } from "./store.js";
 import type { BudgetRecord, BudgetStore, UsageFacts } from "./store.js";
@@ -96,7 +96,7 @@ export function usageText(summary: UsageFigures): string {
   const tokens =
     summary.tokens === null
       ? "? tok"
-      : `${summary.tokens.toLocaleString("en-US")}${summary.limits.tokens !== undefined ? `/${summary.limits.tokens.toLocaleString("en-US")}` : ""} tok`;
+      : `${withThousands(summary.tokens)}${summary.limits.tokens !== undefined ? `/${withThousands(summary.limits.tokens)}` : ""} tok`;
   const minutes = `${summary.minutes}${summary.limits.minutes !== undefined ? `/${summary.limits.minutes}` : ""} min`;
   return `${tokens}, ${minutes}`;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { NO_RAISE, judgeBudget, parseBudgetRaise, raiseFor, usedOfLimit } from "../../src/budget/decide.js";
+import { NO_RAISE, judgeBudget, parseBudgetRaise, raiseFor, usedOfLimit, withThousands } from "../../src/budget/decide.js";
 import type { BudgetInput, BudgetVerdict } from "../../src/budget/decide.js";
 
 const base: BudgetInput = { limits: { tokens: 1000, minutes: 60, warnAt: 0.8 }, raise: NO_RAISE, use: { tokens: 0, minutes: 0 }, warnedAt: {}, active: true };
@@ -80,4 +80,13 @@ describe("--budget +N", () => {
     expect(usedOfLimit({ dimension: "tokens", used: 123456, limit: 100000 })).toBe("123,456 of 100,000 tokens");
     expect(usedOfLimit({ dimension: "minutes", used: 61.5, limit: 60 })).toBe("61 of 60 min");
   });
+});
+
+describe("withThousands", () => {
+  it.each([0, 7, 999, 1_000, 12_345, 100_000, 999_999, 1_000_000, 192_001, 2 ** 40, Number.MAX_SAFE_INTEGER, 1.5, -1_234, 1e21, Number.NaN, Infinity])(
+    "spells %d as toLocaleString('en-US') does",
+    (value) => {
+      expect(withThousands(value)).toBe(value.toLocaleString("en-US"));
+    },
+  );
 });
