@@ -1,11 +1,12 @@
 import { defineConfig } from "vitest/config";
 
 /**
- * Three projects, each with the timeouts its tests need (`npm test` runs all three):
+ * Five projects, each with the timeouts its tests need (`npm test` runs them all):
  *
  * - `unit` starts no process: no daemon, no tmux, no git, no child of any kind, and needs no
- *   build. test/support/no-processes.ts fails a unit test that tries to start one.
- *   `npm run test:unit` runs it alone, in well under a minute on 2 cores.
+ *   build. test/support/no-processes.ts fails a unit test that tries to start one. Its files
+ *   share each worker's loaded modules; `unit-module-mocks` holds the few that replace a module.
+ *   `npm run test:unit` runs the two alone, in well under a minute on 2 cores.
  * - `integration` drives real things: the CLI as users run it (`bin/the-loop.js` over `dist/`,
  *   built by the global setup), a real daemon, tmux, git, child processes. The leak guard fails a
  *   test that leaves one of them running.
@@ -103,6 +104,13 @@ const INTEGRATION = [
   "test/workspace/workspaces.test.ts",
 ];
 
+/**
+ * Unit test files that replace a module (vi.mock): they need modules loaded afresh for them, so
+ * they run in a project of their own that isolates each file, where the rest of the unit project
+ * shares each worker's loaded modules between files (test/module-mocks.test.ts keeps this list true).
+ */
+export const UNIT_MODULE_MOCKS = ["test/registry/registry.test.ts", "test/ingress/poller-writes.test.ts"];
+
 export default defineConfig({
   test: {
     // The leak guard tells the processes of one test file from another's by the worker's pid.
@@ -114,11 +122,29 @@ export default defineConfig({
         test: {
           name: "unit",
           include: [ALL],
-          exclude: ["test/integration/**", "test/browser/**", ...INTEGRATION, ...REAL_AGENT],
-          setupFiles: ["test/support/no-processes.ts"],
+          exclude: ["test/integration/**", "test/browser/**", ...INTEGRATION, ...REAL_AGENT, ...UNIT_MODULE_MOCKS],
+          setupFiles: ["test/support/no-processes.ts", "test/support/unit-isolation.ts"],
+          // A worker keeps the modules it loaded from one file to the next: loading them afresh for
+          // each of 200 files was two thirds of the project's time. What a file changes of the
+          // process is undone after it (test/support/unit-isolation.ts).
+          isolate: false,
+          unstubEnvs: true,
+          unstubGlobals: true,
           // Its tests wait on sockets and timers more than on the CPU: more workers than cores pay.
           maxWorkers: 4,
           // Its own worker count makes it a group of its own: it runs first, and fails fast.
+          sequence: { groupOrder: 0 },
+          testTimeout: 5_000,
+          hookTimeout: 10_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: "unit-module-mocks",
+          include: UNIT_MODULE_MOCKS,
+          setupFiles: ["test/support/no-processes.ts"],
+          maxWorkers: 4,
           sequence: { groupOrder: 0 },
           testTimeout: 5_000,
           hookTimeout: 10_000,
