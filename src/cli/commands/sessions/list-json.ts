@@ -45,20 +45,37 @@ const ADDED_FIELDS = ["control", "graph", "usage", "daemon", "host"] as const;
 /** Where the listing nests a record: in the `sessions` array of the document, two levels of two spaces in. */
 const RECORD_INDENT = "    ";
 
+/** A record as the listing shows it of its own: without fields of the names the listing adds. */
+function ownFields(record: SessionRecord): object {
+  if (!ADDED_FIELDS.some((field) => Object.hasOwn(record, field))) return record;
+  const copy: Record<string, unknown> = { ...record };
+  for (const field of ADDED_FIELDS) delete copy[field];
+  return copy;
+}
+
+/** Where each session of the document starts: on a line of its own, two levels in (deeper lines have more spaces; strings hold no newline). */
+const SESSION_START = Buffer.from(`\n${RECORD_INDENT}{\n`);
+/** And where it ends, the same way. */
+const SESSION_END = Buffer.from(`\n${RECORD_INDENT}}`);
+
 /**
- * `JSON.stringify(record, null, 2)` as it sits in the document's `sessions` array, without its
- * closing brace (the added fields follow). A record always has fields (a listing checks its
- * ref, status and times), so the brace closes at least one.
+ * Each record as `JSON.stringify(record, null, 2)` puts it in the document's `sessions` array,
+ * without its closing brace (the added fields follow). Rendered in one call as that array, then
+ * cut at each record's braces: a record always has fields (a listing checks its ref, status and
+ * times), so each brace is on a line of its own.
  */
-function headOf(record: SessionRecord): Buffer {
-  let shown: object = record;
-  if (ADDED_FIELDS.some((field) => Object.hasOwn(record, field))) {
-    const copy: Record<string, unknown> = { ...record };
-    for (const field of ADDED_FIELDS) delete copy[field];
-    shown = copy;
+function headsOf(records: readonly SessionRecord[]): Buffer[] {
+  const text = Buffer.from(jsonText({ sessions: records.map(ownFields) }));
+  const heads: Buffer[] = [];
+  let offset = 0;
+  for (let index = 0; index < records.length; index++) {
+    const start = text.indexOf(SESSION_START, offset);
+    const end = start < 0 ? -1 : text.indexOf(SESSION_END, start + 1);
+    if (end < 0) throw new Error("a session record of the listing has no braces of its own: each has fields");
+    heads.push(text.subarray(start + 1, end));
+    offset = end;
   }
-  const text = jsonText(shown);
-  return Buffer.from(`${RECORD_INDENT}${text.slice(0, -"\n}".length).replaceAll("\n", `\n${RECORD_INDENT}`)}`);
+  return heads;
 }
 
 /** A folder of records and the file its renderings are kept in while it is unchanged. */
@@ -77,11 +94,11 @@ function renderedListing<R, E>(
   folder: RenderedFolder | undefined,
   read: () => { records: R[]; problems: ListingProblem[] },
   entryOf: (record: R) => E,
-  render: (record: R) => Buffer,
+  render: (records: R[]) => Buffer[],
 ): RenderedListing<E> {
   const renderAll = (): RenderedListing<E> => {
     const { records, problems } = read();
-    return { entries: records.map(entryOf), blobs: records.map(render), problems };
+    return { entries: records.map(entryOf), blobs: render(records), problems };
   };
   if (folder === undefined || anySecretKnown()) return renderAll();
   const stamp = folderStamp(folder.dir);
@@ -99,7 +116,7 @@ export function renderedSessions(read: () => RegistryListing, folder?: RenderedF
     folder,
     read,
     (record: SessionRecord): SessionRow => [record.workItem.ref, record.status, record.createdAt, record.harness],
-    headOf,
+    headsOf,
   );
   const entries = listing.entries.map(([ref, status, createdAt, harness]): ListedSession => ({ ref, status, createdAt, harness }));
   return { ...listing, entries };
@@ -114,12 +131,10 @@ export function renderedControls(read: () => { records: ControlRecord[]; problem
     folder,
     read,
     (record) => record.ref,
-    (record) => Buffer.from(jsonText(record).replaceAll("\n", `\n${FIELD_INDENT}`)),
+    (records) => records.map((record) => Buffer.from(jsonText(record).replaceAll("\n", `\n${FIELD_INDENT}`))),
   );
 }
 
-/** Where each session of the document starts: on a line of its own, two levels in (deeper lines have more spaces; strings hold no newline). */
-const SESSION_START = Buffer.from(`\n${RECORD_INDENT}{\n`);
 const CONTROL_FIELD = Buffer.from(`,\n${FIELD_INDENT}"control": `);
 const NO_CONTROL = Buffer.from("null");
 const AFTER_CONTROL = Buffer.from(",\n");
