@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import { configSchema } from "../src/config/schema.js";
 import { EventLog } from "../src/events/index.js";
 import { TmuxRunner, harnessAdapter } from "../src/harness/index.js";
-import { harnessPreparer } from "../src/sessions/harness-trust.js";
+import { harnessPreparer } from "../src/harness/preparer.js";
 import { CLAUDE_CODE_VERSION, ensureClaudeCode } from "../scripts/install-claude-code.js";
 import { startModelStub } from "../test/support/model-stub.js";
 import { QUICK, median, percentile, printFigure, printHeading, runsFromEnv } from "./lib.js";

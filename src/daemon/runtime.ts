@@ -31,7 +31,7 @@ import type { Stores } from "../stores/stores.js";
 import { ensureSessionBin, envPatternMatches, passedEnvironment, sessionEnvironment } from "../sessions/session-env.js";
 import { sessionSocketPath } from "./socket/path.js";
 import type { CloseOptions } from "../sessions/close.js";
-import { harnessPreparer } from "../sessions/harness-trust.js";
+import { harnessPreparer } from "../harness/preparer.js";
 import { SandboxRunner, resolveSandboxBinds } from "../sessions/sandbox-runner.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
 import { workspacesFor } from "../workspace/index.js";

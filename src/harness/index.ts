@@ -26,3 +26,5 @@ export { codexConfigFile, codexTrustDirs, ensureCodexTrust } from "./codex-confi
 export { ensureGeminiConfig, geminiSettingsFile, geminiTrustedFoldersFile } from "./gemini-config.js";
 export type { GeminiFileOutcome } from "./gemini-config.js";
 export { SCREEN_TAIL_LINES, screenTail } from "./screen.js";
+export { harnessPreparer } from "./preparer.js";
+export type { HarnessPreparation, HarnessPreparer, HarnessPreparerOptions } from "./preparer.js";

@@ -27,7 +27,7 @@ import type { TrackerSet } from "../trackers/resolve.js";
 import type { WorkspaceProvider } from "../workspace/provider.js";
 import type { WorkItem } from "../workitem/index.js";
 import type { CloseOptions } from "./close.js";
-import type { HarnessPreparer } from "./harness-trust.js";
+import type { HarnessPreparer } from "../harness/preparer.js";
 import { PoolSlot } from "./keyed-queue.js";
 import type { Semaphore } from "./keyed-queue.js";
 import type { PullRequestLinks } from "../registry/pr-links.js";

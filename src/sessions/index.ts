@@ -1,6 +1,5 @@
 export { questionText } from "./announce.js";
 export type { CloseOptions } from "./close.js";
-export { harnessPreparer } from "./harness-trust.js";
 export { workItemEntityOfRef } from "./lifecycle.js";
 export { loadPromptTemplates, unknownPlaceholders } from "./prompts.js";
 export type { PromptTemplates } from "./prompts.js";

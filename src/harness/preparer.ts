@@ -1,8 +1,8 @@
 import { homedir } from "node:os";
 import type { RoutingConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
-import { claudeConfigFile, ensureClaudeTrust, trustScope } from "../harness/claude-trust.js";
-import { prepareCodexTrust } from "./codex-trust.js";
+import { claudeConfigFile, ensureClaudeTrust, trustScope } from "./claude-trust.js";
+import { prepareCodexTrust } from "./codex-preparer.js";
 import { prepareGemini } from "./gemini-preparer.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { EventSink } from "../events/log.js";
-import { codexConfigFile, codexTrustDirs, ensureCodexTrust } from "../harness/codex-config.js";
+import { codexConfigFile, codexTrustDirs, ensureCodexTrust } from "./codex-config.js";
 
 /**
  * Codex's folder trust, settled before each start of a `codex` session: the folder Codex looks

@@ -1,9 +1,9 @@
 import { homedir } from "node:os";
 import type { RoutingConfig } from "../config/schema.js";
 import type { EventSink } from "../events/log.js";
-import { trustScope } from "../harness/claude-trust.js";
-import { ensureGeminiConfig, geminiSettingsFile, geminiTrustedFoldersFile } from "../harness/gemini-config.js";
-import type { GeminiFileOutcome } from "../harness/gemini-config.js";
+import { trustScope } from "./claude-trust.js";
+import { ensureGeminiConfig, geminiSettingsFile, geminiTrustedFoldersFile } from "./gemini-config.js";
+import type { GeminiFileOutcome } from "./gemini-config.js";
 
 /**
  * Gemini CLI's answers before a start (src/harness/gemini-config.ts): its folder trusted in
