@@ -33,31 +33,39 @@ export function folderStamp(dir: string, now: number = Date.now()): string | und
   }
 }
 
+/** The entries of a parsed cache envelope, if it was written for `dir` at `stamp`. */
+function entriesFor(cache: unknown, dir: string, stamp: string): unknown[] | undefined {
+  if (typeof cache !== "object" || cache === null) return undefined;
+  const { dir: cachedDir, stamp: cachedStamp, entries }: { dir?: unknown; stamp?: unknown; entries?: unknown } = cache;
+  return cachedDir === dir && cachedStamp === stamp && Array.isArray(entries) ? entries : undefined;
+}
+
 /** The entries cached for `dir` at `stamp`; undefined when there are none (or the file is unreadable). */
 export function readFolderCache<T>(path: string, dir: string, stamp: string): T[] | undefined {
   try {
-    const cache: unknown = JSON.parse(readFileSync(path, "utf8"));
-    if (typeof cache !== "object" || cache === null) return undefined;
-    const { dir: cachedDir, stamp: cachedStamp, entries }: { dir?: unknown; stamp?: unknown; entries?: unknown } = cache;
-    if (cachedDir !== dir || cachedStamp !== stamp || !Array.isArray(entries)) return undefined;
-    // boundary-cast: the envelope is checked above; the entries are this listing's own, written
-    // for this folder at this stamp, and reading them again is what the cache exists to skip.
-    return entries as T[];
+    const entries = entriesFor(JSON.parse(readFileSync(path, "utf8")), dir, stamp);
+    // boundary-cast: the envelope is checked by entriesFor; the entries are this listing's own,
+    // written for this folder at this stamp, and reading them again is what the cache exists to skip.
+    return entries as T[] | undefined;
   } catch {
     return undefined;
   }
 }
 
-/** A cache only: written without fsync, and a failure to write it changes nothing (the next listing reads the folder). */
-export function writeFolderCache<T>(path: string, cache: FolderCache<T>): void {
+/** A cache file only: written without fsync, and a failure to write it changes nothing (the next listing reads the folder). */
+function writeCacheFile(path: string, data: string | Uint8Array): void {
   const temporary = `${path}.${process.pid}.tmp`;
   try {
     mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    writeFileSync(temporary, JSON.stringify(cache), { mode: 0o600 });
+    writeFileSync(temporary, data, { mode: 0o600 });
     renameSync(temporary, path);
   } catch {
     // Left to the next listing.
   }
+}
+
+export function writeFolderCache<T>(path: string, cache: FolderCache<T>): void {
+  writeCacheFile(path, JSON.stringify(cache));
 }
 
 /**
@@ -74,24 +82,19 @@ export interface FolderBlobs<T> {
 /** The entries and blobs cached for `dir` at `stamp`; undefined when there are none, or the file is not whole. */
 export function readFolderBlobs<T>(path: string, dir: string, stamp: string): FolderBlobs<T> | undefined {
   let bytes: Buffer;
+  let header: unknown;
+  let headerEnd: number;
   try {
     bytes = readFileSync(path);
+    headerEnd = bytes.indexOf(0x0a);
+    header = headerEnd < 0 ? undefined : JSON.parse(bytes.toString("utf8", 0, headerEnd));
   } catch {
     return undefined;
   }
-  const headerEnd = bytes.indexOf(0x0a);
-  if (headerEnd < 0) return undefined;
-  let header: unknown;
-  try {
-    header = JSON.parse(bytes.toString("utf8", 0, headerEnd));
-  } catch {
-    return undefined;
-  }
-  if (typeof header !== "object" || header === null) return undefined;
-  const { dir: cachedDir, stamp: cachedStamp, entries, lengths }: { dir?: unknown; stamp?: unknown; entries?: unknown; lengths?: unknown } = header;
-  if (cachedDir !== dir || cachedStamp !== stamp || !Array.isArray(entries) || !Array.isArray(lengths) || lengths.length !== entries.length) {
-    return undefined;
-  }
+  const entries = entriesFor(header, dir, stamp);
+  if (entries === undefined || typeof header !== "object" || header === null) return undefined;
+  const { lengths }: { lengths?: unknown } = header;
+  if (!Array.isArray(lengths) || lengths.length !== entries.length) return undefined;
   const blobs: Buffer[] = [];
   let offset = headerEnd + 1;
   for (const length of lengths) {
@@ -106,15 +109,8 @@ export function readFolderBlobs<T>(path: string, dir: string, stamp: string): Fo
   return { entries: entries as T[], blobs };
 }
 
-/** As writeFolderCache: a cache only, and a failure to write it changes nothing. */
+/** As writeFolderCache, the entries with their blobs. */
 export function writeFolderBlobs<T>(path: string, cache: FolderCache<T> & { readonly blobs: readonly Buffer[] }): void {
   const header = JSON.stringify({ dir: cache.dir, stamp: cache.stamp, entries: cache.entries, lengths: cache.blobs.map((blob) => blob.length) });
-  const temporary = `${path}.${process.pid}.tmp`;
-  try {
-    mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-    writeFileSync(temporary, Buffer.concat([Buffer.from(`${header}\n`, "utf8"), ...cache.blobs]), { mode: 0o600 });
-    renameSync(temporary, path);
-  } catch {
-    // Left to the next listing.
-  }
+  writeCacheFile(path, Buffer.concat([Buffer.from(`${header}\n`, "utf8"), ...cache.blobs]));
 }

@@ -1,5 +1,5 @@
 import type { ControlRecord } from "../../../control/types.js";
-import type { RegistryListing } from "../../../registry/listing.js";
+import type { RegistryListing, RegistryProblem } from "../../../registry/listing.js";
 import type { SessionRecord, SessionStatus } from "../../../registry/record.js";
 import { anySecretKnown } from "../../../secrets.js";
 import { folderStamp, readFolderBlobs, writeFolderBlobs } from "../../../state/folder-cache.js";
@@ -23,17 +23,11 @@ export interface ListedSession {
   readonly harness: string;
 }
 
-/** A problem of a listing: the file left out and why. */
-interface ListingProblem {
-  readonly file: string;
-  readonly message: string;
-}
-
 /** Records as the listing renders them: each one's rendering (`blobs`) and what the listing decides on of it (`entries`), in the same order. */
 export interface RenderedListing<E> {
   readonly entries: E[];
   readonly blobs: Buffer[];
-  readonly problems: ListingProblem[];
+  readonly problems: RegistryProblem[];
 }
 
 /** A ListedSession as the cache keeps it. */
@@ -92,7 +86,7 @@ export interface RenderedFolder {
  */
 function renderedListing<R, E>(
   folder: RenderedFolder | undefined,
-  read: () => { records: R[]; problems: ListingProblem[] },
+  read: () => { records: R[]; problems: RegistryProblem[] },
   entryOf: (record: R) => E,
   render: (records: R[]) => Buffer[],
 ): RenderedListing<E> {
@@ -126,7 +120,7 @@ export function renderedSessions(read: () => RegistryListing, folder?: RenderedF
 const FIELD_INDENT = `${RECORD_INDENT}  `;
 
 /** The control records, rendered as the `control` field of a session, by ref: the control folder's (`folder`), or a database mirror's. */
-export function renderedControls(read: () => { records: ControlRecord[]; problems: ListingProblem[] }, folder?: RenderedFolder): RenderedListing<string> {
+export function renderedControls(read: () => { records: ControlRecord[]; problems: RegistryProblem[] }, folder?: RenderedFolder): RenderedListing<string> {
   return renderedListing(
     folder,
     read,
